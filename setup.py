@@ -1,0 +1,55 @@
+"""Build the memcore Cython kernels.
+
+All metadata lives in pyproject.toml; this file only declares the extensions.
+Knobs are environment variables:
+
+- ``MEMCORE_DEBUG=1``: boundscheck/initializedcheck on, ``-O0 -g``, asserts kept.
+"""
+import os
+
+import numpy
+from Cython.Build import cythonize
+from setuptools import Extension, setup
+
+DEBUG = os.environ.get("MEMCORE_DEBUG", "0") not in ("", "0")
+
+#: One set of Cython directives for every extension (sklearn's meson.build habit).
+DIRECTIVES = {
+    "language_level": 3,
+    "boundscheck": DEBUG,
+    "initializedcheck": DEBUG,
+    "wraparound": False,
+    "cdivision": True,
+    "nonecheck": False,
+    "embedsignature": True,
+}
+
+#: Extension name -> sources. C++ only where a module needs libcpp.
+EXTENSIONS = {
+    "memcore._liveness": {"sources": ["memcore/_liveness.pyx"], "language": "c"},
+}
+
+_COMPILE_ARGS = ["-O0", "-g", "-UNDEBUG"] if DEBUG else ["-O3"]
+
+
+def _extensions():
+    exts = []
+    for name, spec in EXTENSIONS.items():
+        lang = spec.get("language", "c")
+        args = list(_COMPILE_ARGS)
+        if lang == "c++":
+            args.append("-std=c++17")
+        exts.append(
+            Extension(
+                name,
+                sources=spec["sources"],
+                language=lang,
+                include_dirs=[numpy.get_include()],
+                define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_22_API_VERSION")],
+                extra_compile_args=args,
+            )
+        )
+    return cythonize(exts, compiler_directives=DIRECTIVES, quiet=True)
+
+
+setup(ext_modules=_extensions())
