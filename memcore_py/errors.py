@@ -1,0 +1,54 @@
+"""Errors of the Python layer.
+
+All derive from :class:`memcore.MemcoreError` (the engine's base), so one ``except`` catches
+everything memcore raises on purpose. Where a builtin category fits, it is inherited too.
+"""
+from memcore._errors import MemcoreError
+
+__all__ = [
+    "MemcoreError",
+    "IRError",
+    "WellFormedError",
+    "ParseError",
+    "PassError",
+    "PlanningError",
+]
+
+
+class IRError(MemcoreError, ValueError):
+    """Malformed or unsupported IR given to an IR API (builder, printer, analysis)."""
+
+
+class WellFormedError(IRError):
+    """``well_formed`` found a violation; the message names function, block and binding."""
+
+
+class ParseError(IRError):
+    """TVMScript text could not be read.
+
+    Attributes
+    ----------
+    line, column : int
+        1-based position of the offending token.
+    source_line : str
+        The offending line of the source text.
+    """
+
+    def __init__(self, message, line=0, column=0, source_line=""):
+        self.msg = message
+        self.line = line
+        self.column = column
+        self.source_line = source_line
+        text = f"{message} (line {line}, column {column})"
+        if source_line:
+            caret = " " * max(column - 1, 0) + "^"
+            text += f"\n    {source_line}\n    {caret}"
+        super().__init__(text)
+
+
+class PassError(MemcoreError):
+    """A pass's preconditions failed, or a pass failed inside a pipeline (``__cause__`` set)."""
+
+
+class PlanningError(MemcoreError):
+    """A memory plan could not be made for a well-formed input."""

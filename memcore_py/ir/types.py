@@ -1,0 +1,183 @@
+"""Relax value types (TVM's ``StructInfo``).
+
+| memcore_py       | TVM 0.27 (Python)        | TVMScript            |
+|------------------|--------------------------|----------------------|
+| ObjectType       | ObjectStructInfo          | ``R.Object``         |
+| TensorType       | TensorStructInfo          | ``R.Tensor((2, n), dtype="float32")`` |
+| TupleType        | TupleStructInfo           | ``R.Tuple(a, b)``    |
+| ShapeType        | ShapeStructInfo           | ``R.Shape([2, n])``  |
+| PrimType         | PrimStructInfo            | ``R.Prim("int64")``  |
+| FuncType         | FuncStructInfo            | ``R.Callable((a,), r)`` |
+
+Types are immutable and may be shared between many expressions (the parser interns them).
+``==`` is identity; use :func:`memcore_py.ir.structural_equal` to compare.
+"""
+from __future__ import annotations
+
+from ..errors import IRError
+from .prim import PrimExpr, as_prim
+
+__all__ = [
+    "Type",
+    "ObjectType",
+    "TensorType",
+    "TupleType",
+    "ShapeType",
+    "PrimType",
+    "FuncType",
+    "DTYPE_BITS",
+    "dtype_bytes",
+    "check_dtype",
+]
+
+_set = object.__setattr__
+
+#: Bits per element of the scalar dtypes memcore knows (lanes are written ``float32x4``).
+DTYPE_BITS = {
+    "bool": 1,
+    "int4": 4,
+    "uint4": 4,
+    "int8": 8,
+    "uint8": 8,
+    "int16": 16,
+    "uint16": 16,
+    "int32": 32,
+    "uint32": 32,
+    "int64": 64,
+    "uint64": 64,
+    "float8_e4m3fn": 8,
+    "float8_e5m2": 8,
+    "float16": 16,
+    "bfloat16": 16,
+    "float32": 32,
+    "float64": 64,
+    "handle": 64,
+}
+
+
+def _split_lanes(dtype: str):
+    base, lanes = dtype, 1
+    if "x" in dtype:
+        head, _, tail = dtype.rpartition("x")
+        if tail.isdigit() and head in DTYPE_BITS:
+            base, lanes = head, int(tail)
+    return base, lanes
+
+
+def check_dtype(dtype: str) -> str:
+    """Return ``dtype`` if it is a known scalar/vector dtype, else raise :class:`IRError`."""
+    base, lanes = _split_lanes(dtype)
+    if base not in DTYPE_BITS or lanes < 1:
+        raise IRError(f"dtype must be one of {sorted(DTYPE_BITS)} (optionally with xN lanes); got {dtype!r}")
+    return dtype
+
+
+def dtype_bytes(dtype: str) -> int:
+    """Storage bytes per element: ``ceil(bits * lanes / 8)`` (TVM ``StorageBytes``; bool -> 1)."""
+    base, lanes = _split_lanes(check_dtype(dtype))
+    return (DTYPE_BITS[base] * lanes + 7) // 8
+
+
+class Type:
+    """Base class of value types. Immutable; ``==`` is identity."""
+
+    __slots__ = ()
+
+    def __setattr__(self, key, value):
+        raise AttributeError(f"{type(self).__name__} is immutable")
+
+    __hash__ = object.__hash__
+
+
+class ObjectType(Type):
+    """Any runtime object (``R.Object``); storages, packed-call results."""
+
+    __slots__ = ()
+
+    def __repr__(self):
+        return "ObjectType()"
+
+
+class TensorType(Type):
+    """A tensor: ``shape`` (tuple of :class:`PrimExpr`, or None if unknown), ``dtype``
+    (``""`` if unknown), ``ndim`` (-1 if unknown), optional ``vdevice`` (e.g.
+    ``"cuda:0"`` or ``"llvm:1"`` as written in TVMScript; None for the default)."""
+
+    __slots__ = ("shape", "dtype", "ndim", "vdevice")
+
+    def __init__(self, shape=None, dtype: str = "", ndim: int = -1, vdevice: str | None = None):
+        if shape is not None:
+            shape = tuple(as_prim(d) for d in shape)
+            if ndim not in (-1, len(shape)):
+                raise IRError(f"TensorType ndim must match the shape; got ndim={ndim}, shape of rank {len(shape)}")
+            ndim = len(shape)
+        if not isinstance(ndim, int) or ndim < -1:
+            raise IRError(f"TensorType ndim must be an int >= -1; got {ndim!r}")
+        if dtype:
+            check_dtype(dtype)
+        _set(self, "shape", shape)
+        _set(self, "dtype", dtype)
+        _set(self, "ndim", ndim)
+        _set(self, "vdevice", vdevice)
+
+    def __repr__(self):
+        return f"TensorType({self.shape!r}, {self.dtype!r})"
+
+
+class TupleType(Type):
+    """A tuple of values; ``fields`` is a tuple of :class:`Type`."""
+
+    __slots__ = ("fields",)
+
+    def __init__(self, fields=()):
+        fields = tuple(fields)
+        for i, f in enumerate(fields):
+            if not isinstance(f, Type):
+                raise IRError(f"TupleType field {i} must be a Type; got {type(f).__name__}")
+        _set(self, "fields", fields)
+
+    def __repr__(self):
+        return f"TupleType({list(self.fields)!r})"
+
+
+class ShapeType(Type):
+    """A shape value (``R.shape([2, n])``): ``values`` (tuple of PrimExpr or None), ``ndim``."""
+
+    __slots__ = ("values", "ndim")
+
+    def __init__(self, values=None, ndim: int = -1):
+        if values is not None:
+            values = tuple(as_prim(v) for v in values)
+            ndim = len(values)
+        _set(self, "values", values)
+        _set(self, "ndim", ndim)
+
+    def __repr__(self):
+        return f"ShapeType({self.values!r})"
+
+
+class PrimType(Type):
+    """A scalar value of ``dtype``; ``value`` is the known PrimExpr, if any."""
+
+    __slots__ = ("dtype", "value")
+
+    def __init__(self, dtype: str = "int64", value: PrimExpr | None = None):
+        _set(self, "dtype", dtype)
+        _set(self, "value", value)
+
+    def __repr__(self):
+        return f"PrimType({self.dtype!r})"
+
+
+class FuncType(Type):
+    """A function: ``params`` (tuple of Type, or None when opaque), ``ret``, ``purity``."""
+
+    __slots__ = ("params", "ret", "purity")
+
+    def __init__(self, params, ret: Type, purity: bool = True):
+        _set(self, "params", None if params is None else tuple(params))
+        _set(self, "ret", ret)
+        _set(self, "purity", bool(purity))
+
+    def __repr__(self):
+        return f"FuncType({self.params!r}, {self.ret!r})"
