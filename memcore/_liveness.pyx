@@ -1,0 +1,179 @@
+"""Liveness kernels: intervals from CSR uses, and the bytes live over time.
+
+See memcore/liveness.py for the flat-array contract and for argument validation; these
+kernels trust their input (every index in range, lengths consistent, totals fit in int64).
+
+Design
+------
+- ``live_intervals``: one pass over the CSR uses, O(n + n_uses).
+- ``max_live_bytes``: the LOAD lower bound. Two strategies with the same result:
+  a difference array over the step range ``[min(start), max(end)]`` when that range is small
+  (O(n + span), no sort), else a sweep over the sorted starts and sorted ends (O(n log n);
+  the sort is numpy's, before the nogil loop). At equal times starts are taken before ends,
+  because ``end`` is inclusive: a buffer ending at t and one starting at t are live together.
+- ``live_profile``: a difference array over ``0..n_steps`` (the caller bounds n_steps).
+
+Nothing here allocates inside ``nogil``: outputs and scratch arrays come from numpy first.
+"""
+
+import numpy as np
+
+from libc.stdint cimport int64_t
+
+from memcore._typedefs cimport flag_t, idx_t
+
+
+# -------------------------------------------------------------------------------------------
+# live_intervals
+# -------------------------------------------------------------------------------------------
+
+cdef void _live_intervals(
+    const idx_t[::1] def_pos,
+    const idx_t[::1] use_ptr,
+    const idx_t[::1] use_pos,
+    const flag_t[::1] is_output,
+    idx_t n_steps,
+    idx_t[::1] start,
+    idx_t[::1] end,
+) noexcept nogil:
+    cdef Py_ssize_t i, k, n = def_pos.shape[0]
+    cdef idx_t last
+    for i in range(n):
+        last = def_pos[i]
+        if is_output[i]:
+            last = n_steps
+        else:
+            for k in range(use_ptr[i], use_ptr[i + 1]):
+                if use_pos[k] > last:
+                    last = use_pos[k]
+        start[i] = def_pos[i]
+        end[i] = last
+
+
+def _py_live_intervals(def_pos, use_ptr, use_pos, is_output, idx_t n_steps):
+    """Test hook: the raw kernel on validated arrays; returns (start, end)."""
+    cdef Py_ssize_t n = def_pos.shape[0]
+    start = np.empty(n, dtype=np.int64)
+    end = np.empty(n, dtype=np.int64)
+    cdef idx_t[::1] start_v = start
+    cdef idx_t[::1] end_v = end
+    cdef const idx_t[::1] def_v = def_pos
+    cdef const idx_t[::1] ptr_v = use_ptr
+    cdef const idx_t[::1] use_v = use_pos
+    cdef const flag_t[::1] out_v = is_output
+    with nogil:
+        _live_intervals(def_v, ptr_v, use_v, out_v, n_steps, start_v, end_v)
+    return start, end
+
+
+# -------------------------------------------------------------------------------------------
+# max_live_bytes
+# -------------------------------------------------------------------------------------------
+
+cdef idx_t _max_live_diff(
+    const idx_t[::1] start,
+    const idx_t[::1] end,
+    const idx_t[::1] size,
+    idx_t low,
+    idx_t[::1] diff,
+) noexcept nogil:
+    """Difference array over [low, low + len(diff) - 1); diff is zeroed by the caller."""
+    cdef Py_ssize_t i, t, n = start.shape[0], m = diff.shape[0]
+    cdef idx_t live = 0, peak = 0
+    for i in range(n):
+        diff[start[i] - low] += size[i]
+        diff[end[i] - low + 1] -= size[i]
+    for t in range(m):
+        live += diff[t]
+        if live > peak:
+            peak = live
+    return peak
+
+
+cdef idx_t _max_live_sweep(
+    const idx_t[::1] start,
+    const idx_t[::1] end,
+    const idx_t[::1] size,
+    const idx_t[::1] by_start,
+    const idx_t[::1] by_end,
+) noexcept nogil:
+    """Merge the starts (sorted) with the ends (sorted); starts first at equal times."""
+    cdef Py_ssize_t n = start.shape[0], i = 0, j = 0
+    cdef idx_t live = 0, peak = 0
+    while i < n:
+        if start[by_start[i]] <= end[by_end[j]]:
+            live += size[by_start[i]]
+            if live > peak:
+                peak = live
+            i += 1
+        else:
+            live -= size[by_end[j]]
+            j += 1
+    return peak
+
+
+def _py_max_live_bytes(start, end, size):
+    """Kernel on validated arrays (``size`` already rounded to the alignment).
+
+    Chooses the difference array when the step span is at most ``4 * n + 64``, else sorts.
+    """
+    cdef Py_ssize_t n = start.shape[0]
+    if n == 0:
+        return 0
+    cdef const idx_t[::1] start_v = start
+    cdef const idx_t[::1] end_v = end
+    cdef const idx_t[::1] size_v = size
+    cdef idx_t low = start.min()
+    cdef idx_t high = end.max()
+    cdef idx_t peak
+    cdef idx_t[::1] diff_v
+    cdef const idx_t[::1] by_start_v
+    cdef const idx_t[::1] by_end_v
+    # high - low cannot overflow as an unsigned difference; compare before subtracting.
+    if <unsigned long long>high - <unsigned long long>low <= <unsigned long long>(4 * n + 64):
+        diff = np.zeros(high - low + 2, dtype=np.int64)
+        diff_v = diff
+        with nogil:
+            peak = _max_live_diff(start_v, end_v, size_v, low, diff_v)
+        return peak
+    by_start_v = np.argsort(start, kind="stable")
+    by_end_v = np.argsort(end, kind="stable")
+    with nogil:
+        peak = _max_live_sweep(start_v, end_v, size_v, by_start_v, by_end_v)
+    return peak
+
+
+# -------------------------------------------------------------------------------------------
+# live_profile
+# -------------------------------------------------------------------------------------------
+
+cdef void _live_profile(
+    const idx_t[::1] start,
+    const idx_t[::1] end,
+    const idx_t[::1] size,
+    idx_t[::1] profile,
+) noexcept nogil:
+    """profile has n_steps + 2 slots (the last absorbs end + 1 == n_steps + 1)."""
+    cdef Py_ssize_t i, t, n = start.shape[0], m = profile.shape[0]
+    cdef idx_t s, live = 0
+    for i in range(n):
+        s = start[i] if start[i] > 0 else 0
+        if end[i] < s:  # e.g. [-1, -1]: live only before the block
+            continue
+        profile[s] += size[i]
+        profile[end[i] + 1] -= size[i]
+    for t in range(m):
+        live += profile[t]
+        profile[t] = live
+
+
+def _py_live_profile(start, end, size, idx_t n_steps):
+    """Kernel on validated arrays; returns int64[n_steps + 1]."""
+    profile = np.zeros(n_steps + 2, dtype=np.int64)
+    cdef idx_t[::1] profile_v = profile
+    cdef const idx_t[::1] start_v = start
+    cdef const idx_t[::1] end_v = end
+    cdef const idx_t[::1] size_v = size
+    with nogil:
+        _live_profile(start_v, end_v, size_v, profile_v)
+    return profile[: n_steps + 1]
