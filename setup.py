@@ -29,6 +29,9 @@ DIRECTIVES = {
 #: Extension name -> sources. C++ only where a module needs libcpp.
 EXTENSIONS = {
     "memcore._liveness": {"sources": ["memcore/_liveness.pyx"], "language": "c"},
+    "memcore._offsets": {"sources": ["memcore/_offsets.pyx"], "language": "c"},
+    "memcore._tokens": {"sources": ["memcore/_tokens.pyx"], "language": "c++"},
+    "memcore._verify": {"sources": ["memcore/_verify.pyx"], "language": "c++"},
 }
 
 _COMPILE_ARGS = ["-O0", "-g", "-UNDEBUG"] if DEBUG else ["-O3"]

@@ -36,6 +36,7 @@ __all__ = [
     "check_nonnegative",
     "check_not_less",
     "check_sum_fits",
+    "exact_sum",
     "first_true",
 ]
 
@@ -174,6 +175,17 @@ def as_int_scalar(name, value, *, low=None, high=INT64_MAX):
     return result
 
 
+def exact_sum(arr):
+    """Exact Python-int sum of a non-negative int64 array (no wrap-around).
+
+    The high and low 32-bit halves are summed separately; each partial sum fits in int64
+    for arrays shorter than 2**31.
+    """
+    high = int(np.sum(arr >> 32, dtype=np.int64))
+    low = int(np.sum(arr & 0xFFFFFFFF, dtype=np.int64))
+    return (high << 32) + low
+
+
 def first_true(mask):
     """Index of the first True in a boolean array, or -1 (vectorised)."""
     if mask.size == 0:
@@ -244,9 +256,7 @@ def check_sum_fits(name, arr, *, alignment=1):
                 f"fit in int64; got a value above {limit}"
             )
         arr = (arr + (alignment - 1)) // alignment * alignment
-    high = int(np.sum(arr >> 32, dtype=np.int64))
-    low = int(np.sum(arr & 0xFFFFFFFF, dtype=np.int64))
-    total = (high << 32) + low
+    total = exact_sum(arr)
     if total > INT64_MAX:
         what = f"{name} rounded up to alignment {alignment}" if alignment > 1 else name
         raise InvalidArrayError(

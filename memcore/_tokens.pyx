@@ -1,0 +1,471 @@
+"""Token allocation kernel: TVM Relax's TokenAllocator1D + StorageAllocator over an event program.
+
+See memcore/tokens.py for the semantics (spec §1.4 / §1.8) and the argument validation; this
+kernel trusts its input (token ids in range, kinds valid, pools dense in ``[0, n_pools)``).
+
+Design
+------
+- Constant sizes: per pool class, the free storages ordered by key = the storage's bytes at
+  release, equal keys in release order. TVM keeps one ``std::multimap`` (which appends a key
+  after its equals); its two picks in ``RequestReuse`` are the first entry with key >= s
+  (the earliest released among the smallest such keys) and the entry just before it (the
+  latest released among the largest keys < s). Here the order is split into 64 *buckets*
+  by bit length of the key (bucket k holds keys in ``[2**(k-1), 2**k)``, bucket 0 the key
+  0) with a 64-bit occupancy mask per pool, so both picks are a look into one small bucket
+  plus, if it has no answer, one bit scan to the next non-empty bucket up or down. Each
+  bucket is a *blocked sorted list* (the ``sortedcontainers`` idea): a vector of sorted
+  blocks of at most ``BLOCK_CAP`` entries plus the last key of each block, so the common
+  case is a binary search over a few contiguous entries and a short ``memmove``, with no
+  allocation per event (a multimap version spent half its time in malloc/free and
+  rebalancing, and a single sorted list per pool in its dependent-load binary search).
+  With more than ``MAX_BUCKETED_POOLS`` pools, each pool is one bucket (memory stays
+  O(n_pools)). Worst case for a bucket of F storages: O(log F + BLOCK_CAP + F / BLOCK_CAP)
+  per operation.
+- Symbolic sizes live under key -1 in TVM's multimap and are scanned in insertion order for
+  the first entry of the same symbolic class. Since that scan only ever matches the same
+  (pool, class), one FIFO ``std::deque`` per (pool, class) gives the same pick in O(1); the
+  classes are few, so they sit in a ``std::map``. Constant requests never see them (their
+  window starts at ``s / match_range >= 0``).
+- ``left[tok]`` counts the references a token still holds; at 0 its storage is released.
+  A storage is held by one token at a time (it is only reused after release), so the
+  per-token count is TVM's ``ref_counter`` of the storage token.
+- Sequence errors (DECREF before REQUEST, DECREF at count 0, REQUEST twice) stop the loop
+  and are returned as a code plus the event index; the wrapper raises.
+
+Complexity: O(n_events (log F + BLOCK_CAP)) time for F free storages in the largest
+bucket, O(n_tok + n_pools) memory.
+"""
+
+import numpy as np
+
+cimport cython
+from cython.operator cimport dereference as deref
+from libc.string cimport memmove
+from libcpp.deque cimport deque
+from libcpp.map cimport map as cpp_map
+from libcpp.pair cimport pair
+from libcpp.vector cimport vector
+
+from memcore._typedefs cimport idx_t, kind_t
+
+#: Event kinds (mirrored by memcore.tokens.EV_REQUEST / EV_DECREF).
+cdef enum:
+    EV_REQUEST = 0
+    EV_DECREF = 1
+
+#: Kernel return codes (memcore.tokens turns them into messages).
+cdef enum:
+    OK = 0
+    ERR_REQUEST_TWICE = 1
+    ERR_DECREF_UNREQUESTED = 2
+    ERR_DECREF_AT_ZERO = 3
+
+ERROR_CODES = {
+    "ERR_REQUEST_TWICE": ERR_REQUEST_TWICE,
+    "ERR_DECREF_UNREQUESTED": ERR_DECREF_UNREQUESTED,
+    "ERR_DECREF_AT_ZERO": ERR_DECREF_AT_ZERO,
+}
+
+#: A free-list block is split in two when it grows past this many entries.
+cdef enum:
+    BLOCK_CAP = 256
+
+#: Above this many pools, a pool's free list is one bucket (64 buckets cost 3.5 KB a pool).
+cdef enum:
+    MAX_BUCKETED_POOLS = 256
+
+cdef idx_t INT64_MAX = 0x7FFFFFFFFFFFFFFF
+
+cdef extern from *:
+    """
+    #if defined(_MSC_VER)
+    #include <intrin.h>
+    static inline int memcore_bit_length(unsigned long long x) {
+        unsigned long i; return _BitScanReverse64(&i, x) ? (int)i + 1 : 0;
+    }
+    static inline int memcore_lowest_bit(unsigned long long x) {
+        unsigned long i; _BitScanForward64(&i, x); return (int)i;
+    }
+    #else
+    static inline int memcore_bit_length(unsigned long long x) {
+        return x ? 64 - __builtin_clzll(x) : 0;
+    }
+    static inline int memcore_lowest_bit(unsigned long long x) { return __builtin_ctzll(x); }
+    #endif
+    """
+    int bit_length "memcore_bit_length"(unsigned long long x) noexcept nogil
+    int lowest_bit "memcore_lowest_bit"(unsigned long long x) noexcept nogil
+
+ctypedef pair[idx_t, idx_t] pool_sym_t               # (pool, symbolic class)
+
+
+# -------------------------------------------------------------------------------------------
+# The free list of one pool: a blocked sorted list of (key, storage)
+# -------------------------------------------------------------------------------------------
+
+cdef struct Entry:
+    idx_t key                      # bytes of the storage when it was released
+    idx_t st                       # storage id
+
+cdef struct FreeList:
+    vector[vector[Entry]] blocks   # sorted by key across and within blocks, equal keys in
+                                   # release order; non-empty unless it is the only block
+    vector[idx_t] last_key         # last_key[b] == blocks[b].back().key
+    Py_ssize_t size                # number of entries
+
+
+cdef inline Py_ssize_t _first_block(const FreeList* fl, idx_t key, bint strict) noexcept nogil:
+    """First block whose last key is >= key (> key if strict), or the number of blocks."""
+    cdef Py_ssize_t lo = 0, hi = fl.last_key.size(), mid
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if fl.last_key[mid] > key or (not strict and fl.last_key[mid] == key):
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+cdef inline Py_ssize_t _search(const Entry* a, Py_ssize_t n, idx_t key, bint strict) noexcept nogil:
+    """First index whose key is >= key (> key if strict) in a sorted block, or n.
+
+    Branch-free halving (the comparison feeds a conditional move, not a jump): the keys
+    are unpredictable, and mispredicted branches dominated the loop otherwise.
+    """
+    cdef const Entry* base = a
+    cdef Py_ssize_t half
+    if n == 0:
+        return 0
+    if strict:
+        while n > 1:
+            half = n >> 1
+            base += half * <Py_ssize_t>(base[half - 1].key <= key)
+            n -= half
+    else:
+        while n > 1:
+            half = n >> 1
+            base += half * <Py_ssize_t>(base[half - 1].key < key)
+            n -= half
+    if strict:
+        return (base - a) + (base[0].key <= key)
+    return (base - a) + (base[0].key < key)
+
+
+cdef int _list_insert(FreeList* fl, idx_t key, idx_t st) except -1 nogil:
+    """Insert after every entry with a key <= key (so after its equals)."""
+    cdef Py_ssize_t b, i, n, half
+    cdef vector[Entry]* blk
+    cdef Entry* a
+    if fl.blocks.empty():
+        fl.blocks.push_back(vector[Entry]())
+        fl.last_key.push_back(key)
+    b = _first_block(fl, key, True)
+    if b == <Py_ssize_t>fl.blocks.size():
+        b -= 1
+    blk = &fl.blocks[b]
+    n = blk.size()
+    i = _search(blk.data(), n, key, True)
+    # Grow by one, shift the tail, write the fields in place (building an Entry on the
+    # stack and copying it stalled on store-to-load forwarding).
+    blk.resize(n + 1)
+    a = blk.data()
+    memmove(a + i + 1, a + i, (n - i) * sizeof(Entry))
+    a[i].key = key
+    a[i].st = st
+    fl.size += 1
+    if i == n:
+        fl.last_key[b] = key
+    if blk.size() > BLOCK_CAP:
+        # Split: the upper half moves to a new block right after b.
+        fl.blocks.insert(fl.blocks.begin() + b + 1, vector[Entry]())
+        fl.last_key.insert(fl.last_key.begin() + b + 1, fl.last_key[b])
+        blk = &fl.blocks[b]
+        half = blk.size() >> 1
+        fl.blocks[b + 1].assign(blk.begin() + half, blk.end())
+        blk.resize(half)
+        fl.last_key[b] = blk.back().key
+    return 0
+
+
+cdef inline idx_t _list_erase(FreeList* fl, Py_ssize_t b, Py_ssize_t i) noexcept nogil:
+    """Remove entry i of block b; return its storage id."""
+    cdef vector[Entry]* blk = &fl.blocks[b]
+    cdef idx_t st = blk.data()[i].st
+    blk.erase(blk.begin() + i)
+    fl.size -= 1
+    if blk.empty():
+        if fl.blocks.size() > 1:
+            fl.blocks.erase(fl.blocks.begin() + b)
+            fl.last_key.erase(fl.last_key.begin() + b)
+    elif i == <Py_ssize_t>blk.size():
+        fl.last_key[b] = blk.back().key
+    return st
+
+
+cdef inline void _list_lower(
+    const FreeList* fl, idx_t key, Py_ssize_t* b, Py_ssize_t* i
+) noexcept nogil:
+    """Position of the first entry with a key >= key; (n_blocks, 0) when there is none."""
+    b[0] = _first_block(fl, key, False)
+    i[0] = 0
+    if b[0] < <Py_ssize_t>fl.blocks.size():
+        i[0] = _search(fl.blocks[b[0]].data(), fl.blocks[b[0]].size(), key, False)
+
+
+cdef inline bint _list_prev(const FreeList* fl, Py_ssize_t* b, Py_ssize_t* i) noexcept nogil:
+    """Step (b, i) back one entry; False when it is the first position."""
+    if i[0] > 0:
+        i[0] -= 1
+    elif b[0] > 0:
+        b[0] -= 1
+        i[0] = fl.blocks[b[0]].size() - 1
+    else:
+        return False
+    return True
+
+
+cdef inline idx_t _list_key(const FreeList* fl, Py_ssize_t b, Py_ssize_t i) noexcept nogil:
+    return fl.blocks[b].data()[i].key
+
+
+cdef inline idx_t _window_high(idx_t s, idx_t match_range) noexcept nogil:
+    """s * match_range, saturated at INT64_MAX (s >= 0, match_range >= 1)."""
+    if s > INT64_MAX // match_range:
+        return INT64_MAX
+    return s * match_range
+
+
+# -------------------------------------------------------------------------------------------
+# The allocator: free lists + storage table
+# -------------------------------------------------------------------------------------------
+
+@cython.final
+cdef class _TokenAllocator:
+    """The free pools and the storage table; one instance per plan_tokens call."""
+    cdef vector[FreeList] free_const                    # per (pool, bucket): free storages
+    cdef vector[unsigned long long] free_mask           # per pool: bit k = bucket k non-empty
+    cdef int n_buckets                                  # 64, or 1 with many pools
+    cdef cpp_map[pool_sym_t, deque[idx_t]] free_sym     # per (pool, class): FIFO of storages
+    cdef idx_t match_range                              # size window factor; 0 = no reuse
+    cdef idx_t n_storage                                # storages created so far
+    cdef idx_t[::1] storage_bytes                       # max bytes requested per storage
+    cdef idx_t[::1] storage_pool                        # dense pool id per storage
+    cdef idx_t[::1] storage_sym                         # symbolic class per storage, -1 = const
+
+    def __cinit__(self, idx_t n_pools, idx_t n_tok, idx_t match_range):
+        self.n_buckets = 64 if n_pools <= MAX_BUCKETED_POOLS else 1
+        self.free_const.resize(n_pools * self.n_buckets)
+        self.free_mask.resize(n_pools, 0)
+        self.match_range = match_range
+        self.n_storage = 0
+        self.storage_bytes = np.empty(n_tok, dtype=np.int64)
+        self.storage_pool = np.empty(n_tok, dtype=np.int64)
+        self.storage_sym = np.empty(n_tok, dtype=np.int64)
+
+    cdef idx_t fresh(self, idx_t s, idx_t pool, idx_t sym) noexcept nogil:
+        cdef idx_t st = self.n_storage
+        self.n_storage += 1
+        self.storage_bytes[st] = s
+        self.storage_pool[st] = pool
+        self.storage_sym[st] = sym
+        return st
+
+    cdef int release(self, idx_t st) except -1 nogil:
+        cdef idx_t sym = self.storage_sym[st]
+        if sym >= 0:
+            self.free_sym[pool_sym_t(self.storage_pool[st], sym)].push_back(st)
+        else:
+            self.insert(self.storage_pool[st], self.storage_bytes[st], st)
+        return 0
+
+    cdef inline int bucket(self, idx_t key) noexcept nogil:
+        return bit_length(key) if self.n_buckets > 1 else 0
+
+    cdef int insert(self, idx_t pool, idx_t key, idx_t st) except -1 nogil:
+        cdef int k = self.bucket(key)
+        _list_insert(&self.free_const[pool * self.n_buckets + k], key, st)
+        self.free_mask[pool] |= 1ULL << k
+        return 0
+
+    cdef inline idx_t take(self, idx_t pool, int k, Py_ssize_t b, Py_ssize_t i) noexcept nogil:
+        """Remove entry (b, i) of bucket k of pool; return its storage id."""
+        cdef FreeList* fl = &self.free_const[pool * self.n_buckets + k]
+        cdef idx_t st = _list_erase(fl, b, i)
+        if fl.size == 0:
+            self.free_mask[pool] &= ~(1ULL << k)
+        return st
+
+    cdef idx_t take_constant(
+        self, idx_t pool, idx_t s, idx_t low, idx_t high, bint* below
+    ) noexcept nogil:
+        """Remove and return TVM's pick for s among keys in [low, high], or -1.
+
+        Sets *below when the pick is smaller than s (the caller enlarges it).
+        """
+        cdef unsigned long long mask = self.free_mask[pool], rest
+        cdef int k = self.bucket(s), k2
+        cdef FreeList* fl = &self.free_const[pool * self.n_buckets + k]
+        cdef FreeList* fl2
+        cdef Py_ssize_t b = 0, i = 0, b2, i2
+        cdef bint in_bucket = (mask >> k) & 1
+        if mask == 0:
+            return -1
+        # Step 3. The smallest key >= s (earliest released among equals), if <= high:
+        # in s's bucket, else first in the next non-empty bucket up.
+        if in_bucket:
+            _list_lower(fl, s, &b, &i)
+            if b < <Py_ssize_t>fl.blocks.size():
+                if _list_key(fl, b, i) <= high:
+                    below[0] = False
+                    return self.take(pool, k, b, i)
+                rest = 0  # the answer >= s is in this bucket but too large
+            else:
+                rest = mask >> k >> 1
+        else:
+            rest = mask >> k >> 1
+        if rest:
+            k2 = k + 1 + lowest_bit(rest)
+            if _list_key(&self.free_const[pool * self.n_buckets + k2], 0, 0) <= high:
+                below[0] = False
+                return self.take(pool, k2, 0, 0)
+        # Step 4. Else the entry just before: the largest key < s (latest released among
+        # equals), if >= low: in s's bucket, else last in the next non-empty bucket down.
+        if in_bucket and _list_prev(fl, &b, &i):
+            if _list_key(fl, b, i) < low:
+                return -1
+            below[0] = True
+            return self.take(pool, k, b, i)
+        rest = mask & ((1ULL << k) - 1)
+        if rest == 0:
+            return -1
+        k2 = bit_length(rest) - 1
+        fl2 = &self.free_const[pool * self.n_buckets + k2]
+        b2 = fl2.blocks.size() - 1
+        i2 = fl2.blocks[b2].size() - 1
+        if _list_key(fl2, b2, i2) < low:
+            return -1
+        below[0] = True
+        return self.take(pool, k2, b2, i2)
+
+    cdef idx_t reuse(self, idx_t s, idx_t pool, idx_t sym) noexcept nogil:
+        """RequestReuse: a free storage for (s, pool, sym), or -1. Steps as in TVM."""
+        cdef idx_t st
+        cdef bint below = False
+        cdef cpp_map[pool_sym_t, deque[idx_t]].iterator q
+        # Step 0. match_range 0 disables reuse.
+        if self.match_range == 0:
+            return -1
+        # Step 1. Symbolic: the earliest released storage of the same class, as is.
+        if sym >= 0:
+            q = self.free_sym.find(pool_sym_t(pool, sym))
+            if q == self.free_sym.end() or deref(q).second.empty():
+                return -1
+            st = deref(q).second.front()
+            deref(q).second.pop_front()
+            return st
+        # Step 2. Constant: keys in [s / match_range, s * match_range] of this pool;
+        # Steps 3-4 in _free_take. A smaller storage is enlarged to s.
+        st = self.take_constant(
+            pool, s, s // self.match_range, _window_high(s, self.match_range), &below
+        )
+        if below:
+            self.storage_bytes[st] = s
+        return st
+
+
+cdef int _plan_tokens(
+    _TokenAllocator alloc,
+    const idx_t[::1] tok_bytes,
+    const idx_t[::1] tok_pool,
+    const idx_t[::1] tok_refs,
+    const idx_t[::1] tok_sym,
+    const kind_t[::1] ev_kind,
+    const idx_t[::1] ev_tok,
+    bint release_zero_ref,
+    idx_t[::1] storage_of,
+    idx_t[::1] left,
+    idx_t* bad_event,
+) except -1 nogil:
+    """Run the event program; return OK or an ERR_* code with *bad_event set."""
+    cdef Py_ssize_t e, n_events = ev_kind.shape[0]
+    cdef bint has_sym = tok_sym.shape[0] > 0
+    cdef idx_t p, st, refs, sym
+    for e in range(n_events):
+        p = ev_tok[e]
+        if ev_kind[e] == EV_REQUEST:
+            if storage_of[p] >= 0:
+                bad_event[0] = e
+                return ERR_REQUEST_TWICE
+            refs = tok_refs[p]
+            sym = tok_sym[p] if has_sym else -1
+            st = -1
+            # Relax: a token nobody reads gets fresh storage that is never released.
+            if refs > 0 or release_zero_ref:
+                st = alloc.reuse(tok_bytes[p], tok_pool[p], sym)
+            if st < 0:
+                st = alloc.fresh(tok_bytes[p], tok_pool[p], sym)
+            elif tok_bytes[p] > alloc.storage_bytes[st]:  # symbolic: keep the maximum
+                alloc.storage_bytes[st] = tok_bytes[p]
+            storage_of[p] = st
+            left[p] = refs
+            # Relay: an output nobody reads is released right after its request.
+            if refs == 0 and release_zero_ref:
+                alloc.release(st)
+        else:
+            if storage_of[p] < 0:
+                bad_event[0] = e
+                return ERR_DECREF_UNREQUESTED
+            if left[p] == 0:
+                bad_event[0] = e
+                return ERR_DECREF_AT_ZERO
+            left[p] -= 1
+            if left[p] == 0:
+                alloc.release(storage_of[p])
+    return OK
+
+
+def _py_plan_tokens(
+    tok_bytes,
+    tok_pool_dense,
+    idx_t n_pools,
+    tok_refs,
+    tok_sym,
+    ev_kind,
+    ev_tok,
+    idx_t match_range,
+    bint release_zero_ref,
+):
+    """Kernel on validated arrays (pools dense, tok_sym empty when there is none).
+
+    Returns
+    -------
+    (code, bad_event, storage_of, storage_bytes, storage_pool_dense); the storage arrays are
+    trimmed to n_storage. ``code`` is 0 or one of ERROR_CODES.
+    """
+    cdef Py_ssize_t n_tok = tok_bytes.shape[0]
+    cdef _TokenAllocator alloc = _TokenAllocator(n_pools, n_tok, match_range)
+    storage_of = np.full(n_tok, -1, dtype=np.int64)
+    left = np.zeros(n_tok, dtype=np.int64)
+    cdef idx_t[::1] storage_of_v = storage_of
+    cdef idx_t[::1] left_v = left
+    cdef const idx_t[::1] bytes_v = tok_bytes
+    cdef const idx_t[::1] pool_v = tok_pool_dense
+    cdef const idx_t[::1] refs_v = tok_refs
+    cdef const idx_t[::1] sym_v = tok_sym
+    cdef const kind_t[::1] kind_v = ev_kind
+    cdef const idx_t[::1] ev_tok_v = ev_tok
+    cdef idx_t bad_event = -1
+    cdef int code
+    with nogil:
+        code = _plan_tokens(
+            alloc, bytes_v, pool_v, refs_v, sym_v, kind_v, ev_tok_v,
+            release_zero_ref, storage_of_v, left_v, &bad_event,
+        )
+    n = alloc.n_storage
+    return (
+        code,
+        bad_event,
+        storage_of,
+        np.asarray(alloc.storage_bytes)[:n].copy(),
+        np.asarray(alloc.storage_pool)[:n].copy(),
+    )
