@@ -56,3 +56,8 @@ from .expr import (  # noqa: F401
 )
 from .module import IRModule  # noqa: F401
 from .op import Op, get_op, list_ops, register_op  # noqa: F401
+from .builder import BlockBuilder, IfBuilder, NameTable  # noqa: F401
+from .infer import infer_type  # noqa: F401
+from .functor import ExprMutator, ExprVisitor, post_order_visit  # noqa: F401
+from .structural import assert_structural_equal, structural_equal  # noqa: F401
+from .well_formed import well_formed, well_formed_report  # noqa: F401

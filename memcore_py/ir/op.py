@@ -122,13 +122,14 @@ register_op("relax.call_pure_packed", n_args=(1, None))
 register_op("relax.call_inplace_packed", attr_names=("inplace_indices",), n_args=(1, None))
 register_op("relax.vm.call_tir_dyn", pure=False, n_args=(2, 2))
 
-# --- memory (impure: allocate, free) ----------------------------------------------------------
-register_op("relax.builtin.alloc_tensor", pure=False, n_args=(3, 4))
-register_op("relax.memory.alloc_storage", pure=False, n_args=(4, 4))
-register_op("relax.memory.alloc_tensor", pure=False, n_args=(4, 5))
+# --- memory. Purity is TVM 0.27's ``FPurity``: allocations are pure (so they may sit in
+# dataflow blocks and DeadCodeElimination drops unused ones); only kills are impure. ---------
+register_op("relax.builtin.alloc_tensor", n_args=(3, 4))
+register_op("relax.memory.alloc_storage", n_args=(4, 4))
+register_op("relax.memory.alloc_tensor", n_args=(4, 5))
 register_op("relax.memory.kill_storage", pure=False, n_args=(1, 1))
 register_op("relax.memory.kill_tensor", pure=False, n_args=(1, 1))
-register_op("relax.vm.alloc_storage", pure=False, n_args=(3, 4))
-register_op("relax.vm.alloc_tensor", pure=False, n_args=(4, 4))
+register_op("relax.vm.alloc_storage", n_args=(3, 4))
+register_op("relax.vm.alloc_tensor", n_args=(4, 4))
 register_op("relax.vm.kill_object", pure=False, n_args=(1, 1))
 register_op("relax.null_value", n_args=(0, 0))
