@@ -179,18 +179,17 @@ def verify_tokens(tok_bytes, tok_pool, tok_refs, ev_kind, ev_tok, plan, *, tok_s
             f"plan.storage_of[{bad}] = {int(storage_of[bad])} must be a storage id in "
             f"[0, {n_storage}) for requested token {bad}"
         )
-    bad = first_true(~requested & (storage_of != -1))
-    if bad >= 0:
-        raise PlanError(
-            f"plan.storage_of[{bad}] = {int(storage_of[bad])} must be -1 for token {bad}, "
-            f"which is never requested"
-        )
-
     code, e, a, b = _verify._py_verify_tokens(
         tok_bytes, tok_pool, tok_refs, tok_sym, ev_kind, ev_tok,
         storage_of, storage_bytes, storage_pool,
     )
     if code == 0:
+        bad = first_true(~requested & (storage_of != -1))
+        if bad >= 0:
+            raise PlanError(
+                f"plan.storage_of[{bad}] = {int(storage_of[bad])} must be -1 for token "
+                f"{bad}, which is never requested"
+            )
         return None
     codes = _verify.TOKEN_CODES
     if code == codes["ERR_REQUEST_TWICE"]:
