@@ -4,3 +4,9 @@ Public names (fixed): StaticPlanBlockMemory, KillAfterLastUse, LowerAllocTensor,
 CallTIRRewrite, ToNonDataflow, RemovePurityChecking, Sequential, PassContext.
 """
 from .pass_infra import PASS_REGISTRY, FunctionPass, ModulePass, Pass, PassContext, Sequential, get_pass  # noqa: F401
+from .call_tir_rewrite import CallTIRRewrite  # noqa: F401,E402
+from .to_non_dataflow import ToNonDataflow  # noqa: F401,E402
+from .remove_purity_checking import RemovePurityChecking  # noqa: F401,E402
+from .lower_alloc_tensor import LowerAllocTensor  # noqa: F401,E402
+from .canonicalize_bindings import CanonicalizeBindings  # noqa: F401,E402
+from .kill_after_last_use import KillAfterLastUse  # noqa: F401,E402

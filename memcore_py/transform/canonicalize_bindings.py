@@ -1,0 +1,636 @@
+"""CanonicalizeBindings: fold trivial bindings, known tuple accesses and constant bindings.
+
+Port of TVM ``CanonicalizeBindings`` (src/relax/transform/canonicalize_bindings.cc) — the
+parts KillAfterLastUse relies on (it runs this first, and its effects are visible in the
+output). Two stages, each over a whole function:
+
+Stage 1, symbolic variables (TVM ``CanonicalizeTIRVariables``)
+    A ``v = R.match_cast(value, T)`` whose pattern ``T`` has a bare symbolic variable where
+    ``value``'s type has a known dim (``R.Tensor((n,))`` matched against a (16,) tensor)
+    makes that variable known (``n = 16``); later shapes, prim values, call ``ty_args``,
+    match_cast patterns and binding types have it substituted. Two match_casts that give
+    one variable provably different values raise :class:`~memcore_py.errors.PassError`.
+    Known values are scoped (If branches and nested functions restore them on exit).
+    Substituted expressions are constant-folded; TVM's full arithmetic simplifier is not
+    reproduced (a non-constant substituted dim keeps its written form).
+
+Stage 2, bindings (TVM ``CanonicalizePlanner`` + ``BindingCanonicalizer``)
+    A planning walk records, for every binding in order:
+
+    - its *known value*: the bound value, unwrapped when it is ``t[i]`` of a tuple literal
+      known through variables (``t = (a, b); c = t[1]`` knows ``c`` is ``b``), or a tuple
+      ``(u[0], ..., u[n-1])`` that re-packs every field of one earlier tuple ``u`` of
+      arity n in order (it is ``u``; in practice only when ``u`` is a parameter, since a
+      bound ``u`` unwraps to its own value);
+    - *trivial bindings*: the known value is a variable and the binding is a VarBinding or a
+      match_cast to exactly the value's type;
+    - *constant bindings*: the known value is a :class:`~memcore_py.ir.Constant`;
+    - dataflow facts: the block each var is defined in, vars defined in dataflow blocks,
+      and vars used outside their home dataflow block (any use outside a dataflow block, a
+      use in another block, or a free variable of a nested function).
+
+    Then the plan: (a) a Var defined in a dataflow block and never used outside it becomes
+    a DataflowVar; (b) uses of a constant-bound var become the constant (the binding stays,
+    now unused); (c) each trivial binding ``y = x`` is removed and uses of ``y`` become
+    ``x`` (chains collapse to the earliest non-trivial var) — except ``gv = lv`` where
+    ``gv`` is a Var used outside the block and ``lv`` a DataflowVar: then ``lv``'s binding
+    defines ``gv`` instead and uses of ``lv`` become ``gv`` (a DataflowVar may never
+    escape its block). Finally, in each dataflow block, a DataflowVar used only as the
+    value of one output binding (``gv = R.match_cast(lv, T)`` with a different ``T``, the
+    case (c) leaves) is folded into that output binding.
+
+Every SeqExpr comes out with empty blocks dropped and adjacent same-kind blocks merged, and
+a binding whose value's type changed gets a fresh variable of the new type (TVM's mutator
+does both). Not ported: stage 1's re-wrapping of If branches whose inferred types changed
+(``then_branch_with_dyn``).
+
+Example::
+
+    before:  x = R.add(w, w); y = x; t = (x, y); z = t[1]; return R.add(z, z)
+    after:   x = R.add(w, w); t = (x, x); gv = R.add(x, x); return gv    (y, z removed)
+"""
+from __future__ import annotations
+
+from ..errors import PassError
+from ..ir.expr import (
+    BindingBlock,
+    Call,
+    Constant,
+    DataflowBlock,
+    DataflowVar,
+    Function,
+    If,
+    MatchCast,
+    PrimValue,
+    SeqExpr,
+    ShapeExpr,
+    Tuple,
+    TupleGetItem,
+    Var,
+    VarBinding,
+)
+from ..ir.module import IRModule
+from ..ir.prim import BinaryOp, IntImm, PrimVar, simplify_const
+from ..ir.types import FuncType, PrimType, ShapeType, TensorType, TupleType
+from ._lowering_utils import (
+    LeanMutator,
+    map_functions,
+    normalize_function_blocks,
+    type_equal,
+    value_type,
+)
+from .pass_infra import FunctionPass, PassContext
+
+__all__ = ["canonicalize_bindings", "CanonicalizeBindings", "collect_var_uses", "free_vars"]
+
+_VAR_CLASSES = (Var, DataflowVar)
+
+
+# ------------------------------------------------------------------------------- helpers
+def collect_var_uses(expr, out=None) -> list:
+    """Every variable occurrence in ``expr`` (nested scopes included), in visit order."""
+    if out is None:
+        out = []
+    stack = [expr]
+    while stack:
+        e = stack.pop()
+        cls = type(e)
+        if cls is Var or cls is DataflowVar:
+            out.append(e)
+        elif cls is Call:
+            stack.extend(reversed(e.args))
+            if isinstance(e.op, Var):
+                stack.append(e.op)
+        elif cls is Tuple:
+            stack.extend(reversed(e.fields))
+        elif cls is TupleGetItem:
+            stack.append(e.tuple_value)
+        elif cls is If:
+            stack.append(e.false_branch)
+            stack.append(e.true_branch)
+            stack.append(e.cond)
+        elif cls is SeqExpr:
+            stack.append(e.body)
+            for blk in reversed(e.blocks):
+                for b in reversed(blk.bindings):
+                    stack.append(b.value)
+        elif cls is Function:
+            stack.append(e.body)
+    return out
+
+
+def free_vars(func: Function) -> list:
+    """Variables used in ``func`` but bound neither by its params nor by its bindings
+    (nested scopes included), in first-use order."""
+    bound = set(func.params)
+    stack = [func.body]
+    while stack:
+        e = stack.pop()
+        cls = type(e)
+        if cls is SeqExpr:
+            for blk in e.blocks:
+                for b in blk.bindings:
+                    bound.add(b.var)
+                    if type(b.value) in (If, Function, SeqExpr):
+                        stack.append(b.value)
+        elif cls is If:
+            stack.append(e.true_branch)
+            stack.append(e.false_branch)
+        elif cls is Function:
+            bound.update(e.params)
+            stack.append(e.body)
+    out = []
+    seen = set()
+    for v in collect_var_uses(func.body):
+        if v not in bound and v not in seen:
+            seen.add(v)
+            out.append(v)
+    return out
+
+
+def _expr_type(e):
+    """Type of a bound value as TVM's ``GetStructInfo`` would report it (None if unknown)."""
+    return value_type(e)
+
+
+# ----------------------------------------------------------------- stage 1: symbolic vars
+def _prim_subst(expr, known):
+    """``expr`` with known symbolic vars substituted and constants folded; ``expr`` itself
+    when no variable of it is known."""
+    if not known:
+        return expr
+    changed = [False]
+
+    def walk(e):
+        if type(e) is PrimVar:
+            rep = known.get(e.name)
+            if rep is not None and rep is not e:
+                changed[0] = True
+                return rep
+            return e
+        if isinstance(e, BinaryOp):
+            a, b = walk(e.a), walk(e.b)
+            if a is e.a and b is e.b:
+                return e
+            return type(e)(a, b)
+        return e
+
+    out = walk(expr)
+    if not changed[0]:
+        return expr
+    try:
+        c = simplify_const(out)
+    except Exception:  # pragma: no cover - non-integer expression
+        c = None
+    if c is not None:
+        return IntImm(c, out.dtype)
+    return out
+
+
+def _type_subst(ty, known):
+    if ty is None or not known:
+        return ty
+    cls = type(ty)
+    if cls is TensorType:
+        if ty.shape is None:
+            return ty
+        shape = tuple(_prim_subst(d, known) for d in ty.shape)
+        if all(a is b for a, b in zip(shape, ty.shape)):
+            return ty
+        return TensorType(shape, ty.dtype, ty.ndim, ty.vdevice)
+    if cls is ShapeType:
+        if ty.values is None:
+            return ty
+        vals = tuple(_prim_subst(d, known) for d in ty.values)
+        if all(a is b for a, b in zip(vals, ty.values)):
+            return ty
+        return ShapeType(vals)
+    if cls is PrimType:
+        if ty.value is None:
+            return ty
+        v = _prim_subst(ty.value, known)
+        return ty if v is ty.value else PrimType(ty.dtype, v)
+    if cls is TupleType:
+        fields = tuple(_type_subst(f, known) for f in ty.fields)
+        if all(a is b for a, b in zip(fields, ty.fields)):
+            return ty
+        return TupleType(fields)
+    if cls is FuncType:
+        params = None if ty.params is None else tuple(_type_subst(p, known) for p in ty.params)
+        ret = _type_subst(ty.ret, known)
+        if ret is ty.ret and (params is None or all(a is b for a, b in zip(params, ty.params))):
+            return ty
+        return FuncType(params, ret, ty.purity)
+    return ty
+
+
+def _infer_symbolic_map(pattern, value_ty, out):
+    """Bind bare symbolic vars of ``pattern`` to the matching parts of ``value_ty`` (TVM
+    ``InferSymbolicVarMap``): first binding of a name wins."""
+    if pattern is None or value_ty is None:
+        return
+    cls = type(pattern)
+    if cls is TensorType and type(value_ty) is TensorType:
+        if pattern.shape is not None and value_ty.shape is not None and len(pattern.shape) == len(value_ty.shape):
+            for p, v in zip(pattern.shape, value_ty.shape):
+                if type(p) is PrimVar and p.name not in out:
+                    out[p.name] = (p, v)
+    elif cls is ShapeType and type(value_ty) is ShapeType:
+        if pattern.values is not None and value_ty.values is not None and len(pattern.values) == len(value_ty.values):
+            for p, v in zip(pattern.values, value_ty.values):
+                if type(p) is PrimVar and p.name not in out:
+                    out[p.name] = (p, v)
+    elif cls is PrimType and type(value_ty) is PrimType:
+        if type(pattern.value) is PrimVar and value_ty.value is not None and pattern.value.name not in out:
+            out[pattern.value.name] = (pattern.value, value_ty.value)
+    elif cls is TupleType and type(value_ty) is TupleType and len(pattern.fields) == len(value_ty.fields):
+        for p, v in zip(pattern.fields, value_ty.fields):
+            _infer_symbolic_map(p, v, out)
+
+
+def _provably_different(a, b) -> bool:
+    """True when ``a - b`` folds to a nonzero constant."""
+    try:
+        diff = simplify_const(a - b)
+    except Exception:  # pragma: no cover - non-integer expressions
+        return False
+    return diff is not None and diff != 0
+
+
+class _SymbolicVarCanonicalizer(LeanMutator):
+    """Port of TVM ``SymbolicVarCanonicalizer`` (stage 1)."""
+
+    def __init__(self, func_name):
+        super().__init__()
+        self.func_name = func_name
+        self.known: dict = {}
+        """symbolic var name -> (PrimExpr value, defining MatchCast)."""
+        self._values: dict = {}
+        """symbolic var name -> PrimExpr value (the substitution)."""
+
+    def _set_known(self, known):
+        self.known = known
+        self._values = {
+            k: v[0] for k, v in known.items() if not (type(v[0]) is PrimVar and v[0].name == k)
+        }
+
+    def visit_function(self, func):
+        saved = dict(self.known)
+        out = super().visit_function(func)
+        self._set_known(saved)
+        return out
+
+    def visit_if(self, e):
+        cond = self.visit_expr(e.cond)
+        saved = dict(self.known)
+        tb = self.visit_seq(e.true_branch)
+        self._set_known(dict(saved))
+        fb = self.visit_seq(e.false_branch)
+        self._set_known(saved)
+        if cond is e.cond and tb is e.true_branch and fb is e.false_branch:
+            return e
+        return If(cond, tb, fb, e.ty)
+
+    def visit_var_def(self, var):
+        if not self._values:
+            return var
+        ty = _type_subst(var.ty, self._values)
+        if ty is var.ty:
+            return var
+        new = type(var)(var.name, ty)
+        self.var_remap[var] = new
+        return new
+
+    def visit_expr(self, e):
+        cls = type(e)
+        if self._values:
+            if cls is ShapeExpr:
+                vals = tuple(_prim_subst(d, self._values) for d in e.values)
+                if all(a is b for a, b in zip(vals, e.values)):
+                    return e
+                return ShapeExpr(vals)
+            if cls is PrimValue:
+                v = _prim_subst(e.value, self._values)
+                return e if v is e.value else PrimValue(v)
+        return super().visit_expr(e)
+
+    def visit_call(self, call):
+        out = self.visit_call_default(call)
+        if self._values and out.ty_args:
+            tys = tuple(_type_subst(t, self._values) for t in out.ty_args)
+            if any(a is not b for a, b in zip(tys, out.ty_args)):
+                out = Call(out.op, out.args, out.attrs, tys, _type_subst(out.ty, self._values))
+        return out
+
+    def visit_binding(self, b, out):
+        if type(b) is MatchCast:
+            found = {}
+            _infer_symbolic_map(b.ty, _expr_type(b.value), found)
+            for name, (pvar, value) in found.items():
+                prev = self.known.get(name)
+                if prev is not None:
+                    if _provably_different(prev[0], value):
+                        raise PassError(
+                            "canonicalize-bindings: match_cast statements must be consistent; the "
+                            f"definition of {prev[1].var.name!r} implies that {name} is {prev[0]!r}, "
+                            f"while the later definition of {b.var.name!r} implies that {name} is "
+                            f"{value!r}; in function {self.func_name!r}"
+                        )
+                else:
+                    self.known[name] = (value, b)
+                    if not (type(value) is PrimVar and value.name == name):
+                        self._values[name] = value
+            value = self.visit_expr(b.value)
+            new_ty = _type_subst(b.ty, self._values)
+            var = self.visit_var_def(b.var)
+            if value is b.value and new_ty is b.ty and var is b.var:
+                out.append(b)
+            else:
+                out.append(MatchCast(var, value, new_ty))
+            return
+        super().visit_binding(b, out)
+
+
+def _has_match_cast(func) -> bool:
+    stack = [func.body]
+    while stack:
+        e = stack.pop()
+        cls = type(e)
+        if cls is SeqExpr:
+            for blk in e.blocks:
+                for b in blk.bindings:
+                    if type(b) is MatchCast:
+                        return True
+                    v = b.value
+                    if type(v) in (If, Function, SeqExpr):
+                        stack.append(v)
+        elif cls is If:
+            stack.append(e.true_branch)
+            stack.append(e.false_branch)
+        elif cls is Function:
+            stack.append(e.body)
+    return False
+
+
+# ----------------------------------------------------------------- stage 2: planning
+class _CanonicalizePlanner:
+    """Port of TVM ``CanonicalizePlanner``: one walk that records what stage 2 rewrites."""
+
+    def __init__(self):
+        self.current_block = None
+        self.def_block = {}
+        self.trivial = {}
+        self.known = {}
+        self.bound_to_constant = {}
+        self.defined_inside_dataflow = {}
+        self.used_outside_home = set()
+
+    # -- walk -----------------------------------------------------------------
+    def visit_function(self, func):
+        saved = self.current_block
+        self.current_block = None
+        self.used_outside_home.update(free_vars(func))
+        self.visit_seq(func.body)
+        self.current_block = saved
+
+    def visit_seq(self, seq):
+        saved = self.current_block
+        self.current_block = None
+        for blk in seq.blocks:
+            self.current_block = blk
+            is_df = type(blk) is DataflowBlock
+            for b in blk.bindings:
+                self.visit_binding(b, is_df)
+            self.current_block = None
+        self.visit_expr(seq.body)
+        self.current_block = saved
+
+    def visit_binding(self, b, is_df):
+        var = b.var
+        value = b.value
+        same_type = True
+        if type(b) is MatchCast:
+            same_type = type_equal(var.ty, _expr_type(value))
+        unwrapped = self.unwrap(value)
+        if unwrapped is not None:
+            value = unwrapped
+        cls = type(value)
+        if (cls is Var or cls is DataflowVar) and same_type:
+            self.trivial[var] = value
+        if cls is Constant:
+            self.bound_to_constant[var] = value
+        self.known[var] = value
+        self.def_block[var] = self.current_block
+        self.visit_expr(b.value)
+        if is_df:
+            self.defined_inside_dataflow[var] = None
+
+    def visit_expr(self, e):
+        cls = type(e)
+        if cls is Var or cls is DataflowVar:
+            self.visit_var_use(e)
+            return
+        if cls is Call:
+            if isinstance(e.op, Var):
+                self.visit_var_use(e.op)
+            for a in e.args:
+                self.visit_expr(a)
+        elif cls is Tuple:
+            for f in e.fields:
+                self.visit_expr(f)
+        elif cls is TupleGetItem:
+            self.visit_expr(e.tuple_value)
+        elif cls is If:
+            self.visit_expr(e.cond)
+            self.visit_seq(e.true_branch)
+            self.visit_seq(e.false_branch)
+        elif cls is SeqExpr:
+            self.visit_seq(e)
+        elif cls is Function:
+            self.visit_function(e)
+
+    def visit_var_use(self, var):
+        blk = self.current_block
+        if blk is None or type(blk) is not DataflowBlock:
+            self.used_outside_home.add(var)
+        else:
+            home = self.def_block.get(var, blk)
+            if home is not blk and var in self.def_block:
+                self.used_outside_home.add(var)
+
+    # -- known values ------------------------------------------------------------
+    def _unwrap_var(self, e):
+        known = self.known
+        while type(e) in _VAR_CLASSES:
+            nxt = known.get(e)
+            if nxt is None:
+                return e
+            e = nxt
+        return e
+
+    def unwrap(self, e):
+        """The known value ``e`` stands for, or None (TVM ``UnwrapKnownValue``)."""
+        cls = type(e)
+        if cls is TupleGetItem:
+            tup = self._unwrap_var(e.tuple_value)
+            if type(tup) is Tuple and e.index < len(tup.fields):
+                return tup.fields[e.index]
+            return None
+        if cls is Tuple and e.fields:
+            fields = e.fields
+            first = self._unwrap_var(fields[0])
+            if type(first) is not TupleGetItem:
+                return None
+            src_ty = _expr_type(first.tuple_value)
+            if type(src_ty) is not TupleType or len(src_ty.fields) != len(fields):
+                return None
+            earlier = self._unwrap_var(first.tuple_value)
+            for i, f in enumerate(fields):
+                el = self._unwrap_var(f)
+                if type(el) is not TupleGetItem or el.index != i:
+                    return None
+                if self._unwrap_var(el.tuple_value) is not earlier:
+                    return None
+            return earlier
+        return None
+
+    # -- plan ------------------------------------------------------------------------
+    def plan(self):
+        replace_usage = {}
+        replace_binding = {}
+        to_remove = set()
+        outside = self.used_outside_home
+        for var in self.defined_inside_dataflow:
+            if type(var) is Var and var not in outside:
+                new = DataflowVar(var.name, var.ty)
+                replace_binding[var] = new
+                replace_usage[var] = new
+        trivial = self.trivial
+        for bound_var, bound_to in trivial.items():
+            while bound_to in trivial:
+                bound_to = trivial[bound_to]
+            while bound_to in replace_binding:
+                bound_to = replace_binding[bound_to]
+            if type(bound_var) is DataflowVar or type(bound_to) is not DataflowVar or bound_var not in outside:
+                replace_usage[bound_var] = bound_to
+            else:
+                replace_binding[bound_to] = bound_var
+                replace_usage[bound_to] = bound_var
+            to_remove.add(bound_var)
+        return replace_usage, replace_binding, to_remove, dict(self.bound_to_constant)
+
+
+# ----------------------------------------------------------------- stage 2: rewrite
+class _BindingCanonicalizer(LeanMutator):
+    """Port of TVM ``BindingCanonicalizer``: applies the plan."""
+
+    def __init__(self, plan):
+        super().__init__()
+        self.replace_usage, self.replace_binding, self.to_remove, self.inline_constant = plan
+
+    def visit_binding(self, b, out):
+        if b.var in self.to_remove:
+            return
+        super().visit_binding(b, out)
+
+    def visit_var_def(self, var):
+        rb = self.replace_binding
+        while var in rb:
+            var = rb[var]
+        return var
+
+    def visit_var_use(self, var):
+        ru = self.replace_usage
+        while var in ru:
+            var = ru[var]
+        const = self.inline_constant.get(var)
+        if const is not None:
+            return const
+        return self.var_remap.get(var, var)
+
+    def visit_block(self, blk):
+        blocks = super().visit_block(blk)
+        if type(blk) is DataflowBlock:
+            return [_fold_dataflow_outputs(b) if type(b) is DataflowBlock else b for b in blocks]
+        return blocks
+
+
+def _fold_dataflow_outputs(block):
+    """Remove DataflowVars that only feed one output binding (TVM's special case in
+    ``BindingCanonicalizer::VisitBindingBlock_(DataflowBlockNode)``)."""
+    bindings = block.bindings
+    disqualified = set()
+    output_vars = set()
+    candidates = {}
+    for b in reversed(bindings):
+        var, value = b.var, b.value
+        if type(var) is DataflowVar:
+            for v in collect_var_uses(value):
+                if type(v) is DataflowVar:
+                    disqualified.add(v)
+            if var not in disqualified and var in output_vars:
+                candidates[var] = value
+        else:
+            if type(value) is DataflowVar:
+                if value in output_vars:
+                    disqualified.add(value)
+                output_vars.add(value)
+            else:
+                for v in collect_var_uses(value):
+                    if type(v) is DataflowVar:
+                        disqualified.add(v)
+    if not candidates:
+        return block
+    new_bindings = []
+    for b in bindings:
+        var, value = b.var, b.value
+        if type(var) is DataflowVar and var in candidates:
+            continue
+        if type(var) is not DataflowVar and type(value) is DataflowVar and value in candidates:
+            if type(b) is MatchCast:
+                new_bindings.append(MatchCast(var, candidates[value], b.ty))
+            else:
+                new_bindings.append(VarBinding(var, candidates[value]))
+        else:
+            new_bindings.append(b)
+    return DataflowBlock(new_bindings)
+
+
+# ----------------------------------------------------------------- entry points
+def canonicalize_tir_variables(func: Function, name: str = "?") -> Function:
+    """Stage 1 alone (TVM ``CanonicalizeTIRVariables``)."""
+    if not _has_match_cast(func):
+        # No symbolic var can become known: the mutator would only normalize blocks.
+        return _normalize_only(func)
+    return _SymbolicVarCanonicalizer(name).visit_function(func)
+
+
+def canonicalize_relax_bindings(func: Function, name: str = "?") -> Function:
+    """Stage 2 alone (TVM ``CanonicalizeRelaxBindings``)."""
+    planner = _CanonicalizePlanner()
+    planner.visit_function(func)
+    m = _BindingCanonicalizer(planner.plan())
+    m.func_name = name
+    return m.visit_function(func)
+
+
+def canonicalize_bindings(func: Function, name: str = "?") -> Function:
+    """Both stages (TVM ``CanonicalizeBindings``); see the module docstring."""
+    func = canonicalize_tir_variables(func, name)
+    return canonicalize_relax_bindings(func, name)
+
+
+def _normalize_only(func):
+    return normalize_function_blocks(func)
+
+
+class CanonicalizeBindings(FunctionPass):
+    """Function pass: :func:`canonicalize_bindings` on every Relax function."""
+
+    name = "canonicalize-bindings"
+
+    def transform_function(self, func: Function, mod: IRModule, ctx: PassContext) -> Function:
+        return canonicalize_bindings(func)
+
+    def transform(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        return map_functions(mod, canonicalize_bindings)

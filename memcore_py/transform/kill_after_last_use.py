@@ -1,0 +1,247 @@
+"""KillAfterLastUse: release tensors, storages and objects right after their last use.
+
+Port of TVM ``KillAfterLastUse`` (src/relax/transform/kill_after_last_use.cc), a function
+pass (``CreateFunctionPass(..., "KillAfterLastUse")``), as TVM 0.27.0.post1 behaves.
+
+Stages (each over the whole function)
+-------------------------------------
+1. :func:`~memcore_py.transform.canonicalize_bindings.canonicalize_bindings` (TVM runs
+   ``CanonicalizeBindings`` first, and its effects stay in the output: ``y = alloc``
+   re-bindings disappear and their uses read ``alloc``; ``b = t[0]`` of a known tuple reads
+   the field; constant-bound vars are inlined at their uses).
+2. :func:`remove_unused_trivial_bindings` (TVM ``UnusedTrivialBindingRemover``): a binding
+   ``v = <var>`` or ``v = R.match_cast(<var>, T)`` with ``T`` equal to the var's type is
+   dropped when ``v`` is never used.
+3. Kill insertion (TVM ``KillInserter``) from
+   :func:`~memcore_py.analysis.last_usage.collect_last_usage`: right after the binding
+   that is a variable's last use, emit ``_ = R.memory.kill_tensor(v)`` for tensors, then
+   ``R.memory.kill_storage(v)`` for storages, then ``R.vm.kill_object(v)`` for other
+   register objects (tuples, packed-call results), each group in the order the killed
+   variables were bound. The kill variables are named ``_``, ``_1``, ... by a
+   :class:`~memcore_py.ir.builder.NameTable` fresh for each function, so they may repeat
+   ``_`` names already present (as in TVM). What is never killed: parameters, unused
+   variables, results of their scope, already-killed variables, constants, values bound
+   to ``R.null_value()``, shapes, prim values and functions.
+
+Example (after StaticPlanBlockMemory and LowerAllocTensor)::
+
+    storage = R.memory.alloc_storage(R.shape([24]), 0, R.str("global"), R.dtype("float32"))
+    alloc = R.memory.alloc_tensor(storage, 0, R.shape([2, 3]), R.dtype("float32"), 0)
+    R.memory.kill_storage(storage)           # the tensor now keeps the storage alive
+    add(x, x, alloc)
+    ...
+    multiply(alloc, alloc, alloc1)
+    R.memory.kill_tensor(alloc)              # last use of alloc
+
+Deliberate differences from TVM (DIFFERENCES.md)
+------------------------------------------------
+- *Scopes.* TVM kills nothing in a scope at or after its first binding that contains a
+  nested scope (an If, a nested function), and never kills a variable whose last use is
+  inside one. We kill every scope's variables after their last use, counting a use inside
+  a nested scope as a use at the enclosing binding (so after the If).
+- *Dataflow blocks.* TVM inserts the (impure) kill calls inside dataflow blocks, which is
+  ill-formed. We never do: a non-dataflow variable whose last use is inside a dataflow
+  block is killed right after the block; DataflowVars (not nameable outside their block)
+  are not killed.
+
+``KillAfterLastUse(tvm_scoping=True)`` reproduces TVM's placement in both cases, for
+differential testing only.
+
+Preconditions: meant for non-dataflow, impure-allowed IR after StaticPlanBlockMemory and
+LowerAllocTensor. Postconditions: kill calls are placed as above; re-running the pass adds
+no kills for already-killed variables. Bad input (a kill call whose argument is not a
+single variable) raises :class:`~memcore_py.errors.PassError` naming function and binding.
+"""
+from __future__ import annotations
+
+from ..analysis.last_usage import KillSet, collect_last_usage
+from ..ir.builder import NameTable
+from ..ir.expr import (
+    BindingBlock,
+    Call,
+    DataflowBlock,
+    DataflowVar,
+    Function,
+    If,
+    MatchCast,
+    SeqExpr,
+    Var,
+    VarBinding,
+)
+from ..ir.module import IRModule
+from ..ir.op import get_op
+from ._lowering_utils import VOID, LeanMutator, map_functions, normalize_blocks, skip_function, type_equal
+from .canonicalize_bindings import canonicalize_bindings, collect_var_uses
+from .pass_infra import FunctionPass, PassContext
+
+__all__ = ["kill_after_last_use", "remove_unused_trivial_bindings", "KillAfterLastUse"]
+
+_KILL_TENSOR = get_op("relax.memory.kill_tensor")
+_KILL_STORAGE = get_op("relax.memory.kill_storage")
+_KILL_OBJECT = get_op("relax.vm.kill_object")
+_SCOPE_CLASSES = (If, Function, SeqExpr)
+_VAR_CLASSES = (Var, DataflowVar)
+
+
+# ------------------------------------------------------------------------ stage 2
+def _iter_bindings(seq):
+    stack = [seq]
+    while stack:
+        s = stack.pop()
+        for blk in s.blocks:
+            for b in blk.bindings:
+                yield b
+                v = b.value
+                cls = type(v)
+                if cls is If:
+                    stack.append(v.true_branch)
+                    stack.append(v.false_branch)
+                elif cls is Function:
+                    stack.append(v.body)
+                elif cls is SeqExpr:
+                    stack.append(v)
+
+
+class _BindingDropper(LeanMutator):
+    def __init__(self, to_remove):
+        super().__init__()
+        self.to_remove = to_remove
+
+    def visit_binding(self, b, out):
+        if b.var not in self.to_remove:
+            super().visit_binding(b, out)
+
+
+def remove_unused_trivial_bindings(func: Function) -> Function:
+    """Drop ``v = <var>`` (and ``v = R.match_cast(<var>, T)`` with ``T`` equal to the var's
+    type) when ``v`` is used nowhere (TVM ``UnusedTrivialBindingRemover``)."""
+    candidates = set()
+    for b in _iter_bindings(func.body):
+        v = b.value
+        if type(v) in _VAR_CLASSES and (type(b) is VarBinding or type_equal(b.var.ty, v.ty)):
+            candidates.add(b.var)
+    if not candidates:
+        return func
+    used = set(collect_var_uses(func.body))
+    to_remove = candidates - used
+    if not to_remove:
+        return func
+    return _BindingDropper(to_remove).visit_function(func)
+
+
+# ------------------------------------------------------------------------ stage 3
+class _KillInserter:
+    """Port of TVM ``KillInserter``: rebuilds every scope with the kills of
+    :class:`~memcore_py.analysis.last_usage.LastUsage` (one name table per function)."""
+
+    def __init__(self, usage, tvm_scoping):
+        self.kills_after = usage.kills_after
+        self.deferred = usage.deferred
+        self.tvm_scoping = tvm_scoping
+        self.names = NameTable()
+
+    def _emit_kills(self, ks: KillSet, out: list, in_dataflow: bool):
+        fresh = self.names.fresh
+        var_cls = DataflowVar if in_dataflow else Var
+        for op, targets in ((_KILL_TENSOR, ks.tensors), (_KILL_STORAGE, ks.storage), (_KILL_OBJECT, ks.objects)):
+            for t in targets:
+                out.append(VarBinding(var_cls(fresh("_"), VOID), Call(op, (t,), ty=VOID)))
+
+    def expr(self, e):
+        cls = type(e)
+        if cls is SeqExpr:
+            return self.seq(e)
+        if cls is If:
+            tb, fb = self.seq(e.true_branch), self.seq(e.false_branch)
+            if tb is e.true_branch and fb is e.false_branch:
+                return e
+            return If(e.cond, tb, fb, e.ty)
+        if cls is Function:
+            body = self.seq(e.body)
+            if body is e.body:
+                return e
+            return Function(e.params, body, e.ret_ty, e.attrs, e.is_pure)
+        return e
+
+    def seq(self, seq: SeqExpr) -> SeqExpr:
+        kills_after = self.kills_after
+        deferred = self.deferred
+        new_blocks = []
+        changed = False
+        for blk in seq.blocks:
+            in_df = type(blk) is DataflowBlock
+            out = []
+            block_changed = False
+            for b in blk.bindings:
+                value = b.value
+                if type(value) in _SCOPE_CLASSES:
+                    nv = self.expr(value)
+                    if nv is not value:
+                        b = MatchCast(b.var, nv, b.ty) if type(b) is MatchCast else VarBinding(b.var, nv)
+                        block_changed = True
+                out.append(b)
+                ks = kills_after.get(b.var)
+                if ks is not None:
+                    self._emit_kills(ks, out, in_df)
+                    block_changed = True
+            if block_changed:
+                new_blocks.append(type(blk)(out))
+                changed = True
+            else:
+                new_blocks.append(blk)
+            if in_df and deferred:
+                ks = deferred.get(blk)
+                if ks is not None:
+                    after = []
+                    self._emit_kills(ks, after, False)
+                    new_blocks.append(BindingBlock(after))
+                    changed = True
+        normalized = normalize_blocks(new_blocks)
+        if not changed and len(normalized) == len(seq.blocks):
+            return seq
+        return SeqExpr(normalized, seq.body)
+
+
+def kill_after_last_use(func: Function, name: str = "?", *, tvm_scoping: bool = False) -> Function:
+    """``func`` with kill calls after last uses (see the module docstring).
+
+    Parameters
+    ----------
+    func : Function
+    name : str
+        Function name for error messages.
+    tvm_scoping : bool, default False
+        Reproduce TVM 0.27's kill placement around nested scopes and in dataflow blocks
+        (differential testing only; see DIFFERENCES.md).
+    """
+    if skip_function(func):
+        return func
+    func = canonicalize_bindings(func, name)
+    func = remove_unused_trivial_bindings(func)
+    usage = collect_last_usage(func, tvm_scoping=tvm_scoping, func_name=name)
+    return _KillInserter(usage, tvm_scoping).expr(func)
+
+
+class KillAfterLastUse(FunctionPass):
+    """Function pass: :func:`kill_after_last_use` on every Relax function.
+
+    Parameters
+    ----------
+    tvm_scoping : bool, default False
+        Reproduce TVM's placement where it differs from ours (see DIFFERENCES.md); for
+        differential tests against TVM only.
+    """
+
+    name = "kill-after-last-use"
+
+    def __init__(self, *, tvm_scoping: bool = False):
+        self.tvm_scoping = bool(tvm_scoping)
+
+    def transform_function(self, func: Function, mod: IRModule, ctx: PassContext) -> Function:
+        return kill_after_last_use(func, tvm_scoping=self.tvm_scoping)
+
+    def transform(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        return map_functions(mod, lambda func, name: kill_after_last_use(func, name, tvm_scoping=self.tvm_scoping))
+
+    def __repr__(self):
+        return "KillAfterLastUse(tvm_scoping=True)" if self.tvm_scoping else "KillAfterLastUse()"

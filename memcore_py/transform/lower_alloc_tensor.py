@@ -1,0 +1,159 @@
+"""LowerAllocTensor: give every remaining ``R.builtin.alloc_tensor`` its own storage.
+
+Port of TVM ``LowerAllocTensor`` (src/relax/transform/lower_alloc_tensor.cc), a function
+pass, as TVM 0.27.0.post1 behaves (checked in the venv).
+
+Rewrite
+-------
+Each ``R.builtin.alloc_tensor(shape, dtype, dev, scope)`` left after
+StaticPlanBlockMemory (the unplanned ones: function outputs, escaping tensors) becomes::
+
+    storage = R.memory.alloc_storage(R.shape([nbytes]), dev, scope, R.dtype("uint8"))
+    alloc = R.memory.alloc_tensor(storage, 0, shape, dtype, dev)
+
+- the storage binding is emitted right before the rewritten binding, name hint
+  ``"storage"``, type ``R.Object``; inside a dataflow block it is a DataflowVar;
+- ``nbytes`` is ``bytes_per_element(dtype) * d0 * d1 * ...`` built left to right with TIR's
+  constant folding (``IntImm * IntImm`` folds, ``1 * x`` is ``x``, ``x * 0`` is ``0``), so a
+  (2, 3) float32 tensor gives ``R.shape([24])``, (n, 4) float32 gives ``4 * n * 4`` and
+  (n, 4) bool gives ``n * 4``;
+- the storage dtype is always ``uint8`` (StaticPlanBlockMemory uses the tensor's dtype);
+- ``shape`` may also be a variable whose type is a shape with known values.
+
+Names come from a :class:`~memcore_py.ir.builder.NameTable` made fresh for every function
+(TVM makes a new mutator per function), so they may repeat names StaticPlanBlockMemory
+chose: TVM's IR then holds two different variables named ``storage``, which its printer
+shows as ``storage`` and ``storage_1``. Ours holds the same names.
+
+Not ported: the texture path (a non-``global`` scope on a virtual device whose target
+registers ``DeviceGetMemSize.<kind>``), which needs TVM's target registry.
+
+Preconditions: run after StaticPlanBlockMemory. Every ``builtin.alloc_tensor`` must have
+exactly four arguments (shape, ``R.dtype``, ``R.prim_value`` device index, ``R.str``
+scope); otherwise :class:`~memcore_py.errors.PassError` names the function and binding.
+"""
+from __future__ import annotations
+
+from ..errors import PassError
+from ..ir.builder import NameTable
+from ..ir.expr import Call, DataflowVar, DataTypeImm, Function, PrimValue, ShapeExpr, StringImm, Var, VarBinding
+from ..ir.module import IRModule
+from ..ir.op import get_op
+from ..ir.prim import IntImm, Mul
+from ..ir.types import ObjectType, ShapeType, TensorType, dtype_bytes
+from ._lowering_utils import LeanMutator, binding_error, map_functions, skip_function
+from .pass_infra import FunctionPass, PassContext
+
+__all__ = ["lower_alloc_tensor", "LowerAllocTensor", "storage_bytes_expr"]
+
+_BUILTIN_ALLOC_TENSOR = get_op("relax.builtin.alloc_tensor")
+_MEM_ALLOC_STORAGE = get_op("relax.memory.alloc_storage")
+_MEM_ALLOC_TENSOR = get_op("relax.memory.alloc_tensor")
+
+
+def _mul_fold(a, b):
+    """``a * b`` with TIR's ``TryConstFold<Mul>`` rules (int64 operands)."""
+    ta, tb = type(a), type(b)
+    if ta is IntImm:
+        if tb is IntImm:
+            return IntImm(a.value * b.value, a.dtype)
+        if a.value == 1:
+            return b
+        if a.value == 0:
+            return a
+    if tb is IntImm:
+        if b.value == 1:
+            return a
+        if b.value == 0:
+            return b
+    return Mul(a, b)
+
+
+def storage_bytes_expr(shape, dtype: str):
+    """``bytes_per_element(dtype) * shape[0] * shape[1] * ...`` as TVM builds it."""
+    nbytes = IntImm(dtype_bytes(dtype))
+    for d in shape:
+        nbytes = _mul_fold(nbytes, d)
+    return nbytes
+
+
+class _AllocTensorLowerer(LeanMutator):
+    """Port of TVM's LowerAllocTensor ``Mutator`` (one instance per function)."""
+
+    def __init__(self, func_name: str):
+        super().__init__()
+        self.func_name = func_name
+        self.names = NameTable()
+        self._out = None
+        self._binding = None
+
+    def visit_binding(self, b, out):
+        saved = self._out, self._binding
+        self._out, self._binding = out, b
+        try:
+            value = self.visit_expr(b.value)
+        finally:
+            self._out, self._binding = saved
+        out.append(self.rebind(b, value))
+
+    def _fail(self, what):
+        if self._binding is None:
+            return PassError(f"lower-alloc-tensor: {what}; in function {self.func_name!r}")
+        return binding_error("lower-alloc-tensor", self.func_name, self._binding, what)
+
+    def visit_call(self, call: Call):
+        if call.op is not _BUILTIN_ALLOC_TENSOR:
+            return self.visit_call_default(call)
+        args = call.args
+        if len(args) != 4:
+            raise self._fail(
+                "R.builtin.alloc_tensor must have 4 arguments [shape, dtype, runtime_device_index, "
+                f"storage_scope]; got {len(args)}"
+            )
+        shape_arg, dtype, dev, scope = args
+        if type(dtype) is not DataTypeImm:
+            raise self._fail(f"the dtype argument of R.builtin.alloc_tensor must be R.dtype(...); got {dtype!r}")
+        if type(dev) is not PrimValue:
+            raise self._fail(f"the device argument of R.builtin.alloc_tensor must be a prim value; got {dev!r}")
+        if type(scope) is not StringImm:
+            raise self._fail(f"the storage scope of R.builtin.alloc_tensor must be R.str(...); got {scope!r}")
+        if type(shape_arg) is ShapeExpr:
+            shape = shape_arg.values
+        elif isinstance(shape_arg, Var) and type(shape_arg.ty) is ShapeType and shape_arg.ty.values is not None:
+            shape = shape_arg.ty.values
+        else:
+            raise self._fail(
+                "the shape of R.builtin.alloc_tensor must be R.shape(...) or a variable holding a shape "
+                f"with known values; got {shape_arg!r}"
+            )
+        if self._out is None:
+            raise self._fail("R.builtin.alloc_tensor must be the value of a binding")
+        size = ShapeExpr([storage_bytes_expr(shape, dtype.value)])
+        storage_value = Call(_MEM_ALLOC_STORAGE, [size, dev, scope, DataTypeImm("uint8")], ty=ObjectType())
+        storage = (DataflowVar if self.in_dataflow else Var)(self.names.fresh("storage"), ObjectType())
+        self._out.append(VarBinding(storage, storage_value))
+        return Call(
+            _MEM_ALLOC_TENSOR,
+            [storage, PrimValue(IntImm(0)), shape_arg, dtype, dev],
+            ty=TensorType(shape, dtype.value),
+        )
+
+
+def lower_alloc_tensor(func: Function, name: str = "?") -> Function:
+    """``func`` with every ``R.builtin.alloc_tensor`` lowered (see the module docstring);
+    ``name`` is used in error messages."""
+    if skip_function(func):
+        return func
+    return _AllocTensorLowerer(name).visit_function(func)
+
+
+class LowerAllocTensor(FunctionPass):
+    """Function pass: :func:`lower_alloc_tensor` on every Relax function."""
+
+    name = "lower-alloc-tensor"
+
+    def transform_function(self, func: Function, mod: IRModule, ctx: PassContext) -> Function:
+        return lower_alloc_tensor(func)
+
+    def transform(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        return map_functions(mod, lower_alloc_tensor)
