@@ -114,6 +114,9 @@ cdef struct FreeList:
     Py_ssize_t size                # number of entries
 
 
+cdef Entry _EMPTY = Entry(0, 0)
+
+
 cdef inline Py_ssize_t _first_block(const FreeList* fl, idx_t key, bint strict) noexcept nogil:
     """First block whose last key is >= key (> key if strict), or the number of blocks."""
     cdef Py_ssize_t lo = 0, hi = fl.last_key.size(), mid
@@ -159,17 +162,23 @@ cdef int _list_insert(FreeList* fl, idx_t key, idx_t st) except -1 nogil:
     if fl.blocks.empty():
         fl.blocks.push_back(vector[Entry]())
         fl.last_key.push_back(key)
-    b = _first_block(fl, key, True)
+    b = 0 if fl.blocks.size() == 1 else _first_block(fl, key, True)
     if b == <Py_ssize_t>fl.blocks.size():
         b -= 1
     blk = &fl.blocks[b]
     n = blk.size()
     i = _search(blk.data(), n, key, True)
-    # Grow by one, shift the tail, write the fields in place (building an Entry on the
-    # stack and copying it stalled on store-to-load forwarding).
-    blk.resize(n + 1)
-    a = blk.data()
-    memmove(a + i + 1, a + i, (n - i) * sizeof(Entry))
+    # Grow by one (a copy of the last entry, or a placeholder), shift the tail, write the
+    # fields in place: building an Entry on the stack and copying it stalled on
+    # store-to-load forwarding, and resize() was an out-of-line call.
+    if n:
+        blk.push_back(blk.back())
+        a = blk.data()
+        if i < n:
+            memmove(a + i + 1, a + i, (n - 1 - i) * sizeof(Entry))
+    else:
+        blk.push_back(_EMPTY)
+        a = blk.data()
     a[i].key = key
     a[i].st = st
     fl.size += 1
@@ -206,7 +215,7 @@ cdef inline void _list_lower(
     const FreeList* fl, idx_t key, Py_ssize_t* b, Py_ssize_t* i
 ) noexcept nogil:
     """Position of the first entry with a key >= key; (n_blocks, 0) when there is none."""
-    b[0] = _first_block(fl, key, False)
+    b[0] = 0 if fl.blocks.size() == 1 and fl.last_key[0] >= key else _first_block(fl, key, False)
     i[0] = 0
     if b[0] < <Py_ssize_t>fl.blocks.size():
         i[0] = _search(fl.blocks[b[0]].data(), fl.blocks[b[0]].size(), key, False)
@@ -262,7 +271,7 @@ cdef class _TokenAllocator:
         self.storage_pool = np.empty(n_tok, dtype=np.int64)
         self.storage_sym = np.empty(n_tok, dtype=np.int64)
 
-    cdef idx_t fresh(self, idx_t s, idx_t pool, idx_t sym) noexcept nogil:
+    cdef inline idx_t fresh(self, idx_t s, idx_t pool, idx_t sym) noexcept nogil:
         cdef idx_t st = self.n_storage
         self.n_storage += 1
         self.storage_bytes[st] = s
@@ -270,7 +279,7 @@ cdef class _TokenAllocator:
         self.storage_sym[st] = sym
         return st
 
-    cdef int release(self, idx_t st) except -1 nogil:
+    cdef inline int release(self, idx_t st) except -1 nogil:
         cdef idx_t sym = self.storage_sym[st]
         if sym >= 0:
             self.free_sym[pool_sym_t(self.storage_pool[st], sym)].push_back(st)
@@ -281,7 +290,7 @@ cdef class _TokenAllocator:
     cdef inline int bucket(self, idx_t key) noexcept nogil:
         return bit_length(key) if self.n_buckets > 1 else 0
 
-    cdef int insert(self, idx_t pool, idx_t key, idx_t st) except -1 nogil:
+    cdef inline int insert(self, idx_t pool, idx_t key, idx_t st) except -1 nogil:
         cdef int k = self.bucket(key)
         _list_insert(&self.free_const[pool * self.n_buckets + k], key, st)
         self.free_mask[pool] |= 1ULL << k
@@ -295,7 +304,7 @@ cdef class _TokenAllocator:
             self.free_mask[pool] &= ~(1ULL << k)
         return st
 
-    cdef idx_t take_constant(
+    cdef inline idx_t take_constant(
         self, idx_t pool, idx_t s, idx_t low, idx_t high, bint* below
     ) noexcept nogil:
         """Remove and return TVM's pick for s among keys in [low, high], or -1.
@@ -347,7 +356,7 @@ cdef class _TokenAllocator:
         below[0] = True
         return self.take(pool, k2, b2, i2)
 
-    cdef idx_t reuse(self, idx_t s, idx_t pool, idx_t sym) noexcept nogil:
+    cdef inline idx_t reuse(self, idx_t s, idx_t pool, idx_t sym) noexcept nogil:
         """RequestReuse: a free storage for (s, pool, sym), or -1. Steps as in TVM."""
         cdef idx_t st
         cdef bint below = False
