@@ -367,6 +367,41 @@ def test_adversarial_huge_free_list():
     np.testing.assert_array_equal(result.storage_bytes, sizes)
 
 
+@pytest.mark.parametrize("n_pools", [1, 300])  # 300 > 256: one bucket per pool
+def test_many_equal_keys_across_blocks(n_pools):
+    # 2000 storages of 3 sizes (hundreds of equal keys: several blocks per key run) are
+    # freed in a random order; then requests of equal, larger and smaller sizes must pick
+    # exactly as the reference does (FIFO among equal keys >= s, LIFO among keys < s).
+    rng = np.random.default_rng(7)
+    n = 2000
+    first_bytes = rng.choice([64, 96, 100], n)
+    later_bytes = rng.choice([64, 80, 96, 100, 101, 500], n)
+    tok_bytes = np.concatenate([first_bytes, later_bytes])
+    tok_pool = np.zeros(2 * n, dtype=np.int64)
+    tok_pool[-1] = n_pools - 1  # forces n_pools pools
+    kinds = np.concatenate([np.zeros(n), np.ones(n), np.zeros(n)]).astype(np.int8)
+    toks = np.concatenate([np.arange(n), rng.permutation(n), np.arange(n, 2 * n)])
+    args = dict(tok_bytes=tok_bytes, tok_pool=tok_pool, tok_refs=np.ones(2 * n, np.int64),
+                ev_kind=kinds, ev_tok=toks)
+    got = plan_tokens(**args)
+    storage_of, storage_bytes, storage_pool = ref.plan_tokens(**args)
+    assert got.storage_of.tolist() == storage_of
+    assert got.storage_bytes.tolist() == storage_bytes
+
+
+def test_matches_reference_with_many_pools():
+    rng = np.random.default_rng(11)
+    prog = random_token_program(rng, 4000, n_pools=300, mean_live=400, p_symbolic=0.1,
+                                max_log2_bytes=6)
+    for release_zero_ref in (False, True):
+        got = plan_tokens(**prog, release_zero_ref=release_zero_ref)
+        storage_of, storage_bytes, storage_pool = ref.plan_tokens(
+            **prog, release_zero_ref=release_zero_ref)
+        assert got.storage_of.tolist() == storage_of
+        assert got.storage_bytes.tolist() == storage_bytes
+        assert got.storage_pool.tolist() == storage_pool
+
+
 # -------------------------------------------------------------------------------------------
 # Validation
 # -------------------------------------------------------------------------------------------
