@@ -27,7 +27,7 @@ from memcore._typedefs cimport flag_t, idx_t
 # live_intervals
 # -------------------------------------------------------------------------------------------
 
-cdef void _live_intervals(
+cdef idx_t _live_intervals(
     const idx_t[::1] def_pos,
     const idx_t[::1] use_ptr,
     const idx_t[::1] use_pos,
@@ -36,22 +36,30 @@ cdef void _live_intervals(
     idx_t[::1] start,
     idx_t[::1] end,
 ) noexcept nogil:
+    """Fill start/end; return -1, or the first index k with use_pos[k] < its def_pos.
+
+    Uses before the definition are the one check left to the kernel (the wrapper would
+    need an O(n_uses) owner array for it); the scan stops there and the wrapper raises.
+    """
     cdef Py_ssize_t i, k, n = def_pos.shape[0]
-    cdef idx_t last
+    cdef idx_t d, last
     for i in range(n):
-        last = def_pos[i]
+        d = def_pos[i]
+        last = d
+        for k in range(use_ptr[i], use_ptr[i + 1]):
+            if use_pos[k] > last:
+                last = use_pos[k]
+            elif use_pos[k] < d:
+                return k
         if is_output[i]:
             last = n_steps
-        else:
-            for k in range(use_ptr[i], use_ptr[i + 1]):
-                if use_pos[k] > last:
-                    last = use_pos[k]
-        start[i] = def_pos[i]
+        start[i] = d
         end[i] = last
+    return -1
 
 
 def _py_live_intervals(def_pos, use_ptr, use_pos, is_output, idx_t n_steps):
-    """Test hook: the raw kernel on validated arrays; returns (start, end)."""
+    """The kernel on validated arrays: (start, end, bad_use); bad_use = -1 when valid."""
     cdef Py_ssize_t n = def_pos.shape[0]
     start = np.empty(n, dtype=np.int64)
     end = np.empty(n, dtype=np.int64)
@@ -61,9 +69,10 @@ def _py_live_intervals(def_pos, use_ptr, use_pos, is_output, idx_t n_steps):
     cdef const idx_t[::1] ptr_v = use_ptr
     cdef const idx_t[::1] use_v = use_pos
     cdef const flag_t[::1] out_v = is_output
+    cdef idx_t bad_use
     with nogil:
-        _live_intervals(def_v, ptr_v, use_v, out_v, n_steps, start_v, end_v)
-    return start, end
+        bad_use = _live_intervals(def_v, ptr_v, use_v, out_v, n_steps, start_v, end_v)
+    return start, end, bad_use
 
 
 # -------------------------------------------------------------------------------------------
@@ -91,23 +100,26 @@ cdef idx_t _max_live_diff(
 
 
 cdef idx_t _max_live_sweep(
-    const idx_t[::1] start,
-    const idx_t[::1] end,
-    const idx_t[::1] size,
-    const idx_t[::1] by_start,
-    const idx_t[::1] by_end,
+    const idx_t[::1] start_sorted,
+    const idx_t[::1] start_size,
+    const idx_t[::1] end_sorted,
+    const idx_t[::1] end_size,
 ) noexcept nogil:
-    """Merge the starts (sorted) with the ends (sorted); starts first at equal times."""
-    cdef Py_ssize_t n = start.shape[0], i = 0, j = 0
+    """Merge the sorted starts with the sorted ends; starts first at equal times.
+
+    ``start_size[i]`` is the size of the buffer with the i-th smallest start, and
+    ``end_size`` likewise (gathered by numpy, so the sweep reads memory in order).
+    """
+    cdef Py_ssize_t n = start_sorted.shape[0], i = 0, j = 0
     cdef idx_t live = 0, peak = 0
     while i < n:
-        if start[by_start[i]] <= end[by_end[j]]:
-            live += size[by_start[i]]
+        if start_sorted[i] <= end_sorted[j]:
+            live += start_size[i]
             if live > peak:
                 peak = live
             i += 1
         else:
-            live -= size[by_end[j]]
+            live -= end_size[j]
             j += 1
     return peak
 
@@ -127,8 +139,7 @@ def _py_max_live_bytes(start, end, size):
     cdef idx_t high = end.max()
     cdef idx_t peak
     cdef idx_t[::1] diff_v
-    cdef const idx_t[::1] by_start_v
-    cdef const idx_t[::1] by_end_v
+    cdef const idx_t[::1] start_sorted, start_size, end_sorted, end_size
     # high - low cannot overflow as an unsigned difference; compare before subtracting.
     if <unsigned long long>high - <unsigned long long>low <= <unsigned long long>(4 * n + 64):
         diff = np.zeros(high - low + 2, dtype=np.int64)
@@ -136,10 +147,15 @@ def _py_max_live_bytes(start, end, size):
         with nogil:
             peak = _max_live_diff(start_v, end_v, size_v, low, diff_v)
         return peak
-    by_start_v = np.argsort(start, kind="stable")
-    by_end_v = np.argsort(end, kind="stable")
+    # Ties need no stable order: every start at time t is taken before any end at t.
+    by_start = np.argsort(start)
+    by_end = np.argsort(end)
+    start_sorted = start[by_start]
+    start_size = size[by_start]
+    end_sorted = end[by_end]
+    end_size = size[by_end]
     with nogil:
-        peak = _max_live_sweep(start_v, end_v, size_v, by_start_v, by_end_v)
+        peak = _max_live_sweep(start_sorted, start_size, end_sorted, end_size)
     return peak
 
 

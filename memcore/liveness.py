@@ -118,16 +118,16 @@ def live_intervals(def_pos, use_ptr, use_pos, is_output, n_steps):
         )
     check_range("def_pos", def_pos, -1, n_steps, f"n_steps={n_steps}")
     check_range("use_pos", use_pos, 0, n_steps, f"n_steps={n_steps}")
-    if n_uses:
-        owner = np.repeat(np.arange(n, dtype=np.int64), np.diff(use_ptr))
-        bad = first_true(use_pos < def_pos[owner])
-        if bad >= 0:
-            v = int(owner[bad])
-            raise InvalidArrayError(
-                f"use_pos[{bad}] = {int(use_pos[bad])} must not be before the definition of "
-                f"value {v}; got def_pos[{v}] = {int(def_pos[v])}"
-            )
-    return _liveness._py_live_intervals(def_pos, use_ptr, use_pos, is_output, n_steps)
+    start, end, bad = _liveness._py_live_intervals(
+        def_pos, use_ptr, use_pos, is_output, n_steps
+    )
+    if bad >= 0:  # the kernel reports the first use before its value's definition
+        v = int(np.searchsorted(use_ptr, bad, side="right")) - 1
+        raise InvalidArrayError(
+            f"use_pos[{bad}] = {int(use_pos[bad])} must not be before the definition of "
+            f"value {v}; got def_pos[{v}] = {int(def_pos[v])}"
+        )
+    return start, end
 
 
 def _check_intervals(start, end, size, alignment):
