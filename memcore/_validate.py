@@ -131,24 +131,21 @@ def as_flag_array(name, value, n, n_name):
     return np.ascontiguousarray(arr, dtype=np.uint8)
 
 
-def as_int8_array(name, value, allowed):
-    """Return an integer code array as C-contiguous int8, every value in ``allowed``.
+def as_int8_array(name, value, code_names):
+    """Return an integer code array as C-contiguous int8, every value a valid code.
 
     Parameters
     ----------
-    allowed : dict of int to str
-        The valid codes and their names (used in the message).
+    code_names : sequence of str
+        ``code_names[c]`` names code ``c``; the valid codes are ``0 .. len(code_names)-1``.
     """
     arr = _as_integer_ndarray(name, value, "int8 array")
     if arr.dtype.kind not in "iu":
         raise InvalidArrayError(f"{name} must be int8; got {_describe(arr)}")
-    codes = np.fromiter(allowed, dtype=np.int64, count=len(allowed))
-    bad = first_true(~np.isin(arr, codes))
+    bad = first_true((arr < 0) | (arr >= len(code_names)))
     if bad >= 0:
-        valid = ", ".join(f"{c} ({allowed[c]})" for c in sorted(allowed))
-        raise InvalidArrayError(
-            f"{name}[{bad}] = {int(arr[bad])} must be one of {valid}"
-        )
+        valid = ", ".join(f"{c} ({label})" for c, label in enumerate(code_names))
+        raise InvalidArrayError(f"{name}[{bad}] = {int(arr[bad])} must be one of {valid}")
     return np.ascontiguousarray(arr, dtype=np.int8)
 
 

@@ -31,6 +31,7 @@ from ._validate import (
     check_nonnegative,
     check_range,
     exact_sum,
+    first_true,
 )
 
 __all__ = ["EV_REQUEST", "EV_DECREF", "TokenPlan", "plan_tokens"]
@@ -40,7 +41,7 @@ EV_REQUEST = 0
 #: Event kind: one reader of the token has run (TVM: ``ref_counter -= 1`` after a call).
 EV_DECREF = 1
 
-_EV_NAMES = {EV_REQUEST: "EV_REQUEST", EV_DECREF: "EV_DECREF"}
+_EV_NAMES = ("EV_REQUEST", "EV_DECREF")  # indexed by the kind code
 
 
 @dataclass(frozen=True, eq=False)
@@ -97,7 +98,12 @@ def _check_token_program(tok_bytes, tok_pool, tok_refs, ev_kind, ev_tok, tok_sym
     else:
         tok_sym = as_int64_array("tok_sym", tok_sym)
         check_length("tok_sym", tok_sym, n_tok, "len(tok_bytes)")
-        check_range("tok_sym", tok_sym, -1, np.iinfo(np.int64).max, "-1 = constant size")
+        bad = first_true(tok_sym < -1)
+        if bad >= 0:
+            raise InvalidArrayError(
+                f"tok_sym must be >= -1 (-1 = constant size); got tok_sym[{bad}] = "
+                f"{int(tok_sym[bad])}"
+            )
     ev_kind = as_int8_array("ev_kind", ev_kind, _EV_NAMES)
     ev_tok = as_int64_array("ev_tok", ev_tok)
     check_length("ev_tok", ev_tok, ev_kind.shape[0], "len(ev_kind)")

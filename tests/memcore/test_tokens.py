@@ -422,7 +422,7 @@ def _good():
          r"tok_pool must have length 3 \(len\(tok_bytes\)\); got int64 array of shape \(2,\)"),
         (dict(tok_refs=[1, 2, 0, 0]), r"tok_refs must have length 3 \(len\(tok_bytes\)\)"),
         (dict(tok_sym=[-1, -2, -1]),
-         r"tok_sym\[1\] = -2 is out of range \[-1, 9223372036854775807\) \(-1 = constant size\)"),
+         r"tok_sym must be >= -1 \(-1 = constant size\); got tok_sym\[1\] = -2"),
         (dict(tok_sym=[-1, -1]), r"tok_sym must have length 3"),
         (dict(ev_kind=[0, 0, 1, 2, 0, 1]),
          r"ev_kind\[3\] = 2 must be one of 0 \(EV_REQUEST\), 1 \(EV_DECREF\)"),
