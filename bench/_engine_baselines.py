@@ -21,9 +21,12 @@ def argsort_input(n):
     return np.random.default_rng(12345).integers(0, 2**62, n, dtype=np.int64)
 
 
-@functools.lru_cache(maxsize=None)
 def argsort_seconds(n, repeat=7):
-    """Best-of-``repeat`` wall time of ``np.argsort`` on ``argsort_input(n)``, this session."""
+    """Best-of-``repeat`` wall time of ``np.argsort`` on ``argsort_input(n)``, measured now.
+
+    Measured right after each kernel benchmark (not once per session), so that load from
+    other processes on a shared machine affects both numbers of a ratio alike.
+    """
     data = argsort_input(n)
     best = float("inf")
     for _ in range(repeat):
