@@ -1,0 +1,173 @@
+"""``memcore plan [FILE]``: plan memory and print a per-function report.
+
+Parses a TVMScript module (``FILE``; ``-`` reads stdin; ``.gz`` files are decompressed), or,
+with no ``FILE``, every real model shipped in :mod:`memcore_py.examples.models`, runs the
+memory pipeline and prints one row per Relax function: bindings, allocations, planned
+tensors, storages, TVM-mode bytes, arena bytes, the max-live lower bound, the excess over it,
+Apache TVM's own bytes (recorded for the shipped models) and the planning times.
+
+The pipeline is ``--passes`` (kebab-case pass names, default
+``static-plan-block-memory,lower-alloc-tensor,kill-after-last-use``); it must contain
+``static-plan-block-memory``, which runs in ``--mode`` (``arena`` by default). The table is
+measured on the module entering that pass, where both modes are run (see
+:func:`memcore_py.planning.report.plan_report`).
+
+Exit status: 0 success, 1 bad input (unreadable file, parse error, a pass rejecting the
+module), 2 usage error.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import sys
+
+SPBM = "static-plan-block-memory"
+DEFAULT_PASSES = (SPBM, "lower-alloc-tensor", "kill-after-last-use")
+MODES = ("tvm", "arena")
+
+__all__ = ["add_arguments", "run", "main", "DEFAULT_PASSES"]
+
+
+class UsageError(Exception):
+    """Bad command-line usage (exit status 2)."""
+
+
+class InputError(Exception):
+    """Bad input (exit status 1)."""
+
+
+def add_arguments(parser) -> None:
+    """Add ``plan``'s arguments to an :class:`argparse.ArgumentParser`."""
+    parser.add_argument("file", nargs="?", metavar="FILE",
+                        help="TVMScript module to plan ('-' = stdin; default: the shipped real models)")
+    parser.add_argument("--mode", choices=MODES, default="arena",
+                        help="StaticPlanBlockMemory mode for the pipeline's output (default: arena)")
+    parser.add_argument("--passes", default=",".join(DEFAULT_PASSES), metavar="A,B,C",
+                        help=f"comma-separated kebab-case passes (default: {','.join(DEFAULT_PASSES)})")
+    parser.add_argument("--print-ir", action="store_true",
+                        help="print the module after the pipeline (TVMScript) instead of the table")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+
+
+def _read_text(path: str) -> str:
+    try:
+        if path == "-":
+            return sys.stdin.read()
+        if path.endswith(".gz"):
+            with gzip.open(path, "rt", encoding="utf-8") as fh:
+                return fh.read()
+        with open(path, encoding="utf-8") as fh:
+            return fh.read()
+    except (OSError, UnicodeDecodeError, EOFError) as exc:
+        raise InputError(f"cannot read {path!r}: {exc.strerror if isinstance(exc, OSError) and exc.strerror else exc}") from exc
+
+
+def _build_passes(spec: str, mode: str):
+    """``(before, spbm, after)`` pass lists from a ``a,b,c`` spec."""
+    from ..errors import PassError
+    from ..transform import get_pass
+
+    names = [n.strip() for n in spec.split(",") if n.strip()]
+    if SPBM not in names:
+        raise UsageError(f"--passes must include {SPBM!r} (the pass the report measures); got {names}")
+    if names.count(SPBM) > 1:
+        raise UsageError(f"--passes must include {SPBM!r} once; got {names}")
+    passes = []
+    for n in names:
+        try:
+            passes.append(get_pass(n, mode=mode) if n == SPBM else get_pass(n))
+        except PassError as exc:
+            raise UsageError(f"--passes: {exc}") from None
+    i = names.index(SPBM)
+    return passes[:i], passes[i], passes[i + 1:]
+
+
+def _inputs(path: str | None):
+    """``[(label, text, reference)]``: one file, or the shipped models."""
+    if path is not None:
+        return [(path, _read_text(path), None)]
+    from ..examples.models import list_models, model_text, tvm_oracle
+
+    out = []
+    for name in list_models():
+        ref = {f: info["total_bytes"] for f, info in tvm_oracle(name)["functions"].items()}
+        out.append((name, model_text(name), ref))
+    if not out:
+        raise InputError("no FILE given and no shipped models found in memcore_py/examples/models")
+    return out
+
+
+def _plan_one(label: str, text: str, reference, before, spbm, after, mode: str):
+    from .. import parse
+    from ..errors import MemcoreError
+    from ..planning.report import plan_report
+    from ..transform import Sequential
+
+    try:
+        mod = parse(text)
+    except MemcoreError as exc:
+        raise InputError(f"{label}: {exc}") from exc
+    try:
+        if before:
+            mod = Sequential(before)(mod)
+        report = plan_report(mod, name=label, reference=reference)
+        planned = report.arena_module if mode == "arena" else report.tvm_module
+        if after:
+            planned = Sequential(after)(planned)
+    except MemcoreError as exc:
+        raise InputError(f"{label}: {exc}") from exc
+    return report, planned
+
+
+def run(args, out=None) -> int:
+    """Run ``memcore plan`` with parsed ``args``; returns the exit status.
+
+    Errors are printed to stderr as ``memcore plan: error: ...`` (no traceback).
+    """
+    out = out or sys.stdout
+    try:
+        before, spbm, after = _build_passes(args.passes, args.mode)
+        results = [
+            _plan_one(label, text, ref, before, spbm, after, args.mode)
+            for label, text, ref in _inputs(args.file)
+        ]
+    except UsageError as exc:
+        print(f"memcore plan: error: {exc}", file=sys.stderr)
+        return 2
+    except InputError as exc:
+        print(f"memcore plan: error: {exc}", file=sys.stderr)
+        return 1
+    names = [p.name for p in (*before, spbm, *after)]
+    if args.json:
+        doc = {"mode": args.mode, "passes": names, "modules": []}
+        for report, planned in results:
+            entry = report.to_dict()
+            if args.print_ir:
+                entry["ir"] = planned.script()
+            doc["modules"].append(entry)
+        out.write(json.dumps(doc, indent=2) + "\n")
+    elif args.print_ir:
+        for report, planned in results:
+            if len(results) > 1:
+                out.write(f"# {report.name}\n")
+            out.write(planned.script().rstrip("\n") + "\n")
+    else:
+        from ..planning.report import format_table
+
+        out.write(format_table([r for r, _ in results]) + "\n")
+        out.write(f"mode: {args.mode}; passes: {','.join(names)}\n")
+    return 0
+
+
+def main(argv=None) -> int:
+    """Stand-alone entry (``python -m memcore_py.cli.plan``); the ``memcore`` command
+    registers :func:`add_arguments` / :func:`run` as its ``plan`` subcommand."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="memcore plan", description=__doc__.split("\n\n")[0])
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
