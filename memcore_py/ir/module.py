@@ -4,7 +4,7 @@ from __future__ import annotations
 from ..errors import IRError
 from .expr import BaseFunc, GlobalVar
 
-__all__ = ["IRModule"]
+__all__ = ["IRModule", "VDevice"]
 
 
 class IRModule:
@@ -94,3 +94,38 @@ class IRModule:
 
     def __repr__(self):
         return f"IRModule({[gv.name for gv in self.functions]})"
+
+
+class VDevice:
+    """A virtual device listed in ``IRModule.global_infos["vdevice"]``
+    (TVMScript ``I.vdevice(target, vdevice_id, memory_scope)``). Compared by value.
+
+    Attributes
+    ----------
+    target : str or dict
+        The target as written (``"llvm"`` or TVM's target dict).
+    vdevice_id : int
+    memory_scope : str
+    """
+
+    __slots__ = ("target", "vdevice_id", "memory_scope")
+
+    def __init__(self, target, vdevice_id: int = 0, memory_scope: str = "global"):
+        object.__setattr__(self, "target", target)
+        object.__setattr__(self, "vdevice_id", int(vdevice_id))
+        object.__setattr__(self, "memory_scope", str(memory_scope))
+
+    def __setattr__(self, key, value):
+        raise AttributeError("VDevice is immutable")
+
+    def _key(self):
+        return (repr(self.target), self.vdevice_id, self.memory_scope)
+
+    def __eq__(self, other):
+        return isinstance(other, VDevice) and self._key() == other._key()
+
+    def __hash__(self):
+        return hash(self._key())
+
+    def __repr__(self):
+        return f"VDevice({self.target!r}, {self.vdevice_id}, {self.memory_scope!r})"

@@ -1,0 +1,89 @@
+"""Tokenizer shared by the TVMScript parser and printer (a Python-expression subset).
+
+One compiled regular expression splits a line into tokens with ``findall`` (no match
+objects, so it costs one C call per line). Every token is a plain ``str``; its kind is
+decided by its first character:
+
+- a letter or ``_``: a (possibly dotted) name, ``R.builtin.alloc_tensor`` is one token;
+- a digit, or ``.`` followed by a digit: a number (``3``, ``1.5``, ``1e-05``, ``.5``);
+- ``"`` or ``'``: a complete string literal (an unterminated one is not a string token:
+  its quote comes out as a one-character token, which the parser rejects);
+- anything else: punctuation or an operator (``//`` and ``->`` are one token), or one
+  unexpected character (garbage is reported by the parser, never by the lexer).
+
+Whitespace separates tokens and is otherwise ignored; comments are removed by the caller.
+"""
+from __future__ import annotations
+
+import re
+
+__all__ = ["TOKEN_RE", "tokenize", "token_columns", "strip_comment", "string_value"]
+
+#: One token (group 1) after optional whitespace.
+TOKEN_RE = re.compile(
+    r"""[ \t\f\r\n]*("""
+    r"""[A-Za-z_][A-Za-z_0-9]*(?:\.[A-Za-z_][A-Za-z_0-9]*)*"""  # dotted name
+    r"""|(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?"""  # number
+    r'''|"(?:[^"\\\n]|\\.)*"'''  # "string"
+    r"""|'(?:[^'\\\n]|\\.)*'"""  # 'string'
+    r"""|//|->|\*\*|==|!=|<=|>=|<<|>>"""  # two-character operators
+    r"""|\S)"""  # any other single character
+)
+
+_tokenize = TOKEN_RE.findall
+
+
+def tokenize(text: str) -> list:
+    """Tokens of ``text`` (see the module docstring)."""
+    return _tokenize(text)
+
+
+def token_columns(text: str) -> list:
+    """1-based start column of each token of ``text`` (used only to report errors)."""
+    return [m.start(1) + 1 for m in TOKEN_RE.finditer(text)]
+
+
+_STRING_CHARS = re.compile(r"""["'#]""")
+
+
+def strip_comment(line: str) -> str:
+    """``line`` without a trailing ``# comment`` (a ``#`` inside a string is kept)."""
+    if "#" not in line:
+        return line
+    quote = None
+    i = 0
+    n = len(line)
+    while i < n:
+        c = line[i]
+        if quote is not None:
+            if c == "\\":
+                i += 2
+                continue
+            if c == quote:
+                quote = None
+        elif c == '"' or c == "'":
+            quote = c
+        elif c == "#":
+            return line[:i]
+        i += 1
+    return line
+
+
+_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "0": "\0", "\\": "\\", "'": "'", '"': '"'}
+_ESCAPE_RE = re.compile(r"\\(u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|x[0-9a-fA-F]{2}|.)", re.S)
+
+
+def _unescape(m):
+    s = m.group(1)
+    c = s[0]
+    if c in "uUx" and len(s) > 1:
+        return chr(int(s[1:], 16))
+    return _ESCAPES.get(c, "\\" + s)
+
+
+def string_value(token: str) -> str:
+    """The value of a string token (its quotes removed, escapes resolved)."""
+    body = token[1:-1]
+    if "\\" not in body:
+        return body
+    return _ESCAPE_RE.sub(_unescape, body)
