@@ -58,6 +58,8 @@ Where TVM 0.27 differs and why
   parser: "Cannot redefine a non-PrimType object"); such a var is printed renamed
   (``n_1``) in that function. TVM prints the failing form.
 - Non-int64 literals in Relax expressions keep their dtype (``T.int32(4)``).
+- A PrimValue argument of a call to a module function or a function value prints as
+  ``R.prim_value(3)``: TVM prints ``cls.f(x, 3)``, which its parser rejects.
 - A Prim type inside ``R.Tuple(...)``/``R.Callable(...)`` prints ``R.Prim("int64")``: TVM
   prints ``T.int64`` there, which its parser evaluates as a call and rejects.
 - A ``call_tir`` with a third (``tir_vars``) argument prints ``tir_vars=R.shape([...])``,
@@ -613,13 +615,19 @@ class _FunctionPrinter:
             return f"{op.script_name}(" + ", ".join(parts) + ")"
         if top is GlobalVar:
             self.uses_cls = True
-            return "cls." + _ident(op.name) + "(" + ", ".join(self._args(call.args)) + ")"
+            return "cls." + _ident(op.name) + "(" + ", ".join(self._callee_args(call.args)) + ")"
         if top is ExternFunc:
             parts = [_str_lit(op.global_symbol)] + self._args(call.args)
             parts += self._attrs(call)
             parts += self._ty_args(call)
             return "R.call_packed(" + ", ".join(parts) + ")"
-        return self.expr(op) + "(" + ", ".join(self._args(call.args)) + ")"
+        return self.expr(op) + "(" + ", ".join(self._callee_args(call.args)) + ")"
+
+    def _callee_args(self, args) -> list:
+        """Arguments of a call to a function value: TVM's parser does not convert plain
+        numbers there (it fails on its own ``cls.f(x, 3)``), so PrimValues are explicit."""
+        expr = self.expr
+        return [expr(a) if type(a) is not PrimValue else f"R.prim_value({self._prim(a.value)})" for a in args]
 
     def _callee_text(self, e) -> str:
         if type(e) is ExternFunc:

@@ -126,6 +126,139 @@ class Module:
         return (q, s, p)
 '''
 
+# Extra sources (not in the spec) covering the other constructs of the printed subset. They
+# are written as TVM's parser accepts them; the data files hold TVM's re-print.
+EXTRA = {
+    "x_call_tir_dataflow": """
+@I.ir_module
+class Module:
+    @T.prim_func(private=True)
+    def add(a: T.Buffer((T.int64(2), T.int64(3)), "float32"), b: T.Buffer((T.int64(2), T.int64(3)), "float32"), c: T.Buffer((T.int64(2), T.int64(3)), "float32")):
+        T.func_attr({"tirx.noalias": True})
+        T.evaluate(0)
+
+    @T.prim_func(private=True)
+    def add_ip(a: T.Buffer((T.int64(2), T.int64(3)), "float32"), b: T.Buffer((T.int64(2), T.int64(3)), "float32")):
+        T.evaluate(0)
+
+    @T.prim_func(private=True)
+    def split2(a: T.Buffer((T.int64(2), T.int64(3)), "float32"), b: T.Buffer((T.int64(2), T.int64(3)), "float32"), c: T.Buffer((T.int64(2), T.int64(3)), "float32")):
+        T.evaluate(0)
+
+    @R.function
+    def main(x: R.Tensor((2, 3), "float32"), y: R.Tensor((2, 3), "float32")) -> R.Tensor((2, 3), "float32"):
+        cls = Module
+        with R.dataflow():
+            a = R.call_tir(cls.add, (x, y), out_ty=R.Tensor((2, 3), "float32"))
+            t = R.call_tir(cls.split2, (a,), out_ty=[R.Tensor((2, 3), "float32"), R.Tensor((2, 3), "float32")])
+            t0 = t[0]
+            t1 = t[1]
+            b = R.call_tir_inplace(cls.add_ip, (t0, t1), out_ty=R.Tensor((2, 3), "float32"), inplace_indices=[1])
+            c = R.call_dps_packed("my_ext", (b,), out_ty=R.Tensor((2, 3), "float32"))
+            d = R.nn.relu(c)
+            e = R.permute_dims(d, axes=[1, 0])
+            f = R.sum(e, axis=[0], keepdims=True)
+            g = R.astype(d, "float16")
+            R.output(d, f, g)
+        return d
+""",
+    "x_if_match_cast": """
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor(("n", 4), "float32"), y: R.Tensor(ndim=2, dtype="float32"), c: R.Tensor((), "bool")):
+        n = T.int64()
+        k = T.int64()
+        j = T.int64()
+        a = R.match_cast(y, R.Tensor((k, j), "float32"))
+        b = R.exp(a)
+        s = R.shape([k * 2, n])
+        if c:
+            t = R.multiply(x, x)
+            u = R.add(t, t)
+            r = u
+        else:
+            r = R.add(x, x)
+        q = R.reshape(r, R.shape([n * 4]))
+        p = R.prim_value(k + 1)
+        tup = (b, (q, s))
+        g = tup[1]
+        h = g[0]
+        return (h, p, tup)
+""",
+    "x_lowered_vm": """
+@I.ir_module
+class Module:
+    @T.prim_func(private=True)
+    def add(a: T.Buffer((T.int64(2), T.int64(3)), "float32"), b: T.Buffer((T.int64(2), T.int64(3)), "float32"), c: T.Buffer((T.int64(2), T.int64(3)), "float32")):
+        T.evaluate(0)
+
+    @R.function(pure=False)
+    def main(x: R.Tensor((2, 3), "float32")) -> R.Tensor((2, 3), "float32"):
+        cls = Module
+        s = R.vm.alloc_storage(R.shape([24]), R.prim_value(0), R.dtype("uint8"), R.str("global"))
+        t = R.vm.alloc_tensor(s, R.prim_value(0), R.shape([2, 3]), R.dtype("float32"))
+        R.vm.call_tir_dyn(cls.add, (x, x, t))
+        u = R.call_packed("vm.builtin.reshape", t, R.shape([3, 2]), ty_args=R.Tensor((3, 2), "float32"))
+        st = R.memory.alloc_storage(R.shape([24]), 0, "global", "float32")
+        al = R.memory.alloc_tensor(st, 0, R.shape([2, 3]), "float32", 0)
+        v = R.memory.view(al, R.shape([3, 2]), R.dtype("float32"), R.prim_value(0))
+        w = R.memory.ensure_zero_offset(v)
+        b = R.call_pure_packed("my_pure", w, ty_args=R.Tensor((3, 2), "float32"))
+        ip = R.call_inplace_packed("my_inplace", b, inplace_indices=[0], ty_args=R.Tensor((3, 2), "float32"))
+        pk = R.call_packed("my_packed", ip, R.prim_value(T.int32(4)), R.prim_value(T.float32(1.5)), R.str("s"), R.dtype("int8"), ty_args=R.Object)
+        R.memory.kill_tensor(al)
+        R.memory.kill_storage(st)
+        R.vm.kill_object(s)
+        nv = R.null_value()
+        return x
+""",
+    "x_constants": """
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((2, 3), "float32")):
+        a = R.add(x, R.const(1.0, "float32"))
+        b = R.add(a, R.const(-float("inf"), "float32"))
+        c = R.add(b, R.const(float("nan"), "float32"))
+        d = R.add(c, R.const(0.1, "float32"))
+        e = R.const(3, "int64")
+        f = R.const(True, "bool")
+        g = R.const(2.5, "float16")
+        h = R.const(-7, "int32")
+        k = R.add(d, R.const([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], "float32"))
+        return (k, e, f, g, h)
+""",
+    "x_functions": """
+@I.ir_module
+class Module:
+    I.module_attrs({"attr": 10})
+
+    @R.function(private=True)
+    def helper(x: R.Tensor((2, 3), "float32"), p: R.Prim("int64")) -> R.Tuple(R.Tensor((2, 3), "float32"), R.Prim("int64")):
+        return (x, p)
+
+    @R.function
+    def other(x: R.Tensor((2, 3), "float32"), f: R.Callable((R.Tensor((2, 3), "float32"),), R.Tensor((2, 3), "float32"))) -> R.Tensor((2, 3), "float32"):
+        R.func_attr({"num_input": 1, "tir_var_upper_bound": {"n": 16}, "tir_non_negative_var": ["n"]})
+        y = f(x)
+        return y
+
+    @R.function
+    def main(x: R.Tensor((2, 3), "float32"), o: R.Object, s: R.Shape(ndim=2)) -> R.Tensor((2, 3), "float32"):
+        cls = Module
+        t = cls.helper(x, R.prim_value(3))
+        y = t[0]
+        st = R.str("hello")
+        return y
+""",
+}
+
+
+def extras():
+    for name, src in EXTRA.items():
+        _write(name, tvm.script.from_source(src))
+
 
 def _seq(passes):
     return tvm.transform.Sequential(passes)
@@ -166,6 +299,7 @@ def main():
     mod = tvm.script.from_source(KILL_NO_IF)
     _write("6_5_kill_no_if_source", mod)
     _write("6_5_kill_no_if_after", relax.transform.KillAfterLastUse()(mod))
+    extras()
 
 
 if __name__ == "__main__":
