@@ -12,15 +12,17 @@ Design
   latest released among the largest keys < s). Here the order is split into 64 *buckets*
   by bit length of the key (bucket k holds keys in ``[2**(k-1), 2**k)``, bucket 0 the key
   0) with a 64-bit occupancy mask per pool, so both picks are a look into one small bucket
-  plus, if it has no answer, one bit scan to the next non-empty bucket up or down. Each
-  bucket is a *blocked sorted list* (the ``sortedcontainers`` idea): a vector of sorted
-  blocks of at most ``BLOCK_CAP`` entries plus the last key of each block, so the common
-  case is a binary search over a few contiguous entries and a short ``memmove``, with no
-  allocation per event (a multimap version spent half its time in malloc/free and
-  rebalancing, and a single sorted list per pool in its dependent-load binary search).
-  With more than ``MAX_BUCKETED_POOLS`` pools, each pool is one bucket (memory stays
-  O(n_pools)). Worst case for a bucket of F storages: O(log F + BLOCK_CAP + F / BLOCK_CAP)
-  per operation.
+  plus, if it has no answer, one bit scan to the next non-empty bucket up or down. A
+  bucket holds up to ``SMALL_CAP`` entries inline (a linear scan and a shift of a few
+  words: buckets average under two entries on random workloads); beyond that it becomes a
+  *blocked sorted list* (the ``sortedcontainers`` idea): a vector of sorted blocks of at
+  most ``BLOCK_CAP`` entries plus the last key of each block, so a lookup is a binary
+  search in one contiguous block and an update a short ``memmove``. No event allocates
+  (a multimap version spent half its time in malloc/free and rebalancing, and a single
+  sorted list per pool in its dependent-load binary search). With more than
+  ``MAX_BUCKETED_POOLS`` pools each pool is one blocked list, so memory stays O(n_pools).
+  Worst case for a bucket of F storages: O(log F + BLOCK_CAP + F / BLOCK_CAP) per
+  operation.
 - Symbolic sizes live under key -1 in TVM's multimap and are scanned in insertion order for
   the first entry of the same symbolic class. Since that scan only ever matches the same
   (pool, class), one FIFO ``std::deque`` per (pool, class) gives the same pick in O(1); the
@@ -69,6 +71,10 @@ ERROR_CODES = {
 #: A free-list block is split in two when it grows past this many entries.
 cdef enum:
     BLOCK_CAP = 256
+
+#: A bucket keeps up to this many entries inline before it becomes a blocked sorted list.
+cdef enum:
+    SMALL_CAP = 8
 
 #: Above this many pools, a pool's free list is one bucket (64 buckets cost 3.5 KB a pool).
 cdef enum:
@@ -250,8 +256,21 @@ cdef inline idx_t _window_high(idx_t s, idx_t match_range) noexcept nogil:
 
 @cython.final
 cdef class _TokenAllocator:
-    """The free pools and the storage table; one instance per plan_tokens call."""
-    cdef vector[FreeList] free_const                    # per (pool, bucket): free storages
+    """The free pools and the storage table; one instance per plan_tokens call.
+
+    A free list ``L = pool * n_buckets + k`` is in *small mode* while ``small_n[L] >= 0``:
+    its entries sit in the inline arrays ``small_key/small_st[L * SMALL_CAP:]``, sorted the
+    same way. A ninth entry moves the list to ``free_const[L]`` (a blocked sorted list) until
+    it empties again. Small mode is only used with 64 buckets per pool, so its arrays stay
+    small (at most ``MAX_BUCKETED_POOLS * 64 * SMALL_CAP`` entries).
+    """
+    cdef vector[FreeList] free_const                    # per (pool, bucket): large lists
+    cdef vector[idx_t] small_key_v                      # per (pool, bucket): SMALL_CAP keys
+    cdef vector[idx_t] small_st_v                       # ... and their storages
+    cdef vector[int] small_n_v                          # entries in small mode, -1 = large
+    cdef idx_t* small_key                               # small_key_v.data() (never resized)
+    cdef idx_t* small_st                                # small_st_v.data()
+    cdef int* small_n                                   # small_n_v.data()
     cdef vector[unsigned long long] free_mask           # per pool: bit k = bucket k non-empty
     cdef int n_buckets                                  # 64, or 1 with many pools
     cdef cpp_map[pool_sym_t, deque[idx_t]] free_sym     # per (pool, class): FIFO of storages
@@ -262,9 +281,21 @@ cdef class _TokenAllocator:
     cdef idx_t[::1] storage_sym                         # symbolic class per storage, -1 = const
 
     def __cinit__(self, idx_t n_pools, idx_t n_tok, idx_t match_range):
-        self.n_buckets = 64 if n_pools <= MAX_BUCKETED_POOLS else 1
-        self.free_const.resize(n_pools * self.n_buckets)
-        self.free_mask.resize(n_pools, 0)
+        cdef bint bucketed = n_pools <= MAX_BUCKETED_POOLS
+        cdef size_t n_lists = n_pools * (64 if bucketed else 1)
+        # A named value: Cython passes a conditional expression to a const T& parameter
+        # through a reference to a temporary that is gone by the time resize reads it.
+        cdef int small_n_init = 0 if bucketed else -1
+        cdef size_t n_small = n_lists * SMALL_CAP if bucketed else 1
+        self.n_buckets = 64 if bucketed else 1
+        self.free_const.resize(n_lists)
+        self.small_n_v.resize(n_lists, small_n_init)
+        self.small_key_v.resize(n_small)
+        self.small_st_v.resize(n_small)
+        self.small_key = self.small_key_v.data()
+        self.small_st = self.small_st_v.data()
+        self.small_n = self.small_n_v.data() if n_lists else NULL
+        self.free_mask.resize(n_pools)  # value-initialised: 0
         self.match_range = match_range
         self.n_storage = 0
         self.storage_bytes = np.empty(n_tok, dtype=np.int64)
@@ -290,19 +321,106 @@ cdef class _TokenAllocator:
     cdef inline int bucket(self, idx_t key) noexcept nogil:
         return bit_length(key) if self.n_buckets > 1 else 0
 
-    cdef inline int insert(self, idx_t pool, idx_t key, idx_t st) except -1 nogil:
-        cdef int k = self.bucket(key)
-        _list_insert(&self.free_const[pool * self.n_buckets + k], key, st)
-        self.free_mask[pool] |= 1ULL << k
-        return 0
+    # --- positions in free list L: (b, i), b = -1 in small mode ---------------------------
 
-    cdef inline idx_t take(self, idx_t pool, int k, Py_ssize_t b, Py_ssize_t i) noexcept nogil:
-        """Remove entry (b, i) of bucket k of pool; return its storage id."""
-        cdef FreeList* fl = &self.free_const[pool * self.n_buckets + k]
-        cdef idx_t st = _list_erase(fl, b, i)
-        if fl.size == 0:
+    cdef inline bint lower(self, Py_ssize_t L, idx_t s, Py_ssize_t* b, Py_ssize_t* i) noexcept nogil:
+        """Position of the first key >= s (True), or the end position (False)."""
+        cdef int n = self.small_n[L]
+        cdef const idx_t* keys
+        cdef Py_ssize_t j = 0
+        if n >= 0:
+            keys = self.small_key + L * SMALL_CAP
+            while j < n and keys[j] < s:
+                j += 1
+            b[0] = -1
+            i[0] = j
+            return j < n
+        _list_lower(&self.free_const[L], s, b, i)
+        return b[0] < <Py_ssize_t>self.free_const[L].blocks.size()
+
+    cdef inline bint prev(self, Py_ssize_t L, Py_ssize_t* b, Py_ssize_t* i) noexcept nogil:
+        if b[0] < 0:
+            if i[0] == 0:
+                return False
+            i[0] -= 1
+            return True
+        return _list_prev(&self.free_const[L], b, i)
+
+    cdef inline void first(self, Py_ssize_t L, Py_ssize_t* b, Py_ssize_t* i) noexcept nogil:
+        b[0] = -1 if self.small_n[L] >= 0 else 0
+        i[0] = 0
+
+    cdef inline void last(self, Py_ssize_t L, Py_ssize_t* b, Py_ssize_t* i) noexcept nogil:
+        cdef FreeList* fl
+        if self.small_n[L] >= 0:
+            b[0] = -1
+            i[0] = self.small_n[L] - 1
+        else:
+            fl = &self.free_const[L]
+            b[0] = fl.blocks.size() - 1
+            i[0] = fl.blocks[b[0]].size() - 1
+
+    cdef inline idx_t key_at(self, Py_ssize_t L, Py_ssize_t b, Py_ssize_t i) noexcept nogil:
+        if b < 0:
+            return self.small_key[L * SMALL_CAP + i]
+        return _list_key(&self.free_const[L], b, i)
+
+    cdef inline idx_t take(
+        self, idx_t pool, int k, Py_ssize_t L, Py_ssize_t b, Py_ssize_t i
+    ) noexcept nogil:
+        """Remove entry (b, i) of free list L (bucket k of pool); return its storage id."""
+        cdef idx_t st
+        cdef idx_t* keys
+        cdef idx_t* sts
+        cdef int n
+        cdef bint empty
+        if b < 0:
+            keys = self.small_key + L * SMALL_CAP
+            sts = self.small_st + L * SMALL_CAP
+            n = self.small_n[L] - 1
+            st = sts[i]
+            while i < n:
+                keys[i] = keys[i + 1]
+                sts[i] = sts[i + 1]
+                i += 1
+            self.small_n[L] = n
+            empty = n == 0
+        else:
+            st = _list_erase(&self.free_const[L], b, i)
+            empty = self.free_const[L].size == 0
+            if empty and self.n_buckets > 1:
+                self.small_n[L] = 0  # back to small mode
+        if empty:
             self.free_mask[pool] &= ~(1ULL << k)
         return st
+
+    cdef inline int insert(self, idx_t pool, idx_t key, idx_t st) except -1 nogil:
+        """Release storage st with the given key into its pool (after equal keys)."""
+        cdef int k = self.bucket(key)
+        cdef Py_ssize_t L = pool * self.n_buckets + k, j
+        cdef int n = self.small_n[L]
+        cdef idx_t* keys
+        cdef idx_t* sts
+        self.free_mask[pool] |= 1ULL << k
+        if n >= 0:
+            keys = self.small_key + L * SMALL_CAP
+            sts = self.small_st + L * SMALL_CAP
+            if n < SMALL_CAP:
+                j = n
+                while j > 0 and keys[j - 1] > key:
+                    keys[j] = keys[j - 1]
+                    sts[j] = sts[j - 1]
+                    j -= 1
+                keys[j] = key
+                sts[j] = st
+                self.small_n[L] = n + 1
+                return 0
+            # Full: move the entries (in order) to the large list of L.
+            for j in range(n):
+                _list_insert(&self.free_const[L], keys[j], sts[j])
+            self.small_n[L] = -1
+        _list_insert(&self.free_const[L], key, st)
+        return 0
 
     cdef inline idx_t take_constant(
         self, idx_t pool, idx_t s, idx_t low, idx_t high, bint* below
@@ -313,48 +431,43 @@ cdef class _TokenAllocator:
         """
         cdef unsigned long long mask = self.free_mask[pool], rest
         cdef int k = self.bucket(s), k2
-        cdef FreeList* fl = &self.free_const[pool * self.n_buckets + k]
-        cdef FreeList* fl2
+        cdef Py_ssize_t L = pool * self.n_buckets + k, L2
         cdef Py_ssize_t b = 0, i = 0, b2, i2
         cdef bint in_bucket = (mask >> k) & 1
         if mask == 0:
             return -1
         # Step 3. The smallest key >= s (earliest released among equals), if <= high:
         # in s's bucket, else first in the next non-empty bucket up.
-        if in_bucket:
-            _list_lower(fl, s, &b, &i)
-            if b < <Py_ssize_t>fl.blocks.size():
-                if _list_key(fl, b, i) <= high:
-                    below[0] = False
-                    return self.take(pool, k, b, i)
-                rest = 0  # the answer >= s is in this bucket but too large
-            else:
-                rest = mask >> k >> 1
-        else:
-            rest = mask >> k >> 1
+        rest = mask >> k >> 1
+        if in_bucket and self.lower(L, s, &b, &i):
+            if self.key_at(L, b, i) <= high:
+                below[0] = False
+                return self.take(pool, k, L, b, i)
+            rest = 0  # the smallest key >= s is in this bucket and too large
         if rest:
             k2 = k + 1 + lowest_bit(rest)
-            if _list_key(&self.free_const[pool * self.n_buckets + k2], 0, 0) <= high:
+            L2 = pool * self.n_buckets + k2
+            self.first(L2, &b2, &i2)
+            if self.key_at(L2, b2, i2) <= high:
                 below[0] = False
-                return self.take(pool, k2, 0, 0)
+                return self.take(pool, k2, L2, b2, i2)
         # Step 4. Else the entry just before: the largest key < s (latest released among
         # equals), if >= low: in s's bucket, else last in the next non-empty bucket down.
-        if in_bucket and _list_prev(fl, &b, &i):
-            if _list_key(fl, b, i) < low:
+        if in_bucket and self.prev(L, &b, &i):
+            if self.key_at(L, b, i) < low:
                 return -1
             below[0] = True
-            return self.take(pool, k, b, i)
+            return self.take(pool, k, L, b, i)
         rest = mask & ((1ULL << k) - 1)
         if rest == 0:
             return -1
         k2 = bit_length(rest) - 1
-        fl2 = &self.free_const[pool * self.n_buckets + k2]
-        b2 = fl2.blocks.size() - 1
-        i2 = fl2.blocks[b2].size() - 1
-        if _list_key(fl2, b2, i2) < low:
+        L2 = pool * self.n_buckets + k2
+        self.last(L2, &b2, &i2)
+        if self.key_at(L2, b2, i2) < low:
             return -1
         below[0] = True
-        return self.take(pool, k2, b2, i2)
+        return self.take(pool, k2, L2, b2, i2)
 
     cdef inline idx_t reuse(self, idx_t s, idx_t pool, idx_t sym) noexcept nogil:
         """RequestReuse: a free storage for (s, pool, sym), or -1. Steps as in TVM."""
@@ -398,38 +511,48 @@ cdef int _plan_tokens(
     """Run the event program; return OK or an ERR_* code with *bad_event set."""
     cdef Py_ssize_t e, n_events = ev_kind.shape[0]
     cdef bint has_sym = tok_sym.shape[0] > 0
-    cdef idx_t p, st, refs, sym
+    cdef idx_t p, st, refs, sym, s
+    # Raw pointers: the compiler cannot keep memoryview data pointers in registers across
+    # the stores of this loop, and reloading them doubled the loop's instruction count.
+    cdef const kind_t* kind_p = &ev_kind[0] if n_events else NULL
+    cdef const idx_t* ev_tok_p = &ev_tok[0] if n_events else NULL
+    cdef const idx_t* bytes_p = &tok_bytes[0] if tok_bytes.shape[0] else NULL
+    cdef const idx_t* pool_p = &tok_pool[0] if tok_bytes.shape[0] else NULL
+    cdef const idx_t* refs_p = &tok_refs[0] if tok_bytes.shape[0] else NULL
+    cdef idx_t* storage_of_p = &storage_of[0] if tok_bytes.shape[0] else NULL
+    cdef idx_t* left_p = &left[0] if tok_bytes.shape[0] else NULL
     for e in range(n_events):
-        p = ev_tok[e]
-        if ev_kind[e] == EV_REQUEST:
-            if storage_of[p] >= 0:
+        p = ev_tok_p[e]
+        if kind_p[e] == EV_REQUEST:
+            if storage_of_p[p] >= 0:
                 bad_event[0] = e
                 return ERR_REQUEST_TWICE
-            refs = tok_refs[p]
+            refs = refs_p[p]
             sym = tok_sym[p] if has_sym else -1
+            s = bytes_p[p]
             st = -1
             # Relax: a token nobody reads gets fresh storage that is never released.
             if refs > 0 or release_zero_ref:
-                st = alloc.reuse(tok_bytes[p], tok_pool[p], sym)
+                st = alloc.reuse(s, pool_p[p], sym)
             if st < 0:
-                st = alloc.fresh(tok_bytes[p], tok_pool[p], sym)
-            elif tok_bytes[p] > alloc.storage_bytes[st]:  # symbolic: keep the maximum
-                alloc.storage_bytes[st] = tok_bytes[p]
-            storage_of[p] = st
-            left[p] = refs
+                st = alloc.fresh(s, pool_p[p], sym)
+            elif s > alloc.storage_bytes[st]:  # symbolic: keep the maximum
+                alloc.storage_bytes[st] = s
+            storage_of_p[p] = st
+            left_p[p] = refs
             # Relay: an output nobody reads is released right after its request.
             if refs == 0 and release_zero_ref:
                 alloc.release(st)
         else:
-            if storage_of[p] < 0:
+            if storage_of_p[p] < 0:
                 bad_event[0] = e
                 return ERR_DECREF_UNREQUESTED
-            if left[p] == 0:
+            if left_p[p] == 0:
                 bad_event[0] = e
                 return ERR_DECREF_AT_ZERO
-            left[p] -= 1
-            if left[p] == 0:
-                alloc.release(storage_of[p])
+            left_p[p] -= 1
+            if left_p[p] == 0:
+                alloc.release(storage_of_p[p])
     return OK
 
 
