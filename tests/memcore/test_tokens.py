@@ -367,6 +367,19 @@ def test_adversarial_huge_free_list():
     np.testing.assert_array_equal(result.storage_bytes, sizes)
 
 
+@pytest.mark.parametrize("seed", range(10))
+def test_matches_reference_with_crowded_buckets(seed):
+    # Many live tokens over few distinct bit lengths: buckets overflow their inline slots,
+    # become blocked lists and empty out again, over and over.
+    prog = random_token_program(np.random.default_rng(500 + seed), 3000, n_pools=2,
+                                mean_live=60, max_log2_bytes=5, p_zero_ref=0.1)
+    for match_range in (16, 2):
+        got = plan_tokens(**prog, match_range=match_range)
+        storage_of, storage_bytes, _ = ref.plan_tokens(**prog, match_range=match_range)
+        assert got.storage_of.tolist() == storage_of
+        assert got.storage_bytes.tolist() == storage_bytes
+
+
 @pytest.mark.parametrize("n_pools", [1, 300])  # 300 > 256: one bucket per pool
 def test_many_equal_keys_across_blocks(n_pools):
     # 2000 storages of 3 sizes (hundreds of equal keys: several blocks per key run) are
