@@ -1,0 +1,755 @@
+"""Integer analysis of symbolic shapes and sizes, as TVM's ``arith::Analyzer`` does it for
+memory planning.
+
+StaticPlanBlockMemory (spec §1.2, §1.6) needs four things from TVM's arithmetic analyzer, and
+this module ports exactly those, with TVM's expression shapes:
+
+- :func:`const_int_bound` — the constant interval of an expression under var ranges
+  (``ConstIntBoundAnalyzer``; unbounded ends are :data:`POS_INF` / :data:`NEG_INF`).
+- :func:`int_set` — a *symbolic* interval (``IntervalSetEvaluator``): bounded vars are
+  replaced by their range, unbounded vars stay as points, and the result is built with TVM's
+  constant-folding operators, so ``2*(batch*vocab*4)+4194304`` with ``batch <= 32`` becomes
+  ``32 * vocab * 4 * 2 + 4194304``, exactly the tree TVM prints.
+- :func:`upper_bound_shape` (TVM ``GetUpperBoundShape``), :func:`tensor_bytes` (the
+  ``StorageToken`` size: ``const_coeff * (d_i * d_j * ...)``) and :func:`dynamic_output_bytes`
+  (``ub[0] * ub[1] * ... * elem``, the "Case 2" storage of ``relax.memory_plan_dynamic_func_output``).
+- :func:`size_class_key` — when two symbolic sizes count as equal for storage reuse
+  (TVM ``CanProveEqual``, see its docstring for the emulated subset).
+
+Variables are identified by name within one function (TVM binds bounds by the name of the
+signature's TIR vars). Bounds come from :func:`read_var_bounds`, which reads the function
+attributes ``tir_var_upper_bound``, ``tir_var_lower_bound`` and ``tir_non_negative_var``.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from ..errors import PassError
+from ..ir.expr import Function, PrimValue
+from ..ir.prim import (
+    Add,
+    BinaryOp,
+    FloorDiv,
+    FloorMod,
+    IntImm,
+    Max,
+    Min,
+    Mul,
+    PrimExpr,
+    PrimVar,
+    Sub,
+    canonical,
+    free_prim_vars,
+)
+from ..ir.types import FuncType, PrimType, ShapeType, TensorType, TupleType, dtype_bytes
+
+__all__ = [
+    "ATTR_TIR_VAR_UPPER_BOUND",
+    "ATTR_TIR_VAR_LOWER_BOUND",
+    "ATTR_TIR_NON_NEGATIVE_VAR",
+    "POS_INF",
+    "NEG_INF",
+    "VarBounds",
+    "read_var_bounds",
+    "signature_vars",
+    "const_int_bound",
+    "int_set",
+    "upper_bound_shape",
+    "tensor_bytes",
+    "dynamic_output_bytes",
+    "size_class_key",
+    "fold_add",
+    "fold_sub",
+    "fold_mul",
+    "fold_floordiv",
+    "fold_floormod",
+    "fold_min",
+    "fold_max",
+]
+
+#: Function attribute: ``{"n": 128}``, upper bounds of signature TIR vars (inclusive).
+ATTR_TIR_VAR_UPPER_BOUND = "tir_var_upper_bound"
+#: Function attribute: ``{"n": 1}``, lower bounds of signature TIR vars (inclusive).
+ATTR_TIR_VAR_LOWER_BOUND = "tir_var_lower_bound"
+#: Function attribute: ``["n", ...]``, signature TIR vars known to be >= 0.
+ATTR_TIR_NON_NEGATIVE_VAR = "tir_non_negative_var"
+
+#: TVM's ``ConstIntBound::kPosInf`` / ``kNegInf`` (note: -kPosInf, not INT64_MIN).
+POS_INF = 2**63 - 1
+NEG_INF = -POS_INF
+
+
+# --------------------------------------------------------------------------------------
+# Bounds read from function attributes (TVM SetTIRVarRangeConstraints)
+# --------------------------------------------------------------------------------------
+@dataclass
+class VarBounds:
+    """Known ranges of one function's TIR vars, by name.
+
+    ``ranges`` holds vars bound to a finite range ``[lo, hi]`` (they had an upper bound);
+    ``non_negative`` holds vars only known to be ``>= 0`` (a lower bound ``>= 0`` without an
+    upper bound, or listed in ``tir_non_negative_var``).
+    """
+
+    ranges: dict = field(default_factory=dict)
+    """name -> (lo, hi), inclusive ints; also TVM's ``dom_map`` for :func:`int_set`."""
+    non_negative: set = field(default_factory=set)
+    """names with constant bound ``[0, POS_INF]``."""
+
+    def var_bound(self, name):
+        r = self.ranges.get(name)
+        if r is not None:
+            return r
+        if name in self.non_negative:
+            return (0, POS_INF)
+        return (NEG_INF, POS_INF)
+
+    def __bool__(self):
+        return bool(self.ranges or self.non_negative)
+
+
+EMPTY_BOUNDS = VarBounds()
+
+
+def _collect_type_vars(ty, out):
+    if ty is None:
+        return
+    if isinstance(ty, TensorType):
+        for d in ty.shape or ():
+            free_prim_vars(d, out)
+    elif isinstance(ty, ShapeType):
+        for d in ty.values or ():
+            free_prim_vars(d, out)
+    elif isinstance(ty, PrimType):
+        if ty.value is not None:
+            free_prim_vars(ty.value, out)
+    elif isinstance(ty, TupleType):
+        for f in ty.fields:
+            _collect_type_vars(f, out)
+    elif isinstance(ty, FuncType):
+        for p in ty.params or ():
+            _collect_type_vars(p, out)
+        _collect_type_vars(ty.ret, out)
+
+
+def signature_vars(func: Function) -> dict:
+    """Names -> :class:`PrimVar` of the TIR vars in the function's signature type (parameter
+    types and return type; TVM ``TIRVarsInStructInfo(GetStructInfo(func))``)."""
+    out = {}
+    for p in func.params:
+        _collect_type_vars(p.ty, out)
+    ret = func.ret_ty if func.ret_ty is not None else func.body.ty
+    _collect_type_vars(ret, out)
+    return out
+
+
+def _attr_int(value):
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, IntImm):
+        return value.value
+    if isinstance(value, PrimValue) and isinstance(value.value, IntImm):
+        return value.value.value
+    try:
+        import numpy as np
+
+        if isinstance(value, np.integer):
+            return int(value)
+    except ImportError:  # pragma: no cover
+        pass
+    return None
+
+
+def _read_int_map(func_name, attrs, key):
+    raw = attrs.get(key)
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise PassError(
+            f"function {func_name!r}: attribute {key!r} must be a dict of str -> int; "
+            f"got {type(raw).__name__} {raw!r}"
+        )
+    out = {}
+    for name, value in raw.items():
+        v = _attr_int(value)
+        if not isinstance(name, str) or v is None:
+            raise PassError(
+                f"function {func_name!r}: attribute {key!r} must be a dict of str -> int; "
+                f"got entry {name!r}: {value!r} ({type(value).__name__})"
+            )
+        out[name] = v
+    return out
+
+
+def read_var_bounds(func: Function, func_name: str = "?") -> VarBounds:
+    """Read the TIR var range attributes of ``func`` (TVM ``SetTIRVarRangeConstraints``).
+
+    Only vars of the function signature are bound, matched by name. A var with an upper
+    bound gets the range ``[lower (default 0), upper]``; a var with only a lower bound
+    ``>= 0``, or listed in ``tir_non_negative_var``, is only marked non-negative.
+
+    Raises
+    ------
+    PassError
+        An attribute of the wrong type, e.g. ``{"n": [4]}``.
+    """
+    attrs = func.attrs
+    upper = _read_int_map(func_name, attrs, ATTR_TIR_VAR_UPPER_BOUND)
+    lower = _read_int_map(func_name, attrs, ATTR_TIR_VAR_LOWER_BOUND)
+    nonneg_raw = attrs.get(ATTR_TIR_NON_NEGATIVE_VAR)
+    nonneg = set()
+    if nonneg_raw is not None:
+        if not isinstance(nonneg_raw, (list, tuple)) or not all(isinstance(s, str) for s in nonneg_raw):
+            raise PassError(
+                f"function {func_name!r}: attribute {ATTR_TIR_NON_NEGATIVE_VAR!r} must be a list of str; "
+                f"got {nonneg_raw!r}"
+            )
+        nonneg = set(nonneg_raw)
+    if not (upper or lower or nonneg):
+        return EMPTY_BOUNDS
+    bounds = VarBounds()
+    for name in signature_vars(func):
+        if name in upper or name in lower:
+            lo = lower.get(name, 0 if name in upper else NEG_INF)
+            if name in upper:
+                bounds.ranges[name] = (lo, upper[name])
+            elif lo >= 0:
+                bounds.non_negative.add(name)
+        elif name in nonneg:
+            bounds.non_negative.add(name)
+    return bounds
+
+
+# --------------------------------------------------------------------------------------
+# Constant-folding builders (TVM's operator overloads / TryConstFold)
+# --------------------------------------------------------------------------------------
+def _c(e):
+    return e.value if type(e) is IntImm else None
+
+
+def fold_add(a: PrimExpr, b: PrimExpr) -> PrimExpr:
+    ca, cb = _c(a), _c(b)
+    if ca is not None and cb is not None:
+        return IntImm(ca + cb, a.dtype)
+    if ca == 0:
+        return b
+    if cb == 0:
+        return a
+    return Add(a, b)
+
+
+def fold_sub(a: PrimExpr, b: PrimExpr) -> PrimExpr:
+    ca, cb = _c(a), _c(b)
+    if ca is not None and cb is not None:
+        return IntImm(ca - cb, a.dtype)
+    if cb == 0:
+        return a
+    return Sub(a, b)
+
+
+def fold_mul(a: PrimExpr, b: PrimExpr) -> PrimExpr:
+    ca, cb = _c(a), _c(b)
+    if ca is not None and cb is not None:
+        return IntImm(ca * cb, a.dtype)
+    if ca == 1:
+        return b
+    if cb == 1:
+        return a
+    if ca == 0:
+        return a
+    if cb == 0:
+        return b
+    return Mul(a, b)
+
+
+def fold_floordiv(a: PrimExpr, b: PrimExpr) -> PrimExpr:
+    ca, cb = _c(a), _c(b)
+    if ca is not None and cb is not None and cb != 0:
+        return IntImm(ca // cb, a.dtype)
+    if ca == 0:
+        return a
+    if cb == 1:
+        return a
+    return FloorDiv(a, b)
+
+
+def fold_floormod(a: PrimExpr, b: PrimExpr) -> PrimExpr:
+    ca, cb = _c(a), _c(b)
+    if ca is not None and cb is not None and cb != 0:
+        return IntImm(ca % cb, a.dtype)
+    if ca == 0:
+        return a
+    if cb == 1:
+        return IntImm(0, a.dtype)
+    return FloorMod(a, b)
+
+
+def fold_min(a: PrimExpr, b: PrimExpr) -> PrimExpr:
+    ca, cb = _c(a), _c(b)
+    if ca is not None and cb is not None:
+        return IntImm(min(ca, cb), a.dtype)
+    if a is b:
+        return a
+    return Min(a, b)
+
+
+def fold_max(a: PrimExpr, b: PrimExpr) -> PrimExpr:
+    ca, cb = _c(a), _c(b)
+    if ca is not None and cb is not None:
+        return IntImm(max(ca, cb), a.dtype)
+    if a is b:
+        return a
+    return Max(a, b)
+
+
+# --------------------------------------------------------------------------------------
+# Constant integer bounds (TVM ConstIntBoundAnalyzer)
+# --------------------------------------------------------------------------------------
+def _is_inf(x):
+    return x == POS_INF or x == NEG_INF
+
+
+def _sat(x):
+    if x >= POS_INF:
+        return POS_INF
+    if x <= NEG_INF:
+        return NEG_INF
+    return x
+
+
+def _inf_add(x, y):
+    if x == POS_INF or x == NEG_INF:
+        return x
+    if y == POS_INF or y == NEG_INF:
+        return y
+    return _sat(x + y)
+
+
+def _inf_neg(x):
+    return -x  # symmetric: -POS_INF == NEG_INF
+
+
+def _inf_mul(x, y):
+    if not _is_inf(x) and not _is_inf(y):
+        return _sat(x * y)
+    if x == 0 or y == 0:
+        return 0
+    return POS_INF if (x > 0) == (y > 0) else NEG_INF
+
+
+def _inf_floordiv(x, y):
+    if x == POS_INF:
+        return POS_INF if y > 0 else NEG_INF
+    if x == NEG_INF:
+        return NEG_INF if y > 0 else POS_INF
+    if _is_inf(y):
+        return 0 if (x >= 0) == (y > 0) else -1
+    return x // y
+
+
+def _boundary(a, b, op):
+    vals = (op(a[0], b[0]), op(a[0], b[1]), op(a[1], b[0]), op(a[1], b[1]))
+    return (min(vals), max(vals))
+
+
+def _div_bound(a, b):
+    if b[0] == 0:
+        b = (1, b[1])
+    if b[1] == 0:
+        b = (b[0], -1)
+    if b[0] <= 0 <= b[1]:
+        neg = _boundary(a, (b[0], -1), _inf_floordiv) if b[0] < 0 else None
+        pos = _boundary(a, (1, b[1]), _inf_floordiv) if b[1] > 0 else None
+        parts = [p for p in (neg, pos) if p is not None]
+        if not parts:
+            return (NEG_INF, POS_INF)
+        return (min(p[0] for p in parts), max(p[1] for p in parts))
+    return _boundary(a, b, _inf_floordiv)
+
+
+def _modular(e, memo):
+    """TVM ``ModularSet``: ``(coeff, base)`` with ``e == coeff * x + base`` for some int x
+    (coeff 0: the constant ``base``; coeff 1, base 0: nothing known)."""
+    key = id(e)
+    hit = memo.get(key)
+    if hit is not None:
+        return hit
+    t = type(e)
+    if t is IntImm:
+        r = (0, e.value)
+    elif t is Add or t is Sub:
+        c1, b1 = _modular(e.a, memo)
+        c2, b2 = _modular(e.b, memo)
+        c = math.gcd(c1, c2)
+        r = (c, (b1 + b2) if t is Add else (b1 - b2))
+    elif t is Mul:
+        c1, b1 = _modular(e.a, memo)
+        c2, b2 = _modular(e.b, memo)
+        r = (math.gcd(math.gcd(c1 * c2, c1 * b2), c2 * b1), b1 * b2)
+    else:
+        r = (1, 0)
+    c, b = r
+    if c:
+        r = (abs(c), b % abs(c))
+    memo[key] = r
+    return r
+
+
+def _mod_bound(a, b):
+    if b[0] > 0:
+        b_max_cap = _inf_add(b[1], -1)
+        if a[0] >= 0:
+            if a[1] < b[0]:
+                return a
+            return (0, min(a[1], b_max_cap))
+        return (0, b_max_cap)
+    b_min_cap = _inf_add(b[0], 1)
+    b_max_cap = _inf_add(b[1], -1)
+    return (min(0, b_min_cap), max(0, b_max_cap))
+
+
+def const_int_bound(expr: PrimExpr, bounds: VarBounds = EMPTY_BOUNDS):
+    """The constant interval ``(lo, hi)`` of ``expr`` (TVM ``Analyzer::const_int_bound``).
+
+    Unbounded ends are :data:`NEG_INF` / :data:`POS_INF`; arithmetic saturates at them.
+    """
+    memo = {}
+
+    def visit(e):
+        key = id(e)
+        hit = memo.get(key)
+        if hit is not None:
+            return hit
+        t = type(e)
+        if t is IntImm:
+            r = (e.value, e.value)
+        elif t is PrimVar:
+            r = bounds.var_bound(e.name)
+        elif t is Add:
+            a, b = visit(e.a), visit(e.b)
+            r = (_inf_add(a[0], b[0]), _inf_add(a[1], b[1]))
+        elif t is Sub:
+            a, b = visit(e.a), visit(e.b)
+            r = (_inf_add(a[0], _inf_neg(b[1])), _inf_add(a[1], _inf_neg(b[0])))
+        elif t is Mul:
+            r = _boundary(visit(e.a), visit(e.b), _inf_mul)
+        elif t is FloorDiv:
+            r = _div_bound(visit(e.a), visit(e.b))
+        elif t is FloorMod:
+            r = None
+            if type(e.b) is IntImm and e.b.value > 0:
+                coeff, base = _modular(e.a, {})
+                if coeff % e.b.value == 0:
+                    v = base % e.b.value
+                    r = (v, v)
+            if r is None:
+                r = _mod_bound(visit(e.a), visit(e.b))
+        elif t is Min:
+            a, b = visit(e.a), visit(e.b)
+            r = (min(a[0], b[0]), min(a[1], b[1]))
+        elif t is Max:
+            a, b = visit(e.a), visit(e.b)
+            r = (max(a[0], b[0]), max(a[1], b[1]))
+        else:
+            r = (NEG_INF, POS_INF)
+        memo[key] = r
+        return r
+
+    return visit(expr)
+
+
+# --------------------------------------------------------------------------------------
+# Symbolic intervals (TVM IntervalSetEvaluator, Combine<Op>)
+# --------------------------------------------------------------------------------------
+class _Inf:
+    """TVM's ``pos_inf()`` / ``neg_inf()`` symbolic limits."""
+
+    __slots__ = ("sign",)
+
+    def __init__(self, sign):
+        self.sign = sign
+
+    def __repr__(self):
+        return "+inf" if self.sign > 0 else "-inf"
+
+
+PINF = _Inf(1)
+NINF = _Inf(-1)
+
+
+class UnsupportedBound(Exception):
+    """TVM would express this bound with ``T.Select`` (a product with a var of unknown sign)."""
+
+
+def _imax(a, b):
+    if a is PINF:
+        return a
+    if a is NINF:
+        return b
+    if b is PINF:
+        return b
+    if b is NINF:
+        return a
+    return fold_max(a, b)
+
+
+def _imin(a, b):
+    if a is NINF:
+        return a
+    if a is PINF:
+        return b
+    if b is NINF:
+        return b
+    if b is PINF:
+        return a
+    return fold_min(a, b)
+
+
+def _point(e):
+    return (e, e)
+
+
+def _is_point(s):
+    return s[0] is s[1]
+
+
+def _combine(t, a, b, bounds):
+    if _is_point(a) and _is_point(b):
+        x, y = a[0], b[0]
+        if t is Add:
+            return _point(fold_add(x, y))
+        if t is Sub:
+            return _point(fold_sub(x, y))
+        if t is Mul:
+            return _point(fold_mul(x, y))
+        if t is FloorDiv:
+            return _point(fold_floordiv(x, y))
+        if t is FloorMod:
+            return _point(fold_floormod(x, y))
+        if t is Min:
+            return _point(fold_min(x, y))
+        return _point(fold_max(x, y))
+    if t is Add:
+        lo = fold_add(a[0], b[0]) if a[0] is not NINF and b[0] is not NINF else NINF
+        hi = fold_add(a[1], b[1]) if a[1] is not PINF and b[1] is not PINF else PINF
+        return (lo, hi)
+    if t is Sub:
+        lo = fold_sub(a[0], b[1]) if a[0] is not NINF and b[1] is not PINF else NINF
+        hi = fold_sub(a[1], b[0]) if a[1] is not PINF and b[0] is not NINF else PINF
+        return (lo, hi)
+    if t is Mul:
+        if _is_point(a):
+            a, b = b, a
+        if _is_point(b):
+            d = b[0]
+            if _c(d) == 0:
+                return b
+            if _c(d) == 1:
+                return a
+            lo_d, hi_d = const_int_bound(d, bounds)
+            if lo_d >= 0:
+                lo = fold_mul(a[0], d) if a[0] is not NINF else NINF
+                hi = fold_mul(a[1], d) if a[1] is not PINF else PINF
+                return (lo, hi)
+            if hi_d <= -1:
+                lo = fold_mul(a[1], d) if a[1] is not PINF else NINF
+                hi = fold_mul(a[0], d) if a[0] is not NINF else PINF
+                return (lo, hi)
+            if a[0] is not NINF and a[1] is not PINF:
+                raise UnsupportedBound()
+        return (NINF, PINF)
+    if t is FloorDiv:
+        if _is_point(b):
+            d = b[0]
+            if _c(d) == 0:
+                raise PassError("division by zero in a shape expression")
+            if const_int_bound(d, bounds)[0] >= 0:
+                lo = fold_floordiv(a[0], d) if a[0] is not NINF else NINF
+                hi = fold_floordiv(a[1], d) if a[1] is not PINF else PINF
+                return (lo, hi)
+        return (NINF, PINF)
+    if t is FloorMod:
+        if _is_point(b):
+            d = b[0]
+            if _c(d) == 0:
+                raise PassError("modulo by zero in a shape expression")
+            if const_int_bound(d, bounds)[0] >= 0:
+                if _c(d) is not None:
+                    qmax = fold_floordiv(a[1], d) if a[1] is not PINF else PINF
+                    qmin = fold_floordiv(a[0], d) if a[0] is not NINF else NINF
+                    if isinstance(qmax, PrimExpr) and isinstance(qmin, PrimExpr) and _prove_equal_simple(qmax, qmin):
+                        return (fold_sub(a[0], fold_mul(d, qmin)), fold_sub(a[1], fold_mul(d, qmin)))
+                return (IntImm(0, d.dtype), fold_sub(d, IntImm(1, d.dtype)))
+        return (NINF, PINF)
+    if t is Min:
+        return (_imin(a[0], b[0]), _imin(a[1], b[1]))
+    return (_imax(a[0], b[0]), _imax(a[1], b[1]))
+
+
+def _prove_equal_simple(a, b):
+    if a is b:
+        return True
+    try:
+        return canonical(a) == canonical(b)
+    except Exception:  # noqa: BLE001 - opaque nodes: not provable
+        return False
+
+
+def int_set(expr: PrimExpr, bounds: VarBounds = EMPTY_BOUNDS):
+    """Symbolic interval ``(lo, hi)`` of ``expr`` (TVM ``Analyzer::int_set(expr, dom_map)``).
+
+    Vars with a range in ``bounds.ranges`` become ``[IntImm(lo), IntImm(hi)]``; other vars
+    stay points. Ends are :class:`PrimExpr` or the limits ``NINF`` / ``PINF``. A sub-expression
+    whose operands evaluate to themselves is returned as the same node (TVM ``MatchPoint``).
+
+    Raises
+    ------
+    UnsupportedBound
+        Where TVM would build a ``T.Select`` (bounded var times a var of unknown sign).
+    """
+    ranges = bounds.ranges
+
+    def ev(e):
+        t = type(e)
+        if t is IntImm:
+            return _point(e)
+        if t is PrimVar:
+            r = ranges.get(e.name)
+            if r is None:
+                return _point(e)
+            lo, hi = r
+            if lo == hi:
+                return _point(IntImm(lo, e.dtype))
+            return (IntImm(lo, e.dtype), IntImm(hi, e.dtype))
+        if isinstance(e, BinaryOp):
+            a, b = ev(e.a), ev(e.b)
+            if _is_point(a) and a[0] is e.a and _is_point(b) and b[0] is e.b:
+                return _point(e)
+            return _combine(t, a, b, bounds)
+        return (NINF, PINF)
+
+    return ev(expr)
+
+
+# --------------------------------------------------------------------------------------
+# Shapes and sizes
+# --------------------------------------------------------------------------------------
+def upper_bound_shape(shape, bounds: VarBounds = EMPTY_BOUNDS):
+    """Upper-bound each dim independently (TVM ``GetUpperBoundShape``).
+
+    A dim with a finite constant bound becomes that ``IntImm``; else its symbolic
+    :func:`int_set` maximum if it has one; else the dim itself.
+    """
+    if not bounds:
+        # No bounds: only constants are constant; every other dim is its own upper bound.
+        return tuple(shape)
+    out = []
+    for d in shape:
+        if type(d) is IntImm:
+            out.append(d)
+            continue
+        hi = const_int_bound(d, bounds)[1]
+        if hi != POS_INF:
+            out.append(IntImm(hi, d.dtype))
+            continue
+        s = int_set(d, bounds)
+        out.append(s[1] if s[1] is not PINF else d)
+    return tuple(out)
+
+
+def tensor_bytes(ub_shape, dtype: str):
+    """Bytes of a storage token (TVM ``StorageToken``): ``int64(elem * prod(const dims)) *
+    (d_i * d_j * ...)`` over the non-constant dims in order, with TVM's constant folding.
+
+    Returns ``(bytes_expr, const_bytes)``; ``const_bytes`` is the int value when the size is
+    constant, else -1.
+    """
+    coeff = dtype_bytes(dtype)
+    sym = None
+    for d in ub_shape:
+        if type(d) is IntImm:
+            coeff *= d.value
+        else:
+            sym = d if sym is None else fold_mul(sym, d)
+    if sym is None:
+        return IntImm(coeff), coeff
+    out = fold_mul(IntImm(coeff), sym)
+    if type(out) is IntImm:  # 0 * n
+        return out, out.value
+    return out, -1
+
+
+def dynamic_output_bytes(ub_shape, dtype: str) -> PrimExpr:
+    """Storage size of a "Case 2" allocation (``relax.memory_plan_dynamic_func_output``):
+    ``ub[0] * ub[1] * ... * elem`` folded left to right (``20 * m * 4``)."""
+    out = ub_shape[0]
+    for d in ub_shape[1:]:
+        out = fold_mul(out, d)
+    return fold_mul(out, IntImm(dtype_bytes(dtype)))
+
+
+# --------------------------------------------------------------------------------------
+# Equality of symbolic sizes (TVM CanProveEqual, emulated)
+# --------------------------------------------------------------------------------------
+def _struct_key(e):
+    t = type(e)
+    if t is IntImm:
+        return e.value
+    if t is PrimVar:
+        return e.name
+    if isinstance(e, BinaryOp):
+        return (t.__name__, _struct_key(e.a), _struct_key(e.b))
+    return ("?", id(e))
+
+
+def _factor_key(e):
+    """Key of one non-constant factor of a product."""
+    if type(e) is Mul:
+        # A product in operand position: TVM does not reorder inside it.
+        return ("prod", _struct_key(e))
+    try:
+        return ("poly", canonical(e))
+    except Exception:  # noqa: BLE001
+        return ("struct", _struct_key(e))
+
+
+def _split_product(e, coeff, factors, spine):
+    """Flatten ``e`` into constant coefficient and factors (left spine of Mul)."""
+    if type(e) is Mul:
+        ca, cb = _c(e.a), _c(e.b)
+        if ca is not None:
+            return _split_product(e.b, coeff * ca, factors, spine)
+        if cb is not None:
+            return _split_product(e.a, coeff * cb, factors, spine)
+        if spine:
+            coeff = _split_product(e.a, coeff, factors, True)
+            return _split_product(e.b, coeff, factors, False)
+        # operand position: pull nothing out of a non-constant product
+        factors.append(e)
+        return coeff
+    factors.append(e)
+    return coeff
+
+
+def size_class_key(size: PrimExpr):
+    """A hashable key such that two symbolic sizes get equal keys exactly when TVM's
+    ``CanProveEqual`` proves them equal (for the sizes StaticPlanBlockMemory builds).
+
+    TVM's simplifier is complete for linear sizes (one symbolic dim: ``8 * n`` equals
+    ``4 * (2 * n)``, ``4 * (n + 1)`` equals ``4 * n + 4``) but treats products of symbolic
+    dims as ordered factor lists in which only the first two factors commute
+    (``4 * (m * n)`` equals ``4 * (n * m)``; ``n * m * k`` does not equal ``k * m * n``).
+    The key follows that: constant coefficient, first two factors sorted, the rest in
+    order; a product in operand position is an ordered atom. Measured on TVM 0.27.0.post1;
+    see DIFFERENCES.md for the limits of this emulation.
+    """
+    factors = []
+    coeff = _split_product(size, 1, factors, True)
+    if len(factors) <= 1:
+        return ("lin", canonical(size))
+    keys = [_factor_key(f) for f in factors]
+    first = tuple(sorted(keys[:2], key=repr))
+    return ("prod", coeff, first, tuple(keys[2:]))
