@@ -10,3 +10,4 @@ from .remove_purity_checking import RemovePurityChecking  # noqa: F401,E402
 from .lower_alloc_tensor import LowerAllocTensor  # noqa: F401,E402
 from .canonicalize_bindings import CanonicalizeBindings  # noqa: F401,E402
 from .kill_after_last_use import KillAfterLastUse  # noqa: F401,E402
+from .static_plan_block_memory import StaticPlanBlockMemory  # noqa: F401,E402

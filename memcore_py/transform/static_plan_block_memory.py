@@ -1,0 +1,737 @@
+"""StaticPlanBlockMemory: reuse storage between the intermediate tensors of each function.
+
+Port of Apache TVM's ``relax.transform.StaticPlanBlockMemory``
+(src/relax/transform/static_plan_block_memory.cc; behaviour in spec §1), plus an arena mode.
+
+Design
+------
+The core data structure is the *storage token* (TVM ``StorageToken``): one per
+``R.builtin.alloc_tensor`` that is safe to plan, with its byte size, dtype, storage scope,
+device and reference count. Three stages, as in TVM:
+
+1. **Init** (:mod:`memcore_py.analysis.storage_tokens`, TVM ``StorageAllocatorInit``): one
+   walk creates the tokens, counts their uses by PrimFunc / packed calls, discards every
+   token that escapes (returned, passed to another kind of call, flowing into an ``If``,
+   used in another block) and records the event program of stage 2 as flat arrays.
+2. **Allocate** (:class:`_StorageAllocator`, TVM ``StorageAllocator`` + ``TokenAllocator1D``):
+   :func:`memcore.plan_tokens` runs the event program — fresh storage or reuse of a released
+   one of the same pool within the size window ``[s/16, 16*s]``, symbolic sizes only among
+   provably equal ones, 0-reference tokens never pooled. In arena mode the same tokens and
+   lifetimes are also packed with :func:`memcore.plan_offsets` (below).
+3. **Rewrite** (:class:`_StorageAllocationRewriter`, TVM ``StorageAllocationRewriter``): each
+   planned allocation becomes ``R.memory.alloc_tensor(storage, offset, shape, dtype, dev)``
+   (binding var kept); each storage is emitted once, ``storage = R.memory.alloc_storage(
+   R.shape([bytes]), dev, R.str(scope), R.dtype(dtype))``, immediately before the first
+   allocation that uses it, in the same block (a DataflowVar inside a dataflow block). Names
+   ``storage``, ``storage1``, ... continue across the functions of the module. With the
+   function attribute ``relax.memory_plan_dynamic_func_output`` every *unplanned* allocation
+   with a symbolic shape also gets its own storage of the upper-bounded size ("Case 2"), and
+   the attribute is removed.
+
+Deliberately left out (as in TVM): no ``memory.kill_storage`` / ``memory.kill_tensor``
+(KillAfterLastUse inserts them), no sharing across functions, no in-place reuse of an input
+by the output of the same call, no mixing of dtypes (TVM mode) or storage scopes. Texture
+(OpenCL ``vdevice`` memory scope) sizing is not modelled.
+
+Modes
+-----
+``mode="tvm"`` reproduces TVM's output exactly, except where TVM's output is wrong; each such
+case is listed in ``DIFFERENCES.md`` (repository root):
+
+- storages of different devices (``runtime_device_index``) are never shared (TVM's pool key
+  ignores the device);
+- a storage whose first use does not dominate its other uses (TVM emits it inside an ``If``
+  branch and reuses it in the other branch or after the ``If``, or emits a DataflowVar in a
+  dataflow block and reuses it after the block) is emitted at the nearest position that
+  dominates every use: immediately before the binding of the enclosing scope that contains
+  the first use, as a plain ``Var`` when uses leave a dataflow block. The plan itself (which
+  tensor uses which storage, and the sizes) is TVM's.
+
+:func:`differences_from_tvm` tells which of these apply to a module.
+
+``mode="arena"`` keeps the planned tensors and their lifetimes (a tensor is live from its
+allocation binding to its last use by a call, uses through aliases — reshape, view, tuple,
+get-item, match_cast, rebinding — included; the interval includes the using call, so an output
+never overlaps an input of the same call) and packs each **(function, storage scope, device)**
+pool into **one** storage with :func:`memcore.plan_offsets` (offsets aligned to ``alignment``
+bytes, 64 by default as TVM's ``kAllocAlignment``). The arena is *per function*, not per block:
+a token never outlives its block, so the tensors of different blocks (and of both branches of
+an ``If``) simply occupy disjoint step ranges of one timeline and may share bytes. The arena
+storage is emitted like a TVM-mode storage used by all of the pool's tensors (so, hoisted to
+a dominating position when they span blocks). Its dtype is the tensors' dtype when they
+agree, else ``uint8``. A pool is packed only when the arena is not larger than the TVM-mode
+storages of the same tensors; otherwise (and for symbolic-size tensors, and for Case-2
+allocations) the TVM-mode plan is kept, so arena mode never uses more bytes than TVM mode.
+
+Examples
+--------
+Before (after CallTIRRewrite)::
+
+    alloc = R.builtin.alloc_tensor(R.shape([2, 4]), R.dtype("float32"), 0, R.str("global"))
+    cls.exp(x, alloc)
+    alloc1 = R.builtin.alloc_tensor(R.shape([2, 4]), R.dtype("float32"), 0, R.str("global"))
+    cls.exp(alloc, alloc1)
+    alloc2 = R.builtin.alloc_tensor(R.shape([2, 4]), R.dtype("float32"), 0, R.str("global"))
+    cls.exp(alloc1, alloc2)
+    return alloc2
+
+After ``StaticPlanBlockMemory()``::
+
+    storage = R.memory.alloc_storage(R.shape([32]), 0, R.str("global"), R.dtype("float32"))
+    alloc = R.memory.alloc_tensor(storage, 0, R.shape([2, 4]), R.dtype("float32"), 0)
+    cls.exp(x, alloc)
+    storage1 = R.memory.alloc_storage(R.shape([32]), 0, R.str("global"), R.dtype("float32"))
+    alloc1 = R.memory.alloc_tensor(storage1, 0, R.shape([2, 4]), R.dtype("float32"), 0)
+    cls.exp(alloc, alloc1)
+    alloc2 = R.builtin.alloc_tensor(R.shape([2, 4]), R.dtype("float32"), 0, R.str("global"))
+    cls.exp(alloc1, alloc2)        # the returned tensor is not planned
+    return alloc2
+
+Attributes read: ``tir_var_upper_bound``, ``tir_var_lower_bound``, ``tir_non_negative_var``
+(§1.6), ``relax.memory_plan_dynamic_func_output`` (removed from the output).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..analysis.arith import UnsupportedBound, dynamic_output_bytes, upper_bound_shape
+from ..analysis.storage_tokens import (
+    BUILTIN_ALLOC_TENSOR,
+    StorageTokens,
+    alloc_tensor_info,
+    analyze_storage_tokens,
+)
+from ..errors import PassError
+from ..ir.builder import NameTable
+from ..ir.expr import (
+    BindingBlock,
+    Call,
+    DataflowBlock,
+    DataflowVar,
+    DataTypeImm,
+    Function,
+    If,
+    MatchCast,
+    PrimValue,
+    SeqExpr,
+    ShapeExpr,
+    StringImm,
+    Var,
+    VarBinding,
+)
+from ..ir.module import IRModule
+from ..ir.op import get_op
+from ..ir.prim import IntImm, PrimVar
+from ..ir.types import ObjectType
+from .pass_infra import ModulePass, PassContext
+
+__all__ = [
+    "StaticPlanBlockMemory",
+    "static_plan_block_memory",
+    "differences_from_tvm",
+    "ATTR_PLAN_DYNAMIC_FUNC_OUTPUT",
+    "DIFF_DEVICE_POOLS",
+    "DIFF_DOMINATING_STORAGE",
+    "DIFF_DUPLICATE_CROSS_BLOCK_LEAF",
+    "MODES",
+]
+
+#: Function attribute: also give unplanned dynamic-shape allocations a storage ("Case 2").
+ATTR_PLAN_DYNAMIC_FUNC_OUTPUT = "relax.memory_plan_dynamic_func_output"
+#: DIFFERENCES.md entry: storages are never shared between devices.
+DIFF_DEVICE_POOLS = "device-pools"
+#: DIFFERENCES.md entry: a storage is emitted where it dominates all its uses.
+DIFF_DOMINATING_STORAGE = "dominating-storage"
+#: DIFFERENCES.md entry: TVM fails an internal check on a cross-block token seen twice.
+DIFF_DUPLICATE_CROSS_BLOCK_LEAF = "duplicate-cross-block-leaf"
+MODES = ("tvm", "arena")
+
+_ALLOC_STORAGE = get_op("relax.memory.alloc_storage")
+_MEM_ALLOC_TENSOR = get_op("relax.memory.alloc_tensor")
+_OBJECT = ObjectType()
+_ZERO = PrimValue(IntImm(0))
+
+
+# --------------------------------------------------------------------------------------
+# Stage 2: allocation
+# --------------------------------------------------------------------------------------
+@dataclass(eq=False)
+class _Storage:
+    """One storage to emit."""
+
+    nbytes: object
+    """PrimExpr size in bytes."""
+    dtype: str
+    scope: str
+    tokens: list
+    """Token ids placed in it, in program order (the first one decides where it is emitted)."""
+    site: tuple = None
+    """``(block id, binding, is_dataflow_var, is_tvm_site)``: emit before ``binding``."""
+
+
+@dataclass(eq=False)
+class _Plan:
+    """Everything the rewriter needs."""
+
+    storages: list
+    tok_storage: np.ndarray
+    """int64[n_tok]: index into ``storages``."""
+    tok_offset: np.ndarray
+    """int64[n_tok]: byte offset in the storage."""
+    tvm_bytes: int = 0
+    """Bytes of the constant-size TVM-mode storages (before arena packing)."""
+    arena_bytes: int = 0
+    """Bytes of the constant-size storages of the chosen plan."""
+    lower_bound: int = 0
+    """Sum over (function, scope, device) pools of the max-live bytes of constant-size tokens."""
+
+
+class _StorageAllocator:
+    """Port of TVM ``StorageAllocator`` / ``TokenAllocator1D`` (src/relax/transform/
+    static_plan_block_memory.cc) over flat arrays: the event program of
+    :class:`~memcore_py.analysis.storage_tokens.StorageTokens` goes to
+    :func:`memcore.plan_tokens` (TVM's reuse rules live in the engine). Differs from TVM in
+    the pool key, which includes the device (``key_device``); see DIFFERENCES.md.
+    """
+
+    def __init__(self, tokens: StorageTokens, *, key_device: bool = True):
+        self.tokens = tokens
+        self.key_device = key_device
+
+    def plan_tokens(self):
+        """Run the event program; return ``(TokenPlan, tok_pool)``."""
+        import memcore
+
+        st = self.tokens
+        tok_pool, _keys = st.pools(key_device=self.key_device)
+        tok_sym = st.sym_classes(tok_pool)
+        tok_bytes = np.where(st.tok_const >= 0, st.tok_const, 0)
+        plan = memcore.plan_tokens(
+            tok_bytes, tok_pool, st.tok_refs, st.ev_kind, st.ev_tok, tok_sym=tok_sym, match_range=16
+        )
+        return plan, tok_pool
+
+    def tvm_storages(self):
+        """The TVM-mode plan: ``(storages, tok_storage)``; storage sizes are the engine's
+        (maximum requested) for constant sizes, the first token's expression otherwise."""
+        st = self.tokens
+        plan, _ = self.plan_tokens()
+        storage_of = plan.storage_of
+        n_storage = plan.n_storage
+        storages: list = [None] * n_storage
+        sizes = plan.storage_bytes.tolist()
+        for t, s in enumerate(storage_of.tolist()):
+            entry = storages[s]
+            if entry is None:
+                nbytes = IntImm(sizes[s]) if st.tok_const[t] >= 0 else st.tok_bytes[t]
+                storages[s] = _Storage(nbytes, st.tok_dtype[t], st.tok_scope[t], [t])
+            else:
+                entry.tokens.append(t)
+        return storages, np.asarray(storage_of, dtype=np.int64)
+
+    def arena_storages(self, alignment: int):
+        """Pack each (function, scope, device) pool into one arena where that is no larger
+        than the TVM-mode storages of the same tensors. Returns a :class:`_Plan` (sites unset)."""
+        import memcore
+
+        st = self.tokens
+        storages, tok_storage = self.tvm_storages()
+        n_tok = st.n_tok
+        tok_offset = np.zeros(n_tok, dtype=np.int64)
+        const = st.tok_const >= 0
+        groups: dict = {}
+        funcs = st.tok_func.tolist()
+        for t in np.flatnonzero(const).tolist():
+            groups.setdefault((funcs[t], st.tok_scope[t], st.tok_device[t]), []).append(t)
+        tvm_total = sum(s.nbytes.value for s in storages if type(s.nbytes) is IntImm)
+        lower_bound = 0
+        keep = [True] * len(storages)
+        new_storages = []
+        for (_f, scope, _dev), toks in groups.items():
+            idx = np.asarray(toks, dtype=np.int64)
+            start, end, size = st.tok_start[idx], st.tok_end[idx], st.tok_const[idx]
+            lower_bound += int(memcore.max_live_bytes(start, end, size))
+            used = sorted(set(tok_storage[idx].tolist()))
+            tvm_bytes = sum(storages[s].nbytes.value for s in used)
+            if len(toks) < 2:
+                continue
+            packed = memcore.plan_offsets(start, end, size, alignment=alignment)
+            if packed.arena_bytes > tvm_bytes:
+                continue
+            dtypes = {st.tok_dtype[t] for t in toks}
+            dtype = dtypes.pop() if len(dtypes) == 1 else "uint8"
+            for s in used:
+                keep[s] = False
+            new_storages.append((_Storage(IntImm(int(packed.arena_bytes)), dtype, scope, list(toks)), idx,
+                                 packed.offset))
+        # renumber: kept TVM storages first (creation order), then arenas
+        remap = np.full(len(storages), -1, dtype=np.int64)
+        final = []
+        for s, entry in enumerate(storages):
+            if keep[s]:
+                remap[s] = len(final)
+                final.append(entry)
+        tok_storage = remap[tok_storage] if len(storages) else tok_storage
+        for entry, idx, offsets in new_storages:
+            k = len(final)
+            final.append(entry)
+            tok_storage[idx] = k
+            tok_offset[idx] = offsets
+        # emission order is by first use; sort storages by their first token
+        final_bytes = sum(s.nbytes.value for s in final if type(s.nbytes) is IntImm)
+        plan = _Plan(final, tok_storage, tok_offset, tvm_bytes=tvm_total, arena_bytes=final_bytes,
+                     lower_bound=lower_bound)
+        return plan
+
+
+# --------------------------------------------------------------------------------------
+# Where a storage is emitted
+# --------------------------------------------------------------------------------------
+def _scope_chain(st: StorageTokens, sid: int) -> list:
+    chain = []
+    while sid >= 0:
+        chain.append(sid)
+        sid = st.scope_parent[sid]
+    chain.reverse()
+    return chain
+
+
+def _emission_site(st: StorageTokens, toks: list):
+    """``(block id, binding, dataflow_var, is_tvm_site)`` for a storage used by ``toks``.
+
+    TVM emits a storage right before its first allocation, in that allocation's block, as a
+    DataflowVar in a dataflow block. That is kept whenever it dominates every use. Otherwise
+    the storage goes right before the binding of the innermost scope containing all uses
+    that contains the first use, and it is a plain Var unless all uses are in one dataflow
+    block.
+    """
+    tok_block = st.tok_block
+    first = min(toks, key=lambda t: st.tok_start[t])
+    b0 = tok_block[first]
+    binding0 = st.tok_binding[first]
+    df0 = st.block_is_dataflow[b0]
+    if all(tok_block[t] == b0 for t in toks):
+        return (b0, binding0, df0, True)
+    chains = [_scope_chain(st, st.block_scope[tok_block[t]]) for t in toks]
+    depth = min(len(c) for c in chains)
+    lca = 0
+    for i in range(depth):
+        s = chains[0][i]
+        if all(c[i] == s for c in chains):
+            lca = i
+        else:
+            break
+    lca_scope = chains[0][lca]
+    s0 = st.block_scope[b0]
+    if s0 == lca_scope:
+        # Same scope: TVM's position dominates unless a dataflow block is left.
+        return (b0, binding0, False, not df0)
+    # Walk up from the first use to the child scope of the common scope.
+    sid = s0
+    while st.scope_parent[sid] != lca_scope:
+        sid = st.scope_parent[sid]
+    anchor_block, anchor_binding = st.scope_anchor[sid]
+    return (anchor_block, anchor_binding, False, False)
+
+
+# --------------------------------------------------------------------------------------
+# Stage 3: rewrite
+# --------------------------------------------------------------------------------------
+def _same_shape(values, shape) -> bool:
+    if len(values) != len(shape):
+        return False
+    for a, b in zip(values, shape):
+        if a is b:
+            continue
+        ta = type(a)
+        if ta is not type(b):
+            return False
+        if ta is IntImm:
+            if a.value != b.value or a.dtype != b.dtype:
+                return False
+        elif ta is PrimVar:
+            if a.name != b.name:
+                return False
+        else:
+            return False
+    return True
+
+
+class _StorageAllocationRewriter:
+    """Port of TVM ``StorageAllocationRewriter`` (src/relax/transform/
+    static_plan_block_memory.cc). Rebuilds only the blocks that change instead of
+    re-emitting every binding; emission positions come precomputed from the plan (see
+    :func:`_emission_site`, where the port differs from TVM for unsound placements)."""
+
+    def __init__(self, mod: IRModule, st: StorageTokens, plan: _Plan):
+        self.mod = mod
+        self.st = st
+        self.plan = plan
+        self.names = NameTable()
+        self.emit_before: dict = {}
+        for k, s in enumerate(plan.storages):
+            self.emit_before.setdefault(s.site[1], []).append(k)
+        self.storage_var: list = [None] * len(plan.storages)
+        self._dtype_imm: dict = {}
+        self._scope_imm: dict = {}
+        self._offset_imm: dict = {0: _ZERO}
+        self._func_name = ""
+        self._bounds = None
+        self._plan_dynamic = False
+
+    def rewrite(self) -> IRModule:
+        updates = {}
+        for gv, func, bounds in self.st.functions:
+            self._func_name = gv.name
+            self._bounds = bounds
+            self._plan_dynamic = _truthy(func.attrs.get(ATTR_PLAN_DYNAMIC_FUNC_OUTPUT))
+            body = self._seq(func.body)
+            attrs = func.attrs
+            if ATTR_PLAN_DYNAMIC_FUNC_OUTPUT in attrs:
+                attrs = {k: v for k, v in attrs.items() if k != ATTR_PLAN_DYNAMIC_FUNC_OUTPUT}
+            if body is not func.body or attrs is not func.attrs:
+                updates[gv] = Function(func.params, body, func.ret_ty, attrs, func.is_pure)
+        return self.mod.with_functions(updates) if updates else self.mod
+
+    # ------------------------------------------------------------------ helpers
+    def _dtype(self, dtype):
+        imm = self._dtype_imm.get(dtype)
+        if imm is None:
+            imm = self._dtype_imm[dtype] = DataTypeImm(dtype)
+        return imm
+
+    def _scope(self, scope):
+        imm = self._scope_imm.get(scope)
+        if imm is None:
+            imm = self._scope_imm[scope] = StringImm(scope)
+        return imm
+
+    def _offset(self, offset):
+        imm = self._offset_imm.get(offset)
+        if imm is None:
+            imm = self._offset_imm[offset] = PrimValue(IntImm(offset))
+        return imm
+
+    def _storage_binding(self, nbytes, dev, scope_imm, dtype, dataflow):
+        var = (DataflowVar if dataflow else Var)(self.names.fresh("storage"), _OBJECT)
+        call = Call(_ALLOC_STORAGE, (ShapeExpr((nbytes,)), dev, scope_imm, self._dtype(dtype)), ty=_OBJECT)
+        return VarBinding(var, call)
+
+    def _shape_expr(self, call, ty):
+        arg0 = call.args[0]
+        if type(arg0) is ShapeExpr and _same_shape(arg0.values, ty.shape):
+            return arg0
+        return ShapeExpr(ty.shape)
+
+    # ------------------------------------------------------------------ walk
+    def _seq(self, seq: SeqExpr) -> SeqExpr:
+        blocks = []
+        changed = False
+        for block in seq.blocks:
+            new = self._block(block)
+            changed = changed or new is not block
+            blocks.append(new)
+        if not changed:
+            return seq
+        return SeqExpr(blocks, seq.body, seq.ty)
+
+    def _block(self, block: BindingBlock) -> BindingBlock:
+        emit_before = self.emit_before
+        alloc_to_token = self.st.alloc_to_token
+        plan_dynamic = self._plan_dynamic
+        out = None
+        bindings = block.bindings
+        is_df = type(block) is DataflowBlock
+        for i, b in enumerate(bindings):
+            pre = emit_before.get(b)
+            if pre is not None:
+                if out is None:
+                    out = list(bindings[:i])
+                out.extend(self._emit_storages(pre))
+            t = alloc_to_token.get(b)
+            if t is not None:
+                new = self._planned(b, t)
+            else:
+                new = b
+                value = b.value
+                vt = type(value)
+                if vt is If:
+                    new_if = self._if(value)
+                    if new_if is not value:
+                        new = MatchCast(b.var, new_if, b.ty) if type(b) is MatchCast else VarBinding(b.var, new_if)
+                elif plan_dynamic and vt is Call and value.op is BUILTIN_ALLOC_TENSOR and type(b) is VarBinding:
+                    extra = self._dynamic_output(b, is_df)
+                    if extra is not None:
+                        if out is None:
+                            out = list(bindings[:i])
+                        out.append(extra[0])
+                        new = extra[1]
+            if new is b:
+                if out is not None:
+                    out.append(b)
+                continue
+            if out is None:
+                out = list(bindings[:i])
+            out.append(new)
+        if out is None:
+            return block
+        return DataflowBlock(out) if is_df else BindingBlock(out)
+
+    def _emit_storages(self, storage_ids):
+        out = []
+        plan = self.plan
+        st = self.st
+        for k in storage_ids:
+            s = plan.storages[k]
+            first = s.tokens[0]
+            dev = st.tok_binding[first].value.args[2]
+            sb = self._storage_binding(s.nbytes, dev, self._scope(s.scope), s.dtype, s.site[2])
+            self.storage_var[k] = sb.var
+            out.append(sb)
+        return out
+
+    def _if(self, e: If) -> If:
+        t, f = self._seq(e.true_branch), self._seq(e.false_branch)
+        if t is e.true_branch and f is e.false_branch:
+            return e
+        return If(e.cond, t, f, e.ty)
+
+    def _planned(self, b, t):
+        plan = self.plan
+        k = plan.tok_storage[t]
+        storage = self.storage_var[k]
+        if storage is None:  # pragma: no cover - internal invariant
+            raise AssertionError(f"internal error: storage {k} used before its emission site")
+        call = b.value
+        ty = b.var.ty
+        new_call = Call(
+            _MEM_ALLOC_TENSOR,
+            (storage, self._offset(int(plan.tok_offset[t])), self._shape_expr(call, ty), self._dtype(ty.dtype),
+             call.args[2]),
+            ty=ty,
+        )
+        return VarBinding(b.var, new_call)
+
+    def _dynamic_output(self, b, in_dataflow):
+        """Case 2: an unplanned allocation with a symbolic shape gets its own storage of the
+        upper-bounded size. Returns ``(storage binding, new binding)`` or None."""
+        shape, dtype, _dev, _scope = alloc_tensor_info(b, self._func_name)
+        if all(type(d) is IntImm for d in shape):
+            return None
+        try:
+            ub = upper_bound_shape(shape, self._bounds)
+        except UnsupportedBound:
+            raise PassError(
+                f"function {self._func_name!r}, binding {b.var.name!r}: the upper bound of shape "
+                f"{list(shape)!r} needs a sign condition (T.Select), which is not supported"
+            ) from None
+        nbytes = dynamic_output_bytes(ub, dtype)
+        call = b.value
+        args = call.args
+        scope_imm = args[3] if len(args) > 3 else self._scope("global")
+        sb = self._storage_binding(nbytes, args[2], scope_imm, dtype, in_dataflow)
+        ty = b.var.ty
+        new_call = Call(
+            _MEM_ALLOC_TENSOR,
+            (sb.var, _ZERO, self._shape_expr(call, ty), self._dtype(dtype), args[2]),
+            ty=ty,
+        )
+        return sb, VarBinding(b.var, new_call)
+
+
+def _truthy(v) -> bool:
+    if v is None:
+        return False
+    if isinstance(v, IntImm):
+        return v.value != 0
+    if isinstance(v, PrimValue) and isinstance(v.value, IntImm):
+        return v.value.value != 0
+    try:
+        return bool(v)
+    except Exception:  # noqa: BLE001
+        return False
+
+
+# --------------------------------------------------------------------------------------
+# Entry points
+# --------------------------------------------------------------------------------------
+def _make_plan(st: StorageTokens, mode: str, alignment: int, key_device: bool = True) -> _Plan:
+    allocator = _StorageAllocator(st, key_device=key_device)
+    if mode == "tvm":
+        storages, tok_storage = allocator.tvm_storages()
+        total = sum(s.nbytes.value for s in storages if type(s.nbytes) is IntImm)
+        plan = _Plan(storages, tok_storage, np.zeros(st.n_tok, dtype=np.int64), tvm_bytes=total, arena_bytes=total)
+    else:
+        plan = allocator.arena_storages(alignment)
+    for s in plan.storages:
+        s.tokens.sort(key=lambda t: st.tok_start[t])
+        s.site = _emission_site(st, s.tokens)
+    return plan
+
+
+def _check_options(mode, alignment):
+    if mode not in MODES:
+        raise PassError(f"StaticPlanBlockMemory mode must be one of {MODES}; got {mode!r}")
+    if isinstance(alignment, bool) or not isinstance(alignment, int) or alignment < 1:
+        raise PassError(f"StaticPlanBlockMemory alignment must be an int >= 1; got {alignment!r}")
+
+
+def static_plan_block_memory(mod: IRModule, mode: str = "tvm", *, alignment: int = 64,
+                             ctx: PassContext | None = None) -> IRModule:
+    """Plan the storage of every Relax function of ``mod`` (see the module docstring).
+
+    Parameters
+    ----------
+    mod : IRModule
+        A module after CallTIRRewrite (``R.builtin.alloc_tensor`` + direct DPS calls).
+    mode : {"tvm", "arena"}
+        ``"tvm"``: TVM's plan and IR (documented differences only where TVM is unsound).
+        ``"arena"``: one storage with offsets per (function, scope, device) pool.
+    alignment : int, default 64
+        Arena mode: byte alignment of tensor offsets.
+    ctx : PassContext, optional
+        Receives a trace note per function when tracing.
+
+    Returns
+    -------
+    IRModule
+        A new module (``mod`` itself when nothing is planned and no attribute is removed).
+
+    Raises
+    ------
+    PassError
+        Bad options, a malformed ``R.builtin.alloc_tensor``, a bad ``tir_var_*`` attribute.
+    """
+    _check_options(mode, alignment)
+    st = analyze_storage_tokens(mod)
+    plan = _make_plan(st, mode, alignment)
+    if ctx is not None and ctx.tracing:
+        _trace(ctx, st, plan, mode)
+    return _StorageAllocationRewriter(mod, st, plan).rewrite()
+
+
+def plan_statistics(mod: IRModule, mode: str = "tvm", *, alignment: int = 64) -> dict:
+    """Numbers of the plan for ``mod`` without rewriting it: ``n_planned`` tensors,
+    ``n_storage``, ``tvm_bytes`` / ``planned_bytes`` (constant-size storages of TVM mode / of
+    ``mode``), ``lower_bound`` (sum of max-live bytes per (function, scope, device) pool)."""
+    _check_options(mode, alignment)
+    st = analyze_storage_tokens(mod)
+    plan = _make_plan(st, mode, alignment)
+    if mode == "tvm":
+        import memcore
+
+        lb = 0
+        const = st.tok_const >= 0
+        groups: dict = {}
+        funcs = st.tok_func.tolist()
+        for t in np.flatnonzero(const).tolist():
+            groups.setdefault((funcs[t], st.tok_scope[t], st.tok_device[t]), []).append(t)
+        for toks in groups.values():
+            idx = np.asarray(toks, dtype=np.int64)
+            lb += int(memcore.max_live_bytes(st.tok_start[idx], st.tok_end[idx], st.tok_const[idx]))
+        plan.lower_bound = lb
+    return {
+        "n_planned": st.n_tok,
+        "n_storage": len(plan.storages),
+        "tvm_bytes": plan.tvm_bytes,
+        "planned_bytes": plan.arena_bytes,
+        "lower_bound": plan.lower_bound,
+    }
+
+
+def differences_from_tvm(mod: IRModule, *, per_function: bool = False):
+    """Which documented differences (DIFFERENCES.md) make ``StaticPlanBlockMemory()(mod)``
+    differ from Apache TVM's output on ``mod``.
+
+    Returns
+    -------
+    list of str, or dict
+        A subset of ``[DIFF_DEVICE_POOLS, DIFF_DOMINATING_STORAGE,
+        DIFF_DUPLICATE_CROSS_BLOCK_LEAF]``; empty means the output is TVM's, exactly. With
+        ``per_function``, a dict from function name to such a list for the functions where
+        one applies (``DIFF_DUPLICATE_CROSS_BLOCK_LEAF`` — TVM fails on the whole module —
+        is reported under the key ``None``).
+    """
+    st = analyze_storage_tokens(mod)
+    found: dict = {}
+
+    def add(f, what):
+        lst = found.setdefault(f, [])
+        if what not in lst:
+            lst.append(what)
+
+    if st.tvm_check_failures:
+        add(None, DIFF_DUPLICATE_CROSS_BLOCK_LEAF)
+    ours, _ = _StorageAllocator(st, key_device=True).plan_tokens()
+    theirs, _ = _StorageAllocator(st, key_device=False).plan_tokens()
+    funcs = st.tok_func
+    for f in np.unique(funcs).tolist():
+        idx = np.flatnonzero(funcs == f)
+        a, b = ours.storage_of[idx], theirs.storage_of[idx]
+        # same partition of the function's tokens into storages, and the same sizes
+        _, ia = np.unique(a, return_inverse=True)
+        _, ib = np.unique(b, return_inverse=True)
+        if not np.array_equal(ia, ib) or not np.array_equal(
+            np.sort(ours.storage_bytes[np.unique(a)]), np.sort(theirs.storage_bytes[np.unique(b)])
+        ):
+            add(st.functions[f][0].name, DIFF_DEVICE_POOLS)
+    plan = _make_plan(st, "tvm", 64, key_device=False)
+    for s in plan.storages:
+        if not s.site[3]:
+            add(st.functions[int(st.tok_func[s.tokens[0]])][0].name, DIFF_DOMINATING_STORAGE)
+    if per_function:
+        return found
+    out = []
+    for lst in found.values():
+        for what in lst:
+            if what not in out:
+                out.append(what)
+    return out
+
+
+def _trace(ctx, st, plan, mode):
+    per_func = {}
+    for k, s in enumerate(plan.storages):
+        f = int(st.tok_func[s.tokens[0]])
+        per_func.setdefault(f, [0, 0])[0] += 1
+        per_func[f][1] += len(s.tokens)
+    for f, (gv, _func, _b) in enumerate(st.functions):
+        n_storage, n_tok = per_func.get(f, [0, 0])
+        ctx.note(StaticPlanBlockMemory.name,
+                 f"function {gv.name!r}: {n_tok} allocations planned into {n_storage} storages ({mode} mode)")
+    hoisted = sum(1 for s in plan.storages if not s.site[3])
+    if hoisted:
+        ctx.note(StaticPlanBlockMemory.name,
+                 f"{hoisted} storages emitted at a dominating position (see DIFFERENCES.md: {DIFF_DOMINATING_STORAGE})")
+
+
+class StaticPlanBlockMemory(ModulePass):
+    """Reuse storage between the intermediate tensors of each function (TVM's pass of the
+    same name; see :mod:`memcore_py.transform.static_plan_block_memory`).
+
+    Parameters
+    ----------
+    mode : {"tvm", "arena"}, default "tvm"
+    alignment : int, default 64
+        Arena mode: byte alignment of tensor offsets.
+
+    Notes
+    -----
+    Run after CallTIRRewrite (and normally ToNonDataflow and RemovePurityChecking). No kill
+    ops are inserted: run KillAfterLastUse (after LowerAllocTensor) for those.
+    """
+
+    name = "static-plan-block-memory"
+
+    def __init__(self, mode: str = "tvm", alignment: int = 64):
+        _check_options(mode, alignment)
+        self.mode = mode
+        self.alignment = alignment
+
+    def transform(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        return static_plan_block_memory(mod, self.mode, alignment=self.alignment, ctx=ctx)
+
+    def __repr__(self):
+        return f"StaticPlanBlockMemory(mode={self.mode!r})"
