@@ -89,6 +89,7 @@ from .expr import (
     VarBinding,
 )
 from .module import IRModule
+from .infer import erase_to_well_defined
 from .types import Type
 
 __all__ = ["NameTable", "BlockBuilder", "IfBuilder", "is_leaf"]
@@ -232,6 +233,7 @@ class BlockBuilder:
         self._scopes: list[_Scope] = []
         self._func: _FunctionFrame | None = None
         self._bound: dict[Var, Expr] = {}
+        self._fingerprints = None  # fingerprint -> [GlobalVar], built on first add_func
 
     # ------------------------------------------------------------------ module level
     def get(self) -> IRModule:
@@ -268,6 +270,8 @@ class BlockBuilder:
         gv = GlobalVar(self._unique_func_name(name), func.ty)
         self._functions[gv] = func
         self._by_name[gv.name] = gv
+        if self._fingerprints is not None:
+            self._fingerprints.setdefault(_func_fingerprint(func), []).append(gv)
         return gv
 
     def update_func(self, gv: GlobalVar, func: BaseFunc) -> None:
@@ -278,6 +282,7 @@ class BlockBuilder:
         if key is None:
             raise IRError(f"update_func: the module has no function named {getattr(gv, 'name', gv)!r}")
         self._functions[key] = func
+        self._fingerprints = None
 
     def remove_func(self, gv) -> None:
         """Remove the function bound to ``gv`` (a GlobalVar or name)."""
@@ -285,6 +290,7 @@ class BlockBuilder:
         if key is None:
             raise IRError(f"remove_func: the module has no function named {getattr(gv, 'name', gv)!r}")
         del self._functions[key]
+        self._fingerprints = None
 
     def _unique_func_name(self, hint: str) -> str:
         while True:
@@ -295,9 +301,15 @@ class BlockBuilder:
     def _find_equal_function(self, func):
         from .structural import structural_equal
 
+        index = self._fingerprints
+        if index is None:
+            index = self._fingerprints = {}
+            for gv, other in self._functions.items():
+                index.setdefault(_func_fingerprint(other), []).append(gv)
         key = _func_fingerprint(func)
-        for gv, other in self._functions.items():
-            if type(other) is type(func) and _func_fingerprint(other) == key and structural_equal(other, func):
+        for gv in index.get(key, ()):
+            other = self._functions.get(gv)
+            if other is not None and type(other) is type(func) and structural_equal(other, func):
                 return gv
         return None
 
@@ -375,7 +387,10 @@ class BlockBuilder:
             output = self.emit(output, name_hint or "gv")
         scope.close_block()
         body = SeqExpr(scope.blocks, output)
-        func = Function(frame.params, body, frame.ret_ty, frame.attrs, frame.pure)
+        ret_ty = frame.ret_ty
+        if ret_ty is None and output.ty is not None:
+            ret_ty = erase_to_well_defined(output.ty, _signature_prim_names(frame.params))
+        func = Function(frame.params, body, ret_ty, frame.attrs, frame.pure)
         frame.gv = self.add_func(func, frame.name)
         frame.output_emitted = True
 
@@ -668,11 +683,36 @@ def _fill_types(expr: Expr, ctx) -> Expr:
     raise IRError(f"cannot infer the type of {expr!r}")
 
 
+def _signature_prim_names(params) -> set:
+    from .prim import free_prim_vars
+    from .types import ShapeType, TensorType, TupleType
+
+    names = set()
+    stack = [p.ty for p in params]
+    while stack:
+        t = stack.pop()
+        if isinstance(t, TensorType) and t.shape is not None:
+            for d in t.shape:
+                names.update(free_prim_vars(d))
+        elif isinstance(t, ShapeType) and t.values is not None:
+            for d in t.values:
+                names.update(free_prim_vars(d))
+        elif isinstance(t, TupleType):
+            stack.extend(t.fields)
+    return names
+
+
 def _func_fingerprint(func):
+    """A cheap key equal for structurally equal functions (symbolic dims as '?')."""
     if isinstance(func, PrimFunc):
+        from .prim import IntImm
         from .structural import normalize_prim_text
 
-        return ("prim", len(func.params), normalize_prim_text(func.text))
+        sig = tuple(
+            (p.dtype, None if p.shape is None else tuple(d.value if isinstance(d, IntImm) else "?" for d in p.shape))
+            for p in func.params
+        )
+        return ("prim", sig, func.private, normalize_prim_text(func.text))
     if isinstance(func, Function):
         return ("relax", len(func.params), sum(len(b.bindings) for b in func.body.blocks))
     return (type(func).__name__,)

@@ -45,10 +45,10 @@ from .expr import (
     Var,
 )
 from .op import Op
-from .prim import FloorDiv, IntImm, PrimExpr, Sub, Add, Mul, as_prim, prove_equal, simplify_const
+from .prim import Add, BinaryOp, FloorDiv, IntImm, Mul, PrimExpr, PrimVar, Sub, free_prim_vars, prove_equal, simplify_const
 from .types import FuncType, ObjectType, PrimType, ShapeType, TensorType, TupleType, Type
 
-__all__ = ["infer_type", "join_types", "VOID"]
+__all__ = ["infer_type", "join_types", "erase_to_well_defined", "VOID"]
 
 #: The type of a call that returns nothing (kill ops, PrimFunc calls): ``R.Tuple()``.
 VOID = TupleType([])
@@ -155,6 +155,84 @@ def join_types(a: Type, b: Type) -> Type:
     return ObjectType()
 
 
+def erase_to_well_defined(ty: Type, defined) -> Type:
+    """``ty`` with every part that mentions a symbolic var outside ``defined`` (a set of
+    names) forgotten: such a tensor keeps dtype and rank only, such a shape its rank (TVM
+    ``EraseToWellDefined``, used for function return types)."""
+    if isinstance(ty, TensorType):
+        if ty.shape is not None and any(n not in defined for d in ty.shape for n in free_prim_vars(d)):
+            return TensorType(None, ty.dtype, ty.ndim, ty.vdevice)
+        return ty
+    if isinstance(ty, ShapeType):
+        if ty.values is not None and any(n not in defined for d in ty.values for n in free_prim_vars(d)):
+            return ShapeType(None, ty.ndim)
+        return ty
+    if isinstance(ty, PrimType):
+        if ty.value is not None and any(n not in defined for n in free_prim_vars(ty.value)):
+            return PrimType(ty.dtype)
+        return ty
+    if isinstance(ty, TupleType):
+        fields = [erase_to_well_defined(f, defined) for f in ty.fields]
+        if all(a is b for a, b in zip(fields, ty.fields)):
+            return ty
+        return TupleType(fields)
+    return ty
+
+
+def _substitute(expr: PrimExpr, env):
+    if isinstance(expr, PrimVar):
+        return env.get(expr.name, expr)
+    if isinstance(expr, BinaryOp):
+        a, b = _substitute(expr.a, env), _substitute(expr.b, env)
+        if a is expr.a and b is expr.b:
+            return expr
+        folded = simplify_const(type(expr)(a, b))
+        return IntImm(folded) if folded is not None else type(expr)(a, b)
+    return expr
+
+
+def _substitute_type(ty: Type, env) -> Type:
+    if isinstance(ty, TensorType) and ty.shape is not None:
+        return TensorType(tuple(_substitute(d, env) for d in ty.shape), ty.dtype, vdevice=ty.vdevice)
+    if isinstance(ty, ShapeType) and ty.values is not None:
+        return ShapeType(tuple(_substitute(d, env) for d in ty.values))
+    if isinstance(ty, TupleType):
+        return TupleType([_substitute_type(f, env) for f in ty.fields])
+    return ty
+
+
+def _derive_call_ret(func: Function, arg_types) -> Type:
+    """Return type of a call to ``func``: symbolic vars bound by its params' bare dims are
+    replaced by the arguments' dims; what stays unknown is erased (TVM
+    ``DeriveCallRetStructInfo``)."""
+    ret = func.ty.ret if func.ty.ret is not None else ObjectType()
+    env = {}
+    for p, at in zip(func.params, arg_types):
+        pt = p.ty
+        if isinstance(pt, TensorType) and isinstance(at, TensorType) and pt.shape is not None and at.shape is not None \
+                and len(pt.shape) == len(at.shape):
+            for d, a in zip(pt.shape, at.shape):
+                if isinstance(d, PrimVar):
+                    env.setdefault(d.name, a)
+    if env:
+        ret = _substitute_type(ret, env)
+    defined = set()
+    for at in arg_types:
+        for d in _type_dims(at):
+            defined.update(free_prim_vars(d))
+    return erase_to_well_defined(ret, defined)
+
+
+def _type_dims(ty):
+    if isinstance(ty, TensorType) and ty.shape is not None:
+        return list(ty.shape)
+    if isinstance(ty, ShapeType) and ty.values is not None:
+        return list(ty.values)
+    if isinstance(ty, TupleType):
+        return [d for f in ty.fields for d in _type_dims(f)]
+    return []
+
+
 # ---------------------------------------------------------------------------- calls
 def _infer_call(call: Call, mod) -> Type:
     op = call.op
@@ -174,7 +252,7 @@ def _infer_call(call: Call, mod) -> Type:
         if isinstance(func, PrimFunc):
             return VOID
         if isinstance(func, Function):
-            return func.ty.ret if func.ty.ret is not None else ObjectType()
+            return _derive_call_ret(func, [_ty(a, mod) for a in call.args])
         if isinstance(op.ty, FuncType):
             return op.ty.ret
         raise IRError(f"call to GlobalVar {op.name!r}, which is not a function of the module")

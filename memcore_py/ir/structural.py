@@ -36,6 +36,7 @@ import re
 
 import numpy as np
 
+from ._util import gc_paused
 from .expr import (
     BindingBlock,
     Call,
@@ -101,7 +102,7 @@ class _Comparer:
         self.prim_l2r = {}
         self.prim_r2l = {}
         self.defining = False
-        self.type_ok = set()
+        self.type_ok = {}
         self._expr_table = {
             Var: self._var_use,
             DataflowVar: self._var_use,
@@ -125,7 +126,7 @@ class _Comparer:
     def reset_function_scope(self):
         self.prim_l2r = {}
         self.prim_r2l = {}
-        self.type_ok = set()
+        self.type_ok = {}
 
     # ------------------------------------------------------------------ PrimExpr
     def prim(self, a, b):
@@ -187,8 +188,7 @@ class _Comparer:
             if a is not b:
                 raise _Mismatch(f"type {_opt(a)} vs {_opt(b)}", a, b)
             return
-        key = (id(a), id(b))
-        if key in self.type_ok:
+        if self.type_ok.get(id(a)) is b:
             return
         ta = type(a)
         if ta is not type(b):
@@ -246,7 +246,7 @@ class _Comparer:
             pass
         else:
             raise _Mismatch(f"unsupported type {ta.__name__}", a, b)
-        self.type_ok.add(key)
+        self.type_ok[id(a)] = b  # a (kept alive by the IR) was found equal to b
 
     def def_type(self, a, b):
         """Compare types where first-seen PrimVars are definitions."""
@@ -639,6 +639,11 @@ def _opt(x):
 
 
 def _compare(a, b, map_free_vars):
+    with gc_paused():
+        _compare_items(a, b, map_free_vars)
+
+
+def _compare_items(a, b, map_free_vars):
     c = _Comparer(map_free_vars)
     if isinstance(a, IRModule) or isinstance(b, IRModule):
         if not (isinstance(a, IRModule) and isinstance(b, IRModule)):
@@ -661,7 +666,7 @@ def _compare(a, b, map_free_vars):
             raise _Mismatch(f"{len(a)} vs {len(b)} items", a, b)
         for i, (x, y) in enumerate(zip(a, b)):
             try:
-                _compare(x, y, map_free_vars)
+                _compare_items(x, y, map_free_vars)
             except _Mismatch as m:
                 m.path.append(f"[{i}]")
                 raise

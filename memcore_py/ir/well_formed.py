@@ -33,6 +33,7 @@ Checks
 from __future__ import annotations
 
 from ..errors import IRError, WellFormedError
+from ._util import gc_paused
 from .expr import (
     BaseFunc,
     Call,
@@ -99,9 +100,10 @@ def well_formed_report(mod) -> list[str]:
     elif not isinstance(mod, IRModule):
         raise IRError(f"well_formed expects an IRModule or Function; got {type(mod).__name__}")
     checker = _Checker(mod)
-    for gv, func in mod.functions.items():
-        if isinstance(func, Function):
-            checker.check_function(gv.name, func)
+    with gc_paused():
+        for gv, func in mod.functions.items():
+            if isinstance(func, Function):
+                checker.check_function(gv.name, func)
     return checker.problems
 
 
