@@ -72,7 +72,10 @@ text                                            node
 ``@R.function`` / ``(private=True)``            ``attrs["global_symbol"] = name`` unless private
 ``@T.prim_func``                                ``PrimFunc(params, attrs, text, private)``; the text
                                                 is the function's lines (decorator to last body
-                                                line) dedented; its extent is found by indentation
+                                                line) dedented; its extent is found by indentation.
+                                                Text that is exactly the printer's form of a
+                                                signature-only PrimFunc (``T.evaluate(0)`` body)
+                                                reads back as ``text=None``
 ==============================================  =============================================
 
 Unannotated bindings get TVM's type: void for statements, ``ty_args[0]`` for the
@@ -239,13 +242,16 @@ class _Line:
     """One logical line: ``indent`` columns, ``text`` (comment removed, stripped),
     1-based ``lineno``, and ``col`` (column where ``text`` starts)."""
 
-    __slots__ = ("indent", "text", "lineno", "col")
+    __slots__ = ("indent", "text", "lineno", "col", "parts")
 
-    def __init__(self, indent, text, lineno, col):
+    def __init__(self, indent, text, lineno, col, parts=None):
         self.indent = indent
         self.text = text
         self.lineno = lineno
         self.col = col
+        #: For a line joined from several physical lines: ``[(offset in text, lineno,
+        #: column of that piece)]``, used to report errors on the right physical line.
+        self.parts = parts
 
 
 def _balance(text):
@@ -303,8 +309,18 @@ class _Parser:
         if line is None:
             return ParseError(msg, 0, 0, "")
         lineno = line.lineno
+        if col is None:
+            col = line.col
+        elif line.parts is not None:
+            # a joined line: find the physical line the column falls on
+            offset = col - line.col
+            for start, part_lineno, part_col in reversed(line.parts):
+                if offset >= start:
+                    lineno = part_lineno
+                    col = part_col + offset - start
+                    break
         src = self.raw[lineno - 1] if 0 < lineno <= len(self.raw) else ""
-        return ParseError(msg, lineno, col if col is not None else line.col, src.rstrip("\r"))
+        return ParseError(msg, lineno, col, src.rstrip("\r"))
 
     def _token_col(self, pos):
         """Source column of token ``pos`` of the current segment."""
@@ -324,7 +340,9 @@ class _Parser:
         if isinstance(exc, ParseError):
             return exc
         if isinstance(exc, _Err):
-            return self.error(exc.msg, col=self._token_col(exc.pos))
+            err = self.error(exc.msg, col=self._token_col(exc.pos))
+            err.__suppress_context__ = True  # the internal exception is noise
+            return err
         if isinstance(exc, IRError):
             msg = str(exc)
         elif isinstance(exc, RecursionError):
@@ -358,6 +376,7 @@ class _Parser:
             if not stripped:
                 continue
             lineno = i
+            parts = None
             if (
                 stripped.count("(") != stripped.count(")")
                 or stripped.count("[") != stripped.count("]")
@@ -374,13 +393,17 @@ class _Parser:
                     i += 1
                     if "#" in nxt:
                         nxt = strip_comment(nxt)
+                    lead = len(nxt) - len(nxt.lstrip())
                     nxt = nxt.strip()
                     if nxt:
+                        if parts is None:
+                            parts = [(0, lineno, indent + 1)]
+                        parts.append((len(stripped) + 1, i, lead + 1))
                         stripped = stripped + " " + nxt
                         depth += _balance(nxt)
                 if depth < 0:
                     raise self.error("unbalanced closing bracket", _Line(indent, stripped, lineno, indent + 1))
-            append(_Line(indent, stripped, lineno, indent + 1))
+            append(_Line(indent, stripped, lineno, indent + 1, parts))
         return out
 
     # ================================================================== tokens / expressions
@@ -500,6 +523,13 @@ class _Parser:
         if t is str:
             return self.string_prim(v, pos)
         raise _Err(f"expected a symbolic integer expression; got {_describe(v)}", pos)
+
+    def as_dim(self, v, pos):
+        """A shape dimension: an integer symbolic expression."""
+        d = self.as_prim(v, pos)
+        if not (d.dtype.startswith("int") or d.dtype.startswith("uint")):
+            raise _Err(f"a shape dimension must be an integer; got {_describe(v)}", pos)
+        return d
 
     def string_prim(self, s, pos):
         """A string dim (``"n * 2"``): parsed as an expression; its names are declared."""
@@ -879,12 +909,12 @@ class _Parser:
                 raise _Err(f"{tok}: attribute {k!r} given twice", pos)
             else:
                 attrs[k] = _attr_value(v)
-        fill = _DEFAULT_ARGS.get(op.name)
-        if fill is not None and len(args) < len(fill):
-            args = list(args) + [None] * (len(fill) - len(args))
         if len(args) < lo:
             want = f"{lo}" if lo == hi else (f"{lo} to {hi}" if hi is not None else f"at least {lo}")
             raise _Err(f"{tok} takes {want} arguments; got {len(args)}", pos)
+        fill = _DEFAULT_ARGS.get(op.name)
+        if fill is not None and len(args) < len(fill):
+            args = list(args) + [None] * (len(fill) - len(args))
         conv = _ARG_KINDS.get(op.name)
         exprs = []
         as_expr = self.as_expr
@@ -1038,7 +1068,10 @@ class _Parser:
                     i, result = self.ir_module(i + 1)
                     continue
                 if dec in ("R.function", "T.prim_func"):
-                    end = self.block_end(i + 1, 0)
+                    k = i + 1
+                    while k < n and (not raw[k].strip() or raw[k].strip()[0] in "#@"):
+                        k += 1
+                    end = self.block_end(k + 1, 0)
                     gname, func = self.function(i, end, 0, bare=True)
                     result = IRModule({gname: func})
                     i = end
@@ -1073,7 +1106,7 @@ class _Parser:
             args, kwargs = self.call_args()
             self.at_end()
         except _Err as e:
-            raise self._located(e) from None
+            raise self._located(e)
         if args:
             raise self.error("decorator arguments must be keywords", line)
         for k, v in kwargs.items():
@@ -1245,8 +1278,7 @@ class _Parser:
                 break
             j += 1
         if j >= end:
-            raise ParseError("unexpected end of input: 'def' expected after the decorator", min(j, len(raw)), 1,
-                             raw[start].rstrip() if start < len(raw) else "")
+            raise self.error("unexpected end of input: 'def' expected after the decorator", decorators[-1])
         dec = decorators[-1]
         kind = self.decorator(dec)
         if bare and kind == "R.function":
@@ -1378,9 +1410,9 @@ class _Parser:
             if ret is not None:
                 ret_ty = self.as_type(self.eval_tokens(toks, ret[0], ret[1]), ret[0])
         except _Err as e:
-            raise self._located(e) from None
+            raise self._located(e)
         except (IRError, ValueError, TypeError) as e:
-            raise self._located(e) from None
+            raise self._located(e)
         finally:
             self.sig_mode = False
         if not body_lines:
@@ -1433,7 +1465,7 @@ class _Parser:
                     self.at_end()
                     body = self.as_binding_value(v, 0) if type(v) is tuple else self.as_expr(v, 0)
                 except Exception as e:  # noqa: BLE001 - converted to ParseError
-                    raise self._located(e) from None
+                    raise self._located(e)
                 i += 1
                 continue
             if c == "w" and text.startswith("with "):
@@ -1551,7 +1583,7 @@ class _Parser:
             self.at_end()
             return v
         except Exception as e:  # noqa: BLE001
-            raise self._located(e) from None
+            raise self._located(e)
 
     def define(self, name, var, ln):
         if name in self.scope:
@@ -1598,7 +1630,7 @@ class _Parser:
                 self.value_cache[key] = value
             return ann, value
         except Exception as e:  # noqa: BLE001
-            raise self._located(e) from None
+            raise self._located(e)
 
     def annotation(self, ln, m):
         text = m.group(2)
@@ -1646,7 +1678,7 @@ class _Parser:
                 self.at_end()
                 value = self.as_expr(v, 0)
             except Exception as e:  # noqa: BLE001
-                raise self._located(e) from None
+                raise self._located(e)
             var = self.new_var("_", _VOID)
             return VarBinding(var, value)
         name = m.group(1)
@@ -1667,7 +1699,7 @@ class _Parser:
             try:
                 return MatchCast(var, self.as_expr(value.value, 0), value.ty)
             except Exception as e:  # noqa: BLE001
-                raise self._located(e) from None
+                raise self._located(e)
         ty = ann if ann is not None else self.derive_type(value)
         var = self.new_var(name, ty, ln)
         return VarBinding(var, value)
@@ -1805,7 +1837,7 @@ class _Parser:
             self.at_end()
             cond = self.as_expr(v, 0)
         except Exception as e:  # noqa: BLE001
-            raise self._located(e) from None
+            raise self._located(e)
         if i + 1 >= j:
             raise self.error("empty 'if' branch", ln)
         if j + 1 >= k:
@@ -1842,7 +1874,7 @@ class _Parser:
         try:
             value = If(cond, branches[0], branches[1], ty)
         except IRError as e:
-            raise self._located(e) from None
+            raise self._located(e)
         var = self.new_var(result, ty, ln)
         return VarBinding(var, value)
 
@@ -1879,9 +1911,9 @@ class _Parser:
                 else:
                     raise _Err(f"unsupported PrimFunc parameter type {_describe(v)}", a + 2)
         except _Err as e:
-            raise self._located(e) from None
+            raise self._located(e)
         except (IRError, ValueError, TypeError) as e:
-            raise self._located(e) from None
+            raise self._located(e)
         finally:
             self.tir = False
             self.sig_mode = False
@@ -1922,8 +1954,11 @@ class _Parser:
             else:
                 text_lines.append(line.strip())
         text = "\n".join(text_lines) + "\n"
-        func = PrimFunc(out, attrs, text=text, private=kwargs.get("private", False))
-        return name, func
+        private = kwargs.get("private", False)
+        sig_only = PrimFunc(out, attrs, text=None, private=private)
+        if text == _signature_only_text(name, sig_only):
+            return name, sig_only  # the printer's form of a signature-only PrimFunc
+        return name, PrimFunc(out, attrs, text=text, private=private)
 
     def logical_prefix(self, start, end, limit=8):
         """The first few logical lines of a PrimFunc body (attrs live there)."""
@@ -1944,6 +1979,15 @@ class _Parser:
                 out.append(_Line(ind, text, i + 1, ind + 1))
             i += 1
         return out
+
+
+def _signature_only_text(name, func):
+    from .printer import _ModulePrinter
+
+    try:
+        return "\n".join(_ModulePrinter().prim_function(name, func, "")) + "\n"
+    except IRError:
+        return None
 
 
 class _SplitFailed:
@@ -2135,6 +2179,10 @@ def _no_more(kwargs, tok, pos):
         raise _Err(f"{tok}: unexpected keyword argument {next(iter(kwargs))!r}", pos)
 
 
+#: Interned static TensorTypes (types are immutable; sharing them is the point).
+_STATIC_TENSOR_TYPES = {}
+
+
 def _h_tensor(p, args, kwargs, pos):
     kwargs = dict(kwargs)
     shape = _kw(kwargs, "shape", pos, "R.Tensor")
@@ -2178,10 +2226,18 @@ def _h_tensor(p, args, kwargs, pos):
     if shape is not None:
         if not isinstance(shape, (tuple, list)):
             raise _Err(f"R.Tensor: shape must be a tuple or list; got {_describe(shape)}", pos)
-        dims = tuple(p.as_prim(d, pos) for d in shape)
-        for d in dims:
-            if d.dtype not in ("int64", "int32"):
-                raise _Err(f"R.Tensor: shape dims must be integers; got {d!r}", pos)
+        if all(type(d) is int for d in shape):
+            # static shape: interned, so annotations and ty_args share one object
+            key = (tuple(shape), dtype, vdevice, ndim)
+            hit = _STATIC_TENSOR_TYPES.get(key)
+            if hit is None:
+                if ndim not in (-1, len(shape)):
+                    raise _Err(f"R.Tensor: ndim={ndim} does not match a shape of rank {len(shape)}", pos)
+                hit = TensorType(tuple(IntImm(d) for d in shape), dtype or "", -1, vdevice)
+                if len(_STATIC_TENSOR_TYPES) < 100000:
+                    _STATIC_TENSOR_TYPES[key] = hit
+            return hit
+        dims = tuple(p.as_dim(d, pos) for d in shape)
         if ndim not in (-1, len(dims)):
             raise _Err(f"R.Tensor: ndim={ndim} does not match a shape of rank {len(dims)}", pos)
         return TensorType(dims, dtype or "", -1, vdevice)
@@ -2216,7 +2272,7 @@ def _h_shape_type(p, args, kwargs, pos):
     if values is not None:
         if not isinstance(values, (list, tuple)):
             raise _Err(f"R.Shape: values must be a list; got {_describe(values)}", pos)
-        vals = tuple(p.as_prim(v, pos) for v in values)
+        vals = tuple(p.as_dim(v, pos) for v in values)
         if ndim not in (-1, len(vals)):
             raise _Err(f"R.Shape: ndim={ndim} does not match {len(vals)} values", pos)
         return ShapeType(vals)
@@ -2279,7 +2335,7 @@ def _h_string_type(p, args, kwargs, pos):
 def _h_shape(p, args, kwargs, pos):
     if kwargs or len(args) != 1 or not isinstance(args[0], (list, tuple)):
         raise _Err("R.shape takes one list of dimensions", pos)
-    return ShapeExpr([p.as_prim(d, pos) for d in args[0]])
+    return ShapeExpr([p.as_dim(d, pos) for d in args[0]])
 
 
 def _h_prim_value(p, args, kwargs, pos):
@@ -2479,7 +2535,7 @@ def _h_tbuffer(p, args, kwargs, pos):
         raise _Err("T.Buffer needs a shape", pos)
     if not isinstance(shape, (tuple, list)):
         shape = (shape,)
-    dims = tuple(p.as_prim(d, pos) for d in shape)
+    dims = tuple(p.as_dim(d, pos) for d in shape)
     if dtype is None:
         dtype = "float32"
     if type(dtype) is not str:
@@ -2669,8 +2725,6 @@ def parse(text, metadata=None) -> IRModule:
         return p.parse_module()
     except ParseError:
         raise
-    except RecursionError as e:
-        raise p._located(e) from None
     except Exception as e:  # noqa: BLE001 - the contract: only ParseError escapes
         raise p._located(e) from e
     finally:
