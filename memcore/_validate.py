@@ -142,7 +142,9 @@ def as_int8_array(name, value, code_names):
     arr = _as_integer_ndarray(name, value, "int8 array")
     if arr.dtype.kind not in "iu":
         raise InvalidArrayError(f"{name} must be int8; got {_describe(arr)}")
-    bad = first_true((arr < 0) | (arr >= len(code_names)))
+    bad = -1
+    if arr.size and (arr.min() < 0 or arr.max() >= len(code_names)):
+        bad = first_true((arr < 0) | (arr >= len(code_names)))
     if bad >= 0:
         valid = ", ".join(f"{c} ({label})" for c, label in enumerate(code_names))
         raise InvalidArrayError(f"{name}[{bad}] = {int(arr[bad])} must be one of {valid}")
@@ -204,8 +206,8 @@ def check_range(name, arr, low, high, context=""):
 
     ``context`` (e.g. ``"n_steps=40"``) is appended in parentheses.
     """
-    if arr.size == 0:
-        return
+    if arr.size == 0 or (arr.min() >= low and arr.max() < high):
+        return  # two reductions; the mask is only built to locate a failure
     bad = first_true((arr < low) | (arr >= high))
     if bad >= 0:
         suffix = f" ({context})" if context else ""
@@ -216,6 +218,8 @@ def check_range(name, arr, low, high, context=""):
 
 def check_nonnegative(name, arr):
     """Raise unless every value is >= 0."""
+    if arr.size == 0 or arr.min() >= 0:
+        return
     bad = first_true(arr < 0)
     if bad >= 0:
         raise InvalidArrayError(f"{name} must be >= 0; got {name}[{bad}] = {int(arr[bad])}")
