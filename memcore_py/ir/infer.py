@@ -121,6 +121,13 @@ def _ty(e, mod):
     return e.ty if e.ty is not None else infer_type(e, mod)
 
 
+def _arg_ty(e, mod):
+    # A callee passed as an argument (call_tir's GlobalVar) needs no type of its own here.
+    if type(e) is GlobalVar and e.ty is None and _lookup(mod, e) is None:
+        return ObjectType()
+    return _ty(e, mod)
+
+
 def _lookup(mod, gv: GlobalVar):
     if mod is None:
         return None
@@ -245,7 +252,7 @@ def _infer_call(call: Call, mod) -> Type:
         if n < lo or (hi is not None and n > hi):
             want = f"{lo}" if lo == hi else (f"{lo} to {hi}" if hi is not None else f"at least {lo}")
             raise IRError(f"{op.name} takes {want} arguments; got {n}")
-        arg_types = [_ty(a, mod) for a in call.args]
+        arg_types = [_arg_ty(a, mod) for a in call.args]
         return rule(call, arg_types)
     if isinstance(op, GlobalVar):
         func = _lookup(mod, op)
