@@ -186,7 +186,8 @@ class StorageTokens:
     alloc_to_token: dict = field(default_factory=dict)
     """Allocation ``VarBinding`` -> token id, for planned allocations."""
     tvm_check_failures: list = field(default_factory=list)
-    """Inputs on which TVM's pass fails an internal check (and ours does not)."""
+    """Names of the functions on which TVM's pass fails an internal check (ours does not):
+    a token allocated in another block appears twice in one call argument."""
 
     @property
     def n_tok(self) -> int:
@@ -418,10 +419,7 @@ class _StorageAllocatorInit:
                         if dropped is not None and t in dropped:
                             # TVM looks the token up again after discarding it: internal
                             # check failure (DIFFERENCES.md: duplicate-cross-block-leaf).
-                            self.tvm_check_failures.append(
-                                f"function {self._func_name!r}: a token allocated in another block "
-                                f"appears twice in one argument of {call!r}"
-                            )
+                            self.tvm_check_failures.append(self._func_name)
                         continue
                     if t_block[t] != bid:
                         discarded[t] = 1

@@ -238,7 +238,12 @@ class _Gen:
                     fn.pool.append(out)
             fn.pool = [v for v in fn.pool if not isinstance(v, DataflowVar)]
         if fn.bindings:
-            fn.blocks.append((DataflowBlock if dataflow else BindingBlock)(fn.bindings))
+            cls = DataflowBlock if dataflow else BindingBlock
+            if fn.blocks and type(fn.blocks[-1]) is cls:
+                # an empty block in between: merge, as TVM's normalizer would
+                fn.blocks[-1] = cls(fn.blocks[-1].bindings + tuple(fn.bindings))
+            else:
+                fn.blocks.append(cls(fn.bindings))
         fn.bindings = []
         fn.in_dataflow = False
 

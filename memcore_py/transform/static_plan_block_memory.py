@@ -651,8 +651,8 @@ def differences_from_tvm(mod: IRModule, *, per_function: bool = False):
         A subset of ``[DIFF_DEVICE_POOLS, DIFF_DOMINATING_STORAGE,
         DIFF_DUPLICATE_CROSS_BLOCK_LEAF]``; empty means the output is TVM's, exactly. With
         ``per_function``, a dict from function name to such a list for the functions where
-        one applies (``DIFF_DUPLICATE_CROSS_BLOCK_LEAF`` — TVM fails on the whole module —
-        is reported under the key ``None``).
+        one applies (for ``DIFF_DUPLICATE_CROSS_BLOCK_LEAF`` TVM fails on the whole module
+        containing that function).
     """
     st = analyze_storage_tokens(mod)
     found: dict = {}
@@ -662,8 +662,8 @@ def differences_from_tvm(mod: IRModule, *, per_function: bool = False):
         if what not in lst:
             lst.append(what)
 
-    if st.tvm_check_failures:
-        add(None, DIFF_DUPLICATE_CROSS_BLOCK_LEAF)
+    for name in st.tvm_check_failures:
+        add(name, DIFF_DUPLICATE_CROSS_BLOCK_LEAF)
     ours, _ = _StorageAllocator(st, key_device=True).plan_tokens()
     theirs, _ = _StorageAllocator(st, key_device=False).plan_tokens()
     funcs = st.tok_func
