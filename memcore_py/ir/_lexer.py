@@ -43,7 +43,6 @@ def token_columns(text: str) -> list:
     return [m.start(1) + 1 for m in TOKEN_RE.finditer(text)]
 
 
-_STRING_CHARS = re.compile(r"""["'#]""")
 
 
 def strip_comment(line: str) -> str:

@@ -705,9 +705,10 @@ class _Parser:
                 raise _Err(f"metadata[{key!r}] must be a sequence of arrays", pos) from None
             if idx >= n:
                 raise _Err(f"metadata[{key!r}][{idx}] is out of range (the metadata has {n} entries)", pos)
-            data = _as_array(arrs[idx])
-            if data is None:
-                raise _Err(f"metadata[{key!r}][{idx}] is not an array", pos)
+            if arrs[idx] is not None:  # None: leave this reference unbound
+                data = _as_array(arrs[idx])
+                if data is None:
+                    raise _Err(f"metadata[{key!r}][{idx}] is not an array", pos)
         if data is not None:
             ty = TensorType(tuple(int(d) for d in data.shape), str(data.dtype))
         elif self.depth == 0 and isinstance(self.ann, TensorType):
@@ -2678,8 +2679,10 @@ def parse(text, metadata=None) -> IRModule:
         into a module under the function's name). UTF-8 ``bytes`` are accepted too.
     metadata : dict, optional
         ``{"relax.expr.Constant": [array, ...]}`` (any key): ``metadata[key][i]`` references
-        in the text become constants with that data. References to keys not given stay
-        references (``Constant.data`` None, ``Constant.meta == (key, i)``).
+        in the text become constants with that data (and ``Constant.meta == (key, i)``).
+        References to keys not given, or whose entry is None, stay references
+        (``Constant.data`` None). TVM 0.27 prints tensor constants as
+        ``metadata["ir.GenericConst"][i]``, numbered in order of appearance.
 
     Returns
     -------

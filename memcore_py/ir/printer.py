@@ -100,7 +100,6 @@ from .expr import (
     MatchCast,
     PrimFunc,
     PrimValue,
-    SeqExpr,
     ShapeExpr,
     StringImm,
     Tuple,

@@ -8,7 +8,6 @@ import pytest
 
 from memcore_py import parse
 from memcore_py.ir import (
-    BindingBlock,
     Call,
     Constant,
     DataflowBlock,
@@ -20,7 +19,6 @@ from memcore_py.ir import (
     Function,
     GlobalVar,
     If,
-    IntImm,
     MatchCast,
     Mul,
     ObjectType,
@@ -37,7 +35,6 @@ from memcore_py.ir import (
     TupleGetItem,
     TupleType,
     Var,
-    VarBinding,
     get_op,
 )
 from memcore_py.ir.structural import assert_structural_equal
