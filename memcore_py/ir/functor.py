@@ -118,13 +118,16 @@ class ExprVisitor:
             self.visit_binding_block_(block)
 
     def visit_binding_block_(self, block: BindingBlock) -> None:
+        self._visit_bindings(block)
+
+    def visit_dataflow_block_(self, block: DataflowBlock) -> None:
+        self._visit_bindings(block)
+
+    def _visit_bindings(self, block) -> None:
         visit_binding = self.visit_binding
         for i, binding in enumerate(block.bindings):
             self.binding_index = i
             visit_binding(binding)
-
-    def visit_dataflow_block_(self, block: DataflowBlock) -> None:
-        self.visit_binding_block_(block)
 
     def visit_binding(self, binding) -> None:
         if type(binding) is MatchCast:
@@ -357,6 +360,8 @@ class ExprMutator:
         if new_value is binding.value and var is binding.var:
             self.builder.emit_normalized(binding)
             return var
+        if new_value.ty is None:
+            new_value = self.builder.normalize(new_value)
         new_ty = new_value.ty
         if new_ty is not None and var.ty is not new_ty and not _same_type(var.ty, new_ty):
             new_var = type(var)(var.name, new_ty)
