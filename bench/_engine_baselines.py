@@ -21,25 +21,26 @@ def argsort_input(n):
     return np.random.default_rng(12345).integers(0, 2**62, n, dtype=np.int64)
 
 
-def argsort_seconds(n, repeat=7):
-    """Best-of-``repeat`` wall time of ``np.argsort`` on ``argsort_input(n)``, measured now.
+def _best(fn, args, kwargs):
+    t0 = time.perf_counter()
+    fn(*args, **kwargs)
+    return time.perf_counter() - t0
 
-    Measured right after each kernel benchmark (not once per session), so that load from
-    other processes on a shared machine affects both numbers of a ratio alike.
+
+def record_ratio(benchmark, n, fn, *args, repeat=7, **kwargs):
+    """Store ``fn(*args, **kwargs)`` time over ``np.argsort`` time (n int64) in extra_info.
+
+    The two are timed alternately, ``repeat`` times each, and the best of each is kept: on
+    a shared machine the load drifts during a benchmark session, and alternating exposes
+    both to the same load. Skipped under ``--benchmark-disable`` (a smoke run).
     """
+    if benchmark.disabled:
+        return
     data = argsort_input(n)
-    best = float("inf")
+    kernel = base = float("inf")
     for _ in range(repeat):
-        t0 = time.perf_counter()
-        np.argsort(data)
-        best = min(best, time.perf_counter() - t0)
-    return best
-
-
-def record_ratio(benchmark, n):
-    """Store the kernel's best time over the same-run argsort time in extra_info."""
-    base = argsort_seconds(n)
-    benchmark.extra_info["argsort_seconds"] = base
-    if benchmark.stats is not None:  # None under --benchmark-disable
-        best = benchmark.stats.stats.min
-        benchmark.extra_info["ratio_to_argsort"] = round(best / base, 3)
+        kernel = min(kernel, _best(fn, args, kwargs))
+        base = min(base, _best(np.argsort, (data,), {}))
+    benchmark.extra_info.update(
+        kernel_seconds=kernel, argsort_seconds=base, ratio_to_argsort=round(kernel / base, 3)
+    )

@@ -36,7 +36,7 @@ def test_live_intervals(benchmark, n):
     args, _, _, _ = liveness_workload(n)
     start, end = benchmark(live_intervals, *args, n)
     benchmark.extra_info.update(n=n, n_steps=n, n_uses=int(args[2].shape[0]))
-    record_ratio(benchmark, n)
+    record_ratio(benchmark, n, live_intervals, *args, n)
     assert start.shape == (n,)
 
 
@@ -63,7 +63,7 @@ def test_max_live_bytes(benchmark, n):
     _, start, end, size = liveness_workload(n)
     peak = benchmark(max_live_bytes, start, end, size)
     benchmark.extra_info.update(n=n, n_steps=n, lower_bound=peak, path="difference array")
-    record_ratio(benchmark, n)
+    record_ratio(benchmark, n, max_live_bytes, start, end, size)
 
 
 @pytest.mark.benchmark(group="engine-max-live-bytes")
@@ -71,9 +71,10 @@ def test_max_live_bytes(benchmark, n):
 def test_max_live_bytes_sparse_steps(benchmark, n):
     # The same intervals with steps scaled by 1e6 (up to 1e12): the sort-and-sweep path.
     _, start, end, size = liveness_workload(n)
-    peak = benchmark(max_live_bytes, start * 10**6, end * 10**6, size)
+    sparse_start, sparse_end = start * 10**6, end * 10**6
+    peak = benchmark(max_live_bytes, sparse_start, sparse_end, size)
     benchmark.extra_info.update(n=n, n_steps=n * 10**6, lower_bound=peak, path="sort")
-    record_ratio(benchmark, n)
+    record_ratio(benchmark, n, max_live_bytes, sparse_start, sparse_end, size)
     assert peak == max_live_bytes(start, end, size)
 
 

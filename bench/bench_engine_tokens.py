@@ -55,7 +55,7 @@ def test_plan_tokens(benchmark, n):
     prog, lower_bound = token_workload(n)
     result = benchmark(plan_tokens, **prog)
     _record(benchmark, n, result, lower_bound)
-    record_ratio(benchmark, n)
+    record_ratio(benchmark, n, plan_tokens, **prog)
     assert result.total_bytes >= lower_bound
 
 
@@ -65,7 +65,7 @@ def test_plan_tokens_relay(benchmark, n):
     prog, lower_bound = token_workload(n)
     result = benchmark(plan_tokens, **prog, release_zero_ref=True)
     _record(benchmark, n, result, lower_bound)
-    record_ratio(benchmark, n)
+    record_ratio(benchmark, n, plan_tokens, **prog, release_zero_ref=True)
 
 
 @pytest.mark.benchmark(group="engine-plan-tokens")
@@ -92,4 +92,4 @@ def test_verify_tokens(benchmark, n):
     result = plan_tokens(**prog)
     benchmark(verify_tokens, **prog, plan=result)
     benchmark.extra_info.update(n_tok=n, n_storage=result.n_storage)
-    record_ratio(benchmark, n)
+    record_ratio(benchmark, n, verify_tokens, **prog, plan=result)
