@@ -23,6 +23,7 @@ calls and DPS calls, and :class:`PassError` messages that name function and bind
 from __future__ import annotations
 
 from ..errors import PassError
+from ..ir._util import gc_paused
 from ..ir.expr import (
     BindingBlock,
     Call,
@@ -58,6 +59,13 @@ __all__ = [
     "LeanMutator",
     "binding_error",
     "describe_binding",
+    "gc_paused",
+    "map_functions",
+    "fast_var",
+    "fast_call",
+    "fast_binding",
+    "normalize_function_blocks",
+    "value_type",
 ]
 
 #: Type of calls that return nothing: kill ops and direct DPS calls to PrimFuncs (``R.Tuple()``).
@@ -181,13 +189,17 @@ def type_equal(a, b) -> bool:
 
 # ------------------------------------------------------------------------------- errors
 def describe_binding(binding) -> str:
-    """``'y = R.add(x, x)'``-style one-line description of a binding for error messages."""
+    """``'y = R.add(x, x)'``-style one-line description of a binding for error messages
+    (always ``<var name> = <value>``, also for a void binding the printer would hide)."""
     try:
-        from ..ir.printer import format_binding  # type: ignore[attr-defined]
+        from ..ir.printer import format_expr
 
-        return format_binding(binding)
+        value = format_expr(binding.value)
     except Exception:  # the printer is optional here; fall back to repr
-        return f"{binding.var.name} = {binding.value!r}"
+        value = repr(binding.value)
+    if type(binding) is MatchCast:
+        value = f"R.match_cast({value}, ...)"
+    return f"{binding.var.name} = {value}"
 
 
 def binding_error(pass_name: str, func_name: str, binding, what: str) -> PassError:
@@ -392,11 +404,12 @@ def map_functions(mod, fn):
     order) and return the new module (``mod`` itself if nothing changed). PrimFuncs and
     functions TVM's function passes skip (:func:`skip_function`) are kept as they are."""
     updates = {}
-    for gv, func in mod.functions.items():
-        if type(func) is Function and not skip_function(func):
-            new = fn(func, gv.name)
-            if new is not func:
-                updates[gv] = new
+    with gc_paused():
+        for gv, func in mod.functions.items():
+            if type(func) is Function and not skip_function(func):
+                new = fn(func, gv.name)
+                if new is not func:
+                    updates[gv] = new
     return mod.with_functions(updates) if updates else mod
 
 
@@ -445,3 +458,41 @@ def normalize_function_blocks(func: Function) -> Function:
         return e
 
     return expr(func)
+
+
+# ------------------------------------------------------------------------------- fast nodes
+# Hot loops build ~10^5 nodes whose fields are known to be valid (kill calls, calls with
+# substituted arguments). These constructors set the slots directly, skipping the
+# validation of the public constructors; tests/memcore_py/transform check that they build
+# nodes identical to the public constructors' (so a change of the data model is caught).
+_new = object.__new__
+_setf = object.__setattr__
+_EMPTY_ATTRS = Call(None).attrs
+
+
+def fast_var(cls, name, ty):
+    """``cls(name, ty)`` for ``cls`` Var or DataflowVar, without validation."""
+    v = _new(cls)
+    _setf(v, "name", name)
+    _setf(v, "ty", ty)
+    return v
+
+
+def fast_call(op, args: tuple, attrs, ty_args: tuple, ty):
+    """``Call(op, args, attrs, ty_args, ty)`` without validation (``args``, ``ty_args``
+    tuples; ``attrs`` a dict, possibly empty)."""
+    c = _new(Call)
+    _setf(c, "op", op)
+    _setf(c, "args", args)
+    _setf(c, "attrs", attrs if attrs else _EMPTY_ATTRS)
+    _setf(c, "ty_args", ty_args)
+    _setf(c, "ty", ty)
+    return c
+
+
+def fast_binding(var, value):
+    """``VarBinding(var, value)`` without validation."""
+    b = _new(VarBinding)
+    _setf(b, "var", var)
+    _setf(b, "value", value)
+    return b

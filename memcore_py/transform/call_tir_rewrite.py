@@ -72,7 +72,7 @@ from ..ir.module import IRModule
 from ..ir.op import get_op
 from ..ir.prim import IntImm
 from ..ir.types import FuncType, ObjectType, TensorType, TupleType
-from ._lowering_utils import VOID, LeanMutator, binding_error, skip_function
+from ._lowering_utils import VOID, LeanMutator, binding_error, gc_paused
 from .pass_infra import ModulePass, PassContext
 
 __all__ = ["call_tir_rewrite", "CallTIRRewrite"]
@@ -263,12 +263,13 @@ def call_tir_rewrite(mod: IRModule) -> IRModule:
     """``mod`` with every DPS call made explicit (see the module docstring)."""
     m = _CallTIRMutator(mod)
     updates = {}
-    for gv, func in mod.functions.items():
-        if type(func) is Function:
-            m.func_name = gv.name
-            new = m.visit_function(func)
-            if new is not func:
-                updates[gv] = new
+    with gc_paused():
+        for gv, func in mod.functions.items():
+            if type(func) is Function:
+                m.func_name = gv.name
+                new = m.visit_function(func)
+                if new is not func:
+                    updates[gv] = new
     return mod.with_functions(updates) if updates else mod
 
 

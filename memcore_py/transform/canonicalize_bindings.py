@@ -58,12 +58,16 @@ from ..ir.expr import (
     Constant,
     DataflowBlock,
     DataflowVar,
+    DataTypeImm,
+    ExternFunc,
     Function,
+    GlobalVar,
     If,
     MatchCast,
     PrimValue,
     SeqExpr,
     ShapeExpr,
+    StringImm,
     Tuple,
     TupleGetItem,
     Var,
@@ -84,6 +88,9 @@ from .pass_infra import FunctionPass, PassContext
 __all__ = ["canonicalize_bindings", "CanonicalizeBindings", "collect_var_uses", "free_vars"]
 
 _VAR_CLASSES = (Var, DataflowVar)
+_SCOPE_CLASSES = (If, Function, SeqExpr)
+_VAR_CLASS_SET = frozenset(_VAR_CLASSES)
+_SIMPLE_ARG = frozenset((Var, DataflowVar, Constant, ShapeExpr, PrimValue, StringImm, DataTypeImm, ExternFunc, GlobalVar))
 
 
 # ------------------------------------------------------------------------------- helpers
@@ -374,9 +381,13 @@ def _has_match_cast(func) -> bool:
 
 # ----------------------------------------------------------------- stage 2: planning
 class _CanonicalizePlanner:
-    """Port of TVM ``CanonicalizePlanner``: one walk that records what stage 2 rewrites."""
+    """Port of TVM ``CanonicalizePlanner``: one walk that records what stage 2 rewrites.
 
-    def __init__(self):
+    ``track_dataflow=False`` (the function has no dataflow block) skips recording uses:
+    they only matter for the Var/DataflowVar rules."""
+
+    def __init__(self, track_dataflow=True):
+        self.track = track_dataflow
         self.current_block = None
         self.def_block = {}
         self.trivial = {}
@@ -386,44 +397,54 @@ class _CanonicalizePlanner:
         self.used_outside_home = set()
 
     # -- walk -----------------------------------------------------------------
-    def visit_function(self, func):
+    def visit_function(self, func, top_level=False):
         saved = self.current_block
         self.current_block = None
-        self.used_outside_home.update(free_vars(func))
+        if self.track and not top_level:
+            self.used_outside_home.update(free_vars(func))
         self.visit_seq(func.body)
         self.current_block = saved
 
     def visit_seq(self, seq):
         saved = self.current_block
         self.current_block = None
+        track = self.track
+        trivial = self.trivial
+        known = self.known
+        consts = self.bound_to_constant
+        def_block = self.def_block
         for blk in seq.blocks:
             self.current_block = blk
             is_df = type(blk) is DataflowBlock
             for b in blk.bindings:
-                self.visit_binding(b, is_df)
+                var = b.var
+                value = orig = b.value
+                cls = type(value)
+                same_type = True
+                if type(b) is MatchCast:
+                    same_type = type_equal(var.ty, _expr_type(value))
+                if cls is TupleGetItem or cls is Tuple:
+                    unwrapped = self.unwrap(value)
+                    if unwrapped is not None:
+                        value = unwrapped
+                        cls = type(value)
+                if cls is Var or cls is DataflowVar:
+                    if same_type:
+                        trivial[var] = value
+                elif cls is Constant:
+                    consts[var] = value
+                known[var] = value
+                if track:
+                    def_block[var] = blk
+                    self.visit_expr(orig)
+                    if is_df:
+                        self.defined_inside_dataflow[var] = None
+                elif type(orig) in _SCOPE_CLASSES:
+                    self.visit_expr(orig)
             self.current_block = None
-        self.visit_expr(seq.body)
+        if track:
+            self.visit_expr(seq.body)
         self.current_block = saved
-
-    def visit_binding(self, b, is_df):
-        var = b.var
-        value = b.value
-        same_type = True
-        if type(b) is MatchCast:
-            same_type = type_equal(var.ty, _expr_type(value))
-        unwrapped = self.unwrap(value)
-        if unwrapped is not None:
-            value = unwrapped
-        cls = type(value)
-        if (cls is Var or cls is DataflowVar) and same_type:
-            self.trivial[var] = value
-        if cls is Constant:
-            self.bound_to_constant[var] = value
-        self.known[var] = value
-        self.def_block[var] = self.current_block
-        self.visit_expr(b.value)
-        if is_df:
-            self.defined_inside_dataflow[var] = None
 
     def visit_expr(self, e):
         cls = type(e)
@@ -450,6 +471,8 @@ class _CanonicalizePlanner:
             self.visit_function(e)
 
     def visit_var_use(self, var):
+        if not self.track:
+            return
         blk = self.current_block
         if blk is None or type(blk) is not DataflowBlock:
             self.used_outside_home.add(var)
@@ -527,6 +550,16 @@ class _BindingCanonicalizer(LeanMutator):
     def __init__(self, plan):
         super().__init__()
         self.replace_usage, self.replace_binding, self.to_remove, self.inline_constant = plan
+        # Final replacement of every replaced use: follow the usage chain, then inline a
+        # constant (TVM does the same at each use).
+        ru, consts = self.replace_usage, self.inline_constant
+        repl = {}
+        for v in list(ru) + list(consts):
+            r = v
+            while r in ru:
+                r = ru[r]
+            repl[v] = consts.get(r, r)
+        self.repl = repl
 
     def visit_binding(self, b, out):
         if b.var in self.to_remove:
@@ -540,19 +573,44 @@ class _BindingCanonicalizer(LeanMutator):
         return var
 
     def visit_var_use(self, var):
-        ru = self.replace_usage
-        while var in ru:
-            var = ru[var]
-        const = self.inline_constant.get(var)
-        if const is not None:
-            return const
-        return self.var_remap.get(var, var)
+        r = self.repl.get(var, var)
+        if type(r) is Constant:
+            return r
+        return self.var_remap.get(r, r)
 
     def visit_block(self, blk):
-        blocks = super().visit_block(blk)
-        if type(blk) is DataflowBlock:
-            return [_fold_dataflow_outputs(b) if type(b) is DataflowBlock else b for b in blocks]
-        return blocks
+        if type(blk) is DataflowBlock or self.replace_binding:
+            blocks = super().visit_block(blk)
+            if type(blk) is DataflowBlock:
+                return [_fold_dataflow_outputs(b) if type(b) is DataflowBlock else b for b in blocks]
+            return blocks
+        # Fast path for ordinary blocks: a binding none of whose arguments is replaced is
+        # kept as it is without visiting it.
+        to_remove = self.to_remove
+        repl = self.repl
+        simple = _SIMPLE_ARG
+        out = []
+        changed = False
+        for b in blk.bindings:
+            var = b.var
+            if var in to_remove:
+                changed = True
+                continue
+            value = b.value
+            if type(value) is Call and not self.var_remap and type(value.op) not in _VAR_CLASS_SET:
+                for a in value.args:
+                    if a in repl or type(a) not in simple:
+                        break
+                else:
+                    out.append(b)
+                    continue
+            n = len(out)
+            self.visit_binding(b, out)
+            if len(out) != n + 1 or out[n] is not b:
+                changed = True
+        if not changed:
+            return [blk]
+        return [BindingBlock(out)]
 
 
 def _fold_dataflow_outputs(block):
@@ -607,11 +665,34 @@ def canonicalize_tir_variables(func: Function, name: str = "?") -> Function:
 
 def canonicalize_relax_bindings(func: Function, name: str = "?") -> Function:
     """Stage 2 alone (TVM ``CanonicalizeRelaxBindings``)."""
-    planner = _CanonicalizePlanner()
-    planner.visit_function(func)
-    m = _BindingCanonicalizer(planner.plan())
+    planner = _CanonicalizePlanner(track_dataflow=_has_dataflow(func))
+    planner.visit_function(func, top_level=True)
+    plan = planner.plan()
+    if not (plan[0] or plan[1] or plan[2] or plan[3]) and not planner.track:
+        return _normalize_only(func)
+    m = _BindingCanonicalizer(plan)
     m.func_name = name
     return m.visit_function(func)
+
+
+def _has_dataflow(func) -> bool:
+    stack = [func.body]
+    while stack:
+        e = stack.pop()
+        cls = type(e)
+        if cls is SeqExpr:
+            for blk in e.blocks:
+                if type(blk) is DataflowBlock:
+                    return True
+                for b in blk.bindings:
+                    if type(b.value) in _SCOPE_CLASSES:
+                        stack.append(b.value)
+        elif cls is If:
+            stack.append(e.true_branch)
+            stack.append(e.false_branch)
+        elif cls is Function:
+            stack.append(e.body)
+    return False
 
 
 def canonicalize_bindings(func: Function, name: str = "?") -> Function:
