@@ -29,6 +29,13 @@ Every memcore kernel speaks this contract; other modules refer here instead of r
   never modify them. Wrappers accept any integer array-like and convert it when that is
   lossless (see :mod:`memcore._validate`); float, bool and object arrays are rejected with
   :class:`~memcore.InvalidArrayError`.
+
+Design
+------
+Each public function validates its arguments once with the vectorised helpers of
+:mod:`memcore._validate` (the one check that needs a per-use loop, a use before its
+definition, is reported by the kernel), then calls ``memcore._liveness``: one linear pass for
+the intervals, a difference array or a sort-and-sweep for the load over time.
 """
 
 import numpy as np
