@@ -106,7 +106,7 @@ ctypedef pair[idx_t, idx_t] pool_sym_t               # (pool, symbolic class)
 
 
 # -------------------------------------------------------------------------------------------
-# The free list of one pool: a blocked sorted list of (key, storage)
+# A large free list (one bucket of one pool): a blocked sorted list of (key, storage)
 # -------------------------------------------------------------------------------------------
 
 cdef struct Entry:
@@ -212,6 +212,8 @@ cdef inline idx_t _list_erase(FreeList* fl, Py_ssize_t b, Py_ssize_t i) noexcept
         if fl.blocks.size() > 1:
             fl.blocks.erase(fl.blocks.begin() + b)
             fl.last_key.erase(fl.last_key.begin() + b)
+        else:
+            fl.last_key[0] = -1  # below every key: lookups in the empty list find nothing
     elif i == <Py_ssize_t>blk.size():
         fl.last_key[b] = blk.back().key
     return st
