@@ -187,6 +187,24 @@ def test_live_intervals_rejects(change, match):
         live_intervals(**args)
 
 
+def test_live_intervals_rejects_remaining_branches():
+    with pytest.raises(InvalidArrayError, match=r"n_steps must be <= 9223372036854775806; "
+                                                r"got 9223372036854775807"):
+        live_intervals(**{**_good(), "n_steps": INT64_MAX})
+    with pytest.raises(InvalidArrayError, match=r"is_output must have length 3 "
+                                                r"\(len\(def_pos\)\); got bool array"):
+        live_intervals(**{**_good(), "is_output": np.array([True, False])})
+    with pytest.raises(InvalidArrayError, match=r"def_pos must be C-contiguous int64; got "
+                                                r"<U1 array"):
+        live_intervals(**{**_good(), "def_pos": ["a", "b", "c"]})
+
+
+def test_live_intervals_accepts_uint64_that_fits():
+    start, end = live_intervals(np.array([0], np.uint64), np.array([0, 1], np.uint64),
+                                np.array([2], np.uint64), [0], 3)
+    assert (start.tolist(), end.tolist()) == ([0], [2])
+
+
 def test_live_intervals_error_is_a_value_error():
     with pytest.raises(ValueError):
         live_intervals(**{**_good(), "n_steps": -1})
