@@ -1,0 +1,1133 @@
+"""Offset packing kernels: greedy placement orders, best-fit / first-fit placement.
+
+See memcore/offsets.py for the public API, argument validation and the algorithm catalogue;
+these kernels trust their input. Everything here works in *units* (sizes already rounded up
+to the alignment and divided by it) and in *compressed time*: ``s[i] <= e[i]`` are integers
+in ``[0, n_points)`` that preserve every interval intersection of the caller's steps.
+
+Design
+------
+Orders (``_py_order``)
+    Every greedy is "place the buffers one by one, in a fixed priority order". The order is a
+    stable LSD radix sort (11-bit digits, ``_radix_argsort``) of the buffer indices by one or
+    more unsigned 64-bit keys, least significant key first, so ties always go to the lower
+    buffer index. Descending keys are complemented. The area key (size x lifetime) needs 128
+    bits and is sorted as two 64-bit keys. Zero-size buffers are left out of every order
+    (they conflict with nothing and are put at offset 0).
+
+Placement rule (``_scan_gaps``)
+    Given the placed buffers that conflict in time with the new one, sorted by offset, walk
+    the gaps between them (starting with the gap above offset 0): *best fit* takes the
+    smallest gap that is large enough (the lowest such gap on ties), *first fit* the lowest
+    one; if none fits, the buffer goes right above the highest conflicting buffer.
+
+Conflicting placed buffers, in offset order, for an arbitrary order (``_place_bucketed``)
+    A naive scan over every placed buffer is O(n^2). Instead placed buffers are kept in a
+    *levelled bucket index over time*: a buffer whose span covers ``p`` points lives on level
+    ``l = bit_length((p - 1) >> sh0)``, whose buckets are ``2**(sh0 + l)`` points wide, so it
+    is stored in at most two buckets of its level. Each bucket keeps its entries sorted by
+    offset (insertion by memmove; the final bucket sizes are known in advance, so all storage
+    is one preallocated CSR array). A query for ``[s, e]`` visits, on every non-empty level,
+    the buckets overlapping ``[s, e]``, keeps the entries whose interval really intersects
+    (and each buffer once: in the first visited bucket that holds it), and merges the sorted
+    runs bottom-up. The cost per buffer is the number of entries in the visited buckets, close
+    to the number of placed buffers it conflicts with, times ``log(#runs)``.
+
+Start-ordered greedies (``_place_sweep``)
+    When buffers are placed by increasing start, the placed buffers that conflict with the
+    next one are exactly those still live at its start, and those are pairwise disjoint in
+    memory. A single offset-sorted "active" array, compacted while it is scanned, replaces the
+    index: O(n * live) time, no other structure.
+
+Nothing here allocates inside ``nogil``: scratch arrays come from numpy first.
+"""
+
+import numpy as np
+
+cimport cython
+from libc.stdint cimport int64_t, uint64_t
+from libc.string cimport memcpy, memmove, memset
+
+from memcore._typedefs cimport idx_t
+
+
+cdef extern from *:
+    """
+    #include <stdint.h>
+    /* (a * b + c) as a 128-bit unsigned value split into two 64-bit halves. */
+    static inline void memcore_mul_add_u128(uint64_t a, uint64_t b, uint64_t c,
+                                            uint64_t *hi, uint64_t *lo) {
+        unsigned __int128 p = (unsigned __int128)a * b + c;
+        *hi = (uint64_t)(p >> 64);
+        *lo = (uint64_t)p;
+    }
+    """
+    void memcore_mul_add_u128(uint64_t a, uint64_t b, uint64_t c,
+                              uint64_t *hi, uint64_t *lo) noexcept nogil
+    void __builtin_prefetch(const void* addr) noexcept nogil
+
+
+# Order codes; memcore/offsets.py names them (its _ORDER_CODE table).
+cdef enum:
+    ORD_SIZE = 0        # size desc
+    ORD_START = 1       # start asc, size desc
+    ORD_LIFETIME = 2    # (end - start) desc, size desc
+    ORD_AREA = 3        # size * (end - start + 1) desc, size desc
+    ORD_BREADTH = 4     # max live bytes over the lifetime desc, its first point asc, size desc
+    ORD_CONFLICT = 5    # number of conflicting buffers desc, size desc
+
+cdef enum:
+    RADIX_BITS = 11
+    RADIX = 2048
+
+cdef uint64_t SIGN_BIT = 0x8000000000000000ULL
+
+cdef idx_t IDX_MAX = 0x7FFFFFFFFFFFFFFF
+
+
+# -------------------------------------------------------------------------------------------
+# Stable radix argsort
+# -------------------------------------------------------------------------------------------
+
+cdef void _radix_argsort(
+    uint64_t* key, idx_t* perm, uint64_t* key_tmp, idx_t* perm_tmp, Py_ssize_t n
+) noexcept nogil:
+    """Stable sort of the pairs (key[i], perm[i]) by key; the result is left in key/perm.
+
+    key_tmp and perm_tmp are scratch of length n. Passes over digits that are equal for
+    every element are skipped, so a key whose values fit in 22 bits costs two passes.
+    """
+    cdef Py_ssize_t i, count[RADIX]
+    cdef Py_ssize_t pos, total
+    cdef uint64_t kmax = 0, d
+    cdef uint64_t* ka = key
+    cdef uint64_t* kb = key_tmp
+    cdef uint64_t* kswap
+    cdef idx_t* pa = perm
+    cdef idx_t* pb = perm_tmp
+    cdef idx_t* pswap
+    cdef int shift = 0
+    for i in range(n):
+        if key[i] > kmax:
+            kmax = key[i]
+    while shift < 64 and (kmax >> shift) != 0:
+        memset(count, 0, sizeof(count))
+        for i in range(n):
+            count[(ka[i] >> shift) & (RADIX - 1)] += 1
+        if count[(ka[0] >> shift) & (RADIX - 1)] == n:
+            shift += RADIX_BITS
+            continue
+        total = 0
+        for i in range(RADIX):
+            pos = count[i]
+            count[i] = total
+            total += pos
+        for i in range(n):
+            d = (ka[i] >> shift) & (RADIX - 1)
+            pos = count[d]
+            count[d] += 1
+            kb[pos] = ka[i]
+            pb[pos] = pa[i]
+        kswap = ka
+        ka = kb
+        kb = kswap
+        pswap = pa
+        pa = pb
+        pb = pswap
+        shift += RADIX_BITS
+    if pa != perm:
+        memcpy(perm, pa, n * sizeof(idx_t))
+        memcpy(key, ka, n * sizeof(uint64_t))
+
+
+cdef void _sort_by(
+    const uint64_t* key_of, idx_t* perm, uint64_t* key_buf, uint64_t* key_tmp,
+    idx_t* perm_tmp, Py_ssize_t m
+) noexcept nogil:
+    """Stable-sort the m buffer ids in perm by key_of[id]."""
+    cdef Py_ssize_t i
+    for i in range(m):
+        key_buf[i] = key_of[perm[i]]
+    _radix_argsort(key_buf, perm, key_tmp, perm_tmp, m)
+
+
+# -------------------------------------------------------------------------------------------
+# Breadth: the max live bytes over each buffer's lifetime, and where it is first reached
+# -------------------------------------------------------------------------------------------
+
+cdef void _max_breadth(
+    const idx_t[::1] s, const idx_t[::1] e, const idx_t[::1] size, idx_t n_points,
+    idx_t* profile, idx_t* tree, idx_t* best_val, idx_t* best_at
+) noexcept nogil:
+    """best_val[i] = max profile over [s[i], e[i]], best_at[i] = first point reaching it.
+
+    profile has n_points + 1 slots; tree (an iterative max segment tree of point indices,
+    ties to the smaller index) has 2 * width slots, width = the power of two >= n_points.
+    """
+    cdef Py_ssize_t i, n = s.shape[0]
+    cdef idx_t t, live = 0, width = 1, lo, hi, a, b, cand
+    memset(profile, 0, (n_points + 1) * sizeof(idx_t))
+    for i in range(n):
+        profile[s[i]] += size[i]
+        profile[e[i] + 1] -= size[i]
+    for t in range(n_points):
+        live += profile[t]
+        profile[t] = live
+    while width < n_points:
+        width *= 2
+    for t in range(width):
+        tree[width + t] = t if t < n_points else -1
+    t = width - 1
+    while t >= 1:
+        a = tree[2 * t]
+        b = tree[2 * t + 1]
+        if b < 0 or (a >= 0 and profile[a] >= profile[b]):
+            tree[t] = a
+        else:
+            tree[t] = b
+        t -= 1
+    for i in range(n):
+        if size[i] == 0:
+            best_val[i] = 0
+            best_at[i] = s[i]
+            continue
+        lo = s[i] + width
+        hi = e[i] + width + 1
+        a = -1
+        while lo < hi:
+            if lo & 1:
+                cand = tree[lo]
+                if a < 0 or profile[cand] > profile[a] or (
+                        profile[cand] == profile[a] and cand < a):
+                    a = cand
+                lo += 1
+            if hi & 1:
+                hi -= 1
+                cand = tree[hi]
+                if a < 0 or profile[cand] > profile[a] or (
+                        profile[cand] == profile[a] and cand < a):
+                    a = cand
+            lo >>= 1
+            hi >>= 1
+        best_val[i] = profile[a]
+        best_at[i] = a
+
+
+cdef void _conflict_counts(
+    const idx_t[::1] s, const idx_t[::1] e, const idx_t[::1] size, idx_t n_points,
+    idx_t* starts_le, idx_t* ends_lt, uint64_t* key
+) noexcept nogil:
+    """key[i] = ~(number of other non-empty buffers conflicting with buffer i).
+
+    A buffer [s', e'] meets [s, e] iff s' <= e and not e' < s; with prefix counts over the
+    points, that is #(s' <= e) - #(e' < s). starts_le / ends_lt have n_points + 1 slots,
+    zeroed by the caller.
+    """
+    cdef Py_ssize_t i, n = s.shape[0]
+    cdef idx_t t
+    for i in range(n):
+        if size[i] > 0:
+            starts_le[s[i]] += 1
+            ends_lt[e[i] + 1] += 1
+    for t in range(1, n_points + 1):
+        starts_le[t] += starts_le[t - 1]
+        ends_lt[t] += ends_lt[t - 1]
+    for i in range(n):
+        # minus one for the buffer itself
+        key[i] = ~<uint64_t>(starts_le[e[i]] - ends_lt[s[i]] - 1)
+
+
+# -------------------------------------------------------------------------------------------
+# Orders
+# -------------------------------------------------------------------------------------------
+
+def _py_order(int code, start, end, s, e, size, idx_t n_points):
+    """Priority order of the buffers with size > 0 for the order ``code`` (int64 ids).
+
+    ``start``/``end`` are the caller's steps (lifetimes and areas use them), ``s``/``e`` the
+    compressed points (breadth uses them), ``size`` the sizes in units.
+    """
+    cdef const idx_t[::1] start_v = start
+    cdef const idx_t[::1] end_v = end
+    cdef const idx_t[::1] s_v = s
+    cdef const idx_t[::1] e_v = e
+    cdef const idx_t[::1] size_v = size
+    cdef Py_ssize_t n = size.shape[0], i, m = 0
+    for i in range(n):
+        if size_v[i] > 0:
+            m += 1
+    perm = np.empty(m, dtype=np.int64)
+    if m == 0:
+        return perm
+    cdef idx_t[::1] perm_v = perm
+    cdef uint64_t[::1] key_of = np.empty(n, dtype=np.uint64)
+    cdef uint64_t[::1] key2_of
+    cdef uint64_t[::1] key_buf = np.empty(m, dtype=np.uint64)
+    cdef uint64_t[::1] key_tmp = np.empty(m, dtype=np.uint64)
+    cdef idx_t[::1] perm_tmp = np.empty(m, dtype=np.int64)
+    cdef idx_t[::1] profile, tree, bval, bat, starts_le, ends_lt
+    cdef idx_t width = 1
+    cdef uint64_t hi, lo, vmin = 0xFFFFFFFFFFFFFFFF
+    if code == ORD_AREA:
+        key2_of = np.empty(n, dtype=np.uint64)
+    if code == ORD_CONFLICT:
+        starts_le = np.zeros(n_points + 1, dtype=np.int64)
+        ends_lt = np.zeros(n_points + 1, dtype=np.int64)
+    if code == ORD_BREADTH:
+        while width < n_points:
+            width *= 2
+        profile = np.empty(n_points + 1, dtype=np.int64)
+        tree = np.empty(2 * width, dtype=np.int64)
+        bval = np.empty(n, dtype=np.int64)
+        bat = np.empty(n, dtype=np.int64)
+    with nogil:
+        m = 0
+        for i in range(n):
+            if size_v[i] > 0:
+                perm_v[m] = i
+                m += 1
+        # Step 1. Secondary key (size desc) for every order but ORD_SIZE's own.
+        for i in range(n):
+            key_of[i] = <uint64_t>(IDX_MAX - size_v[i])
+        _sort_by(&key_of[0], &perm_v[0], &key_buf[0], &key_tmp[0], &perm_tmp[0], m)
+        # Step 2. Primary keys, least significant first.
+        if code == ORD_START:
+            # start ^ SIGN_BIT maps int64 order onto uint64 order
+            for i in range(n):
+                if (<uint64_t>start_v[i] ^ SIGN_BIT) < vmin:
+                    vmin = <uint64_t>start_v[i] ^ SIGN_BIT
+            for i in range(n):
+                key_of[i] = (<uint64_t>start_v[i] ^ SIGN_BIT) - vmin
+            _sort_by(&key_of[0], &perm_v[0], &key_buf[0], &key_tmp[0], &perm_tmp[0], m)
+        elif code == ORD_LIFETIME:
+            for i in range(n):
+                key_of[i] = ~(<uint64_t>end_v[i] - <uint64_t>start_v[i])
+            _sort_by(&key_of[0], &perm_v[0], &key_buf[0], &key_tmp[0], &perm_tmp[0], m)
+        elif code == ORD_AREA:
+            for i in range(n):
+                # size * (end - start + 1) = size * (end - start) + size, exact in 128 bits
+                memcore_mul_add_u128(<uint64_t>size_v[i],
+                                     <uint64_t>end_v[i] - <uint64_t>start_v[i],
+                                     <uint64_t>size_v[i], &hi, &lo)
+                key_of[i] = ~lo
+                key2_of[i] = ~hi
+            _sort_by(&key_of[0], &perm_v[0], &key_buf[0], &key_tmp[0], &perm_tmp[0], m)
+            _sort_by(&key2_of[0], &perm_v[0], &key_buf[0], &key_tmp[0], &perm_tmp[0], m)
+        elif code == ORD_BREADTH:
+            _max_breadth(s_v, e_v, size_v, n_points, &profile[0], &tree[0], &bval[0],
+                         &bat[0])
+            for i in range(n):
+                key_of[i] = <uint64_t>bat[i]
+            _sort_by(&key_of[0], &perm_v[0], &key_buf[0], &key_tmp[0], &perm_tmp[0], m)
+            for i in range(n):
+                key_of[i] = <uint64_t>(IDX_MAX - bval[i])
+            _sort_by(&key_of[0], &perm_v[0], &key_buf[0], &key_tmp[0], &perm_tmp[0], m)
+        elif code == ORD_CONFLICT:
+            _conflict_counts(s_v, e_v, size_v, n_points, &starts_le[0], &ends_lt[0],
+                             &key_of[0])
+            _sort_by(&key_of[0], &perm_v[0], &key_buf[0], &key_tmp[0], &perm_tmp[0], m)
+    return perm
+
+
+def _py_sort_by_keys(keys, perm):
+    """Test hook and helper: stable-sort int64 ``perm`` by the uint64 rows of ``keys``.
+
+    ``keys`` has shape (n_keys, n): row 0 is the most significant key, indexed by buffer id.
+    Returns a new array.
+    """
+    perm = np.array(perm, dtype=np.int64, copy=True)
+    cdef idx_t[::1] perm_v = perm
+    cdef Py_ssize_t m = perm.shape[0], r
+    if m == 0:
+        return perm
+    cdef uint64_t[::1] key_buf = np.empty(m, dtype=np.uint64)
+    cdef uint64_t[::1] key_tmp = np.empty(m, dtype=np.uint64)
+    cdef idx_t[::1] perm_tmp = np.empty(m, dtype=np.int64)
+    cdef const uint64_t[::1] row
+    for r in range(keys.shape[0] - 1, -1, -1):
+        row = np.ascontiguousarray(keys[r], dtype=np.uint64)
+        with nogil:
+            _sort_by(&row[0], &perm_v[0], &key_buf[0], &key_tmp[0], &perm_tmp[0], m)
+    return perm
+
+
+# -------------------------------------------------------------------------------------------
+# The placement rule
+# -------------------------------------------------------------------------------------------
+
+cdef inline idx_t _scan_gaps(
+    const idx_t* pairs, Py_ssize_t k, idx_t size, bint first_fit
+) noexcept nogil:
+    """Offset for a buffer of ``size`` given k (offset, top) pairs sorted by offset."""
+    cdef Py_ssize_t i
+    cdef idx_t prev = 0, best = -1, best_gap = IDX_MAX, gap, off, top
+    for i in range(k):
+        off = pairs[2 * i]
+        top = pairs[2 * i + 1]
+        gap = off - prev
+        if gap >= size and gap < best_gap:
+            best = prev
+            best_gap = gap
+            if first_fit:
+                return best
+        if top > prev:
+            prev = top
+    return best if best >= 0 else prev
+
+
+cdef inline idx_t _scan_gaps_2(
+    const idx_t* pairs, Py_ssize_t mid, Py_ssize_t k, idx_t size, bint first_fit
+) noexcept nogil:
+    """_scan_gaps over the merge of two sorted runs: pairs [0, mid) and [mid, k)."""
+    cdef Py_ssize_t i = 0, j = mid, c
+    cdef idx_t prev = 0, best = -1, best_gap = IDX_MAX, gap, off, top
+    cdef int take_j
+    while i < mid or j < k:
+        take_j = i >= mid or (j < k and pairs[2 * j] < pairs[2 * i])
+        c = j if take_j else i
+        j += take_j
+        i += 1 - take_j
+        off = pairs[2 * c]
+        top = pairs[2 * c + 1]
+        gap = off - prev
+        if gap >= size and gap < best_gap:
+            best = prev
+            best_gap = gap
+            if first_fit:
+                return best
+        if top > prev:
+            prev = top
+    return best if best >= 0 else prev
+
+
+# -------------------------------------------------------------------------------------------
+# Start-ordered placement: an offset-sorted active array
+# -------------------------------------------------------------------------------------------
+
+cdef void _place_sweep(
+    const idx_t[::1] s, const idx_t[::1] e, const idx_t[::1] size,
+    const idx_t[::1] order, bint first_fit,
+    idx_t* act_off, idx_t* act_top, idx_t* act_end, idx_t[::1] offset
+) noexcept nogil:
+    """Place buffers given in non-decreasing start order (three scratch arrays of len(order)).
+
+    The active array holds the placed buffers still live, sorted by offset; they are
+    pairwise disjoint (all live at the current start), so the gaps between neighbours are
+    the gaps of the placement rule.
+    """
+    cdef Py_ssize_t m = order.shape[0], k, i, na = 0, w, ins
+    cdef idx_t b, sb, sz, prev, gap, best, best_gap
+    for k in range(m):
+        b = order[k]
+        sb = s[b]
+        sz = size[b]
+        prev = 0
+        best = -1
+        best_gap = IDX_MAX
+        ins = -1
+        w = 0
+        # Step 1. Drop expired entries while walking the gaps of the live ones.
+        for i in range(na):
+            if act_end[i] < sb:
+                continue
+            if w != i:
+                act_off[w] = act_off[i]
+                act_top[w] = act_top[i]
+                act_end[w] = act_end[i]
+            if best < 0 or not first_fit:
+                gap = act_off[w] - prev
+                if gap >= sz and gap < best_gap:
+                    best = prev
+                    best_gap = gap
+                    ins = w
+            prev = act_top[w]
+            w += 1
+        na = w
+        # Step 2. Best gap, or on top of everything live.
+        if best < 0:
+            best = prev
+            ins = na
+        offset[b] = best
+        # Step 3. Insert, keeping the array sorted by offset.
+        if ins < na:
+            memmove(&act_off[ins + 1], &act_off[ins], (na - ins) * sizeof(idx_t))
+            memmove(&act_top[ins + 1], &act_top[ins], (na - ins) * sizeof(idx_t))
+            memmove(&act_end[ins + 1], &act_end[ins], (na - ins) * sizeof(idx_t))
+        act_off[ins] = best
+        act_top[ins] = best + sz
+        act_end[ins] = e[b]
+        na += 1
+
+
+# -------------------------------------------------------------------------------------------
+# Arbitrary-order placement: the levelled bucket index
+# -------------------------------------------------------------------------------------------
+
+cdef inline int _bit_length(uint64_t x) noexcept nogil:
+    cdef int r = 0
+    while x:
+        x >>= 1
+        r += 1
+    return r
+
+
+cdef void _count_buckets(
+    const idx_t[::1] s, const idx_t[::1] e, const idx_t[::1] order, int sh0,
+    const idx_t[::1] level_base, idx_t[::1] count
+) noexcept nogil:
+    """count[g] = number of buffers stored in global bucket g (count zeroed by caller)."""
+    cdef Py_ssize_t k, m = order.shape[0]
+    cdef idx_t b, j
+    cdef int lev, sh
+    for k in range(m):
+        b = order[k]
+        lev = _bit_length(<uint64_t>(e[b] - s[b]) >> sh0)
+        sh = sh0 + lev
+        for j in range(s[b] >> sh, (e[b] >> sh) + 1):
+            count[level_base[lev] + j] += 1
+
+
+cdef inline void _prefetch_buckets(
+    idx_t sb, idx_t eb, int sh0, int n_levels, uint64_t used_levels,
+    const idx_t[::1] level_base, const idx_t[::1] bstart, idx_t* ent
+) noexcept nogil:
+    """Hint the first cache line of every bucket the next query will visit."""
+    cdef int lev, sh
+    cdef idx_t j
+    for lev in range(n_levels):
+        if not (used_levels >> lev) & 1:
+            continue
+        sh = sh0 + lev
+        for j in range(sb >> sh, (eb >> sh) + 1):
+            __builtin_prefetch(&ent[4 * bstart[level_base[lev] + j]])
+
+
+cdef void _merge_runs(
+    idx_t* a, idx_t* b, idx_t* runs, Py_ssize_t n_runs, idx_t** result
+) noexcept nogil:
+    """Bottom-up merge of sorted runs of (offset, top) pairs.
+
+    Run r is pairs [runs[r], runs[r + 1]) of ``a``; runs has n_runs + 1 entries and is
+    overwritten. ``result`` receives whichever of a / b holds the merged pairs.
+    """
+    cdef Py_ssize_t r, w, i, j, k, o, i_end, j_end
+    cdef int take_j
+    cdef idx_t* src = a
+    cdef idx_t* dst = b
+    cdef idx_t* tmp
+    while n_runs > 1:
+        w = 0
+        r = 0
+        while r < n_runs:
+            if r + 1 == n_runs:
+                i = runs[r]
+                i_end = runs[r + 1]
+                memcpy(&dst[2 * i], &src[2 * i], (i_end - i) * 2 * sizeof(idx_t))
+                runs[w] = runs[r]
+                w += 1
+                r += 1
+                continue
+            i = runs[r]
+            i_end = runs[r + 1]
+            j = i_end
+            j_end = runs[r + 2]
+            o = i
+            while i < i_end and j < j_end:
+                # branch-free step: pick the smaller head, advance its run
+                take_j = src[2 * j] < src[2 * i]
+                k = j if take_j else i
+                dst[2 * o] = src[2 * k]
+                dst[2 * o + 1] = src[2 * k + 1]
+                j += take_j
+                i += 1 - take_j
+                o += 1
+            if i < i_end:
+                memcpy(&dst[2 * o], &src[2 * i], (i_end - i) * 2 * sizeof(idx_t))
+            elif j < j_end:
+                memcpy(&dst[2 * o], &src[2 * j], (j_end - j) * 2 * sizeof(idx_t))
+            runs[w] = runs[r]
+            w += 1
+            r += 2
+        runs[w] = runs[n_runs]
+        n_runs = w
+        tmp = src
+        src = dst
+        dst = tmp
+    result[0] = src
+
+
+cdef inline idx_t* _next_kept(
+    idx_t* p, idx_t* stop, idx_t sb, idx_t eb, int first_bucket, int sh, idx_t j
+) noexcept nogil:
+    """First entry at or after p (stride 4) that the query [sb, eb] keeps in bucket j."""
+    while p < stop and not ((p[2] <= eb) & (p[3] >= sb) &
+                            (first_bucket | ((p[2] >> sh) == j))):
+        p += 4
+    return p
+
+
+cdef idx_t _scan_buckets_2(
+    idx_t* pa, idx_t* stop_a, int first_a, int sh_a, idx_t j_a,
+    idx_t* pb, idx_t* stop_b, int first_b, int sh_b, idx_t j_b,
+    idx_t sb, idx_t eb, idx_t size, bint first_fit
+) noexcept nogil:
+    """The placement rule over the kept entries of two offset-sorted buckets, merged on the
+    fly (no copy); pass an empty second bucket (pb == stop_b) for a single one."""
+    cdef idx_t prev = 0, best = -1, best_gap = IDX_MAX, gap
+    cdef idx_t* p
+    pa = _next_kept(pa, stop_a, sb, eb, first_a, sh_a, j_a)
+    pb = _next_kept(pb, stop_b, sb, eb, first_b, sh_b, j_b)
+    while pa < stop_a or pb < stop_b:
+        if pb >= stop_b or (pa < stop_a and pa[0] <= pb[0]):
+            p = pa
+            pa = _next_kept(pa + 4, stop_a, sb, eb, first_a, sh_a, j_a)
+        else:
+            p = pb
+            pb = _next_kept(pb + 4, stop_b, sb, eb, first_b, sh_b, j_b)
+        gap = p[0] - prev
+        if gap >= size and gap < best_gap:
+            best = prev
+            best_gap = gap
+            if first_fit:
+                return best
+        if p[1] > prev:
+            prev = p[1]
+    return best if best >= 0 else prev
+
+
+cdef void _place_bucketed(
+    const idx_t[::1] s, const idx_t[::1] e, const idx_t[::1] size,
+    const idx_t[::1] order, bint first_fit, int sh0, int n_levels,
+    const idx_t[::1] level_base, const idx_t[::1] bstart, idx_t[::1] bfill,
+    idx_t* ent, idx_t* tmp_a, idx_t* tmp_b, idx_t* runs, idx_t* visit, idx_t[::1] offset
+) noexcept nogil:
+    """Place buffers in ``order`` with the levelled bucket index (see module docstring).
+
+    ent holds 4 int64 per stored entry (offset, top, s, e); bucket g owns entries
+    [bstart[g], bstart[g + 1]) of which the first bfill[g] are in use (bfill zeroed by the
+    caller). tmp_a / tmp_b hold 2 * len(order) int64; runs and visit (4 int64 per visited
+    bucket) hold len(bstart) + 2 * n_levels + 2 rows.
+    """
+    cdef Py_ssize_t m = order.shape[0], k, c, lo, hi, mid, f, v, n_visit
+    cdef idx_t b, sb, eb, sz, j, j0, j1, g, off
+    cdef idx_t* p
+    cdef idx_t* q
+    cdef idx_t* merged
+    cdef idx_t* va
+    cdef idx_t* vb
+    cdef Py_ssize_t n_runs, n_pairs
+    cdef int lev, sh, first_bucket
+    cdef uint64_t used_levels = 0
+    for k in range(m):
+        b = order[k]
+        sb = s[b]
+        eb = e[b]
+        sz = size[b]
+        # Step 1. The non-empty buckets that may hold placed buffers conflicting with
+        # [sb, eb]: rows (bucket, j, j == j0, shift).
+        n_visit = 0
+        for lev in range(n_levels):
+            if not (used_levels >> lev) & 1:
+                continue
+            sh = sh0 + lev
+            j0 = sb >> sh
+            j1 = eb >> sh
+            for j in range(j0, j1 + 1):
+                g = level_base[lev] + j
+                if bfill[g] == 0:
+                    continue
+                visit[4 * n_visit] = g
+                visit[4 * n_visit + 1] = j
+                visit[4 * n_visit + 2] = j == j0
+                visit[4 * n_visit + 3] = sh
+                n_visit += 1
+        # Step 2. Apply the rule: on the fly for one or two buckets, else gather the kept
+        # entries of each bucket as a sorted run and merge the runs first.
+        if n_visit == 0:
+            off = 0
+        elif n_visit <= 2:
+            va = visit
+            vb = visit + 4 * (n_visit - 1)
+            p = &ent[4 * bstart[va[0]]]
+            q = &ent[4 * bstart[vb[0]]]
+            if n_visit == 1:
+                q = p + 4 * bfill[va[0]]  # empty second stream
+            off = _scan_buckets_2(
+                p, p + 4 * bfill[va[0]], <int>va[2], <int>va[3], va[1],
+                q, &ent[4 * bstart[vb[0]]] + 4 * bfill[vb[0]] if n_visit == 2 else q,
+                <int>vb[2], <int>vb[3], vb[1], sb, eb, sz, first_fit)
+        else:
+            n_runs = 0
+            n_pairs = 0
+            for v in range(n_visit):
+                g = visit[4 * v]
+                j = visit[4 * v + 1]
+                first_bucket = <int>visit[4 * v + 2]
+                sh = <int>visit[4 * v + 3]
+                f = bfill[g]
+                runs[n_runs] = n_pairs
+                p = &ent[4 * bstart[g]]
+                q = &tmp_a[2 * n_pairs]
+                # branch-free filter: always copy, advance only when the entry is kept
+                for c in range(f):
+                    q[0] = p[0]
+                    q[1] = p[1]
+                    q += 2 * ((p[2] <= eb) & (p[3] >= sb) &
+                              (first_bucket | ((p[2] >> sh) == j)))
+                    p += 4
+                c = (q - tmp_a) >> 1
+                if c > n_pairs:
+                    n_pairs = c
+                    n_runs += 1
+            runs[n_runs] = n_pairs
+            merged = tmp_a
+            if n_runs > 1:
+                _merge_runs(tmp_a, tmp_b, runs, n_runs, &merged)
+            off = _scan_gaps(merged, n_pairs, sz, first_fit)
+        offset[b] = off
+        # Step 3. Store the buffer in its (at most two) buckets, sorted by offset.
+        lev = _bit_length(<uint64_t>(eb - sb) >> sh0)
+        used_levels |= (<uint64_t>1) << lev
+        sh = sh0 + lev
+        for j in range(sb >> sh, (eb >> sh) + 1):
+            g = level_base[lev] + j
+            f = bfill[g]
+            p = &ent[4 * bstart[g]]
+            lo = 0
+            hi = f
+            while lo < hi:
+                mid = (lo + hi) >> 1
+                if p[4 * mid] <= off:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            if lo < f:
+                memmove(&p[4 * (lo + 1)], &p[4 * lo], (f - lo) * 4 * sizeof(idx_t))
+            p[4 * lo] = off
+            p[4 * lo + 1] = off + sz
+            p[4 * lo + 2] = sb
+            p[4 * lo + 3] = eb
+            bfill[g] = f + 1
+
+
+def _py_place(s, e, size, order, idx_t n_points, bint first_fit, bint sweep, int sh0=-1):
+    """Offsets (units) of the buffers in ``order``, placed one by one by the rule.
+
+    ``sweep=True`` requires ``order`` sorted by start (``s``) and uses the active array;
+    otherwise the bucket index is used (``sh0 < 0``: chosen from the spans). Buffers not in
+    ``order`` (size 0) get offset 0.
+    """
+    cdef const idx_t[::1] s_v = s
+    cdef const idx_t[::1] e_v = e
+    cdef const idx_t[::1] size_v = size
+    cdef const idx_t[::1] order_v = order
+    cdef Py_ssize_t n = s.shape[0], m = order.shape[0]
+    offset = np.zeros(n, dtype=np.int64)
+    cdef idx_t[::1] offset_v = offset
+    if m == 0:
+        return offset
+    cdef idx_t[::1] a1, a2, a3
+    if sweep:
+        a1 = np.empty(m, dtype=np.int64)
+        a2 = np.empty(m, dtype=np.int64)
+        a3 = np.empty(m, dtype=np.int64)
+        with nogil:
+            _place_sweep(s_v, e_v, size_v, order_v, first_fit, &a1[0], &a2[0], &a3[0],
+                         offset_v)
+        return offset
+    spans = e[order] - s[order]
+    if sh0 < 0:
+        # level-0 buckets about as wide as the median span
+        sh0 = _bit_length(<uint64_t>int(np.partition(spans, m // 2)[m // 2]))
+    cdef idx_t max_span = int(spans.max())
+    cdef int n_levels = _bit_length(<uint64_t>max_span >> sh0) + 1
+    cdef idx_t[::1] level_base = np.empty(n_levels + 1, dtype=np.int64)
+    cdef int lev
+    cdef idx_t total = 0
+    for lev in range(n_levels):
+        level_base[lev] = total
+        total += ((n_points - 1) >> (sh0 + lev)) + 1
+    level_base[n_levels] = total
+    count = np.zeros(total, dtype=np.int64)
+    cdef idx_t[::1] count_v = count
+    with nogil:
+        _count_buckets(s_v, e_v, order_v, sh0, level_base, count_v)
+    bstart = np.zeros(total + 1, dtype=np.int64)
+    np.cumsum(count, out=bstart[1:])
+    cdef idx_t[::1] bstart_v = bstart
+    cdef idx_t n_ent = bstart[total]
+    cdef idx_t[::1] ent = np.empty(4 * n_ent, dtype=np.int64)
+    cdef idx_t[::1] tmp_a = np.empty(2 * m, dtype=np.int64)
+    cdef idx_t[::1] tmp_b = np.empty(2 * m, dtype=np.int64)
+    cdef idx_t[::1] runs = np.empty(total + 2 * n_levels + 2, dtype=np.int64)
+    cdef idx_t[::1] visit = np.empty(4 * (total + 2 * n_levels + 2), dtype=np.int64)
+    count[:] = 0
+    with nogil:
+        _place_bucketed(s_v, e_v, size_v, order_v, first_fit, sh0, n_levels, level_base,
+                        bstart_v, count_v, &ent[0], &tmp_a[0], &tmp_b[0], &runs[0], &visit[0],
+                        offset_v)
+    return offset
+
+
+# -------------------------------------------------------------------------------------------
+# Exact search: lowest-point depth-first search over sections
+# -------------------------------------------------------------------------------------------
+
+cdef extern from "<time.h>" nogil:
+    ctypedef long time_t
+    cdef struct timespec:
+        time_t tv_sec
+        long tv_nsec
+    int clock_gettime(int clk_id, timespec* tp)
+    int CLOCK_MONOTONIC
+
+
+cdef inline double _now() noexcept nogil:
+    cdef timespec ts
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return ts.tv_sec + 1e-9 * ts.tv_nsec
+
+
+def _py_monotonic():
+    """The clock the search compares its deadline with (seconds)."""
+    return _now()
+
+
+cdef enum:
+    DFS_FOUND = 1
+    DFS_EXHAUSTED = 0
+    DFS_TIMEOUT = -1
+
+# Fields of one DFS stack frame.
+cdef enum:
+    F_SEC = 0       # the section being filled
+    F_FLOOR = 1     # its floor when the node was created
+    F_NEXT = 2      # next position in the section's start list
+    F_WASTED = 3    # 1 once the waste child was generated
+    F_PREV = 4      # last candidate tried here (symmetry check), -1 if none
+    F_CHOICE = 5    # child applied below this frame: buffer id, or -1 for waste
+    F_OLD = 6       # floor before the waste raise
+    F_BEGIN = 7     # this node's candidates: cand[F_BEGIN:F_END]
+    F_END = 8
+    F_TRAIL = 9     # trail position of the placement applied below this frame
+    STACK_FIELDS = 10
+
+
+cdef bint _levels(
+    Py_ssize_t n, Py_ssize_t n_sec, const idx_t* first, const idx_t* last,
+    const char* placed, const idx_t* floor, const idx_t* rem, const idx_t* size,
+    idx_t height, idx_t* g, idx_t* ef, idx_t* cnt
+) noexcept nogil:
+    """Lowest usable level of every section; False if one cannot take what is left.
+
+    An unplaced buffer can only go at or above the highest floor of its span: g[i]. In a
+    section nothing will ever sit below ef = min g over the unplaced buffers covering it
+    (cnt of them reach it), and ef + (sizes still to place over it) must be <= height.
+    """
+    cdef Py_ssize_t i, c
+    cdef idx_t gi
+    for c in range(n_sec):
+        ef[c] = IDX_MAX
+        cnt[c] = 0
+    for i in range(n):
+        if placed[i]:
+            continue
+        gi = 0
+        for c in range(first[i], last[i] + 1):
+            if floor[c] > gi:
+                gi = floor[c]
+        g[i] = gi
+        for c in range(first[i], last[i] + 1):
+            if gi < ef[c]:
+                ef[c] = gi
+                cnt[c] = 1
+            elif gi == ef[c]:
+                cnt[c] += 1
+    for c in range(n_sec):
+        if rem[c] > 0 and ef[c] > height - rem[c]:
+            return False
+    return True
+
+
+cdef int _dfs(
+    Py_ssize_t n, Py_ssize_t n_sec,
+    const idx_t* first, const idx_t* last, const idx_t* size,
+    const idx_t* cover_ptr, const idx_t* cover_ids,
+    idx_t height, idx_t smin, double deadline, idx_t* nodes, int rule,
+    idx_t* floor, idx_t* rem, char* placed, idx_t* offset, idx_t* stack,
+    Py_ssize_t max_depth, idx_t* cand, idx_t* cand_key, Py_ssize_t cand_cap,
+    idx_t* trail, Py_ssize_t trail_cap, idx_t* g, idx_t* ef, idx_t* cnt,
+    uint64_t seed, idx_t node_limit, bint* truncated
+) noexcept nogil:
+    """Find offsets with every top <= height, or prove there are none.
+
+    Buffers 0..n-1 cover sections [first[i], last[i]]; cover_ids[cover_ptr[c]:
+    cover_ptr[c + 1]] lists the buffers covering section c. floor, rem, ef, cnt (n_sec),
+    placed, offset, g (n) are scratch initialised here; stack holds STACK_FIELDS int64 per
+    depth (max_depth frames); cand / cand_key (cand_cap) hold the candidate lists of the
+    frames on the stack and trail (trail_cap) the floors overwritten by placements.
+    nodes[0] counts visited nodes. Returns DFS_FOUND (offset filled), DFS_EXHAUSTED or
+    DFS_TIMEOUT; sets truncated when a scratch array was too small for some subtree.
+
+    Node: every section's lowest usable level ef (see _levels); prune if a section cannot
+    take what is left. Take the section with the lowest ef, fewest buffers able to sit
+    there on ties (fail first), leftmost on further ties. Children: (a) each unplaced
+    buffer covering it whose lowest possible offset is that level, placed there, in
+    ``rule`` order; (b) last, "waste": nothing will ever sit at (section, level), so the
+    section's floor is raised to the lowest offset a buffer covering it can still take.
+    Holes left under a placed buffer are below some section's ef, hence dead: the search
+    is complete (a returned EXHAUSTED is a proof).
+    """
+    cdef Py_ssize_t i, c, d = 0, sec, k, top = 0, x, tp = 0
+    cdef idx_t f, b, gg, fp, best_ef, best_cnt, key, lf, rf, nt
+    cdef idx_t* fr
+    cdef Py_ssize_t n_left = n
+    cdef bint descend = True
+    cdef uint64_t rng = seed * 0x9E3779B97F4A7C15ULL + 1
+    cdef idx_t noise
+    cdef idx_t limit = nodes[0] + node_limit
+    for c in range(n_sec):
+        floor[c] = 0
+        rem[c] = 0
+    for i in range(n):
+        placed[i] = 0
+        for c in range(first[i], last[i] + 1):
+            rem[c] += size[i]
+    while True:
+        fr = &stack[STACK_FIELDS * d]
+        if descend:
+            # Step 1. A new node: levels, pruning, the section to fill, its candidates.
+            if n_left == 0:
+                return DFS_FOUND
+            nodes[0] += 1
+            if nodes[0] >= limit:
+                truncated[0] = True
+                return DFS_TIMEOUT
+            if (nodes[0] & 1023) == 0 and _now() > deadline:
+                return DFS_TIMEOUT
+            fr[F_BEGIN] = top
+            fr[F_END] = top
+            fr[F_NEXT] = top
+            fr[F_WASTED] = 1  # a pruned node has no children at all
+            fr[F_PREV] = -1
+            fr[F_TRAIL] = tp
+            if _levels(n, n_sec, first, last, placed, floor, rem, size, height, g, ef, cnt):
+                sec = -1
+                best_ef = IDX_MAX
+                best_cnt = IDX_MAX
+                for c in range(n_sec):
+                    if rem[c] > 0 and (ef[c] < best_ef or (ef[c] == best_ef and
+                                                            cnt[c] < best_cnt)):
+                        best_ef = ef[c]
+                        best_cnt = cnt[c]
+                        sec = c
+                    elif seed and rem[c] > 0 and ef[c] == best_ef and cnt[c] == best_cnt:
+                        rng ^= rng << 13
+                        rng ^= rng >> 7
+                        rng ^= rng << 17
+                        if (rng >> 40) & 1:
+                            sec = c
+                f = best_ef
+                fr[F_SEC] = sec
+                fr[F_FLOOR] = f
+                fr[F_WASTED] = 0
+                if top + (cover_ptr[sec + 1] - cover_ptr[sec]) > cand_cap:
+                    truncated[0] = True
+                else:
+                    for k in range(cover_ptr[sec], cover_ptr[sec + 1]):
+                        i = cover_ids[k]
+                        if placed[i] or g[i] != f:
+                            continue
+                        # smaller key = tried first
+                        if rule == 0:
+                            key = -(last[i] - first[i]) * 4 * height - size[i]
+                        elif rule == 1:
+                            key = -size[i] * 4 * n_sec - (last[i] - first[i])
+                        else:
+                            nt = f + size[i]
+                            lf = floor[first[i] - 1] if first[i] > 0 else -1
+                            rf = floor[last[i] + 1] if last[i] + 1 < n_sec else -1
+                            key = -(last[i] - first[i] + 1) * size[i]
+                            if lf >= nt or lf < 0:
+                                key -= IDX_MAX >> 3  # walled in (or at the edge) on the left
+                            if rf >= nt or rf < 0:
+                                key -= IDX_MAX >> 3  # and on the right
+                        if seed:
+                            # randomised: keep the rule's preference, shuffle within ~2x
+                            rng ^= rng << 13
+                            rng ^= rng >> 7
+                            rng ^= rng << 17
+                            if key < 0:
+                                key = key // 2 - <idx_t>((rng >> 11) % <uint64_t>(-key // 2 + 1))
+                        # insertion sort (lists are short); equal keys keep list order
+                        x = top
+                        while x > fr[F_BEGIN] and cand_key[x - 1] > key:
+                            cand[x] = cand[x - 1]
+                            cand_key[x] = cand_key[x - 1]
+                            x -= 1
+                        cand[x] = i
+                        cand_key[x] = key
+                        top += 1
+                    fr[F_END] = top
+        sec = fr[F_SEC]
+        f = fr[F_FLOOR]
+        # Step 2. Next candidate; identical buffers (same span and size) once per node.
+        b = -1
+        k = fr[F_NEXT]
+        while k < fr[F_END]:
+            i = cand[k]
+            k += 1
+            if fr[F_PREV] >= 0 and first[i] == first[fr[F_PREV]] and \
+                    last[i] == last[fr[F_PREV]] and size[i] == size[fr[F_PREV]]:
+                continue
+            b = i
+            break
+        fr[F_NEXT] = k
+        if b >= 0 and (d + 1 >= max_depth or
+                       tp + (last[b] - first[b] + 1) > trail_cap):
+            truncated[0] = True
+            b = -1
+            fr[F_NEXT] = fr[F_END]
+        if b >= 0:
+            fr[F_PREV] = b
+            fr[F_CHOICE] = b
+            fr[F_TRAIL] = tp
+            placed[b] = 1
+            n_left -= 1
+            offset[b] = f
+            for c in range(first[b], last[b] + 1):
+                trail[tp] = floor[c]
+                tp += 1
+                floor[c] = f + size[b]
+                rem[c] -= size[b]
+            d += 1
+            descend = True
+            continue
+        # Step 3. The waste child: the lowest buffer that will ever cover sec above f is
+        # either held up elsewhere in its span (offset >= g) or rests on a buffer not
+        # placed yet (offset >= f + smin).
+        if not fr[F_WASTED]:
+            fr[F_WASTED] = 1
+            fp = IDX_MAX
+            for k in range(cover_ptr[sec], cover_ptr[sec + 1]):
+                i = cover_ids[k]
+                if placed[i]:
+                    continue
+                gg = g[i] if g[i] > f else f + smin
+                if gg < fp:
+                    fp = gg
+            if d + 1 >= max_depth:
+                truncated[0] = True  # out of stack: this subtree stays unexplored
+            elif fp <= height - rem[sec]:
+                fr[F_CHOICE] = -1
+                fr[F_OLD] = floor[sec]
+                floor[sec] = fp
+                d += 1
+                descend = True
+                continue
+        # Step 4. Node exhausted: release its candidates, pop, undo the parent's child.
+        top = fr[F_BEGIN]
+        if d == 0:
+            return DFS_EXHAUSTED
+        d -= 1
+        fr = &stack[STACK_FIELDS * d]
+        b = fr[F_CHOICE]
+        if b >= 0:
+            placed[b] = 0
+            n_left += 1
+            tp = fr[F_TRAIL]
+            for c in range(first[b], last[b] + 1):
+                floor[c] = trail[tp + c - first[b]]
+                rem[c] += size[b]
+        else:
+            floor[fr[F_SEC]] = fr[F_OLD]
+        descend = False
+
+
+cdef class _DfsSolver:
+    """The exact search on one problem, set up once and run many times (restarts).
+
+    Parameters
+    ----------
+    first, last : ndarray of shape (n,), dtype=int64
+        Section span of each buffer (0-based, inclusive); sections are the elementary time
+        intervals between consecutive start / end+1 points, so two buffers conflict iff
+        their spans share a section.
+    size : ndarray of shape (n,), dtype=int64
+        Sizes (any unit, all > 0).
+    """
+
+    cdef Py_ssize_t n, n_sec, max_depth, cand_cap, trail_cap
+    cdef idx_t smin
+    cdef idx_t[::1] first, last, size, cover_ptr, cover_ids
+    cdef idx_t[::1] floor, rem, ef, cnt, g, offset, stack, cand, key, trail
+    cdef char[::1] placed
+    cdef public idx_t nodes
+    """Nodes visited over all runs."""
+
+    def __init__(self, first, last, size):
+        self.n = first.shape[0]
+        self.first = np.ascontiguousarray(first, dtype=np.int64)
+        self.last = np.ascontiguousarray(last, dtype=np.int64)
+        self.size = np.ascontiguousarray(size, dtype=np.int64)
+        self.nodes = 0
+        if self.n == 0:
+            return
+        self.n_sec = int(last.max()) + 1
+        self.smin = int(size.min())
+        spans = last - first + 1
+        owner = np.repeat(np.arange(self.n, dtype=np.int64), spans)
+        sec = (np.arange(owner.shape[0], dtype=np.int64)
+               - np.repeat(np.cumsum(spans) - spans, spans) + first[owner])
+        by = np.argsort(sec, kind="stable")
+        self.cover_ids = np.ascontiguousarray(owner[by])
+        self.cover_ptr = np.searchsorted(sec[by], np.arange(self.n_sec + 1)).astype(np.int64)
+        self.max_depth = 8 * (self.n + self.n_sec) + 64
+        self.cand_cap = self.cover_ids.shape[0] + 1024
+        self.trail_cap = self.cover_ids.shape[0] + 1
+        self.floor = np.empty(self.n_sec, dtype=np.int64)
+        self.rem = np.empty(self.n_sec, dtype=np.int64)
+        self.ef = np.empty(self.n_sec, dtype=np.int64)
+        self.cnt = np.empty(self.n_sec, dtype=np.int64)
+        self.g = np.empty(self.n, dtype=np.int64)
+        self.offset = np.zeros(self.n, dtype=np.int64)
+        self.placed = np.empty(self.n, dtype=np.int8)
+        self.stack = np.empty(STACK_FIELDS * self.max_depth, dtype=np.int64)
+        self.cand = np.empty(self.cand_cap, dtype=np.int64)
+        self.key = np.empty(self.cand_cap, dtype=np.int64)
+        self.trail = np.empty(self.trail_cap, dtype=np.int64)
+
+    @property
+    def cover_size(self):
+        """Sum of the spans: the work of one node is proportional to it."""
+        return 0 if self.n == 0 else self.cover_ids.shape[0]
+
+    def run(self, idx_t height, double deadline, int rule=2, uint64_t seed=0,
+            idx_t node_limit=-1):
+        """Search for offsets with every top <= height.
+
+        Returns ``(status, offset)``: status 1 = found (``offset`` is a new array),
+        0 = proven impossible, -1 = stopped (deadline, ``node_limit`` nodes, or scratch
+        too small somewhere), ``offset`` None unless found. ``rule`` picks the branching
+        order (0 longest, 1 largest, 2 largest area walled in by its neighbours first);
+        ``seed != 0`` randomises ties and shuffles within about a factor two of the rule's
+        score (for restarts).
+        """
+        if self.n == 0:
+            return DFS_FOUND, np.zeros(0, dtype=np.int64)
+        cdef bint truncated = False
+        cdef int status
+        cdef idx_t limit = node_limit if node_limit > 0 else IDX_MAX >> 1
+        with nogil:
+            status = _dfs(self.n, self.n_sec, &self.first[0], &self.last[0], &self.size[0],
+                          &self.cover_ptr[0], &self.cover_ids[0], height, self.smin,
+                          deadline, &self.nodes, rule, &self.floor[0], &self.rem[0],
+                          &self.placed[0], &self.offset[0], &self.stack[0], self.max_depth,
+                          &self.cand[0], &self.key[0], self.cand_cap, &self.trail[0],
+                          self.trail_cap, &self.g[0], &self.ef[0], &self.cnt[0], seed,
+                          limit, &truncated)
+        if status == DFS_EXHAUSTED and truncated:
+            status = DFS_TIMEOUT
+        if status == DFS_FOUND:
+            return status, np.array(self.offset, dtype=np.int64)
+        return status, None

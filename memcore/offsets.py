@@ -1,0 +1,458 @@
+"""Offset packing: put every buffer at a byte offset inside one arena.
+
+Given inclusive live intervals ``[start, end]`` and sizes (the contract of
+:mod:`memcore.liveness`), choose ``offset[i]`` so that two buffers that are live at a common
+step and both non-empty never share a byte, and the arena ``max(offset + size)`` is small.
+This is the dynamic storage allocation problem (NP-hard); the load bound
+``max_live_bytes`` is what every plan is measured against.
+
+Design
+------
+Stage 1, *heuristics* (the compiled kernels in ``memcore/_offsets.pyx``). Every heuristic is
+"take the buffers in a priority order and place each one by a rule":
+
+- the **order** is a stable radix sort by one or more integer keys (ties by index);
+- the **rule** is best fit (smallest gap between the already placed buffers it conflicts
+  with, TFLite's ``GreedyBySizeAssignment``) or first fit (lowest such gap);
+- the **conflicting placed buffers** come, in offset order, from a *sweep* over starts
+  (an offset-sorted array of the live buffers, for start order) or from a *levelled bucket
+  index over time* (any order): O(n x conflicts) instead of the naive O(n^2).
+
+Stage 2, *search* (only with ``time_limit``), anytime and never worse than stage 1:
+
+- **dfs** (small problems): a complete depth-first search that builds the packing from
+  the bottom up, in the spirit of MiniMalloc (Moffitt, ASPLOS 2023) but with its own
+  branching: time is cut into sections; each node fills the section with the lowest
+  *usable* level (the lowest offset any unplaced buffer covering it can still take) with
+  one of the buffers that can sit exactly there, or declares that point empty; a section
+  whose usable level plus the sizes still to place over it exceeds the target height
+  prunes the node. Randomised restarts (Luby schedule) with three branching orders, at
+  the lower bound and at heights between the bound and the best plan found.
+- **ils** (larger problems): iterated greedy, re-placing the buffers in locally shuffled
+  copies of the best order found so far.
+
+Both stop as soon as a plan reaches the lower bound.
+"""
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import _liveness, _offsets
+from ._errors import InvalidArrayError
+from ._validate import as_int_scalar
+from .liveness import _check_intervals
+
+__all__ = ["OffsetPlan", "plan_offsets", "ALGORITHMS", "HEURISTICS"]
+
+# Order codes of the kernel (memcore/_offsets.pyx, the ORD_* enum).
+_ORD_SIZE, _ORD_START, _ORD_LIFETIME, _ORD_AREA, _ORD_BREADTH, _ORD_CONFLICT = range(6)
+
+#: heuristic name -> (order code, first fit?, sweep?)
+_HEURISTIC_SPEC = {
+    "greedy_size": (_ORD_SIZE, False, False),
+    "greedy_start": (_ORD_START, False, True),
+    "greedy_lifetime": (_ORD_LIFETIME, False, False),
+    "greedy_area": (_ORD_AREA, False, False),
+    "greedy_breadth": (_ORD_BREADTH, False, False),
+    "greedy_conflict": (_ORD_CONFLICT, False, False),
+    "first_fit": (_ORD_SIZE, True, False),
+}
+
+#: The deterministic heuristics, in the order ``auto`` runs them (cheapest first: the start
+#: sweep needs no index; then the orders most often optimal on real models).
+HEURISTICS = (
+    "greedy_start",
+    "greedy_breadth",
+    "greedy_conflict",
+    "greedy_size",
+    "first_fit",
+    "greedy_lifetime",
+    "greedy_area",
+)
+
+#: Every valid ``algorithm`` argument.
+ALGORITHMS = ("auto",) + HEURISTICS
+
+#: ``auto`` on more buffers than this runs only the heuristics of ``_AUTO_LARGE``.
+_AUTO_FULL_MAX_N = 200_000
+_AUTO_LARGE = ("greedy_start", "greedy_size")
+
+#: The DFS is used while the sum of the buffers' spans (in sections) stays below this: one
+#: search node costs about that many operations.
+_DFS_MAX_COVER = 400_000
+#: Nodes of the first DFS restart; later ones get Luby multiples of it.
+_DFS_BASE_NODES = 1000
+
+
+@dataclass(frozen=True)
+class OffsetPlan:
+    """An offset assignment for every buffer, with its quality.
+
+    Returned by :func:`plan_offsets`; read-only.
+    """
+
+    offset: np.ndarray = field(repr=False)
+    """ndarray of shape (n,), dtype=int64: byte offset of each buffer (a multiple of the
+    alignment; 0 for empty buffers). Read-only."""
+    arena_bytes: int
+    """Bytes the arena needs: ``max(offset + aligned size)`` over non-empty buffers (0 if
+    none)."""
+    lower_bound: int
+    """``max_live_bytes(start, end, size, alignment=alignment)``: no plan can be smaller."""
+    algorithm: str
+    """The algorithm whose plan this is: a heuristic name, ``"dfs"`` or ``"ils"``."""
+
+    @property
+    def gap(self):
+        """Relative distance to the lower bound: ``arena_bytes / lower_bound - 1`` (0.0 when
+        the lower bound is 0)."""
+        if self.lower_bound == 0:
+            return 0.0
+        return (self.arena_bytes - self.lower_bound) / self.lower_bound
+
+
+# -------------------------------------------------------------------------------------------
+# Validation
+# -------------------------------------------------------------------------------------------
+
+
+def _check_algorithm(algorithm):
+    if not isinstance(algorithm, str) or algorithm not in ALGORITHMS:
+        valid = ", ".join(repr(a) for a in ALGORITHMS)
+        raise InvalidArrayError(f"algorithm must be one of {valid}; got {algorithm!r}")
+    return algorithm
+
+
+def _check_time_limit(time_limit):
+    if time_limit is None:
+        return None
+    if isinstance(time_limit, (bool, np.bool_)) or not isinstance(
+        time_limit, (int, float, np.integer, np.floating)
+    ):
+        raise InvalidArrayError(
+            "time_limit must be None or a positive finite number of seconds; "
+            f"got {type(time_limit).__name__} {time_limit!r}"
+        )
+    value = float(time_limit)
+    if not (math.isfinite(value) and value > 0):
+        raise InvalidArrayError(
+            "time_limit must be None or a positive finite number of seconds; "
+            f"got {time_limit!r}"
+        )
+    return value
+
+
+# -------------------------------------------------------------------------------------------
+# The problem in kernel form
+# -------------------------------------------------------------------------------------------
+
+
+class _Problem:
+    """Validated arrays plus what the kernels need: sizes in alignment units, time points."""
+
+    def __init__(self, start, end, aligned_size, alignment):
+        self.start = start
+        self.end = end
+        self.alignment = alignment
+        self.units = aligned_size // alignment if alignment > 1 else aligned_size
+        n = start.shape[0]
+        self.n = n
+        # Step 1. Compress time to points 0..n_points-1 preserving every intersection:
+        # a shift when the step range is small, else the ranks of the distinct values.
+        if n == 0:
+            self.s = self.e = start
+            self.n_points = 1
+            return
+        lo, hi = int(start.min()), int(end.max())
+        if hi - lo <= 4 * n + 64:
+            self.s = start - lo
+            self.e = end - lo
+            self.n_points = hi - lo + 1
+        else:
+            points = np.unique(np.concatenate([start, end]))
+            self.s = np.searchsorted(points, start).astype(np.int64)
+            self.e = np.searchsorted(points, end).astype(np.int64)
+            self.n_points = points.shape[0]
+
+    def order(self, code):
+        """Priority order (ids of the non-empty buffers) for an ORD_* code."""
+        return _offsets._py_order(
+            code, self.start, self.end, self.s, self.e, self.units, self.n_points
+        )
+
+    def place(self, order, first_fit, sweep=False):
+        """Offsets in units of the buffers of ``order``, placed one by one."""
+        return _offsets._py_place(
+            self.s, self.e, self.units, order, self.n_points, first_fit, sweep
+        )
+
+    def arena(self, offset_units):
+        """Arena in units of a plan."""
+        live = self.units > 0
+        if not live.any():
+            return 0
+        return int((offset_units[live] + self.units[live]).max())
+
+
+def _run_heuristic(prob, name):
+    """(offset in units, arena in units, order) of one named heuristic."""
+    code, first_fit, sweep = _HEURISTIC_SPEC[name]
+    order = prob.order(code)
+    offset = prob.place(order, first_fit, sweep)
+    return offset, prob.arena(offset), order
+
+
+# -------------------------------------------------------------------------------------------
+# Stage 2: anytime search
+# -------------------------------------------------------------------------------------------
+
+
+def _luby(i):
+    """The i-th term (1-based) of the Luby restart sequence 1 1 2 1 1 2 4 1 ..."""
+    k = 1
+    while (1 << k) - 1 < i:
+        k += 1
+    while i != (1 << k) - 1:
+        i -= (1 << (k - 1)) - 1
+        k = 1
+        while (1 << k) - 1 < i:
+            k += 1
+    return 1 << (k - 1)
+
+
+def _sections(prob, live):
+    """Section span (first, last) of each live buffer: sections are the elementary time
+    intervals between consecutive start and end + 1 points."""
+    s, e = prob.s[live], prob.e[live]
+    bounds = np.unique(np.concatenate([s, e + 1]))
+    first = np.searchsorted(bounds, s).astype(np.int64)
+    last = (np.searchsorted(bounds, e + 1) - 1).astype(np.int64)
+    return first, last
+
+
+def _search_dfs(prob, best, best_arena, lb, deadline):
+    """Restarted DFS; returns an improved (offset, arena) in units, or None.
+
+    Heights are in units of g = gcd of the sizes (every arena is a multiple of it). Odd
+    restarts aim at the lower bound, even ones halfway between it and the best plan (then
+    just below the best plan): both the optimum and steady improvements stay reachable.
+    """
+    live = np.flatnonzero(prob.units > 0)
+    first, last = _sections(prob, live)
+    if int((last - first).sum()) + live.shape[0] > _DFS_MAX_COVER:
+        return None
+    g = int(np.gcd.reduce(prob.units[live]))
+    solver = _offsets._DfsSolver(first, last, prob.units[live] // g)
+    target_lb = -(-lb // g)
+    found = None
+    lb_impossible = False
+    restart = 0
+    while best_arena > lb and _offsets._py_monotonic() < deadline:
+        restart += 1
+        best_g = best_arena // g  # best_arena is a multiple of g
+        if restart % 2 == 1 and not lb_impossible:
+            height = target_lb
+        elif restart % 4 == 2:
+            height = (target_lb + best_g) // 2
+        else:
+            height = best_g - 1
+        if height < target_lb:
+            height = target_lb
+        if height >= best_g:
+            continue
+        rule = (restart // 2) % 3
+        seed = 0 if restart <= 6 else restart
+        status, off = solver.run(
+            height, deadline, rule, seed, _DFS_BASE_NODES * _luby((restart + 1) // 2)
+        )
+        if status == 1:
+            offset = np.zeros(prob.n, dtype=np.int64)
+            offset[live] = off * g
+            found = (offset, prob.arena(offset))
+            best_arena = found[1]
+        elif status == 0 and height == target_lb:
+            lb_impossible = True
+    return found
+
+
+def _search_ils(prob, order, first_fit, best_arena, lb, deadline, cost, seed=0):
+    """Iterated greedy; returns an improved (offset, arena) in units, or None.
+
+    Each step re-places the buffers in a copy of the current order whose priorities were
+    jittered by up to a random fraction (0.1-5 %) of the number of buffers, and keeps it
+    when the arena does not grow (sideways moves let it cross plateaus).
+    """
+    rng = np.random.default_rng(seed)
+    m = order.shape[0]
+    if m < 2:
+        return None
+    current, current_arena = order, best_arena
+    found = None
+    last_cost = cost  # seconds per step, from the heuristic's own run at first
+    rank = np.arange(m, dtype=np.float64)
+    while best_arena > lb:
+        now = time.perf_counter()
+        if _offsets._py_monotonic() + last_cost > deadline:
+            break
+        width = max(2.0, m * rng.uniform(0.001, 0.05))
+        trial = current[np.argsort(rank + rng.uniform(0.0, width, m), kind="stable")]
+        offset = prob.place(trial, first_fit)
+        arena = prob.arena(offset)
+        last_cost = time.perf_counter() - now
+        if arena <= current_arena:
+            current, current_arena = trial, arena
+        if arena < best_arena:
+            best_arena = arena
+            found = (offset, arena)
+    return found
+
+
+# -------------------------------------------------------------------------------------------
+# Public API
+# -------------------------------------------------------------------------------------------
+
+
+def plan_offsets(start, end, size, *, alignment=1, algorithm="auto", time_limit=None):
+    """Assign every buffer a byte offset in one arena so that live buffers never overlap.
+
+    Parameters
+    ----------
+    start, end : ndarray of shape (n,), dtype=int64
+        Inclusive live intervals (contract of :mod:`memcore.liveness`: ``start`` may be -1,
+        ``end`` may be ``n_steps``; any int64 with ``start <= end`` is accepted). Any integer
+        array-like is converted losslessly.
+    size : ndarray of shape (n,), dtype=int64
+        Bytes of each buffer, ``>= 0``. Sizes are rounded up to ``alignment`` for packing.
+    alignment : int, default=1
+        Every offset is a multiple of it (``>= 1``).
+    algorithm : str, default="auto"
+        ``"auto"`` or one of the heuristics below (:data:`ALGORITHMS`).
+    time_limit : float or None, default=None
+        Seconds (from the call) for an anytime search that starts from the heuristic's plan
+        and keeps the best plan found; the result is never worse than without it. ``None``:
+        no search.
+
+    Returns
+    -------
+    OffsetPlan
+        ``offset`` (int64, shape (n,), read-only), ``arena_bytes``, ``lower_bound``
+        (= ``max_live_bytes(start, end, size, alignment=alignment)``), ``algorithm`` (the
+        heuristic that won for ``"auto"``, ``"dfs"`` or ``"ils"`` when the search improved
+        the plan) and ``gap``.
+
+    Raises
+    ------
+    InvalidArrayError
+        Wrong dtype/shape/length, ``end < start``, a negative size, ``alignment < 1``, a
+        rounded size total that does not fit in int64, an unknown ``algorithm`` (the message
+        lists the valid names) or a ``time_limit`` that is not a positive finite number.
+        ``InvalidArrayError`` is a ``ValueError``.
+
+    Notes
+    -----
+    Two buffers *conflict* iff their inclusive intervals intersect and both sizes are > 0;
+    empty buffers get offset 0. Every heuristic places the non-empty buffers one by one in a
+    priority order (ties always go to the lower buffer index; sizes are the aligned sizes):
+
+    ``greedy_size``
+        Size descending, best fit: TFLite's ``GreedyBySizeAssignment`` / Pisarchyk & Lee's
+        "greedy by size for offset calculation". Best fit = walk the placed buffers that
+        conflict with the new one in offset order, starting from offset 0; take the
+        smallest gap that is large enough (the lowest on ties), else go right above the
+        highest of them.
+    ``greedy_start``
+        Start ascending, then size descending; best fit.
+    ``greedy_lifetime``
+        ``end - start`` descending, then size descending; best fit.
+    ``greedy_area``
+        ``size * (end - start + 1)`` descending (exact, 128-bit), then size; best fit.
+    ``greedy_breadth``
+        Pisarchyk & Lee's "greedy by breadth": steps by live bytes descending (earlier step
+        first on ties), each step's buffers by size descending, each buffer at its first
+        step in that order. Equivalently: by the largest live-bytes over its lifetime
+        descending, the first step reaching it ascending, size descending. Best fit.
+    ``greedy_conflict``
+        Number of other non-empty buffers it conflicts with descending, then size; best
+        fit.
+    ``first_fit``
+        Size descending, first fit (the lowest gap that is large enough).
+    ``auto``
+        Runs the heuristics in the order of :data:`HEURISTICS` (cheapest first) and keeps
+        the first plan with the smallest arena, stopping as soon as one equals the lower
+        bound. Above 200 000 buffers it runs only ``greedy_start`` and ``greedy_size``.
+
+    Complexity: orders are O(n) radix sorts (``greedy_breadth`` adds an O(n log n) range
+    maximum). Start order uses a sweep: O(n * L) with L the buffers live at a time. Other
+    orders use the bucket index: about O(n * C * log R), C the placed buffers a buffer
+    conflicts with and R the buckets a query visits (usually 1-3), plus O(n * B) memmove
+    for B the bucket occupancy.
+
+    With ``time_limit`` the search runs after the heuristic until the deadline or the lower
+    bound: the DFS described in the module docstring when the sum of spans (in time
+    sections) is at most 400 000, else iterated greedy. Its result can depend on how much
+    it could explore, i.e. on the machine's speed.
+
+    Examples
+    --------
+    TFLite GPU's ``ComplexRecords`` test vector:
+
+    >>> from memcore import plan_offsets
+    >>> size = [32, 32, 8, 16, 8, 64, 8, 8, 16]
+    >>> start = [0, 1, 2, 3, 4, 5, 6, 7, 8]
+    >>> end = [1, 4, 5, 5, 5, 7, 8, 8, 9]
+    >>> plan = plan_offsets(start, end, size, algorithm="greedy_size")
+    >>> plan.offset.tolist(), plan.arena_bytes, plan.lower_bound
+    ([0, 32, 80, 64, 88, 0, 64, 72, 0], 96, 96)
+    >>> plan_offsets(start, end, size, alignment=64).arena_bytes
+    256
+    """
+    t0 = _offsets._py_monotonic()
+    # Step 1. Validate once, at the boundary (the same checks as max_live_bytes).
+    start, end, aligned = _check_intervals(start, end, size, alignment)
+    alignment = as_int_scalar("alignment", alignment, low=1)
+    algorithm = _check_algorithm(algorithm)
+    time_limit = _check_time_limit(time_limit)
+    n = start.shape[0]
+
+    lower = int(_liveness._py_max_live_bytes(start, end, aligned))
+    prob = _Problem(start, end, aligned, alignment)
+    lb_units = lower // alignment
+
+    # Step 2. Heuristics.
+    if algorithm == "auto":
+        names = HEURISTICS if n <= _AUTO_FULL_MAX_N else _AUTO_LARGE
+    else:
+        names = (algorithm,)
+    best = None
+    for name in names:
+        t_run = time.perf_counter()
+        offset, arena, order = _run_heuristic(prob, name)
+        t_run = time.perf_counter() - t_run
+        if best is None or arena < best[1]:
+            best = (offset, arena, order, name, t_run)
+        if arena <= lb_units:
+            break
+    offset, arena, order, winner, cost = best
+
+    # Step 3. Anytime search until the deadline.
+    if time_limit is not None and arena > lb_units:
+        deadline = t0 + time_limit
+        found = _search_dfs(prob, offset, arena, lb_units, deadline)
+        if found is not None:
+            offset, arena = found
+            winner = "dfs"
+        if arena > lb_units and _offsets._py_monotonic() < deadline:
+            first_fit = _HEURISTIC_SPEC.get(winner, (0, False))[1]
+            found = _search_ils(prob, order, first_fit, arena, lb_units, deadline, cost)
+            if found is not None:
+                offset, arena = found
+                winner = "ils"
+
+    offset = offset * alignment
+    offset.flags.writeable = False
+    return OffsetPlan(
+        offset=offset, arena_bytes=arena * alignment, lower_bound=lower, algorithm=winner
+    )
