@@ -41,8 +41,9 @@ Stage 2, bindings (TVM ``CanonicalizePlanner`` + ``BindingCanonicalizer``)
 
 Every SeqExpr comes out with empty blocks dropped and adjacent same-kind blocks merged, and
 a binding whose value's type changed gets a fresh variable of the new type (TVM's mutator
-does both). Not ported: stage 1's re-wrapping of If branches whose inferred types changed
-(``then_branch_with_dyn``).
+does both). When stage 1 changes a branch of an If, each branch whose result type is not
+the If's type (with the outer substitutions) ends with ``then_branch_with_dyn`` /
+``else_branch_with_dyn = R.match_cast(<result>, <If type>)``, as in TVM.
 
 Example::
 
@@ -79,6 +80,7 @@ from ..ir.types import FuncType, PrimType, ShapeType, TensorType, TupleType
 from ._lowering_utils import (
     LeanMutator,
     map_functions,
+    normalize_blocks,
     normalize_function_blocks,
     type_equal,
     value_type,
@@ -296,7 +298,14 @@ class _SymbolicVarCanonicalizer(LeanMutator):
         self._set_known(saved)
         if cond is e.cond and tb is e.true_branch and fb is e.false_branch:
             return e
-        return If(cond, tb, fb, e.ty)
+        # A branch whose variables were substituted may now have a more precise type than
+        # the If; TVM restores the If's type (with the outer substitutions only) by ending
+        # each branch whose type differs with a match_cast to it.
+        ty = _type_subst(e.ty, self._values)
+        if ty is not None:
+            tb = _cast_branch(tb, ty, "then_branch_with_dyn")
+            fb = _cast_branch(fb, ty, "else_branch_with_dyn")
+        return If(cond, tb, fb, ty)
 
     def visit_var_def(self, var):
         if not self._values:
@@ -356,6 +365,15 @@ class _SymbolicVarCanonicalizer(LeanMutator):
                 out.append(MatchCast(var, value, new_ty))
             return
         super().visit_binding(b, out)
+
+
+def _cast_branch(seq, ty, name):
+    """``seq`` ending in ``name = R.match_cast(<result>, ty)`` unless its type is ``ty``."""
+    if type_equal(ty, value_type(seq.body)):
+        return seq
+    var = Var(name, ty)
+    blocks = normalize_blocks(tuple(seq.blocks) + (BindingBlock([MatchCast(var, seq.body, ty)]),))
+    return SeqExpr(blocks, var)
 
 
 def _has_match_cast(func) -> bool:
