@@ -17,9 +17,10 @@ module), 2 usage error.
 """
 from __future__ import annotations
 
-import gzip
 import json
 import sys
+
+from ._common import InputError, fail, parse_text, read_text
 
 SPBM = "static-plan-block-memory"
 DEFAULT_PASSES = (SPBM, "lower-alloc-tensor", "kill-after-last-use")
@@ -29,11 +30,7 @@ __all__ = ["add_arguments", "run", "main", "DEFAULT_PASSES"]
 
 
 class UsageError(Exception):
-    """Bad command-line usage (exit status 2)."""
-
-
-class InputError(Exception):
-    """Bad input (exit status 1)."""
+    """Bad command-line usage found after argparse (exit status 2)."""
 
 
 def add_arguments(parser) -> None:
@@ -49,35 +46,20 @@ def add_arguments(parser) -> None:
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
 
 
-def _read_text(path: str) -> str:
-    try:
-        if path == "-":
-            return sys.stdin.read()
-        if path.endswith(".gz"):
-            with gzip.open(path, "rt", encoding="utf-8") as fh:
-                return fh.read()
-        with open(path, encoding="utf-8") as fh:
-            return fh.read()
-    except (OSError, UnicodeDecodeError, EOFError) as exc:
-        raise InputError(f"cannot read {path!r}: {exc.strerror if isinstance(exc, OSError) and exc.strerror else exc}") from exc
-
-
 def _build_passes(spec: str, mode: str):
     """``(before, spbm, after)`` pass lists from a ``a,b,c`` spec."""
     from ..errors import PassError
     from ..transform import get_pass
 
     names = [n.strip() for n in spec.split(",") if n.strip()]
-    if SPBM not in names:
-        raise UsageError(f"--passes must include {SPBM!r} (the pass the report measures); got {names}")
-    if names.count(SPBM) > 1:
-        raise UsageError(f"--passes must include {SPBM!r} once; got {names}")
     passes = []
     for n in names:
         try:
             passes.append(get_pass(n, mode=mode) if n == SPBM else get_pass(n))
         except PassError as exc:
             raise UsageError(f"--passes: {exc}") from None
+    if names.count(SPBM) != 1:
+        raise UsageError(f"--passes must include {SPBM!r} once (the pass the report measures); got {names}")
     i = names.index(SPBM)
     return passes[:i], passes[i], passes[i + 1:]
 
@@ -85,7 +67,7 @@ def _build_passes(spec: str, mode: str):
 def _inputs(path: str | None):
     """``[(label, text, reference)]``: one file, or the shipped models."""
     if path is not None:
-        return [(path, _read_text(path), None)]
+        return [(path, read_text(path), None)]
     from ..examples.models import list_models, model_text, tvm_oracle
 
     out = []
@@ -98,15 +80,11 @@ def _inputs(path: str | None):
 
 
 def _plan_one(label: str, text: str, reference, before, spbm, after, mode: str):
-    from .. import parse
     from ..errors import MemcoreError
     from ..planning.report import plan_report
     from ..transform import Sequential
 
-    try:
-        mod = parse(text)
-    except MemcoreError as exc:
-        raise InputError(f"{label}: {exc}") from exc
+    mod = parse_text(text, label)
     try:
         if before:
             mod = Sequential(before)(mod)
@@ -132,11 +110,9 @@ def run(args, out=None) -> int:
             for label, text, ref in _inputs(args.file)
         ]
     except UsageError as exc:
-        print(f"memcore plan: error: {exc}", file=sys.stderr)
-        return 2
+        return fail("plan", str(exc), 2)
     except InputError as exc:
-        print(f"memcore plan: error: {exc}", file=sys.stderr)
-        return 1
+        return fail("plan", str(exc), 1)
     names = [p.name for p in (*before, spbm, *after)]
     if args.json:
         doc = {"mode": args.mode, "passes": names, "modules": []}

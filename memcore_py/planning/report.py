@@ -492,7 +492,8 @@ def _lower_bounds(mod: IRModule) -> dict:
             symbolic.add(funcs[t])
         groups.setdefault(funcs[t], {}).setdefault((st.tok_scope[t], st.tok_device[t]), []).append(t)
     out = {}
-    for f, (gv, _func, _bounds) in enumerate(st.functions):
+    for f, entry in enumerate(st.functions):
+        gv = entry[0]
         if f in symbolic:
             out[gv.name] = None
             continue
