@@ -85,6 +85,8 @@ RESHAPE_PACKED = "vm.builtin.reshape"
 
 _EV_REQUEST = 0
 _EV_DECREF = 1
+#: events are packed as ``step * _EV_SCALE + 2 * token + kind`` (tokens < 2**31)
+_EV_SCALE = 1 << 32
 
 
 def is_inplace_memory_op(op) -> bool:
@@ -174,17 +176,29 @@ class StorageTokens:
     """The ``VarBinding`` of each token's ``R.builtin.alloc_tensor``."""
     tok_block: list
     """Block id (see ``block_*``) of each token's allocation."""
+    tok_index: list
+    """Position of each token's allocation binding in its block."""
     functions: list
-    """``(GlobalVar, Function, VarBounds)`` of each Relax function, in module order."""
+    """``(GlobalVar, Function, VarBounds, body scope id)`` of each Relax function, in module
+    order."""
     block_scope: list
     """Block id -> scope id (the SeqExpr the block belongs to)."""
     block_is_dataflow: list
+    block_ifs: dict
+    """Block id -> ``[(binding position, (then scope id, else scope id)), ...]`` of its Ifs."""
     scope_parent: list
-    """Scope id -> parent scope id (-1 for a function body)."""
+    """Scope id -> parent scope id (-1 for a function body). Scope ids are in visit order:
+    a function body, then its If branches depth first."""
     scope_anchor: list
-    """Scope id -> ``(block id, If binding)`` in the parent scope (None for a function body)."""
+    """Scope id -> ``(block id, If binding, position)`` in the parent scope (None for a
+    function body)."""
+    scope_blocks: list
+    """Scope id -> its block ids, in order (blocks are numbered in visit order)."""
     alloc_to_token: dict = field(default_factory=dict)
     """Allocation ``VarBinding`` -> token id, for planned allocations."""
+    unplanned_allocs: list = field(default_factory=list)
+    """``(binding, block id, position, function index)`` of every ``R.builtin.alloc_tensor``
+    whose token was discarded (left unplanned), in program order."""
     tvm_check_failures: list = field(default_factory=list)
     """Names of the functions on which TVM's pass fails an internal check (ours does not):
     a token allocated in another block appears twice in one call argument."""
@@ -241,39 +255,40 @@ class _StorageAllocatorInit:
     instead of rewriting every expression that carried it; the reference counting of the
     later ``StorageAllocator`` is recorded as an event list at the same time. Malformed
     allocations raise :class:`PassError` where TVM fails an internal check.
+
+    The binding loop handles the common post-CallTIRRewrite forms inline (allocation, direct
+    call with variable arguments, rebinding) and caches the size of each tensor type per
+    function: planning 100k bindings is a few hundred milliseconds of Python.
     """
 
     def __init__(self, mod: IRModule):
         self.mod = mod
         self.prim_names = frozenset(gv.name for gv, f in mod.functions.items() if isinstance(f, PrimFunc))
-        # per token
-        self.t_const: list = []
-        self.t_bytes: list = []
-        self.t_dtype: list = []
-        self.t_scope: list = []
-        self.t_device: list = []
-        self.t_binding: list = []
+        # per token: (const bytes, bytes expr, dtype, scope, device, binding, func, step)
+        self.tokens: list = []
         self.t_block: list = []
-        self.t_func: list = []
-        self.t_step: list = []
-        self.t_refs: list = []
-        self.discarded = bytearray()
-        # events (before filtering discarded tokens)
-        self.ev_kind: list = []
-        self.ev_tok: list = []
-        self.ev_step: list = []
+        self.extra_refs: dict = {}
+        """token -> uses by calls that are not a binding's value (counted, never released)"""
+        self.discarded: set = set()
+        # events, before filtering discarded tokens: step * _EV_SCALE + 2 * token + kind
+        # (kind 0: EV_REQUEST, 1: EV_DECREF), one int per event
+        self.ev: list = []
         # blocks and scopes
         self.block_scope: list = []
         self.block_is_dataflow: list = []
+        self.block_ifs: dict = {}
         self.scope_parent: list = []
         self.scope_anchor: list = []
+        self.scope_blocks: list = []
         self.var_tokens: dict = {}
         self.tvm_check_failures: list = []
+        self.t_index: list = []
         self.step = -1
         self.functions: list = []
         self._func_name = ""
         self._func_idx = -1
         self._bounds = None
+        self._size_cache: dict = {}
 
     # ------------------------------------------------------------------ entry
     def run(self) -> StorageTokens:
@@ -286,14 +301,16 @@ class _StorageAllocatorInit:
         self._func_name = gv.name
         self._func_idx = len(self.functions)
         self._bounds = read_var_bounds(func, gv.name)
-        self.functions.append((gv, func, self._bounds))
+        self._size_cache = {}
         self.var_tokens = {}
         sid = self._new_scope(-1, None)
+        self.functions.append((gv, func, self._bounds, sid))
         self._visit_seq(func.body, sid)
 
     def _new_scope(self, parent, anchor):
         self.scope_parent.append(parent)
         self.scope_anchor.append(anchor)
+        self.scope_blocks.append([])
         return len(self.scope_parent) - 1
 
     # ------------------------------------------------------------------ tokens
@@ -302,7 +319,7 @@ class _StorageAllocatorInit:
         if s is None:
             return
         if type(s) is int:
-            self.discarded[s] = 1
+            self.discarded.add(s)
             return
         for f in s:
             self._discard(f)
@@ -360,36 +377,129 @@ class _StorageAllocatorInit:
         bid = len(self.block_scope)
         self.block_scope.append(sid)
         self.block_is_dataflow.append(isinstance(block, DataflowBlock))
+        self.scope_blocks[sid].append(bid)
         var_tokens = self.var_tokens
         tokens_of = self._tokens_of
+        prim_names = self.prim_names
+        t_block, discarded = self.t_block, self.discarded
+        ev = self.ev
+        tokens = self.tokens
+        size_cache = self._size_cache
+        func_idx = self._func_idx
+        step = self.step
+        i = -1
         for b in block.bindings:
-            self.step += 1
+            i += 1
+            step += 1
             value = b.value
             vt = type(value)
             if vt is Call:
-                if type(b) is MatchCast:
-                    s = self._visit_call(value, None, bid)
-                else:
-                    s = self._visit_call(value, b, bid)
+                op = value.op
+                if op is BUILTIN_ALLOC_TENSOR:
+                    if type(b) is MatchCast:
+                        self.step = step
+                        s = self._visit_call(value, None, bid)
+                        if s is not None:
+                            var_tokens[b.var] = s
+                        continue
+                    # Fast path of _create_token: a tensor type seen before, usual arguments.
+                    var = b.var
+                    hit = size_cache.get(var.ty)
+                    args = value.args
+                    if hit is not None and len(args) == 4:
+                        a1, a2, a3 = args[1], args[2], args[3]
+                        if (type(a1) is DataTypeImm and a1.value == hit[2] and type(a2) is PrimValue
+                                and type(a2.value) is IntImm and type(a3) is StringImm):
+                            t = len(t_block)
+                            tokens.append((hit[0], hit[1], hit[2], a3.value, a2.value.value, b, func_idx, step, i))
+                            t_block.append(bid)
+                            ev.append(step * _EV_SCALE + t * 2)
+                            var_tokens[var] = t
+                            continue
+                    self.step = step
+                    s = self._create_token(b, bid, i)
+                    var_tokens[var] = s
+                    continue
+                top = type(op)
+                if ((top is GlobalVar and op.name in prim_names) or (
+                        top is ExternFunc and op.global_symbol != RESHAPE_PACKED)) and type(b) is not MatchCast:
+                    # Fast path of a counting call (see _visit_call for the general case).
+                    for a in value.args:
+                        ta = type(a)
+                        if ta is Var or ta is DataflowVar:
+                            s = var_tokens.get(a)
+                        else:
+                            self.step = step
+                            s = tokens_of(a)
+                        if s is None:
+                            continue
+                        if type(s) is int:
+                            if s in discarded:
+                                continue
+                            if t_block[s] != bid:
+                                discarded.add(s)
+                                continue
+                            ev.append(step * _EV_SCALE + s * 2 + 1)
+                        else:
+                            self.step = step
+                            self._use_leaves(self._leaves(s, []), bid, value, True)
+                    continue
+                self.step = step
+                s = self._visit_call(value, None if type(b) is MatchCast else b, bid, i)
             elif vt is Var or vt is DataflowVar:
                 s = var_tokens.get(value)
             elif vt is If:
-                self._visit_if(value, b, bid)
+                self.step = step
+                self._visit_if(value, b, bid, i)
+                step = self.step
                 s = None
             else:
+                self.step = step
                 s = tokens_of(value)
             if s is not None:
                 var_tokens[b.var] = s
+        self.step = step
 
-    def _visit_if(self, e: If, binding, bid):
+    def _visit_if(self, e: If, binding, bid, index=-1):
         self._discard(self._tokens_of(e.cond))
-        parent = self.block_scope[bid] if bid is not None else len(self.scope_parent) - 1
-        anchor = (bid, binding) if binding is not None else None
+        if binding is None:
+            raise PassError(
+                f"function {self._func_name!r}: an If must be bound directly to a variable (A-normal form); "
+                "got it nested in an expression"
+            )
+        parent = self.block_scope[bid]
+        anchor = (bid, binding, index)
+        sids = []
         for branch in (e.true_branch, e.false_branch):
             sid = self._new_scope(parent, anchor)
+            sids.append(sid)
             self._visit_seq(branch, sid)
+        self.block_ifs.setdefault(bid, []).append((index, tuple(sids)))
 
-    def _visit_call(self, call: Call, binding, bid):
+    def _use_leaves(self, leaves, bid, call, record):
+        """Count the uses of one argument's leaf tokens (TVM ``GetTokensWithAllocSiteCheck``
+        then ``ref_counter += 1``); ``record``: also emit EV_DECREF events."""
+        t_block, discarded = self.t_block, self.discarded
+        dropped = None
+        for t in leaves:
+            if t in discarded:
+                if dropped is not None and t in dropped:
+                    # TVM looks the token up again after discarding it: internal check
+                    # failure (DIFFERENCES.md: duplicate-cross-block-leaf).
+                    self.tvm_check_failures.append(self._func_name)
+                continue
+            if t_block[t] != bid:
+                discarded.add(t)
+                if dropped is None:
+                    dropped = set()
+                dropped.add(t)
+                continue
+            if record:
+                self.ev.append(self.step * _EV_SCALE + t * 2 + 1)
+            else:
+                self.extra_refs[t] = self.extra_refs.get(t, 0) + 1
+
+    def _visit_call(self, call: Call, binding, bid, index=-1):
         """Handle one call; ``binding`` is its VarBinding when the call is a binding's value
         (only then does TVM's allocator decrement its uses)."""
         op = call.op
@@ -399,7 +509,7 @@ class _StorageAllocatorInit:
                     f"function {self._func_name!r}: R.builtin.alloc_tensor must be bound directly to a "
                     f"variable (A-normal form); got it nested in an expression"
                 )
-            return self._create_token(binding, bid)
+            return self._create_token(binding, bid, index)
         if op in INPLACE_MEMORY_OPS or (type(op) is ExternFunc and op.global_symbol == RESHAPE_PACKED):
             args = call.args
             return self._tokens_of(args[0]) if args else None
@@ -407,37 +517,25 @@ class _StorageAllocatorInit:
         if (top is GlobalVar and op.name in self.prim_names) or top is ExternFunc or op is CALL_TIR_DYN:
             if bid is None:
                 bid = len(self.block_scope) - 1
-            t_block, discarded, refs = self.t_block, self.discarded, self.t_refs
             for a in call.args:
                 s = self._tokens_of(a)
-                if s is None:
-                    continue
-                leaves = (s,) if type(s) is int else self._leaves(s, [])
-                dropped = None
-                for t in leaves:
-                    if discarded[t]:
-                        if dropped is not None and t in dropped:
-                            # TVM looks the token up again after discarding it: internal
-                            # check failure (DIFFERENCES.md: duplicate-cross-block-leaf).
-                            self.tvm_check_failures.append(self._func_name)
-                        continue
-                    if t_block[t] != bid:
-                        discarded[t] = 1
-                        if dropped is None:
-                            dropped = set()
-                        dropped.add(t)
-                        continue
-                    refs[t] += 1
-                    if binding is not None:
-                        self.ev_kind.append(_EV_DECREF)
-                        self.ev_tok.append(t)
-                        self.ev_step.append(self.step)
+                if s is not None:
+                    self._use_leaves((s,) if type(s) is int else self._leaves(s, []), bid, call, binding is not None)
             return None
         for a in call.args:
             self._discard(self._tokens_of(a))
         return None
 
-    def _create_token(self, binding, bid) -> int:
+    def _create_token(self, binding, bid, index) -> int:
+        ty = binding.var.ty
+        args = binding.value.args
+        # Fast path: a tensor type seen before in this function and well-formed arguments.
+        hit = self._size_cache.get(ty)
+        if hit is not None and len(args) == 4:
+            a1, a2, a3 = args[1], args[2], args[3]
+            if (type(a1) is DataTypeImm and a1.value == hit[2] and type(a2) is PrimValue
+                    and type(a2.value) is IntImm and type(a3) is StringImm):
+                return self._new_token(hit[0], hit[1], hit[2], a3.value, a2.value.value, binding, bid, index)
         shape, dtype, device, scope = alloc_tensor_info(binding, self._func_name)
         try:
             ub = upper_bound_shape(shape, self._bounds)
@@ -448,71 +546,88 @@ class _StorageAllocatorInit:
                 f"unbounded vars non-negative (tir_non_negative_var) or bound them (tir_var_upper_bound)"
             ) from None
         nbytes, const = tensor_bytes(ub, dtype)
-        t = len(self.t_const)
-        self.t_const.append(const)
-        self.t_bytes.append(nbytes)
-        self.t_dtype.append(dtype)
-        self.t_scope.append(scope)
-        self.t_device.append(device)
-        self.t_binding.append(binding)
+        self._size_cache[ty] = (const, nbytes, dtype)
+        return self._new_token(const, nbytes, dtype, scope, device, binding, bid, index)
+
+    def _new_token(self, const, nbytes, dtype, scope, device, binding, bid, index) -> int:
+        t = len(self.t_block)
+        self.tokens.append((const, nbytes, dtype, scope, device, binding, self._func_idx, self.step, index))
         self.t_block.append(bid)
-        self.t_func.append(self._func_idx)
-        self.t_step.append(self.step)
-        self.t_refs.append(0)
-        self.discarded.append(0)
-        self.ev_kind.append(_EV_REQUEST)
-        self.ev_tok.append(t)
-        self.ev_step.append(self.step)
+        self.ev.append(self.step * _EV_SCALE + t * 2)
         return t
 
     # ------------------------------------------------------------------ result
     def _result(self) -> StorageTokens:
-        n_all = len(self.t_const)
-        keep = np.frombuffer(bytes(self.discarded), dtype=np.uint8) == 0 if n_all else np.zeros(0, dtype=bool)
+        n_all = len(self.t_block)
+        keep = np.ones(n_all, dtype=bool)
+        if self.discarded:
+            keep[np.fromiter(self.discarded, dtype=np.int64, count=len(self.discarded))] = False
         new_id = np.full(n_all, -1, dtype=np.int64)
         kept = np.flatnonzero(keep)
         new_id[kept] = np.arange(kept.shape[0], dtype=np.int64)
-        ev_tok_all = np.asarray(self.ev_tok, dtype=np.int64)
-        ev_kind_all = np.asarray(self.ev_kind, dtype=np.int8)
-        ev_step_all = np.asarray(self.ev_step, dtype=np.int64)
+        ev_all = np.asarray(self.ev, dtype=np.int64)
+        ev_step_all = ev_all // _EV_SCALE
+        rest = ev_all - ev_step_all * _EV_SCALE
+        is_dec = (rest & 1).astype(bool)
+        ev_tok_all = rest >> 1
         ev_keep = keep[ev_tok_all] if ev_tok_all.shape[0] else np.zeros(0, dtype=bool)
         ev_tok = new_id[ev_tok_all[ev_keep]]
-        ev_kind = ev_kind_all[ev_keep]
+        ev_kind = is_dec[ev_keep].astype(np.int8)
         ev_step = ev_step_all[ev_keep]
 
         kept_list = kept.tolist()
-        tok_start = np.asarray(self.t_step, dtype=np.int64)[kept] if n_all else np.zeros(0, dtype=np.int64)
-        tok_end = tok_start.copy()
+        tokens = self.tokens
+        if n_all and kept.shape[0] == n_all:
+            rows = tokens
+        else:
+            rows = [tokens[i] for i in kept_list]
+        if rows:
+            const, nbytes, dtype, scope, device, binding, func, step, index = (list(c) for c in zip(*rows))
+        else:
+            const, nbytes, dtype, scope, device, binding, func, step, index = ([] for _ in range(9))
+        tok_start = np.asarray(step, dtype=np.int64)
+        n_tok = tok_start.shape[0]
         dec = ev_kind == _EV_DECREF
-        if np.any(dec):
-            np.maximum.at(tok_end, ev_tok[dec], ev_step[dec])
-        tok_refs = np.asarray(self.t_refs, dtype=np.int64)[kept] if n_all else np.zeros(0, dtype=np.int64)
-
-        def pick(lst):
-            return [lst[i] for i in kept_list]
-
-        bindings = pick(self.t_binding)
+        dec_tok = ev_tok[dec]
+        # uses per token (TVM's Init count): one EV_DECREF per use by a bound call, plus uses
+        # by nested calls (counted, never released: TVM would fail its block-end check)
+        tok_refs = np.bincount(dec_tok, minlength=n_tok).astype(np.int64)
+        for t, k in self.extra_refs.items():
+            if keep[t]:
+                tok_refs[new_id[t]] += k
+        # last use: events are in step order, so the last EV_DECREF of each token
+        tok_end = tok_start.copy()
+        if dec_tok.shape[0]:
+            rev_tok = dec_tok[::-1]
+            last_tok, first_rev = np.unique(rev_tok, return_index=True)
+            tok_end[last_tok] = ev_step[dec][::-1][first_rev]
+        t_block = self.t_block
         return StorageTokens(
-            tok_const=np.asarray(self.t_const, dtype=np.int64)[kept] if n_all else np.zeros(0, dtype=np.int64),
+            tok_const=np.asarray(const, dtype=np.int64),
             tok_refs=tok_refs,
             tok_start=tok_start,
             tok_end=tok_end,
-            tok_func=np.asarray(self.t_func, dtype=np.int64)[kept] if n_all else np.zeros(0, dtype=np.int64),
+            tok_func=np.asarray(func, dtype=np.int64),
             ev_kind=np.ascontiguousarray(ev_kind),
             ev_tok=np.ascontiguousarray(ev_tok),
-            tok_bytes=pick(self.t_bytes),
-            tok_dtype=pick(self.t_dtype),
-            tok_scope=pick(self.t_scope),
-            tok_device=pick(self.t_device),
-            tok_binding=bindings,
-            tok_block=pick(self.t_block),
+            tok_bytes=nbytes,
+            tok_dtype=dtype,
+            tok_scope=scope,
+            tok_device=device,
+            tok_binding=binding,
+            tok_block=[t_block[i] for i in kept_list],
+            tok_index=index,
             functions=self.functions,
             block_scope=self.block_scope,
             block_is_dataflow=self.block_is_dataflow,
+            block_ifs=self.block_ifs,
             scope_parent=self.scope_parent,
             scope_anchor=self.scope_anchor,
-            alloc_to_token={b: i for i, b in enumerate(bindings)},
+            scope_blocks=self.scope_blocks,
+            alloc_to_token=dict(zip(binding, range(len(binding)))),
             tvm_check_failures=self.tvm_check_failures,
+            unplanned_allocs=[(tokens[i][5], t_block[i], tokens[i][8], tokens[i][6])
+                              for i in np.flatnonzero(~keep).tolist()],
         )
 
 

@@ -458,5 +458,6 @@ def chain_module(n_ops: int, width: int = 1024, dtype: str = "float32") -> IRMod
         bindings.append(VarBinding(y, a))
         prev2, prev = prev, y
     gv = GlobalVar("main")
-    funcs[gv] = Function([x], SeqExpr([BindingBlock(bindings)], prev), prev.ty, {"relax.force_pure": True})
+    funcs[gv] = Function([x], SeqExpr([BindingBlock(bindings)], prev), prev.ty,
+                         {"global_symbol": "main", "relax.force_pure": True})
     return IRModule(funcs)

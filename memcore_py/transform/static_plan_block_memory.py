@@ -148,6 +148,18 @@ DIFF_DOMINATING_STORAGE = "dominating-storage"
 DIFF_DUPLICATE_CROSS_BLOCK_LEAF = "duplicate-cross-block-leaf"
 MODES = ("tvm", "arena")
 
+_object_new = object.__new__
+_set = object.__setattr__
+# slot setters of the nodes built on the hot path (one Call and one VarBinding per planned
+# allocation), bypassing constructors that would re-validate what is built here
+_call_op = Call.op.__set__
+_call_args = Call.args.__set__
+_call_attrs = Call.attrs.__set__
+_call_ty_args = Call.ty_args.__set__
+_expr_ty = Call.ty.__set__
+_binding_var = VarBinding.var.__set__
+_binding_value = VarBinding.value.__set__
+_NO_ATTRS: dict = {}
 _ALLOC_STORAGE = get_op("relax.memory.alloc_storage")
 _MEM_ALLOC_TENSOR = get_op("relax.memory.alloc_tensor")
 _OBJECT = ObjectType()
@@ -168,7 +180,7 @@ class _Storage:
     tokens: list
     """Token ids placed in it, in program order (the first one decides where it is emitted)."""
     site: tuple = None
-    """``(block id, binding, is_dataflow_var, is_tvm_site)``: emit before ``binding``."""
+    """``(block id, position, is_dataflow_var, is_tvm_site)``: emit before that binding."""
 
 
 @dataclass(eq=False)
@@ -186,6 +198,10 @@ class _Plan:
     """Bytes of the constant-size storages of the chosen plan."""
     lower_bound: int = 0
     """Sum over (function, scope, device) pools of the max-live bytes of constant-size tokens."""
+
+    def __post_init__(self):
+        self.tok_storage_list = self.tok_storage.tolist()
+        self.tok_offset_list = self.tok_offset.tolist()
 
 
 class _StorageAllocator:
@@ -218,20 +234,24 @@ class _StorageAllocator:
         (maximum requested) for constant sizes, the first token's expression otherwise."""
         st = self.tokens
         plan, _ = self.plan_tokens()
-        storage_of = plan.storage_of
+        storage_of = np.asarray(plan.storage_of, dtype=np.int64)
         n_storage = plan.n_storage
-        storages: list = [None] * n_storage
+        # tokens of each storage, in token (= program) order
+        order = np.argsort(storage_of, kind="stable")
+        bounds = np.searchsorted(storage_of[order], np.arange(n_storage + 1))
+        order_list = order.tolist()
+        bounds_list = bounds.tolist()
         sizes = plan.storage_bytes.tolist()
-        for t, s in enumerate(storage_of.tolist()):
-            entry = storages[s]
-            if entry is None:
-                nbytes = IntImm(sizes[s]) if st.tok_const[t] >= 0 else st.tok_bytes[t]
-                storages[s] = _Storage(nbytes, st.tok_dtype[t], st.tok_scope[t], [t])
-            else:
-                entry.tokens.append(t)
-        return storages, np.asarray(storage_of, dtype=np.int64)
+        const = st.tok_const
+        storages = []
+        for k in range(n_storage):
+            toks = order_list[bounds_list[k]:bounds_list[k + 1]]
+            t = toks[0]
+            nbytes = IntImm(sizes[k]) if const[t] >= 0 else st.tok_bytes[t]
+            storages.append(_Storage(nbytes, st.tok_dtype[t], st.tok_scope[t], toks))
+        return storages, storage_of
 
-    def arena_storages(self, alignment: int):
+    def arena_storages(self, alignment: int, time_limit=None):
         """Pack each (function, scope, device) pool into one arena where that is no larger
         than the TVM-mode storages of the same tensors. Returns a :class:`_Plan` (sites unset)."""
         import memcore
@@ -257,7 +277,7 @@ class _StorageAllocator:
             tvm_bytes = sum(storages[s].nbytes.value for s in used)
             if len(toks) < 2:
                 continue
-            packed = memcore.plan_offsets(start, end, size, alignment=alignment)
+            packed = memcore.plan_offsets(start, end, size, alignment=alignment, time_limit=time_limit)
             if packed.arena_bytes > tvm_bytes:
                 continue
             dtypes = {st.tok_dtype[t] for t in toks}
@@ -299,7 +319,8 @@ def _scope_chain(st: StorageTokens, sid: int) -> list:
 
 
 def _emission_site(st: StorageTokens, toks: list):
-    """``(block id, binding, dataflow_var, is_tvm_site)`` for a storage used by ``toks``.
+    """``(block id, position, dataflow_var, is_tvm_site)`` for a storage used by ``toks``
+    (token ids in program order): emit the storage right before binding ``position``.
 
     TVM emits a storage right before its first allocation, in that allocation's block, as a
     DataflowVar in a dataflow block. That is kept whenever it dominates every use. Otherwise
@@ -308,12 +329,12 @@ def _emission_site(st: StorageTokens, toks: list):
     block.
     """
     tok_block = st.tok_block
-    first = min(toks, key=lambda t: st.tok_start[t])
+    first = toks[0]
     b0 = tok_block[first]
-    binding0 = st.tok_binding[first]
+    i0 = st.tok_index[first]
     df0 = st.block_is_dataflow[b0]
     if all(tok_block[t] == b0 for t in toks):
-        return (b0, binding0, df0, True)
+        return (b0, i0, df0, True)
     chains = [_scope_chain(st, st.block_scope[tok_block[t]]) for t in toks]
     depth = min(len(c) for c in chains)
     lca = 0
@@ -327,13 +348,13 @@ def _emission_site(st: StorageTokens, toks: list):
     s0 = st.block_scope[b0]
     if s0 == lca_scope:
         # Same scope: TVM's position dominates unless a dataflow block is left.
-        return (b0, binding0, False, not df0)
+        return (b0, i0, False, not df0)
     # Walk up from the first use to the child scope of the common scope.
     sid = s0
     while st.scope_parent[sid] != lca_scope:
         sid = st.scope_parent[sid]
-    anchor_block, anchor_binding = st.scope_anchor[sid]
-    return (anchor_block, anchor_binding, False, False)
+    anchor_block, _anchor_binding, anchor_index = st.scope_anchor[sid]
+    return (anchor_block, anchor_index, False, False)
 
 
 # --------------------------------------------------------------------------------------
@@ -359,35 +380,82 @@ def _same_shape(values, shape) -> bool:
     return True
 
 
+def _new_call(op, args, ty):
+    """``Call(op, args, ty=ty)`` without re-validating arguments built here (hot path: one per
+    planned allocation)."""
+    c = _object_new(Call)
+    _set(c, "op", op)
+    _set(c, "args", args)
+    _set(c, "attrs", _NO_ATTRS)
+    _set(c, "ty_args", ())
+    _set(c, "ty", ty)
+    return c
+
+
+def _new_binding(var, value):
+    """``VarBinding(var, value)`` for a var and value known to be valid (hot path)."""
+    b = _object_new(VarBinding)
+    _set(b, "var", var)
+    _set(b, "value", value)
+    return b
+
+
 class _StorageAllocationRewriter:
     """Port of TVM ``StorageAllocationRewriter`` (src/relax/transform/
-    static_plan_block_memory.cc). Rebuilds only the blocks that change instead of
-    re-emitting every binding; emission positions come precomputed from the plan (see
-    :func:`_emission_site`, where the port differs from TVM for unsound placements)."""
+    static_plan_block_memory.cc).
+
+    TVM re-emits every binding through an ``ExprMutator``; this port knows from the analysis
+    where each change goes (block id and position of every planned allocation, emission site
+    of every storage, position of every ``If`` on the way) and rebuilds only those blocks,
+    copying the unchanged runs of bindings as slices. Emission positions come precomputed
+    from the plan (see :func:`_emission_site`, where the port differs from TVM for unsound
+    placements).
+    """
 
     def __init__(self, mod: IRModule, st: StorageTokens, plan: _Plan):
         self.mod = mod
         self.st = st
         self.plan = plan
         self.names = NameTable()
+        # block id -> {position: [storage ids to emit before it]}
         self.emit_before: dict = {}
         for k, s in enumerate(plan.storages):
-            self.emit_before.setdefault(s.site[1], []).append(k)
+            self.emit_before.setdefault(s.site[0], {}).setdefault(s.site[1], []).append(k)
+        # block id -> {position: token}
+        self.allocs: dict = {}
+        for t, (bid, i) in enumerate(zip(st.tok_block, st.tok_index)):
+            self.allocs.setdefault(bid, {})[i] = t
+        # Case 2 candidates: unplanned allocations in functions with the attribute
+        self.dynamic: dict = {}
+        plan_dyn = {f for f, (_gv, func, _b, _sid) in enumerate(st.functions)
+                    if _truthy(func.attrs.get(ATTR_PLAN_DYNAMIC_FUNC_OUTPUT))}
+        if plan_dyn:
+            for binding, bid, i, f in st.unplanned_allocs:
+                if f in plan_dyn:
+                    self.dynamic.setdefault(bid, {})[i] = binding
+        # scopes that contain a change (and so every scope around them)
+        dirty = set()
+        for bid in list(self.emit_before) + list(self.allocs) + list(self.dynamic):
+            sid = st.block_scope[bid]
+            while sid >= 0 and sid not in dirty:
+                dirty.add(sid)
+                sid = st.scope_parent[sid]
+        self.dirty = dirty
         self.storage_var: list = [None] * len(plan.storages)
         self._dtype_imm: dict = {}
         self._scope_imm: dict = {}
         self._offset_imm: dict = {0: _ZERO}
+        self._shape_imm: dict = {}
+        self._args_cache: dict = {}
         self._func_name = ""
         self._bounds = None
-        self._plan_dynamic = False
 
     def rewrite(self) -> IRModule:
         updates = {}
-        for gv, func, bounds in self.st.functions:
+        for gv, func, bounds, sid in self.st.functions:
             self._func_name = gv.name
             self._bounds = bounds
-            self._plan_dynamic = _truthy(func.attrs.get(ATTR_PLAN_DYNAMIC_FUNC_OUTPUT))
-            body = self._seq(func.body)
+            body = self._seq(func.body, sid)
             attrs = func.attrs
             if ATTR_PLAN_DYNAMIC_FUNC_OUTPUT in attrs:
                 attrs = {k: v for k, v in attrs.items() if k != ATTR_PLAN_DYNAMIC_FUNC_OUTPUT}
@@ -414,69 +482,117 @@ class _StorageAllocationRewriter:
             imm = self._offset_imm[offset] = PrimValue(IntImm(offset))
         return imm
 
-    def _storage_binding(self, nbytes, dev, scope_imm, dtype, dataflow):
-        var = (DataflowVar if dataflow else Var)(self.names.fresh("storage"), _OBJECT)
-        call = Call(_ALLOC_STORAGE, (ShapeExpr((nbytes,)), dev, scope_imm, self._dtype(dtype)), ty=_OBJECT)
-        return VarBinding(var, call)
-
     def _shape_expr(self, call, ty):
+        """TVM uses the tensor type's shape; the allocation's own shape argument is the same
+        expression in well-typed input and is reused then."""
         arg0 = call.args[0]
         if type(arg0) is ShapeExpr and _same_shape(arg0.values, ty.shape):
             return arg0
-        return ShapeExpr(ty.shape)
+        imm = self._shape_imm.get(ty)
+        if imm is None:
+            imm = self._shape_imm[ty] = ShapeExpr(ty.shape)
+        return imm
+
+    def _storage_binding(self, nbytes, dev, scope_imm, dtype, dataflow):
+        var = (DataflowVar if dataflow else Var)(self.names.fresh("storage"), _OBJECT)
+        call = _new_call(_ALLOC_STORAGE, (ShapeExpr((nbytes,)), dev, scope_imm, self._dtype(dtype)), _OBJECT)
+        return _new_binding(var, call)
 
     # ------------------------------------------------------------------ walk
-    def _seq(self, seq: SeqExpr) -> SeqExpr:
+    def _seq(self, seq: SeqExpr, sid: int) -> SeqExpr:
+        if sid not in self.dirty:
+            return seq
         blocks = []
         changed = False
-        for block in seq.blocks:
-            new = self._block(block)
+        for block, bid in zip(seq.blocks, self.st.scope_blocks[sid]):
+            new = self._block(block, bid)
             changed = changed or new is not block
             blocks.append(new)
         if not changed:
             return seq
         return SeqExpr(blocks, seq.body, seq.ty)
 
-    def _block(self, block: BindingBlock) -> BindingBlock:
-        emit_before = self.emit_before
-        alloc_to_token = self.st.alloc_to_token
-        plan_dynamic = self._plan_dynamic
-        out = None
-        bindings = block.bindings
-        is_df = type(block) is DataflowBlock
-        for i, b in enumerate(bindings):
-            pre = emit_before.get(b)
-            if pre is not None:
-                if out is None:
-                    out = list(bindings[:i])
-                out.extend(self._emit_storages(pre))
-            t = alloc_to_token.get(b)
-            if t is not None:
-                new = self._planned(b, t)
-            else:
-                new = b
-                value = b.value
-                vt = type(value)
-                if vt is If:
-                    new_if = self._if(value)
-                    if new_if is not value:
-                        new = MatchCast(b.var, new_if, b.ty) if type(b) is MatchCast else VarBinding(b.var, new_if)
-                elif plan_dynamic and vt is Call and value.op is BUILTIN_ALLOC_TENSOR and type(b) is VarBinding:
-                    extra = self._dynamic_output(b, is_df)
-                    if extra is not None:
-                        if out is None:
-                            out = list(bindings[:i])
-                        out.append(extra[0])
-                        new = extra[1]
-            if new is b:
-                if out is not None:
-                    out.append(b)
-                continue
-            if out is None:
-                out = list(bindings[:i])
-            out.append(new)
-        if out is None:
+    def _block(self, block: BindingBlock, bid: int) -> BindingBlock:
+        emit = self.emit_before.get(bid)
+        allocs = self.allocs.get(bid)
+        dynamic = self.dynamic.get(bid)
+        ifs = self.st.block_ifs.get(bid)
+        dirty_ifs = None
+        if ifs:
+            dirty = self.dirty
+            dirty_ifs = {i: sids for i, sids in ifs if sids[0] in dirty or sids[1] in dirty}
+        if not (emit or allocs or dynamic or dirty_ifs):
             return block
+        positions = set()
+        for d in (emit, allocs, dynamic, dirty_ifs):
+            if d:
+                positions.update(d)
+        is_df = type(block) is DataflowBlock
+        bindings = block.bindings
+        out = []
+        last = 0
+        allocs = allocs or {}
+        special = set()
+        for d in (emit, dynamic, dirty_ifs):
+            if d:
+                special.update(d)
+        emit = emit or {}
+        dynamic = dynamic or {}
+        dirty_ifs = dirty_ifs or {}
+        tok_storage = self.plan.tok_storage_list
+        tok_offset = self.plan.tok_offset_list
+        args_cache = self._args_cache
+        append = out.append
+        new = _object_new
+        mem_alloc_tensor = _MEM_ALLOC_TENSOR
+        for i in sorted(positions):
+            if i > last:
+                out.extend(bindings[last:i])
+            last = i + 1
+            b = bindings[i]
+            if special and i in special:
+                pre = emit.get(i)
+                if pre is not None:
+                    out.extend(self._emit_storages(pre))
+                if i in dynamic:
+                    storage_binding, nb = self._dynamic_output(b, is_df)
+                    if storage_binding is not None:
+                        append(storage_binding)
+                    append(nb)
+                    continue
+                sids = dirty_ifs.get(i)
+                if sids is not None:
+                    value = b.value
+                    t_b, f_b = self._seq(value.true_branch, sids[0]), self._seq(value.false_branch, sids[1])
+                    if t_b is not value.true_branch or f_b is not value.false_branch:
+                        new_if = If(value.cond, t_b, f_b, value.ty)
+                        b = MatchCast(b.var, new_if, b.ty) if type(b) is MatchCast else VarBinding(b.var, new_if)
+                    append(b)
+                    continue
+            t = allocs.get(i)
+            if t is None:
+                append(b)
+                continue
+            # planned allocation: R.memory.alloc_tensor(storage, offset, shape, dtype, dev)
+            var = b.var
+            call = b.value
+            ty = var.ty
+            dev = call.args[2]
+            key = (tok_storage[t], tok_offset[t], ty, dev)
+            new_args = args_cache.get(key)
+            if new_args is None:
+                new_args = args_cache[key] = self._alloc_tensor_args(key, call)
+            c = new(Call)
+            _call_op(c, mem_alloc_tensor)
+            _call_args(c, new_args)
+            _call_attrs(c, _NO_ATTRS)
+            _call_ty_args(c, ())
+            _expr_ty(c, ty)
+            nb = new(VarBinding)
+            _binding_var(nb, var)
+            _binding_value(nb, c)
+            append(nb)
+        out.extend(bindings[last:])
         return DataflowBlock(out) if is_df else BindingBlock(out)
 
     def _emit_storages(self, storage_ids):
@@ -485,41 +601,27 @@ class _StorageAllocationRewriter:
         st = self.st
         for k in storage_ids:
             s = plan.storages[k]
-            first = s.tokens[0]
-            dev = st.tok_binding[first].value.args[2]
+            dev = st.tok_binding[s.tokens[0]].value.args[2]
             sb = self._storage_binding(s.nbytes, dev, self._scope(s.scope), s.dtype, s.site[2])
             self.storage_var[k] = sb.var
             out.append(sb)
         return out
 
-    def _if(self, e: If) -> If:
-        t, f = self._seq(e.true_branch), self._seq(e.false_branch)
-        if t is e.true_branch and f is e.false_branch:
-            return e
-        return If(e.cond, t, f, e.ty)
-
-    def _planned(self, b, t):
-        plan = self.plan
-        k = plan.tok_storage[t]
+    def _alloc_tensor_args(self, key, call):
+        """Arguments of the ``R.memory.alloc_tensor`` replacing ``call`` (shared between
+        allocations with the same storage, offset, type and device)."""
+        k, offset, ty, dev = key
         storage = self.storage_var[k]
         if storage is None:  # pragma: no cover - internal invariant
             raise AssertionError(f"internal error: storage {k} used before its emission site")
-        call = b.value
-        ty = b.var.ty
-        new_call = Call(
-            _MEM_ALLOC_TENSOR,
-            (storage, self._offset(int(plan.tok_offset[t])), self._shape_expr(call, ty), self._dtype(ty.dtype),
-             call.args[2]),
-            ty=ty,
-        )
-        return VarBinding(b.var, new_call)
+        return (storage, self._offset(offset) if offset else _ZERO, self._shape_expr(call, ty), self._dtype(ty.dtype), dev)
 
     def _dynamic_output(self, b, in_dataflow):
         """Case 2: an unplanned allocation with a symbolic shape gets its own storage of the
-        upper-bounded size. Returns ``(storage binding, new binding)`` or None."""
+        upper-bounded size. Returns ``(storage binding or None, new binding)``."""
         shape, dtype, _dev, _scope = alloc_tensor_info(b, self._func_name)
         if all(type(d) is IntImm for d in shape):
-            return None
+            return None, b
         try:
             ub = upper_bound_shape(shape, self._bounds)
         except UnsupportedBound:
@@ -533,12 +635,9 @@ class _StorageAllocationRewriter:
         scope_imm = args[3] if len(args) > 3 else self._scope("global")
         sb = self._storage_binding(nbytes, args[2], scope_imm, dtype, in_dataflow)
         ty = b.var.ty
-        new_call = Call(
-            _MEM_ALLOC_TENSOR,
-            (sb.var, _ZERO, self._shape_expr(call, ty), self._dtype(dtype), args[2]),
-            ty=ty,
-        )
-        return sb, VarBinding(b.var, new_call)
+        new_call = _new_call(_MEM_ALLOC_TENSOR, (sb.var, _ZERO, self._shape_expr(call, ty), self._dtype(dtype), args[2]),
+                             ty)
+        return sb, _new_binding(b.var, new_call)
 
 
 def _truthy(v) -> bool:
@@ -557,28 +656,32 @@ def _truthy(v) -> bool:
 # --------------------------------------------------------------------------------------
 # Entry points
 # --------------------------------------------------------------------------------------
-def _make_plan(st: StorageTokens, mode: str, alignment: int, key_device: bool = True) -> _Plan:
+def _make_plan(st: StorageTokens, mode: str, alignment: int, key_device: bool = True, time_limit=None) -> _Plan:
     allocator = _StorageAllocator(st, key_device=key_device)
     if mode == "tvm":
         storages, tok_storage = allocator.tvm_storages()
         total = sum(s.nbytes.value for s in storages if type(s.nbytes) is IntImm)
         plan = _Plan(storages, tok_storage, np.zeros(st.n_tok, dtype=np.int64), tvm_bytes=total, arena_bytes=total)
     else:
-        plan = allocator.arena_storages(alignment)
+        plan = allocator.arena_storages(alignment, time_limit)
     for s in plan.storages:
-        s.tokens.sort(key=lambda t: st.tok_start[t])
+        s.tokens.sort()  # token ids are in program order
         s.site = _emission_site(st, s.tokens)
     return plan
 
 
-def _check_options(mode, alignment):
+def _check_options(mode, alignment, time_limit=None):
     if mode not in MODES:
         raise PassError(f"StaticPlanBlockMemory mode must be one of {MODES}; got {mode!r}")
     if isinstance(alignment, bool) or not isinstance(alignment, int) or alignment < 1:
         raise PassError(f"StaticPlanBlockMemory alignment must be an int >= 1; got {alignment!r}")
+    if time_limit is not None and (isinstance(time_limit, bool) or not isinstance(time_limit, (int, float))
+                                   or not time_limit > 0):
+        raise PassError(f"StaticPlanBlockMemory time_limit must be None or a positive number of seconds; "
+                        f"got {time_limit!r}")
 
 
-def static_plan_block_memory(mod: IRModule, mode: str = "tvm", *, alignment: int = 64,
+def static_plan_block_memory(mod: IRModule, mode: str = "tvm", *, alignment: int = 64, time_limit=None,
                              ctx: PassContext | None = None) -> IRModule:
     """Plan the storage of every Relax function of ``mod`` (see the module docstring).
 
@@ -591,6 +694,9 @@ def static_plan_block_memory(mod: IRModule, mode: str = "tvm", *, alignment: int
         ``"arena"``: one storage with offsets per (function, scope, device) pool.
     alignment : int, default 64
         Arena mode: byte alignment of tensor offsets.
+    time_limit : float, optional
+        Arena mode: seconds of :func:`memcore.plan_offsets`'s anytime search per pool (None:
+        the best of its heuristics only).
     ctx : PassContext, optional
         Receives a trace note per function when tracing.
 
@@ -604,21 +710,21 @@ def static_plan_block_memory(mod: IRModule, mode: str = "tvm", *, alignment: int
     PassError
         Bad options, a malformed ``R.builtin.alloc_tensor``, a bad ``tir_var_*`` attribute.
     """
-    _check_options(mode, alignment)
+    _check_options(mode, alignment, time_limit)
     st = analyze_storage_tokens(mod)
-    plan = _make_plan(st, mode, alignment)
+    plan = _make_plan(st, mode, alignment, time_limit=time_limit)
     if ctx is not None and ctx.tracing:
         _trace(ctx, st, plan, mode)
     return _StorageAllocationRewriter(mod, st, plan).rewrite()
 
 
-def plan_statistics(mod: IRModule, mode: str = "tvm", *, alignment: int = 64) -> dict:
+def plan_statistics(mod: IRModule, mode: str = "tvm", *, alignment: int = 64, time_limit=None) -> dict:
     """Numbers of the plan for ``mod`` without rewriting it: ``n_planned`` tensors,
     ``n_storage``, ``tvm_bytes`` / ``planned_bytes`` (constant-size storages of TVM mode / of
     ``mode``), ``lower_bound`` (sum of max-live bytes per (function, scope, device) pool)."""
-    _check_options(mode, alignment)
+    _check_options(mode, alignment, time_limit)
     st = analyze_storage_tokens(mod)
-    plan = _make_plan(st, mode, alignment)
+    plan = _make_plan(st, mode, alignment, time_limit=time_limit)
     if mode == "tvm":
         import memcore
 
@@ -697,7 +803,7 @@ def _trace(ctx, st, plan, mode):
         f = int(st.tok_func[s.tokens[0]])
         per_func.setdefault(f, [0, 0])[0] += 1
         per_func[f][1] += len(s.tokens)
-    for f, (gv, _func, _b) in enumerate(st.functions):
+    for f, (gv, _func, _b, _sid) in enumerate(st.functions):
         n_storage, n_tok = per_func.get(f, [0, 0])
         ctx.note(StaticPlanBlockMemory.name,
                  f"function {gv.name!r}: {n_tok} allocations planned into {n_storage} storages ({mode} mode)")
@@ -716,6 +822,8 @@ class StaticPlanBlockMemory(ModulePass):
     mode : {"tvm", "arena"}, default "tvm"
     alignment : int, default 64
         Arena mode: byte alignment of tensor offsets.
+    time_limit : float, optional
+        Arena mode: seconds of anytime offset search per pool (default: heuristics only).
 
     Notes
     -----
@@ -725,13 +833,15 @@ class StaticPlanBlockMemory(ModulePass):
 
     name = "static-plan-block-memory"
 
-    def __init__(self, mode: str = "tvm", alignment: int = 64):
-        _check_options(mode, alignment)
+    def __init__(self, mode: str = "tvm", alignment: int = 64, time_limit=None):
+        _check_options(mode, alignment, time_limit)
         self.mode = mode
         self.alignment = alignment
+        self.time_limit = time_limit
 
     def transform(self, mod: IRModule, ctx: PassContext) -> IRModule:
-        return static_plan_block_memory(mod, self.mode, alignment=self.alignment, ctx=ctx)
+        return static_plan_block_memory(mod, self.mode, alignment=self.alignment, time_limit=self.time_limit,
+                                        ctx=ctx)
 
     def __repr__(self):
         return f"StaticPlanBlockMemory(mode={self.mode!r})"

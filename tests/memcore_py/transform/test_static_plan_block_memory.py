@@ -7,8 +7,10 @@ by hand. The kernels ``k1``/``k2``/``k3`` are signature-only PrimFuncs; planning
 inside them. Arena mode, bad input and the pipeline with LowerAllocTensor/KillAfterLastUse
 follow.
 """
+import numpy as np
 import pytest
 
+import memcore
 import memcore_py
 from memcore_py.errors import PassError
 from memcore_py.ir import (
@@ -30,12 +32,15 @@ from memcore_py.ir import (
 )
 from memcore_py.ir.structural import assert_structural_equal
 from memcore_py.ir.well_formed import well_formed_report
-from memcore_py.testing.memory_programs import random_memory_module
+from memcore_py.planning.report import collect_planned_tensors, verify_planned
+from memcore_py.testing.memory_programs import chain_module, random_memory_module
 from memcore_py.transform import KillAfterLastUse, LowerAllocTensor, PassContext, Sequential, StaticPlanBlockMemory
 from memcore_py.transform.static_plan_block_memory import (
     DIFF_DEVICE_POOLS,
     DIFF_DOMINATING_STORAGE,
     differences_from_tvm,
+    plan_statistics,
+    static_plan_block_memory,
 )
 
 _HEADER = """
@@ -1549,6 +1554,7 @@ def test_input_module_not_mutated_and_identity_when_nothing_planned():
 """)
     text = mod.script()
     assert StaticPlanBlockMemory()(mod) is mod
+    assert StaticPlanBlockMemory("arena")(mod) is mod
     planned = random_memory_module(3)
     text = planned.script()
     StaticPlanBlockMemory()(planned)
@@ -1619,12 +1625,208 @@ def test_upper_bound_needing_select_is_a_pass_error():
         StaticPlanBlockMemory()(mod)
 
 
-@pytest.mark.parametrize("kwargs", [{"mode": "best"}, {"alignment": 0}, {"alignment": 2.5}])
+@pytest.mark.parametrize("kwargs", [{"mode": "best"}, {"alignment": 0}, {"alignment": 2.5}, {"time_limit": -1},
+                                    {"time_limit": "1s"}])
 def test_bad_options(kwargs):
-    with pytest.raises(PassError, match="mode must be one of|alignment must be an int"):
+    with pytest.raises(PassError, match="mode must be one of|alignment must be an int|time_limit must be"):
         StaticPlanBlockMemory(**kwargs)
 
 
 def test_not_a_module():
     with pytest.raises(PassError, match="expects an IRModule"):
         StaticPlanBlockMemory()("main")
+# ---------------------------------------------------------------------------------------------
+# Arena mode
+# ---------------------------------------------------------------------------------------------
+
+
+def _arena_checks(mod, alignment=64):
+    """Arena mode: well-formed, every pool's offsets verified independently, no more bytes than
+    TVM mode, lifetimes respected (planning.report re-derives them from the output IR)."""
+    tvm_out = StaticPlanBlockMemory()(mod)
+    arena_out = StaticPlanBlockMemory("arena", alignment=alignment)(mod)
+    assert well_formed_report(arena_out) == []
+    tvm_stats = plan_statistics(mod, "tvm")
+    arena_stats = plan_statistics(mod, "arena", alignment=alignment)
+    assert arena_stats["planned_bytes"] <= tvm_stats["planned_bytes"]
+    assert arena_stats["lower_bound"] <= arena_stats["planned_bytes"]
+    for gv, func in arena_out.functions.items():
+        if isinstance(func, Function):
+            planned = collect_planned_tensors(func, gv.name)
+            verify_planned(planned)
+            for s in planned.storages:
+                if s.is_static and s.n_tensors:
+                    end = np.minimum(s.end, planned.n_steps)
+                    memcore.verify_offsets(s.start, end, s.size, s.offset, s.nbytes)
+    return tvm_out, arena_out, tvm_stats, arena_stats
+
+
+def test_arena_packs_a_pool_into_one_storage():
+    """Sizes outside TVM's 16x reuse window get separate TVM storages; the arena puts the
+    three live-at-different-times tensors into one storage with offsets."""
+    before = _HEADER + """
+    @R.function(pure=False)
+    def main(x: R.Tensor((1024,), dtype="float32")) -> R.Tensor((1024,), dtype="float32"):
+        cls = Module
+        a: R.Tensor((1024,), dtype="float32") = R.builtin.alloc_tensor(R.shape([1024]), R.dtype("float32"), R.prim_value(0), R.str("global"))
+        _: R.Tuple = cls.k2(x, a)
+        b: R.Tensor((32,), dtype="float32") = R.builtin.alloc_tensor(R.shape([32]), R.dtype("float32"), R.prim_value(0), R.str("global"))
+        _1: R.Tuple = cls.k2(a, b)
+        c: R.Tensor((1024,), dtype="float32") = R.builtin.alloc_tensor(R.shape([1024]), R.dtype("float32"), R.prim_value(0), R.str("global"))
+        _2: R.Tuple = cls.k2(b, c)
+        d: R.Tensor((16,), dtype="int32") = R.builtin.alloc_tensor(R.shape([16]), R.dtype("int32"), R.prim_value(0), R.str("global"))
+        _3: R.Tuple = cls.k2(c, d)
+        out: R.Tensor((1024,), dtype="float32") = R.builtin.alloc_tensor(R.shape([1024]), R.dtype("float32"), R.prim_value(0), R.str("global"))
+        _4: R.Tuple = cls.k2(d, out)
+        return out
+"""
+    expected = _HEADER + """
+    @R.function(pure=False)
+    def main(x: R.Tensor((1024,), dtype="float32")) -> R.Tensor((1024,), dtype="float32"):
+        cls = Module
+        storage: R.Any = R.memory.alloc_storage(R.shape([4224]), 0, R.str("global"), R.dtype("uint8"))
+        a: R.Tensor((1024,), dtype="float32") = R.memory.alloc_tensor(storage, 0, R.shape([1024]), R.dtype("float32"), 0)
+        cls.k2(x, a)
+        b: R.Tensor((32,), dtype="float32") = R.memory.alloc_tensor(storage, 4096, R.shape([32]), R.dtype("float32"), 0)
+        cls.k2(a, b)
+        c: R.Tensor((1024,), dtype="float32") = R.memory.alloc_tensor(storage, 0, R.shape([1024]), R.dtype("float32"), 0)
+        cls.k2(b, c)
+        d: R.Tensor((16,), dtype="int32") = R.memory.alloc_tensor(storage, 4096, R.shape([16]), R.dtype("int32"), 0)
+        cls.k2(c, d)
+        out: R.Tensor((1024,), dtype="float32") = R.builtin.alloc_tensor(R.shape([1024]), R.dtype("float32"), 0, R.str("global"))
+        cls.k2(d, out)
+        return out
+"""
+    mod = memcore_py.parse(before)
+    _check(before, expected, mode="arena")
+    _, _, tvm_stats, arena_stats = _arena_checks(mod)
+    assert tvm_stats["planned_bytes"] == 4096 + 128 + 64  # c reuses a's storage; b and d cannot
+    assert arena_stats["planned_bytes"] == 4224 == arena_stats["lower_bound"]
+
+
+def test_arena_falls_back_when_alignment_costs_bytes():
+    """Tiny tensors: 64-byte aligned offsets would exceed TVM's storages, so the pool keeps the
+    TVM-mode plan (the output equals TVM mode's); with alignment=1 the arena wins."""
+    mod = memcore_py.parse(_HEADER + """
+    @R.function(pure=False)
+    def main(x: R.Tensor((2, 3), dtype="float32")) -> R.Tensor((2, 3), dtype="float32"):
+        cls = Module
+        a: R.Tensor((2, 3), dtype="float32") = R.builtin.alloc_tensor(R.shape([2, 3]), R.dtype("float32"), R.prim_value(0), R.str("global"))
+        _: R.Tuple = cls.k2(x, a)
+        b: R.Tensor((2, 3), dtype="float32") = R.builtin.alloc_tensor(R.shape([2, 3]), R.dtype("float32"), R.prim_value(0), R.str("global"))
+        _1: R.Tuple = cls.k2(a, b)
+        c: R.Tensor((2, 3), dtype="float32") = R.builtin.alloc_tensor(R.shape([2, 3]), R.dtype("float32"), R.prim_value(0), R.str("global"))
+        _2: R.Tuple = cls.k2(b, c)
+        return c
+""")
+    tvm_out, arena_out, tvm_stats, arena_stats = _arena_checks(mod)
+    assert_structural_equal(arena_out, tvm_out)
+    assert arena_stats["planned_bytes"] == tvm_stats["planned_bytes"] == 48
+    _, arena1, _, stats1 = _arena_checks(mod, alignment=1)
+    assert stats1["planned_bytes"] == 48 and stats1["n_storage"] == 1
+
+
+def test_arena_across_blocks_and_if_branches():
+    """One arena per (function, scope, device) pool serves a dataflow block, a plain block and
+    both If branches; its storage is emitted where it dominates every use."""
+    mod = memcore_py.parse(_HEADER + """
+    @R.function(pure=False)
+    def main(x: R.Tensor((256,), dtype="float32"), c: R.Tensor((), dtype="bool")) -> R.Tensor((256,), dtype="float32"):
+        cls = Module
+        with R.dataflow():
+            a = R.builtin.alloc_tensor(R.shape([256]), R.dtype("float32"), R.prim_value(0), R.str("global"))
+            _ = cls.k2(x, a)
+            b = R.builtin.alloc_tensor(R.shape([16]), R.dtype("float32"), R.prim_value(0), R.str("global"))
+            _1 = cls.k2(a, b)
+            gv: R.Tensor((256,), dtype="float32") = x
+            R.output(gv)
+        if c:
+            t = R.builtin.alloc_tensor(R.shape([256]), R.dtype("float32"), R.prim_value(0), R.str("global"))
+            _2 = cls.k2(x, t)
+            t2 = R.builtin.alloc_tensor(R.shape([4]), R.dtype("float32"), R.prim_value(0), R.str("global"))
+            _3 = cls.k2(t, t2)
+            r: R.Tensor((256,), dtype="float32") = x
+        else:
+            e = R.builtin.alloc_tensor(R.shape([128]), R.dtype("float32"), R.prim_value(0), R.str("global"))
+            _4 = cls.k2(x, e)
+            r: R.Tensor((256,), dtype="float32") = x
+        return r
+""")
+    _, arena_out, tvm_stats, arena_stats = _arena_checks(mod)
+    text = arena_out.script()
+    assert text.count("R.memory.alloc_storage") == 1
+    assert arena_stats["planned_bytes"] == 1024 + 64 == arena_stats["lower_bound"]
+    assert arena_stats["planned_bytes"] <= tvm_stats["planned_bytes"]
+
+
+def test_arena_keeps_symbolic_sizes_on_tvm_storages():
+    """Symbolic-size tensors stay on TVM-mode storages next to the arena."""
+    mod = memcore_py.parse(_HEADER + """
+    @R.function(pure=False)
+    def main(x: R.Tensor(("n",), dtype="float32")) -> R.Tensor(("n",), dtype="float32"):
+        n = T.int64()
+        cls = Module
+        a: R.Tensor((n,), dtype="float32") = R.builtin.alloc_tensor(R.shape([n]), R.dtype("float32"), R.prim_value(0), R.str("global"))
+        _: R.Tuple = cls.k2(x, a)
+        b: R.Tensor((n,), dtype="float32") = R.builtin.alloc_tensor(R.shape([n]), R.dtype("float32"), R.prim_value(0), R.str("global"))
+        _1: R.Tuple = cls.k2(a, b)
+        c: R.Tensor((1024,), dtype="float32") = R.builtin.alloc_tensor(R.shape([1024]), R.dtype("float32"), R.prim_value(0), R.str("global"))
+        _2: R.Tuple = cls.k2(b, c)
+        d: R.Tensor((64,), dtype="float32") = R.builtin.alloc_tensor(R.shape([64]), R.dtype("float32"), R.prim_value(0), R.str("global"))
+        _3: R.Tuple = cls.k2(c, d)
+        return x
+""")
+    _, arena_out, _, stats = _arena_checks(mod)
+    text = arena_out.script()
+    assert text.count("R.shape([4 * n])") == 2
+    assert "R.shape([4352])" in text
+    assert stats["n_storage"] == 3
+
+
+def test_arena_devices_and_scopes_get_separate_arenas():
+    """Pools are per (scope, device): local-scope and device-1 tensors get arenas of their own
+    (and each arena holds its two tensors one after the other)."""
+    lines = []
+    for i, (scope, dev, n) in enumerate([("global", 0, 512), ("local", 0, 512), ("global", 1, 512),
+                                         ("global", 0, 64), ("local", 0, 64), ("global", 1, 64)]):
+        prev = "x" if i == 0 else f"a{i - 1}"
+        lines.append(f'        a{i}: R.Tensor(({n},), dtype="float32") = R.builtin.alloc_tensor(R.shape([{n}]), '
+                     f'R.dtype("float32"), R.prim_value({dev}), R.str("{scope}"))')
+        lines.append(f"        _{i}: R.Tuple = cls.k2({prev}, a{i})")
+    mod = memcore_py.parse(_HEADER + """
+    @R.function(pure=False)
+    def main(x: R.Tensor((512,), dtype="float32")) -> R.Tensor((512,), dtype="float32"):
+        cls = Module
+""" + "\n".join(lines) + "\n        return x\n")
+    _, arena_out, _, stats = _arena_checks(mod)
+    text = arena_out.script()
+    assert text.count("R.memory.alloc_storage") == 3
+    assert 'R.str("local")' in text and 'R.shape([2048]), 1, R.str("global")' in text
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_arena_random_modules(seed):
+    """Random modules: arena output is well-formed, verified, and never bigger than TVM mode."""
+    _arena_checks(random_memory_module(seed, n_functions=3, n_steps=16))
+
+
+def test_arena_chain_close_to_lower_bound():
+    """A long element-wise chain: the arena is at most TVM mode and at least the lower bound."""
+    mod = chain_module(300, width=256)
+    _, _, tvm_stats, arena_stats = _arena_checks(mod)
+    assert arena_stats["lower_bound"] <= arena_stats["planned_bytes"] <= tvm_stats["planned_bytes"]
+
+
+def test_arena_time_limit_search_never_worse():
+    """With a search time limit the arena is never larger than with the heuristics alone."""
+    mod = random_memory_module(7, n_functions=2, n_steps=20)
+    fast = plan_statistics(mod, "arena")
+    searched = plan_statistics(mod, "arena", time_limit=0.05)
+    assert searched["planned_bytes"] <= fast["planned_bytes"]
+    _arena_checks(mod)
+
+
+def test_plain_function_matches_pass():
+    """The plain function and the Pass class give the same module."""
+    mod = random_memory_module(5)
+    assert_structural_equal(static_plan_block_memory(mod, "arena"), StaticPlanBlockMemory("arena")(mod))
