@@ -29,6 +29,7 @@ from ..ir.builder import BlockBuilder
 from ..ir.expr import (
     Call,
     Constant,
+    Function,
     DataTypeImm,
     ExternFunc,
     GlobalVar,
@@ -401,13 +402,24 @@ class _KillGen:
 
 def batch_modules(mods) -> IRModule:
     """One module holding the functions of all ``mods``, each renamed ``<name>_<k>`` (k the
-    module's index) with calls and ``call_tir`` callees following. Lets a differential test
-    pay TVM's per-module costs once for several random programs."""
+    module's index) with calls and ``call_tir`` callees following; identical PrimFuncs
+    (same name, signature and text) are kept once. Lets a differential test pay TVM's
+    per-module costs (parsing PrimFuncs above all) once for several random programs."""
     from ..transform._lowering_utils import LeanMutator
 
     funcs = {}
+    shared_prims = {}  # identical PrimFuncs (same name, signature, text) are kept once
     for k, mod in enumerate(mods):
-        rename = {gv: GlobalVar(f"{gv.name}_{k}", gv.ty) for gv in mod.functions}
+        rename = {}
+        for gv, func in mod.functions.items():
+            if isinstance(func, PrimFunc):
+                key = (gv.name, tuple((p.name, p.dtype, repr(p.shape)) for p in func.params),
+                       func.text, func.private, repr(sorted(func.attrs.items())))
+                if key not in shared_prims:
+                    shared_prims[key] = GlobalVar(f"{gv.name}_{k}", gv.ty)
+                rename[gv] = shared_prims[key]
+            else:
+                rename[gv] = GlobalVar(f"{gv.name}_{k}", gv.ty)
 
         class _Renamer(LeanMutator):
             def visit_call(self, call):
@@ -420,5 +432,12 @@ def batch_modules(mods) -> IRModule:
 
         r = _Renamer()
         for gv, func in mod.functions.items():
-            funcs[rename[gv]] = r.visit_function(func) if hasattr(func, "body") else func
+            if hasattr(func, "body"):
+                func = r.visit_function(func)
+                if "global_symbol" in func.attrs:
+                    attrs = dict(func.attrs)
+                    attrs["global_symbol"] = rename[gv].name
+                    func = Function(func.params, func.body, func.ret_ty, attrs, func.is_pure)
+            if rename[gv] not in funcs:
+                funcs[rename[gv]] = func
     return IRModule(funcs)
