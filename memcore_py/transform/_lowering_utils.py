@@ -16,9 +16,10 @@ are visible in the output of these passes:
   replaced by a new one of the new type and later uses follow it (TVM ``ReEmitBinding`` /
   ``WithStructInfo``); see :meth:`LeanMutator.rebind`.
 
-Also here: TVM's function-pass skip rule, structural type equality (fast, no var mapping:
-types within one function share their symbolic variables by name), the void type of kill
-calls and DPS calls, and :class:`PassError` messages that name function and binding.
+Also here: structural type equality (fast, no var mapping: types within one function
+share their symbolic variables by name), the void type of kill calls and DPS calls,
+:class:`PassError` messages that name function and binding, and validation-free node
+constructors for hot loops.
 """
 from __future__ import annotations
 
@@ -50,9 +51,6 @@ from ..ir.types import FuncType, ObjectType, PrimType, ShapeType, TensorType, Tu
 
 __all__ = [
     "VOID",
-    "ATTR_CODEGEN",
-    "ATTR_PRIMITIVE",
-    "skip_function",
     "normalize_blocks",
     "type_equal",
     "prim_equal",
@@ -71,25 +69,9 @@ __all__ = [
 #: Type of calls that return nothing: kill ops and direct DPS calls to PrimFuncs (``R.Tuple()``).
 VOID = TupleType(())
 
-#: Function attributes that make TVM's function passes skip a function.
-ATTR_CODEGEN = "Codegen"
-ATTR_PRIMITIVE = "Primitive"
-
 _LEAF_CLASSES = (Constant, ShapeExpr, PrimValue, StringImm, DataTypeImm, ExternFunc, GlobalVar)
 _LEAF_SET = frozenset(_LEAF_CLASSES)
 _SCOPE_CLASSES = (If, Function, SeqExpr)
-
-
-def skip_function(func) -> bool:
-    """TVM's ``FunctionPass`` leaves functions with a ``Codegen`` attribute or a nonzero
-    ``Primitive`` attribute untouched; so do our function-level lowering passes."""
-    attrs = func.attrs
-    if not attrs:
-        return False
-    if attrs.get(ATTR_CODEGEN) is not None:
-        return True
-    prim = attrs.get(ATTR_PRIMITIVE)
-    return bool(prim) and prim != 0
 
 
 def normalize_blocks(blocks):
@@ -401,12 +383,13 @@ def value_type(value):
 
 def map_functions(mod, fn):
     """Apply ``fn(func, name) -> Function`` to every Relax function of ``mod`` (in module
-    order) and return the new module (``mod`` itself if nothing changed). PrimFuncs and
-    functions TVM's function passes skip (:func:`skip_function`) are kept as they are."""
+    order) and return the new module (``mod`` itself if nothing changed). PrimFuncs are kept
+    as they are. (TVM 0.27's function passes do not skip ``Codegen`` / ``Primitive``
+    functions either; checked in the venv.)"""
     updates = {}
     with gc_paused():
         for gv, func in mod.functions.items():
-            if type(func) is Function and not skip_function(func):
+            if type(func) is Function:
                 new = fn(func, gv.name)
                 if new is not func:
                     updates[gv] = new

@@ -80,7 +80,6 @@ from ._lowering_utils import (
     fast_var,
     map_functions,
     normalize_blocks,
-    skip_function,
     type_equal,
     value_type,
 )
@@ -474,8 +473,6 @@ def kill_after_last_use(func: Function, name: str = "?", *, tvm_scoping: bool = 
         Reproduce TVM 0.27's kill placement around nested scopes and in dataflow blocks
         (differential testing only; see DIFFERENCES.md).
     """
-    if skip_function(func):
-        return func
     return _kill_after_last_use(func, name, tvm_scoping, allow_fast=True)
 
 

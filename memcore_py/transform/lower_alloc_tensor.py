@@ -41,7 +41,7 @@ from ..ir.module import IRModule
 from ..ir.op import get_op
 from ..ir.prim import IntImm, Mul
 from ..ir.types import ObjectType, ShapeType, TensorType, dtype_bytes
-from ._lowering_utils import LeanMutator, binding_error, map_functions, skip_function
+from ._lowering_utils import LeanMutator, binding_error, map_functions
 from .pass_infra import FunctionPass, PassContext
 
 __all__ = ["lower_alloc_tensor", "LowerAllocTensor", "storage_bytes_expr"]
@@ -142,8 +142,6 @@ class _AllocTensorLowerer(LeanMutator):
 def lower_alloc_tensor(func: Function, name: str = "?") -> Function:
     """``func`` with every ``R.builtin.alloc_tensor`` lowered (see the module docstring);
     ``name`` is used in error messages."""
-    if skip_function(func):
-        return func
     return _AllocTensorLowerer(name).visit_function(func)
 
 

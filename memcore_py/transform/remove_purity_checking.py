@@ -15,14 +15,14 @@ function pass, as TVM 0.27.0.post1 behaves (checked in the venv):
 
 Preconditions: none. Postconditions: no ``call_pure_packed`` remains, so later passes see
 packed calls with an ExternFunc callee (StaticPlanBlockMemory treats their arguments as
-uses). Functions with a ``Codegen`` or nonzero ``Primitive`` attribute are skipped.
+uses).
 """
 from __future__ import annotations
 
 from ..ir.expr import Call, Function
 from ..ir.module import IRModule
 from ..ir.op import get_op, is_registered
-from ._lowering_utils import LeanMutator, map_functions, skip_function
+from ._lowering_utils import LeanMutator, map_functions
 from .pass_infra import FunctionPass, PassContext
 
 __all__ = ["ATTR_FORCE_PURE", "remove_purity_checking", "RemovePurityChecking"]
@@ -70,8 +70,6 @@ class _PurityRemover(LeanMutator):
 def remove_purity_checking(func: Function, name: str = "?") -> Function:
     """``func`` with purity forced and pure-call wrappers removed (module docstring).
     ``name`` is only used in error messages."""
-    if skip_function(func):
-        return func
     m = _PurityRemover()
     m.func_name = name
     return m.visit_function(func)

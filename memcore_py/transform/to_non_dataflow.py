@@ -20,14 +20,13 @@ blocks dropped, so a typical function ends up with a single binding block::
         return c
 
 Preconditions: none. Postconditions: no DataflowBlock and no DataflowVar remain.
-Functions with a ``Codegen`` or nonzero ``Primitive`` attribute are skipped (as TVM's
-function passes do).
+Applies to every Relax function (TVM 0.27 does not skip ``Codegen`` functions either).
 """
 from __future__ import annotations
 
 from ..ir.expr import BindingBlock, DataflowBlock, DataflowVar, Function, Var
 from ..ir.module import IRModule
-from ._lowering_utils import LeanMutator, map_functions, skip_function
+from ._lowering_utils import LeanMutator, map_functions
 from .pass_infra import FunctionPass, PassContext
 
 __all__ = ["to_non_dataflow", "ToNonDataflow"]
@@ -60,8 +59,6 @@ def to_non_dataflow(func: Function, name: str = "?") -> Function:
     """``func`` with all dataflow blocks and DataflowVars made ordinary (see the module
     docstring). Returns ``func`` itself when there is nothing to change. ``name`` is only
     used in error messages."""
-    if skip_function(func):
-        return func
     m = _ToNonDFMutator()
     m.func_name = name
     return m.visit_function(func)
