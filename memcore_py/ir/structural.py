@@ -176,8 +176,11 @@ class _Comparer:
             raise _Mismatch(f"{what} of length {len(a)} vs {len(b)}", a, b)
         prim = self.prim
         for i in range(len(a)):
+            x, y = a[i], b[i]
+            if type(x) is IntImm and type(y) is IntImm and x.value == y.value and x.dtype == y.dtype:
+                continue  # fast path: equal literal dims
             try:
-                prim(a[i], b[i])
+                prim(x, y)
             except _Mismatch as m:
                 m.path.append(f"{what}[{i}]")
                 raise
@@ -261,18 +264,22 @@ class _Comparer:
     def var_def(self, a, b):
         if type(a) is not type(b):
             raise _Mismatch(f"{type(a).__name__} {a.name!r} vs {type(b).__name__} {b.name!r}", a, b)
-        if a in self.var_l2r or b in self.var_r2l:
-            prev = self.var_l2r.get(a)
-            if prev is b and self.var_r2l.get(b) is a:
+        var_l2r, var_r2l = self.var_l2r, self.var_r2l
+        if a in var_l2r or b in var_r2l:
+            if var_l2r.get(a) is b and var_r2l.get(b) is a:
                 return
             raise _Mismatch(f"var {a.name!r} / {b.name!r} is defined twice", a, b)
-        try:
-            self.type(a.ty, b.ty)
-        except _Mismatch as m:
-            m.path.append(f"type of {a.name!r}")
-            raise
-        self.var_l2r[a] = b
-        self.var_r2l[b] = a
+        ta, tb = a.ty, b.ty
+        if ta is not None and tb is not None and self.type_ok.get(id(ta)) is tb:
+            pass  # fast path: this pair of type objects compared equal before
+        else:
+            try:
+                self.type(ta, tb)
+            except _Mismatch as m:
+                m.path.append(f"type of {a.name!r}")
+                raise
+        var_l2r[a] = b
+        var_r2l[b] = a
 
     def _var_use(self, a, b):
         if type(a) is not type(b):
@@ -324,8 +331,12 @@ class _Comparer:
         if len(args_a) != len(args_b):
             raise _Mismatch(f"{_callee(oa)} with {len(args_a)} vs {len(args_b)} arguments", a, b)
         expr = self.expr
+        var_l2r = self.var_l2r
         for i in range(len(args_a)):
             x, y = args_a[i], args_b[i]
+            tx = type(x)
+            if (tx is Var or tx is DataflowVar) and type(y) is tx and var_l2r.get(x) is y:
+                continue  # fast path: a use of matching definitions
             try:
                 expr(x, y)
             except _Mismatch as m:
@@ -451,8 +462,15 @@ class _Comparer:
         ta = type(a)
         if ta is not type(b):
             raise _Mismatch(f"{ta.__name__} vs {type(b).__name__}", a, b)
+        va, vb = a.value, b.value
+        tv = type(va)
         try:
-            self.expr(a.value, b.value)
+            if tv is not type(vb):
+                raise _Mismatch(f"{_kind(va)} vs {_kind(vb)}", va, vb)
+            fn = self._expr_table.get(tv)
+            if fn is None:
+                raise _Mismatch(f"unsupported expression {tv.__name__}", va, vb)
+            fn(va, vb)
         except _Mismatch as m:
             m.path.append("value")
             raise
