@@ -536,7 +536,17 @@ class BlockBuilder:
         cond = self._check_value(cond, "If condition")
         if not is_leaf(cond):
             cond = self.emit(cond)
-        return IfBuilder(self, cond, name_hint)
+        # The If var's name is fixed now, so branch results can be named after it.
+        return IfBuilder(self, cond, self.name_table.fresh(name_hint or "gv"))
+
+    def _bind_named(self, value: Expr, name: str) -> Var:
+        """Bind ``value`` to a new Var named exactly ``name`` (already taken from the table)."""
+        scope = self._scope("emit")
+        value = self.normalize_anf(value)
+        var = (DataflowVar if scope.is_dataflow else Var)(name, value.ty)
+        scope.bindings.append(VarBinding(var, value))
+        self._bound[var] = value
+        return var
 
     # ------------------------------------------------------------------ normalization
     def normalize(self, expr: Expr) -> Expr:
@@ -588,14 +598,17 @@ class IfBuilder:
 
     Attributes
     ----------
+    name : str
+        The If variable's name, taken from the name table when the If was opened (branch
+        results that need a binding are named ``<name>_then`` / ``<name>_else``).
     var : Var or None
         The variable bound to the If, set when the ``with`` block exits.
     """
 
-    def __init__(self, bb: BlockBuilder, cond: Expr, name_hint: str):
+    def __init__(self, bb: BlockBuilder, cond: Expr, name: str):
         self._bb = bb
         self._cond = cond
-        self._hint = name_hint
+        self.name = name
         self._branches: dict[str, SeqExpr] = {}
         self._active: str | None = None
         self._output = None
@@ -609,12 +622,12 @@ class IfBuilder:
             return False
         for which in ("then", "else"):
             if which not in self._branches:
-                raise IRError(f"If {self._hint!r} has no {which} branch; use `with br.{which}_branch():`")
+                raise IRError(f"If {self.name!r} has no {which} branch; use `with br.{which}_branch():`")
         then_b, else_b = self._branches["then"], self._branches["else"]
         from .infer import join_types
 
         value = If(self._cond, then_b, else_b, join_types(then_b.ty, else_b.ty))
-        self.var = self._bb.emit(value, self._hint)
+        self.var = self._bb._bind_named(value, self.name)
         return False
 
     @contextmanager
@@ -622,7 +635,7 @@ class IfBuilder:
         if self._active is not None:
             raise IRError(f"the {which} branch cannot start inside the {self._active} branch")
         if which in self._branches:
-            raise IRError(f"the {which} branch of If {self._hint!r} was already built")
+            raise IRError(f"the {which} branch of If {self.name!r} was already built")
         bb = self._bb
         self._active = which
         self._output = None
@@ -630,10 +643,10 @@ class IfBuilder:
             with bb.new_scope(f"{which} branch") as blocks:
                 yield self
                 if self._output is None:
-                    raise IRError(f"the {which} branch of If {self._hint!r} has no result; call br.output(value)")
+                    raise IRError(f"the {which} branch of If {self.name!r} has no result; call br.output(value)")
                 out = self._output
                 if not is_leaf(out):
-                    out = bb.emit(out, f"{self._hint or 'v'}_{which}")
+                    out = bb.emit(out, f"{self.name}_{which}")
             self._branches[which] = SeqExpr(blocks, out)
         finally:
             self._active = None

@@ -431,3 +431,21 @@ def test_if_misuse():
             with pytest.raises(IRError, match="If is not allowed inside a dataflow block"):
                 bb.if_then_else(c)
         bb.emit_func_output(x)
+
+
+def test_if_default_name_and_branch_result_names_follow_it():
+    bb = BlockBuilder()
+    x = Var("x", F32)
+    c = Var("c", TensorType((), "bool"))
+    with bb.function("main", [x, c]):
+        bb.emit(add(x, x), "gv")  # takes "gv": the If becomes gv1
+        with bb.if_then_else(c) as br:
+            with br.then_branch():
+                br.output(add(x, x))
+            with br.else_branch():
+                br.output(Call(MUL, [x, x]))
+        bb.emit_func_output(br.var)
+    iff = br.var
+    assert (br.name, iff.name) == ("gv1", "gv1")
+    value = bb.get()["main"].body.blocks[0].bindings[1].value
+    assert value.true_branch.body.name == "gv1_then" and value.false_branch.body.name == "gv1_else"
