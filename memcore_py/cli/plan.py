@@ -1,10 +1,11 @@
-"""``memcore plan [FILE]``: plan memory and print a per-function report.
+"""Plan memory and print a per-function report.
 
-Parses a TVMScript module (``FILE``; ``-`` reads stdin; ``.gz`` files are decompressed), or,
-with no ``FILE``, every real model shipped in :mod:`memcore_py.examples.models`, runs the
-memory pipeline and prints one row per Relax function: bindings, allocations, planned
-tensors, storages, TVM-mode bytes, arena bytes, the max-live lower bound, the excess over it,
-Apache TVM's own bytes (recorded for the shipped models) and the planning times.
+``memcore plan [FILE]`` parses a TVMScript module (``FILE``; ``-`` = stdin, ``*.gz``
+decompressed) or, with no ``FILE``, every real model shipped in
+:mod:`memcore_py.examples.models`, runs the memory pipeline and prints one row per Relax
+function: bindings, allocations, planned tensors, storages, TVM-mode bytes, arena bytes, the
+max-live lower bound, the excess over it, Apache TVM's own bytes (recorded for the shipped
+models) and the planning times.
 
 The pipeline is ``--passes`` (kebab-case pass names, default
 ``static-plan-block-memory,lower-alloc-tensor,kill-after-last-use``); it must contain
