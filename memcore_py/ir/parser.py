@@ -158,7 +158,7 @@ from .op import get_op, is_registered
 from .prim import Add, FloatImm, FloorDiv, FloorMod, IntImm, Max, Min, Mul, PrimExpr, PrimVar, Sub
 from .types import FuncType, ObjectType, PrimType, ShapeType, TensorType, TupleType, Type
 
-__all__ = ["parse", "MAX_DEPTH"]
+__all__ = ["parse", "parse_attr_dict", "MAX_DEPTH"]
 
 #: Maximum nesting of brackets/calls in one expression, and of statements (``if`` in ``if``).
 MAX_DEPTH = 64
@@ -1219,6 +1219,9 @@ class _Parser:
                 else:
                     global_infos = value
                 j = self.block_end(j + 1, body_indent)
+                continue
+            if text == "pass":
+                j += 1
                 continue
             if text.startswith("def "):
                 raise self.error("a function needs a decorator (@R.function or @T.prim_func)")
@@ -2738,6 +2741,22 @@ _HANDLERS = {
 
 
 # ------------------------------------------------------------------------------ API
+def parse_attr_dict(text: str) -> dict:
+    """Evaluate a TIR attribute dict literal (the argument of ``T.func_attr``).
+
+    Raises
+    ------
+    ParseError
+    """
+    p = _Parser(text, None)
+    p.tir = True
+    ln = _Line(0, text, 1, 1)
+    v = p.eval_line_expr(ln, text, 1)
+    if not isinstance(v, dict):
+        raise p.error("expected a dict", ln)
+    return {k: _attr_value(x) for k, x in v.items()}
+
+
 def parse(text, metadata=None) -> IRModule:
     """Parse TVMScript (as Apache TVM 0.27 prints it) into an :class:`IRModule`.
 

@@ -394,8 +394,8 @@ def _attr_value(v, fn) -> str:
     if t is dict:
         return _attr_dict(v, fn)
     if isinstance(v, PrimExpr):
-        if type(v) is IntImm and v.dtype == "int64":
-            return str(v.value)
+        if type(v) is IntImm:  # keep the node type: a plain 128 would read back as an int
+            return f"T.{v.dtype}({bool(v.value) if v.dtype == 'bool' else v.value})"
         return format_prim(v)
     if isinstance(v, Type):
         return format_type(v)
@@ -862,7 +862,8 @@ class _ModulePrinter:
             m = _DEF_RE.search(text)
             if m is not None and m.group(1) != name:
                 text = text[: m.start(1)] + _ident(name) + text[m.end(1):]
-            return [indent + line if line.strip() else "" for line in text.rstrip("\n").split("\n")]
+            lines = _sync_prim_text(text.rstrip("\n").split("\n"), func)
+            return [indent + line if line.strip() else "" for line in lines]
         flags = "(private=True)" if func.private else ""
         params = []
         for p in func.params:
@@ -908,6 +909,8 @@ class _ModulePrinter:
                 body.extend(self.relax_function(gv.name, func, typevars, ind))
             else:
                 raise IRError(f"printer: cannot print function {gv.name!r} of type {type(func).__name__}")
+        if len(body) == 1:
+            body.append(f"{ind}pass")  # an empty module, as TVM prints it
         text = "\n".join(body)
         head = _header(typevars, "T." in text, any(isinstance(f, Function) for f in mod.functions.values()))
         return head + "@I.ir_module\n" + text + "\n"
@@ -924,6 +927,78 @@ class _ModulePrinter:
 
 
 _DEF_RE = re.compile(r"\bdef\s+([A-Za-z_][A-Za-z_0-9]*)\s*\(")
+_PRIVATE_KW = re.compile(r"\s*private\s*=\s*(True|False)\s*,?\s*")
+
+
+def _sync_prim_text(lines, func):
+    """The text of a PrimFunc with its decorator's ``private=`` and its ``T.func_attr``
+    line made to agree with ``func.private`` and ``func.attrs`` (a pass may change those;
+    the body stays as read). Unchanged text comes back unchanged."""
+    lines = list(lines)
+    dec = next((i for i, line in enumerate(lines) if line.lstrip().startswith("@T.prim_func")), None)
+    if dec is not None:
+        line = lines[dec]
+        has_private = re.search(r"private\s*=\s*True", line) is not None
+        if has_private != func.private:
+            lead = line[: len(line) - len(line.lstrip())]
+            inner = line.strip()[len("@T.prim_func"):].strip()
+            inner = inner[1:-1] if inner.startswith("(") and inner.endswith(")") else inner
+            rest = _PRIVATE_KW.sub("", inner).strip().strip(",").strip()
+            args = (["private=True"] if func.private else []) + ([rest] if rest else [])
+            lines[dec] = lead + "@T.prim_func" + (f"({', '.join(args)})" if args else "")
+    d = next((i for i, line in enumerate(lines) if line.lstrip().startswith("def ")), None)
+    if d is None:
+        return lines
+    # the signature may span lines: its end is the first line ending with ':' at depth 0
+    depth = 0
+    end = d
+    for k in range(d, len(lines)):
+        text = lines[k]
+        depth += text.count("(") - text.count(")") + text.count("[") - text.count("]")
+        end = k
+        if depth <= 0 and text.rstrip().endswith(":"):
+            break
+    body = [k for k in range(end + 1, len(lines)) if lines[k].strip() and not lines[k].lstrip().startswith("#")]
+    if not body:
+        return lines
+    body_indent = lines[body[0]][: len(lines[body[0]]) - len(lines[body[0]].lstrip())]
+    want = f"{body_indent}T.func_attr({_attr_dict(func.attrs)})" if func.attrs else None
+    for k in body[:8]:
+        stripped = lines[k].strip()
+        if stripped.startswith("T.func_attr("):
+            if stripped.count("(") != stripped.count(")"):
+                return lines  # a multi-line attr dict: left as read
+            current = lines[k].rstrip()
+            if want is None:
+                del lines[k]
+            elif current != want and not _same_attrs(stripped, func.attrs):
+                lines[k] = want
+            return lines
+        if not re.match(r"[A-Za-z_][A-Za-z_0-9]*\s*=\s*T\.[a-z0-9_]+\(\)$", stripped):
+            break
+    if want is not None:
+        lines.insert(end + 1, want)
+    return lines
+
+
+def _same_attrs(line, attrs) -> bool:
+    """Whether a ``T.func_attr({...})`` line states exactly ``attrs``."""
+    from .parser import parse_attr_dict
+
+    try:
+        return _plain(parse_attr_dict(line[len("T.func_attr("):-1])) == _plain(attrs)
+    except Exception:  # noqa: BLE001 - unreadable: let the node's attrs win
+        return False
+
+
+def _plain(v):
+    if isinstance(v, (list, tuple)):
+        return tuple(_plain(x) for x in v)
+    if isinstance(v, dict):
+        return {k: _plain(x) for k, x in v.items()}
+    if isinstance(v, IntImm):
+        return ("IntImm", v.value, v.dtype)
+    return (type(v).__name__, v)
 
 
 def _header(typevars, uses_t, uses_r, module=True) -> str:

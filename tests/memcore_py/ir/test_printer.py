@@ -539,3 +539,50 @@ def test_printer_errors():
     x = Var("x", None)
     with pytest.raises(IRError, match="has no type"):
         script(IRModule({"main": Function([x], SeqExpr([], x), T23, {})}))
+
+
+def test_empty_module_prints_pass_like_tvm():
+    from memcore_py import parse
+
+    text = script(IRModule({}))
+    assert text == "# from tvm.script import ir as I\n\n@I.ir_module\nclass Module:\n    pass\n"
+    assert len(parse(text)) == 0
+
+
+def test_prim_func_text_follows_changed_attrs_and_privacy():
+    """A pass may change a text-backed PrimFunc's attrs or privacy; the printed text says so."""
+    from memcore_py import parse
+
+    text = (
+        "@T.prim_func(private=True, s_tir=True)\n"
+        'def mm(a: T.Buffer((T.int64(2),), "float32"), b: T.Buffer((T.int64(2),), "float32")):\n'
+        '    T.func_attr({"tirx.noalias": True})\n'
+        "    for i in range(T.int64(2)):\n"
+        "        b[i] = a[i]\n"
+    )
+    pf = PrimFunc([PrimFuncParam("a", "float32", (IntImm(2),)), PrimFuncParam("b", "float32", (IntImm(2),))],
+                  {"tirx.noalias": True}, text=text, private=True)
+    assert script(IRModule({"mm": pf})).count('T.func_attr({"tirx.noalias": True})') == 1
+    changed = PrimFunc(pf.params, {"tirx.noalias": True, "layout_free_buffers": [1]}, text=text, private=False)
+    out = script(IRModule({"mm": changed}))
+    assert '        T.func_attr({"layout_free_buffers": [1], "tirx.noalias": True})\n' in out
+    assert "    @T.prim_func(s_tir=True)\n" in out
+    back = parse(out)["mm"]
+    assert back.attrs == {"layout_free_buffers": (1,), "tirx.noalias": True} and not back.private
+    no_attrs = PrimFunc(pf.params, {}, text=text, private=True)
+    assert "T.func_attr" not in script(IRModule({"mm": no_attrs}))
+    bare = text.replace('    T.func_attr({"tirx.noalias": True})\n', "")
+    added = PrimFunc(pf.params, {"k": 1}, text=bare, private=True)
+    assert '    def mm(a: T.Buffer((T.int64(2),), "float32"), b: T.Buffer((T.int64(2),), "float32")):\n        T.func_attr({"k": 1})\n' in script(IRModule({"mm": added}))
+
+
+def test_attr_values_keep_their_types():
+    from memcore_py import parse
+    from memcore_py.ir.structural import assert_structural_equal
+
+    x = Var("x", T23)
+    attrs = {"a": 1, "b": True, "c": 1.5, "d": "s", "e": (1, 2), "f": {"n": 128}, "g": IntImm(128), "h": None}
+    mod = main_module([], x, [x], T23, attrs=attrs)
+    text = script(mod)
+    assert 'R.func_attr({"a": 1, "b": True, "c": 1.5, "d": "s", "e": [1, 2], "f": {"n": 128}, "g": T.int64(128), "h": None})' in text
+    assert_structural_equal(parse(text), mod)
