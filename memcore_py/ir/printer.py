@@ -17,8 +17,8 @@ back, or would lose information. Layout::
     class Module:
         I.module_attrs({...})                         (when present)
         I.module_global_infos({...})
-        @T.prim_func(private=True, s_tir=True)        PrimFuncs first, by name
-        def add(...): <opaque text, unchanged>
+        @T.prim_func(private=True, s_tir=True)        PrimFuncs first, by name: their text
+        def add(...): <opaque text>                   as read (or a signature-only form)
 
         @R.function(pure=False, private=True)         then Relax functions by name, main last
         def main(x: R.Tensor((n, 4), dtype="float32")) -> R.Tensor((n, 4), dtype="float32"):
@@ -49,6 +49,12 @@ where TVM prints ``R.const("-inf", ...)`` that its parser rejects); a tensor con
 as a metadata reference prints that reference back, one with data prints as a nested
 list ``R.const([[1.0, 2.0]], "float32")`` (TVM accepts it); ``ObjectType`` is ``R.Any``.
 
+A PrimFunc read from text is printed from that text, except that its decorator's
+``private=`` and its ``T.func_attr`` line are made to agree with the node (a pass may have
+changed ``attrs``, e.g. ``layout_free_buffers``); a signature-only PrimFunc (``text`` None)
+prints its signature, ``T.func_attr`` and ``T.evaluate(0)``, which the parser reads back as
+signature-only.
+
 Where TVM 0.27 differs and why
 ------------------------------
 - ``ty_args=`` on ``R.builtin.alloc_tensor``: omitted (TVM's parser fails on it).
@@ -64,6 +70,10 @@ Where TVM 0.27 differs and why
   prints ``T.int64`` there, which its parser evaluates as a call and rejects.
 - A ``call_tir`` with a third (``tir_vars``) argument prints ``tir_vars=R.shape([...])``,
   which TVM 0.27 no longer accepts (its ``call_tir`` passes symbolic args in the tuple).
+- An ``IntImm`` attribute value prints as ``T.int64(128)`` (TVM: ``128``), so it reads
+  back as an IntImm and not as a Python int.
+- TVM's ``I.StringType()`` (the type of ``R.str`` values) has no memcore counterpart; the
+  parser reads it as ``ObjectType``, printed ``R.Any``.
 
 Binding annotations follow TVM: every binding is annotated with its var's type except a
 void binding (type ``R.Tuple()``) whose var is never used (printed as an expression
