@@ -1528,6 +1528,8 @@ class _Parser:
                 continue
             if text.startswith("R.output("):
                 raise self.error("R.output(...) outside a dataflow block", ln)
+            if text.startswith("R.func_attr("):
+                raise self.error("R.func_attr(...) must come first in the function body", ln)
             # the If result line of a branch
             if result_name is not None and i == b - 1:
                 m = _ASSIGN_RE.match(text)

@@ -163,6 +163,7 @@ def test_other_structural_errors():
     check(fn("else:", "return x"), "without a matching 'if'")
     check(fn("with R.dataflow():", "    y = R.add(x, x)", "return y"), "must end with R.output")
     check(fn("R.output(x)", "return x"), "outside a dataflow block")
+    check(fn("y = x", 'R.func_attr({"a": 1})', "return y"), "must come first", line=4)
     check(fn("return x", "y = x"), "statement after 'return'")
     check(fn("y = x", "    return y"), "unexpected indentation")
     check(fn("with R.dataflow():", "    y = R.add(x, x)", "    R.output(q)", "return x"), "not defined in this dataflow block")
