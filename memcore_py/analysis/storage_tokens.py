@@ -35,6 +35,7 @@ unused); a token never outlives its block, because a use in another block discar
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from operator import itemgetter
 
 import numpy as np
 
@@ -87,6 +88,9 @@ _EV_REQUEST = 0
 _EV_DECREF = 1
 #: events are packed as ``step * _EV_SCALE + 2 * token + kind`` (tokens < 2**31)
 _EV_SCALE = 1 << 32
+_VAR_TYPES = (Var, DataflowVar)
+#: argument expressions that may carry tokens without being a variable
+_CARRIERS = frozenset((Tuple, TupleGetItem, Call, If))
 
 
 def is_inplace_memory_op(op) -> bool:
@@ -194,8 +198,6 @@ class StorageTokens:
     function body)."""
     scope_blocks: list
     """Scope id -> its block ids, in order (blocks are numbered in visit order)."""
-    alloc_to_token: dict = field(default_factory=dict)
-    """Allocation ``VarBinding`` -> token id, for planned allocations."""
     unplanned_allocs: list = field(default_factory=list)
     """``(binding, block id, position, function index)`` of every ``R.builtin.alloc_tensor``
     whose token was discarded (left unplanned), in program order."""
@@ -206,6 +208,11 @@ class StorageTokens:
     @property
     def n_tok(self) -> int:
         return int(self.tok_const.shape[0])
+
+    @property
+    def alloc_to_token(self) -> dict:
+        """Allocation ``VarBinding`` -> token id, for planned allocations."""
+        return dict(zip(self.tok_binding, range(self.n_tok)))
 
     def pools(self, *, key_device: bool = True):
         """Dense pool id per token and the pool keys.
@@ -264,7 +271,9 @@ class _StorageAllocatorInit:
     def __init__(self, mod: IRModule):
         self.mod = mod
         self.prim_names = frozenset(gv.name for gv, f in mod.functions.items() if isinstance(f, PrimFunc))
-        # per token: (const bytes, bytes expr, dtype, scope, device, binding, func, step)
+        # per token: (info, binding, step, position in block); info is shared by the
+        # allocations of one tensor type: (const bytes, bytes expr, dtype, scope, device,
+        # function index, argument nodes after the shape)
         self.tokens: list = []
         self.t_block: list = []
         self.extra_refs: dict = {}
@@ -289,6 +298,8 @@ class _StorageAllocatorInit:
         self._func_idx = -1
         self._bounds = None
         self._size_cache: dict = {}
+        self._call_kind: dict = {}
+        """callee (Op, GlobalVar, ExternFunc) -> whether it counts uses (fast path only)"""
 
     # ------------------------------------------------------------------ entry
     def run(self) -> StorageTokens:
@@ -379,86 +390,88 @@ class _StorageAllocatorInit:
         self.block_is_dataflow.append(isinstance(block, DataflowBlock))
         self.scope_blocks[sid].append(bid)
         var_tokens = self.var_tokens
+        get = var_tokens.get
         tokens_of = self._tokens_of
         prim_names = self.prim_names
         t_block, discarded = self.t_block, self.discarded
         ev = self.ev
         tokens = self.tokens
         size_cache = self._size_cache
-        func_idx = self._func_idx
+        call_kind = self._call_kind
+        scale = _EV_SCALE
+        step0 = self.step + 1
         step = self.step
-        i = -1
-        for b in block.bindings:
-            i += 1
-            step += 1
+        for i, b in enumerate(block.bindings):
             value = b.value
             vt = type(value)
             if vt is Call:
                 op = value.op
                 if op is BUILTIN_ALLOC_TENSOR:
+                    step = step0 + i
+                    self.step = step
                     if type(b) is MatchCast:
-                        self.step = step
                         s = self._visit_call(value, None, bid)
                         if s is not None:
                             var_tokens[b.var] = s
                         continue
-                    # Fast path of _create_token: a tensor type seen before, usual arguments.
+                    # Fast path of _create_token: the same tensor type and argument nodes as
+                    # an allocation seen before in this function.
                     var = b.var
-                    hit = size_cache.get(var.ty)
-                    args = value.args
-                    if hit is not None and len(args) == 4:
-                        a1, a2, a3 = args[1], args[2], args[3]
-                        if (type(a1) is DataTypeImm and a1.value == hit[2] and type(a2) is PrimValue
-                                and type(a2.value) is IntImm and type(a3) is StringImm):
-                            t = len(t_block)
-                            tokens.append((hit[0], hit[1], hit[2], a3.value, a2.value.value, b, func_idx, step, i))
-                            t_block.append(bid)
-                            ev.append(step * _EV_SCALE + t * 2)
-                            var_tokens[var] = t
-                            continue
-                    self.step = step
-                    s = self._create_token(b, bid, i)
-                    var_tokens[var] = s
+                    info = size_cache.get(var.ty)
+                    if info is not None and value.args[1:] == info[6]:
+                        t = len(t_block)
+                        tokens.append((info, b, step, i))
+                        t_block.append(bid)
+                        ev.append(step * scale + t * 2)
+                        var_tokens[var] = t
+                        continue
+                    var_tokens[var] = self._create_token(b, bid, i)
                     continue
-                top = type(op)
-                if ((top is GlobalVar and op.name in prim_names) or (
-                        top is ExternFunc and op.global_symbol != RESHAPE_PACKED)) and type(b) is not MatchCast:
+                counting = call_kind.get(op)
+                if counting is None:
+                    top = type(op)
+                    counting = call_kind[op] = (top is GlobalVar and op.name in prim_names) or (
+                        top is ExternFunc and op.global_symbol != RESHAPE_PACKED)
+                if counting and type(b) is not MatchCast:
                     # Fast path of a counting call (see _visit_call for the general case).
+                    step = step0 + i
                     for a in value.args:
-                        ta = type(a)
-                        if ta is Var or ta is DataflowVar:
-                            s = var_tokens.get(a)
-                        else:
+                        s = get(a)
+                        if s is None:
+                            if type(a) in _VAR_TYPES or type(a) not in _CARRIERS:
+                                continue
                             self.step = step
                             s = tokens_of(a)
-                        if s is None:
-                            continue
+                            if s is None:
+                                continue
                         if type(s) is int:
                             if s in discarded:
                                 continue
                             if t_block[s] != bid:
                                 discarded.add(s)
                                 continue
-                            ev.append(step * _EV_SCALE + s * 2 + 1)
+                            ev.append(step * scale + s * 2 + 1)
                         else:
                             self.step = step
                             self._use_leaves(self._leaves(s, []), bid, value, True)
                     continue
-                self.step = step
+                self.step = step0 + i
                 s = self._visit_call(value, None if type(b) is MatchCast else b, bid, i)
             elif vt is Var or vt is DataflowVar:
-                s = var_tokens.get(value)
+                s = get(value)
             elif vt is If:
-                self.step = step
+                self.step = step0 + i
                 self._visit_if(value, b, bid, i)
-                step = self.step
+                # the branches' bindings took steps: continue after them
+                step0 = self.step - i
                 s = None
             else:
-                self.step = step
+                self.step = step0 + i
                 s = tokens_of(value)
             if s is not None:
                 var_tokens[b.var] = s
-        self.step = step
+        if block.bindings:
+            self.step = max(self.step, step0 + len(block.bindings) - 1)
 
     def _visit_if(self, e: If, binding, bid, index=-1):
         self._discard(self._tokens_of(e.cond))
@@ -527,15 +540,18 @@ class _StorageAllocatorInit:
         return None
 
     def _create_token(self, binding, bid, index) -> int:
+        """Validate a new ``R.builtin.alloc_tensor`` and make its token; the size, dtype, scope
+        and device are cached by tensor type (and identical argument nodes)."""
         ty = binding.var.ty
+        info = self._size_cache.get(ty)
         args = binding.value.args
-        # Fast path: a tensor type seen before in this function and well-formed arguments.
-        hit = self._size_cache.get(ty)
-        if hit is not None and len(args) == 4:
+        if info is not None and len(args) == 4:
+            # Same tensor type, equal argument values (distinct nodes, as parsed from text).
             a1, a2, a3 = args[1], args[2], args[3]
-            if (type(a1) is DataTypeImm and a1.value == hit[2] and type(a2) is PrimValue
-                    and type(a2.value) is IntImm and type(a3) is StringImm):
-                return self._new_token(hit[0], hit[1], hit[2], a3.value, a2.value.value, binding, bid, index)
+            if (type(a1) is DataTypeImm and a1.value == info[2] and type(a2) is PrimValue
+                    and type(a2.value) is IntImm and a2.value.value == info[4]
+                    and type(a3) is StringImm and a3.value == info[3]):
+                return self._new_token(info, binding, bid, index)
         shape, dtype, device, scope = alloc_tensor_info(binding, self._func_name)
         try:
             ub = upper_bound_shape(shape, self._bounds)
@@ -546,12 +562,13 @@ class _StorageAllocatorInit:
                 f"unbounded vars non-negative (tir_non_negative_var) or bound them (tir_var_upper_bound)"
             ) from None
         nbytes, const = tensor_bytes(ub, dtype)
-        self._size_cache[ty] = (const, nbytes, dtype)
-        return self._new_token(const, nbytes, dtype, scope, device, binding, bid, index)
+        info = (const, nbytes, dtype, scope, device, self._func_idx, binding.value.args[1:])
+        self._size_cache[binding.var.ty] = info
+        return self._new_token(info, binding, bid, index)
 
-    def _new_token(self, const, nbytes, dtype, scope, device, binding, bid, index) -> int:
+    def _new_token(self, info, binding, bid, index) -> int:
         t = len(self.t_block)
-        self.tokens.append((const, nbytes, dtype, scope, device, binding, self._func_idx, self.step, index))
+        self.tokens.append((info, binding, self.step, index))
         self.t_block.append(bid)
         self.ev.append(self.step * _EV_SCALE + t * 2)
         return t
@@ -565,7 +582,7 @@ class _StorageAllocatorInit:
         new_id = np.full(n_all, -1, dtype=np.int64)
         kept = np.flatnonzero(keep)
         new_id[kept] = np.arange(kept.shape[0], dtype=np.int64)
-        ev_all = np.asarray(self.ev, dtype=np.int64)
+        ev_all = np.fromiter(self.ev, dtype=np.int64, count=len(self.ev))
         ev_step_all = ev_all // _EV_SCALE
         rest = ev_all - ev_step_all * _EV_SCALE
         is_dec = (rest & 1).astype(bool)
@@ -581,11 +598,16 @@ class _StorageAllocatorInit:
             rows = tokens
         else:
             rows = [tokens[i] for i in kept_list]
-        if rows:
-            const, nbytes, dtype, scope, device, binding, func, step, index = (list(c) for c in zip(*rows))
-        else:
-            const, nbytes, dtype, scope, device, binding, func, step, index = ([] for _ in range(9))
-        tok_start = np.asarray(step, dtype=np.int64)
+        n_rows = len(rows)
+        infos = list(map(itemgetter(0), rows))
+
+        def info_column(k):
+            return list(map(itemgetter(k), infos))
+
+        def int_info_column(k):
+            return np.fromiter(map(itemgetter(k), infos), dtype=np.int64, count=n_rows)
+
+        tok_start = np.fromiter(map(itemgetter(2), rows), dtype=np.int64, count=n_rows)
         n_tok = tok_start.shape[0]
         dec = ev_kind == _EV_DECREF
         dec_tok = ev_tok[dec]
@@ -603,20 +625,20 @@ class _StorageAllocatorInit:
             tok_end[last_tok] = ev_step[dec][::-1][first_rev]
         t_block = self.t_block
         return StorageTokens(
-            tok_const=np.asarray(const, dtype=np.int64),
+            tok_const=int_info_column(0),
             tok_refs=tok_refs,
             tok_start=tok_start,
             tok_end=tok_end,
-            tok_func=np.asarray(func, dtype=np.int64),
+            tok_func=int_info_column(5),
             ev_kind=np.ascontiguousarray(ev_kind),
             ev_tok=np.ascontiguousarray(ev_tok),
-            tok_bytes=nbytes,
-            tok_dtype=dtype,
-            tok_scope=scope,
-            tok_device=device,
-            tok_binding=binding,
-            tok_block=[t_block[i] for i in kept_list],
-            tok_index=index,
+            tok_bytes=info_column(1),
+            tok_dtype=info_column(2),
+            tok_scope=info_column(3),
+            tok_device=info_column(4),
+            tok_binding=list(map(itemgetter(1), rows)),
+            tok_block=t_block if rows is tokens else [t_block[i] for i in kept_list],
+            tok_index=list(map(itemgetter(3), rows)),
             functions=self.functions,
             block_scope=self.block_scope,
             block_is_dataflow=self.block_is_dataflow,
@@ -624,9 +646,8 @@ class _StorageAllocatorInit:
             scope_parent=self.scope_parent,
             scope_anchor=self.scope_anchor,
             scope_blocks=self.scope_blocks,
-            alloc_to_token=dict(zip(binding, range(len(binding)))),
             tvm_check_failures=self.tvm_check_failures,
-            unplanned_allocs=[(tokens[i][5], t_block[i], tokens[i][8], tokens[i][6])
+            unplanned_allocs=[(tokens[i][1], t_block[i], tokens[i][3], tokens[i][0][5])
                               for i in np.flatnonzero(~keep).tolist()],
         )
 

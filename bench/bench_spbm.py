@@ -1,0 +1,190 @@
+"""StaticPlanBlockMemory on long element-wise chains: ours (TVM-exact and arena mode) against
+Apache TVM 0.27's pass on the same program, in the same run.
+
+Workload (:func:`memcore_py.testing.memory_programs.chain_module`): ``main`` with n
+element-wise ops after CallTIRRewrite, three bindings each (``alloc = R.builtin.alloc_tensor``,
+``kernel(prev, alloc)``, ``y = alloc``), float32 tensors cycling through four widths; n = 1k,
+10k, 100k (3k / 30k / 300k bindings). Our module is built directly as IR; TVM's equivalent is
+built with TVM's node constructors (its TVMScript parser needs minutes for 30k bindings), from
+a small parsed template, once per session. Both are the same program (checked at 1k: our
+output equals TVM's, structurally).
+
+``extra_info`` records bindings, planned tensors, storages and planned bytes of both of our
+modes, TVM's own storages and bytes, and the max-live lower bound.
+
+Run: ``pytest bench/bench_spbm.py --benchmark-only`` (results: bench/README.md,
+"StaticPlanBlockMemory"). With ``--benchmark-disable`` (the CI smoke run) TVM's pass is not run
+at 100k ops (about 5 s per call).
+"""
+import pytest
+
+from memcore_py.testing.memory_programs import chain_module
+from memcore_py.transform.static_plan_block_memory import plan_statistics, static_plan_block_memory
+
+SIZES = (1_000, 10_000, 100_000)
+WIDTH = 1024
+
+
+def _tvm():
+    try:
+        import tvm
+        from tvm import relax  # noqa: F401
+    except ImportError:
+        return None
+    return tvm
+
+
+def tvm_chain_module(n_ops: int, width: int = WIDTH, dtype: str = "float32"):
+    """TVM's version of :func:`chain_module` (same names, types, calls and attributes)."""
+    tvm = _tvm()
+    from tvm import relax
+
+    widths = (width, width // 2, width, width * 2)
+    lines = "\n".join(
+        f'        a{j}: R.Tensor(({w},), dtype="{dtype}") = R.builtin.alloc_tensor(R.shape([{w}]), '
+        f'R.dtype("{dtype}"), R.prim_value(0), R.str("global"))\n'
+        f"        _{j}: R.Tuple = cls.kernel2(x, a{j})"
+        for j, w in enumerate(widths)
+    )
+    template = tvm.script.from_source(f"""
+@I.ir_module
+class Module:
+    @T.prim_func(private=True)
+    def kernel2(A0: T.handle, A1: T.handle):
+        T.evaluate(0)
+
+    @T.prim_func(private=True)
+    def kernel3(A0: T.handle, A1: T.handle, A2: T.handle):
+        T.evaluate(0)
+
+    @R.function(pure=False)
+    def main(x: R.Tensor(({width},), dtype="{dtype}")) -> R.Tensor(({width},), dtype="{dtype}"):
+        cls = Module
+{lines}
+        return x
+""")
+    k2, k3 = template.get_global_var("kernel2"), template.get_global_var("kernel3")
+    tb = template["main"].body.blocks[0].bindings
+    allocs = [tb[2 * j].value for j in range(4)]
+    types = [tb[2 * j].var.ty for j in range(4)]
+    void = tb[1].var.ty
+    x = template["main"].params[0]
+    bindings = []
+    prev, prev2 = x, x
+    for i in range(n_ops):
+        j = i % 4
+        a = relax.Var("alloc", types[j])
+        c = allocs[j]
+        bindings.append(relax.VarBinding(a, relax.Call(c.op, c.args, c.attrs, c.ty_args, ret_ty=types[j])))
+        if i % 3 == 2:
+            k = relax.Call(k3, [prev, prev2, a], ret_ty=void)
+        else:
+            k = relax.Call(k2, [prev, a], ret_ty=void)
+        bindings.append(relax.VarBinding(relax.Var("_", void), k))
+        y = relax.Var("y", types[j])
+        bindings.append(relax.VarBinding(y, a))
+        prev2, prev = prev, y
+    body = relax.SeqExpr([relax.BindingBlock(bindings)], prev)
+    func = relax.Function([x], body, types[(n_ops - 1) % 4], is_pure=True)
+    func = func.with_attr("global_symbol", "main").with_attr("relax.force_pure", True)
+    return tvm.IRModule({k2: template[k2], k3: template[k3], "main": func})
+
+
+@pytest.fixture(scope="session")
+def chains():
+    return {n: chain_module(n, width=WIDTH) for n in SIZES}
+
+
+@pytest.fixture(scope="session")
+def tvm_chains():
+    if _tvm() is None:
+        return None
+    return {}
+
+
+def _tvm_module(tvm_chains, n):
+    if n not in tvm_chains:
+        tvm_chains[n] = tvm_chain_module(n)
+    return tvm_chains[n]
+
+
+def _storage_stats(out_text_module):
+    """(storages, bytes) of a planned TVM module."""
+    from tvm import relax
+
+    n, total = 0, 0
+    for f in out_text_module.functions.values():
+        if not isinstance(f, relax.Function):
+            continue
+        for block in f.body.blocks:
+            for b in block.bindings:
+                v = b.value
+                if isinstance(v, relax.Call) and getattr(v.op, "name", "") == "relax.memory.alloc_storage":
+                    n += 1
+                    total += int(v.args[0].values[0])
+    return n, total
+
+
+def _quality(benchmark, mod, n):
+    tvm_stats = plan_statistics(mod, "tvm")
+    arena_stats = plan_statistics(mod, "arena")
+    benchmark.extra_info.update(
+        n_ops=n,
+        n_bindings=3 * n,
+        n_planned=tvm_stats["n_planned"],
+        tvm_mode_storages=tvm_stats["n_storage"],
+        tvm_mode_bytes=tvm_stats["planned_bytes"],
+        arena_storages=arena_stats["n_storage"],
+        arena_bytes=arena_stats["planned_bytes"],
+        lower_bound=arena_stats["lower_bound"],
+    )
+
+
+@pytest.mark.benchmark(group="static-plan-block-memory")
+@pytest.mark.parametrize("n", SIZES)
+def test_spbm_ours_tvm_mode(benchmark, chains, n):
+    mod = chains[n]
+    out = benchmark(static_plan_block_memory, mod, "tvm")
+    _quality(benchmark, mod, n)
+    assert out is not mod
+
+
+@pytest.mark.benchmark(group="static-plan-block-memory")
+@pytest.mark.parametrize("n", SIZES)
+def test_spbm_ours_arena_mode(benchmark, chains, n):
+    mod = chains[n]
+    out = benchmark(static_plan_block_memory, mod, "arena")
+    _quality(benchmark, mod, n)
+    assert out is not mod
+
+
+@pytest.mark.benchmark(group="static-plan-block-memory")
+@pytest.mark.parametrize("n", SIZES)
+def test_spbm_tvm(benchmark, request, tvm_chains, chains, n):
+    if tvm_chains is None:
+        pytest.skip("apache-tvm is not installed")
+    if n == SIZES[-1] and request.config.getoption("benchmark_disable"):
+        pytest.skip("TVM at 100k ops only when benchmarking (about 5 s per call)")
+    from tvm import relax
+
+    tmod = _tvm_module(tvm_chains, n)
+    spbm = relax.transform.StaticPlanBlockMemory()
+    out = benchmark.pedantic(spbm, args=(tmod,), rounds=3 if n < SIZES[-1] else 1, iterations=1)
+    n_storage, total = _storage_stats(out)
+    benchmark.extra_info.update(n_ops=n, n_bindings=3 * n, tvm_storages=n_storage, tvm_bytes=total)
+    ours = plan_statistics(chains[n], "tvm")
+    assert (n_storage, total) == (ours["n_storage"], ours["planned_bytes"])
+
+
+def test_chain_equals_tvm_output():
+    """The benchmark programs are the same on both sides: our output equals TVM's at 1k ops."""
+    if _tvm() is None:
+        pytest.skip("apache-tvm is not installed")
+    import memcore_py
+    from memcore_py.ir.structural import assert_structural_equal
+    from tvm import relax
+
+    n = 1_000
+    theirs = memcore_py.parse(relax.transform.StaticPlanBlockMemory()(tvm_chain_module(n)).script())
+    ours = static_plan_block_memory(chain_module(n, width=WIDTH))
+    assert_structural_equal(ours["main"], theirs["main"])
