@@ -404,59 +404,154 @@ cdef inline idx_t _scan_gaps_2(
 # Start-ordered placement: an offset-sorted active array
 # -------------------------------------------------------------------------------------------
 
-cdef void _place_sweep(
-    const idx_t[::1] s, const idx_t[::1] e, const idx_t[::1] size,
-    const idx_t[::1] order, bint first_fit,
-    idx_t* act_off, idx_t* act_top, idx_t* act_end, idx_t[::1] offset
+cdef inline Py_ssize_t _gap_find(
+    const idx_t* g_size, const idx_t* g_bot, Py_ssize_t ng, idx_t size, idx_t bot
 ) noexcept nogil:
-    """Place buffers given in non-decreasing start order (three scratch arrays of len(order)).
+    """First position in the (size, bottom)-sorted gap list not below (size, bot)."""
+    cdef Py_ssize_t lo = 0, hi = ng, mid
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if g_size[mid] < size or (g_size[mid] == size and g_bot[mid] < bot):
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
 
-    The active array holds the placed buffers still live, sorted by offset; they are
-    pairwise disjoint (all live at the current start), so the gaps between neighbours are
-    the gaps of the placement rule.
+
+cdef inline Py_ssize_t _gap_add(
+    idx_t* g_size, idx_t* g_bot, Py_ssize_t ng, idx_t size, idx_t bot
+) noexcept nogil:
+    cdef Py_ssize_t j
+    if size <= 0:
+        return ng
+    j = _gap_find(g_size, g_bot, ng, size, bot)
+    memmove(&g_size[j + 1], &g_size[j], (ng - j) * sizeof(idx_t))
+    memmove(&g_bot[j + 1], &g_bot[j], (ng - j) * sizeof(idx_t))
+    g_size[j] = size
+    g_bot[j] = bot
+    return ng + 1
+
+
+cdef inline Py_ssize_t _gap_remove(
+    idx_t* g_size, idx_t* g_bot, Py_ssize_t ng, idx_t size, idx_t bot
+) noexcept nogil:
+    cdef Py_ssize_t j
+    if size <= 0:
+        return ng
+    j = _gap_find(g_size, g_bot, ng, size, bot)
+    memmove(&g_size[j], &g_size[j + 1], (ng - j - 1) * sizeof(idx_t))
+    memmove(&g_bot[j], &g_bot[j + 1], (ng - j - 1) * sizeof(idx_t))
+    return ng - 1
+
+
+cdef void _place_sweep(
+    const idx_t[::1] s, const idx_t[::1] e, const idx_t[::1] size, bint first_fit,
+    idx_t* act_off, idx_t* tops, idx_t* heap_end, idx_t* heap_off,
+    idx_t* g_size, idx_t* g_bot, idx_t[::1] offset
+) noexcept nogil:
+    """Place the buffers 0..m-1 (given by non-decreasing start) one by one.
+
+    The placed buffers still live at the current start are pairwise disjoint, so the gaps
+    of the placement rule are the gaps between neighbours in offset order, and a plain
+    allocator with coalescing free gaps does the job:
+
+    - ``act_off[0:na]``: offsets of the live buffers, sorted; ``tops[i + 1]`` the top of
+      live buffer i, ``tops[0] = 0`` (gap i is ``act_off[i] - tops[i]``);
+    - a min-heap of (end, offset) to find the buffers that expire (offsets are unique among
+      live buffers, so a binary search locates each);
+    - best fit only: the positive gaps as a list sorted by (size, bottom), so the smallest
+      fitting gap, lowest on ties, is one binary search; a placement splits one gap, an
+      expiry merges at most two.
+
+    First fit walks the live buffers up to the first fitting gap. Scratch: act_off,
+    heap_end, heap_off, g_size, g_bot of length m, tops of m + 1.
     """
-    cdef Py_ssize_t m = order.shape[0], k, i, na = 0, w, ins
-    cdef idx_t b, sb, sz, prev, gap, best, best_gap
+    cdef Py_ssize_t m = s.shape[0], k, i, na = 0, nh = 0, ng = 0, ins, lo, hi, mid
+    cdef Py_ssize_t c, child, j
+    cdef idx_t b, sb, sz, he, ho, off
+    tops[0] = 0
     for k in range(m):
-        b = order[k]
+        b = k
         sb = s[b]
         sz = size[b]
-        prev = 0
-        best = -1
-        best_gap = IDX_MAX
-        ins = -1
-        w = 0
-        # Step 1. Drop expired entries while walking the gaps of the live ones.
-        for i in range(na):
-            if act_end[i] < sb:
-                continue
-            if w != i:
-                act_off[w] = act_off[i]
-                act_top[w] = act_top[i]
-                act_end[w] = act_end[i]
-            if best < 0 or not first_fit:
-                gap = act_off[w] - prev
-                if gap >= sz and gap < best_gap:
-                    best = prev
-                    best_gap = gap
-                    ins = w
-            prev = act_top[w]
-            w += 1
-        na = w
-        # Step 2. Best gap, or on top of everything live.
-        if best < 0:
-            best = prev
-            ins = na
-        offset[b] = best
-        # Step 3. Insert, keeping the array sorted by offset.
+        # Step 1. Remove the buffers that ended before this start (and merge their gaps).
+        while nh > 0 and heap_end[0] < sb:
+            ho = heap_off[0]
+            lo = 0
+            hi = na
+            while lo < hi:
+                mid = (lo + hi) >> 1
+                if act_off[mid] < ho:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            if not first_fit:
+                ng = _gap_remove(g_size, g_bot, ng, act_off[lo] - tops[lo], tops[lo])
+                if lo + 1 < na:
+                    ng = _gap_remove(g_size, g_bot, ng, act_off[lo + 1] - tops[lo + 1],
+                                     tops[lo + 1])
+                    ng = _gap_add(g_size, g_bot, ng, act_off[lo + 1] - tops[lo], tops[lo])
+            memmove(&act_off[lo], &act_off[lo + 1], (na - lo - 1) * sizeof(idx_t))
+            memmove(&tops[lo + 1], &tops[lo + 2], (na - lo - 1) * sizeof(idx_t))
+            na -= 1
+            nh -= 1
+            he = heap_end[nh]
+            ho = heap_off[nh]
+            c = 0
+            while True:
+                child = 2 * c + 1
+                if child >= nh:
+                    break
+                if child + 1 < nh and heap_end[child + 1] < heap_end[child]:
+                    child += 1
+                if heap_end[child] >= he:
+                    break
+                heap_end[c] = heap_end[child]
+                heap_off[c] = heap_off[child]
+                c = child
+            heap_end[c] = he
+            heap_off[c] = ho
+        # Step 2. The gap to use, else the top of the highest live buffer.
+        ins = na
+        if first_fit:
+            for i in range(na):
+                if act_off[i] - tops[i] >= sz:
+                    ins = i
+                    break
+        else:
+            j = _gap_find(g_size, g_bot, ng, sz, -1)
+            if j < ng:
+                # the live buffer right above that gap
+                lo = 0
+                hi = na
+                while lo < hi:
+                    mid = (lo + hi) >> 1
+                    if act_off[mid] <= g_bot[j]:
+                        lo = mid + 1
+                    else:
+                        hi = mid
+                ins = lo
+        off = tops[ins]
+        offset[b] = off
+        # Step 3. Insert into the sorted array, the gap list and the heap.
         if ins < na:
+            if not first_fit:
+                ng = _gap_remove(g_size, g_bot, ng, act_off[ins] - off, off)
+                ng = _gap_add(g_size, g_bot, ng, act_off[ins] - off - sz, off + sz)
             memmove(&act_off[ins + 1], &act_off[ins], (na - ins) * sizeof(idx_t))
-            memmove(&act_top[ins + 1], &act_top[ins], (na - ins) * sizeof(idx_t))
-            memmove(&act_end[ins + 1], &act_end[ins], (na - ins) * sizeof(idx_t))
-        act_off[ins] = best
-        act_top[ins] = best + sz
-        act_end[ins] = e[b]
+            memmove(&tops[ins + 2], &tops[ins + 1], (na - ins) * sizeof(idx_t))
+        act_off[ins] = off
+        tops[ins + 1] = off + sz
         na += 1
+        he = e[b]
+        c = nh
+        nh += 1
+        while c > 0 and heap_end[(c - 1) >> 1] > he:
+            heap_end[c] = heap_end[(c - 1) >> 1]
+            heap_off[c] = heap_off[(c - 1) >> 1]
+            c = (c - 1) >> 1
+        heap_end[c] = he
+        heap_off[c] = off
 
 
 # -------------------------------------------------------------------------------------------
@@ -472,15 +567,15 @@ cdef inline int _bit_length(uint64_t x) noexcept nogil:
 
 
 cdef void _count_buckets(
-    const idx_t[::1] s, const idx_t[::1] e, const idx_t[::1] order, int sh0,
+    const idx_t[::1] s, const idx_t[::1] e, int sh0,
     const idx_t[::1] level_base, idx_t[::1] count
 ) noexcept nogil:
     """count[g] = number of buffers stored in global bucket g (count zeroed by caller)."""
-    cdef Py_ssize_t k, m = order.shape[0]
+    cdef Py_ssize_t k, m = s.shape[0]
     cdef idx_t b, j
     cdef int lev, sh
     for k in range(m):
-        b = order[k]
+        b = k
         lev = _bit_length(<uint64_t>(e[b] - s[b]) >> sh0)
         sh = sh0 + lev
         for j in range(s[b] >> sh, (e[b] >> sh) + 1):
@@ -597,19 +692,19 @@ cdef idx_t _scan_buckets_2(
 
 cdef void _place_bucketed(
     const idx_t[::1] s, const idx_t[::1] e, const idx_t[::1] size,
-    const idx_t[::1] order, bint first_fit, int sh0, int n_levels,
+    bint first_fit, int sh0, int n_levels,
     const idx_t[::1] level_base, const idx_t[::1] bstart, idx_t[::1] bfill,
     idx_t* ent, idx_t* tmp_a, idx_t* tmp_b, idx_t* runs, idx_t* visit, idx_t[::1] offset
 ) noexcept nogil:
-    """Place buffers in ``order`` with the levelled bucket index (see module docstring).
+    """Place the buffers 0..m-1 one by one with the levelled bucket index (module docs).
 
     ent holds 4 int64 per stored entry (offset, top, s, e); bucket g owns entries
     [bstart[g], bstart[g + 1]) of which the first bfill[g] are in use (bfill zeroed by the
-    caller). tmp_a / tmp_b hold 2 * len(order) int64; runs and visit (4 int64 per visited
-    bucket) hold len(bstart) + 2 * n_levels + 2 rows.
+    caller). tmp_a / tmp_b hold 2 * m int64; runs and visit (4 int64 per visited bucket)
+    hold len(bstart) + 2 * n_levels + 2 rows.
     """
-    cdef Py_ssize_t m = order.shape[0], k, c, lo, hi, mid, f, v, n_visit
-    cdef idx_t b, sb, eb, sz, j, j0, j1, g, off
+    cdef Py_ssize_t m = s.shape[0], k, c, lo, hi, mid, f, v, n_visit
+    cdef idx_t b, sb, eb, sz, j, j0, j1, g, off, cur_off, cur_top
     cdef idx_t* p
     cdef idx_t* q
     cdef idx_t* merged
@@ -619,7 +714,7 @@ cdef void _place_bucketed(
     cdef int lev, sh, first_bucket
     cdef uint64_t used_levels = 0
     for k in range(m):
-        b = order[k]
+        b = k
         sb = s[b]
         eb = e[b]
         sz = size[b]
@@ -668,13 +763,28 @@ cdef void _place_bucketed(
                 runs[n_runs] = n_pairs
                 p = &ent[4 * bstart[g]]
                 q = &tmp_a[2 * n_pairs]
-                # branch-free filter: always copy, advance only when the entry is kept
+                # Keep the conflicting entries, coalesced into their union as we go (only
+                # the gaps between them matter): in a packed arena a bucket's hundreds of
+                # entries shrink to a few intervals, which makes the merge cheap.
+                cur_off = -1
+                cur_top = -1
                 for c in range(f):
-                    q[0] = p[0]
-                    q[1] = p[1]
-                    q += 2 * ((p[2] <= eb) & (p[3] >= sb) &
-                              (first_bucket | ((p[2] >> sh) == j)))
+                    if (p[2] <= eb) & (p[3] >= sb) & (first_bucket | ((p[2] >> sh) == j)):
+                        if p[0] <= cur_top:
+                            if p[1] > cur_top:
+                                cur_top = p[1]
+                        else:
+                            if cur_top >= 0:
+                                q[0] = cur_off
+                                q[1] = cur_top
+                                q += 2
+                            cur_off = p[0]
+                            cur_top = p[1]
                     p += 4
+                if cur_top >= 0:
+                    q[0] = cur_off
+                    q[1] = cur_top
+                    q += 2
                 c = (q - tmp_a) >> 1
                 if c > n_pairs:
                     n_pairs = c
@@ -713,29 +823,38 @@ cdef void _place_bucketed(
 def _py_place(s, e, size, order, idx_t n_points, bint first_fit, bint sweep, int sh0=-1):
     """Offsets (units) of the buffers in ``order``, placed one by one by the rule.
 
-    ``sweep=True`` requires ``order`` sorted by start (``s``) and uses the active array;
-    otherwise the bucket index is used (``sh0 < 0``: chosen from the spans). Buffers not in
-    ``order`` (size 0) get offset 0.
+    ``sweep=True`` requires ``order`` sorted by start (``s``) and uses the live-buffer
+    allocator; otherwise the bucket index is used (``sh0 < 0``: chosen from the spans).
+    Buffers not in ``order`` (size 0) get offset 0. The kernels read the buffers'
+    attributes gathered in processing order (one vectorised gather instead of three
+    random reads per buffer).
     """
-    cdef const idx_t[::1] s_v = s
-    cdef const idx_t[::1] e_v = e
-    cdef const idx_t[::1] size_v = size
-    cdef const idx_t[::1] order_v = order
     cdef Py_ssize_t n = s.shape[0], m = order.shape[0]
     offset = np.zeros(n, dtype=np.int64)
-    cdef idx_t[::1] offset_v = offset
     if m == 0:
         return offset
-    cdef idx_t[::1] a1, a2, a3
+    s_o = s[order]
+    e_o = e[order]
+    z_o = size[order]
+    off_o = np.empty(m, dtype=np.int64)
+    cdef const idx_t[::1] s_v = s_o
+    cdef const idx_t[::1] e_v = e_o
+    cdef const idx_t[::1] size_v = z_o
+    cdef idx_t[::1] offset_v = off_o
+    cdef idx_t[::1] a1, a2, a3, a4, a5, a6
     if sweep:
         a1 = np.empty(m, dtype=np.int64)
-        a2 = np.empty(m, dtype=np.int64)
+        a2 = np.empty(m + 1, dtype=np.int64)
         a3 = np.empty(m, dtype=np.int64)
+        a4 = np.empty(m, dtype=np.int64)
+        a5 = np.empty(m, dtype=np.int64)
+        a6 = np.empty(m, dtype=np.int64)
         with nogil:
-            _place_sweep(s_v, e_v, size_v, order_v, first_fit, &a1[0], &a2[0], &a3[0],
-                         offset_v)
+            _place_sweep(s_v, e_v, size_v, first_fit, &a1[0], &a2[0], &a3[0], &a4[0],
+                         &a5[0], &a6[0], offset_v)
+        offset[order] = off_o
         return offset
-    spans = e[order] - s[order]
+    spans = e_o - s_o
     if sh0 < 0:
         # level-0 buckets about as wide as the median span
         sh0 = _bit_length(<uint64_t>int(np.partition(spans, m // 2)[m // 2]))
@@ -751,7 +870,7 @@ def _py_place(s, e, size, order, idx_t n_points, bint first_fit, bint sweep, int
     count = np.zeros(total, dtype=np.int64)
     cdef idx_t[::1] count_v = count
     with nogil:
-        _count_buckets(s_v, e_v, order_v, sh0, level_base, count_v)
+        _count_buckets(s_v, e_v, sh0, level_base, count_v)
     bstart = np.zeros(total + 1, dtype=np.int64)
     np.cumsum(count, out=bstart[1:])
     cdef idx_t[::1] bstart_v = bstart
@@ -763,9 +882,10 @@ def _py_place(s, e, size, order, idx_t n_points, bint first_fit, bint sweep, int
     cdef idx_t[::1] visit = np.empty(4 * (total + 2 * n_levels + 2), dtype=np.int64)
     count[:] = 0
     with nogil:
-        _place_bucketed(s_v, e_v, size_v, order_v, first_fit, sh0, n_levels, level_base,
-                        bstart_v, count_v, &ent[0], &tmp_a[0], &tmp_b[0], &runs[0], &visit[0],
+        _place_bucketed(s_v, e_v, size_v, first_fit, sh0, n_levels, level_base, bstart_v,
+                        count_v, &ent[0], &tmp_a[0], &tmp_b[0], &runs[0], &visit[0],
                         offset_v)
+    offset[order] = off_o
     return offset
 
 
