@@ -36,9 +36,17 @@ are parameters (a frozen batch norm module), the rotary cos/sin tables and the c
 masks are parameters, position embeddings are parameters added directly (fixed sequence
 length).
 
+With ``--vm-check`` the script also runs each model end to end on TVM's VM (llvm, real
+PrimFunc bodies, random weights): TVM's full default pipeline is the reference, and the same
+lowered module planned by memcore (parsed from TVM's text; ``StaticPlanBlockMemory`` in TVM
+mode, and in arena mode with ``R.memory.ensure_zero_offset`` views added after non-zero
+offsets; then memcore's ``LowerAllocTensor`` and ``KillAfterLastUse``), printed and re-parsed
+by TVM, must produce the same outputs. Needs memcore_py importable; slow (minutes).
+
 Usage::
 
     python tools/make_models.py [NAME ...]       # default: all models
+    python tools/make_models.py --vm-check llama_small resnet50
 """
 from __future__ import annotations
 
@@ -458,7 +466,73 @@ def count_allocs(mod):
     return out
 
 
-def build_one(name: str) -> dict:
+def _zero_offset_views(text: str) -> str:
+    """Bind every ``R.memory.alloc_tensor`` with a non-zero constant offset through
+    ``R.memory.ensure_zero_offset`` (text level; memcore's printer's line shape)."""
+    import re
+
+    pattern = re.compile(r"^(\s*)(\w+): (R\.Tensor\(.*?\)) = (R\.memory\.alloc_tensor\(\w+, (\d+),.*)$")
+    out = []
+    for line in text.splitlines():
+        m = pattern.match(line)
+        if m and m.group(5) != "0":
+            indent, var, ty, call = m.group(1), m.group(2), m.group(3), m.group(4)
+            out.append(f"{indent}{var}_raw: {ty} = {call}")
+            out.append(f"{indent}{var}: {ty} = R.memory.ensure_zero_offset({var}_raw)")
+        else:
+            out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def vm_check(name: str, lowered, inputs) -> None:
+    """Run ``lowered`` (full PrimFunc bodies) on TVM's VM: TVM's own pipeline vs memcore's
+    planning in both modes; outputs must agree."""
+    import numpy as np
+    import tvm
+    from tvm import relax
+
+    import memcore_py
+    from memcore_py.transform import KillAfterLastUse, LowerAllocTensor, Sequential, StaticPlanBlockMemory
+
+    rng = np.random.default_rng(0)
+    args = [t.numpy() for t in inputs]
+    for p in lowered["main"].params[len(args):]:
+        shape = [int(d) for d in p.ty.shape.values]
+        args.append((rng.standard_normal(shape) * 0.05).astype(str(p.ty.dtype)))
+    rest = [
+        relax.transform.LowerRuntimeBuiltin(),
+        relax.transform.ComputePrimValue(),
+        relax.transform.VMShapeLower(),
+        relax.transform.AttachGlobalSymbol(),
+    ]
+
+    def run(mod, passes):
+        t0 = time.perf_counter()
+        ex = relax.build(mod, target="llvm", relax_pipeline=tvm.transform.Sequential(passes))
+        vm = relax.VirtualMachine(ex, tvm.cpu())
+        out = vm["main"](*[tvm.runtime.tensor(a) for a in args])
+        outs = [out.numpy()] if isinstance(out, tvm.runtime.Tensor) else [o.numpy() for o in out]
+        return outs, time.perf_counter() - t0
+
+    tvm_passes = [relax.transform.StaticPlanBlockMemory(), relax.transform.LowerAllocTensor(),
+                  relax.transform.KillAfterLastUse()] + rest
+    expected, seconds = run(lowered, tvm_passes)
+    print(f"  {name}: TVM pipeline ran in {seconds:.1f} s", flush=True)
+    ours = memcore_py.parse(lowered.script())
+    for mode in ("tvm", "arena"):
+        planned = StaticPlanBlockMemory(mode=mode)(ours)
+        text = planned.script()
+        if mode == "arena":
+            text = _zero_offset_views(text)
+        planned = Sequential([LowerAllocTensor(), KillAfterLastUse()])(memcore_py.parse(text))
+        got, seconds = run(tvm.script.from_source(planned.script()), rest)
+        assert len(got) == len(expected)
+        for g, e in zip(got, expected):
+            np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-5)
+        print(f"  {name}: memcore {mode} mode: same outputs ({seconds:.1f} s)", flush=True)
+
+
+def build_one(name: str, check_vm: bool = False) -> dict:
     import tvm
     from tvm.relax.frontend.torch import from_exported_program
 
@@ -474,6 +548,8 @@ def build_one(name: str) -> dict:
         mod["main"] = main.without_attr("params")
     del model, ep
     lowered = lower(mod)
+    if check_vm:
+        vm_check(name, lowered, inputs)
     stripped = strip_prim_bodies(lowered)
     text = strip_ty_args(stripped.script())
     if "metadata[" in text:
@@ -518,13 +594,15 @@ def build_one(name: str) -> dict:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("names", nargs="*", help=f"models to build (default: all of {', '.join(MODELS)})")
+    parser.add_argument("--vm-check", action="store_true",
+                        help="also run each model on TVM's VM planned by TVM and by memcore (slow)")
     args = parser.parse_args(argv)
     unknown = [n for n in args.names if n not in MODELS]
     if unknown:
         parser.error(f"unknown model(s) {unknown}; choose from {list(MODELS)}")
     torch.set_num_threads(1)
     for name in args.names or MODELS:
-        build_one(name)
+        build_one(name, check_vm=args.vm_check)
     return 0
 
 
