@@ -1,4 +1,4 @@
-"""Offset packing kernels: greedy placement orders, best-fit / first-fit placement.
+"""Offset packing kernels: priority orders, best-fit / first-fit placement, exact search.
 
 See memcore/offsets.py for the public API, argument validation and the algorithm catalogue;
 these kernels trust their input. Everything here works in *units* (sizes already rounded up
@@ -8,44 +8,59 @@ in ``[0, n_points)`` that preserve every interval intersection of the caller's s
 Design
 ------
 Orders (``_py_order``)
-    Every greedy is "place the buffers one by one, in a fixed priority order". The order is a
-    stable LSD radix sort (11-bit digits, ``_radix_argsort``) of the buffer indices by one or
-    more unsigned 64-bit keys, least significant key first, so ties always go to the lower
-    buffer index. Descending keys are complemented. The area key (size x lifetime) needs 128
-    bits and is sorted as two 64-bit keys. Zero-size buffers are left out of every order
-    (they conflict with nothing and are put at offset 0).
+    Every greedy is "place the non-empty buffers one by one, in a fixed priority order".
+    The order is a stable LSD radix sort (11-bit digits, ``_radix_argsort``) of the buffer
+    ids by one or more unsigned 64-bit keys, least significant key first, so ties always go
+    to the lower buffer id. Descending keys are complemented; the area key (size x
+    lifetime) needs 128 bits and is sorted as two 64-bit keys. Breadth uses a max segment
+    tree over the live-bytes profile; conflict degrees use prefix counts of starts / ends.
 
 Placement rule (``_scan_gaps``)
     Given the placed buffers that conflict in time with the new one, sorted by offset, walk
     the gaps between them (starting with the gap above offset 0): *best fit* takes the
     smallest gap that is large enough (the lowest such gap on ties), *first fit* the lowest
-    one; if none fits, the buffer goes right above the highest conflicting buffer.
+    one; if none fits, the buffer goes right above the highest conflicting buffer. Only the
+    *union* of the conflicting intervals matters, so they may be coalesced first.
 
-Conflicting placed buffers, in offset order, for an arbitrary order (``_place_bucketed``)
-    A naive scan over every placed buffer is O(n^2). Instead placed buffers are kept in a
-    *levelled bucket index over time*: a buffer whose span covers ``p`` points lives on level
-    ``l = bit_length((p - 1) >> sh0)``, whose buckets are ``2**(sh0 + l)`` points wide, so it
-    is stored in at most two buckets of its level. Each bucket keeps its entries sorted by
-    offset (insertion by memmove; the final bucket sizes are known in advance, so all storage
-    is one preallocated CSR array). A query for ``[s, e]`` visits, on every non-empty level,
-    the buckets overlapping ``[s, e]``, keeps the entries whose interval really intersects
-    (and each buffer once: in the first visited bucket that holds it), and merges the sorted
-    runs bottom-up. The cost per buffer is the number of entries in the visited buckets, close
-    to the number of placed buffers it conflicts with, times ``log(#runs)``.
+Start order (``_place_sweep``)
+    Buffers placed by increasing start conflict exactly with the placed buffers still live
+    at their start, and those are pairwise disjoint: the rule becomes an ordinary
+    allocator. Live offsets in a sorted array, a min-heap of ends for expiry, and (best
+    fit) the free gaps in a list sorted by (size, bottom): one binary search per placement,
+    a split per placement, a merge per expiry. O(n log L) + memmove, L = live buffers.
 
-Start-ordered greedies (``_place_sweep``)
-    When buffers are placed by increasing start, the placed buffers that conflict with the
-    next one are exactly those still live at its start, and those are pairwise disjoint in
-    memory. A single offset-sorted "active" array, compacted while it is scanned, replaces the
-    index: O(n * live) time, no other structure.
+Any other order (``_place_bucketed``)
+    Placed buffers are kept in a *levelled bucket index over time*: a buffer whose span
+    covers ``p`` points lives on level ``l = bit_length((p - 1) >> sh0)``, whose buckets
+    are ``2**(sh0 + l)`` points wide, so it is stored in at most two buckets of its level.
+    Each bucket keeps its entries sorted by offset (insertion by memmove; the final bucket
+    sizes are known in advance, so all storage is one preallocated CSR array). A query for
+    ``[s, e]`` visits, on every non-empty level, the buckets overlapping ``[s, e]``; with one
+    or two buckets the rule runs directly on the merged, filtered entries (first fit stops
+    at the first fitting gap); otherwise each bucket's conflicting entries (each buffer
+    counted once, in the first visited bucket holding it) are coalesced into their union
+    and the short sorted runs merged bottom-up. Cost per buffer: about the entries of the
+    visited buckets (roughly twice the placed buffers it conflicts with).
+
+Exact search (``_dfs``, ``_DfsSolver``)
+    Time is cut into *sections* (between consecutive start / end+1 points); a floor per
+    section is the height below which everything is decided. Each node computes, for every
+    section, the lowest level any unplaced buffer covering it can still take (the highest
+    floor of that buffer's span, minimised over the buffers): space below it is dead, and
+    a section whose usable level plus the sizes still to place over it exceeds the target
+    height prunes the node. It then takes the section with the lowest usable level (fail
+    first on ties) and branches on each buffer that can sit exactly there, then on "that
+    point stays empty" (the section's floor rises to the next level a buffer covering it
+    could take). Complete: an exhausted search proves the height impossible. Iterative
+    with an explicit stack and an undo trail, so it runs without the GIL and checks a
+    deadline every 1024 nodes.
 
 Nothing here allocates inside ``nogil``: scratch arrays come from numpy first.
 """
 
 import numpy as np
 
-cimport cython
-from libc.stdint cimport int64_t, uint64_t
+from libc.stdint cimport uint64_t
 from libc.string cimport memcpy, memmove, memset
 
 from memcore._typedefs cimport idx_t
@@ -64,7 +79,6 @@ cdef extern from *:
     """
     void memcore_mul_add_u128(uint64_t a, uint64_t b, uint64_t c,
                               uint64_t *hi, uint64_t *lo) noexcept nogil
-    void __builtin_prefetch(const void* addr) noexcept nogil
 
 
 # Order codes; memcore/offsets.py names them (its _ORDER_CODE table).
@@ -97,7 +111,8 @@ cdef void _radix_argsort(
     key_tmp and perm_tmp are scratch of length n. Passes over digits that are equal for
     every element are skipped, so a key whose values fit in 22 bits costs two passes.
     """
-    cdef Py_ssize_t i, count[RADIX]
+    cdef Py_ssize_t i
+    cdef Py_ssize_t count[RADIX]
     cdef Py_ssize_t pos, total
     cdef uint64_t kmax = 0, d
     cdef uint64_t* ka = key
@@ -375,33 +390,8 @@ cdef inline idx_t _scan_gaps(
     return best if best >= 0 else prev
 
 
-cdef inline idx_t _scan_gaps_2(
-    const idx_t* pairs, Py_ssize_t mid, Py_ssize_t k, idx_t size, bint first_fit
-) noexcept nogil:
-    """_scan_gaps over the merge of two sorted runs: pairs [0, mid) and [mid, k)."""
-    cdef Py_ssize_t i = 0, j = mid, c
-    cdef idx_t prev = 0, best = -1, best_gap = IDX_MAX, gap, off, top
-    cdef int take_j
-    while i < mid or j < k:
-        take_j = i >= mid or (j < k and pairs[2 * j] < pairs[2 * i])
-        c = j if take_j else i
-        j += take_j
-        i += 1 - take_j
-        off = pairs[2 * c]
-        top = pairs[2 * c + 1]
-        gap = off - prev
-        if gap >= size and gap < best_gap:
-            best = prev
-            best_gap = gap
-            if first_fit:
-                return best
-        if top > prev:
-            prev = top
-    return best if best >= 0 else prev
-
-
 # -------------------------------------------------------------------------------------------
-# Start-ordered placement: an offset-sorted active array
+# Start-ordered placement: an allocator over the live buffers
 # -------------------------------------------------------------------------------------------
 
 cdef inline Py_ssize_t _gap_find(
@@ -580,21 +570,6 @@ cdef void _count_buckets(
         sh = sh0 + lev
         for j in range(s[b] >> sh, (e[b] >> sh) + 1):
             count[level_base[lev] + j] += 1
-
-
-cdef inline void _prefetch_buckets(
-    idx_t sb, idx_t eb, int sh0, int n_levels, uint64_t used_levels,
-    const idx_t[::1] level_base, const idx_t[::1] bstart, idx_t* ent
-) noexcept nogil:
-    """Hint the first cache line of every bucket the next query will visit."""
-    cdef int lev, sh
-    cdef idx_t j
-    for lev in range(n_levels):
-        if not (used_levels >> lev) & 1:
-            continue
-        sh = sh0 + lev
-        for j in range(sb >> sh, (eb >> sh) + 1):
-            __builtin_prefetch(&ent[4 * bstart[level_base[lev] + j]])
 
 
 cdef void _merge_runs(
@@ -991,9 +966,9 @@ cdef int _dfs(
 
     Node: every section's lowest usable level ef (see _levels); prune if a section cannot
     take what is left. Take the section with the lowest ef, fewest buffers able to sit
-    there on ties (fail first), leftmost on further ties. Children: (a) each unplaced
-    buffer covering it whose lowest possible offset is that level, placed there, in
-    ``rule`` order; (b) last, "waste": nothing will ever sit at (section, level), so the
+    there on ties (or least room left, ``rule >= 3``; fail first), leftmost on further
+    ties. Children: (a) each unplaced buffer covering it whose lowest possible offset is
+    that level, placed there, in the order of ``rule % 3``; (b) last, "waste": nothing will ever sit at (section, level), so the
     section's floor is raised to the lowest offset a buffer covering it can still take.
     Holes left under a placed buffer are below some section's ef, hence dead: the search
     is complete (a returned EXHAUSTED is a proof).
@@ -1036,12 +1011,16 @@ cdef int _dfs(
                 best_ef = IDX_MAX
                 best_cnt = IDX_MAX
                 for c in range(n_sec):
-                    if rem[c] > 0 and (ef[c] < best_ef or (ef[c] == best_ef and
-                                                            cnt[c] < best_cnt)):
+                    if rem[c] <= 0:
+                        continue
+                    # tie-break among the lowest sections: fewest candidates (rule < 3) or
+                    # least room left (rule >= 3), both "fail first"
+                    key = cnt[c] if rule < 3 else height - ef[c] - rem[c]
+                    if ef[c] < best_ef or (ef[c] == best_ef and key < best_cnt):
                         best_ef = ef[c]
-                        best_cnt = cnt[c]
+                        best_cnt = key
                         sec = c
-                    elif seed and rem[c] > 0 and ef[c] == best_ef and cnt[c] == best_cnt:
+                    elif seed and ef[c] == best_ef and key == best_cnt:
                         rng ^= rng << 13
                         rng ^= rng >> 7
                         rng ^= rng << 17
@@ -1059,9 +1038,9 @@ cdef int _dfs(
                         if placed[i] or g[i] != f:
                             continue
                         # smaller key = tried first
-                        if rule == 0:
+                        if rule % 3 == 0:
                             key = -(last[i] - first[i]) * 4 * height - size[i]
-                        elif rule == 1:
+                        elif rule % 3 == 1:
                             key = -size[i] * 4 * n_sec - (last[i] - first[i])
                         else:
                             nt = f + size[i]
@@ -1228,10 +1207,11 @@ cdef class _DfsSolver:
 
         Returns ``(status, offset)``: status 1 = found (``offset`` is a new array),
         0 = proven impossible, -1 = stopped (deadline, ``node_limit`` nodes, or scratch
-        too small somewhere), ``offset`` None unless found. ``rule`` picks the branching
-        order (0 longest, 1 largest, 2 largest area walled in by its neighbours first);
-        ``seed != 0`` randomises ties and shuffles within about a factor two of the rule's
-        score (for restarts).
+        too small somewhere), ``offset`` None unless found. ``rule % 3`` picks the
+        candidate order (0 longest span, 1 largest, 2 largest area walled in by its
+        neighbours first), ``rule >= 3`` breaks ties between the lowest sections by least
+        room left instead of fewest candidates; ``seed != 0`` randomises ties and shuffles
+        candidates within about a factor two of the rule's score (for restarts).
         """
         if self.n == 0:
             return DFS_FOUND, np.zeros(0, dtype=np.int64)

@@ -26,8 +26,9 @@ Stage 2, *search* (only with ``time_limit``), anytime and never worse than stage
   *usable* level (the lowest offset any unplaced buffer covering it can still take) with
   one of the buffers that can sit exactly there, or declares that point empty; a section
   whose usable level plus the sizes still to place over it exceeds the target height
-  prunes the node. Randomised restarts (Luby schedule) with three branching orders, at
-  the lower bound and at heights between the bound and the best plan found.
+  prunes the node. Randomised restarts (Luby schedule) with six branching rules (three
+  candidate orders x two fail-first section tie-breaks), alternating between the lower
+  bound and heights between the bound and the best plan found.
 - **ils** (larger problems): iterated greedy, re-placing the buffers in locally shuffled
   copies of the best order found so far.
 
@@ -265,8 +266,8 @@ def _search_dfs(prob, best, best_arena, lb, deadline):
             height = target_lb
         if height >= best_g:
             continue
-        rule = (restart // 2) % 3
-        seed = 0 if restart <= 6 else restart
+        rule = (restart // 2) % 6
+        seed = 0 if restart <= 12 else restart
         status, off = solver.run(
             height, deadline, rule, seed, _DFS_BASE_NODES * _luby((restart + 1) // 2)
         )
