@@ -18,7 +18,9 @@ A *use* of a variable is any occurrence in a binding's value, with three excepti
    variable: anything else raises :class:`~memcore_py.errors.PassError`);
 3. ``v = <Constant>`` is a *constant* (no VM register; not visited).
 
-A variable bound by ``v = R.null_value()`` has no VM register either. The *last use* of a
+A variable bound by ``v = R.null_value()`` has no VM register either. Neither is a variable
+of type ``R.Tuple()`` (a DPS call's result) ever killed: TVM's normalizer replaces every
+use of such a variable by an empty tuple literal, so in TVM it never has a use. The *last use* of a
 variable of scope S is the binding of S whose value (including anything nested in it, such
 as the branches of an If) contains its last occurrence; an occurrence in S's result
 expression makes it an *output* of S.
@@ -27,7 +29,7 @@ A variable of S is killed after its last-use binding unless it is an output, has
 or is already killed; the kind of kill is ``kill_storage`` for storage objects, else
 ``kill_tensor`` if its type is a tensor and it has a VM register, else ``kill_object`` if it
 has a VM register. "Has a VM register" means: not a constant, not bound to
-``R.null_value()``, and its type is not a function, shape or prim type. Function
+``R.null_value()``, and its type is not a function, shape or prim type (nor ``R.Tuple()``). Function
 parameters are never killed (they belong to no scope's bindings).
 
 Difference from TVM (see DIFFERENCES.md)
@@ -57,7 +59,7 @@ from ..ir.expr import (
     VarBinding,
 )
 from ..ir.op import get_op
-from ..ir.types import FuncType, PrimType, ShapeType, TensorType
+from ..ir.types import FuncType, PrimType, ShapeType, TensorType, TupleType
 
 __all__ = ["KillSet", "LastUsage", "collect_last_usage", "OUTPUT"]
 
@@ -219,7 +221,7 @@ class _Collector:
             else:
                 ty = var.ty
                 tcls = type(ty)
-                if var in no_register or tcls in _NO_REGISTER_TYPES:
+                if var in no_register or tcls in _NO_REGISTER_TYPES or (tcls is TupleType and not ty.fields):
                     continue
                 kind = 0 if tcls is TensorType else 2
             if tvm and cut is not None and p >= cut:

@@ -62,6 +62,7 @@ __all__ = [
     "fast_var",
     "fast_call",
     "fast_binding",
+    "fast_block",
     "normalize_function_blocks",
     "value_type",
 ]
@@ -471,6 +472,13 @@ def fast_call(op, args: tuple, attrs, ty_args: tuple, ty):
     _setf(c, "ty_args", ty_args)
     _setf(c, "ty", ty)
     return c
+
+
+def fast_block(cls, bindings):
+    """``cls(bindings)`` (BindingBlock or DataflowBlock) without validation."""
+    blk = _new(cls)
+    _setf(blk, "bindings", tuple(bindings))
+    return blk
 
 
 def fast_binding(var, value):

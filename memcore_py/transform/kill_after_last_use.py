@@ -21,7 +21,7 @@ Stages (each over the whole function)
    :class:`~memcore_py.ir.builder.NameTable` fresh for each function, so they may repeat
    ``_`` names already present (as in TVM). What is never killed: parameters, unused
    variables, results of their scope, already-killed variables, constants, values bound
-   to ``R.null_value()``, shapes, prim values and functions.
+   to ``R.null_value()``, shapes, prim values, functions and ``R.Tuple()`` values.
 
 Example (after StaticPlanBlockMemory and LowerAllocTensor)::
 
@@ -73,8 +73,12 @@ from ..ir.op import get_op
 from ..ir.expr import Constant, DataTypeImm, ExternFunc, GlobalVar, PrimValue, ShapeExpr, StringImm, Tuple, TupleGetItem
 from ..ir.types import FuncType, PrimType, ShapeType, TensorType, TupleType
 from ._lowering_utils import (
+    _EMPTY_ATTRS,
     VOID,
     LeanMutator,
+    _new,
+    _setf,
+    fast_block,
     fast_binding,
     fast_call,
     fast_var,
@@ -245,7 +249,8 @@ def _kill_flat(func: Function, name: str, staged: bool = False) -> Function:
     into the binding list."""
     body = func.body
     repl = {}            # var -> the Var or Constant its uses become
-    known = {}           # var -> its known (unwrapped, original) value
+    known = {}           # var -> its known (unwrapped, original) value (not kept for
+    #                      non-tuple call results: nothing unwraps through them)
     last = {}            # var -> position in `out` of its last use; -1 = the result
     kind_of = {}         # var -> 0 tensor / 1 storage / 2 object, in definition order
     out = []
@@ -283,7 +288,6 @@ def _kill_flat(func: Function, name: str, staged: bool = False) -> Function:
                             pass  # no register: never killed
                         else:
                             kind_of[var] = 1  # storage
-                    known[var] = orig
                     out.append(b if value is orig else fast_binding(var, value))
                     continue
                 if type(op) in _VAR_CLASS_SET:
@@ -291,36 +295,57 @@ def _kill_flat(func: Function, name: str, staged: bool = False) -> Function:
                 pos = len(out)
                 args = value.args
                 new_args = None
-                for i, a in enumerate(args):
+                for a in args:  # common case: nothing to substitute
                     ca = type(a)
                     if ca is Var or ca is DataflowVar:
-                        r = repl.get(a)
-                        if r is not None:
-                            if new_args is None:
-                                new_args = list(args)
-                            new_args[i] = r
-                            if type(r) is Constant:
-                                continue
-                            a = r
+                        if a in repl:
+                            break
                         last[a] = pos
                     elif ca not in plain:
-                        if ca is not Tuple and ca is not TupleGetItem:
-                            raise _NotFlat
-                        r = _rewrite_leafy(a, repl)
-                        if r is not a:
-                            if new_args is None:
-                                new_args = list(args)
-                            new_args[i] = r
-                        for u in collect_var_uses(r):
-                            last[u] = pos
-                known[var] = orig
-                tcls = type(var.ty)
-                if tcls not in no_reg_types:
-                    kind_of[var] = 0 if tcls is tensor_cls else 2
+                        break
+                else:
+                    args = None
+                if args is not None:
+                    new_args = []
+                    for a in args:
+                        ca = type(a)
+                        if ca is Var or ca is DataflowVar:
+                            r = repl.get(a)
+                            if r is not None:
+                                a = r
+                            if type(a) is not Constant:
+                                last[a] = pos
+                        elif ca not in plain:
+                            if ca is not Tuple and ca is not TupleGetItem:
+                                raise _NotFlat
+                            a = _rewrite_leafy(a, repl)
+                            for u in collect_var_uses(a):
+                                last[u] = pos
+                        new_args.append(a)
+                vty = var.ty
+                tcls = type(vty)
+                if tcls is tensor_cls:
+                    kind_of[var] = 0
+                elif tcls is TupleType:
+                    if vty.fields:
+                        # Only a tuple-typed call result can be the source of a tuple
+                        # re-packing; knowing it is a call keeps `(t[0], t[1])` from
+                        # counting as a copy of t.
+                        known[var] = orig
+                        kind_of[var] = 2
+                    # else R.Tuple() (a DPS call's result): never killed, see last_usage
+                elif tcls not in no_reg_types:
+                    if vty is None:
+                        known[var] = orig
+                    kind_of[var] = 2
                 if new_args is None:
                     out.append(b)
                 else:
-                    value = fast_call(op, tuple(new_args), value.attrs, value.ty_args, value.ty)
+                    new_args = tuple(new_args)
+                    if new_args == value.args:  # e.g. only a tuple argument was visited
+                        out.append(b)
+                        continue
+                    value = fast_call(op, new_args, value.attrs, value.ty_args, value.ty)
                     out.append(fast_binding(var, value) if is_vb else MatchCast(var, value, b.ty))
                 continue
             same_type = is_vb or type_equal(var.ty, value_type(orig))
@@ -394,16 +419,29 @@ def _kill_flat(func: Function, name: str, staged: bool = False) -> Function:
     final = []
     prev = 0
     k = 0  # the k-th kill is named what NameTable().fresh("_") returns the k-th time
+    new, setf, empty = _new, _setf, _EMPTY_ATTRS  # fast_var/fast_call/fast_binding, inlined
     for p in sorted(groups):
         final.extend(out[prev:p + 1])
         prev = p + 1
         g = groups[p]
         for op, targets in ((_KILL_TENSOR, g[0]), (_KILL_STORAGE, g[1]), (_KILL_OBJECT, g[2])):
             for t in targets:
-                final.append(fast_binding(fast_var(Var, f"_{k}" if k else "_", VOID), fast_call(op, (t,), None, (), VOID)))
+                kv = new(Var)
+                setf(kv, "name", f"_{k}" if k else "_")
+                setf(kv, "ty", VOID)
+                kc = new(Call)
+                setf(kc, "op", op)
+                setf(kc, "args", (t,))
+                setf(kc, "attrs", empty)
+                setf(kc, "ty_args", ())
+                setf(kc, "ty", VOID)
+                kb = new(VarBinding)
+                setf(kb, "var", kv)
+                setf(kb, "value", kc)
+                final.append(kb)
                 k += 1
     final.extend(out[prev:])
-    blocks = (BindingBlock(final),) if final else ()
+    blocks = (fast_block(BindingBlock, final),) if final else ()
     return Function(func.params, SeqExpr(blocks, result), func.ret_ty, func.attrs, func.is_pure)
 
 

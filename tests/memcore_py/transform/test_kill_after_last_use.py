@@ -1063,3 +1063,27 @@ def test_fast_constructors_build_what_the_public_ones_build():
         assert type(fast) is type(public)
         for s in slots(public):
             assert getattr(fast, s) == getattr(public, s), s
+
+
+def test_void_value_is_never_killed():
+    """A ``R.Tuple()`` value (a DPS call's result) is never killed: TVM's normalizer turns
+    each use of it into an empty tuple literal (TVM's output reads ``R.tuple()`` where we
+    keep ``v``), so for TVM it has no use. Fast and general paths agree."""
+    before = """
+    @I.ir_module
+    class Module:
+        @R.function(pure=False)
+        def main(x: R.Tensor((2, 3), "float32")):
+            a = R.add(x, x)
+            v: R.Tuple = R.call_packed("dps", a, ty_args=(R.Tuple,))
+            u = R.call_packed("use", v, a, ty_args=(R.Tensor((2, 3), "float32"),))
+            return u
+    """
+    from memcore_py.transform.kill_after_last_use import _kill_after_last_use
+
+    mod = module_from_text(before)
+    fast = _kill_flat(mod["main"], "main")
+    general = _kill_after_last_use(mod["main"], "main", False, allow_fast=False)
+    assert_structural_equal(fast, general)
+    kills = [(b.value.op.name, b.value.args[0].name) for b in fast.body.blocks[0].bindings if b.var.name.startswith("_")]
+    assert kills == [("relax.memory.kill_tensor", "a")]
