@@ -22,6 +22,7 @@ attributes ``tir_var_upper_bound``, ``tir_var_lower_bound`` and ``tir_non_negati
 """
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field
 
@@ -389,6 +390,15 @@ def _modular(e, memo):
         c1, b1 = _modular(e.a, memo)
         c2, b2 = _modular(e.b, memo)
         r = (math.gcd(math.gcd(c1 * c2, c1 * b2), c2 * b1), b1 * b2)
+    elif t is FloorDiv and type(e.b) is IntImm and e.b.value > 0:
+        c1, b1 = _modular(e.a, memo)
+        d = e.b.value
+        r = (c1 // d, b1 // d) if c1 % d == 0 else (1, 0)
+    elif t is FloorMod and type(e.b) is IntImm and e.b.value > 0:
+        c1, b1 = _modular(e.a, memo)
+        d = e.b.value
+        g = math.gcd(c1, d)
+        r = (g, b1) if g else (0, b1 % d)
     else:
         r = (1, 0)
     c, b = r
@@ -439,14 +449,15 @@ def const_int_bound(expr: PrimExpr, bounds: VarBounds = EMPTY_BOUNDS):
         elif t is FloorDiv:
             r = _div_bound(visit(e.a), visit(e.b))
         elif t is FloorMod:
-            r = None
+            r = _mod_bound(visit(e.a), visit(e.b))
             if type(e.b) is IntImm and e.b.value > 0:
+                # ModularSet: a = coeff * x + base, so a % d is base mod g + g * j, g = gcd
+                d = e.b.value
                 coeff, base = _modular(e.a, {})
-                if coeff % e.b.value == 0:
-                    v = base % e.b.value
-                    r = (v, v)
-            if r is None:
-                r = _mod_bound(visit(e.a), visit(e.b))
+                g = math.gcd(coeff, d)
+                lo_m = base % g if g else base % d
+                hi_m = (d - 1) - ((d - 1 - base) % g) if g else base % d
+                r = (max(r[0], lo_m), min(r[1], hi_m))
         elif t is Min:
             a, b = visit(e.a), visit(e.b)
             r = (min(a[0], b[0]), min(a[1], b[1]))
@@ -482,6 +493,11 @@ NINF = _Inf(-1)
 
 class UnsupportedBound(Exception):
     """TVM would express this bound with ``T.Select`` (a product with a var of unknown sign)."""
+
+
+#: name of the marker vars standing for TVM's ``T.Select`` bounds inside :func:`int_set`
+_SELECT_MARK = "<select>"
+_select_ids = itertools.count()
 
 
 def _imax(a, b):
@@ -549,7 +565,7 @@ def _combine(t, a, b, bounds):
                 return b
             if _c(d) == 1:
                 return a
-            lo_d, hi_d = const_int_bound(d, bounds)
+            lo_d, hi_d = _sign_bound(d, bounds)
             if lo_d >= 0:
                 lo = fold_mul(a[0], d) if a[0] is not NINF else NINF
                 hi = fold_mul(a[1], d) if a[1] is not PINF else PINF
@@ -559,14 +575,17 @@ def _combine(t, a, b, bounds):
                 hi = fold_mul(a[0], d) if a[0] is not NINF else PINF
                 return (lo, hi)
             if a[0] is not NINF and a[1] is not PINF:
-                raise UnsupportedBound()
+                # TVM: Select(d >= 0, ...) bounds. Carried as opaque markers; the caller
+                # rejects a final bound that still contains one.
+                k = next(_select_ids)
+                return (PrimVar(f"{_SELECT_MARK}lo{k}"), PrimVar(f"{_SELECT_MARK}hi{k}"))
         return (NINF, PINF)
     if t is FloorDiv:
         if _is_point(b):
             d = b[0]
             if _c(d) == 0:
                 raise PassError("division by zero in a shape expression")
-            if const_int_bound(d, bounds)[0] >= 0:
+            if _sign_bound(d, bounds)[0] >= 0:
                 lo = fold_floordiv(a[0], d) if a[0] is not NINF else NINF
                 hi = fold_floordiv(a[1], d) if a[1] is not PINF else PINF
                 return (lo, hi)
@@ -576,7 +595,7 @@ def _combine(t, a, b, bounds):
             d = b[0]
             if _c(d) == 0:
                 raise PassError("modulo by zero in a shape expression")
-            if const_int_bound(d, bounds)[0] >= 0:
+            if _sign_bound(d, bounds)[0] >= 0:
                 if _c(d) is not None:
                     qmax = fold_floordiv(a[1], d) if a[1] is not PINF else PINF
                     qmin = fold_floordiv(a[0], d) if a[0] is not NINF else NINF
@@ -587,6 +606,41 @@ def _combine(t, a, b, bounds):
     if t is Min:
         return (_imin(a[0], b[0]), _imin(a[1], b[1]))
     return (_imax(a[0], b[0]), _imax(a[1], b[1]))
+
+
+def _poly_bound(frozen, bounds):
+    """Constant bound of a canonical polynomial (``prim.canonical``'s frozen form)."""
+    lo_sum, hi_sum = 0, 0
+    for mono, coeff in frozen:
+        lo, hi = coeff, coeff
+        for atom in mono:
+            if atom[0] == "v":
+                ab = bounds.var_bound(atom[1])
+            else:
+                fa, fb = _poly_bound(atom[1], bounds), _poly_bound(atom[2], bounds)
+                if atom[0] == "min":
+                    ab = (min(fa[0], fb[0]), min(fa[1], fb[1]))
+                elif atom[0] == "max":
+                    ab = (max(fa[0], fb[0]), max(fa[1], fb[1]))
+                elif atom[0] == "floordiv":
+                    ab = _div_bound(fa, fb)
+                else:
+                    ab = _mod_bound(fa, fb)
+            lo, hi = _boundary((lo, hi), ab, _inf_mul)
+        lo_sum, hi_sum = _inf_add(lo_sum, lo), _inf_add(hi_sum, hi)
+    return (lo_sum, hi_sum)
+
+
+def _sign_bound(expr, bounds):
+    """Bound used for TVM's ``CanProveGreaterEqual(expr, 0)`` / ``<= -1`` inside
+    :func:`int_set`: TVM simplifies first, so ``n - n`` counts as 0. The tighter of the plain
+    constant bound and the bound of the canonical form."""
+    lo, hi = const_int_bound(expr, bounds)
+    try:
+        plo, phi = _poly_bound(canonical(expr), bounds)
+    except Exception:  # noqa: BLE001 - opaque nodes
+        return lo, hi
+    return max(lo, plo), min(hi, phi)
 
 
 def _prove_equal_simple(a, b):
@@ -628,10 +682,19 @@ def int_set(expr: PrimExpr, bounds: VarBounds = EMPTY_BOUNDS):
             a, b = ev(e.a), ev(e.b)
             if _is_point(a) and a[0] is e.a and _is_point(b) and b[0] is e.b:
                 return _point(e)
+            if t is FloorMod and type(e.b) is IntImm and e.b.value > 0:
+                coeff, base = _modular(e.a, {})
+                if coeff % e.b.value == 0:  # a multiple of the divisor plus a constant
+                    v = base % e.b.value
+                    return (IntImm(v, e.dtype), IntImm(v, e.dtype))  # an interval, not a point
             return _combine(t, a, b, bounds)
         return (NINF, PINF)
 
-    return ev(expr)
+    lo, hi = ev(expr)
+    for end in (lo, hi):
+        if isinstance(end, PrimExpr) and any(n.startswith(_SELECT_MARK) for n in free_prim_vars(end)):
+            raise UnsupportedBound()
+    return lo, hi
 
 
 # --------------------------------------------------------------------------------------
