@@ -1830,3 +1830,31 @@ def test_plain_function_matches_pass():
     """The plain function and the Pass class give the same module."""
     mod = random_memory_module(5)
     assert_structural_equal(static_plan_block_memory(mod, "arena"), StaticPlanBlockMemory("arena")(mod))
+
+
+def test_unlowered_calls_discard_their_arguments():
+    """Before CallTIRRewrite / RemovePurityChecking: tensors passed to R.call_tir or
+    R.call_pure_packed are not planned (those calls may keep them); the module is unchanged."""
+    before = _HEADER + """
+    @R.function(pure=False)
+    def main(x: R.Tensor((8,), dtype="float32")) -> R.Tensor((8,), dtype="float32"):
+        cls = Module
+        a: R.Tensor((8,), dtype="float32") = R.builtin.alloc_tensor(R.shape([8]), R.dtype("float32"), R.prim_value(0), R.str("global"))
+        _: R.Tuple = cls.k2(x, a)
+        b = R.call_tir(cls.k2, (a,), out_sinfo=R.Tensor((8,), dtype="float32"))
+        c: R.Tensor((8,), dtype="float32") = R.builtin.alloc_tensor(R.shape([8]), R.dtype("float32"), R.prim_value(0), R.str("global"))
+        _1: R.Tuple = cls.k2(b, c)
+        d = R.call_pure_packed("ext.copy", c, sinfo_args=(R.Tensor((8,), dtype="float32"),))
+        return d
+"""
+    mod = memcore_py.parse(before)
+    assert StaticPlanBlockMemory()(mod) is mod
+
+
+def test_verify_context_accepts_output():
+    """PassContext(verify=True) runs the well-formedness check after the pass: it passes, also
+    on the documented differences."""
+    with PassContext(verify=True):
+        for seed in range(6):
+            StaticPlanBlockMemory()(random_memory_module(seed))
+            StaticPlanBlockMemory("arena")(random_memory_module(seed))
