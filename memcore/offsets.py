@@ -88,6 +88,8 @@ _AUTO_LARGE = ("greedy_start",)
 _DFS_MAX_COVER = 400_000
 #: Nodes of the first DFS restart; later ones get Luby multiples of it.
 _DFS_BASE_NODES = 1000
+#: Cost of one iterated-greedy step relative to the start sweep that produced its order.
+_ILS_SWEEP_COST_FACTOR = 10.0
 
 
 @dataclass(frozen=True)
@@ -244,6 +246,8 @@ def _search_dfs(prob, best, best_arena, lb, deadline):
     just below the best plan): both the optimum and steady improvements stay reachable.
     """
     live = np.flatnonzero(prob.units > 0)
+    if live.shape[0] > _DFS_MAX_COVER:  # every buffer covers at least one section
+        return None
     first, last = _sections(prob, live)
     if int((last - first).sum()) + live.shape[0] > _DFS_MAX_COVER:
         return None
@@ -399,8 +403,11 @@ def plan_offsets(start, end, size, *, alignment=1, algorithm="auto", time_limit=
 
     With ``time_limit`` the search runs after the heuristic until the deadline or the lower
     bound: the DFS described in the module docstring when the sum of spans (in time
-    sections) is at most 400 000, else iterated greedy. Its result can depend on how much
-    it could explore, i.e. on the machine's speed.
+    sections) is at most 400 000, else iterated greedy. The deadline is checked every 1024
+    DFS nodes and before each iterated-greedy step (a step that would not finish in time
+    is not started), so the call returns close to ``time_limit`` seconds after it began,
+    or later only when the heuristic alone takes longer. The result can depend on how much
+    the search could explore, i.e. on the machine's speed.
 
     Examples
     --------
@@ -452,7 +459,10 @@ def plan_offsets(start, end, size, *, alignment=1, algorithm="auto", time_limit=
             offset, arena = found
             winner = "dfs"
         if arena > lb_units and _offsets._py_monotonic() < deadline:
-            first_fit = _HEURISTIC_SPEC.get(winner, (0, False))[1]
+            _, first_fit, sweep = _HEURISTIC_SPEC.get(winner, (0, False, False))
+            # A jittered order is no longer sorted by start: its steps use the bucket
+            # index, about ten times the sweep's cost. Skip a step that would overrun.
+            cost *= _ILS_SWEEP_COST_FACTOR if sweep else 1.0
             found = _search_ils(prob, order, first_fit, arena, lb_units, deadline, cost)
             if found is not None:
                 offset, arena = found

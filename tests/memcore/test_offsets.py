@@ -362,6 +362,23 @@ def test_time_limit_is_respected():
     _check_valid(problem.start, problem.end, problem.size, plan)
 
 
+def test_time_limit_on_a_large_problem_stays_close():
+    # 250k buffers: auto keeps to the start sweep, the DFS is out of budget and an
+    # iterated-greedy step (bucket index) would overrun, so none is started
+    rng = np.random.default_rng(5)
+    n = 250_000
+    start = rng.integers(0, n, n)
+    end = start + rng.integers(0, 100, n)
+    size = rng.integers(1, 1000, n)
+    t0 = time.perf_counter()
+    plan_offsets(start, end, size)
+    auto_time = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    plan = plan_offsets(start, end, size, time_limit=0.05)
+    assert time.perf_counter() - t0 < 3 * auto_time + 0.5
+    assert plan.algorithm == "greedy_start"
+
+
 def test_search_reaches_lower_bound_on_minimalloc_a():
     problem = read_minimalloc_csv(DATA / "A.1048576.csv")
     auto = plan_offsets(problem.start, problem.end, problem.size)
