@@ -253,7 +253,7 @@ def _highlevel_step(bb, rng, pool, t, symbolic):
 
 
 # ------------------------------------------------------------------------ post-planning
-def random_kill_module(seed: int, n_functions: int = 3, n_steps: int = 14) -> IRModule:
+def random_kill_module(seed: int, n_functions: int = 3, n_steps: int = 14, control_flow: bool = True) -> IRModule:
     """Seeded post-planning functions (the input of LowerAllocTensor + KillAfterLastUse)
     mixing what KillAfterLastUse distinguishes.
 
@@ -264,8 +264,8 @@ def random_kill_module(seed: int, n_functions: int = 3, n_steps: int = 14) -> IR
     type), tuples and get-items, packed calls returning an object or a tuple,
     ``vm.builtin.reshape`` views, constants (also bound and re-bound), shapes, prim values,
     ``R.null_value()``, an explicit kill of a dead tensor, Relax op calls, and If/else
-    blocks whose branches allocate, compute and use outer values. The result is a tensor
-    or a tuple of tensors.
+    blocks whose branches allocate, compute and use outer values (unless
+    ``control_flow=False``). The result is a tensor or a tuple of tensors.
     """
     rng = random.Random(seed)
     bb = BlockBuilder()
@@ -276,7 +276,7 @@ def random_kill_module(seed: int, n_functions: int = 3, n_steps: int = 14) -> IR
         c = Var("c", TensorType((), "bool"))
         with bb.function(f"kill_case{fi}", [x, c], pure=False):
             st = _KillGen(bb, rng, kern, ty, x, c)
-            st.run(n_steps, allow_if=True)
+            st.run(n_steps, allow_if=control_flow)
             live = st.live()
             if len(live) >= 2 and rng.random() < 0.4:
                 bb.emit_func_output((live[-1], live[0]))
@@ -293,6 +293,7 @@ class _KillGen:
         self.objects = []
         self.tuples = []
         self.dead = set()
+        self.kills_ok = True
 
     def live(self):
         return [t for t in self.tensors if t not in self.dead]
@@ -367,7 +368,7 @@ class _KillGen:
             self.objects.extend([s, p, nv])
         elif r < 0.76:
             self.tensors.append(bb.emit(Call(_op("relax.add"), [self.pick(), self.pick()]), "added"))
-        elif r < 0.8 and allow_if and len(self.live()) > 3:
+        elif r < 0.8 and self.kills_ok and len(self.live()) > 3:
             victim = self.live()[-3]
             if victim not in self.tensors[:1]:
                 bb.emit(Call(_op("relax.memory.kill_tensor"), [victim]), "_")
@@ -385,6 +386,7 @@ class _KillGen:
         bb, rng = self.bb, self.rng
         outer = self.pick()
         with bb.if_then_else(self.c, "r") as br:
+            self.kills_ok = False
             for which in (br.then_branch, br.else_branch):
                 with which():
                     saved = (list(self.tensors), list(self.storages), list(self.objects), list(self.tuples), set(self.dead))
@@ -393,6 +395,7 @@ class _KillGen:
                     res = self.pick() if rng.random() < 0.8 else outer
                     br.output(res)
                     self.tensors, self.storages, self.objects, self.tuples, self.dead = saved
+            self.kills_ok = True
         self.tensors.append(br.var)
 
     def run(self, n_steps, allow_if):

@@ -258,6 +258,10 @@ def _kill_flat(func: Function, name: str, staged: bool = False) -> Function:
     tensor_cls = TensorType
     no_reg_types = _NO_REGISTER_TYPES
     plain = _PLAIN_LEAVES
+    special = _SPECIAL_OPS
+    var_set = _VAR_CLASS_SET
+    call_cls, vb_cls, var_cls, dfvar_cls = Call, VarBinding, Var, DataflowVar
+    append = out.append
     for blk in body.blocks:
         if type(blk) is not BindingBlock:
             raise _NotFlat
@@ -265,12 +269,12 @@ def _kill_flat(func: Function, name: str, staged: bool = False) -> Function:
             var = b.var
             value = orig = b.value
             cls = type(value)
-            is_vb = type(b) is VarBinding
+            is_vb = type(b) is vb_cls
             if not is_vb and not staged:
                 raise _HasMatchCast
-            if cls is Call:
+            if cls is call_cls:
                 op = value.op
-                if is_vb and op in _SPECIAL_OPS:
+                if is_vb and op in special:
                     args = value.args
                     if op in _KILL_OPS:
                         if len(args) != 1 or type(args[0]) not in _VAR_CLASS_SET:
@@ -288,16 +292,16 @@ def _kill_flat(func: Function, name: str, staged: bool = False) -> Function:
                             pass  # no register: never killed
                         else:
                             kind_of[var] = 1  # storage
-                    out.append(b if value is orig else fast_binding(var, value))
+                    append(b if value is orig else fast_binding(var, value))
                     continue
-                if type(op) in _VAR_CLASS_SET:
+                if type(op) in var_set:
                     raise _NotFlat
                 pos = len(out)
                 args = value.args
                 new_args = None
                 for a in args:  # common case: nothing to substitute
                     ca = type(a)
-                    if ca is Var or ca is DataflowVar:
+                    if ca is var_cls or ca is dfvar_cls:
                         if a in repl:
                             break
                         last[a] = pos
@@ -309,7 +313,7 @@ def _kill_flat(func: Function, name: str, staged: bool = False) -> Function:
                     new_args = []
                     for a in args:
                         ca = type(a)
-                        if ca is Var or ca is DataflowVar:
+                        if ca is var_cls or ca is dfvar_cls:
                             r = repl.get(a)
                             if r is not None:
                                 a = r
@@ -339,14 +343,14 @@ def _kill_flat(func: Function, name: str, staged: bool = False) -> Function:
                         known[var] = orig
                     kind_of[var] = 2
                 if new_args is None:
-                    out.append(b)
+                    append(b)
                 else:
                     new_args = tuple(new_args)
                     if new_args == value.args:  # e.g. only a tuple argument was visited
-                        out.append(b)
+                        append(b)
                         continue
                     value = fast_call(op, new_args, value.attrs, value.ty_args, value.ty)
-                    out.append(fast_binding(var, value) if is_vb else MatchCast(var, value, b.ty))
+                    append(fast_binding(var, value) if is_vb else MatchCast(var, value, b.ty))
                 continue
             same_type = is_vb or type_equal(var.ty, value_type(orig))
             if cls is TupleGetItem or cls is Tuple:
@@ -354,17 +358,22 @@ def _kill_flat(func: Function, name: str, staged: bool = False) -> Function:
                 if unwrapped is not None:
                     value = unwrapped
                     cls = type(value)
-            known[var] = value
             constant_binding = False
-            if cls is Var or cls is DataflowVar:
+            if cls is var_cls or cls is dfvar_cls:
+                # Unwrapping follows var chains only to reach a tuple or a get-item, so a
+                # chain through a non-tuple var that is known as nothing more is not kept.
+                if value in known or type(value.ty) is TupleType:
+                    known[var] = value
                 if same_type:
                     repl[var] = repl.get(value, value)  # trivial: dropped
                     continue
-            elif cls is Constant:
-                repl[var] = value
-                constant_binding = is_vb and orig is value
-            elif cls in _SCOPE_CLASSES:
-                raise _NotFlat
+            else:
+                known[var] = value
+                if cls is Constant:
+                    repl[var] = value
+                    constant_binding = is_vb and orig is value
+                elif cls in _SCOPE_CLASSES:
+                    raise _NotFlat
             # kept binding: rewrite the original value, record its uses
             pos = len(out)
             ocls = type(orig)
@@ -408,38 +417,41 @@ def _kill_flat(func: Function, name: str, staged: bool = False) -> Function:
 
     # Pass 2: group the kills by position (definition order within a group), splice.
     groups = {}
-    for var, kind in kind_of.items():
-        p = last.get(var)
+    for var, p in zip(kind_of, map(last.get, kind_of)):
         if p is None or p < 0 or var in killed:
             continue
         g = groups.get(p)
         if g is None:
-            g = groups[p] = ([], [], [])
-        g[kind].append(var)
+            groups[p] = [var]
+        else:
+            g.append(var)
     final = []
+    extend, append = final.extend, final.append
     prev = 0
     k = 0  # the k-th kill is named what NameTable().fresh("_") returns the k-th time
     new, setf, empty = _new, _setf, _EMPTY_ATTRS  # fast_var/fast_call/fast_binding, inlined
+    kill_ops = (_KILL_TENSOR, _KILL_STORAGE, _KILL_OBJECT)
     for p in sorted(groups):
-        final.extend(out[prev:p + 1])
+        extend(out[prev:p + 1])
         prev = p + 1
         g = groups[p]
-        for op, targets in ((_KILL_TENSOR, g[0]), (_KILL_STORAGE, g[1]), (_KILL_OBJECT, g[2])):
-            for t in targets:
-                kv = new(Var)
-                setf(kv, "name", f"_{k}" if k else "_")
-                setf(kv, "ty", VOID)
-                kc = new(Call)
-                setf(kc, "op", op)
-                setf(kc, "args", (t,))
-                setf(kc, "attrs", empty)
-                setf(kc, "ty_args", ())
-                setf(kc, "ty", VOID)
-                kb = new(VarBinding)
-                setf(kb, "var", kv)
-                setf(kb, "value", kc)
-                final.append(kb)
-                k += 1
+        if len(g) > 1:
+            g.sort(key=kind_of.__getitem__)  # tensors, storages, objects; stable
+        for t in g:
+            kv = new(Var)
+            setf(kv, "name", f"_{k}" if k else "_")
+            setf(kv, "ty", VOID)
+            kc = new(Call)
+            setf(kc, "op", kill_ops[kind_of[t]])
+            setf(kc, "args", (t,))
+            setf(kc, "attrs", empty)
+            setf(kc, "ty_args", ())
+            setf(kc, "ty", VOID)
+            kb = new(VarBinding)
+            setf(kb, "var", kv)
+            setf(kb, "value", kc)
+            append(kb)
+            k += 1
     final.extend(out[prev:])
     blocks = (fast_block(BindingBlock, final),) if final else ()
     return Function(func.params, SeqExpr(blocks, result), func.ret_ty, func.attrs, func.is_pure)

@@ -11,6 +11,8 @@
     existing kills (``random_kill_module``): ``KillAfterLastUse(tvm_scoping=True)`` must be
     TVM's output exactly, and the default output may differ from it only by added kill
     calls (DIFFERENCES.md ``kill-scopes``), staying well-formed.
+(f) The same programs without control flow (our fused fast path): the default output must
+    be TVM's exactly.
 
 Exactness is checked structurally and on variable names: TVM's passes run on its own IR,
 ours on our reading of TVM's printed text (the generators make unique names, so the
@@ -44,10 +46,11 @@ from memcore_py.transform._lowering_utils import normalize_blocks  # noqa: E402
 
 pytestmark = pytest.mark.oracle
 
-# 330 random functions per run (TVM's parser dominates the cost of (b) and (k)).
+# 370 random functions per run (TVM's parser dominates the cost of (b) and (k)).
 N_A, FUNCS_A = 30, 5      # 150 high-level functions
 N_B, FUNCS_B = 12, 5      # 60 planned functions
 N_K, FUNCS_K = 24, 5      # 120 post-planning functions with control flow
+N_F, FUNCS_F = 10, 4      # 40 flat post-planning functions
 KILL_OPS = ("relax.memory.kill_tensor", "relax.memory.kill_storage", "relax.vm.kill_object")
 
 
@@ -178,3 +181,12 @@ def test_kill_after_last_use_with_control_flow(seed):
         if isinstance(func, Function):
             assert_structural_equal(_strip_kills(func), _strip_kills(tvm_like[gv.name]))
             assert _n_kills(func) >= _n_kills(tvm_like[gv.name])
+
+
+# ----------------------------------------------------------------------- (f)
+@pytest.mark.parametrize("seed", range(N_F))
+def test_kill_after_last_use_flat_programs(seed):
+    text = random_kill_module(1000 + seed, n_functions=FUNCS_F, n_steps=20, control_flow=False).script()
+    expected = _tvm(text, [relax.transform.LowerAllocTensor(), relax.transform.KillAfterLastUse()])
+    ours = Sequential([LowerAllocTensor(), KillAfterLastUse()])(memcore_py.parse(text))
+    _assert_same_as_tvm(ours, expected)

@@ -971,18 +971,26 @@ def test_collect_last_usage_rejects_non_function():
 # ----------------------------------------------------------------------- properties
 @pytest.mark.parametrize("seed", range(12))
 def test_fast_path_equals_general_path(seed):
-    """The fused two-pass path for flat functions gives exactly the general path's result."""
-    mod = LowerAllocTensor()(random_lowered_module(seed, 60))
-    func = mod["main"]
-    try:
-        fast = _kill_flat(func, "main")
-    except _NotFlat:
-        pytest.skip("not a flat function")
-    from memcore_py.transform.kill_after_last_use import _kill_after_last_use
+    """The fused two-pass path for flat functions gives exactly the general path's result
+    (structure and every binding's name), on planned programs and on flat programs mixing
+    every construct the pass distinguishes."""
+    from memcore_py.transform.canonicalize_bindings import canonicalize_tir_variables
+    from memcore_py.transform.kill_after_last_use import _HasMatchCast, _kill_after_last_use
 
-    general = _kill_after_last_use(func, "main", False, allow_fast=False)
-    assert_structural_equal(fast, general)
-    assert _kill_names(fast) == _kill_names(general)
+    mods = [LowerAllocTensor()(random_lowered_module(seed, 60)),
+            LowerAllocTensor()(random_kill_module(seed, 3, 20, control_flow=False))]
+    for mod in mods:
+        for gv, func in mod.functions.items():
+            if not isinstance(func, Function):
+                continue
+            try:
+                fast = _kill_flat(func, gv.name)
+            except _HasMatchCast:
+                fast = _kill_flat(canonicalize_tir_variables(func, gv.name), gv.name, staged=True)
+            general = _kill_after_last_use(func, gv.name, False, allow_fast=False)
+            assert_structural_equal(fast, general)
+            assert [b.var.name for b in fast.body.blocks[0].bindings] == \
+                [b.var.name for b in general.body.blocks[0].bindings]
 
 
 def test_fast_path_on_the_benchmark_chain():
