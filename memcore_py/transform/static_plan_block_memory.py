@@ -62,6 +62,10 @@ a dominating position when they span blocks). Its dtype is the tensors' dtype wh
 agree, else ``uint8``. A pool is packed only when the arena is not larger than the TVM-mode
 storages of the same tensors; otherwise (and for symbolic-size tensors, and for Case-2
 allocations) the TVM-mode plan is kept, so arena mode never uses more bytes than TVM mode.
+A tensor at a non-zero offset is bound as ``v_raw = R.memory.alloc_tensor(storage, offset,
+...)`` then ``v = R.memory.ensure_zero_offset(v_raw)`` (``zero_offset_views``): TVM's compiled
+kernels require ``byte_offset == 0``, and the VM's view moves the data pointer instead (a
+zero-copy view when the offset is a multiple of 64, hence the default alignment).
 
 Examples
 --------
@@ -160,9 +164,11 @@ _call_ty_args = Call.ty_args.__set__
 _expr_ty = Call.ty.__set__
 _binding_var = VarBinding.var.__set__
 _binding_value = VarBinding.value.__set__
+_block_bindings = BindingBlock.bindings.__set__
 _NO_ATTRS: dict = {}
 _ALLOC_STORAGE = get_op("relax.memory.alloc_storage")
 _MEM_ALLOC_TENSOR = get_op("relax.memory.alloc_tensor")
+_ENSURE_ZERO_OFFSET = get_op("relax.memory.ensure_zero_offset")
 _OBJECT = ObjectType()
 _ZERO = PrimValue(IntImm(0))
 
@@ -413,10 +419,11 @@ class _StorageAllocationRewriter:
     placements).
     """
 
-    def __init__(self, mod: IRModule, st: StorageTokens, plan: _Plan):
+    def __init__(self, mod: IRModule, st: StorageTokens, plan: _Plan, zero_offset_views: bool = False):
         self.mod = mod
         self.st = st
         self.plan = plan
+        self.zero_offset_views = zero_offset_views
         self.names = NameTable()
         # block id -> {position: [storage ids to emit before it]}
         self.emit_before: dict = {}
@@ -546,6 +553,7 @@ class _StorageAllocationRewriter:
         args_cache = self._args_cache
         new = _object_new
         mem_alloc_tensor = _MEM_ALLOC_TENSOR
+        zero_offset_views = self.zero_offset_views
         for i in positions:
             b = out[i]
             if special and i in special:
@@ -584,6 +592,16 @@ class _StorageAllocationRewriter:
             _call_ty_args(c, ())
             _expr_ty(c, ty)
             nb = new(VarBinding)
+            if zero_offset_views and tok_offset[t]:
+                # R.memory.ensure_zero_offset: TVM's kernels reject a tensor with a non-zero
+                # byte_offset; the view advances the data pointer instead (no copy when the
+                # offset is a multiple of 64).
+                raw = (DataflowVar if is_df else Var)(var.name + "_raw", ty)
+                _binding_var(nb, raw)
+                _binding_value(nb, c)
+                inserts.append((i, [nb]))
+                out[i] = VarBinding(var, Call(_ENSURE_ZERO_OFFSET, (raw,), ty=ty))
+                continue
             _binding_var(nb, var)
             _binding_value(nb, c)
             out[i] = nb
@@ -596,7 +614,10 @@ class _StorageAllocationRewriter:
                 last = i
             merged.extend(out[last:])
             out = merged
-        return DataflowBlock(out) if is_df else BindingBlock(out)
+        # every element is a binding of the input block or one built here: skip re-validation
+        nblock = _object_new(DataflowBlock if is_df else BindingBlock)
+        _block_bindings(nblock, tuple(out))
+        return nblock
 
     def _emit_storages(self, storage_ids):
         out = []
@@ -685,7 +706,7 @@ def _check_options(mode, alignment, time_limit=None):
 
 
 def static_plan_block_memory(mod: IRModule, mode: str = "tvm", *, alignment: int = 64, time_limit=None,
-                             ctx: PassContext | None = None) -> IRModule:
+                             zero_offset_views: bool = True, ctx: PassContext | None = None) -> IRModule:
     """Plan the storage of every Relax function of ``mod`` (see the module docstring).
 
     Parameters
@@ -700,6 +721,11 @@ def static_plan_block_memory(mod: IRModule, mode: str = "tvm", *, alignment: int
     time_limit : float, optional
         Arena mode: seconds of :func:`memcore.plan_offsets`'s anytime search per pool (None:
         the best of its heuristics only).
+    zero_offset_views : bool, default True
+        Arena mode: bind a tensor placed at a non-zero offset as
+        ``v_raw = R.memory.alloc_tensor(storage, offset, ...)`` followed by
+        ``v = R.memory.ensure_zero_offset(v_raw)``, because TVM's compiled kernels reject a
+        non-zero ``byte_offset`` (the view moves the data pointer instead).
     ctx : PassContext, optional
         Receives a trace note per function when tracing.
 
@@ -724,7 +750,7 @@ def static_plan_block_memory(mod: IRModule, mode: str = "tvm", *, alignment: int
         plan = _make_plan(st, mode, alignment, time_limit=time_limit)
         if ctx is not None and ctx.tracing:
             _trace(ctx, st, plan, mode)
-        return _StorageAllocationRewriter(mod, st, plan).rewrite()
+        return _StorageAllocationRewriter(mod, st, plan, zero_offset_views and mode == "arena").rewrite()
     finally:
         if gc_was_enabled:
             gc.enable()
@@ -836,6 +862,8 @@ class StaticPlanBlockMemory(ModulePass):
         Arena mode: byte alignment of tensor offsets.
     time_limit : float, optional
         Arena mode: seconds of anytime offset search per pool (default: heuristics only).
+    zero_offset_views : bool, default True
+        Arena mode: reach tensors at a non-zero offset through ``R.memory.ensure_zero_offset``.
 
     Notes
     -----
@@ -845,15 +873,16 @@ class StaticPlanBlockMemory(ModulePass):
 
     name = "static-plan-block-memory"
 
-    def __init__(self, mode: str = "tvm", alignment: int = 64, time_limit=None):
+    def __init__(self, mode: str = "tvm", alignment: int = 64, time_limit=None, zero_offset_views: bool = True):
         _check_options(mode, alignment, time_limit)
         self.mode = mode
         self.alignment = alignment
         self.time_limit = time_limit
+        self.zero_offset_views = bool(zero_offset_views)
 
     def transform(self, mod: IRModule, ctx: PassContext) -> IRModule:
         return static_plan_block_memory(mod, self.mode, alignment=self.alignment, time_limit=self.time_limit,
-                                        ctx=ctx)
+                                        zero_offset_views=self.zero_offset_views, ctx=ctx)
 
     def __repr__(self):
         return f"StaticPlanBlockMemory(mode={self.mode!r})"

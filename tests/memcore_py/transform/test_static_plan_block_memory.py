@@ -7,6 +7,8 @@ by hand. The kernels ``k1``/``k2``/``k3`` are signature-only PrimFuncs; planning
 inside them. Arena mode, bad input and the pipeline with LowerAllocTensor/KillAfterLastUse
 follow.
 """
+import re
+
 import numpy as np
 import pytest
 
@@ -1663,7 +1665,8 @@ def _arena_checks(mod, alignment=64):
 
 def test_arena_packs_a_pool_into_one_storage():
     """Sizes outside TVM's 16x reuse window get separate TVM storages; the arena puts the
-    three live-at-different-times tensors into one storage with offsets."""
+    tensors into one storage with offsets, reaching those at a non-zero offset through
+    R.memory.ensure_zero_offset (TVM's kernels require byte_offset 0)."""
     before = _HEADER + """
     @R.function(pure=False)
     def main(x: R.Tensor((1024,), dtype="float32")) -> R.Tensor((1024,), dtype="float32"):
@@ -1687,11 +1690,13 @@ def test_arena_packs_a_pool_into_one_storage():
         storage: R.Any = R.memory.alloc_storage(R.shape([4224]), 0, R.str("global"), R.dtype("uint8"))
         a: R.Tensor((1024,), dtype="float32") = R.memory.alloc_tensor(storage, 0, R.shape([1024]), R.dtype("float32"), 0)
         cls.k2(x, a)
-        b: R.Tensor((32,), dtype="float32") = R.memory.alloc_tensor(storage, 4096, R.shape([32]), R.dtype("float32"), 0)
+        b_raw: R.Tensor((32,), dtype="float32") = R.memory.alloc_tensor(storage, 4096, R.shape([32]), R.dtype("float32"), 0)
+        b: R.Tensor((32,), dtype="float32") = R.memory.ensure_zero_offset(b_raw)
         cls.k2(a, b)
         c: R.Tensor((1024,), dtype="float32") = R.memory.alloc_tensor(storage, 0, R.shape([1024]), R.dtype("float32"), 0)
         cls.k2(b, c)
-        d: R.Tensor((16,), dtype="int32") = R.memory.alloc_tensor(storage, 4096, R.shape([16]), R.dtype("int32"), 0)
+        d_raw: R.Tensor((16,), dtype="int32") = R.memory.alloc_tensor(storage, 4096, R.shape([16]), R.dtype("int32"), 0)
+        d: R.Tensor((16,), dtype="int32") = R.memory.ensure_zero_offset(d_raw)
         cls.k2(c, d)
         out: R.Tensor((1024,), dtype="float32") = R.builtin.alloc_tensor(R.shape([1024]), R.dtype("float32"), 0, R.str("global"))
         cls.k2(d, out)
@@ -1824,6 +1829,19 @@ def test_arena_time_limit_search_never_worse():
     searched = plan_statistics(mod, "arena", time_limit=0.05)
     assert searched["planned_bytes"] <= fast["planned_bytes"]
     _arena_checks(mod)
+
+
+def test_arena_without_zero_offset_views():
+    """zero_offset_views=False: the offset tensors are bound directly (for runtimes whose kernels
+    accept a byte_offset); same storages and offsets."""
+    mod = chain_module(40, width=256)
+    out = StaticPlanBlockMemory("arena", zero_offset_views=False)(mod)
+    text = out.script()
+    assert "ensure_zero_offset" not in text and "_raw" not in text
+    with_views = StaticPlanBlockMemory("arena")(mod).script()
+    n_offset = len(re.findall(r"R\.memory\.alloc_tensor\(storage\w*, [1-9]", text))
+    assert n_offset > 0
+    assert with_views.count("R.memory.ensure_zero_offset") == n_offset
 
 
 def test_plain_function_matches_pass():
