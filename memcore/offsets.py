@@ -27,8 +27,9 @@ Stage 2, *search* (only with ``time_limit``), anytime and never worse than stage
   one of the buffers that can sit exactly there, or declares that point empty; a section
   whose usable level plus the sizes still to place over it exceeds the target height
   prunes the node. Randomised restarts (Luby schedule) with six branching rules (three
-  candidate orders x two fail-first section tie-breaks), alternating between the lower
-  bound and heights between the bound and the best plan found.
+  candidate orders x two fail-first section tie-breaks), on the problem and on its
+  time-mirrored copy, alternating between the lower bound and heights between the bound
+  and the best plan found.
 - **ils** (larger problems): iterated greedy, re-placing the buffers in locally shuffled
   copies of the best order found so far.
 
@@ -241,9 +242,12 @@ def _sections(prob, live):
 def _search_dfs(prob, best, best_arena, lb, deadline):
     """Restarted DFS; returns an improved (offset, arena) in units, or None.
 
-    Heights are in units of g = gcd of the sizes (every arena is a multiple of it). Odd
-    restarts aim at the lower bound, even ones halfway between it and the best plan (then
-    just below the best plan): both the optimum and steady improvements stay reachable.
+    Heights are in units of g = gcd of the sizes (every arena is a multiple of it). Two
+    solvers see the same problem, one with time mirrored (a packing of one is a packing
+    of the other, but the searches differ). Restarts cycle over (plain, mirrored) x (the
+    lower bound, an improvement target: halfway between it and the best plan, or just
+    below the best plan), with the branching rule, randomisation and a Luby node budget
+    changing from round to round.
     """
     live = np.flatnonzero(prob.units > 0)
     if live.shape[0] > _DFS_MAX_COVER:  # every buffer covers at least one section
@@ -252,29 +256,34 @@ def _search_dfs(prob, best, best_arena, lb, deadline):
     if int((last - first).sum()) + live.shape[0] > _DFS_MAX_COVER:
         return None
     g = int(np.gcd.reduce(prob.units[live]))
-    solver = _offsets._DfsSolver(first, last, prob.units[live] // g)
+    units = prob.units[live] // g
+    n_sec = int(last.max()) + 1
+    solvers = (
+        _offsets._DfsSolver(first, last, units),
+        _offsets._DfsSolver(n_sec - 1 - last, n_sec - 1 - first, units),
+    )
     target_lb = -(-lb // g)
     found = None
     lb_impossible = False
-    restart = 0
+    k = -1
     while best_arena > lb and _offsets._py_monotonic() < deadline:
-        restart += 1
+        k += 1
+        solver = solvers[k % 2]
+        aim_lb = (k // 2) % 2 == 0
+        round_ = k // 4
         best_g = best_arena // g  # best_arena is a multiple of g
-        if restart % 2 == 1 and not lb_impossible:
+        if aim_lb and not lb_impossible:
             height = target_lb
-        elif restart % 4 == 2:
+        elif round_ % 2 == 0:
             height = (target_lb + best_g) // 2
         else:
             height = best_g - 1
-        if height < target_lb:
-            height = target_lb
+        height = max(height, target_lb)
         if height >= best_g:
             continue
-        rule = (restart // 2) % 6
-        seed = 0 if restart <= 12 else restart
-        status, off = solver.run(
-            height, deadline, rule, seed, _DFS_BASE_NODES * _luby((restart + 1) // 2)
-        )
+        rule = round_ % 6
+        seed = 0 if round_ < 6 else k
+        status, off = solver.run(height, deadline, rule, seed, _DFS_BASE_NODES * _luby(round_ + 1))
         if status == 1:
             offset = np.zeros(prob.n, dtype=np.int64)
             offset[live] = off * g
