@@ -169,3 +169,16 @@ def test_zz_summary(capsys):
     with capsys.disabled():
         print(f"\nStaticPlanBlockMemory vs TVM: {N_PROGRAMS} programs generated; {_TOTALS}")
     assert _TOTALS["compared"] >= 300
+
+
+@pytest.mark.parametrize("mode", ["tvm", "arena"])
+def test_tvm_accepts_our_output(mode):
+    """TVM's parser, with its well-formedness check, accepts what we produce in both modes —
+    including the documented differences (hoisted storages, storages that are dataflow block
+    outputs) and arena mode's offsets and ensure_zero_offset views."""
+    from memcore_py.transform import StaticPlanBlockMemory
+
+    for s in range(8):
+        mod = random_memory_module(3000 + s, n_functions=FUNCTIONS_PER_MODULE, n_steps=N_STEPS, p_dataflow=0.6)
+        out = StaticPlanBlockMemory(mode, alignment=1)(mod)
+        tvm.script.from_source(out.script())
