@@ -42,12 +42,28 @@ def add_arguments(parser) -> None:
                         help="StaticPlanBlockMemory mode for the pipeline's output (default: arena)")
     parser.add_argument("--passes", default=",".join(DEFAULT_PASSES), metavar="A,B,C",
                         help=f"comma-separated kebab-case passes (default: {','.join(DEFAULT_PASSES)})")
+    parser.add_argument("--time-limit", type=_positive_float, default=None, metavar="SECONDS",
+                        help="arena mode: time for the offset search beyond the heuristics (stops early "
+                             "at the lower bound; default: heuristics only)")
     parser.add_argument("--print-ir", action="store_true",
                         help="print the module after the pipeline (TVMScript) instead of the table")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
 
 
-def _build_passes(spec: str, mode: str):
+def _positive_float(text: str) -> float:
+    import argparse
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds; got {text!r}")
+    return value
+
+
+def _build_passes(spec: str, mode: str, time_limit=None):
     """``(before, spbm, after)`` pass lists from a ``a,b,c`` spec."""
     from ..errors import PassError
     from ..transform import get_pass
@@ -56,7 +72,7 @@ def _build_passes(spec: str, mode: str):
     passes = []
     for n in names:
         try:
-            passes.append(get_pass(n, mode=mode) if n == SPBM else get_pass(n))
+            passes.append(get_pass(n, mode=mode, time_limit=time_limit) if n == SPBM else get_pass(n))
         except PassError as exc:
             raise UsageError(f"--passes: {exc}") from None
     if names.count(SPBM) != 1:
@@ -80,7 +96,7 @@ def _inputs(path: str | None):
     return out
 
 
-def _plan_one(label: str, text: str, reference, before, spbm, after, mode: str):
+def _plan_one(label: str, text: str, reference, before, spbm, after, mode: str, time_limit=None):
     from ..errors import MemcoreError
     from ..planning.report import plan_report
     from ..transform import Sequential
@@ -89,7 +105,7 @@ def _plan_one(label: str, text: str, reference, before, spbm, after, mode: str):
     try:
         if before:
             mod = Sequential(before)(mod)
-        report = plan_report(mod, name=label, reference=reference)
+        report = plan_report(mod, name=label, reference=reference, time_limit=time_limit)
         planned = report.arena_module if mode == "arena" else report.tvm_module
         if after:
             planned = Sequential(after)(planned)
@@ -105,9 +121,9 @@ def run(args, out=None) -> int:
     """
     out = out or sys.stdout
     try:
-        before, spbm, after = _build_passes(args.passes, args.mode)
+        before, spbm, after = _build_passes(args.passes, args.mode, args.time_limit)
         results = [
-            _plan_one(label, text, ref, before, spbm, after, args.mode)
+            _plan_one(label, text, ref, before, spbm, after, args.mode, args.time_limit)
             for label, text, ref in _inputs(args.file)
         ]
     except UsageError as exc:
@@ -116,7 +132,7 @@ def run(args, out=None) -> int:
         return fail("plan", str(exc), 1)
     names = [p.name for p in (*before, spbm, *after)]
     if args.json:
-        doc = {"mode": args.mode, "passes": names, "modules": []}
+        doc = {"mode": args.mode, "time_limit": args.time_limit, "passes": names, "modules": []}
         for report, planned in results:
             entry = report.to_dict()
             if args.print_ir:

@@ -505,7 +505,8 @@ def _lower_bounds(mod: IRModule) -> dict:
     return out
 
 
-def plan_report(mod: IRModule, name: str = "module", reference: dict | None = None) -> PlanReport:
+def plan_report(mod: IRModule, name: str = "module", reference: dict | None = None,
+                time_limit: float | None = None) -> PlanReport:
     """Plan ``mod`` with ``StaticPlanBlockMemory`` in both modes and report per function.
 
     Parameters
@@ -517,6 +518,9 @@ def plan_report(mod: IRModule, name: str = "module", reference: dict | None = No
         A label for the report (file or model name).
     reference : dict, optional
         Function name -> bytes of Apache TVM's own plan, copied into the report.
+    time_limit : float, optional
+        Arena mode: seconds for :func:`memcore.plan_offsets`'s anytime search (it stops early
+        at the lower bound); None = heuristics only.
 
     Returns
     -------
@@ -533,7 +537,7 @@ def plan_report(mod: IRModule, name: str = "module", reference: dict | None = No
     t0 = time.perf_counter()
     tvm_mod = StaticPlanBlockMemory(mode="tvm")(mod)
     t1 = time.perf_counter()
-    arena_mod = StaticPlanBlockMemory(mode="arena")(mod)
+    arena_mod = StaticPlanBlockMemory(mode="arena", time_limit=time_limit)(mod)
     t2 = time.perf_counter()
     lower_bounds = _lower_bounds(mod)
     reports = []

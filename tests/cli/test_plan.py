@@ -109,6 +109,24 @@ def test_bad_passes_is_usage_error(capsys, model_file, argv, message):
     assert "Traceback" not in err
 
 
+def test_time_limit_reaches_the_bound_and_is_in_json(capsys):
+    rc, out, err = _run(capsys, "--json", "--time-limit", "1")
+    assert rc == 0, err
+    doc = json.loads(out)
+    assert doc["time_limit"] == 1.0
+    for module in doc["modules"]:
+        (func,) = module["functions"]
+        assert func["arena"]["bytes"] == func["lower_bound"]
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "soon", "inf"])
+def test_bad_time_limit_is_usage_error(capsys, model_file, value):
+    with pytest.raises(SystemExit) as exc:
+        main(["plan", str(model_file), "--time-limit", value])
+    assert exc.value.code == 2
+    assert "--time-limit: must be a positive number of seconds" in capsys.readouterr().err
+
+
 def test_bad_mode_is_usage_error(capsys, model_file):
     with pytest.raises(SystemExit) as exc:
         main(["plan", str(model_file), "--mode", "best"])

@@ -12,8 +12,8 @@ Each model ``<name>`` is two files in this folder:
 
 ``tools/make_models.py`` (needs torch and tvm) rebuilds both and documents the pipeline.
 Its ``--vm-check`` runs the models with their real PrimFunc bodies on TVM's VM (llvm, random
-weights): planned by memcore in TVM mode and in arena mode (plus ``ensure_zero_offset`` views,
-see tests/oracle/test_vm_execution.py), all five give TVM's own pipeline's outputs.
+weights): planned by memcore in TVM mode and in arena mode, all five give TVM's own
+pipeline's outputs.
 
 Examples
 --------
