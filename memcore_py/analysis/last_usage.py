@@ -51,7 +51,6 @@ from ..ir.expr import (
     DataflowVar,
     Function,
     If,
-    MatchCast,
     SeqExpr,
     Tuple,
     TupleGetItem,

@@ -45,7 +45,7 @@ from ..ir.expr import (
 from ..ir.module import IRModule
 from ..ir.op import get_op
 from ..ir.prim import IntImm, PrimVar
-from ..ir.types import ObjectType, PrimType, ShapeType, TensorType, TupleType, dtype_bytes
+from ..ir.types import ObjectType, TensorType, TupleType, dtype_bytes
 
 __all__ = [
     "elementwise_chain",

@@ -47,6 +47,17 @@ Deliberate differences from TVM (DIFFERENCES.md)
 ``KillAfterLastUse(tvm_scoping=True)`` reproduces TVM's placement in both cases, for
 differential testing only.
 
+Performance
+-----------
+A function whose body is binding blocks without nested scopes (every function after
+ToNonDataflow without control flow) takes a fused path, :func:`_kill_flat`: stages 1-3 in
+two passes over the bindings (one walk that canonicalizes and records last uses, one that
+splices the kills in), building the new nodes without re-validating them. It gives exactly
+the general path's output (tests compare both on random programs); anything else (If,
+nested functions, dataflow blocks, unusual kill calls) takes the general path. The cyclic
+garbage collector is paused during the pass. About 15x faster than TVM 0.27's pass on
+30k-300k bindings (bench/README.md, "KillAfterLastUse").
+
 Preconditions: meant for non-dataflow, impure-allowed IR after StaticPlanBlockMemory and
 LowerAllocTensor. Postconditions: kill calls are placed as above; re-running the pass adds
 no kills for already-killed variables. Bad input (a kill call whose argument is not a
@@ -59,18 +70,26 @@ from ..ir.builder import NameTable
 from ..ir.expr import (
     BindingBlock,
     Call,
+    Constant,
     DataflowBlock,
     DataflowVar,
+    DataTypeImm,
+    ExternFunc,
     Function,
+    GlobalVar,
     If,
     MatchCast,
+    PrimValue,
     SeqExpr,
+    ShapeExpr,
+    StringImm,
+    Tuple,
+    TupleGetItem,
     Var,
     VarBinding,
 )
 from ..ir.module import IRModule
 from ..ir.op import get_op
-from ..ir.expr import Constant, DataTypeImm, ExternFunc, GlobalVar, PrimValue, ShapeExpr, StringImm, Tuple, TupleGetItem
 from ..ir.types import FuncType, PrimType, ShapeType, TensorType, TupleType
 from ._lowering_utils import (
     _EMPTY_ATTRS,
@@ -81,7 +100,6 @@ from ._lowering_utils import (
     fast_block,
     fast_binding,
     fast_call,
-    fast_var,
     map_functions,
     normalize_blocks,
     type_equal,
@@ -262,6 +280,7 @@ def _kill_flat(func: Function, name: str, staged: bool = False) -> Function:
     var_set = _VAR_CLASS_SET
     call_cls, vb_cls, var_cls, dfvar_cls = Call, VarBinding, Var, DataflowVar
     append = out.append
+    new, setf = _new, _setf
     for blk in body.blocks:
         if type(blk) is not BindingBlock:
             raise _NotFlat
@@ -301,12 +320,11 @@ def _kill_flat(func: Function, name: str, staged: bool = False) -> Function:
                 new_args = None
                 for a in args:  # common case: nothing to substitute
                     ca = type(a)
-                    if ca is var_cls or ca is dfvar_cls:
-                        if a in repl:
-                            break
-                        last[a] = pos
-                    elif ca not in plain:
+                    if ca in plain:
+                        continue
+                    if (ca is not var_cls and ca is not dfvar_cls) or a in repl:
                         break
+                    last[a] = pos
                 else:
                     args = None
                 if args is not None:
@@ -349,8 +367,19 @@ def _kill_flat(func: Function, name: str, staged: bool = False) -> Function:
                     if new_args == value.args:  # e.g. only a tuple argument was visited
                         append(b)
                         continue
-                    value = fast_call(op, new_args, value.attrs, value.ty_args, value.ty)
-                    append(fast_binding(var, value) if is_vb else MatchCast(var, value, b.ty))
+                    nc = new(call_cls)  # fast_call, inlined
+                    setf(nc, "op", op)
+                    setf(nc, "args", new_args)
+                    setf(nc, "attrs", value.attrs)
+                    setf(nc, "ty_args", value.ty_args)
+                    setf(nc, "ty", value.ty)
+                    if is_vb:
+                        nb = new(vb_cls)  # fast_binding, inlined
+                        setf(nb, "var", var)
+                        setf(nb, "value", nc)
+                        append(nb)
+                    else:
+                        append(MatchCast(var, nc, b.ty))
                 continue
             same_type = is_vb or type_equal(var.ty, value_type(orig))
             if cls is TupleGetItem or cls is Tuple:
@@ -429,7 +458,7 @@ def _kill_flat(func: Function, name: str, staged: bool = False) -> Function:
     extend, append = final.extend, final.append
     prev = 0
     k = 0  # the k-th kill is named what NameTable().fresh("_") returns the k-th time
-    new, setf, empty = _new, _setf, _EMPTY_ATTRS  # fast_var/fast_call/fast_binding, inlined
+    empty = _EMPTY_ATTRS
     kill_ops = (_KILL_TENSOR, _KILL_STORAGE, _KILL_OBJECT)
     for p in sorted(groups):
         extend(out[prev:p + 1])

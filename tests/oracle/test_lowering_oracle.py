@@ -46,11 +46,11 @@ from memcore_py.transform._lowering_utils import normalize_blocks  # noqa: E402
 
 pytestmark = pytest.mark.oracle
 
-# 370 random functions per run (TVM's parser dominates the cost of (b) and (k)).
+# 362 random functions per run (TVM's parser dominates the cost of (b) and (k)).
 N_A, FUNCS_A = 30, 5      # 150 high-level functions
 N_B, FUNCS_B = 12, 5      # 60 planned functions
 N_K, FUNCS_K = 24, 5      # 120 post-planning functions with control flow
-N_F, FUNCS_F = 10, 4      # 40 flat post-planning functions
+N_F, FUNCS_F = 8, 4       # 32 flat post-planning functions
 KILL_OPS = ("relax.memory.kill_tensor", "relax.memory.kill_storage", "relax.vm.kill_object")
 
 

@@ -21,7 +21,7 @@ from memcore_py.testing.lowering_programs import (
     random_kill_module,
 )
 from memcore_py.transform import KillAfterLastUse, LowerAllocTensor, PassContext, Sequential
-from memcore_py.transform.kill_after_last_use import _kill_flat, _NotFlat, kill_after_last_use
+from memcore_py.transform.kill_after_last_use import _kill_flat, kill_after_last_use
 
 STUBS = """
         @T.prim_func(private=True)
