@@ -1112,7 +1112,14 @@ cdef int _dfs(
                 i = cover_ids[k]
                 if placed[i]:
                     continue
-                gg = g[i] if g[i] > f else f + smin
+                # g[] may hold a deeper node's values by now: recompute from the floors,
+                # which the undo has restored to this node's state
+                gg = 0
+                for c in range(first[i], last[i] + 1):
+                    if floor[c] > gg:
+                        gg = floor[c]
+                if gg <= f:
+                    gg = f + smin
                 if gg < fp:
                     fp = gg
             if d + 1 >= max_depth:

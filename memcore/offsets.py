@@ -15,8 +15,10 @@ Stage 1, *heuristics* (the compiled kernels in ``memcore/_offsets.pyx``). Every 
 - the **rule** is best fit (smallest gap between the already placed buffers it conflicts
   with, TFLite's ``GreedyBySizeAssignment``) or first fit (lowest such gap);
 - the **conflicting placed buffers** come, in offset order, from a *sweep* over starts
-  (an offset-sorted array of the live buffers, for start order) or from a *levelled bucket
-  index over time* (any order): O(n x conflicts) instead of the naive O(n^2).
+  for start order (the live buffers are pairwise disjoint, so the rule is an ordinary
+  allocator: sorted live offsets, a heap of ends, free gaps sorted by size) or from a
+  *levelled bucket index over time* for any other order: about O(n x conflicts) instead
+  of the naive O(n^2). Small inputs run every heuristic; see ``auto`` for large ones.
 
 Stage 2, *search* (only with ``time_limit``), anytime and never worse than stage 1:
 
@@ -88,16 +90,17 @@ _AUTO_LARGE = ("greedy_start",)
 #: search node costs about that many operations.
 _DFS_MAX_COVER = 400_000
 #: Nodes of the first DFS restart; later ones get Luby multiples of it.
-_DFS_BASE_NODES = 1000
+_DFS_BASE_NODES = 2000
 #: Cost of one iterated-greedy step relative to the start sweep that produced its order.
 _ILS_SWEEP_COST_FACTOR = 10.0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class OffsetPlan:
     """An offset assignment for every buffer, with its quality.
 
-    Returned by :func:`plan_offsets`; read-only.
+    Returned by :func:`plan_offsets`; read-only. Compared by identity (the generated
+    equality would compare the offset arrays elementwise).
     """
 
     offset: np.ndarray = field(repr=False)
