@@ -35,6 +35,7 @@ unused); a token never outlives its block, because a use in another block discar
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from operator import itemgetter
 
 import numpy as np
@@ -170,12 +171,12 @@ class StorageTokens:
     """int8[n_events]: ``memcore.EV_REQUEST`` (0) or ``memcore.EV_DECREF`` (1)."""
     ev_tok: np.ndarray
     """int64[n_events]: token of each event, in program order."""
-    tok_bytes: list
-    """PrimExpr bytes of each token (an IntImm for constant sizes)."""
-    tok_dtype: list
-    tok_scope: list
-    tok_device: list
-    """Device key: the int runtime device index (or its text when symbolic)."""
+    tok_info: np.ndarray
+    """int64[n_tok]: index into ``infos`` (size, dtype, scope, device and function of a token;
+    shared by the allocations of one tensor type)."""
+    infos: list
+    """``(const bytes, bytes PrimExpr, dtype, scope, device key, function index, argument
+    nodes, id)`` tuples, by id."""
     tok_binding: list
     """The ``VarBinding`` of each token's ``R.builtin.alloc_tensor``."""
     tok_block: list
@@ -214,6 +215,41 @@ class StorageTokens:
         """Allocation ``VarBinding`` -> token id, for planned allocations."""
         return dict(zip(self.tok_binding, range(self.n_tok)))
 
+    def _info_column(self, k):
+        col = [info[k] for info in self.infos]
+        return [col[i] for i in self.tok_info.tolist()]
+
+    @cached_property
+    def tok_bytes(self) -> list:
+        """PrimExpr bytes of each token (an IntImm for constant sizes)."""
+        return self._info_column(1)
+
+    @cached_property
+    def tok_dtype(self) -> list:
+        return self._info_column(2)
+
+    @cached_property
+    def tok_scope(self) -> list:
+        return self._info_column(3)
+
+    @cached_property
+    def tok_device(self) -> list:
+        """Device key: the int runtime device index (or its text when symbolic)."""
+        return self._info_column(4)
+
+    def group_ids(self, key_fn):
+        """Dense group id per token, for the key ``key_fn(info)`` of each token's info, and
+        the keys in order of first use."""
+        ids: dict = {}
+        info_group = np.empty(len(self.infos), dtype=np.int64)
+        for info in self.infos:
+            key = key_fn(info)
+            gid = ids.get(key)
+            if gid is None:
+                gid = ids[key] = len(ids)
+            info_group[info[7]] = gid
+        return info_group[self.tok_info], list(ids)
+
     def pools(self, *, key_device: bool = True):
         """Dense pool id per token and the pool keys.
 
@@ -226,16 +262,9 @@ class StorageTokens:
         tok_pool : ndarray of shape (n_tok,), dtype=int64
         keys : list of tuple
         """
-        ids: dict = {}
-        out = np.empty(self.n_tok, dtype=np.int64)
-        funcs, scopes, dtypes, devices = self.tok_func.tolist(), self.tok_scope, self.tok_dtype, self.tok_device
-        for t in range(self.n_tok):
-            key = (funcs[t], scopes[t], dtypes[t], devices[t]) if key_device else (funcs[t], scopes[t], dtypes[t])
-            pid = ids.get(key)
-            if pid is None:
-                pid = ids[key] = len(ids)
-            out[t] = pid
-        return out, list(ids)
+        if key_device:
+            return self.group_ids(lambda info: (info[5], info[3], info[2], info[4]))
+        return self.group_ids(lambda info: (info[5], info[3], info[2]))
 
     def sym_classes(self, tok_pool) -> np.ndarray:
         """Reuse class of each symbolic token (-1 for constant sizes): tokens of one pool whose
@@ -246,8 +275,9 @@ class StorageTokens:
             return out
         ids: dict = {}
         pools = tok_pool.tolist()
+        tok_info = self.tok_info
         for t in sym.tolist():
-            key = (pools[t], size_class_key(self.tok_bytes[t]))
+            key = (pools[t], size_class_key(self.infos[tok_info[t]][1]))
             cid = ids.get(key)
             if cid is None:
                 cid = ids[key] = len(ids)
@@ -275,6 +305,7 @@ class _StorageAllocatorInit:
         # allocations of one tensor type: (const bytes, bytes expr, dtype, scope, device,
         # function index, argument nodes after the shape)
         self.tokens: list = []
+        self.infos: list = []
         self.t_block: list = []
         self.extra_refs: dict = {}
         """token -> uses by calls that are not a binding's value (counted, never released)"""
@@ -562,7 +593,8 @@ class _StorageAllocatorInit:
                 f"unbounded vars non-negative (tir_non_negative_var) or bound them (tir_var_upper_bound)"
             ) from None
         nbytes, const = tensor_bytes(ub, dtype)
-        info = (const, nbytes, dtype, scope, device, self._func_idx, binding.value.args[1:])
+        info = (const, nbytes, dtype, scope, device, self._func_idx, binding.value.args[1:], len(self.infos))
+        self.infos.append(info)
         self._size_cache[binding.var.ty] = info
         return self._new_token(info, binding, bid, index)
 
@@ -599,13 +631,9 @@ class _StorageAllocatorInit:
         else:
             rows = [tokens[i] for i in kept_list]
         n_rows = len(rows)
-        infos = list(map(itemgetter(0), rows))
-
-        def info_column(k):
-            return list(map(itemgetter(k), infos))
-
-        def int_info_column(k):
-            return np.fromiter(map(itemgetter(k), infos), dtype=np.int64, count=n_rows)
+        tok_info = np.fromiter(map(itemgetter(7), map(itemgetter(0), rows)), dtype=np.int64, count=n_rows)
+        info_const = np.fromiter(map(itemgetter(0), self.infos), dtype=np.int64, count=len(self.infos))
+        info_func = np.fromiter(map(itemgetter(5), self.infos), dtype=np.int64, count=len(self.infos))
 
         tok_start = np.fromiter(map(itemgetter(2), rows), dtype=np.int64, count=n_rows)
         n_tok = tok_start.shape[0]
@@ -625,17 +653,15 @@ class _StorageAllocatorInit:
             tok_end[last_tok] = ev_step[dec][::-1][first_rev]
         t_block = self.t_block
         return StorageTokens(
-            tok_const=int_info_column(0),
+            tok_const=info_const[tok_info],
             tok_refs=tok_refs,
             tok_start=tok_start,
             tok_end=tok_end,
-            tok_func=int_info_column(5),
+            tok_func=info_func[tok_info],
             ev_kind=np.ascontiguousarray(ev_kind),
             ev_tok=np.ascontiguousarray(ev_tok),
-            tok_bytes=info_column(1),
-            tok_dtype=info_column(2),
-            tok_scope=info_column(3),
-            tok_device=info_column(4),
+            tok_info=tok_info,
+            infos=self.infos,
             tok_binding=list(map(itemgetter(1), rows)),
             tok_block=t_block if rows is tokens else [t_block[i] for i in kept_list],
             tok_index=list(map(itemgetter(3), rows)),

@@ -249,13 +249,13 @@ class _StorageAllocator:
         order_list = order.tolist()
         bounds_list = bounds.tolist()
         sizes = plan.storage_bytes.tolist()
-        const = st.tok_const
+        infos, tok_info = st.infos, st.tok_info
         storages = []
         for k in range(n_storage):
             toks = order_list[bounds_list[k]:bounds_list[k + 1]]
-            t = toks[0]
-            nbytes = IntImm(sizes[k]) if const[t] >= 0 else st.tok_bytes[t]
-            storages.append(_Storage(nbytes, st.tok_dtype[t], st.tok_scope[t], toks))
+            info = infos[tok_info[toks[0]]]
+            nbytes = IntImm(sizes[k]) if info[0] >= 0 else info[1]
+            storages.append(_Storage(nbytes, info[2], info[3], toks))
         return storages, storage_of
 
     def arena_storages(self, alignment: int, time_limit=None):
@@ -267,17 +267,13 @@ class _StorageAllocator:
         storages, tok_storage = self.tvm_storages()
         n_tok = st.n_tok
         tok_offset = np.zeros(n_tok, dtype=np.int64)
-        const = st.tok_const >= 0
-        groups: dict = {}
-        funcs = st.tok_func.tolist()
-        for t in np.flatnonzero(const).tolist():
-            groups.setdefault((funcs[t], st.tok_scope[t], st.tok_device[t]), []).append(t)
+        groups = _arena_groups(st)
         tvm_total = sum(s.nbytes.value for s in storages if type(s.nbytes) is IntImm)
         lower_bound = 0
         keep = [True] * len(storages)
         new_storages = []
-        for (_f, scope, _dev), toks in groups.items():
-            idx = np.asarray(toks, dtype=np.int64)
+        for (_f, scope, _dev), idx in groups:
+            toks = idx.tolist()
             start, end, size = st.tok_start[idx], st.tok_end[idx], st.tok_const[idx]
             lower_bound += int(memcore.max_live_bytes(start, end, size))
             used = sorted(set(tok_storage[idx].tolist()))
@@ -287,7 +283,7 @@ class _StorageAllocator:
             packed = memcore.plan_offsets(start, end, size, alignment=alignment, time_limit=time_limit)
             if packed.arena_bytes > tvm_bytes:
                 continue
-            dtypes = {st.tok_dtype[t] for t in toks}
+            dtypes = {st.infos[i][2] for i in np.unique(st.tok_info[idx]).tolist()}
             dtype = dtypes.pop() if len(dtypes) == 1 else "uint8"
             for s in used:
                 keep[s] = False
@@ -311,6 +307,23 @@ class _StorageAllocator:
         plan = _Plan(final, tok_storage, tok_offset, tvm_bytes=tvm_total, arena_bytes=final_bytes,
                      lower_bound=lower_bound)
         return plan
+
+
+def _arena_groups(st: StorageTokens):
+    """Constant-size tokens grouped by (function, scope, device): ``[(key, token ids), ...]``
+    (token ids in program order)."""
+    group, keys = st.group_ids(lambda info: (info[5], info[3], info[4]))
+    const = st.tok_const >= 0
+    toks = np.flatnonzero(const)
+    g = group[toks]
+    order = np.argsort(g, kind="stable")
+    bounds = np.searchsorted(g[order], np.arange(len(keys) + 1))
+    out = []
+    for k, key in enumerate(keys):
+        idx = toks[order[bounds[k]:bounds[k + 1]]]
+        if idx.shape[0]:
+            out.append((key, idx))
+    return out
 
 
 # --------------------------------------------------------------------------------------
@@ -429,10 +442,19 @@ class _StorageAllocationRewriter:
         self.emit_before: dict = {}
         for k, s in enumerate(plan.storages):
             self.emit_before.setdefault(s.site[0], {}).setdefault(s.site[1], []).append(k)
-        # block id -> {position: token}
+        # block id -> {position: token}, positions increasing (tokens are in program order)
         self.allocs: dict = {}
-        for t, (bid, i) in enumerate(zip(st.tok_block, st.tok_index)):
-            self.allocs.setdefault(bid, {})[i] = t
+        n_tok = st.n_tok
+        if n_tok:
+            blocks = np.asarray(st.tok_block, dtype=np.int64)
+            order = np.argsort(blocks, kind="stable")
+            sorted_blocks = blocks[order]
+            starts = np.flatnonzero(np.r_[True, sorted_blocks[1:] != sorted_blocks[:-1]]).tolist() + [n_tok]
+            order_list = order.tolist()
+            index = st.tok_index
+            for k in range(len(starts) - 1):
+                toks = order_list[starts[k]:starts[k + 1]]
+                self.allocs[int(sorted_blocks[starts[k]])] = dict(zip([index[t] for t in toks], toks))
         # Case 2 candidates: unplanned allocations in functions with the attribute
         self.dynamic: dict = {}
         plan_dyn = {f for f, (_gv, func, _b, _sid) in enumerate(st.functions)
@@ -767,13 +789,7 @@ def plan_statistics(mod: IRModule, mode: str = "tvm", *, alignment: int = 64, ti
         import memcore
 
         lb = 0
-        const = st.tok_const >= 0
-        groups: dict = {}
-        funcs = st.tok_func.tolist()
-        for t in np.flatnonzero(const).tolist():
-            groups.setdefault((funcs[t], st.tok_scope[t], st.tok_device[t]), []).append(t)
-        for toks in groups.values():
-            idx = np.asarray(toks, dtype=np.int64)
+        for _key, idx in _arena_groups(st):
             lb += int(memcore.max_live_bytes(st.tok_start[idx], st.tok_end[idx], st.tok_const[idx]))
         plan.lower_bound = lb
     return {
