@@ -39,9 +39,9 @@ length).
 With ``--vm-check`` the script also runs each model end to end on TVM's VM (llvm, real
 PrimFunc bodies, random weights): TVM's full default pipeline is the reference, and the same
 lowered module planned by memcore (parsed from TVM's text; ``StaticPlanBlockMemory`` in TVM
-mode, and in arena mode with ``R.memory.ensure_zero_offset`` views added after non-zero
-offsets; then memcore's ``LowerAllocTensor`` and ``KillAfterLastUse``), printed and re-parsed
-by TVM, must produce the same outputs. Needs memcore_py importable; slow (minutes).
+mode and in arena mode, then memcore's ``LowerAllocTensor`` and ``KillAfterLastUse``),
+printed and re-parsed by TVM, must produce the same outputs. Needs memcore_py importable;
+slow (minutes per model).
 
 Usage::
 
@@ -466,24 +466,6 @@ def count_allocs(mod):
     return out
 
 
-def _zero_offset_views(text: str) -> str:
-    """Bind every ``R.memory.alloc_tensor`` with a non-zero constant offset through
-    ``R.memory.ensure_zero_offset`` (text level; memcore's printer's line shape)."""
-    import re
-
-    pattern = re.compile(r"^(\s*)(\w+): (R\.Tensor\(.*?\)) = (R\.memory\.alloc_tensor\(\w+, (\d+),.*)$")
-    out = []
-    for line in text.splitlines():
-        m = pattern.match(line)
-        if m and m.group(5) != "0":
-            indent, var, ty, call = m.group(1), m.group(2), m.group(3), m.group(4)
-            out.append(f"{indent}{var}_raw: {ty} = {call}")
-            out.append(f"{indent}{var}: {ty} = R.memory.ensure_zero_offset({var}_raw)")
-        else:
-            out.append(line)
-    return "\n".join(out) + "\n"
-
-
 def vm_check(name: str, lowered, inputs) -> None:
     """Run ``lowered`` (full PrimFunc bodies) on TVM's VM: TVM's own pipeline vs memcore's
     planning in both modes; outputs must agree."""
@@ -520,11 +502,7 @@ def vm_check(name: str, lowered, inputs) -> None:
     print(f"  {name}: TVM pipeline ran in {seconds:.1f} s", flush=True)
     ours = memcore_py.parse(lowered.script())
     for mode in ("tvm", "arena"):
-        planned = StaticPlanBlockMemory(mode=mode)(ours)
-        text = planned.script()
-        if mode == "arena":
-            text = _zero_offset_views(text)
-        planned = Sequential([LowerAllocTensor(), KillAfterLastUse()])(memcore_py.parse(text))
+        planned = Sequential([StaticPlanBlockMemory(mode=mode), LowerAllocTensor(), KillAfterLastUse()])(ours)
         got, seconds = run(tvm.script.from_source(planned.script()), rest)
         assert len(got) == len(expected)
         for g, e in zip(got, expected):
