@@ -45,9 +45,13 @@ case is listed in ``DIFFERENCES.md`` (repository root):
   dataflow block and reuses it after the block) is emitted at the nearest position that
   dominates every use: immediately before the binding of the enclosing scope that contains
   the first use, as a plain ``Var`` when uses leave a dataflow block. The plan itself (which
-  tensor uses which storage, and the sizes) is TVM's.
+  tensor uses which storage, and the sizes) is TVM's;
+- a tensor allocated in another block that appears twice in one call argument makes TVM fail
+  an internal check; it is discarded (left unplanned), as any use in another block is.
 
-:func:`differences_from_tvm` tells which of these apply to a module.
+:func:`differences_from_tvm` tells which of these apply to a module. DIFFERENCES.md also lists
+what is not supported (bounds that need ``T.Select``, texture sizing, nested functions, the
+vdevice re-typing of planned allocations) and the limits of the arithmetic emulation.
 
 ``mode="arena"`` keeps the planned tensors and their lifetimes (a tensor is live from its
 allocation binding to its last use by a call, uses through aliases — reshape, view, tuple,
