@@ -981,6 +981,10 @@ cdef int _dfs(
     cdef uint64_t rng = seed * 0x9E3779B97F4A7C15ULL + 1
     cdef idx_t noise
     cdef idx_t limit = nodes[0] + node_limit
+    cdef int ks = 0
+    # scale for the branching keys: 4 * n_sec * (height >> ks) stays below 2**61
+    while ((height >> ks) + 1) > (IDX_MAX >> 3) // (4 * (n_sec + 1)):
+        ks += 1
     for c in range(n_sec):
         floor[c] = 0
         rem[c] = 0
@@ -1037,16 +1041,17 @@ cdef int _dfs(
                         i = cover_ids[k]
                         if placed[i] or g[i] != f:
                             continue
-                        # smaller key = tried first
+                        # smaller key = tried first; heights and sizes scaled by
+                        # 2**-ks so that every key fits in int64
                         if rule % 3 == 0:
-                            key = -(last[i] - first[i]) * 4 * height - size[i]
+                            key = -(last[i] - first[i]) * 4 * (height >> ks) - (size[i] >> ks)
                         elif rule % 3 == 1:
-                            key = -size[i] * 4 * n_sec - (last[i] - first[i])
+                            key = -(size[i] >> ks) * 4 * n_sec - (last[i] - first[i])
                         else:
                             nt = f + size[i]
                             lf = floor[first[i] - 1] if first[i] > 0 else -1
                             rf = floor[last[i] + 1] if last[i] + 1 < n_sec else -1
-                            key = -(last[i] - first[i] + 1) * size[i]
+                            key = -(last[i] - first[i] + 1) * (size[i] >> ks)
                             if lf >= nt or lf < 0:
                                 key -= IDX_MAX >> 3  # walled in (or at the edge) on the left
                             if rf >= nt or rf < 0:

@@ -429,3 +429,16 @@ def test_dfs_is_exact_on_tiny_problems(seed):
     if optimum > size.max():
         # a height below the optimum is proven impossible (the search is complete)
         assert solver.run(optimum - 1, deadline)[0] == 0
+
+
+def test_dfs_handles_huge_sizes():
+    # heights near 2**62: the branching keys are scaled so nothing overflows
+    first = np.array([0, 0, 1, 2], dtype=np.int64)
+    last = np.array([1, 2, 2, 2], dtype=np.int64)
+    size = np.array([2**60, 2**60 + 3, 2**60, 2**59], dtype=np.int64)
+    solver = _offsets._DfsSolver(first, last, size)
+    deadline = _offsets._py_monotonic() + 10
+    height = int(size[1] + size[2] + size[3])  # buffers 1, 2, 3 all cover section 2
+    status, off = solver.run(height, deadline, rule=0, seed=7)
+    assert status == 1 and int((off + size).max()) <= height
+    assert solver.run(height - 1, deadline)[0] == 0
