@@ -438,7 +438,7 @@ def test_dfs_handles_huge_sizes():
     size = np.array([2**60, 2**60 + 3, 2**60, 2**59], dtype=np.int64)
     solver = _offsets._DfsSolver(first, last, size)
     deadline = _offsets._py_monotonic() + 10
-    height = int(size[1] + size[2] + size[3])  # buffers 1, 2, 3 all cover section 2
+    height = int(size[0] + size[1] + size[2])  # buffers 0, 1, 2 all cover section 1
     status, off = solver.run(height, deadline, rule=0, seed=7)
     assert status == 1 and int((off + size).max()) <= height
     assert solver.run(height - 1, deadline)[0] == 0
