@@ -5,7 +5,7 @@
   -> CallTIRRewrite``, the input of StaticPlanBlockMemory) with TVM's real PrimFunc bodies;
   ``tools/make_examples.py`` rebuilds them.
 - :mod:`memcore_py.examples.models`: larger real models (ResNet-50, BERT, ...) with TVM's
-  own planning results.
+  own planning results; :func:`list_models` / :func:`load_model` are re-exported here.
 
 Examples
 --------
@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["DEFAULT_EXAMPLE", "list_examples", "example_path", "example_text", "load"]
+from .models import list_models, load_model  # noqa: E402
+
+__all__ = ["DEFAULT_EXAMPLE", "list_examples", "example_path", "example_text", "load", "list_models", "load_model"]
 
 _DIR = os.path.dirname(os.path.abspath(__file__))
 
