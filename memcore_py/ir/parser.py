@@ -121,7 +121,6 @@ Performance
 from __future__ import annotations
 
 import bisect
-import gc
 import math
 import re
 
@@ -129,6 +128,7 @@ import numpy as np
 
 from ..errors import IRError, ParseError
 from ._lexer import TOKEN_RE, string_value, strip_comment, token_columns
+from ._util import gc_paused
 from .expr import (
     Call,
     Constant,
@@ -2812,14 +2812,10 @@ def parse(text, metadata=None) -> IRModule:
     p = _Parser(text, metadata)
     # Pause the cyclic GC: a parse allocates millions of acyclic objects and generational
     # collections would make it quadratic in the module size.
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        return p.parse_module()
-    except ParseError:
-        raise
-    except Exception as e:  # noqa: BLE001 - the contract: only ParseError escapes
-        raise p._located(e) from e
-    finally:
-        if gc_was_enabled:
-            gc.enable()
+    with gc_paused():
+        try:
+            return p.parse_module()
+        except ParseError:
+            raise
+        except Exception as e:  # noqa: BLE001 - the contract: only ParseError escapes
+            raise p._located(e) from e
