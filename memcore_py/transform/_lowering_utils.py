@@ -55,6 +55,7 @@ __all__ = [
     "type_equal",
     "prim_equal",
     "LeanMutator",
+    "BindingTrackingMutator",
     "binding_error",
     "describe_binding",
     "gc_paused",
@@ -359,6 +360,34 @@ class LeanMutator:
             self.var_remap[var] = fresh
             new_var = fresh
         return VarBinding(new_var, value)
+
+
+class BindingTrackingMutator(LeanMutator):
+    """A :class:`LeanMutator` that keeps, while a binding's value is rewritten, the binding
+    (``self._binding``) and the list its result goes to (``self._out``, so the rewrite can
+    emit bindings before it); both are None outside a binding. :meth:`_fail` makes the
+    :class:`PassError` of pass ``pass_name``, naming the binding when there is one."""
+
+    pass_name = "?"
+
+    def __init__(self):
+        super().__init__()
+        self._out = None
+        self._binding = None
+
+    def visit_binding(self, b, out):
+        saved = self._out, self._binding
+        self._out, self._binding = out, b
+        try:
+            value = self.visit_expr(b.value)
+        finally:
+            self._out, self._binding = saved
+        out.append(self.rebind(b, value))
+
+    def _fail(self, what):
+        if self._binding is None:
+            return PassError(f"{self.pass_name}: {what}; in function {self.func_name!r}")
+        return binding_error(self.pass_name, self.func_name, self._binding, what)
 
 
 def value_type(value):

@@ -72,7 +72,7 @@ from ..ir.module import IRModule
 from ..ir.op import get_op
 from ..ir.prim import IntImm
 from ..ir.types import FuncType, ObjectType, TensorType, TupleType
-from ._lowering_utils import VOID, LeanMutator, binding_error, gc_paused
+from ._lowering_utils import VOID, BindingTrackingMutator, gc_paused
 from .pass_infra import ModulePass, PassContext
 
 __all__ = ["call_tir_rewrite", "CallTIRRewrite"]
@@ -136,37 +136,21 @@ def _device_of(mod: IRModule, ty: TensorType):
     return 0, scope
 
 
-class _CallTIRMutator(LeanMutator):
+class _CallTIRMutator(BindingTrackingMutator):
     """Port of TVM ``CallTIRMutator``; one instance (one name table) per module."""
+
+    pass_name = "call-tir-rewrite"
 
     def __init__(self, mod: IRModule):
         super().__init__()
         self.mod = mod
         self.names = NameTable()
-        self._out = None
-        self._binding = None
 
     # Emission into the block being rebuilt, before the binding under construction.
     def _emit(self, value, hint, ty):
         var = (DataflowVar if self.in_dataflow else Var)(self.names.fresh(hint), ty)
         self._out.append(VarBinding(var, value))
         return var
-
-    def visit_binding(self, b, out):
-        saved = self._out, self._binding
-        self._out, self._binding = out, b
-        try:
-            value = self.visit_expr(b.value)
-        finally:
-            self._out, self._binding = saved
-        out.append(self.rebind(b, value))
-
-    def _fail(self, what):
-        if self._binding is None:
-            from ..errors import PassError
-
-            return PassError(f"call-tir-rewrite: {what}; in function {self.func_name!r}")
-        return binding_error("call-tir-rewrite", self.func_name, self._binding, what)
 
     def visit_call(self, call: Call):
         call = self.visit_call_default(call)  # post-order

@@ -34,14 +34,13 @@ scope); otherwise :class:`~memcore_py.errors.PassError` names the function and b
 """
 from __future__ import annotations
 
-from ..errors import PassError
 from ..ir.builder import NameTable
 from ..ir.expr import Call, DataflowVar, DataTypeImm, Function, PrimValue, ShapeExpr, StringImm, Var, VarBinding
 from ..ir.module import IRModule
 from ..ir.op import get_op
 from ..ir.prim import IntImm, Mul
 from ..ir.types import ObjectType, ShapeType, TensorType, dtype_bytes
-from ._lowering_utils import LeanMutator, binding_error, map_functions
+from ._lowering_utils import BindingTrackingMutator, map_functions
 from .pass_infra import FunctionPass, PassContext
 
 __all__ = ["lower_alloc_tensor", "LowerAllocTensor", "storage_bytes_expr"]
@@ -77,29 +76,15 @@ def storage_bytes_expr(shape, dtype: str):
     return nbytes
 
 
-class _AllocTensorLowerer(LeanMutator):
+class _AllocTensorLowerer(BindingTrackingMutator):
     """Port of TVM's LowerAllocTensor ``Mutator`` (one instance per function)."""
+
+    pass_name = "lower-alloc-tensor"
 
     def __init__(self, func_name: str):
         super().__init__()
         self.func_name = func_name
         self.names = NameTable()
-        self._out = None
-        self._binding = None
-
-    def visit_binding(self, b, out):
-        saved = self._out, self._binding
-        self._out, self._binding = out, b
-        try:
-            value = self.visit_expr(b.value)
-        finally:
-            self._out, self._binding = saved
-        out.append(self.rebind(b, value))
-
-    def _fail(self, what):
-        if self._binding is None:
-            return PassError(f"lower-alloc-tensor: {what}; in function {self.func_name!r}")
-        return binding_error("lower-alloc-tensor", self.func_name, self._binding, what)
 
     def visit_call(self, call: Call):
         if call.op is not _BUILTIN_ALLOC_TENSOR:
