@@ -48,12 +48,7 @@ from libcpp.map cimport map as cpp_map
 from libcpp.pair cimport pair
 from libcpp.vector cimport vector
 
-from memcore._typedefs cimport idx_t, kind_t
-
-#: Event kinds (mirrored by memcore.tokens.EV_REQUEST / EV_DECREF).
-cdef enum:
-    EV_REQUEST = 0
-    EV_DECREF = 1
+from memcore._typedefs cimport EV_REQUEST, idx_t, kind_t
 
 #: Kernel return codes (memcore.tokens turns them into messages).
 cdef enum:

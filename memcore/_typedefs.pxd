@@ -8,3 +8,8 @@ from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t
 ctypedef int64_t idx_t      # every index, position, size and offset: int64
 ctypedef uint8_t flag_t     # boolean flags stored in arrays (is_output)
 ctypedef int8_t kind_t      # event kinds of the token event program
+
+# Event kinds of the token event program (mirrored by memcore.tokens.EV_REQUEST / EV_DECREF).
+cdef enum:
+    EV_REQUEST = 0
+    EV_DECREF = 1

@@ -23,11 +23,7 @@ from cython.operator cimport dereference as deref, predecrement as dec
 from libcpp.map cimport map as cpp_map
 from libcpp.pair cimport pair
 
-from memcore._typedefs cimport idx_t, kind_t
-
-cdef enum:
-    EV_REQUEST = 0
-    EV_DECREF = 1
+from memcore._typedefs cimport EV_REQUEST, idx_t, kind_t
 
 #: Codes reported by _py_verify_tokens (memcore.verify turns them into messages).
 cdef enum:
