@@ -31,6 +31,7 @@ __all__ = [
     "as_flag_array",
     "as_int8_array",
     "as_int_scalar",
+    "as_interval_arrays",
     "check_length",
     "check_range",
     "check_nonnegative",
@@ -234,6 +235,19 @@ def check_not_less(name, arr, other_name, other):
             f"{other_name}[{bad}] = {int(other[bad])}"
         )
 
+
+def as_interval_arrays(start, end, size):
+    """Validate inclusive live intervals with sizes: int64 arrays of one length,
+    ``end >= start``, ``size >= 0``. Returns ``(start, end, size)`` as int64 arrays."""
+    start = as_int64_array("start", start)
+    n = start.shape[0]
+    end = as_int64_array("end", end)
+    size = as_int64_array("size", size)
+    check_length("end", end, n, "len(start)")
+    check_length("size", size, n, "len(start)")
+    check_not_less("end", end, "start", start)
+    check_nonnegative("size", size)
+    return start, end, size
 
 def check_sum_fits(name, arr, *, alignment=1):
     """Raise unless the sum of ``arr`` rounded up to ``alignment`` fits in int64.

@@ -16,12 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._errors import InvalidArrayError
-from ._validate import (
-    as_int64_array,
-    check_length,
-    check_nonnegative,
-    check_not_less,
-)
+from ._validate import as_int64_array, as_interval_arrays, check_length
 
 __all__ = ["Problem", "read_minimalloc_csv", "write_minimalloc_csv"]
 
@@ -242,14 +237,8 @@ def write_minimalloc_csv(path, start, end, size, offset=None, ids=None):
     0,0,3,8
     1,3,5,16
     """
-    start = as_int64_array("start", start)
+    start, end, size = as_interval_arrays(start, end, size)
     n = start.shape[0]
-    end = as_int64_array("end", end)
-    size = as_int64_array("size", size)
-    check_length("end", end, n, "len(start)")
-    check_length("size", size, n, "len(start)")
-    check_not_less("end", end, "start", start)
-    check_nonnegative("size", size)
     bad = np.flatnonzero(end == np.iinfo(np.int64).max)
     if bad.size:
         i = int(bad[0])

@@ -45,9 +45,8 @@ from ._validate import (
     as_flag_array,
     as_int64_array,
     as_int_scalar,
+    as_interval_arrays,
     check_length,
-    check_nonnegative,
-    check_not_less,
     check_range,
     check_sum_fits,
     first_true,
@@ -139,14 +138,7 @@ def live_intervals(def_pos, use_ptr, use_pos, is_output, n_steps):
 
 def _check_intervals(start, end, size, alignment):
     """Validate (start, end, size[, alignment]); return the arrays and rounded sizes."""
-    start = as_int64_array("start", start)
-    n = start.shape[0]
-    end = as_int64_array("end", end)
-    size = as_int64_array("size", size)
-    check_length("end", end, n, "len(start)")
-    check_length("size", size, n, "len(start)")
-    check_not_less("end", end, "start", start)
-    check_nonnegative("size", size)
+    start, end, size = as_interval_arrays(start, end, size)
     alignment = as_int_scalar("alignment", alignment, low=1)
     check_sum_fits("size", size, alignment=alignment)
     if alignment > 1:
