@@ -64,6 +64,7 @@ from ..ir.module import IRModule
 from ..ir.op import get_op
 from ..ir.prim import IntImm
 from ..ir.types import TensorType, check_dtype
+from .._spbm import walk_block as _walk_block  # compiled; see memcore_py/_spbm.pyx
 from .arith import UnsupportedBound, read_var_bounds, size_class_key, tensor_bytes, upper_bound_shape
 
 __all__ = [
@@ -324,6 +325,7 @@ class _StorageAllocatorInit:
         self.tvm_check_failures: list = []
         self.t_index: list = []
         self.step = -1
+        self._bid = -1
         self.functions: list = []
         self._func_name = ""
         self._func_idx = -1
@@ -420,89 +422,91 @@ class _StorageAllocatorInit:
         self.block_scope.append(sid)
         self.block_is_dataflow.append(isinstance(block, DataflowBlock))
         self.scope_blocks[sid].append(bid)
+        bindings = block.bindings
+        self._bid = bid
+        # The compiled loop handles the common post-CallTIRRewrite forms and calls
+        # _visit_binding for every other binding (see memcore_py._spbm.walk_block).
+        step0 = _walk_block(bindings, bid, self.step + 1, self.var_tokens, self._size_cache, self._call_kind,
+                            self.t_block, self.tokens, self.ev, self.discarded, BUILTIN_ALLOC_TENSOR,
+                            _CARRIERS, _EV_SCALE, self._visit_binding)
+        self._bid = bid
+        if bindings:
+            self.step = max(self.step, step0 + len(bindings) - 1)
+
+    def _visit_binding(self, b, i, step0):
+        """One binding of the current block at position ``i`` (``step0 + i`` is its step);
+        returns ``step0`` for the next binding (an If's branches take steps)."""
+        bid = self._bid
         var_tokens = self.var_tokens
-        get = var_tokens.get
-        tokens_of = self._tokens_of
-        prim_names = self.prim_names
-        t_block, discarded = self.t_block, self.discarded
-        ev = self.ev
-        tokens = self.tokens
-        size_cache = self._size_cache
-        call_kind = self._call_kind
-        scale = _EV_SCALE
-        step0 = self.step + 1
-        step = self.step
-        for i, b in enumerate(block.bindings):
-            value = b.value
-            vt = type(value)
-            if vt is Call:
-                op = value.op
-                if op is BUILTIN_ALLOC_TENSOR:
-                    step = step0 + i
-                    self.step = step
-                    if type(b) is MatchCast:
-                        s = self._visit_call(value, None, bid)
-                        if s is not None:
-                            var_tokens[b.var] = s
-                        continue
-                    # Fast path of _create_token: the same tensor type and argument nodes as
-                    # an allocation seen before in this function.
-                    var = b.var
-                    info = size_cache.get(var.ty)
-                    if info is not None and value.args[1:] == info[6]:
-                        t = len(t_block)
-                        tokens.append((info, b, step, i))
-                        t_block.append(bid)
-                        ev.append(step * scale + t * 2)
-                        var_tokens[var] = t
-                        continue
-                    var_tokens[var] = self._create_token(b, bid, i)
-                    continue
-                counting = call_kind.get(op)
-                if counting is None:
-                    top = type(op)
-                    counting = call_kind[op] = (top is GlobalVar and op.name in prim_names) or (
-                        top is ExternFunc and op.global_symbol != RESHAPE_PACKED)
-                if counting and type(b) is not MatchCast:
-                    # Fast path of a counting call (see _visit_call for the general case).
-                    step = step0 + i
-                    for a in value.args:
-                        s = get(a)
+        value = b.value
+        vt = type(value)
+        if vt is Call:
+            op = value.op
+            if op is BUILTIN_ALLOC_TENSOR:
+                step = step0 + i
+                self.step = step
+                if type(b) is MatchCast:
+                    s = self._visit_call(value, None, bid)
+                    if s is not None:
+                        var_tokens[b.var] = s
+                    return step0
+                var = b.var
+                info = self._size_cache.get(var.ty)
+                if info is not None and value.args[1:] == info[6]:
+                    t = len(self.t_block)
+                    self.tokens.append((info, b, step, i))
+                    self.t_block.append(bid)
+                    self.ev.append(step * _EV_SCALE + t * 2)
+                    var_tokens[var] = t
+                    return step0
+                var_tokens[var] = self._create_token(b, bid, i)
+                return step0
+            call_kind = self._call_kind
+            counting = call_kind.get(op)
+            if counting is None:
+                top = type(op)
+                counting = call_kind[op] = (top is GlobalVar and op.name in self.prim_names) or (
+                    top is ExternFunc and op.global_symbol != RESHAPE_PACKED)
+            if counting and type(b) is not MatchCast:
+                # Counting call (see _visit_call for the general case).
+                step = step0 + i
+                t_block, discarded = self.t_block, self.discarded
+                for a in value.args:
+                    s = var_tokens.get(a)
+                    if s is None:
+                        if type(a) in _VAR_TYPES or type(a) not in _CARRIERS:
+                            continue
+                        self.step = step
+                        s = self._tokens_of(a)
                         if s is None:
-                            if type(a) in _VAR_TYPES or type(a) not in _CARRIERS:
-                                continue
-                            self.step = step
-                            s = tokens_of(a)
-                            if s is None:
-                                continue
-                        if type(s) is int:
-                            if s in discarded:
-                                continue
-                            if t_block[s] != bid:
-                                discarded.add(s)
-                                continue
-                            ev.append(step * scale + s * 2 + 1)
-                        else:
-                            self.step = step
-                            self._use_leaves(self._leaves(s, []), bid, value, True)
-                    continue
-                self.step = step0 + i
-                s = self._visit_call(value, None if type(b) is MatchCast else b, bid, i)
-            elif vt is Var or vt is DataflowVar:
-                s = get(value)
-            elif vt is If:
-                self.step = step0 + i
-                self._visit_if(value, b, bid, i)
-                # the branches' bindings took steps: continue after them
-                step0 = self.step - i
-                s = None
-            else:
-                self.step = step0 + i
-                s = tokens_of(value)
-            if s is not None:
-                var_tokens[b.var] = s
-        if block.bindings:
-            self.step = max(self.step, step0 + len(block.bindings) - 1)
+                            continue
+                    if type(s) is int:
+                        if s in discarded:
+                            continue
+                        if t_block[s] != bid:
+                            discarded.add(s)
+                            continue
+                        self.ev.append(step * _EV_SCALE + s * 2 + 1)
+                    else:
+                        self.step = step
+                        self._use_leaves(self._leaves(s, []), bid, value, True)
+                return step0
+            self.step = step0 + i
+            s = self._visit_call(value, None if type(b) is MatchCast else b, bid, i)
+        elif vt is Var or vt is DataflowVar:
+            s = var_tokens.get(value)
+        elif vt is If:
+            self.step = step0 + i
+            self._visit_if(value, b, bid, i)
+            self._bid = bid
+            # the branches' bindings took steps: continue after them
+            return self.step - i
+        else:
+            self.step = step0 + i
+            s = self._tokens_of(value)
+        if s is not None:
+            var_tokens[b.var] = s
+        return step0
 
     def _visit_if(self, e: If, binding, bid, index=-1):
         self._discard(self._tokens_of(e.cond))

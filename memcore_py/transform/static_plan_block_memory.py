@@ -105,6 +105,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._spbm import rebuild_allocs as _rebuild_allocs  # compiled; see memcore_py/_spbm.pyx
 from ..analysis.arith import UnsupportedBound, dynamic_output_bytes, upper_bound_shape
 from ..analysis.storage_tokens import (
     BUILTIN_ALLOC_TENSOR,
@@ -567,8 +568,14 @@ class _StorageAllocationRewriter:
         emit = emit or {}
         dynamic = dynamic or {}
         dirty_ifs = dirty_ifs or {}
+        zero_offset_views = self.zero_offset_views
         # allocation positions are recorded in increasing order; merge the others in
-        if special.issubset(allocs):
+        if not zero_offset_views:
+            # only the special positions here; every other planned allocation is rebuilt
+            # afterwards by _rebuild_allocs (its storage is emitted at a special position of this
+            # block or of an enclosing one, so before it is needed)
+            positions = sorted(special)
+        elif special.issubset(allocs):
             positions = allocs
         else:
             positions = sorted(special.union(allocs))
@@ -579,7 +586,6 @@ class _StorageAllocationRewriter:
         args_cache = self._args_cache
         new = _object_new
         mem_alloc_tensor = _MEM_ALLOC_TENSOR
-        zero_offset_views = self.zero_offset_views
         for i in positions:
             b = out[i]
             if special and i in special:
@@ -631,6 +637,9 @@ class _StorageAllocationRewriter:
             _binding_var(nb, var)
             _binding_value(nb, c)
             out[i] = nb
+        if not zero_offset_views and allocs:
+            _rebuild_allocs(out, allocs, special, tok_storage, tok_offset, args_cache, self._alloc_tensor_args,
+                            mem_alloc_tensor, _NO_ATTRS)
         if inserts:
             merged = []
             last = 0

@@ -38,3 +38,15 @@ def test_public_names_resolve():
     ]:
         assert getattr(memcore, name) is not None
     assert (memcore.EV_REQUEST, memcore.EV_DECREF) == (0, 1)
+
+
+def test_spbm_hot_loops_are_compiled():
+    """StaticPlanBlockMemory's Init walk and allocation rewrite run in memcore_py._spbm (built by
+    setup.py like the kernels); the pass imports it directly, with no Python fallback."""
+    from memcore_py.analysis import storage_tokens
+    from memcore_py.transform import static_plan_block_memory as spbm
+
+    module = importlib.import_module("memcore_py._spbm")
+    assert module.__file__.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES)), module.__file__
+    assert storage_tokens._walk_block is module.walk_block
+    assert spbm._rebuild_allocs is module.rebuild_allocs

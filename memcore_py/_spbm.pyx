@@ -1,0 +1,194 @@
+# cython: language_level=3, boundscheck=True, wraparound=False
+"""Compiled hot loops of StaticPlanBlockMemory (built by ``setup.py``; never a Python fallback).
+
+Two loops that, in CPython, are dominated by per-binding interpreter overhead:
+
+- :func:`walk_block`: the binding loop of the Init walk
+  (:class:`memcore_py.analysis.storage_tokens._StorageAllocatorInit`). It handles the
+  post-CallTIRRewrite forms — an allocation whose tensor type was seen before with the same
+  argument nodes, a call to a PrimFunc / packed function whose arguments are variables, a
+  rebinding ``v = x`` — and hands every other binding, unchanged, to the Python method
+  ``slow(binding, position, step0)`` (the general code), in program order.
+- :func:`rebuild_allocs`: the rewrite of the planned allocations of one block into
+  ``R.memory.alloc_tensor`` bindings (one new ``Call`` and ``VarBinding`` each).
+
+IR nodes are immutable ``__slots__`` objects; slots are read and written here at the offsets
+of their member descriptors (looked up once from the classes, checked to be slots), which is
+what the descriptors themselves do, without the attribute-lookup machinery. Nodes are built
+uninitialised (``PyType_GenericAlloc``) and every slot is set before the node is visible,
+exactly as the Python hot path did with ``object.__new__`` and the slot setters.
+"""
+from cpython.object cimport PyObject, PyTypeObject, Py_TYPE
+from cpython.ref cimport Py_INCREF, Py_DECREF
+
+from .ir.expr import Call, DataflowVar, MatchCast, Var, VarBinding
+
+cdef extern from "Python.h":
+    ctypedef struct PyMemberDef:
+        Py_ssize_t offset
+    ctypedef struct PyMemberDescrObject:
+        PyMemberDef* d_member
+    PyTypeObject PyMemberDescr_Type
+    PyObject* PyType_GenericAlloc(PyTypeObject*, Py_ssize_t) except NULL
+    PyObject* PyDict_GetItem(object, object)
+
+
+cdef Py_ssize_t _offset(descr) except -1:
+    if type(descr) is not <object>&PyMemberDescr_Type:
+        raise TypeError(f"expected a __slots__ member descriptor; got {descr!r}")
+    return (<PyMemberDescrObject*><PyObject*>descr).d_member.offset
+
+
+cdef Py_ssize_t O_VAR = _offset(VarBinding.var)
+cdef Py_ssize_t O_VALUE = _offset(VarBinding.value)
+cdef Py_ssize_t O_TY = _offset(Call.ty)
+cdef Py_ssize_t O_OP = _offset(Call.op)
+cdef Py_ssize_t O_ARGS = _offset(Call.args)
+cdef Py_ssize_t O_ATTRS = _offset(Call.attrs)
+cdef Py_ssize_t O_TY_ARGS = _offset(Call.ty_args)
+if _offset(Var.ty) != O_TY or _offset(MatchCast.var) != O_VAR or _offset(MatchCast.value) != O_VALUE:
+    raise ImportError("memcore_py._spbm: unexpected slot layout of the IR nodes")
+
+cdef PyTypeObject* T_CALL = <PyTypeObject*>Call
+cdef PyTypeObject* T_VAR_BINDING = <PyTypeObject*>VarBinding
+cdef PyTypeObject* T_MATCH_CAST = <PyTypeObject*>MatchCast
+cdef PyTypeObject* T_VAR = <PyTypeObject*>Var
+cdef PyTypeObject* T_DATAFLOW_VAR = <PyTypeObject*>DataflowVar
+
+
+cdef inline PyObject* _slot(object o, Py_ssize_t off):
+    """Borrowed reference to a slot (NULL when unset)."""
+    return (<PyObject**>((<char*><PyObject*>o) + off))[0]
+
+
+cdef inline void _put(PyObject* o, Py_ssize_t off, object v):
+    Py_INCREF(v)
+    (<PyObject**>((<char*>o) + off))[0] = <PyObject*>v
+
+
+def walk_block(tuple bindings, Py_ssize_t bid, Py_ssize_t step0, dict var_tokens, dict size_cache,
+               dict call_kind, list t_block, list tokens, list ev, set discarded, alloc_op,
+               frozenset carriers, long long scale, slow):
+    """Run the Init binding loop over one block; returns ``step0`` after the block (Ifs take
+    steps). Same effects, in the same order, as the Python loop it replaces (see the module
+    docstring)."""
+    cdef Py_ssize_t i, n = len(bindings), t
+    cdef long long step
+    cdef PyObject* p
+    cdef PyTypeObject* tb
+    cdef PyTypeObject* tv
+    cdef PyTypeObject* ta
+    cdef bint ok
+    for i in range(n):
+        b = bindings[i]
+        tb = Py_TYPE(b)
+        if tb is not T_VAR_BINDING and tb is not T_MATCH_CAST:
+            step0 = slow(b, i, step0)
+            continue
+        p = _slot(b, O_VALUE)
+        if p is NULL:
+            step0 = slow(b, i, step0)
+            continue
+        value = <object>p
+        tv = Py_TYPE(value)
+        if tv is T_VAR or tv is T_DATAFLOW_VAR:
+            # v = x
+            p = PyDict_GetItem(var_tokens, value)
+            if p is not NULL:
+                var_tokens[<object>_slot(b, O_VAR)] = <object>p
+            continue
+        if tv is not T_CALL or tb is not T_VAR_BINDING:
+            step0 = slow(b, i, step0)
+            continue
+        op = <object>_slot(value, O_OP)
+        args = <object>_slot(value, O_ARGS)
+        if op is alloc_op:
+            # allocation of a tensor type seen before in this function, same argument nodes
+            var = <object>_slot(b, O_VAR)
+            p = _slot(var, O_TY)
+            if p is NULL:
+                step0 = slow(b, i, step0)
+                continue
+            p = PyDict_GetItem(size_cache, <object>p)
+            if p is NULL or not (args[1:] == (<object>p)[6]):
+                step0 = slow(b, i, step0)
+                continue
+            info = <object>p
+            t = len(t_block)
+            step = step0 + i
+            tokens.append((info, b, step, i))
+            t_block.append(bid)
+            ev.append(step * scale + 2 * t)
+            var_tokens[var] = t
+            continue
+        p = PyDict_GetItem(call_kind, op)
+        if p is NULL or not (<object>p):
+            step0 = slow(b, i, step0)
+            continue
+        # counting call: every argument a variable (or a value carrying no token)
+        ok = True
+        for a in args:
+            p = PyDict_GetItem(var_tokens, a)
+            if p is NULL:
+                ta = Py_TYPE(a)
+                if ta is T_VAR or ta is T_DATAFLOW_VAR or type(a) not in carriers:
+                    continue
+                ok = False
+                break
+            if type(<object>p) is not int:
+                ok = False
+                break
+        if not ok:
+            step0 = slow(b, i, step0)
+            continue
+        step = step0 + i
+        for a in args:
+            p = PyDict_GetItem(var_tokens, a)
+            if p is NULL:
+                continue
+            s = <object>p
+            if s in discarded:
+                continue
+            t = s
+            if <Py_ssize_t>t_block[t] != bid:
+                discarded.add(s)
+                continue
+            ev.append(step * scale + 2 * t + 1)
+    return step0
+
+
+def rebuild_allocs(list out, dict allocs, set skip, list tok_storage, list tok_offset, dict args_cache,
+                   make_args, op, attrs):
+    """``out[i] = VarBinding(var, Call(op, args, attrs, (), var.ty))`` for each planned
+    allocation ``i -> token`` of ``allocs`` not in ``skip``; the arguments are
+    ``args_cache[(storage, offset, type, device)]``, made by ``make_args(key, call)`` when
+    missing."""
+    cdef PyObject* c
+    cdef PyObject* nb
+    cdef PyObject* p
+    empty = ()
+    for i, t in allocs.items():
+        if i in skip:
+            continue
+        b = out[i]
+        var = <object>_slot(b, O_VAR)
+        ty = <object>_slot(var, O_TY)
+        call = <object>_slot(b, O_VALUE)
+        key = (tok_storage[t], tok_offset[t], ty, (<object>_slot(call, O_ARGS))[2])
+        p = PyDict_GetItem(args_cache, key)
+        if p is NULL:
+            new_args = args_cache[key] = make_args(key, call)
+        else:
+            new_args = <object>p
+        c = PyType_GenericAlloc(T_CALL, 0)
+        _put(c, O_OP, op)
+        _put(c, O_ARGS, new_args)
+        _put(c, O_ATTRS, attrs)
+        _put(c, O_TY_ARGS, empty)
+        _put(c, O_TY, ty)
+        nb = PyType_GenericAlloc(T_VAR_BINDING, 0)
+        _put(nb, O_VAR, var)
+        _put(nb, O_VALUE, <object>c)
+        Py_DECREF(<object>c)
+        out[i] = <object>nb
+        Py_DECREF(<object>nb)
