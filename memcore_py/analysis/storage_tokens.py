@@ -639,7 +639,8 @@ class _StorageAllocatorInit:
         info_const = np.fromiter(map(itemgetter(0), self.infos), dtype=np.int64, count=len(self.infos))
         info_func = np.fromiter(map(itemgetter(5), self.infos), dtype=np.int64, count=len(self.infos))
 
-        tok_start = np.fromiter(map(itemgetter(2), rows), dtype=np.int64, count=n_rows)
+        # one EV_REQUEST per token, appended when the token is made: in token order
+        tok_start = ev_step_all[~is_dec][kept]
         n_tok = tok_start.shape[0]
         dec = ev_kind == _EV_DECREF
         dec_tok = ev_tok[dec]

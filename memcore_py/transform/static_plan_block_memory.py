@@ -102,6 +102,7 @@ from __future__ import annotations
 
 import gc
 from dataclasses import dataclass
+from operator import itemgetter
 
 import numpy as np
 
@@ -358,7 +359,7 @@ def _emission_site(st: StorageTokens, toks: list):
     b0 = tok_block[first]
     i0 = st.tok_index[first]
     df0 = st.block_is_dataflow[b0]
-    if all(tok_block[t] == b0 for t in toks):
+    if len(toks) == 1 or itemgetter(*toks)(tok_block).count(b0) == len(toks):  # all in block b0
         return (b0, i0, df0, True)
     chains = [_scope_chain(st, st.block_scope[tok_block[t]]) for t in toks]
     depth = min(len(c) for c in chains)
