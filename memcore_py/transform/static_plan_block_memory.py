@@ -570,20 +570,17 @@ class _StorageAllocationRewriter:
         dynamic = dynamic or {}
         dirty_ifs = dirty_ifs or {}
         zero_offset_views = self.zero_offset_views
-        # allocation positions are recorded in increasing order; merge the others in
-        if not zero_offset_views:
-            # only the special positions here; every other planned allocation is rebuilt
-            # afterwards by _rebuild_allocs (its storage is emitted at a special position of this
-            # block or of an enclosing one, so before it is needed)
-            positions = sorted(special)
-        elif special.issubset(allocs):
-            positions = allocs
-        else:
-            positions = sorted(special.union(allocs))
-        out = list(bindings)
-        inserts = []  # (position, bindings to insert before it), increasing positions
         tok_storage = self.plan.tok_storage_list
         tok_offset = self.plan.tok_offset_list
+        if zero_offset_views:
+            # allocations at a non-zero offset get a view binding: general loop below
+            special.update([i for i, t in allocs.items() if tok_offset[t]])
+        # Only the special positions go through the loop below; every other planned allocation
+        # is rebuilt afterwards by _rebuild_allocs (its storage is emitted at a special position
+        # of this block or of an enclosing one, so before it is needed).
+        positions = sorted(special)
+        out = list(bindings)
+        inserts = []  # (position, bindings to insert before it), increasing positions
         args_cache = self._args_cache
         new = _object_new
         mem_alloc_tensor = _MEM_ALLOC_TENSOR
@@ -629,16 +626,20 @@ class _StorageAllocationRewriter:
                 # R.memory.ensure_zero_offset: TVM's kernels reject a tensor with a non-zero
                 # byte_offset; the view advances the data pointer instead (no copy when the
                 # offset is a multiple of 64).
-                raw = (DataflowVar if is_df else Var)(var.name + "_raw", ty)
+                # (nodes built as Var(name, ty), VarBinding(var, Call(op, (raw,), ty=ty)),
+                # without re-validating what is known valid)
+                raw = new(DataflowVar if is_df else Var)
+                _set(raw, "name", var.name + "_raw")
+                _set(raw, "ty", ty)
                 _binding_var(nb, raw)
                 _binding_value(nb, c)
                 inserts.append((i, [nb]))
-                out[i] = VarBinding(var, Call(_ENSURE_ZERO_OFFSET, (raw,), ty=ty))
+                out[i] = _new_binding(var, _new_call(_ENSURE_ZERO_OFFSET, (raw,), ty))
                 continue
             _binding_var(nb, var)
             _binding_value(nb, c)
             out[i] = nb
-        if not zero_offset_views and allocs:
+        if allocs:
             _rebuild_allocs(out, allocs, special, tok_storage, tok_offset, args_cache, self._alloc_tensor_args,
                             mem_alloc_tensor, _NO_ATTRS)
         if inserts:
