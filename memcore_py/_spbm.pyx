@@ -21,7 +21,8 @@ exactly as the Python hot path did with ``object.__new__`` and the slot setters.
 from cpython.object cimport PyObject, PyTypeObject, Py_TYPE
 from cpython.ref cimport Py_INCREF, Py_DECREF
 
-from .ir.expr import Call, DataflowVar, MatchCast, Var, VarBinding
+from .ir.expr import Call, DataflowVar, DataTypeImm, MatchCast, PrimValue, ShapeExpr, StringImm, Var, VarBinding
+from .ir.prim import IntImm, PrimVar
 
 cdef extern from "Python.h":
     ctypedef struct PyMemberDef:
@@ -64,6 +65,38 @@ cdef inline PyObject* _slot(object o, Py_ssize_t off):
 cdef inline void _put(PyObject* o, Py_ssize_t off, object v):
     Py_INCREF(v)
     (<PyObject**>((<char*>o) + off))[0] = <PyObject*>v
+
+
+cdef bint _same_alloc_args(tuple args, tuple info) except -1:
+    """Equal argument values (distinct nodes, as parsed from text) to those of ``info``: the
+    second fast path of ``_StorageAllocatorInit._create_token``."""
+    if len(args) != 4:
+        return False
+    a1, a2, a3 = args[1], args[2], args[3]
+    return bool(type(a1) is DataTypeImm and a1.value == info[2] and type(a2) is PrimValue
+                and type(a2.value) is IntImm and a2.value.value == info[4]
+                and type(a3) is StringImm and a3.value == info[3])
+
+
+cdef bint _same_shape(values, shape) except -1:
+    """``static_plan_block_memory._same_shape``."""
+    if len(values) != len(shape):
+        return False
+    for a, b in zip(values, shape):
+        if a is b:
+            continue
+        ta = type(a)
+        if ta is not type(b):
+            return False
+        if ta is IntImm:
+            if a.value != b.value or a.dtype != b.dtype:
+                return False
+        elif ta is PrimVar:
+            if a.name != b.name:
+                return False
+        else:
+            return False
+    return True
 
 
 def walk_block(tuple bindings, Py_ssize_t bid, Py_ssize_t step0, dict var_tokens, dict size_cache,
@@ -110,10 +143,13 @@ def walk_block(tuple bindings, Py_ssize_t bid, Py_ssize_t step0, dict var_tokens
                 step0 = slow(b, i, step0)
                 continue
             p = PyDict_GetItem(size_cache, <object>p)
-            if p is NULL or not (args[1:] == (<object>p)[6]):
+            if p is NULL:
                 step0 = slow(b, i, step0)
                 continue
             info = <object>p
+            if not (args[1:] == info[6]) and not _same_alloc_args(args, info):
+                step0 = slow(b, i, step0)
+                continue
             t = len(t_block)
             step = step0 + i
             tokens.append((info, b, step, i))
@@ -158,11 +194,14 @@ def walk_block(tuple bindings, Py_ssize_t bid, Py_ssize_t step0, dict var_tokens
 
 
 def rebuild_allocs(list out, dict allocs, set skip, list tok_storage, list tok_offset, dict args_cache,
-                   make_args, op, attrs):
+                   make_args, op, attrs, list storage_var, dict dtype_imm, zero):
     """``out[i] = VarBinding(var, Call(op, args, attrs, (), var.ty))`` for each planned
     allocation ``i -> token`` of ``allocs`` not in ``skip``; the arguments are
-    ``args_cache[(storage, offset, type, device)]``, made by ``make_args(key, call)`` when
-    missing."""
+    ``args_cache[(storage, offset, type, device)]``, made when missing as
+    ``make_args(key, call)`` (``_StorageAllocationRewriter._alloc_tensor_args``) does — here
+    directly in the common case: offset 0, the call's own shape argument equal to the type's
+    shape, the dtype's ``DataTypeImm`` already made (``dtype_imm``)."""
+    cdef PyObject* dp
     cdef PyObject* c
     cdef PyObject* nb
     cdef PyObject* p
@@ -177,7 +216,17 @@ def rebuild_allocs(list out, dict allocs, set skip, list tok_storage, list tok_o
         key = (tok_storage[t], tok_offset[t], ty, (<object>_slot(call, O_ARGS))[2])
         p = PyDict_GetItem(args_cache, key)
         if p is NULL:
-            new_args = args_cache[key] = make_args(key, call)
+            new_args = None
+            if not key[1]:
+                storage = storage_var[key[0]]
+                arg0 = (<object>_slot(call, O_ARGS))[0]
+                dp = PyDict_GetItem(dtype_imm, ty.dtype)
+                if (storage is not None and dp is not NULL and type(arg0) is ShapeExpr
+                        and _same_shape(arg0.values, ty.shape)):
+                    new_args = (storage, zero, arg0, <object>dp, key[3])
+            if new_args is None:
+                new_args = make_args(key, call)
+            args_cache[key] = new_args
         else:
             new_args = <object>p
         c = PyType_GenericAlloc(T_CALL, 0)

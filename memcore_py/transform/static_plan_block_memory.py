@@ -641,7 +641,7 @@ class _StorageAllocationRewriter:
             out[i] = nb
         if allocs:
             _rebuild_allocs(out, allocs, special, tok_storage, tok_offset, args_cache, self._alloc_tensor_args,
-                            mem_alloc_tensor, _NO_ATTRS)
+                            mem_alloc_tensor, _NO_ATTRS, self.storage_var, self._dtype_imm, _ZERO)
         if inserts:
             merged = []
             last = 0
