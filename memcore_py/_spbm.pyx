@@ -5,9 +5,11 @@ Two loops that, in CPython, are dominated by per-binding interpreter overhead:
 
 - :func:`walk_block`: the binding loop of the Init walk
   (:class:`memcore_py.analysis.storage_tokens._StorageAllocatorInit`). It handles the
-  post-CallTIRRewrite forms — an allocation whose tensor type was seen before with the same
-  argument nodes, a call to a PrimFunc / packed function whose arguments are variables, a
-  rebinding ``v = x`` — and hands every other binding, unchanged, to the Python method
+  post-CallTIRRewrite forms — an allocation whose tensor type was seen before with equal
+  arguments (same nodes or same values), a call to a PrimFunc / packed function whose arguments
+  are variables, a
+  rebinding ``v = x``, an in-place memory op of a variable (``v = R.reshape(x, ...)``) — and
+  hands every other binding, unchanged, to the Python method
   ``slow(binding, position, step0)`` (the general code), in program order.
 - :func:`rebuild_allocs`: the rewrite of the planned allocations of one block into
   ``R.memory.alloc_tensor`` bindings (one new ``Call`` and ``VarBinding`` each).
@@ -101,7 +103,7 @@ cdef bint _same_shape(values, shape) except -1:
 
 def walk_block(tuple bindings, Py_ssize_t bid, Py_ssize_t step0, dict var_tokens, dict size_cache,
                dict call_kind, list t_block, list tokens, list ev, set discarded, alloc_op,
-               frozenset carriers, long long scale, slow):
+               frozenset carriers, long long scale, frozenset inplace_ops, slow):
     """Run the Init binding loop over one block; returns ``step0`` after the block (Ifs take
     steps). Same effects, in the same order, as the Python loop it replaces (see the module
     docstring)."""
@@ -158,7 +160,19 @@ def walk_block(tuple bindings, Py_ssize_t bid, Py_ssize_t step0, dict var_tokens
             var_tokens[var] = t
             continue
         p = PyDict_GetItem(call_kind, op)
-        if p is NULL or not (<object>p):
+        if p is NULL:
+            step0 = slow(b, i, step0)
+            continue
+        if not (<object>p):
+            if op in inplace_ops and len(args) > 0:
+                # v = R.reshape(x, ...) and the other in-place memory ops: v carries x's tokens
+                a = args[0]
+                ta = Py_TYPE(a)
+                if ta is T_VAR or ta is T_DATAFLOW_VAR:
+                    p = PyDict_GetItem(var_tokens, a)
+                    if p is not NULL:
+                        var_tokens[<object>_slot(b, O_VAR)] = <object>p
+                    continue
             step0 = slow(b, i, step0)
             continue
         # counting call: every argument a variable (or a value carrying no token)

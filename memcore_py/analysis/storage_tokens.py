@@ -428,7 +428,7 @@ class _StorageAllocatorInit:
         # _visit_binding for every other binding (see memcore_py._spbm.walk_block).
         step0 = _walk_block(bindings, bid, self.step + 1, self.var_tokens, self._size_cache, self._call_kind,
                             self.t_block, self.tokens, self.ev, self.discarded, BUILTIN_ALLOC_TENSOR,
-                            _CARRIERS, _EV_SCALE, self._visit_binding)
+                            _CARRIERS, _EV_SCALE, INPLACE_MEMORY_OPS, self._visit_binding)
         self._bid = bid
         if bindings:
             self.step = max(self.step, step0 + len(bindings) - 1)
