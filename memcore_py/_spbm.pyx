@@ -6,11 +6,10 @@ Two loops that, in CPython, are dominated by per-binding interpreter overhead:
 - :func:`walk_block`: the binding loop of the Init walk
   (:class:`memcore_py.analysis.storage_tokens._StorageAllocatorInit`). It handles the
   post-CallTIRRewrite forms — an allocation whose tensor type was seen before with equal
-  arguments (same nodes or same values), a call to a PrimFunc / packed function whose arguments
-  are variables, a
-  rebinding ``v = x``, an in-place memory op of a variable (``v = R.reshape(x, ...)``) — and
-  hands every other binding, unchanged, to the Python method
-  ``slow(binding, position, step0)`` (the general code), in program order.
+  arguments (same nodes or same values), a call to a PrimFunc / packed function whose
+  arguments are variables, a rebinding ``v = x``, an in-place memory op of a variable
+  (``v = R.reshape(x, ...)``) — and hands every other binding, unchanged, to the Python
+  method ``slow(binding, position, step0)`` (the general code), in program order.
 - :func:`rebuild_allocs`: the rewrite of the planned allocations of one block into
   ``R.memory.alloc_tensor`` bindings (one new ``Call`` and ``VarBinding`` each).
 

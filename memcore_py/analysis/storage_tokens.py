@@ -294,9 +294,11 @@ class _StorageAllocatorInit:
     later ``StorageAllocator`` is recorded as an event list at the same time. Malformed
     allocations raise :class:`PassError` where TVM fails an internal check.
 
-    The binding loop handles the common post-CallTIRRewrite forms inline (allocation, direct
-    call with variable arguments, rebinding) and caches the size of each tensor type per
-    function: planning 100k bindings is a few hundred milliseconds of Python.
+    The binding loop is compiled (:func:`memcore_py._spbm.walk_block`): it handles the common
+    post-CallTIRRewrite forms (allocation of a tensor type seen before in the function, direct
+    call with variable arguments, rebinding, in-place memory op of a variable) and hands every
+    other binding to :meth:`_visit_binding`, in program order. The size of each tensor type
+    is cached per function.
     """
 
     def __init__(self, mod: IRModule):
