@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import sys
 
+from ..planning.arena_options import ARENA_TIME_LIMIT
 from ._common import InputError, fail, parse_text, read_text
 
 SPBM = "static-plan-block-memory"
@@ -42,9 +43,11 @@ def add_arguments(parser) -> None:
                         help="StaticPlanBlockMemory mode for the pipeline's output (default: arena)")
     parser.add_argument("--passes", default=",".join(DEFAULT_PASSES), metavar="A,B,C",
                         help=f"comma-separated kebab-case passes (default: {','.join(DEFAULT_PASSES)})")
-    parser.add_argument("--time-limit", type=_positive_float, default=None, metavar="SECONDS",
-                        help="arena mode: time for the offset search beyond the heuristics (stops early "
-                             "at the lower bound; default: heuristics only)")
+    parser.add_argument("--time-limit", type=_positive_float, default=ARENA_TIME_LIMIT, metavar="SECONDS",
+                        help="arena mode: time per pool for the offset search beyond the heuristics, "
+                             f"spent only above the lower bound (default: {ARENA_TIME_LIMIT})")
+    parser.add_argument("--no-search", dest="time_limit", action="store_const", const=None,
+                        help="arena mode: best heuristic only (deterministic, no time budget)")
     parser.add_argument("--print-ir", action="store_true",
                         help="print the module after the pipeline (TVMScript) instead of the table")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")

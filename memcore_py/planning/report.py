@@ -58,6 +58,7 @@ from ..ir.module import IRModule
 from ..ir.op import Op
 from ..ir.prim import IntImm
 from ..ir.types import dtype_bytes
+from .arena_options import ARENA_TIME_LIMIT
 
 __all__ = [
     "Storage",
@@ -506,7 +507,7 @@ def _lower_bounds(mod: IRModule) -> dict:
 
 
 def plan_report(mod: IRModule, name: str = "module", reference: dict | None = None,
-                time_limit: float | None = None) -> PlanReport:
+                time_limit: float | None = ARENA_TIME_LIMIT) -> PlanReport:
     """Plan ``mod`` with ``StaticPlanBlockMemory`` in both modes and report per function.
 
     Parameters
@@ -518,7 +519,7 @@ def plan_report(mod: IRModule, name: str = "module", reference: dict | None = No
         A label for the report (file or model name).
     reference : dict, optional
         Function name -> bytes of Apache TVM's own plan, copied into the report.
-    time_limit : float, optional
+    time_limit : float or None, default ARENA_TIME_LIMIT (0.1)
         Arena mode: seconds for :func:`memcore.plan_offsets`'s anytime search (it stops early
         at the lower bound); None = heuristics only.
 

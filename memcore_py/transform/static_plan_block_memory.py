@@ -717,6 +717,9 @@ def _truthy(v) -> bool:
 # --------------------------------------------------------------------------------------
 # Entry points
 # --------------------------------------------------------------------------------------
+from ..planning.arena_options import ARENA_TIME_LIMIT  # noqa: E402  (default search budget)
+
+
 def _make_plan(st: StorageTokens, mode: str, alignment: int, key_device: bool = True, time_limit=None) -> _Plan:
     allocator = _StorageAllocator(st, key_device=key_device)
     if mode == "tvm":
@@ -742,7 +745,7 @@ def _check_options(mode, alignment, time_limit=None):
                         f"got {time_limit!r}")
 
 
-def static_plan_block_memory(mod: IRModule, mode: str = "tvm", *, alignment: int = 64, time_limit=None,
+def static_plan_block_memory(mod: IRModule, mode: str = "tvm", *, alignment: int = 64, time_limit=ARENA_TIME_LIMIT,
                              zero_offset_views: bool = True, ctx: PassContext | None = None) -> IRModule:
     """Plan the storage of every Relax function of ``mod`` (see the module docstring).
 
@@ -755,9 +758,9 @@ def static_plan_block_memory(mod: IRModule, mode: str = "tvm", *, alignment: int
         ``"arena"``: one storage with offsets per (function, scope, device) pool.
     alignment : int, default 64
         Arena mode: byte alignment of tensor offsets.
-    time_limit : float, optional
-        Arena mode: seconds of :func:`memcore.plan_offsets`'s anytime search per pool (None:
-        the best of its heuristics only).
+    time_limit : float or None, default ARENA_TIME_LIMIT (0.1)
+        Arena mode: seconds of :func:`memcore.plan_offsets`'s anytime search per pool, used only
+        while the heuristics are above the lower bound (None: the best heuristic only).
     zero_offset_views : bool, default True
         Arena mode: bind a tensor placed at a non-zero offset as
         ``v_raw = R.memory.alloc_tensor(storage, offset, ...)`` followed by
@@ -793,7 +796,7 @@ def static_plan_block_memory(mod: IRModule, mode: str = "tvm", *, alignment: int
             gc.enable()
 
 
-def plan_statistics(mod: IRModule, mode: str = "tvm", *, alignment: int = 64, time_limit=None) -> dict:
+def plan_statistics(mod: IRModule, mode: str = "tvm", *, alignment: int = 64, time_limit=ARENA_TIME_LIMIT) -> dict:
     """Numbers of the plan for ``mod`` without rewriting it: ``n_planned`` tensors,
     ``n_storage``, ``tvm_bytes`` / ``planned_bytes`` (constant-size storages of TVM mode / of
     ``mode``), ``lower_bound`` (sum of max-live bytes per (function, scope, device) pool)."""
@@ -891,8 +894,9 @@ class StaticPlanBlockMemory(ModulePass):
     mode : {"tvm", "arena"}, default "tvm"
     alignment : int, default 64
         Arena mode: byte alignment of tensor offsets.
-    time_limit : float, optional
-        Arena mode: seconds of anytime offset search per pool (default: heuristics only).
+    time_limit : float or None, default ARENA_TIME_LIMIT (0.1)
+        Arena mode: seconds of anytime offset search per pool, spent only while the best
+        heuristic is above the max-live lower bound (None: heuristics only, deterministic).
     zero_offset_views : bool, default True
         Arena mode: reach tensors at a non-zero offset through ``R.memory.ensure_zero_offset``.
 
@@ -904,7 +908,8 @@ class StaticPlanBlockMemory(ModulePass):
 
     name = "static-plan-block-memory"
 
-    def __init__(self, mode: str = "tvm", alignment: int = 64, time_limit=None, zero_offset_views: bool = True):
+    def __init__(self, mode: str = "tvm", alignment: int = 64, time_limit=ARENA_TIME_LIMIT,
+                 zero_offset_views: bool = True):
         _check_options(mode, alignment, time_limit)
         self.mode = mode
         self.alignment = alignment
