@@ -67,9 +67,8 @@ ERROR_CODES = {
 cdef enum:
     BLOCK_CAP = 256
 
-#: A bucket keeps up to this many entries inline before it becomes a blocked sorted list.
-cdef enum:
-    SMALL_CAP = 8
+#: A bucket keeps up to this many entries inline before it becomes a blocked sorted list
+#: (defined in C below: the inline helpers unroll fixed-trip loops over it).
 
 #: Above this many pools, a pool's free list is one bucket (64 buckets cost 3.5 KB a pool).
 cdef enum:
@@ -96,6 +95,56 @@ cdef extern from *:
     """
     int bit_length "memcore_bit_length"(unsigned long long x) noexcept nogil
     int lowest_bit "memcore_lowest_bit"(unsigned long long x) noexcept nogil
+
+
+cdef extern from *:
+    """
+    #include <stdint.h>
+    #define MEMCORE_SMALL_CAP 8
+    /* Inline bucket helpers: fixed-trip loops over all MEMCORE_SMALL_CAP slots whose
+       comparisons feed adds and conditional moves, not jumps. Data-dependent early-exit
+       scans mispredicted on every other call, and the compiler turned the variable-length
+       shifts into two out-of-line memmove calls per removal. Slots >= n hold garbage that
+       is masked out (no sentinel: INT64_MAX is a valid key). */
+    static inline int memcore_small_count_less(const int64_t* keys, int n, int64_t s) {
+        int c = 0;
+        for (int t = 0; t < MEMCORE_SMALL_CAP; t++) c += (t < n) & (keys[t] < s);
+        return c;
+    }
+    static inline int memcore_small_count_le(const int64_t* keys, int n, int64_t s) {
+        int c = 0;
+        for (int t = 0; t < MEMCORE_SMALL_CAP; t++) c += (t < n) & (keys[t] <= s);
+        return c;
+    }
+    /* Remove slot i: slots i+1.. move down one (slot CAP-1 keeps a stale copy). */
+    static inline int64_t memcore_small_remove(int64_t* keys, int64_t* sts, int i) {
+        int64_t st = sts[i];
+        for (int t = 0; t < MEMCORE_SMALL_CAP - 1; t++) {
+            int m = t >= i;
+            int64_t k1 = keys[t + 1], s1 = sts[t + 1];
+            keys[t] = m ? k1 : keys[t];
+            sts[t] = m ? s1 : sts[t];
+        }
+        return st;
+    }
+    /* Insert (key, st) at slot j < CAP: slots j.. move up one (the last slot drops out). */
+    static inline void memcore_small_insert(int64_t* keys, int64_t* sts, int j,
+                                            int64_t key, int64_t st) {
+        for (int t = MEMCORE_SMALL_CAP - 1; t > 0; t--) {
+            int m = t > j;
+            int64_t k0 = keys[t - 1], s0 = sts[t - 1];
+            keys[t] = m ? k0 : keys[t];
+            sts[t] = m ? s0 : sts[t];
+        }
+        keys[j] = key;
+        sts[j] = st;
+    }
+    """
+    enum: SMALL_CAP "MEMCORE_SMALL_CAP"
+    int small_count_less "memcore_small_count_less"(const idx_t* keys, int n, idx_t s) noexcept nogil
+    int small_count_le "memcore_small_count_le"(const idx_t* keys, int n, idx_t s) noexcept nogil
+    idx_t small_remove "memcore_small_remove"(idx_t* keys, idx_t* sts, int i) noexcept nogil
+    void small_insert "memcore_small_insert"(idx_t* keys, idx_t* sts, int j, idx_t key, idx_t st) noexcept nogil
 
 ctypedef pair[idx_t, idx_t] pool_sym_t               # (pool, symbolic class)
 
@@ -272,6 +321,8 @@ cdef class _TokenAllocator:
     cdef int n_buckets                                  # 64, or 1 with many pools
     cdef cpp_map[pool_sym_t, deque[idx_t]] free_sym     # per (pool, class): FIFO of storages
     cdef idx_t match_range                              # size window factor; 0 = no reuse
+    cdef idx_t high_limit                               # INT64_MAX // match_range
+    cdef int range_shift                                # log2(match_range) if a power of 2
     cdef idx_t n_storage                                # storages created so far
     cdef idx_t[::1] storage_bytes                       # max bytes requested per storage
     cdef idx_t[::1] storage_pool                        # dense pool id per storage
@@ -294,6 +345,11 @@ cdef class _TokenAllocator:
         self.small_n = self.small_n_v.data() if n_lists else NULL
         self.free_mask.resize(n_pools)  # value-initialised: 0
         self.match_range = match_range
+        # Hoisted divisions: a 64-bit idiv per request was a visible share of the loop.
+        self.high_limit = INT64_MAX // match_range if match_range > 0 else INT64_MAX
+        self.range_shift = -1
+        if match_range > 0 and (match_range & (match_range - 1)) == 0:
+            self.range_shift = bit_length(<unsigned long long>match_range) - 1
         self.n_storage = 0
         self.storage_bytes = np.empty(n_tok, dtype=np.int64)
         self.storage_pool = np.empty(n_tok, dtype=np.int64)
@@ -323,12 +379,9 @@ cdef class _TokenAllocator:
     cdef inline bint lower(self, Py_ssize_t L, idx_t s, Py_ssize_t* b, Py_ssize_t* i) noexcept nogil:
         """Position of the first key >= s (True), or the end position (False)."""
         cdef int n = self.small_n[L]
-        cdef const idx_t* keys
-        cdef Py_ssize_t j = 0
+        cdef Py_ssize_t j
         if n >= 0:
-            keys = self.small_key + L * SMALL_CAP
-            while j < n and keys[j] < s:
-                j += 1
+            j = small_count_less(self.small_key + L * SMALL_CAP, n, s)
             b[0] = -1
             i[0] = j
             return j < n
@@ -375,11 +428,7 @@ cdef class _TokenAllocator:
             keys = self.small_key + L * SMALL_CAP
             sts = self.small_st + L * SMALL_CAP
             n = self.small_n[L] - 1
-            st = sts[i]
-            while i < n:
-                keys[i] = keys[i + 1]
-                sts[i] = sts[i + 1]
-                i += 1
+            st = small_remove(keys, sts, <int>i)
             self.small_n[L] = n
             empty = n == 0
         else:
@@ -403,13 +452,7 @@ cdef class _TokenAllocator:
             keys = self.small_key + L * SMALL_CAP
             sts = self.small_st + L * SMALL_CAP
             if n < SMALL_CAP:
-                j = n
-                while j > 0 and keys[j - 1] > key:
-                    keys[j] = keys[j - 1]
-                    sts[j] = sts[j - 1]
-                    j -= 1
-                keys[j] = key
-                sts[j] = st
+                small_insert(keys, sts, small_count_le(keys, n, key), key, st)
                 self.small_n[L] = n + 1
                 return 0
             # Full: move the entries (in order) to the large list of L.
@@ -468,7 +511,7 @@ cdef class _TokenAllocator:
 
     cdef inline idx_t reuse(self, idx_t s, idx_t pool, idx_t sym) noexcept nogil:
         """RequestReuse: a free storage for (s, pool, sym), or -1. Steps as in TVM."""
-        cdef idx_t st
+        cdef idx_t st, low, high
         cdef bint below = False
         cdef cpp_map[pool_sym_t, deque[idx_t]].iterator q
         # Step 0. match_range 0 disables reuse.
@@ -484,9 +527,12 @@ cdef class _TokenAllocator:
             return st
         # Step 2. Constant: keys in [s / match_range, s * match_range] of this pool;
         # Steps 3-4 in _free_take. A smaller storage is enlarged to s.
-        st = self.take_constant(
-            pool, s, s // self.match_range, _window_high(s, self.match_range), &below
-        )
+        if self.range_shift >= 0:
+            low = s >> self.range_shift  # s >= 0: the same as s // match_range
+        else:
+            low = s // self.match_range
+        high = INT64_MAX if s > self.high_limit else s * self.match_range
+        st = self.take_constant(pool, s, low, high, &below)
         if below:
             self.storage_bytes[st] = s
         return st
