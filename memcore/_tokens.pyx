@@ -100,9 +100,10 @@ cdef extern from *:
 cdef extern from *:
     """
     #include <stdint.h>
+    #include <string.h>
     #define MEMCORE_SMALL_CAP 8
     /* Inline bucket helpers: fixed-trip loops over all MEMCORE_SMALL_CAP slots whose
-       comparisons feed adds and conditional moves, not jumps. Data-dependent early-exit
+       comparisons feed adds, not jumps. Data-dependent early-exit
        scans mispredicted on every other call, and the compiler turned the variable-length
        shifts into two out-of-line memmove calls per removal. Slots >= n hold garbage that
        is masked out (no sentinel: INT64_MAX is a valid key). */
@@ -116,31 +117,28 @@ cdef extern from *:
         for (int t = 0; t < MEMCORE_SMALL_CAP; t++) c += (t < n) & (keys[t] <= s);
         return c;
     }
-    /* Remove slot i: slots i+1.. move down one (slot CAP-1 keeps a stale copy). */
+    /* Bucket L's slots start at L * MEMCORE_SMALL_STRIDE: CAP slots plus CAP of padding,
+       so a shift is one fixed-size memmove of CAP - 1 slots (inlined as a few vector loads
+       and stores) that may read and write garbage past slot CAP - 1 but never leaves L. */
+    #define MEMCORE_SMALL_STRIDE (2 * MEMCORE_SMALL_CAP)
+    /* Remove slot i < CAP: slots i+1.. move down one. */
     static inline int64_t memcore_small_remove(int64_t* keys, int64_t* sts, int i) {
         int64_t st = sts[i];
-        for (int t = 0; t < MEMCORE_SMALL_CAP - 1; t++) {
-            int m = t >= i;
-            int64_t k1 = keys[t + 1], s1 = sts[t + 1];
-            keys[t] = m ? k1 : keys[t];
-            sts[t] = m ? s1 : sts[t];
-        }
+        memmove(keys + i, keys + i + 1, (MEMCORE_SMALL_CAP - 1) * sizeof(int64_t));
+        memmove(sts + i, sts + i + 1, (MEMCORE_SMALL_CAP - 1) * sizeof(int64_t));
         return st;
     }
-    /* Insert (key, st) at slot j < CAP: slots j.. move up one (the last slot drops out). */
+    /* Insert (key, st) at slot j < CAP: slots j.. move up one. */
     static inline void memcore_small_insert(int64_t* keys, int64_t* sts, int j,
                                             int64_t key, int64_t st) {
-        for (int t = MEMCORE_SMALL_CAP - 1; t > 0; t--) {
-            int m = t > j;
-            int64_t k0 = keys[t - 1], s0 = sts[t - 1];
-            keys[t] = m ? k0 : keys[t];
-            sts[t] = m ? s0 : sts[t];
-        }
+        memmove(keys + j + 1, keys + j, (MEMCORE_SMALL_CAP - 1) * sizeof(int64_t));
+        memmove(sts + j + 1, sts + j, (MEMCORE_SMALL_CAP - 1) * sizeof(int64_t));
         keys[j] = key;
         sts[j] = st;
     }
     """
     enum: SMALL_CAP "MEMCORE_SMALL_CAP"
+    enum: SMALL_STRIDE "MEMCORE_SMALL_STRIDE"
     int small_count_less "memcore_small_count_less"(const idx_t* keys, int n, idx_t s) noexcept nogil
     int small_count_le "memcore_small_count_le"(const idx_t* keys, int n, idx_t s) noexcept nogil
     idx_t small_remove "memcore_small_remove"(idx_t* keys, idx_t* sts, int i) noexcept nogil
@@ -305,10 +303,10 @@ cdef class _TokenAllocator:
     """The free pools and the storage table; one instance per plan_tokens call.
 
     A free list ``L = pool * n_buckets + k`` is in *small mode* while ``small_n[L] >= 0``:
-    its entries sit in the inline arrays ``small_key/small_st[L * SMALL_CAP:]``, sorted the
+    its entries sit in the inline arrays ``small_key/small_st[L * SMALL_STRIDE:]``, sorted the
     same way. A ninth entry moves the list to ``free_const[L]`` (a blocked sorted list) until
     it empties again. Small mode is only used with 64 buckets per pool, so its arrays stay
-    small (at most ``MAX_BUCKETED_POOLS * 64 * SMALL_CAP`` entries).
+    small (at most ``MAX_BUCKETED_POOLS * 64 * SMALL_STRIDE`` slots).
     """
     cdef vector[FreeList] free_const                    # per (pool, bucket): large lists
     cdef vector[idx_t] small_key_v                      # per (pool, bucket): SMALL_CAP keys
@@ -334,7 +332,7 @@ cdef class _TokenAllocator:
         # A named value: Cython passes a conditional expression to a const T& parameter
         # through a reference to a temporary that is gone by the time resize reads it.
         cdef int small_n_init = 0 if bucketed else -1
-        cdef size_t n_small = n_lists * SMALL_CAP if bucketed else 1
+        cdef size_t n_small = n_lists * SMALL_STRIDE if bucketed else 1
         self.n_buckets = 64 if bucketed else 1
         self.free_const.resize(n_lists)
         self.small_n_v.resize(n_lists, small_n_init)
@@ -381,7 +379,7 @@ cdef class _TokenAllocator:
         cdef int n = self.small_n[L]
         cdef Py_ssize_t j
         if n >= 0:
-            j = small_count_less(self.small_key + L * SMALL_CAP, n, s)
+            j = small_count_less(self.small_key + L * SMALL_STRIDE, n, s)
             b[0] = -1
             i[0] = j
             return j < n
@@ -412,7 +410,7 @@ cdef class _TokenAllocator:
 
     cdef inline idx_t key_at(self, Py_ssize_t L, Py_ssize_t b, Py_ssize_t i) noexcept nogil:
         if b < 0:
-            return self.small_key[L * SMALL_CAP + i]
+            return self.small_key[L * SMALL_STRIDE + i]
         return _list_key(&self.free_const[L], b, i)
 
     cdef inline idx_t take(
@@ -425,8 +423,8 @@ cdef class _TokenAllocator:
         cdef int n
         cdef bint empty
         if b < 0:
-            keys = self.small_key + L * SMALL_CAP
-            sts = self.small_st + L * SMALL_CAP
+            keys = self.small_key + L * SMALL_STRIDE
+            sts = self.small_st + L * SMALL_STRIDE
             n = self.small_n[L] - 1
             st = small_remove(keys, sts, <int>i)
             self.small_n[L] = n
@@ -449,8 +447,8 @@ cdef class _TokenAllocator:
         cdef idx_t* sts
         self.free_mask[pool] |= 1ULL << k
         if n >= 0:
-            keys = self.small_key + L * SMALL_CAP
-            sts = self.small_st + L * SMALL_CAP
+            keys = self.small_key + L * SMALL_STRIDE
+            sts = self.small_st + L * SMALL_STRIDE
             if n < SMALL_CAP:
                 small_insert(keys, sts, small_count_le(keys, n, key), key, st)
                 self.small_n[L] = n + 1
