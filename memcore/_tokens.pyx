@@ -118,21 +118,28 @@ cdef extern from *:
         return c;
     }
     /* Bucket L's slots start at L * MEMCORE_SMALL_STRIDE: CAP slots plus CAP of padding,
-       so a shift is one fixed-size memmove of CAP - 1 slots (inlined as a few vector loads
-       and stores) that may read and write garbage past slot CAP - 1 but never leaves L. */
+       so a shift is one fixed-size move of CAP - 1 slots (a few vector loads and stores)
+       that may read and write garbage past slot CAP - 1 but never leaves L. */
     #define MEMCORE_SMALL_STRIDE (2 * MEMCORE_SMALL_CAP)
+    /* memmove of CAP - 1 slots through a local buffer: fixed-size memcpys inline as vector
+       loads and stores, where gcc emitted a memmove call through the PLT. */
+    static inline void memcore_small_move(int64_t* dst, const int64_t* src) {
+        int64_t tmp[MEMCORE_SMALL_CAP - 1];
+        memcpy(tmp, src, sizeof(tmp));
+        memcpy(dst, tmp, sizeof(tmp));
+    }
     /* Remove slot i < CAP: slots i+1.. move down one. */
     static inline int64_t memcore_small_remove(int64_t* keys, int64_t* sts, int i) {
         int64_t st = sts[i];
-        memmove(keys + i, keys + i + 1, (MEMCORE_SMALL_CAP - 1) * sizeof(int64_t));
-        memmove(sts + i, sts + i + 1, (MEMCORE_SMALL_CAP - 1) * sizeof(int64_t));
+        memcore_small_move(keys + i, keys + i + 1);
+        memcore_small_move(sts + i, sts + i + 1);
         return st;
     }
     /* Insert (key, st) at slot j < CAP: slots j.. move up one. */
     static inline void memcore_small_insert(int64_t* keys, int64_t* sts, int j,
                                             int64_t key, int64_t st) {
-        memmove(keys + j + 1, keys + j, (MEMCORE_SMALL_CAP - 1) * sizeof(int64_t));
-        memmove(sts + j + 1, sts + j, (MEMCORE_SMALL_CAP - 1) * sizeof(int64_t));
+        memcore_small_move(keys + j + 1, keys + j);
+        memcore_small_move(sts + j + 1, sts + j);
         keys[j] = key;
         sts[j] = st;
     }
