@@ -441,8 +441,8 @@ cdef class _TokenAllocator:
             empty = self.free_const[L].size == 0
             if empty and self.n_buckets > 1:
                 self.small_n[L] = 0  # back to small mode
-        if empty:
-            self.free_mask[pool] &= ~(1ULL << k)
+        # Branch-free: whether a bucket empties is unpredictable.
+        self.free_mask[pool] &= ~((<unsigned long long>empty) << k)
         return st
 
     cdef inline int insert(self, idx_t pool, idx_t key, idx_t st) except -1 nogil:
