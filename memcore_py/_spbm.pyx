@@ -81,6 +81,8 @@ cdef bint _same_alloc_args(tuple args, tuple info) except -1:
 
 cdef bint _same_shape(values, shape) except -1:
     """``static_plan_block_memory._same_shape``."""
+    if values is shape:
+        return True
     if len(values) != len(shape):
         return False
     for a, b in zip(values, shape):
@@ -102,10 +104,14 @@ cdef bint _same_shape(values, shape) except -1:
 
 def walk_block(tuple bindings, Py_ssize_t bid, Py_ssize_t step0, dict var_tokens, dict size_cache,
                dict call_kind, list t_block, list tokens, list ev, set discarded, alloc_op,
-               frozenset carriers, long long scale, frozenset inplace_ops, slow):
+               frozenset carriers, long long scale, frozenset inplace_ops, slow,
+               dict const_info, list infos, Py_ssize_t func_idx):
     """Run the Init binding loop over one block; returns ``step0`` after the block (Ifs take
     steps). Same effects, in the same order, as the Python loop it replaces (see the module
-    docstring)."""
+    docstring). The first allocation of a tensor type in the function whose constant size is
+    known from an earlier call (``const_info``, type -> ``(const bytes, bytes, dtype, scope,
+    device)``, see ``storage_tokens._CONST_TYPE_INFO``) with equal arguments makes its info
+    here (appended to ``infos``, cached in ``size_cache``) as ``_create_token`` would."""
     cdef Py_ssize_t i, n = len(bindings), t
     cdef long long step
     cdef PyObject* p
@@ -143,14 +149,22 @@ def walk_block(tuple bindings, Py_ssize_t bid, Py_ssize_t step0, dict var_tokens
             if p is NULL:
                 step0 = slow(b, i, step0)
                 continue
-            p = PyDict_GetItem(size_cache, <object>p)
+            ty = <object>p
+            p = PyDict_GetItem(size_cache, ty)
             if p is NULL:
-                step0 = slow(b, i, step0)
-                continue
-            info = <object>p
-            if not (args[1:] == info[6]) and not _same_alloc_args(args, info):
-                step0 = slow(b, i, step0)
-                continue
+                p = PyDict_GetItem(const_info, ty)
+                if p is NULL or not _same_alloc_args(args, <object>p):
+                    step0 = slow(b, i, step0)
+                    continue
+                c5 = <object>p
+                info = (c5[0], c5[1], c5[2], c5[3], c5[4], func_idx, args[1:], len(infos))
+                infos.append(info)
+                size_cache[ty] = info
+            else:
+                info = <object>p
+                if not (args[1:] == info[6]) and not _same_alloc_args(args, info):
+                    step0 = slow(b, i, step0)
+                    continue
             t = len(t_block)
             step = step0 + i
             tokens.append((info, b, step, i))

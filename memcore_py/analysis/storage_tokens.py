@@ -93,6 +93,13 @@ _EV_SCALE = 1 << 32
 _VAR_TYPES = (Var, DataflowVar)
 #: argument expressions that may carry tokens without being a variable
 _CARRIERS = frozenset((Tuple, TupleGetItem, Call, If))
+#: Across calls: constant-shape ``TensorType`` (by identity; IR nodes are immutable) ->
+#: ``(const bytes, bytes IntImm, dtype, scope, device key, argument nodes after the shape)``
+#: of a validated allocation. Constant sizes do not depend on the function's var bounds, so
+#: a later allocation of the same type with equal arguments skips validation and sizing.
+#: Bounded: cleared when full.
+_CONST_TYPE_INFO: dict = {}
+_CONST_TYPE_INFO_MAX = 4096
 
 
 def is_inplace_memory_op(op) -> bool:
@@ -333,8 +340,12 @@ class _StorageAllocatorInit:
         self._func_idx = -1
         self._bounds = None
         self._size_cache: dict = {}
-        self._call_kind: dict = {}
-        """callee (Op, GlobalVar, ExternFunc) -> whether it counts uses (fast path only)"""
+        # callee (Op, GlobalVar, ExternFunc) -> whether it counts uses (fast path only);
+        # prefilled with the module's GlobalVars (a call of a PrimFunc counts, of a Relax
+        # function does not) and the in-place memory ops, as _visit_binding would fill it
+        self._call_kind: dict = dict.fromkeys(INPLACE_MEMORY_OPS, False)
+        for gv in mod.functions:
+            self._call_kind[gv] = gv.name in self.prim_names
 
     # ------------------------------------------------------------------ entry
     def run(self) -> StorageTokens:
@@ -430,7 +441,8 @@ class _StorageAllocatorInit:
         # _visit_binding for every other binding (see memcore_py._spbm.walk_block).
         step0 = _walk_block(bindings, bid, self.step + 1, self.var_tokens, self._size_cache, self._call_kind,
                             self.t_block, self.tokens, self.ev, self.discarded, BUILTIN_ALLOC_TENSOR,
-                            _CARRIERS, _EV_SCALE, INPLACE_MEMORY_OPS, self._visit_binding)
+                            _CARRIERS, _EV_SCALE, INPLACE_MEMORY_OPS, self._visit_binding,
+                            _CONST_TYPE_INFO, self.infos, self._func_idx)
         self._bid = bid
         if bindings:
             self.step = max(self.step, step0 + len(bindings) - 1)
@@ -589,6 +601,17 @@ class _StorageAllocatorInit:
                     and type(a2.value) is IntImm and a2.value.value == info[4]
                     and type(a3) is StringImm and a3.value == info[3]):
                 return self._new_token(info, binding, bid, index)
+        cached = _CONST_TYPE_INFO.get(ty)
+        if cached is not None and len(args) == 4:
+            a1, a2, a3 = args[1], args[2], args[3]
+            if (type(a1) is DataTypeImm and a1.value == cached[2] and type(a2) is PrimValue
+                    and type(a2.value) is IntImm and a2.value.value == cached[4]
+                    and type(a3) is StringImm and a3.value == cached[3]):
+                info = (cached[0], cached[1], cached[2], cached[3], cached[4], self._func_idx, args[1:],
+                        len(self.infos))
+                self.infos.append(info)
+                self._size_cache[ty] = info
+                return self._new_token(info, binding, bid, index)
         shape, dtype, device, scope = alloc_tensor_info(binding, self._func_name)
         try:
             ub = upper_bound_shape(shape, self._bounds)
@@ -602,6 +625,10 @@ class _StorageAllocatorInit:
         info = (const, nbytes, dtype, scope, device, self._func_idx, binding.value.args[1:], len(self.infos))
         self.infos.append(info)
         self._size_cache[binding.var.ty] = info
+        if const >= 0 and all(type(d) is IntImm for d in shape):
+            if len(_CONST_TYPE_INFO) >= _CONST_TYPE_INFO_MAX:
+                _CONST_TYPE_INFO.clear()
+            _CONST_TYPE_INFO[ty] = info[:5]
         return self._new_token(info, binding, bid, index)
 
     def _new_token(self, info, binding, bid, index) -> int:
@@ -652,12 +679,10 @@ class _StorageAllocatorInit:
         for t, k in self.extra_refs.items():
             if keep[t]:
                 tok_refs[new_id[t]] += k
-        # last use: events are in step order, so the last EV_DECREF of each token
+        # last use: the largest step of its EV_DECREFs (uses come after the allocation)
         tok_end = tok_start.copy()
         if dec_tok.shape[0]:
-            rev_tok = dec_tok[::-1]
-            last_tok, first_rev = np.unique(rev_tok, return_index=True)
-            tok_end[last_tok] = ev_step[dec][::-1][first_rev]
+            np.maximum.at(tok_end, dec_tok, ev_step[dec])
         t_block = self.t_block
         return StorageTokens(
             tok_const=info_const[tok_info],

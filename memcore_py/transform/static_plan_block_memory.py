@@ -115,7 +115,6 @@ from ..analysis.storage_tokens import (
     analyze_storage_tokens,
 )
 from ..errors import PassError
-from ..ir.builder import NameTable
 from ..ir.expr import (
     BindingBlock,
     Call,
@@ -135,7 +134,7 @@ from ..ir.expr import (
 from ..ir.module import IRModule
 from ..ir.op import get_op
 from ..ir.prim import IntImm, PrimVar
-from ..ir.types import ObjectType
+from ..ir.types import ObjectType, ShapeType
 from .pass_infra import ModulePass, PassContext
 
 __all__ = [
@@ -214,7 +213,11 @@ class _Plan:
 
     def __post_init__(self):
         self.tok_storage_list = self.tok_storage.tolist()
-        self.tok_offset_list = self.tok_offset.tolist()
+        if self.tok_offset is None:  # TVM mode: every offset is 0
+            self.tok_offset = np.zeros(len(self.tok_storage_list), dtype=np.int64)
+            self.tok_offset_list = [0] * len(self.tok_storage_list)
+        else:
+            self.tok_offset_list = self.tok_offset.tolist()
 
 
 class _StorageAllocator:
@@ -250,15 +253,14 @@ class _StorageAllocator:
         storage_of = np.asarray(plan.storage_of, dtype=np.int64)
         n_storage = plan.n_storage
         # tokens of each storage, in token (= program) order
-        order = np.argsort(storage_of, kind="stable")
-        bounds = np.searchsorted(storage_of[order], np.arange(n_storage + 1))
-        order_list = order.tolist()
-        bounds_list = bounds.tolist()
+        members = [[] for _ in range(n_storage)]
+        for t, k in enumerate(storage_of.tolist()):
+            members[k].append(t)
         sizes = plan.storage_bytes.tolist()
-        infos, tok_info = st.infos, st.tok_info
+        infos, tok_info = st.infos, st.tok_info.tolist()
         storages = []
         for k in range(n_storage):
-            toks = order_list[bounds_list[k]:bounds_list[k + 1]]
+            toks = members[k]
             info = infos[tok_info[toks[0]]]
             nbytes = IntImm(sizes[k]) if info[0] >= 0 else info[1]
             storages.append(_Storage(nbytes, info[2], info[3], toks))
@@ -426,6 +428,36 @@ def _new_binding(var, value):
     return b
 
 
+def _updated_function(func: Function, body: SeqExpr, attrs: dict) -> Function:
+    """``Function(func.params, body, func.ret_ty, attrs, func.is_pure)`` without re-validating
+    the (unchanged) parameters: the new body has the old one's type, so the function type is
+    the old one too."""
+    if body.ty is not func.body.ty:
+        return Function(func.params, body, func.ret_ty, attrs, func.is_pure)
+    f = _object_new(Function)
+    _set(f, "params", func.params)
+    _set(f, "body", body)
+    _set(f, "ret_ty", func.ret_ty)
+    _set(f, "attrs", dict(attrs) if attrs else {})
+    _set(f, "is_pure", func.is_pure)
+    _set(f, "ty", func.ty)
+    return f
+
+
+def _with_functions(mod: IRModule, updates: dict) -> IRModule:
+    """``mod.with_functions(updates)`` for updates that replace functions of ``mod`` (same
+    GlobalVars, so the same names) by valid ``Function`` nodes: skips re-validating every
+    function of the module."""
+    new = _object_new(IRModule)
+    funcs = dict(mod.functions)
+    funcs.update(updates)
+    new.functions = funcs
+    new.attrs = dict(mod.attrs)
+    new.global_infos = dict(mod.global_infos)
+    new._by_name = dict(mod._by_name)
+    return new
+
+
 class _StorageAllocationRewriter:
     """Port of TVM ``StorageAllocationRewriter`` (src/relax/transform/
     static_plan_block_memory.cc).
@@ -443,24 +475,24 @@ class _StorageAllocationRewriter:
         self.st = st
         self.plan = plan
         self.zero_offset_views = zero_offset_views
-        self.names = NameTable()
+        self._n_storage = 0  # storage names handed out
         # block id -> {position: [storage ids to emit before it]}
         self.emit_before: dict = {}
         for k, s in enumerate(plan.storages):
             self.emit_before.setdefault(s.site[0], {}).setdefault(s.site[1], []).append(k)
         # block id -> {position: token}, positions increasing (tokens are in program order)
         self.allocs: dict = {}
-        n_tok = st.n_tok
-        if n_tok:
-            blocks = np.asarray(st.tok_block, dtype=np.int64)
-            order = np.argsort(blocks, kind="stable")
-            sorted_blocks = blocks[order]
-            starts = np.flatnonzero(np.r_[True, sorted_blocks[1:] != sorted_blocks[:-1]]).tolist() + [n_tok]
-            order_list = order.tolist()
-            index = st.tok_index
-            for k in range(len(starts) - 1):
-                toks = order_list[starts[k]:starts[k + 1]]
-                self.allocs[int(sorted_blocks[starts[k]])] = dict(zip([index[t] for t in toks], toks))
+        allocs = self.allocs
+        tok_block = st.tok_block
+        if tok_block and tok_block.count(tok_block[0]) == len(tok_block):
+            # every planned allocation in one block (the common case)
+            allocs[tok_block[0]] = dict(zip(st.tok_index, range(len(tok_block))))
+            tok_block = ()
+        for t, (bid, i) in enumerate(zip(tok_block, st.tok_index)):
+            d = allocs.get(bid)
+            if d is None:
+                d = allocs[bid] = {}
+            d[i] = t
         # Case 2 candidates: unplanned allocations in functions with the attribute
         self.dynamic: dict = {}
         plan_dyn = {f for f, (_gv, func, _b, _sid) in enumerate(st.functions)
@@ -496,8 +528,8 @@ class _StorageAllocationRewriter:
             if ATTR_PLAN_DYNAMIC_FUNC_OUTPUT in attrs:
                 attrs = {k: v for k, v in attrs.items() if k != ATTR_PLAN_DYNAMIC_FUNC_OUTPUT}
             if body is not func.body or attrs is not func.attrs:
-                updates[gv] = Function(func.params, body, func.ret_ty, attrs, func.is_pure)
-        return self.mod.with_functions(updates) if updates else self.mod
+                updates[gv] = _updated_function(func, body, attrs)
+        return _with_functions(self.mod, updates) if updates else self.mod
 
     # ------------------------------------------------------------------ helpers
     def _dtype(self, dtype):
@@ -530,8 +562,22 @@ class _StorageAllocationRewriter:
         return imm
 
     def _storage_binding(self, nbytes, dev, scope_imm, dtype, dataflow):
-        var = (DataflowVar if dataflow else Var)(self.names.fresh("storage"), _OBJECT)
-        call = _new_call(_ALLOC_STORAGE, (ShapeExpr((nbytes,)), dev, scope_imm, self._dtype(dtype)), _OBJECT)
+        # Built as VarBinding(Var(name, ObjectType()), Call(alloc_storage, (ShapeExpr((nbytes,)),
+        # ...), ty=ObjectType())) without re-validating (nbytes is a PrimExpr); names are
+        # "storage", "storage1", ... as NameTable.fresh("storage") hands them out.
+        k = self._n_storage
+        self._n_storage = k + 1
+        var = _object_new(DataflowVar if dataflow else Var)
+        _set(var, "name", f"storage{k}" if k else "storage")
+        _set(var, "ty", _OBJECT)
+        values = (nbytes,)
+        shape_ty = _object_new(ShapeType)
+        _set(shape_ty, "values", values)
+        _set(shape_ty, "ndim", 1)
+        shape = _object_new(ShapeExpr)
+        _set(shape, "values", values)
+        _set(shape, "ty", shape_ty)
+        call = _new_call(_ALLOC_STORAGE, (shape, dev, scope_imm, self._dtype(dtype)), _OBJECT)
         return _new_binding(var, call)
 
     # ------------------------------------------------------------------ walk
@@ -575,15 +621,16 @@ class _StorageAllocationRewriter:
         if zero_offset_views:
             # allocations at a non-zero offset get a view binding: general loop below
             special.update([i for i, t in allocs.items() if tok_offset[t]])
-        # Only the special positions go through the loop below; every other planned allocation
-        # is rebuilt afterwards by _rebuild_allocs (its storage is emitted at a special position
-        # of this block or of an enclosing one, so before it is needed).
+        # Only the special positions go through the loop below; every planned allocation but
+        # the zero-offset views is rebuilt afterwards by _rebuild_allocs (its storage is emitted
+        # at a special position of this block or of an enclosing one, so before it is needed).
         positions = sorted(special)
         out = list(bindings)
         inserts = []  # (position, bindings to insert before it), increasing positions
         args_cache = self._args_cache
         new = _object_new
         mem_alloc_tensor = _MEM_ALLOC_TENSOR
+        handled = set()  # planned allocations rebuilt in this loop (zero-offset views)
         for i in positions:
             b = out[i]
             if special and i in special:
@@ -605,8 +652,9 @@ class _StorageAllocationRewriter:
                         out[i] = MatchCast(b.var, new_if, b.ty) if type(b) is MatchCast else VarBinding(b.var, new_if)
                     continue
             t = allocs.get(i)
-            if t is None:
-                continue
+            if t is None or not (zero_offset_views and tok_offset[t]):
+                continue  # none, or rebuilt by _rebuild_allocs below (its storage is emitted now)
+            handled.add(i)
             # planned allocation: R.memory.alloc_tensor(storage, offset, shape, dtype, dev)
             var = b.var
             call = b.value
@@ -640,7 +688,7 @@ class _StorageAllocationRewriter:
             _binding_value(nb, c)
             out[i] = nb
         if allocs:
-            _rebuild_allocs(out, allocs, special, tok_storage, tok_offset, args_cache, self._alloc_tensor_args,
+            _rebuild_allocs(out, allocs, handled, tok_storage, tok_offset, args_cache, self._alloc_tensor_args,
                             mem_alloc_tensor, _NO_ATTRS, self.storage_var, self._dtype_imm, _ZERO)
         if inserts:
             merged = []
@@ -725,7 +773,7 @@ def _make_plan(st: StorageTokens, mode: str, alignment: int, key_device: bool = 
     if mode == "tvm":
         storages, tok_storage = allocator.tvm_storages()
         total = sum(s.nbytes.value for s in storages if type(s.nbytes) is IntImm)
-        plan = _Plan(storages, tok_storage, np.zeros(st.n_tok, dtype=np.int64), tvm_bytes=total, arena_bytes=total)
+        plan = _Plan(storages, tok_storage, None, tvm_bytes=total, arena_bytes=total)
     else:
         plan = allocator.arena_storages(alignment, time_limit)
     for s in plan.storages:
