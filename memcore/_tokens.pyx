@@ -479,39 +479,42 @@ cdef class _TokenAllocator:
         cdef Py_ssize_t L = pool * self.n_buckets + k, L2
         cdef Py_ssize_t b = 0, i = 0, b2, i2
         cdef bint in_bucket = (mask >> k) & 1
+        cdef bint found = False
         if mask == 0:
             return -1
+        # The pick is (k2, L2, b2, i2), taken at the single exit (one inlined copy of take).
         # Step 3. The smallest key >= s (earliest released among equals), if <= high:
         # in s's bucket, else first in the next non-empty bucket up.
         rest = mask >> k >> 1
         if in_bucket and self.lower(L, s, &b, &i):
             if self.key_at(L, b, i) <= high:
-                below[0] = False
-                return self.take(pool, k, L, b, i)
-            rest = 0  # the smallest key >= s is in this bucket and too large
-        if rest:
+                k2 = k; L2 = L; b2 = b; i2 = i
+                found = True
+            else:
+                rest = 0  # the smallest key >= s is in this bucket and too large
+        if not found and rest:
             k2 = k + 1 + lowest_bit(rest)
             L2 = pool * self.n_buckets + k2
             self.first(L2, &b2, &i2)
-            if self.key_at(L2, b2, i2) <= high:
-                below[0] = False
-                return self.take(pool, k2, L2, b2, i2)
-        # Step 4. Else the entry just before: the largest key < s (latest released among
-        # equals), if >= low: in s's bucket, else last in the next non-empty bucket down.
-        if in_bucket and self.prev(L, &b, &i):
-            if self.key_at(L, b, i) < low:
-                return -1
-            below[0] = True
-            return self.take(pool, k, L, b, i)
-        rest = mask & ((1ULL << k) - 1)
-        if rest == 0:
-            return -1
-        k2 = bit_length(rest) - 1
-        L2 = pool * self.n_buckets + k2
-        self.last(L2, &b2, &i2)
-        if self.key_at(L2, b2, i2) < low:
-            return -1
-        below[0] = True
+            found = self.key_at(L2, b2, i2) <= high
+        if not found:
+            # Step 4. Else the entry just before: the largest key < s (latest released
+            # among equals), if >= low: in s's bucket, else last in the next non-empty
+            # bucket down.
+            if in_bucket and self.prev(L, &b, &i):
+                if self.key_at(L, b, i) < low:
+                    return -1
+                k2 = k; L2 = L; b2 = b; i2 = i
+            else:
+                rest = mask & ((1ULL << k) - 1)
+                if rest == 0:
+                    return -1
+                k2 = bit_length(rest) - 1
+                L2 = pool * self.n_buckets + k2
+                self.last(L2, &b2, &i2)
+                if self.key_at(L2, b2, i2) < low:
+                    return -1
+        below[0] = not found  # only once there is a pick: the caller writes storage_bytes[st]
         return self.take(pool, k2, L2, b2, i2)
 
     cdef inline idx_t reuse(self, idx_t s, idx_t pool, idx_t sym) noexcept nogil:
