@@ -13,8 +13,13 @@ Design
   by bit length of the key (bucket k holds keys in ``[2**(k-1), 2**k)``, bucket 0 the key
   0) with a 64-bit occupancy mask per pool, so both picks are a look into one small bucket
   plus, if it has no answer, one bit scan to the next non-empty bucket up or down. A
-  bucket holds up to ``SMALL_CAP`` entries inline (a linear scan and a shift of a few
-  words: buckets average under two entries on random workloads); beyond that it becomes a
+  bucket holds up to ``SMALL_CAP`` entries inline (buckets average under two entries on
+  random workloads). Inline lookups and updates have no data-dependent branches: a
+  position is a count over all ``SMALL_CAP`` slots, a shift one fixed-size move through a
+  local buffer (the slots are padded to ``SMALL_STRIDE`` so the move never leaves the
+  bucket). Replacing early-exit scans and variable-length shifts (which gcc turned into
+  memmove calls) cut callgrind's simulated mispredictions from 2.4 to about 1 per event
+  and the 1M-token benchmark from about 3.3x to about 2.7x one argsort. Beyond ``SMALL_CAP`` entries a bucket becomes a
   *blocked sorted list* (the ``sortedcontainers`` idea): a vector of sorted blocks of at
   most ``BLOCK_CAP`` entries plus the last key of each block, so a lookup is a binary
   search in one contiguous block and an update a short ``memmove``. No event allocates
