@@ -24,6 +24,7 @@ from cpython.ref cimport Py_INCREF, Py_DECREF
 
 from .ir.expr import Call, DataflowVar, DataTypeImm, MatchCast, PrimValue, ShapeExpr, StringImm, Var, VarBinding
 from .ir.prim import IntImm, PrimVar
+from .ir.types import TensorType
 
 cdef extern from "Python.h":
     ctypedef struct PyMemberDef:
@@ -51,6 +52,11 @@ cdef Py_ssize_t O_TY_ARGS = _offset(Call.ty_args)
 if _offset(Var.ty) != O_TY or _offset(MatchCast.var) != O_VAR or _offset(MatchCast.value) != O_VALUE:
     raise ImportError("memcore_py._spbm: unexpected slot layout of the IR nodes")
 
+cdef Py_ssize_t O_TT_SHAPE = _offset(TensorType.shape)
+cdef Py_ssize_t O_TT_DTYPE = _offset(TensorType.dtype)
+cdef Py_ssize_t O_SE_VALUES = _offset(ShapeExpr.values)
+cdef PyTypeObject* T_TENSOR_TYPE = <PyTypeObject*>TensorType
+cdef PyTypeObject* T_SHAPE_EXPR = <PyTypeObject*>ShapeExpr
 cdef PyTypeObject* T_CALL = <PyTypeObject*>Call
 cdef PyTypeObject* T_VAR_BINDING = <PyTypeObject*>VarBinding
 cdef PyTypeObject* T_MATCH_CAST = <PyTypeObject*>MatchCast
@@ -223,11 +229,12 @@ def walk_block(tuple bindings, Py_ssize_t bid, Py_ssize_t step0, dict var_tokens
 def rebuild_allocs(list out, dict allocs, set skip, list tok_storage, list tok_offset, dict args_cache,
                    make_args, op, attrs, list storage_var, dict dtype_imm, zero):
     """``out[i] = VarBinding(var, Call(op, args, attrs, (), var.ty))`` for each planned
-    allocation ``i -> token`` of ``allocs`` not in ``skip``; the arguments are
-    ``args_cache[(storage, offset, type, device)]``, made when missing as
-    ``make_args(key, call)`` (``_StorageAllocationRewriter._alloc_tensor_args``) does — here
-    directly in the common case: offset 0, the call's own shape argument equal to the type's
-    shape, the dtype's ``DataTypeImm`` already made (``dtype_imm``)."""
+    allocation ``i -> token`` of ``allocs`` not in ``skip``. In the common case (offset 0, a
+    tensor type, the call's own shape argument equal to the type's shape, the dtype's
+    ``DataTypeImm`` already made: ``dtype_imm``) the arguments ``(storage, 0, shape, dtype,
+    device)`` are built directly; otherwise they are ``args_cache[(storage, offset, type,
+    device)]``, made when missing by ``make_args(key, call)``
+    (``_StorageAllocationRewriter._alloc_tensor_args``)."""
     cdef PyObject* dp
     cdef PyObject* c
     cdef PyObject* nb
@@ -240,22 +247,25 @@ def rebuild_allocs(list out, dict allocs, set skip, list tok_storage, list tok_o
         var = <object>_slot(b, O_VAR)
         ty = <object>_slot(var, O_TY)
         call = <object>_slot(b, O_VALUE)
-        key = (tok_storage[t], tok_offset[t], ty, (<object>_slot(call, O_ARGS))[2])
-        p = PyDict_GetItem(args_cache, key)
-        if p is NULL:
-            new_args = None
-            if not key[1]:
-                storage = storage_var[key[0]]
-                arg0 = (<object>_slot(call, O_ARGS))[0]
-                dp = PyDict_GetItem(dtype_imm, ty.dtype)
-                if (storage is not None and dp is not NULL and type(arg0) is ShapeExpr
-                        and _same_shape(arg0.values, ty.shape)):
-                    new_args = (storage, zero, arg0, <object>dp, key[3])
-            if new_args is None:
+        args = <object>_slot(call, O_ARGS)
+        new_args = None
+        if not tok_offset[t] and Py_TYPE(ty) is T_TENSOR_TYPE:
+            # common case, built directly (not shared through args_cache: tensor types are
+            # mostly distinct nodes, so the cache would rarely hit)
+            storage = storage_var[tok_storage[t]]
+            arg0 = args[0]
+            dp = PyDict_GetItem(dtype_imm, <object>_slot(ty, O_TT_DTYPE))
+            if (storage is not None and dp is not NULL and Py_TYPE(arg0) is T_SHAPE_EXPR
+                    and _same_shape(<object>_slot(arg0, O_SE_VALUES), <object>_slot(ty, O_TT_SHAPE))):
+                new_args = (storage, zero, arg0, <object>dp, args[2])
+        if new_args is None:
+            key = (tok_storage[t], tok_offset[t], ty, args[2])
+            p = PyDict_GetItem(args_cache, key)
+            if p is NULL:
                 new_args = make_args(key, call)
-            args_cache[key] = new_args
-        else:
-            new_args = <object>p
+                args_cache[key] = new_args
+            else:
+                new_args = <object>p
         c = PyType_GenericAlloc(T_CALL, 0)
         _put(c, O_OP, op)
         _put(c, O_ARGS, new_args)

@@ -310,7 +310,18 @@ class _StorageAllocatorInit:
 
     def __init__(self, mod: IRModule):
         self.mod = mod
-        self.prim_names = frozenset(gv.name for gv, f in mod.functions.items() if isinstance(f, PrimFunc))
+        # callee (Op, GlobalVar, ExternFunc) -> whether it counts uses (fast path only);
+        # prefilled with the module's GlobalVars (a call of a PrimFunc counts, of a Relax
+        # function does not) and the in-place memory ops, as _visit_binding would fill it
+        call_kind = self._call_kind = dict.fromkeys(INPLACE_MEMORY_OPS, False)
+        prim_names = []
+        for gv, f in mod.functions.items():
+            if type(f) is PrimFunc or isinstance(f, PrimFunc):
+                prim_names.append(gv.name)
+                call_kind[gv] = True
+            else:
+                call_kind[gv] = False
+        self.prim_names = frozenset(prim_names)
         # per token: (info, binding, step, position in block); info is shared by the
         # allocations of one tensor type: (const bytes, bytes expr, dtype, scope, device,
         # function index, argument nodes after the shape)
@@ -340,12 +351,6 @@ class _StorageAllocatorInit:
         self._func_idx = -1
         self._bounds = None
         self._size_cache: dict = {}
-        # callee (Op, GlobalVar, ExternFunc) -> whether it counts uses (fast path only);
-        # prefilled with the module's GlobalVars (a call of a PrimFunc counts, of a Relax
-        # function does not) and the in-place memory ops, as _visit_binding would fill it
-        self._call_kind: dict = dict.fromkeys(INPLACE_MEMORY_OPS, False)
-        for gv in mod.functions:
-            self._call_kind[gv] = gv.name in self.prim_names
 
     # ------------------------------------------------------------------ entry
     def run(self) -> StorageTokens:
