@@ -238,8 +238,12 @@ class _StorageAllocator:
 
         st = self.tokens
         tok_pool, _keys = st.pools(key_device=self.key_device)
-        tok_sym = st.sym_classes(tok_pool)
-        tok_bytes = np.where(st.tok_const >= 0, st.tok_const, 0)
+        if any(info[0] < 0 for info in st.infos):  # some symbolic size
+            tok_sym = st.sym_classes(tok_pool)
+            tok_bytes = np.where(st.tok_const >= 0, st.tok_const, 0)
+        else:  # all constant: tok_sym's default
+            tok_sym = None
+            tok_bytes = st.tok_const
         plan = memcore.plan_tokens(
             tok_bytes, tok_pool, st.tok_refs, st.ev_kind, st.ev_tok, tok_sym=tok_sym, match_range=16
         )
