@@ -278,3 +278,52 @@ def rebuild_allocs(list out, dict allocs, set skip, list tok_storage, list tok_o
         Py_DECREF(<object>c)
         out[i] = <object>nb
         Py_DECREF(<object>nb)
+
+
+def decode_events(list ev, Py_ssize_t n_all, set discarded, long long scale):
+    """The event program of the Init walk (``step * scale + 2 * token + kind`` per event, in
+    program order), without the discarded tokens and with the kept ones renumbered densely:
+    ``(ev_kind int8, ev_tok, tok_start, tok_end, tok_refs, new_id)`` (``new_id[t]`` = -1 for
+    a discarded token). ``tok_end`` is the largest step of a token's uses (its allocation
+    step when unused); ``tok_refs`` counts its EV_DECREFs."""
+    import numpy as np
+
+    new_id_arr = np.empty(n_all, dtype=np.int64)
+    cdef long long[::1] new_id = new_id_arr
+    cdef Py_ssize_t i, j, m = 0, k = 0, n_ev = len(ev)
+    cdef long long e, step, rest, t
+    for i in range(n_all):
+        if discarded and i in discarded:
+            new_id[i] = -1
+        else:
+            new_id[i] = k
+            k += 1
+    kind_arr = np.empty(n_ev, dtype=np.int8)
+    tok_arr = np.empty(n_ev, dtype=np.int64)
+    start_arr = np.zeros(k, dtype=np.int64)
+    end_arr = np.zeros(k, dtype=np.int64)
+    refs_arr = np.zeros(k, dtype=np.int64)
+    cdef signed char[::1] kind = kind_arr
+    cdef long long[::1] tok = tok_arr
+    cdef long long[::1] start = start_arr
+    cdef long long[::1] end = end_arr
+    cdef long long[::1] refs = refs_arr
+    for j in range(n_ev):
+        e = ev[j]
+        step = e // scale
+        rest = e - step * scale
+        t = new_id[rest >> 1]
+        if t < 0:
+            continue
+        if rest & 1:
+            kind[m] = 1
+            refs[t] += 1
+            if step > end[t]:
+                end[t] = step
+        else:
+            kind[m] = 0
+            start[t] = step
+            end[t] = step
+        tok[m] = t
+        m += 1
+    return kind_arr[:m], tok_arr[:m], start_arr, end_arr, refs_arr, new_id_arr

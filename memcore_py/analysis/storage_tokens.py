@@ -64,7 +64,8 @@ from ..ir.module import IRModule
 from ..ir.op import get_op
 from ..ir.prim import IntImm
 from ..ir.types import TensorType, check_dtype
-from .._spbm import walk_block as _walk_block  # compiled; see memcore_py/_spbm.pyx
+from .._spbm import decode_events as _decode_events  # compiled; see memcore_py/_spbm.pyx
+from .._spbm import walk_block as _walk_block
 from .arith import UnsupportedBound, read_var_bounds, size_class_key, tensor_bytes, upper_bound_shape
 
 __all__ = [
@@ -646,48 +647,24 @@ class _StorageAllocatorInit:
     # ------------------------------------------------------------------ result
     def _result(self) -> StorageTokens:
         n_all = len(self.t_block)
-        keep = np.ones(n_all, dtype=bool)
-        if self.discarded:
-            keep[np.fromiter(self.discarded, dtype=np.int64, count=len(self.discarded))] = False
-        new_id = np.full(n_all, -1, dtype=np.int64)
-        kept = np.flatnonzero(keep)
-        new_id[kept] = np.arange(kept.shape[0], dtype=np.int64)
-        ev_all = np.fromiter(self.ev, dtype=np.int64, count=len(self.ev))
-        ev_step_all = ev_all // _EV_SCALE
-        rest = ev_all - ev_step_all * _EV_SCALE
-        is_dec = (rest & 1).astype(bool)
-        ev_tok_all = rest >> 1
-        ev_keep = keep[ev_tok_all] if ev_tok_all.shape[0] else np.zeros(0, dtype=bool)
-        ev_tok = new_id[ev_tok_all[ev_keep]]
-        ev_kind = is_dec[ev_keep].astype(np.int8)
-        ev_step = ev_step_all[ev_keep]
-
-        kept_list = kept.tolist()
+        # compiled: filter the discarded tokens, renumber, start / last use / uses per token
+        ev_kind, ev_tok, tok_start, tok_end, tok_refs, new_id = _decode_events(
+            self.ev, n_all, self.discarded, _EV_SCALE)
+        n_tok = tok_start.shape[0]
         tokens = self.tokens
-        if n_all and kept.shape[0] == n_all:
+        if n_tok == n_all:
             rows = tokens
+            kept_list = None
         else:
+            kept_list = np.flatnonzero(new_id >= 0).tolist()
             rows = [tokens[i] for i in kept_list]
-        n_rows = len(rows)
-        tok_info = np.fromiter(map(itemgetter(7), map(itemgetter(0), rows)), dtype=np.int64, count=n_rows)
+        tok_info = np.fromiter(map(itemgetter(7), map(itemgetter(0), rows)), dtype=np.int64, count=n_tok)
         info_const = np.fromiter(map(itemgetter(0), self.infos), dtype=np.int64, count=len(self.infos))
         info_func = np.fromiter(map(itemgetter(5), self.infos), dtype=np.int64, count=len(self.infos))
-
-        # one EV_REQUEST per token, appended when the token is made: in token order
-        tok_start = ev_step_all[~is_dec][kept]
-        n_tok = tok_start.shape[0]
-        dec = ev_kind == _EV_DECREF
-        dec_tok = ev_tok[dec]
-        # uses per token (TVM's Init count): one EV_DECREF per use by a bound call, plus uses
-        # by nested calls (counted, never released: TVM would fail its block-end check)
-        tok_refs = np.bincount(dec_tok, minlength=n_tok).astype(np.int64)
+        # uses by nested calls are counted too (never released: TVM would fail its block-end check)
         for t, k in self.extra_refs.items():
-            if keep[t]:
+            if new_id[t] >= 0:
                 tok_refs[new_id[t]] += k
-        # last use: the largest step of its EV_DECREFs (uses come after the allocation)
-        tok_end = tok_start.copy()
-        if dec_tok.shape[0]:
-            np.maximum.at(tok_end, dec_tok, ev_step[dec])
         t_block = self.t_block
         return StorageTokens(
             tok_const=info_const[tok_info],
@@ -695,8 +672,8 @@ class _StorageAllocatorInit:
             tok_start=tok_start,
             tok_end=tok_end,
             tok_func=info_func[tok_info],
-            ev_kind=np.ascontiguousarray(ev_kind),
-            ev_tok=np.ascontiguousarray(ev_tok),
+            ev_kind=ev_kind,
+            ev_tok=ev_tok,
             tok_info=tok_info,
             infos=self.infos,
             tok_binding=list(map(itemgetter(1), rows)),
@@ -711,7 +688,7 @@ class _StorageAllocatorInit:
             scope_blocks=self.scope_blocks,
             tvm_check_failures=self.tvm_check_failures,
             unplanned_allocs=[(tokens[i][1], t_block[i], tokens[i][3], tokens[i][0][5])
-                              for i in np.flatnonzero(~keep).tolist()],
+                              for i in sorted(self.discarded)],
         )
 
 
