@@ -55,6 +55,9 @@ if _offset(Var.ty) != O_TY or _offset(MatchCast.var) != O_VAR or _offset(MatchCa
 cdef Py_ssize_t O_TT_SHAPE = _offset(TensorType.shape)
 cdef Py_ssize_t O_TT_DTYPE = _offset(TensorType.dtype)
 cdef Py_ssize_t O_SE_VALUES = _offset(ShapeExpr.values)
+cdef Py_ssize_t O_INT_VALUE = _offset(IntImm.value)
+cdef Py_ssize_t O_PRIM_DTYPE = _offset(IntImm.dtype)
+cdef PyTypeObject* T_INT_IMM = <PyTypeObject*>IntImm
 cdef PyTypeObject* T_TENSOR_TYPE = <PyTypeObject*>TensorType
 cdef PyTypeObject* T_SHAPE_EXPR = <PyTypeObject*>ShapeExpr
 cdef PyTypeObject* T_CALL = <PyTypeObject*>Call
@@ -87,8 +90,33 @@ cdef bint _same_alloc_args(tuple args, tuple info) except -1:
 
 cdef bint _same_shape(values, shape) except -1:
     """``static_plan_block_memory._same_shape``."""
+    cdef Py_ssize_t k, n
+    cdef PyObject* pa
+    cdef PyObject* pb
     if values is shape:
         return True
+    if type(values) is tuple and type(shape) is tuple:
+        # tuples of IntImm (the common case), compared through their slots
+        n = len(<tuple>values)
+        if n != len(<tuple>shape):
+            return False
+        for k in range(n):
+            a = (<tuple>values)[k]
+            b = (<tuple>shape)[k]
+            if a is b:
+                continue
+            if Py_TYPE(a) is not T_INT_IMM or Py_TYPE(b) is not T_INT_IMM:
+                break
+            pa = _slot(a, O_INT_VALUE)
+            pb = _slot(b, O_INT_VALUE)
+            if pa is NULL or pb is NULL or not (<object>pa == <object>pb):
+                return False
+            pa = _slot(a, O_PRIM_DTYPE)
+            pb = _slot(b, O_PRIM_DTYPE)
+            if pa is NULL or pb is NULL or (pa != pb and not (<object>pa == <object>pb)):
+                return False
+        else:
+            return True
     if len(values) != len(shape):
         return False
     for a, b in zip(values, shape):
