@@ -1,7 +1,7 @@
 # cython: language_level=3, boundscheck=True, wraparound=False
 """Compiled hot loops of StaticPlanBlockMemory (built by ``setup.py``; never a Python fallback).
 
-Two loops that, in CPython, are dominated by per-binding interpreter overhead:
+Loops that, in CPython, are dominated by per-binding (or per-event) interpreter overhead:
 
 - :func:`walk_block`: the binding loop of the Init walk
   (:class:`memcore_py.analysis.storage_tokens._StorageAllocatorInit`). It handles the
@@ -12,6 +12,9 @@ Two loops that, in CPython, are dominated by per-binding interpreter overhead:
   method ``slow(binding, position, step0)`` (the general code), in program order.
 - :func:`rebuild_allocs`: the rewrite of the planned allocations of one block into
   ``R.memory.alloc_tensor`` bindings (one new ``Call`` and ``VarBinding`` each).
+- :func:`decode_events`: the end of the Init walk — the packed event list filtered of the
+  discarded tokens and renumbered, with each token's allocation step, last use and use count
+  (``_StorageAllocatorInit._result``).
 
 IR nodes are immutable ``__slots__`` objects; slots are read and written here at the offsets
 of their member descriptors (looked up once from the classes, checked to be slots), which is
