@@ -80,6 +80,17 @@ class _Mismatch(Exception):
         self.path = []  # innermost first
 
 
+def _pairwise(compare, xs, ys, label):
+    """``compare(xs[i], ys[i])`` for each i (lengths already checked); a mismatch gets
+    ``label.format(i)`` appended to its path."""
+    for i in range(len(xs)):
+        try:
+            compare(xs[i], ys[i])
+        except _Mismatch as m:
+            m.path.append(label.format(i))
+            raise
+
+
 _WS = re.compile(r"\s+")
 _DEF_NAME = re.compile(r"\bdef\s+[A-Za-z_][A-Za-z_0-9]*\s*\(")
 
@@ -207,12 +218,7 @@ class _Comparer:
         elif ta is TupleType:
             if len(a.fields) != len(b.fields):
                 raise _Mismatch(f"tuple of {len(a.fields)} vs {len(b.fields)} fields", a, b)
-            for i, (x, y) in enumerate(zip(a.fields, b.fields)):
-                try:
-                    self.type(x, y)
-                except _Mismatch as m:
-                    m.path.append(f"fields[{i}]")
-                    raise
+            _pairwise(self.type, a.fields, b.fields, "fields[{}]")
         elif ta is ShapeType:
             if a.ndim != b.ndim:
                 raise _Mismatch(f"shape ndim {a.ndim} vs {b.ndim}", a, b)
@@ -234,12 +240,7 @@ class _Comparer:
                 raise _Mismatch(f"function purity {a.purity} vs {b.purity}", a, b)
             if (a.params is None) != (b.params is None) or (a.params is not None and len(a.params) != len(b.params)):
                 raise _Mismatch("function params differ", a, b)
-            for i, (x, y) in enumerate(zip(a.params or (), b.params or ())):
-                try:
-                    self.type(x, y)
-                except _Mismatch as m:
-                    m.path.append(f"params[{i}]")
-                    raise
+            _pairwise(self.type, a.params or (), b.params or (), "params[{}]")
             try:
                 self.type(a.ret, b.ret)
             except _Mismatch as m:
@@ -351,23 +352,13 @@ class _Comparer:
         if a.ty_args or b.ty_args:
             if len(a.ty_args) != len(b.ty_args):
                 raise _Mismatch(f"{len(a.ty_args)} vs {len(b.ty_args)} ty_args", a, b)
-            for i, (x, y) in enumerate(zip(a.ty_args, b.ty_args)):
-                try:
-                    self.type(x, y)
-                except _Mismatch as m:
-                    m.path.append(f"ty_args[{i}]")
-                    raise
+            _pairwise(self.type, a.ty_args, b.ty_args, "ty_args[{}]")
 
     def _tuple(self, a, b):
         fa, fb = a.fields, b.fields
         if len(fa) != len(fb):
             raise _Mismatch(f"tuple of {len(fa)} vs {len(fb)} fields", a, b)
-        for i in range(len(fa)):
-            try:
-                self.expr(fa[i], fb[i])
-            except _Mismatch as m:
-                m.path.append(f"fields[{i}]")
-                raise
+        _pairwise(self.expr, fa, fb, "fields[{}]")
 
     def _tuple_get_item(self, a, b):
         if a.index != b.index:
@@ -426,12 +417,7 @@ class _Comparer:
         ba, bb = a.blocks, b.blocks
         if len(ba) != len(bb):
             raise _Mismatch(f"{len(ba)} vs {len(bb)} blocks", a, b)
-        for i in range(len(ba)):
-            try:
-                self.block(ba[i], bb[i])
-            except _Mismatch as m:
-                m.path.append(f"block {i}")
-                raise
+        _pairwise(self.block, ba, bb, "block {}")
         try:
             self.expr(a.body, b.body)
         except _Mismatch as m:
@@ -567,12 +553,7 @@ class _Comparer:
         elif isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
             if len(a) != len(b):
                 raise _Mismatch(f"list of {len(a)} vs {len(b)} items", a, b)
-            for i, (x, y) in enumerate(zip(a, b)):
-                try:
-                    self.attr_value(x, y)
-                except _Mismatch as m:
-                    m.path.append(f"[{i}]")
-                    raise
+            _pairwise(self.attr_value, a, b, "[{}]")
         elif isinstance(a, PrimExpr) and isinstance(b, PrimExpr):
             self.prim(a, b)
         elif isinstance(a, Type) and isinstance(b, Type):
