@@ -1,0 +1,202 @@
+"""Unchecked node construction: the one fast way to build IR nodes from known-valid parts.
+
+The public constructors (``Call(op, args, ...)``, ``VarBinding(var, value)``, ...) validate
+every field, which is right for user code and wrong for the hot loops of the parser and
+the passes: they build 10^5..10^6 nodes per call from parts that are valid by construction
+(an argument tuple taken from an existing call, a var of a type read from the input). This
+module is the single place where nodes are made without validation. Rules:
+
+- the caller guarantees the fields are what the checked constructor would store (tuples
+  where it stores tuples, a dict for ``attrs``, a :class:`~memcore_py.ir.types.Type` or
+  None for ``ty``); tests/memcore_py/ir/test_construct.py checks that every function here
+  builds a node equal field by field to the checked constructor's, so a change of the data
+  model is caught;
+- no code outside ``memcore_py.ir`` sets node slots itself (no ``object.__setattr__``, no
+  slot descriptors, no ``IRModule`` private attributes): it calls these functions;
+- compiled helpers reach the same slots through ``memcore_py/ir/_slots.pxd``.
+"""
+from __future__ import annotations
+
+from .expr import (
+    BindingBlock,
+    Call,
+    Function,
+    If,
+    MatchCast,
+    SeqExpr,
+    ShapeExpr,
+    Tuple,
+    VarBinding,
+)
+from .module import IRModule
+from .types import ShapeType
+
+__all__ = [
+    "EMPTY_ATTRS",
+    "new_var",
+    "new_call",
+    "new_binding",
+    "new_match_cast",
+    "new_block",
+    "new_seq",
+    "new_if",
+    "new_tuple",
+    "new_shape_expr",
+    "new_shape_type",
+    "new_function",
+    "function_with_body",
+    "shallow_copy",
+    "module_with_functions",
+]
+
+_new = object.__new__
+_set = object.__setattr__
+
+#: The shared empty ``attrs`` dict of calls without attributes (never mutated).
+EMPTY_ATTRS = Call(None).attrs
+
+
+def new_var(cls, name: str, ty):
+    """``cls(name, ty)`` for ``cls`` :class:`Var` or :class:`DataflowVar`."""
+    v = _new(cls)
+    _set(v, "name", name)
+    _set(v, "ty", ty)
+    return v
+
+
+def new_call(op, args: tuple, attrs=None, ty_args: tuple = (), ty=None):
+    """``Call(op, args, attrs, ty_args, ty)``; ``args`` and ``ty_args`` are tuples."""
+    c = _new(Call)
+    _set(c, "op", op)
+    _set(c, "args", args)
+    _set(c, "attrs", attrs if attrs else EMPTY_ATTRS)
+    _set(c, "ty_args", ty_args)
+    _set(c, "ty", ty)
+    return c
+
+
+def new_binding(var, value):
+    """``VarBinding(var, value)``."""
+    b = _new(VarBinding)
+    _set(b, "var", var)
+    _set(b, "value", value)
+    return b
+
+
+def new_match_cast(var, value, ty):
+    """``MatchCast(var, value, ty)``."""
+    b = _new(MatchCast)
+    _set(b, "var", var)
+    _set(b, "value", value)
+    _set(b, "ty", ty)
+    return b
+
+
+def new_block(cls, bindings):
+    """``cls(bindings)`` for ``cls`` :class:`BindingBlock` or :class:`DataflowBlock`."""
+    blk = _new(cls)
+    _set(blk, "bindings", tuple(bindings))
+    return blk
+
+
+def new_seq(blocks, body, ty=None):
+    """``SeqExpr(blocks, body, ty)``; the type defaults to the body's."""
+    s = _new(SeqExpr)
+    _set(s, "blocks", tuple(blocks))
+    _set(s, "body", body)
+    _set(s, "ty", ty if ty is not None else body.ty)
+    return s
+
+
+def new_if(cond, true_branch, false_branch, ty=None):
+    """``If(cond, true_branch, false_branch, ty)``; the type defaults to the true branch's."""
+    e = _new(If)
+    _set(e, "cond", cond)
+    _set(e, "true_branch", true_branch)
+    _set(e, "false_branch", false_branch)
+    _set(e, "ty", ty if ty is not None else true_branch.ty)
+    return e
+
+
+def new_tuple(fields: tuple, ty):
+    """``Tuple(fields, ty)`` with its type given."""
+    t = _new(Tuple)
+    _set(t, "fields", fields)
+    _set(t, "ty", ty)
+    return t
+
+
+def new_shape_type(values: tuple):
+    """``ShapeType(values)`` for a tuple of PrimExprs."""
+    st = _new(ShapeType)
+    _set(st, "values", values)
+    _set(st, "ndim", len(values))
+    return st
+
+
+def new_shape_expr(values: tuple, ty=None):
+    """``ShapeExpr(values)`` for a tuple of PrimExprs (``ty``: its ShapeType, if at hand)."""
+    s = _new(ShapeExpr)
+    _set(s, "values", values)
+    _set(s, "ty", ty if ty is not None else new_shape_type(values))
+    return s
+
+
+def new_function(params: tuple, body, ret_ty, attrs, is_pure: bool, ty):
+    """``Function(params, body, ret_ty, attrs, is_pure)`` with its (known) function type."""
+    f = _new(Function)
+    _set(f, "params", params)
+    _set(f, "body", body)
+    _set(f, "ret_ty", ret_ty)
+    _set(f, "attrs", dict(attrs) if attrs else {})
+    _set(f, "is_pure", bool(is_pure))
+    _set(f, "ty", ty)
+    return f
+
+
+def function_with_body(func: Function, body, attrs=None) -> Function:
+    """``func`` with a new body (and ``attrs``, default the old ones). The parameters are
+    reused unchecked; when the new body has the old body's type the function type is reused
+    too, else it is computed by the checked constructor."""
+    attrs = func.attrs if attrs is None else attrs
+    if body.ty is not func.body.ty:
+        return Function(func.params, body, func.ret_ty, attrs, func.is_pure)
+    return new_function(func.params, body, func.ret_ty, attrs, func.is_pure, func.ty)
+
+
+def shallow_copy(node):
+    """A distinct node of the same class with the same (immutable, validated) fields."""
+    cls = type(node)
+    n = _new(cls)
+    for name in _slot_names(cls):
+        _set(n, name, getattr(node, name))
+    return n
+
+
+_SLOT_NAMES: dict = {}
+
+
+def _slot_names(cls) -> tuple:
+    names = _SLOT_NAMES.get(cls)
+    if names is None:
+        out = []
+        for k in reversed(cls.__mro__):
+            for name in getattr(k, "__slots__", ()):
+                if name not in out:
+                    out.append(name)
+        names = _SLOT_NAMES[cls] = tuple(out)
+    return names
+
+
+def module_with_functions(mod: IRModule, updates: dict) -> IRModule:
+    """``mod.with_functions(updates)`` for ``updates`` that only *replace* functions of
+    ``mod`` (same GlobalVars, so the same names) by valid functions: the other functions
+    are not validated again."""
+    new = _new(IRModule)
+    funcs = dict(mod.functions)
+    funcs.update(updates)
+    new.functions = funcs
+    new.attrs = dict(mod.attrs)
+    new.global_infos = dict(mod.global_infos)
+    new._by_name = dict(mod._by_name)
+    return new
