@@ -32,8 +32,9 @@ EXTENSIONS = {
     "memcore._offsets": {"sources": ["memcore/_offsets.pyx"], "language": "c"},
     "memcore._tokens": {"sources": ["memcore/_tokens.pyx"], "language": "c++"},
     "memcore._verify": {"sources": ["memcore/_verify.pyx"], "language": "c++"},
-    # StaticPlanBlockMemory's hot loops (Init walk, allocation rewrite); no Python fallback
-    "memcore_py._spbm": {"sources": ["memcore_py/_spbm.pyx"], "language": "c"},
+    # compiled helpers of the Python layer, in the package whose job they do; no fallback
+    "memcore_py.analysis._storage_walk": {"sources": ["memcore_py/analysis/_storage_walk.pyx"], "language": "c"},
+    "memcore_py.transform._alloc_rewrite": {"sources": ["memcore_py/transform/_alloc_rewrite.pyx"], "language": "c"},
 }
 
 _COMPILE_ARGS = ["-O0", "-g", "-UNDEBUG"] if DEBUG else ["-O3"]

@@ -15,7 +15,7 @@ import time
 import pytest
 
 from memcore_py.examples.models import list_models, model_text, tvm_oracle
-from memcore_py.planning.report import collect_planned_tensors
+from memcore_py.planning.check import collect_planned_tensors
 
 MODELS = list_models()
 

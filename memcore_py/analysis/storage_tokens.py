@@ -21,14 +21,21 @@ expression the *tokens* it carries — a leaf token (an int), ``None``, or a tup
 A discarded token is gone everywhere (TVM removes it from every expression that carried it),
 so the walk only marks it and the event program is filtered at the end.
 
-Result (:class:`StorageTokens`): per planned token its bytes (constant, or a symbolic
-expression with a reuse class), pool attributes, reference count and lifetime steps; and the
-*event program* of StaticPlanBlockMemory's second phase (TVM ``StorageAllocator``) in
-program order: ``EV_REQUEST`` at each planned allocation, ``EV_DECREF`` for each use at the
-using call — exactly the input of :func:`memcore.plan_tokens`.
+Result (:class:`StorageTokens`), in two parts so that a planner needs only the first:
 
-Steps are binding positions in visit order, module-wide and increasing (the bindings of an
-If's branches come right after the If binding's own step). A token's lifetime is
+- :class:`TokenProgram` (planning input, flat arrays): per planned token its bytes
+  (constant, or a symbolic expression with a reuse class), pool attributes
+  (:class:`TokenInfo`), reference count and lifetime steps; and the *event program* of
+  StaticPlanBlockMemory's second phase (TVM ``StorageAllocator``) in program order:
+  ``EV_REQUEST`` at each planned allocation, ``EV_DECREF`` for each use at the using call —
+  exactly the input of :func:`memcore.plan_tokens`.
+- :class:`AllocationSites` (rewrite input): where each token's allocation binding sits
+  (block id, position), the block / scope tree of every function (for storage emission
+  sites), the ``If`` bindings on the way, and the allocations left unplanned.
+
+Steps are binding positions in visit order, **module-wide** and increasing (the bindings of an
+If's branches come right after the If binding's own step); positions in ``AllocationSites``
+are **per block** (see DESIGN.md's step numberings). A token's lifetime is
 ``[step of its allocation, step of its last use]``, inclusive (its allocation step when
 unused); a token never outlives its block, because a use in another block discards it.
 """
@@ -36,10 +43,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from operator import itemgetter
+from typing import NamedTuple
 
 import numpy as np
 
+from .._compiled import load_compiled
 from ..errors import PassError
 from ..ir.expr import (
     BindingBlock,
@@ -62,14 +70,17 @@ from ..ir.expr import (
 )
 from ..ir.module import IRModule
 from ..ir.op import get_op
-from ..ir.prim import IntImm
+from ..ir.prim import IntImm, PrimExpr
 from ..ir.types import TensorType, check_dtype
-from .._spbm import decode_events as _decode_events  # compiled; see memcore_py/_spbm.pyx
-from .._spbm import walk_block as _walk_block
-from .arith import UnsupportedBound, read_var_bounds, size_class_key, tensor_bytes, upper_bound_shape
+from .arith import UnsupportedBound, VarBounds, read_var_bounds, size_class_key, tensor_bytes, upper_bound_shape
 
 __all__ = [
     "StorageTokens",
+    "TokenProgram",
+    "TokenInfo",
+    "AllocationSites",
+    "FunctionEntry",
+    "UnplannedAlloc",
     "analyze_storage_tokens",
     "BUILTIN_ALLOC_TENSOR",
     "INPLACE_MEMORY_OPS",
@@ -87,18 +98,14 @@ INPLACE_MEMORY_OPS = frozenset(
 #: Packed function that aliases its first argument (PR #20134).
 RESHAPE_PACKED = "vm.builtin.reshape"
 
-_EV_REQUEST = 0
-_EV_DECREF = 1
-#: events are packed as ``step * _EV_SCALE + 2 * token + kind`` (tokens < 2**31)
-_EV_SCALE = 1 << 32
 _VAR_TYPES = (Var, DataflowVar)
 #: argument expressions that may carry tokens without being a variable
 _CARRIERS = frozenset((Tuple, TupleGetItem, Call, If))
 #: Across calls: constant-shape ``TensorType`` (by identity; IR nodes are immutable) ->
-#: ``(const bytes, bytes IntImm, dtype, scope, device key, argument nodes after the shape)``
-#: of a validated allocation. Constant sizes do not depend on the function's var bounds, so
-#: a later allocation of the same type with equal arguments skips validation and sizing.
-#: Bounded: cleared when full.
+#: :class:`TokenInfo` of a validated allocation of it. Constant sizes do not depend on the
+#: function's var bounds, so a later allocation of the same type with equal arguments skips
+#: validation and sizing (only ``const_bytes`` .. ``device`` are reused). Bounded: cleared
+#: when full.
 _CONST_TYPE_INFO: dict = {}
 _CONST_TYPE_INFO_MAX = 4096
 
@@ -106,6 +113,48 @@ _CONST_TYPE_INFO_MAX = 4096
 def is_inplace_memory_op(op) -> bool:
     """True for the ops whose result shares ``args[0]``'s storage."""
     return op in INPLACE_MEMORY_OPS or (type(op) is ExternFunc and op.global_symbol == RESHAPE_PACKED)
+
+
+class TokenInfo(NamedTuple):
+    """What the allocations of one tensor type in one function share (a token's pool
+    attributes and size). Shared by all tokens of that type; ``id`` indexes
+    :attr:`TokenProgram.infos`."""
+
+    const_bytes: int
+    """Bytes of a constant size, -1 for a symbolic one."""
+    nbytes: PrimExpr
+    """Size in bytes (an ``IntImm`` for a constant size) of the upper-bounded shape."""
+    dtype: str
+    scope: str
+    """Storage scope (``"global"``)."""
+    device: object
+    """Device key: the int runtime device index (or its text when symbolic)."""
+    func: int
+    """Index of the function in :attr:`AllocationSites.functions`."""
+    args: tuple
+    """The allocation's argument nodes after the shape (to recognise equal allocations)."""
+    id: int
+
+
+class FunctionEntry(NamedTuple):
+    """One Relax function of the analysed module."""
+
+    gv: GlobalVar
+    func: Function
+    bounds: VarBounds
+    """Its ``tir_var_*`` bounds."""
+    scope: int
+    """Scope id of its body."""
+
+
+class UnplannedAlloc(NamedTuple):
+    """An ``R.builtin.alloc_tensor`` whose token was discarded (left unplanned)."""
+
+    binding: object
+    block: int
+    position: int
+    """Position of the binding in its block."""
+    func: int
 
 
 def alloc_tensor_info(binding, func_name: str):
@@ -159,11 +208,12 @@ def alloc_tensor_info(binding, func_name: str):
 
 
 @dataclass(eq=False)
-class StorageTokens:
-    """Planned allocations of a module and their event program (see the module docstring).
+class TokenProgram:
+    """Planned allocations as flat arrays and their event program: everything a planner
+    needs, nothing about where the allocations sit in the IR.
 
     Token arrays are indexed by token id ``0..n_tok-1``, in allocation (program) order;
-    only planned (never discarded) allocations are tokens.
+    only planned (never discarded) allocations are tokens. Steps are module-wide.
     """
 
     tok_const: np.ndarray
@@ -175,80 +225,43 @@ class StorageTokens:
     tok_end: np.ndarray
     """int64[n_tok]: step of the last use, inclusive (``tok_start`` when unused)."""
     tok_func: np.ndarray
-    """int64[n_tok]: index of the function (in ``functions``)."""
+    """int64[n_tok]: index of the function (in ``function_names``)."""
     ev_kind: np.ndarray
     """int8[n_events]: ``memcore.EV_REQUEST`` (0) or ``memcore.EV_DECREF`` (1)."""
     ev_tok: np.ndarray
     """int64[n_events]: token of each event, in program order."""
     tok_info: np.ndarray
-    """int64[n_tok]: index into ``infos`` (size, dtype, scope, device and function of a token;
-    shared by the allocations of one tensor type)."""
+    """int64[n_tok]: index into ``infos``."""
     infos: list
-    """``(const bytes, bytes PrimExpr, dtype, scope, device key, function index, argument
-    nodes, id)`` tuples, by id."""
-    tok_binding: list
-    """The ``VarBinding`` of each token's ``R.builtin.alloc_tensor``."""
-    tok_block: list
-    """Block id (see ``block_*``) of each token's allocation."""
-    tok_index: list
-    """Position of each token's allocation binding in its block."""
-    functions: list
-    """``(GlobalVar, Function, VarBounds, body scope id)`` of each Relax function, in module
-    order."""
-    block_scope: list
-    """Block id -> scope id (the SeqExpr the block belongs to)."""
-    block_is_dataflow: list
-    block_ifs: dict
-    """Block id -> ``[(binding position, (then scope id, else scope id)), ...]`` of its Ifs."""
-    scope_parent: list
-    """Scope id -> parent scope id (-1 for a function body). Scope ids are in visit order:
-    a function body, then its If branches depth first."""
-    scope_anchor: list
-    """Scope id -> ``(block id, If binding, position)`` in the parent scope (None for a
-    function body)."""
-    scope_blocks: list
-    """Scope id -> its block ids, in order (blocks are numbered in visit order)."""
-    unplanned_allocs: list = field(default_factory=list)
-    """``(binding, block id, position, function index)`` of every ``R.builtin.alloc_tensor``
-    whose token was discarded (left unplanned), in program order."""
-    tvm_check_failures: list = field(default_factory=list)
-    """Names of the functions on which TVM's pass fails an internal check (ours does not):
-    a token allocated in another block appears twice in one call argument."""
+    """:class:`TokenInfo` records, by id."""
+    function_names: list
+    """Name of each analysed Relax function, in module order."""
 
     @property
     def n_tok(self) -> int:
         return int(self.tok_const.shape[0])
 
-    @property
-    def alloc_to_token(self) -> dict:
-        """Allocation ``VarBinding`` -> token id, for planned allocations."""
-        return dict(zip(self.tok_binding, range(self.n_tok)))
-
-    def _info_column(self, k):
-        col = [info[k] for info in self.infos]
+    def _info_column(self, name):
+        col = [getattr(info, name) for info in self.infos]
         return [col[i] for i in self.tok_info.tolist()]
 
     @cached_property
     def tok_bytes(self) -> list:
         """PrimExpr bytes of each token (an IntImm for constant sizes)."""
-        return self._info_column(1)
-
-    @cached_property
-    def tok_dtype(self) -> list:
-        return self._info_column(2)
+        return self._info_column("nbytes")
 
     @cached_property
     def tok_scope(self) -> list:
-        return self._info_column(3)
+        return self._info_column("scope")
 
     @cached_property
     def tok_device(self) -> list:
         """Device key: the int runtime device index (or its text when symbolic)."""
-        return self._info_column(4)
+        return self._info_column("device")
 
     def group_ids(self, key_fn):
-        """Dense group id per token, for the key ``key_fn(info)`` of each token's info, and
-        the keys in order of first use."""
+        """Dense group id per token, for the key ``key_fn(info)`` of each token's
+        :class:`TokenInfo`, and the keys in order of first use."""
         ids: dict = {}
         info_group = np.empty(len(self.infos), dtype=np.int64)
         for info in self.infos:
@@ -256,7 +269,7 @@ class StorageTokens:
             gid = ids.get(key)
             if gid is None:
                 gid = ids[key] = len(ids)
-            info_group[info[7]] = gid
+            info_group[info.id] = gid
         return info_group[self.tok_info], list(ids)
 
     def pools(self, *, key_device: bool = True):
@@ -272,8 +285,8 @@ class StorageTokens:
         keys : list of tuple
         """
         if key_device:
-            return self.group_ids(lambda info: (info[5], info[3], info[2], info[4]))
-        return self.group_ids(lambda info: (info[5], info[3], info[2]))
+            return self.group_ids(lambda info: (info.func, info.scope, info.dtype, info.device))
+        return self.group_ids(lambda info: (info.func, info.scope, info.dtype))
 
     def sym_classes(self, tok_pool) -> np.ndarray:
         """Reuse class of each symbolic token (-1 for constant sizes): tokens of one pool whose
@@ -286,12 +299,55 @@ class StorageTokens:
         pools = tok_pool.tolist()
         tok_info = self.tok_info
         for t in sym.tolist():
-            key = (pools[t], size_class_key(self.infos[tok_info[t]][1]))
+            key = (pools[t], size_class_key(self.infos[tok_info[t]].nbytes))
             cid = ids.get(key)
             if cid is None:
                 cid = ids[key] = len(ids)
             out[t] = cid
         return out
+
+
+@dataclass(eq=False)
+class AllocationSites:
+    """Where the planned allocations sit in the IR: what a rewriter needs to place storages
+    and rewrite allocations. Positions are per block; block and scope ids are in visit order.
+    """
+
+    tok_binding: list
+    """The ``VarBinding`` of each token's ``R.builtin.alloc_tensor``."""
+    tok_block: list
+    """Block id of each token's allocation."""
+    tok_index: list
+    """Position of each token's allocation binding in its block."""
+    functions: list
+    """:class:`FunctionEntry` of each Relax function, in module order."""
+    block_scope: list
+    """Block id -> scope id (the SeqExpr the block belongs to)."""
+    block_is_dataflow: list
+    block_ifs: dict
+    """Block id -> ``[(binding position, (then scope id, else scope id)), ...]`` of its Ifs."""
+    scope_parent: list
+    """Scope id -> parent scope id (-1 for a function body). Scope ids are in visit order:
+    a function body, then its If branches depth first."""
+    scope_anchor: list
+    """Scope id -> ``(block id, If binding, position)`` in the parent scope (None for a
+    function body)."""
+    scope_blocks: list
+    """Scope id -> its block ids, in order."""
+    unplanned_allocs: list = field(default_factory=list)
+    """:class:`UnplannedAlloc` of every ``R.builtin.alloc_tensor`` whose token was discarded,
+    in program order."""
+
+
+@dataclass(eq=False)
+class StorageTokens:
+    """Result of :func:`analyze_storage_tokens`."""
+
+    program: TokenProgram
+    sites: AllocationSites
+    tvm_check_failures: list = field(default_factory=list)
+    """Names of the functions on which TVM's pass fails an internal check (ours does not):
+    a token allocated in another block appears twice in one call argument."""
 
 
 class _StorageAllocatorInit:
@@ -302,9 +358,10 @@ class _StorageAllocatorInit:
     later ``StorageAllocator`` is recorded as an event list at the same time. Malformed
     allocations raise :class:`PassError` where TVM fails an internal check.
 
-    The binding loop is compiled (:func:`memcore_py._spbm.walk_block`): it handles the common
+    The token rows, the event list and the binding loop are compiled
+    (:class:`memcore_py.analysis._storage_walk.InitWalk`): the loop handles the common
     post-CallTIRRewrite forms (allocation of a tensor type seen before in the function, direct
-    call with variable arguments, rebinding, in-place memory op of a variable) and hands every
+    call with variable arguments, rebinding, storage-sharing op of a variable) and hands every
     other binding to :meth:`_visit_binding`, in program order. The size of each tensor type
     is cached per function.
     """
@@ -313,28 +370,30 @@ class _StorageAllocatorInit:
         self.mod = mod
         # callee (Op, GlobalVar, ExternFunc) -> whether it counts uses (fast path only);
         # prefilled with the module's GlobalVars (a call of a PrimFunc counts, of a Relax
-        # function does not) and the in-place memory ops, as _visit_binding would fill it
+        # function does not) and the storage-sharing ops, as _visit_binding would fill it
         call_kind = self._call_kind = dict.fromkeys(INPLACE_MEMORY_OPS, False)
         prim_names = []
         for gv, f in mod.functions.items():
-            if type(f) is PrimFunc or isinstance(f, PrimFunc):
+            if isinstance(f, PrimFunc):
                 prim_names.append(gv.name)
                 call_kind[gv] = True
             else:
                 call_kind[gv] = False
         self.prim_names = frozenset(prim_names)
-        # per token: (info, binding, step, position in block); info is shared by the
-        # allocations of one tensor type: (const bytes, bytes expr, dtype, scope, device,
-        # function index, argument nodes after the shape)
-        self.tokens: list = []
-        self.infos: list = []
-        self.t_block: list = []
+        compiled = load_compiled("memcore_py.analysis._storage_walk")
+        self._same_alloc_args = compiled.same_alloc_args
+        walk = self.walk = compiled.InitWalk(
+            BUILTIN_ALLOC_TENSOR, INPLACE_MEMORY_OPS, _CARRIERS, call_kind, _CONST_TYPE_INFO, TokenInfo,
+            self._visit_binding)
+        # token rows (struct of arrays, every allocation seen) and the shared TokenInfos
+        self.t_block: list = walk.t_block
+        self.t_info: list = walk.t_info
+        self.t_binding: list = walk.t_binding
+        self.t_index: list = walk.t_index
+        self.infos: list = walk.infos
+        self.discarded: set = walk.discarded
         self.extra_refs: dict = {}
         """token -> uses by calls that are not a binding's value (counted, never released)"""
-        self.discarded: set = set()
-        # events, before filtering discarded tokens: step * _EV_SCALE + 2 * token + kind
-        # (kind 0: EV_REQUEST, 1: EV_DECREF), one int per event
-        self.ev: list = []
         # blocks and scopes
         self.block_scope: list = []
         self.block_is_dataflow: list = []
@@ -342,16 +401,13 @@ class _StorageAllocatorInit:
         self.scope_parent: list = []
         self.scope_anchor: list = []
         self.scope_blocks: list = []
-        self.var_tokens: dict = {}
         self.tvm_check_failures: list = []
-        self.t_index: list = []
         self.step = -1
         self._bid = -1
         self.functions: list = []
         self._func_name = ""
         self._func_idx = -1
         self._bounds = None
-        self._size_cache: dict = {}
 
     # ------------------------------------------------------------------ entry
     def run(self) -> StorageTokens:
@@ -364,10 +420,9 @@ class _StorageAllocatorInit:
         self._func_name = gv.name
         self._func_idx = len(self.functions)
         self._bounds = read_var_bounds(func, gv.name)
-        self._size_cache = {}
-        self.var_tokens = {}
+        self.walk.begin_function(self._func_idx)
         sid = self._new_scope(-1, None)
-        self.functions.append((gv, func, self._bounds, sid))
+        self.functions.append(FunctionEntry(gv, func, self._bounds, sid))
         self._visit_seq(func.body, sid)
 
     def _new_scope(self, parent, anchor):
@@ -399,7 +454,7 @@ class _StorageAllocatorInit:
         """Tokens carried by expression ``e`` (visiting any nested call)."""
         t = type(e)
         if t is Var or t is DataflowVar:
-            return self.var_tokens.get(e)
+            return self.walk.var_tokens.get(e)
         if t is Tuple:
             fields = [self._tokens_of(f) for f in e.fields]
             for f in fields:
@@ -444,11 +499,8 @@ class _StorageAllocatorInit:
         bindings = block.bindings
         self._bid = bid
         # The compiled loop handles the common post-CallTIRRewrite forms and calls
-        # _visit_binding for every other binding (see memcore_py._spbm.walk_block).
-        step0 = _walk_block(bindings, bid, self.step + 1, self.var_tokens, self._size_cache, self._call_kind,
-                            self.t_block, self.tokens, self.ev, self.discarded, BUILTIN_ALLOC_TENSOR,
-                            _CARRIERS, _EV_SCALE, INPLACE_MEMORY_OPS, self._visit_binding,
-                            _CONST_TYPE_INFO, self.infos, self._func_idx)
+        # _visit_binding for every other binding.
+        step0 = self.walk.walk(bindings, bid, self.step + 1)
         self._bid = bid
         if bindings:
             self.step = max(self.step, step0 + len(bindings) - 1)
@@ -457,29 +509,19 @@ class _StorageAllocatorInit:
         """One binding of the current block at position ``i`` (``step0 + i`` is its step);
         returns ``step0`` for the next binding (an If's branches take steps)."""
         bid = self._bid
-        var_tokens = self.var_tokens
+        var_tokens = self.walk.var_tokens
         value = b.value
         vt = type(value)
         if vt is Call:
             op = value.op
             if op is BUILTIN_ALLOC_TENSOR:
-                step = step0 + i
-                self.step = step
+                self.step = step0 + i
                 if type(b) is MatchCast:
                     s = self._visit_call(value, None, bid)
                     if s is not None:
                         var_tokens[b.var] = s
                     return step0
-                var = b.var
-                info = self._size_cache.get(var.ty)
-                if info is not None and value.args[1:] == info[6]:
-                    t = len(self.t_block)
-                    self.tokens.append((info, b, step, i))
-                    self.t_block.append(bid)
-                    self.ev.append(step * _EV_SCALE + t * 2)
-                    var_tokens[var] = t
-                    return step0
-                var_tokens[var] = self._create_token(b, bid, i)
+                var_tokens[b.var] = self._create_token(b, bid, i)
                 return step0
             call_kind = self._call_kind
             counting = call_kind.get(op)
@@ -487,31 +529,11 @@ class _StorageAllocatorInit:
                 top = type(op)
                 counting = call_kind[op] = (top is GlobalVar and op.name in self.prim_names) or (
                     top is ExternFunc and op.global_symbol != RESHAPE_PACKED)
-            if counting and type(b) is not MatchCast:
-                # Counting call (see _visit_call for the general case).
-                step = step0 + i
-                t_block, discarded = self.t_block, self.discarded
-                for a in value.args:
-                    s = var_tokens.get(a)
-                    if s is None:
-                        if type(a) in _VAR_TYPES or type(a) not in _CARRIERS:
-                            continue
-                        self.step = step
-                        s = self._tokens_of(a)
-                        if s is None:
-                            continue
-                    if type(s) is int:
-                        if s in discarded:
-                            continue
-                        if t_block[s] != bid:
-                            discarded.add(s)
-                            continue
-                        self.ev.append(step * _EV_SCALE + s * 2 + 1)
-                    else:
-                        self.step = step
-                        self._use_leaves(self._leaves(s, []), bid, value, True)
-                return step0
             self.step = step0 + i
+            if counting and type(b) is not MatchCast:
+                # counting call with some argument that is not a plain variable
+                self._count_uses(value, bid, True)
+                return step0
             s = self._visit_call(value, None if type(b) is MatchCast else b, bid, i)
         elif vt is Var or vt is DataflowVar:
             s = var_tokens.get(value)
@@ -544,7 +566,14 @@ class _StorageAllocatorInit:
             self._visit_seq(branch, sid)
         self.block_ifs.setdefault(bid, []).append((index, tuple(sids)))
 
-    def _use_leaves(self, leaves, bid, call, record):
+    def _count_uses(self, call, bid, record):
+        """A call that uses its arguments' tokens: count every leaf of every argument."""
+        for a in call.args:
+            s = self._tokens_of(a)
+            if s is not None:
+                self._use_leaves((s,) if type(s) is int else self._leaves(s, []), bid, record)
+
+    def _use_leaves(self, leaves, bid, record):
         """Count the uses of one argument's leaf tokens (TVM ``GetTokensWithAllocSiteCheck``
         then ``ref_counter += 1``); ``record``: also emit EV_DECREF events."""
         t_block, discarded = self.t_block, self.discarded
@@ -563,7 +592,7 @@ class _StorageAllocatorInit:
                 dropped.add(t)
                 continue
             if record:
-                self.ev.append(self.step * _EV_SCALE + t * 2 + 1)
+                self.walk.use(self.step, t)
             else:
                 self.extra_refs[t] = self.extra_refs.get(t, 0) + 1
 
@@ -578,17 +607,14 @@ class _StorageAllocatorInit:
                     f"variable (A-normal form); got it nested in an expression"
                 )
             return self._create_token(binding, bid, index)
-        if op in INPLACE_MEMORY_OPS or (type(op) is ExternFunc and op.global_symbol == RESHAPE_PACKED):
+        if is_inplace_memory_op(op):
             args = call.args
             return self._tokens_of(args[0]) if args else None
         top = type(op)
         if (top is GlobalVar and op.name in self.prim_names) or top is ExternFunc or op is CALL_TIR_DYN:
             if bid is None:
                 bid = len(self.block_scope) - 1
-            for a in call.args:
-                s = self._tokens_of(a)
-                if s is not None:
-                    self._use_leaves((s,) if type(s) is int else self._leaves(s, []), bid, call, binding is not None)
+            self._count_uses(call, bid, binding is not None)
             return None
         for a in call.args:
             self._discard(self._tokens_of(a))
@@ -596,77 +622,50 @@ class _StorageAllocatorInit:
 
     def _create_token(self, binding, bid, index) -> int:
         """Validate a new ``R.builtin.alloc_tensor`` and make its token; the size, dtype, scope
-        and device are cached by tensor type (and identical argument nodes)."""
+        and device are cached by tensor type (and equal argument values)."""
         ty = binding.var.ty
-        info = self._size_cache.get(ty)
         args = binding.value.args
-        if info is not None and len(args) == 4:
-            # Same tensor type, equal argument values (distinct nodes, as parsed from text).
-            a1, a2, a3 = args[1], args[2], args[3]
-            if (type(a1) is DataTypeImm and a1.value == info[2] and type(a2) is PrimValue
-                    and type(a2.value) is IntImm and a2.value.value == info[4]
-                    and type(a3) is StringImm and a3.value == info[3]):
-                return self._new_token(info, binding, bid, index)
+        walk = self.walk
+        info = walk.size_cache.get(ty)
+        if info is not None and (args[1:] == info.args or self._same_alloc_args(args, info)):
+            return walk.new_token(info, binding, bid, index, self.step)
         cached = _CONST_TYPE_INFO.get(ty)
-        if cached is not None and len(args) == 4:
-            a1, a2, a3 = args[1], args[2], args[3]
-            if (type(a1) is DataTypeImm and a1.value == cached[2] and type(a2) is PrimValue
-                    and type(a2.value) is IntImm and a2.value.value == cached[4]
-                    and type(a3) is StringImm and a3.value == cached[3]):
-                info = (cached[0], cached[1], cached[2], cached[3], cached[4], self._func_idx, args[1:],
-                        len(self.infos))
-                self.infos.append(info)
-                self._size_cache[ty] = info
-                return self._new_token(info, binding, bid, index)
-        shape, dtype, device, scope = alloc_tensor_info(binding, self._func_name)
-        try:
-            ub = upper_bound_shape(shape, self._bounds)
-        except UnsupportedBound:
-            raise PassError(
-                f"function {self._func_name!r}, binding {binding.var.name!r}: the upper bound of shape "
-                f"{list(shape)!r} needs a sign condition (T.Select), which is not supported; mark the "
-                f"unbounded vars non-negative (tir_non_negative_var) or bound them (tir_var_upper_bound)"
-            ) from None
-        nbytes, const = tensor_bytes(ub, dtype)
-        info = (const, nbytes, dtype, scope, device, self._func_idx, binding.value.args[1:], len(self.infos))
+        if cached is not None and self._same_alloc_args(args, cached):
+            info = TokenInfo(cached.const_bytes, cached.nbytes, cached.dtype, cached.scope, cached.device,
+                             self._func_idx, args[1:], len(self.infos))
+        else:
+            shape, dtype, device, scope = alloc_tensor_info(binding, self._func_name)
+            try:
+                ub = upper_bound_shape(shape, self._bounds)
+            except UnsupportedBound:
+                raise PassError(
+                    f"function {self._func_name!r}, binding {binding.var.name!r}: the upper bound of shape "
+                    f"{list(shape)!r} needs a sign condition (T.Select), which is not supported; mark the "
+                    f"unbounded vars non-negative (tir_non_negative_var) or bound them (tir_var_upper_bound)"
+                ) from None
+            nbytes, const = tensor_bytes(ub, dtype)
+            info = TokenInfo(const, nbytes, dtype, scope, device, self._func_idx, args[1:], len(self.infos))
+            if const >= 0 and all(type(d) is IntImm for d in shape):
+                if len(_CONST_TYPE_INFO) >= _CONST_TYPE_INFO_MAX:
+                    _CONST_TYPE_INFO.clear()
+                _CONST_TYPE_INFO[ty] = info
         self.infos.append(info)
-        self._size_cache[binding.var.ty] = info
-        if const >= 0 and all(type(d) is IntImm for d in shape):
-            if len(_CONST_TYPE_INFO) >= _CONST_TYPE_INFO_MAX:
-                _CONST_TYPE_INFO.clear()
-            _CONST_TYPE_INFO[ty] = info[:5]
-        return self._new_token(info, binding, bid, index)
-
-    def _new_token(self, info, binding, bid, index) -> int:
-        t = len(self.t_block)
-        self.tokens.append((info, binding, self.step, index))
-        self.t_block.append(bid)
-        self.ev.append(self.step * _EV_SCALE + t * 2)
-        return t
+        walk.size_cache[ty] = info
+        return walk.new_token(info, binding, bid, index, self.step)
 
     # ------------------------------------------------------------------ result
     def _result(self) -> StorageTokens:
-        n_all = len(self.t_block)
         # compiled: filter the discarded tokens, renumber, start / last use / uses per token
-        ev_kind, ev_tok, tok_start, tok_end, tok_refs, new_id = _decode_events(
-            self.ev, n_all, self.discarded, _EV_SCALE)
-        n_tok = tok_start.shape[0]
-        tokens = self.tokens
-        if n_tok == n_all:
-            rows = tokens
-            kept_list = None
-        else:
-            kept_list = np.flatnonzero(new_id >= 0).tolist()
-            rows = [tokens[i] for i in kept_list]
-        tok_info = np.fromiter(map(itemgetter(7), map(itemgetter(0), rows)), dtype=np.int64, count=n_tok)
-        info_const = np.fromiter(map(itemgetter(0), self.infos), dtype=np.int64, count=len(self.infos))
-        info_func = np.fromiter(map(itemgetter(5), self.infos), dtype=np.int64, count=len(self.infos))
+        ev_kind, ev_tok, tok_start, tok_end, tok_refs, tok_info, kept, new_id = self.walk.decode()
+        t_block, t_binding, t_index = kept
+        infos = self.infos
+        info_const = np.fromiter([info.const_bytes for info in infos], dtype=np.int64, count=len(infos))
+        info_func = np.fromiter([info.func for info in infos], dtype=np.int64, count=len(infos))
         # uses by nested calls are counted too (never released: TVM would fail its block-end check)
         for t, k in self.extra_refs.items():
             if new_id[t] >= 0:
                 tok_refs[new_id[t]] += k
-        t_block = self.t_block
-        return StorageTokens(
+        program = TokenProgram(
             tok_const=info_const[tok_info],
             tok_refs=tok_refs,
             tok_start=tok_start,
@@ -675,10 +674,14 @@ class _StorageAllocatorInit:
             ev_kind=ev_kind,
             ev_tok=ev_tok,
             tok_info=tok_info,
-            infos=self.infos,
-            tok_binding=list(map(itemgetter(1), rows)),
-            tok_block=t_block if rows is tokens else [t_block[i] for i in kept_list],
-            tok_index=list(map(itemgetter(3), rows)),
+            infos=infos,
+            function_names=[f.gv.name for f in self.functions],
+        )
+        all_block, all_info, all_binding, all_index = self.t_block, self.t_info, self.t_binding, self.t_index
+        sites = AllocationSites(
+            tok_binding=t_binding,
+            tok_block=t_block,
+            tok_index=t_index,
             functions=self.functions,
             block_scope=self.block_scope,
             block_is_dataflow=self.block_is_dataflow,
@@ -686,10 +689,10 @@ class _StorageAllocatorInit:
             scope_parent=self.scope_parent,
             scope_anchor=self.scope_anchor,
             scope_blocks=self.scope_blocks,
-            tvm_check_failures=self.tvm_check_failures,
-            unplanned_allocs=[(tokens[i][1], t_block[i], tokens[i][3], tokens[i][0][5])
+            unplanned_allocs=[UnplannedAlloc(all_binding[i], all_block[i], all_index[i], all_info[i].func)
                               for i in sorted(self.discarded)],
         )
+        return StorageTokens(program, sites, self.tvm_check_failures)
 
 
 def analyze_storage_tokens(mod: IRModule) -> StorageTokens:
@@ -703,6 +706,8 @@ def analyze_storage_tokens(mod: IRModule) -> StorageTokens:
     Returns
     -------
     StorageTokens
+        ``.program`` (:class:`TokenProgram`) for planning, ``.sites``
+        (:class:`AllocationSites`) for the rewrite.
 
     Raises
     ------
@@ -712,3 +717,4 @@ def analyze_storage_tokens(mod: IRModule) -> StorageTokens:
         bound TVM would express with ``T.Select``, or a nested function.
     """
     return _StorageAllocatorInit(mod).run()
+

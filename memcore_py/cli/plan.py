@@ -11,7 +11,7 @@ The pipeline is ``--passes`` (kebab-case pass names, default
 ``static-plan-block-memory,lower-alloc-tensor,kill-after-last-use``); it must contain
 ``static-plan-block-memory``, which runs in ``--mode`` (``arena`` by default). The table is
 measured on the module entering that pass, where both modes are run (see
-:func:`memcore_py.planning.report.plan_report`).
+:func:`plan_and_report`; the table itself is :mod:`memcore_py.cli.report`).
 
 Exit status: 0 success, 1 bad input (unreadable file, parse error, a pass rejecting the
 module), 2 usage error.
@@ -20,15 +20,16 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 
+from ..planning.allocate import MODES
 from ..planning.arena_options import ARENA_TIME_LIMIT
 from ._common import InputError, fail, parse_text, read_text
 
 SPBM = "static-plan-block-memory"
 DEFAULT_PASSES = (SPBM, "lower-alloc-tensor", "kill-after-last-use")
-MODES = ("tvm", "arena")
 
-__all__ = ["add_arguments", "run", "main", "DEFAULT_PASSES"]
+__all__ = ["add_arguments", "run", "main", "plan_and_report", "DEFAULT_PASSES"]
 
 
 class UsageError(Exception):
@@ -99,16 +100,51 @@ def _inputs(path: str | None):
     return out
 
 
-def _plan_one(label: str, text: str, reference, before, spbm, after, mode: str, time_limit=None):
+def plan_and_report(mod, name: str = "module", reference: dict | None = None, time_limit=ARENA_TIME_LIMIT):
+    """Plan ``mod`` with StaticPlanBlockMemory in both modes, timing each, and report per
+    function (:func:`memcore_py.cli.report.build_report`).
+
+    Parameters
+    ----------
+    mod : IRModule
+        A module after ``CallTIRRewrite`` (``R.builtin.alloc_tensor`` outputs).
+    name : str
+        A label for the report (file or model name).
+    reference : dict, optional
+        Function name -> bytes of Apache TVM's own plan, copied into the report.
+    time_limit : float or None, default ARENA_TIME_LIMIT (0.1)
+        Arena mode: seconds for :func:`memcore.plan_offsets`'s anytime search.
+
+    Returns
+    -------
+    PlanReport
+        Its ``tvm_module`` / ``arena_module`` are the two planned modules.
+
+    Raises
+    ------
+    PassError
+        If StaticPlanBlockMemory rejects the module.
+    """
+    from ..transform.static_plan_block_memory import plan_block_memory
+    from .report import build_report
+
+    t0 = time.perf_counter()
+    tvm = plan_block_memory(mod, "tvm", lower_bound=True)
+    t1 = time.perf_counter()
+    arena = plan_block_memory(mod, "arena", time_limit=time_limit)
+    t2 = time.perf_counter()
+    return build_report(mod, tvm, arena, name=name, tvm_seconds=t1 - t0, arena_seconds=t2 - t1, reference=reference)
+
+
+def _plan_one(label: str, text: str, reference, before, after, mode: str, time_limit=None):
     from ..errors import MemcoreError
-    from ..planning.report import plan_report
     from ..transform import Sequential
 
     mod = parse_text(text, label)
     try:
         if before:
             mod = Sequential(before)(mod)
-        report = plan_report(mod, name=label, reference=reference, time_limit=time_limit)
+        report = plan_and_report(mod, name=label, reference=reference, time_limit=time_limit)
         planned = report.arena_module if mode == "arena" else report.tvm_module
         if after:
             planned = Sequential(after)(planned)
@@ -126,7 +162,7 @@ def run(args, out=None) -> int:
     try:
         before, spbm, after = _build_passes(args.passes, args.mode, args.time_limit)
         results = [
-            _plan_one(label, text, ref, before, spbm, after, args.mode, args.time_limit)
+            _plan_one(label, text, ref, before, after, args.mode, args.time_limit)
             for label, text, ref in _inputs(args.file)
         ]
     except UsageError as exc:
@@ -148,7 +184,7 @@ def run(args, out=None) -> int:
                 out.write(f"# {report.name}\n")
             out.write(planned.script().rstrip("\n") + "\n")
     else:
-        from ..planning.report import format_table
+        from .report import format_table
 
         out.write(format_table([r for r, _ in results]) + "\n")
         out.write(f"mode: {args.mode}; passes: {','.join(names)}\n")

@@ -12,12 +12,16 @@ device and reference count. Three stages, as in TVM:
 1. **Init** (:mod:`memcore_py.analysis.storage_tokens`, TVM ``StorageAllocatorInit``): one
    walk creates the tokens, counts their uses by PrimFunc / packed calls, discards every
    token that escapes (returned, passed to another kind of call, flowing into an ``If``,
-   used in another block) and records the event program of stage 2 as flat arrays.
-2. **Allocate** (:class:`_StorageAllocator`, TVM ``StorageAllocator`` + ``TokenAllocator1D``):
-   :func:`memcore.plan_tokens` runs the event program — fresh storage or reuse of a released
-   one of the same pool within the size window ``[s/16, 16*s]``, symbolic sizes only among
-   provably equal ones, 0-reference tokens never pooled. In arena mode the same tokens and
-   lifetimes are also packed with :func:`memcore.plan_offsets` (below).
+   used in another block) and records the event program of stage 2 as flat arrays
+   (:class:`~memcore_py.analysis.storage_tokens.TokenProgram`), apart from where the
+   allocations sit (:class:`~memcore_py.analysis.storage_tokens.AllocationSites`).
+2. **Allocate** (:mod:`memcore_py.planning.allocate`, TVM ``StorageAllocator`` +
+   ``TokenAllocator1D``): :func:`memcore.plan_tokens` runs the event program — fresh storage
+   or reuse of a released one of the same pool within the size window ``[s/16, 16*s]``,
+   symbolic sizes only among provably equal ones, 0-reference tokens never pooled. In arena
+   mode the same tokens and lifetimes are also packed with :func:`memcore.plan_offsets`
+   (below). The result is a :class:`~memcore_py.planning.memory_plan.MemoryPlan`; where each
+   storage is emitted is :mod:`memcore_py.planning.emission`'s.
 3. **Rewrite** (:class:`_StorageAllocationRewriter`, TVM ``StorageAllocationRewriter``): each
    planned allocation becomes ``R.memory.alloc_tensor(storage, offset, shape, dtype, dev)``
    (binding var kept); each storage is emitted once, ``storage = R.memory.alloc_storage(
@@ -100,28 +104,23 @@ Attributes read: ``tir_var_upper_bound``, ``tir_var_lower_bound``, ``tir_non_neg
 """
 from __future__ import annotations
 
-import gc
 from dataclasses import dataclass
-from operator import itemgetter
 
 import numpy as np
 
-from .._spbm import rebuild_allocs as _rebuild_allocs  # compiled; see memcore_py/_spbm.pyx
+from .._compiled import load_compiled
+from ..ir._util import gc_paused
 from ..analysis.arith import UnsupportedBound, dynamic_output_bytes, upper_bound_shape
-from ..analysis.storage_tokens import (
-    BUILTIN_ALLOC_TENSOR,
-    StorageTokens,
-    alloc_tensor_info,
-    analyze_storage_tokens,
-)
+from ..analysis.storage_tokens import StorageTokens, alloc_tensor_info, analyze_storage_tokens
 from ..errors import PassError
+from ..ir.builder import NameTable
+from ..ir.construct import function_with_body, module_with_functions, new_binding, new_block, new_call, new_if
+from ..ir.construct import new_match_cast, new_seq, new_shape_expr, new_var
 from ..ir.expr import (
     BindingBlock,
-    Call,
     DataflowBlock,
     DataflowVar,
     DataTypeImm,
-    Function,
     If,
     MatchCast,
     PrimValue,
@@ -129,17 +128,23 @@ from ..ir.expr import (
     ShapeExpr,
     StringImm,
     Var,
-    VarBinding,
 )
 from ..ir.module import IRModule
 from ..ir.op import get_op
-from ..ir.prim import IntImm, PrimVar
-from ..ir.types import ObjectType, ShapeType
+from ..ir.prim import IntImm
+from ..ir.types import ObjectType
+from ..planning.allocate import MODES, plan_memory, run_token_program
+from ..planning.arena_options import ARENA_TIME_LIMIT
+from ..planning.emission import emission_sites
+from ..planning.memory_plan import MemoryPlan
 from .pass_infra import ModulePass, PassContext
 
 __all__ = [
     "StaticPlanBlockMemory",
     "static_plan_block_memory",
+    "plan_block_memory",
+    "PlannedModule",
+    "plan_statistics",
     "differences_from_tvm",
     "ATTR_PLAN_DYNAMIC_FUNC_OUTPUT",
     "DIFF_DEVICE_POOLS",
@@ -156,21 +161,7 @@ DIFF_DEVICE_POOLS = "device-pools"
 DIFF_DOMINATING_STORAGE = "dominating-storage"
 #: DIFFERENCES.md entry: TVM fails an internal check on a cross-block token seen twice.
 DIFF_DUPLICATE_CROSS_BLOCK_LEAF = "duplicate-cross-block-leaf"
-MODES = ("tvm", "arena")
 
-_object_new = object.__new__
-_set = object.__setattr__
-# slot setters of the nodes built on the hot path (one Call and one VarBinding per planned
-# allocation), bypassing constructors that would re-validate what is built here
-_call_op = Call.op.__set__
-_call_args = Call.args.__set__
-_call_attrs = Call.attrs.__set__
-_call_ty_args = Call.ty_args.__set__
-_expr_ty = Call.ty.__set__
-_binding_var = VarBinding.var.__set__
-_binding_value = VarBinding.value.__set__
-_block_bindings = BindingBlock.bindings.__set__
-_NO_ATTRS: dict = {}
 _ALLOC_STORAGE = get_op("relax.memory.alloc_storage")
 _MEM_ALLOC_TENSOR = get_op("relax.memory.alloc_tensor")
 _ENSURE_ZERO_OFFSET = get_op("relax.memory.ensure_zero_offset")
@@ -179,289 +170,8 @@ _ZERO = PrimValue(IntImm(0))
 
 
 # --------------------------------------------------------------------------------------
-# Stage 2: allocation
-# --------------------------------------------------------------------------------------
-@dataclass(eq=False)
-class _Storage:
-    """One storage to emit."""
-
-    nbytes: object
-    """PrimExpr size in bytes."""
-    dtype: str
-    scope: str
-    tokens: list
-    """Token ids placed in it, in program order (the first one decides where it is emitted)."""
-    site: tuple = None
-    """``(block id, position, is_dataflow_var, is_tvm_site)``: emit before that binding."""
-
-
-@dataclass(eq=False)
-class _Plan:
-    """Everything the rewriter needs."""
-
-    storages: list
-    tok_storage: np.ndarray
-    """int64[n_tok]: index into ``storages``."""
-    tok_offset: np.ndarray
-    """int64[n_tok]: byte offset in the storage."""
-    tvm_bytes: int = 0
-    """Bytes of the constant-size TVM-mode storages (before arena packing)."""
-    arena_bytes: int = 0
-    """Bytes of the constant-size storages of the chosen plan."""
-    lower_bound: int = 0
-    """Sum over (function, scope, device) pools of the max-live bytes of constant-size tokens."""
-
-    def __post_init__(self):
-        self.tok_storage_list = self.tok_storage.tolist()
-        if self.tok_offset is None:  # TVM mode: every offset is 0
-            self.tok_offset = np.zeros(len(self.tok_storage_list), dtype=np.int64)
-            self.tok_offset_list = [0] * len(self.tok_storage_list)
-        else:
-            self.tok_offset_list = self.tok_offset.tolist()
-
-
-class _StorageAllocator:
-    """Port of TVM ``StorageAllocator`` / ``TokenAllocator1D`` (src/relax/transform/
-    static_plan_block_memory.cc) over flat arrays: the event program of
-    :class:`~memcore_py.analysis.storage_tokens.StorageTokens` goes to
-    :func:`memcore.plan_tokens` (TVM's reuse rules live in the engine). Differs from TVM in
-    the pool key, which includes the device (``key_device``); see DIFFERENCES.md.
-    """
-
-    def __init__(self, tokens: StorageTokens, *, key_device: bool = True):
-        self.tokens = tokens
-        self.key_device = key_device
-
-    def plan_tokens(self):
-        """Run the event program; return ``(TokenPlan, tok_pool)``."""
-        import memcore
-
-        st = self.tokens
-        tok_pool, _keys = st.pools(key_device=self.key_device)
-        if any(info[0] < 0 for info in st.infos):  # some symbolic size
-            tok_sym = st.sym_classes(tok_pool)
-            tok_bytes = np.where(st.tok_const >= 0, st.tok_const, 0)
-        else:  # all constant: tok_sym's default
-            tok_sym = None
-            tok_bytes = st.tok_const
-        plan = memcore.plan_tokens(
-            tok_bytes, tok_pool, st.tok_refs, st.ev_kind, st.ev_tok, tok_sym=tok_sym, match_range=16
-        )
-        return plan, tok_pool
-
-    def tvm_storages(self):
-        """The TVM-mode plan: ``(storages, tok_storage)``; storage sizes are the engine's
-        (maximum requested) for constant sizes, the first token's expression otherwise."""
-        st = self.tokens
-        plan, _ = self.plan_tokens()
-        storage_of = np.asarray(plan.storage_of, dtype=np.int64)
-        n_storage = plan.n_storage
-        # tokens of each storage, in token (= program) order
-        members = [[] for _ in range(n_storage)]
-        for t, k in enumerate(storage_of.tolist()):
-            members[k].append(t)
-        sizes = plan.storage_bytes.tolist()
-        infos, tok_info = st.infos, st.tok_info.tolist()
-        storages = []
-        for k in range(n_storage):
-            toks = members[k]
-            info = infos[tok_info[toks[0]]]
-            nbytes = IntImm(sizes[k]) if info[0] >= 0 else info[1]
-            storages.append(_Storage(nbytes, info[2], info[3], toks))
-        return storages, storage_of
-
-    def arena_storages(self, alignment: int, time_limit=None):
-        """Pack each (function, scope, device) pool into one arena where that is no larger
-        than the TVM-mode storages of the same tensors. Returns a :class:`_Plan` (sites unset)."""
-        import memcore
-
-        st = self.tokens
-        storages, tok_storage = self.tvm_storages()
-        n_tok = st.n_tok
-        tok_offset = np.zeros(n_tok, dtype=np.int64)
-        groups = _arena_groups(st)
-        tvm_total = sum(s.nbytes.value for s in storages if type(s.nbytes) is IntImm)
-        lower_bound = 0
-        keep = [True] * len(storages)
-        new_storages = []
-        for (_f, scope, _dev), idx in groups:
-            toks = idx.tolist()
-            start, end, size = st.tok_start[idx], st.tok_end[idx], st.tok_const[idx]
-            lower_bound += int(memcore.max_live_bytes(start, end, size))
-            used = sorted(set(tok_storage[idx].tolist()))
-            tvm_bytes = sum(storages[s].nbytes.value for s in used)
-            if len(toks) < 2:
-                continue
-            packed = memcore.plan_offsets(start, end, size, alignment=alignment, time_limit=time_limit)
-            if packed.arena_bytes > tvm_bytes:
-                continue
-            dtypes = {st.infos[i][2] for i in np.unique(st.tok_info[idx]).tolist()}
-            dtype = dtypes.pop() if len(dtypes) == 1 else "uint8"
-            for s in used:
-                keep[s] = False
-            new_storages.append((_Storage(IntImm(int(packed.arena_bytes)), dtype, scope, list(toks)), idx,
-                                 packed.offset))
-        # renumber: kept TVM storages first (creation order), then arenas
-        remap = np.full(len(storages), -1, dtype=np.int64)
-        final = []
-        for s, entry in enumerate(storages):
-            if keep[s]:
-                remap[s] = len(final)
-                final.append(entry)
-        tok_storage = remap[tok_storage] if len(storages) else tok_storage
-        for entry, idx, offsets in new_storages:
-            k = len(final)
-            final.append(entry)
-            tok_storage[idx] = k
-            tok_offset[idx] = offsets
-        # emission order is by first use; sort storages by their first token
-        final_bytes = sum(s.nbytes.value for s in final if type(s.nbytes) is IntImm)
-        plan = _Plan(final, tok_storage, tok_offset, tvm_bytes=tvm_total, arena_bytes=final_bytes,
-                     lower_bound=lower_bound)
-        return plan
-
-
-def _arena_groups(st: StorageTokens):
-    """Constant-size tokens grouped by (function, scope, device): ``[(key, token ids), ...]``
-    (token ids in program order)."""
-    group, keys = st.group_ids(lambda info: (info[5], info[3], info[4]))
-    const = st.tok_const >= 0
-    toks = np.flatnonzero(const)
-    g = group[toks]
-    order = np.argsort(g, kind="stable")
-    bounds = np.searchsorted(g[order], np.arange(len(keys) + 1))
-    out = []
-    for k, key in enumerate(keys):
-        idx = toks[order[bounds[k]:bounds[k + 1]]]
-        if idx.shape[0]:
-            out.append((key, idx))
-    return out
-
-
-# --------------------------------------------------------------------------------------
-# Where a storage is emitted
-# --------------------------------------------------------------------------------------
-def _scope_chain(st: StorageTokens, sid: int) -> list:
-    chain = []
-    while sid >= 0:
-        chain.append(sid)
-        sid = st.scope_parent[sid]
-    chain.reverse()
-    return chain
-
-
-def _emission_site(st: StorageTokens, toks: list):
-    """``(block id, position, dataflow_var, is_tvm_site)`` for a storage used by ``toks``
-    (token ids in program order): emit the storage right before binding ``position``.
-
-    TVM emits a storage right before its first allocation, in that allocation's block, as a
-    DataflowVar in a dataflow block. That is kept whenever it dominates every use. Otherwise
-    the storage goes right before the binding of the innermost scope containing all uses
-    that contains the first use, and it is a plain Var unless all uses are in one dataflow
-    block.
-    """
-    tok_block = st.tok_block
-    first = toks[0]
-    b0 = tok_block[first]
-    i0 = st.tok_index[first]
-    df0 = st.block_is_dataflow[b0]
-    if len(toks) == 1 or itemgetter(*toks)(tok_block).count(b0) == len(toks):  # all in block b0
-        return (b0, i0, df0, True)
-    chains = [_scope_chain(st, st.block_scope[tok_block[t]]) for t in toks]
-    depth = min(len(c) for c in chains)
-    lca = 0
-    for i in range(depth):
-        s = chains[0][i]
-        if all(c[i] == s for c in chains):
-            lca = i
-        else:
-            break
-    lca_scope = chains[0][lca]
-    s0 = st.block_scope[b0]
-    if s0 == lca_scope:
-        # Same scope: TVM's position dominates unless a dataflow block is left.
-        return (b0, i0, False, not df0)
-    # Walk up from the first use to the child scope of the common scope.
-    sid = s0
-    while st.scope_parent[sid] != lca_scope:
-        sid = st.scope_parent[sid]
-    anchor_block, _anchor_binding, anchor_index = st.scope_anchor[sid]
-    return (anchor_block, anchor_index, False, False)
-
-
-# --------------------------------------------------------------------------------------
 # Stage 3: rewrite
 # --------------------------------------------------------------------------------------
-def _same_shape(values, shape) -> bool:
-    if len(values) != len(shape):
-        return False
-    for a, b in zip(values, shape):
-        if a is b:
-            continue
-        ta = type(a)
-        if ta is not type(b):
-            return False
-        if ta is IntImm:
-            if a.value != b.value or a.dtype != b.dtype:
-                return False
-        elif ta is PrimVar:
-            if a.name != b.name:
-                return False
-        else:
-            return False
-    return True
-
-
-def _new_call(op, args, ty):
-    """``Call(op, args, ty=ty)`` without re-validating arguments built here (hot path: one per
-    planned allocation)."""
-    c = _object_new(Call)
-    _set(c, "op", op)
-    _set(c, "args", args)
-    _set(c, "attrs", _NO_ATTRS)
-    _set(c, "ty_args", ())
-    _set(c, "ty", ty)
-    return c
-
-
-def _new_binding(var, value):
-    """``VarBinding(var, value)`` for a var and value known to be valid (hot path)."""
-    b = _object_new(VarBinding)
-    _set(b, "var", var)
-    _set(b, "value", value)
-    return b
-
-
-def _updated_function(func: Function, body: SeqExpr, attrs: dict) -> Function:
-    """``Function(func.params, body, func.ret_ty, attrs, func.is_pure)`` without re-validating
-    the (unchanged) parameters: the new body has the old one's type, so the function type is
-    the old one too."""
-    if body.ty is not func.body.ty:
-        return Function(func.params, body, func.ret_ty, attrs, func.is_pure)
-    f = _object_new(Function)
-    _set(f, "params", func.params)
-    _set(f, "body", body)
-    _set(f, "ret_ty", func.ret_ty)
-    _set(f, "attrs", dict(attrs) if attrs else {})
-    _set(f, "is_pure", func.is_pure)
-    _set(f, "ty", func.ty)
-    return f
-
-
-def _with_functions(mod: IRModule, updates: dict) -> IRModule:
-    """``mod.with_functions(updates)`` for updates that replace functions of ``mod`` (same
-    GlobalVars, so the same names) by valid ``Function`` nodes: skips re-validating every
-    function of the module."""
-    new = _object_new(IRModule)
-    funcs = dict(mod.functions)
-    funcs.update(updates)
-    new.functions = funcs
-    new.attrs = dict(mod.attrs)
-    new.global_infos = dict(mod.global_infos)
-    new._by_name = dict(mod._by_name)
-    return new
-
-
 class _StorageAllocationRewriter:
     """Port of TVM ``StorageAllocationRewriter`` (src/relax/transform/
     static_plan_block_memory.cc).
@@ -470,61 +180,69 @@ class _StorageAllocationRewriter:
     where each change goes (block id and position of every planned allocation, emission site
     of every storage, position of every ``If`` on the way) and rebuilds only those blocks,
     copying the unchanged runs of bindings as slices. Emission positions come precomputed
-    from the plan (see :func:`_emission_site`, where the port differs from TVM for unsound
-    placements).
+    (:mod:`memcore_py.planning.emission`, where the port differs from TVM for unsound
+    placements). The rebuild of the planned allocations is compiled
+    (:class:`memcore_py.transform._alloc_rewrite.AllocRewrite`).
     """
 
-    def __init__(self, mod: IRModule, st: StorageTokens, plan: _Plan, zero_offset_views: bool = False):
+    def __init__(self, mod: IRModule, st: StorageTokens, plan: MemoryPlan, zero_offset_views: bool = False):
         self.mod = mod
-        self.st = st
+        sites = self.sites = st.sites
         self.plan = plan
         self.zero_offset_views = zero_offset_views
-        self._n_storage = 0  # storage names handed out
+        self._names = NameTable()  # storage, storage1, ... across the module
+        self.storage_site = emission_sites(sites, plan)
         # block id -> {position: [storage ids to emit before it]}
         self.emit_before: dict = {}
-        for k, s in enumerate(plan.storages):
-            self.emit_before.setdefault(s.site[0], {}).setdefault(s.site[1], []).append(k)
+        for k, site in enumerate(self.storage_site):
+            self.emit_before.setdefault(site.block, {}).setdefault(site.position, []).append(k)
         # block id -> {position: token}, positions increasing (tokens are in program order)
         self.allocs: dict = {}
         allocs = self.allocs
-        tok_block = st.tok_block
+        tok_block = sites.tok_block
         if tok_block and tok_block.count(tok_block[0]) == len(tok_block):
             # every planned allocation in one block (the common case)
-            allocs[tok_block[0]] = dict(zip(st.tok_index, range(len(tok_block))))
+            allocs[tok_block[0]] = dict(zip(sites.tok_index, range(len(tok_block))))
             tok_block = ()
-        for t, (bid, i) in enumerate(zip(tok_block, st.tok_index)):
+        for t, (bid, i) in enumerate(zip(tok_block, sites.tok_index)):
             d = allocs.get(bid)
             if d is None:
                 d = allocs[bid] = {}
             d[i] = t
         # Case 2 candidates: unplanned allocations in functions with the attribute
         self.dynamic: dict = {}
-        plan_dyn = {f for f, (_gv, func, _b, _sid) in enumerate(st.functions)
-                    if _truthy(func.attrs.get(ATTR_PLAN_DYNAMIC_FUNC_OUTPUT))}
+        plan_dyn = {f for f, entry in enumerate(sites.functions)
+                    if _truthy(entry.func.attrs.get(ATTR_PLAN_DYNAMIC_FUNC_OUTPUT))}
         if plan_dyn:
-            for binding, bid, i, f in st.unplanned_allocs:
-                if f in plan_dyn:
-                    self.dynamic.setdefault(bid, {})[i] = binding
+            for u in sites.unplanned_allocs:
+                if u.func in plan_dyn:
+                    self.dynamic.setdefault(u.block, {})[u.position] = u.binding
         # scopes that contain a change (and so every scope around them)
         dirty = set()
         for bid in list(self.emit_before) + list(self.allocs) + list(self.dynamic):
-            sid = st.block_scope[bid]
+            sid = sites.block_scope[bid]
             while sid >= 0 and sid not in dirty:
                 dirty.add(sid)
-                sid = st.scope_parent[sid]
+                sid = sites.scope_parent[sid]
         self.dirty = dirty
         self.storage_var: list = [None] * len(plan.storages)
         self._dtype_imm: dict = {}
         self._scope_imm: dict = {}
         self._offset_imm: dict = {0: _ZERO}
         self._shape_imm: dict = {}
-        self._args_cache: dict = {}
+        self.tok_storage = plan.tok_storage.tolist()
+        self.tok_offset = plan.tok_offset.tolist()
+        compiled = load_compiled("memcore_py.transform._alloc_rewrite")
+        self._same_shape = compiled.same_shape
+        self._allocs_rewrite = compiled.AllocRewrite(
+            self.tok_storage, self.tok_offset, self.storage_var, self._dtype_imm, self._alloc_tensor_args,
+            _MEM_ALLOC_TENSOR, _ZERO)
         self._func_name = ""
         self._bounds = None
 
     def rewrite(self) -> IRModule:
         updates = {}
-        for gv, func, bounds, sid in self.st.functions:
+        for gv, func, bounds, sid in self.sites.functions:
             self._func_name = gv.name
             self._bounds = bounds
             body = self._seq(func.body, sid)
@@ -532,8 +250,8 @@ class _StorageAllocationRewriter:
             if ATTR_PLAN_DYNAMIC_FUNC_OUTPUT in attrs:
                 attrs = {k: v for k, v in attrs.items() if k != ATTR_PLAN_DYNAMIC_FUNC_OUTPUT}
             if body is not func.body or attrs is not func.attrs:
-                updates[gv] = _updated_function(func, body, attrs)
-        return _with_functions(self.mod, updates) if updates else self.mod
+                updates[gv] = function_with_body(func, body, attrs)
+        return module_with_functions(self.mod, updates) if updates else self.mod
 
     # ------------------------------------------------------------------ helpers
     def _dtype(self, dtype):
@@ -558,7 +276,7 @@ class _StorageAllocationRewriter:
         """TVM uses the tensor type's shape; the allocation's own shape argument is the same
         expression in well-typed input and is reused then."""
         arg0 = call.args[0]
-        if type(arg0) is ShapeExpr and _same_shape(arg0.values, ty.shape):
+        if type(arg0) is ShapeExpr and self._same_shape(arg0.values, ty.shape):
             return arg0
         imm = self._shape_imm.get(ty)
         if imm is None:
@@ -566,23 +284,12 @@ class _StorageAllocationRewriter:
         return imm
 
     def _storage_binding(self, nbytes, dev, scope_imm, dtype, dataflow):
-        # Built as VarBinding(Var(name, ObjectType()), Call(alloc_storage, (ShapeExpr((nbytes,)),
-        # ...), ty=ObjectType())) without re-validating (nbytes is a PrimExpr); names are
-        # "storage", "storage1", ... as NameTable.fresh("storage") hands them out.
-        k = self._n_storage
-        self._n_storage = k + 1
-        var = _object_new(DataflowVar if dataflow else Var)
-        _set(var, "name", f"storage{k}" if k else "storage")
-        _set(var, "ty", _OBJECT)
-        values = (nbytes,)
-        shape_ty = _object_new(ShapeType)
-        _set(shape_ty, "values", values)
-        _set(shape_ty, "ndim", 1)
-        shape = _object_new(ShapeExpr)
-        _set(shape, "values", values)
-        _set(shape, "ty", shape_ty)
-        call = _new_call(_ALLOC_STORAGE, (shape, dev, scope_imm, self._dtype(dtype)), _OBJECT)
-        return _new_binding(var, call)
+        # storage = R.memory.alloc_storage(R.shape([nbytes]), dev, scope, dtype); names
+        # "storage", "storage1", ... across the module
+        var = new_var(DataflowVar if dataflow else Var, self._names.fresh("storage"), _OBJECT)
+        call = new_call(_ALLOC_STORAGE, (new_shape_expr((nbytes,)), dev, scope_imm, self._dtype(dtype)), None, (),
+                        _OBJECT)
+        return new_binding(var, call)
 
     # ------------------------------------------------------------------ walk
     def _seq(self, seq: SeqExpr, sid: int) -> SeqExpr:
@@ -590,19 +297,19 @@ class _StorageAllocationRewriter:
             return seq
         blocks = []
         changed = False
-        for block, bid in zip(seq.blocks, self.st.scope_blocks[sid]):
+        for block, bid in zip(seq.blocks, self.sites.scope_blocks[sid]):
             new = self._block(block, bid)
             changed = changed or new is not block
             blocks.append(new)
         if not changed:
             return seq
-        return SeqExpr(blocks, seq.body, seq.ty)
+        return new_seq(blocks, seq.body, seq.ty)
 
     def _block(self, block: BindingBlock, bid: int) -> BindingBlock:
         emit = self.emit_before.get(bid)
         allocs = self.allocs.get(bid)
         dynamic = self.dynamic.get(bid)
-        ifs = self.st.block_ifs.get(bid)
+        ifs = self.sites.block_ifs.get(bid)
         dirty_ifs = None
         if ifs:
             dirty = self.dirty
@@ -620,20 +327,17 @@ class _StorageAllocationRewriter:
         dynamic = dynamic or {}
         dirty_ifs = dirty_ifs or {}
         zero_offset_views = self.zero_offset_views
-        tok_storage = self.plan.tok_storage_list
-        tok_offset = self.plan.tok_offset_list
+        tok_storage = self.tok_storage
+        tok_offset = self.tok_offset
         if zero_offset_views:
             # allocations at a non-zero offset get a view binding: general loop below
             special.update([i for i, t in allocs.items() if tok_offset[t]])
         # Only the special positions go through the loop below; every planned allocation but
-        # the zero-offset views is rebuilt afterwards by _rebuild_allocs (its storage is emitted
+        # the zero-offset views is rebuilt afterwards by AllocRewrite.rebuild (its storage is emitted
         # at a special position of this block or of an enclosing one, so before it is needed).
         positions = sorted(special)
         out = list(bindings)
         inserts = []  # (position, bindings to insert before it), increasing positions
-        args_cache = self._args_cache
-        new = _object_new
-        mem_alloc_tensor = _MEM_ALLOC_TENSOR
         handled = set()  # planned allocations rebuilt in this loop (zero-offset views)
         for i in positions:
             b = out[i]
@@ -652,48 +356,24 @@ class _StorageAllocationRewriter:
                     value = b.value
                     t_b, f_b = self._seq(value.true_branch, sids[0]), self._seq(value.false_branch, sids[1])
                     if t_b is not value.true_branch or f_b is not value.false_branch:
-                        new_if = If(value.cond, t_b, f_b, value.ty)
-                        out[i] = MatchCast(b.var, new_if, b.ty) if type(b) is MatchCast else VarBinding(b.var, new_if)
+                        node = new_if(value.cond, t_b, f_b, value.ty)
+                        out[i] = new_match_cast(b.var, node, b.ty) if type(b) is MatchCast else new_binding(b.var, node)
                     continue
             t = allocs.get(i)
             if t is None or not (zero_offset_views and tok_offset[t]):
-                continue  # none, or rebuilt by _rebuild_allocs below (its storage is emitted now)
+                continue  # none, or rebuilt by AllocRewrite.rebuild below (its storage is emitted now)
+            # a planned allocation at a non-zero offset, reached through R.memory.ensure_zero_offset:
+            # TVM's kernels reject a tensor with a non-zero byte_offset; the view advances the
+            # data pointer instead (no copy when the offset is a multiple of 64)
             handled.add(i)
-            # planned allocation: R.memory.alloc_tensor(storage, offset, shape, dtype, dev)
             var = b.var
-            call = b.value
             ty = var.ty
-            key = (tok_storage[t], tok_offset[t], ty, call.args[2])
-            new_args = args_cache.get(key)
-            if new_args is None:
-                new_args = args_cache[key] = self._alloc_tensor_args(key, call)
-            c = new(Call)
-            _call_op(c, mem_alloc_tensor)
-            _call_args(c, new_args)
-            _call_attrs(c, _NO_ATTRS)
-            _call_ty_args(c, ())
-            _expr_ty(c, ty)
-            nb = new(VarBinding)
-            if zero_offset_views and tok_offset[t]:
-                # R.memory.ensure_zero_offset: TVM's kernels reject a tensor with a non-zero
-                # byte_offset; the view advances the data pointer instead (no copy when the
-                # offset is a multiple of 64).
-                # (nodes built as Var(name, ty), VarBinding(var, Call(op, (raw,), ty=ty)),
-                # without re-validating what is known valid)
-                raw = new(DataflowVar if is_df else Var)
-                _set(raw, "name", var.name + "_raw")
-                _set(raw, "ty", ty)
-                _binding_var(nb, raw)
-                _binding_value(nb, c)
-                inserts.append((i, [nb]))
-                out[i] = _new_binding(var, _new_call(_ENSURE_ZERO_OFFSET, (raw,), ty))
-                continue
-            _binding_var(nb, var)
-            _binding_value(nb, c)
-            out[i] = nb
+            new_args = self._allocs_rewrite.args_for((tok_storage[t], tok_offset[t], ty, b.value.args[2]), b.value)
+            raw = new_var(DataflowVar if is_df else Var, var.name + "_raw", ty)
+            inserts.append((i, [new_binding(raw, new_call(_MEM_ALLOC_TENSOR, new_args, None, (), ty))]))
+            out[i] = new_binding(var, new_call(_ENSURE_ZERO_OFFSET, (raw,), None, (), ty))
         if allocs:
-            _rebuild_allocs(out, allocs, handled, tok_storage, tok_offset, args_cache, self._alloc_tensor_args,
-                            mem_alloc_tensor, _NO_ATTRS, self.storage_var, self._dtype_imm, _ZERO)
+            self._allocs_rewrite.rebuild(out, allocs, handled)
         if inserts:
             merged = []
             last = 0
@@ -704,18 +384,16 @@ class _StorageAllocationRewriter:
             merged.extend(out[last:])
             out = merged
         # every element is a binding of the input block or one built here: skip re-validation
-        nblock = _object_new(DataflowBlock if is_df else BindingBlock)
-        _block_bindings(nblock, tuple(out))
-        return nblock
+        return new_block(DataflowBlock if is_df else BindingBlock, out)
 
     def _emit_storages(self, storage_ids):
         out = []
         plan = self.plan
-        st = self.st
+        tok_binding = self.sites.tok_binding
         for k in storage_ids:
             s = plan.storages[k]
-            dev = st.tok_binding[s.tokens[0]].value.args[2]
-            sb = self._storage_binding(s.nbytes, dev, self._scope(s.scope), s.dtype, s.site[2])
+            dev = tok_binding[s.tokens[0]].value.args[2]
+            sb = self._storage_binding(s.nbytes, dev, self._scope(s.scope), s.dtype, self.storage_site[k].dataflow_var)
             self.storage_var[k] = sb.var
             out.append(sb)
         return out
@@ -748,9 +426,10 @@ class _StorageAllocationRewriter:
         scope_imm = args[3] if len(args) > 3 else self._scope("global")
         sb = self._storage_binding(nbytes, args[2], scope_imm, dtype, in_dataflow)
         ty = b.var.ty
-        new_call = _new_call(_MEM_ALLOC_TENSOR, (sb.var, _ZERO, self._shape_expr(call, ty), self._dtype(dtype), args[2]),
-                             ty)
-        return sb, _new_binding(b.var, new_call)
+        alloc = new_call(_MEM_ALLOC_TENSOR, (sb.var, _ZERO, self._shape_expr(call, ty), self._dtype(dtype), args[2]),
+                         None, (), ty)
+        return sb, new_binding(b.var, alloc)
+
 
 
 def _truthy(v) -> bool:
@@ -769,21 +448,14 @@ def _truthy(v) -> bool:
 # --------------------------------------------------------------------------------------
 # Entry points
 # --------------------------------------------------------------------------------------
-from ..planning.arena_options import ARENA_TIME_LIMIT  # noqa: E402  (default search budget)
+@dataclass(eq=False)
+class PlannedModule:
+    """Result of :func:`plan_block_memory`: the rewritten module and the plan behind it."""
 
-
-def _make_plan(st: StorageTokens, mode: str, alignment: int, key_device: bool = True, time_limit=None) -> _Plan:
-    allocator = _StorageAllocator(st, key_device=key_device)
-    if mode == "tvm":
-        storages, tok_storage = allocator.tvm_storages()
-        total = sum(s.nbytes.value for s in storages if type(s.nbytes) is IntImm)
-        plan = _Plan(storages, tok_storage, None, tvm_bytes=total, arena_bytes=total)
-    else:
-        plan = allocator.arena_storages(alignment, time_limit)
-    for s in plan.storages:
-        s.tokens.sort()  # token ids are in program order
-        s.site = _emission_site(st, s.tokens)
-    return plan
+    module: IRModule
+    plan: MemoryPlan
+    tokens: StorageTokens
+    """The analysis the plan was made from (token program and allocation sites)."""
 
 
 def _check_options(mode, alignment, time_limit=None):
@@ -795,6 +467,27 @@ def _check_options(mode, alignment, time_limit=None):
                                    or not time_limit > 0):
         raise PassError(f"StaticPlanBlockMemory time_limit must be None or a positive number of seconds; "
                         f"got {time_limit!r}")
+
+
+def plan_block_memory(mod: IRModule, mode: str = "tvm", *, alignment: int = 64, time_limit=ARENA_TIME_LIMIT,
+                      zero_offset_views: bool = True, lower_bound: bool = False,
+                      ctx: PassContext | None = None) -> PlannedModule:
+    """Plan and rewrite ``mod`` (see :func:`static_plan_block_memory`), returning the plan too.
+
+    ``lower_bound=True`` also computes the plan's max-live lower bound in TVM mode (arena
+    mode always does). The other parameters are :func:`static_plan_block_memory`'s.
+    """
+    _check_options(mode, alignment, time_limit)
+    # The pass allocates a few objects per binding and frees nothing until it returns; the
+    # cyclic garbage collector would rescan the whole (acyclic) IR again and again on large
+    # functions (2-5x the running time at 300k bindings), so it is paused meanwhile.
+    with gc_paused():
+        st = analyze_storage_tokens(mod)
+        plan = plan_memory(st.program, mode, alignment=alignment, time_limit=time_limit, lower_bound=lower_bound)
+        if ctx is not None and ctx.tracing:
+            _trace(ctx, st, plan, mode)
+        out = _StorageAllocationRewriter(mod, st, plan, zero_offset_views and mode == "arena").rewrite()
+    return PlannedModule(out, plan, st)
 
 
 def static_plan_block_memory(mod: IRModule, mode: str = "tvm", *, alignment: int = 64, time_limit=ARENA_TIME_LIMIT,
@@ -831,21 +524,8 @@ def static_plan_block_memory(mod: IRModule, mode: str = "tvm", *, alignment: int
     PassError
         Bad options, a malformed ``R.builtin.alloc_tensor``, a bad ``tir_var_*`` attribute.
     """
-    _check_options(mode, alignment, time_limit)
-    # The pass allocates a few objects per binding and frees nothing until it returns; the
-    # cyclic garbage collector would rescan the whole (acyclic) IR again and again on large
-    # functions (2-5x the running time at 300k bindings), so it is paused meanwhile.
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        st = analyze_storage_tokens(mod)
-        plan = _make_plan(st, mode, alignment, time_limit=time_limit)
-        if ctx is not None and ctx.tracing:
-            _trace(ctx, st, plan, mode)
-        return _StorageAllocationRewriter(mod, st, plan, zero_offset_views and mode == "arena").rewrite()
-    finally:
-        if gc_was_enabled:
-            gc.enable()
+    return plan_block_memory(mod, mode, alignment=alignment, time_limit=time_limit,
+                             zero_offset_views=zero_offset_views, ctx=ctx).module
 
 
 def plan_statistics(mod: IRModule, mode: str = "tvm", *, alignment: int = 64, time_limit=ARENA_TIME_LIMIT) -> dict:
@@ -853,20 +533,13 @@ def plan_statistics(mod: IRModule, mode: str = "tvm", *, alignment: int = 64, ti
     ``n_storage``, ``tvm_bytes`` / ``planned_bytes`` (constant-size storages of TVM mode / of
     ``mode``), ``lower_bound`` (sum of max-live bytes per (function, scope, device) pool)."""
     _check_options(mode, alignment, time_limit)
-    st = analyze_storage_tokens(mod)
-    plan = _make_plan(st, mode, alignment, time_limit=time_limit)
-    if mode == "tvm":
-        import memcore
-
-        lb = 0
-        for _key, idx in _arena_groups(st):
-            lb += int(memcore.max_live_bytes(st.tok_start[idx], st.tok_end[idx], st.tok_const[idx]))
-        plan.lower_bound = lb
+    program = analyze_storage_tokens(mod).program
+    plan = plan_memory(program, mode, alignment=alignment, time_limit=time_limit, lower_bound=True)
     return {
-        "n_planned": st.n_tok,
-        "n_storage": len(plan.storages),
+        "n_planned": program.n_tok,
+        "n_storage": plan.n_storage,
         "tvm_bytes": plan.tvm_bytes,
-        "planned_bytes": plan.arena_bytes,
+        "planned_bytes": plan.planned_bytes,
         "lower_bound": plan.lower_bound,
     }
 
@@ -885,6 +558,7 @@ def differences_from_tvm(mod: IRModule, *, per_function: bool = False):
         containing that function).
     """
     st = analyze_storage_tokens(mod)
+    program = st.program
     found: dict = {}
 
     def add(f, what):
@@ -894,9 +568,9 @@ def differences_from_tvm(mod: IRModule, *, per_function: bool = False):
 
     for name in st.tvm_check_failures:
         add(name, DIFF_DUPLICATE_CROSS_BLOCK_LEAF)
-    ours, _ = _StorageAllocator(st, key_device=True).plan_tokens()
-    theirs, _ = _StorageAllocator(st, key_device=False).plan_tokens()
-    funcs = st.tok_func
+    ours = run_token_program(program, key_device=True)
+    theirs = run_token_program(program, key_device=False)
+    funcs = program.tok_func
     for f in np.unique(funcs).tolist():
         idx = np.flatnonzero(funcs == f)
         a, b = ours.storage_of[idx], theirs.storage_of[idx]
@@ -906,11 +580,11 @@ def differences_from_tvm(mod: IRModule, *, per_function: bool = False):
         if not np.array_equal(ia, ib) or not np.array_equal(
             np.sort(ours.storage_bytes[np.unique(a)]), np.sort(theirs.storage_bytes[np.unique(b)])
         ):
-            add(st.functions[f][0].name, DIFF_DEVICE_POOLS)
-    plan = _make_plan(st, "tvm", 64, key_device=False)
-    for s in plan.storages:
-        if not s.site[3]:
-            add(st.functions[int(st.tok_func[s.tokens[0]])][0].name, DIFF_DOMINATING_STORAGE)
+            add(program.function_names[f], DIFF_DEVICE_POOLS)
+    plan = plan_memory(program, "tvm", key_device=False)
+    for s, site in zip(plan.storages, emission_sites(st.sites, plan)):
+        if not site.is_tvm_site:
+            add(program.function_names[s.func], DIFF_DOMINATING_STORAGE)
     if per_function:
         return found
     out = []
@@ -923,15 +597,15 @@ def differences_from_tvm(mod: IRModule, *, per_function: bool = False):
 
 def _trace(ctx, st, plan, mode):
     per_func = {}
-    for k, s in enumerate(plan.storages):
-        f = int(st.tok_func[s.tokens[0]])
-        per_func.setdefault(f, [0, 0])[0] += 1
-        per_func[f][1] += len(s.tokens)
-    for f, (gv, _func, _b, _sid) in enumerate(st.functions):
+    for s in plan.storages:
+        counts = per_func.setdefault(s.func, [0, 0])
+        counts[0] += 1
+        counts[1] += len(s.tokens)
+    for f, name in enumerate(st.program.function_names):
         n_storage, n_tok = per_func.get(f, [0, 0])
         ctx.note(StaticPlanBlockMemory.name,
-                 f"function {gv.name!r}: {n_tok} allocations planned into {n_storage} storages ({mode} mode)")
-    hoisted = sum(1 for s in plan.storages if not s.site[3])
+                 f"function {name!r}: {n_tok} allocations planned into {n_storage} storages ({mode} mode)")
+    hoisted = sum(1 for site in emission_sites(st.sites, plan) if not site.is_tvm_site)
     if hoisted:
         ctx.note(StaticPlanBlockMemory.name,
                  f"{hoisted} storages emitted at a dominating position (see DIFFERENCES.md: {DIFF_DOMINATING_STORAGE})")

@@ -40,13 +40,19 @@ def test_public_names_resolve():
     assert (memcore.EV_REQUEST, memcore.EV_DECREF) == (0, 1)
 
 
-def test_spbm_hot_loops_are_compiled():
-    """StaticPlanBlockMemory's Init walk and allocation rewrite run in memcore_py._spbm (built by
-    setup.py like the kernels); the pass imports it directly, with no Python fallback."""
-    from memcore_py.analysis import storage_tokens
-    from memcore_py.transform import static_plan_block_memory as spbm
+@pytest.mark.parametrize("name", ["memcore_py.analysis._storage_walk", "memcore_py.transform._alloc_rewrite"])
+def test_python_layer_helpers_are_compiled(name):
+    """StaticPlanBlockMemory's Init walk and allocation rewrite are compiled helpers in the
+    packages whose job they do (built by setup.py like the kernels), with no Python fallback."""
+    from memcore_py._compiled import load_compiled
 
-    module = importlib.import_module("memcore_py._spbm")
+    module = load_compiled(name)
+    assert module is importlib.import_module(name)
     assert module.__file__.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES)), module.__file__
-    assert storage_tokens._walk_block is module.walk_block
-    assert spbm._rebuild_allocs is module.rebuild_allocs
+
+
+def test_missing_compiled_helper_says_how_to_build():
+    from memcore_py._compiled import load_compiled
+
+    with pytest.raises(ImportError, match=r"memcore_py\.analysis\._no_such_helper is missing.*pip install -e \."):
+        load_compiled("memcore_py.analysis._no_such_helper")

@@ -1,17 +1,13 @@
-"""memcore_py.planning.report: numbers on small modules, symbolic sizes, independent checks."""
+"""Plan reports (memcore_py.cli.report) and the planned-IR checker (memcore_py.planning.check): numbers on small modules, symbolic sizes, independent checks."""
 import numpy as np
 import pytest
 
 import memcore
 import memcore_py
 from memcore_py.errors import PlanningError
-from memcore_py.planning.report import (
-    collect_planned_tensors,
-    format_bytes,
-    format_table,
-    plan_report,
-    verify_planned,
-)
+from memcore_py.cli.plan import plan_and_report
+from memcore_py.cli.report import format_bytes, format_table
+from memcore_py.planning.check import collect_planned_tensors, verify_planned
 
 HEADER = '''# from tvm.script import ir as I
 # from tvm.script import tirx as T
@@ -85,7 +81,7 @@ BAD_PLAN = HEADER + '''    @R.function
 
 
 def test_chain_report_numbers():
-    report = plan_report(memcore_py.parse(CHAIN), name="chain")
+    report = plan_and_report(memcore_py.parse(CHAIN), name="chain")
     (f,) = report.functions
     assert (f.name, f.n_bindings, f.n_allocs, f.n_planned) == ("main", 12, 4, 3)
     # TVM (spec §6.1): y's storage is reused by w; z has its own; v is returned (unplanned).
@@ -97,7 +93,7 @@ def test_chain_report_numbers():
 
 
 def test_chain_lifetimes_from_the_planned_ir():
-    planned = collect_planned_tensors(plan_report(memcore_py.parse(CHAIN)).tvm_module["main"], "main")
+    planned = collect_planned_tensors(plan_and_report(memcore_py.parse(CHAIN)).tvm_module["main"], "main")
     assert planned.n_unplanned == 1
     by_tensor = {}
     for s in planned.storages:
@@ -113,7 +109,7 @@ def test_chain_lifetimes_from_the_planned_ir():
 
 
 def test_symbolic_sizes_are_unknown():
-    report = plan_report(memcore_py.parse(DYNAMIC))
+    report = plan_and_report(memcore_py.parse(DYNAMIC))
     (f,) = report.functions
     assert f.n_planned == 2
     assert f.tvm_bytes is None and f.lower_bound is None
@@ -149,7 +145,7 @@ def test_format_bytes(n, text):
 
 
 def test_storage_arrays_are_int64():
-    planned = collect_planned_tensors(plan_report(memcore_py.parse(CHAIN)).arena_module["main"], "main")
+    planned = collect_planned_tensors(plan_and_report(memcore_py.parse(CHAIN)).arena_module["main"], "main")
     for s in planned.storages:
         for arr in (s.start, s.end, s.size, s.offset):
             assert arr.dtype == np.int64 and arr.flags.c_contiguous

@@ -7,7 +7,8 @@ Measured figures are printed (``pytest -s``) and summarised in bench/README.md.
 import pytest
 
 from memcore_py.examples.models import list_models, load_model, model_text, tvm_oracle
-from memcore_py.planning.report import collect_planned_tensors, plan_report, verify_planned
+from memcore_py.cli.plan import plan_and_report
+from memcore_py.planning.check import collect_planned_tensors, verify_planned
 
 MODELS = ["bert_base", "gpt2_small", "llama_small", "resnet50", "vit_b16"]
 
@@ -21,7 +22,7 @@ def model(request):
     """(name, parsed module, report, TVM's recorded plan), built once per model."""
     name = request.param
     mod = load_model(name)
-    return name, mod, plan_report(mod, name=name), tvm_oracle(name)
+    return name, mod, plan_and_report(mod, name=name), tvm_oracle(name)
 
 
 def test_all_models_shipped():
@@ -120,7 +121,7 @@ def test_tvm_sits_above_the_lower_bound(model):
 def test_arena_heuristics_only_is_deterministic_and_never_above_tvm(model):
     """``time_limit=None``: no search; the plan is a pure function of the input."""
     name, mod, report, _ = model
-    first = plan_report(mod, name=name, time_limit=None).functions[0]
-    again = plan_report(mod, name=name, time_limit=None).functions[0]
+    first = plan_and_report(mod, name=name, time_limit=None).functions[0]
+    again = plan_and_report(mod, name=name, time_limit=None).functions[0]
     assert first.arena_bytes == again.arena_bytes
     assert report.functions[0].arena_bytes <= first.arena_bytes <= first.tvm_bytes

@@ -28,7 +28,7 @@ from tvm.script import relax as R  # noqa: E402
 from tvm.script import tirx as T  # noqa: E402
 
 import memcore_py  # noqa: E402
-from memcore_py.planning.report import collect_planned_tensors, verify_planned  # noqa: E402
+from memcore_py.planning.check import collect_planned_tensors, verify_planned  # noqa: E402
 from memcore_py.transform import KillAfterLastUse, LowerAllocTensor, Sequential, StaticPlanBlockMemory  # noqa: E402
 
 pytestmark = pytest.mark.oracle

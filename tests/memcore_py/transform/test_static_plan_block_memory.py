@@ -34,7 +34,7 @@ from memcore_py.ir import (
 )
 from memcore_py.ir.structural import assert_structural_equal
 from memcore_py.ir.well_formed import well_formed_report
-from memcore_py.planning.report import collect_planned_tensors, verify_planned
+from memcore_py.planning.check import collect_planned_tensors, verify_planned
 from memcore_py.testing.memory_programs import chain_module, random_memory_module
 from memcore_py.transform import KillAfterLastUse, LowerAllocTensor, PassContext, Sequential, StaticPlanBlockMemory
 from memcore_py.transform.static_plan_block_memory import (

@@ -1,0 +1,328 @@
+"""Compiled binding loop of StaticPlanBlockMemory's Init walk (built by ``setup.py``; no fallback).
+
+Design
+------
+:class:`~memcore_py.analysis.storage_tokens._StorageAllocatorInit` walks every block of a
+module; in CPython that walk is dominated by per-binding interpreter overhead, so its state
+and its common cases live in :class:`InitWalk`:
+
+- the per-token rows (``t_block``, ``t_info``, ``t_binding``, ``t_index``: struct of arrays,
+  one entry per ``R.builtin.alloc_tensor`` seen, in program order), the discarded set and the
+  packed event list, and the per-function maps (``var_tokens``, ``size_cache``);
+- :meth:`InitWalk.walk` runs over one block and handles the post-CallTIRRewrite forms — an
+  allocation whose tensor type was seen before with equal arguments (same nodes or same
+  values), a call to a PrimFunc / packed function whose arguments are variables, a rebinding
+  ``v = x``, a storage-sharing op of a variable (``v = R.reshape(x, ...)``) — and hands every
+  other binding, unchanged and in program order, to the Python callback
+  ``slow(binding, position, step0)``;
+- :meth:`InitWalk.decode` ends the walk: the event list without the discarded tokens,
+  renumbered densely, with each token's allocation step, last use and use count, and the
+  rows of the kept tokens.
+
+Events are packed one Python int each, ``step * EV_SCALE + 2 * token + kind`` (kind
+``EV_REQUEST`` / ``EV_DECREF`` from ``memcore/_typedefs.pxd``); tokens must stay below 2**31.
+Slots of the IR nodes are read through ``memcore_py/ir/_slots.pxd``.
+"""
+from cpython.object cimport PyObject, PyTypeObject, Py_TYPE
+
+from memcore._typedefs cimport EV_DECREF, EV_REQUEST, int64_t, kind_t
+from memcore_py.ir._slots cimport PyDict_GetItem, get_slot, slot_offset
+
+import numpy as np
+
+from memcore_py.ir.expr import Call, DataflowVar, DataTypeImm, MatchCast, PrimValue, StringImm, Var, VarBinding
+from memcore_py.ir.prim import IntImm
+
+#: events are packed as ``step * SCALE + 2 * token + kind`` (C arithmetic in the loops)
+cdef long long SCALE = 1LL << 32
+EV_SCALE = SCALE
+
+cdef Py_ssize_t O_VAR = slot_offset(VarBinding.var)
+cdef Py_ssize_t O_VALUE = slot_offset(VarBinding.value)
+cdef Py_ssize_t O_TY = slot_offset(Var.ty)
+cdef Py_ssize_t O_OP = slot_offset(Call.op)
+cdef Py_ssize_t O_ARGS = slot_offset(Call.args)
+if slot_offset(Call.ty) != O_TY or slot_offset(MatchCast.var) != O_VAR or slot_offset(MatchCast.value) != O_VALUE:
+    raise ImportError("memcore_py.analysis._storage_walk: unexpected slot layout of the IR nodes")
+
+cdef PyTypeObject* T_CALL = <PyTypeObject*>Call
+cdef PyTypeObject* T_VAR_BINDING = <PyTypeObject*>VarBinding
+cdef PyTypeObject* T_MATCH_CAST = <PyTypeObject*>MatchCast
+cdef PyTypeObject* T_VAR = <PyTypeObject*>Var
+cdef PyTypeObject* T_DATAFLOW_VAR = <PyTypeObject*>DataflowVar
+
+
+cpdef bint same_alloc_args(tuple args, info) except -1:
+    """Whether ``R.builtin.alloc_tensor`` arguments ``args`` have the values recorded in
+    ``info`` (a :class:`~memcore_py.analysis.storage_tokens.TokenInfo`): dtype, device index
+    and scope equal, as parsed from text (distinct nodes). Needs all four arguments."""
+    if len(args) != 4:
+        return False
+    a1, a2, a3 = args[1], args[2], args[3]
+    return bool(type(a1) is DataTypeImm and a1.value == info[2] and type(a2) is PrimValue
+                and type(a2.value) is IntImm and a2.value.value == info[4]
+                and type(a3) is StringImm and a3.value == info[3])
+
+
+cdef class InitWalk:
+    """State and compiled binding loop of the Init walk (see the module docstring).
+
+    Parameters
+    ----------
+    alloc_op : Op
+        ``relax.builtin.alloc_tensor``.
+    shares_storage_ops : frozenset of Op
+        Ops whose result carries ``args[0]``'s tokens (TVM's in-place memory ops).
+    carriers : frozenset of type
+        Argument node classes that may carry tokens without being a variable.
+    call_kind : dict
+        Callee -> whether a call to it counts uses (True) or only propagates (False);
+        callees not in it go to ``slow``.
+    const_info : dict
+        Constant-shape TensorType -> TokenInfo of an earlier allocation (across calls).
+    make_info : callable
+        ``TokenInfo`` constructor.
+    slow : callable
+        ``slow(binding, position, step0) -> step0``: the general code for other bindings.
+    """
+
+    cdef object alloc_op, make_info, slow
+    cdef frozenset shares_storage_ops, carriers
+    cdef dict call_kind, const_info
+    cdef public dict var_tokens, size_cache
+    cdef public list t_block, t_info, t_binding, t_index, infos, ev
+    cdef public set discarded
+    cdef public Py_ssize_t func_idx
+
+    def __init__(self, alloc_op, frozenset shares_storage_ops, frozenset carriers, dict call_kind,
+                 dict const_info, make_info, slow):
+        self.alloc_op = alloc_op
+        self.shares_storage_ops = shares_storage_ops
+        self.carriers = carriers
+        self.call_kind = call_kind
+        self.const_info = const_info
+        self.make_info = make_info
+        self.slow = slow
+        self.var_tokens = {}
+        self.size_cache = {}
+        self.t_block = []
+        self.t_info = []
+        self.t_binding = []
+        self.t_index = []
+        self.infos = []
+        self.ev = []
+        self.discarded = set()
+        self.func_idx = -1
+
+    def begin_function(self, Py_ssize_t func_idx):
+        """Start a new function: fresh var -> tokens map and size cache."""
+        self.func_idx = func_idx
+        self.var_tokens = {}
+        self.size_cache = {}
+
+    cpdef Py_ssize_t new_token(self, info, binding, Py_ssize_t bid, Py_ssize_t index, long long step) except -1:
+        """Record a token for allocation ``binding`` (position ``index`` of block ``bid``,
+        at ``step``) and its EV_REQUEST; returns its id."""
+        cdef Py_ssize_t t = len(self.t_block)
+        self.t_block.append(bid)
+        self.t_info.append(info)
+        self.t_binding.append(binding)
+        self.t_index.append(index)
+        self.ev.append(step * SCALE + 2 * t + EV_REQUEST)
+        return t
+
+    cpdef void use(self, long long step, Py_ssize_t t) except *:
+        """Record an EV_DECREF of token ``t`` at ``step``."""
+        self.ev.append(step * SCALE + 2 * t + EV_DECREF)
+
+    def walk(self, tuple bindings, Py_ssize_t bid, Py_ssize_t step0):
+        """Run the binding loop over one block (its first binding at ``step0``); returns
+        ``step0`` after the block (If branches take steps)."""
+        cdef Py_ssize_t i, n = len(bindings), t
+        cdef long long step
+        cdef PyObject* p
+        cdef PyTypeObject* tb
+        cdef PyTypeObject* tv
+        cdef PyTypeObject* ta
+        cdef bint ok
+        cdef dict var_tokens = self.var_tokens
+        cdef dict size_cache = self.size_cache
+        cdef dict call_kind = self.call_kind
+        cdef list t_block = self.t_block
+        cdef set discarded = self.discarded
+        cdef list ev = self.ev
+        alloc_op = self.alloc_op
+        slow = self.slow
+        for i in range(n):
+            b = bindings[i]
+            tb = Py_TYPE(b)
+            if tb is not T_VAR_BINDING and tb is not T_MATCH_CAST:
+                step0 = slow(b, i, step0)
+                continue
+            p = get_slot(b, O_VALUE)
+            if p is NULL:
+                step0 = slow(b, i, step0)
+                continue
+            value = <object>p
+            tv = Py_TYPE(value)
+            if tv is T_VAR or tv is T_DATAFLOW_VAR:
+                # v = x
+                p = PyDict_GetItem(var_tokens, value)
+                if p is not NULL:
+                    var_tokens[<object>get_slot(b, O_VAR)] = <object>p
+                continue
+            if tv is not T_CALL or tb is not T_VAR_BINDING:
+                step0 = slow(b, i, step0)
+                continue
+            op = <object>get_slot(value, O_OP)
+            args = <object>get_slot(value, O_ARGS)
+            if op is alloc_op:
+                # allocation of a tensor type seen before in this function (or, with a
+                # constant shape, in an earlier call), with equal arguments
+                var = <object>get_slot(b, O_VAR)
+                p = get_slot(var, O_TY)
+                if p is NULL:
+                    step0 = slow(b, i, step0)
+                    continue
+                ty = <object>p
+                p = PyDict_GetItem(size_cache, ty)
+                if p is NULL:
+                    p = PyDict_GetItem(self.const_info, ty)
+                    if p is NULL or not same_alloc_args(args, <object>p):
+                        step0 = slow(b, i, step0)
+                        continue
+                    c = <object>p
+                    info = self.make_info(c[0], c[1], c[2], c[3], c[4], self.func_idx, args[1:], len(self.infos))
+                    self.infos.append(info)
+                    size_cache[ty] = info
+                else:
+                    info = <object>p
+                    if not (args[1:] == info[6]) and not same_alloc_args(args, info):
+                        step0 = slow(b, i, step0)
+                        continue
+                var_tokens[var] = self.new_token(info, b, bid, i, step0 + i)
+                continue
+            p = PyDict_GetItem(call_kind, op)
+            if p is NULL:
+                step0 = slow(b, i, step0)
+                continue
+            if not (<object>p):
+                if op in self.shares_storage_ops and len(args) > 0:
+                    # v = R.reshape(x, ...) and the other storage-sharing ops: v carries x's tokens
+                    a = args[0]
+                    ta = Py_TYPE(a)
+                    if ta is T_VAR or ta is T_DATAFLOW_VAR:
+                        p = PyDict_GetItem(var_tokens, a)
+                        if p is not NULL:
+                            var_tokens[<object>get_slot(b, O_VAR)] = <object>p
+                        continue
+                step0 = slow(b, i, step0)
+                continue
+            # counting call: every argument a variable (or a value carrying no token)
+            ok = True
+            for a in args:
+                p = PyDict_GetItem(var_tokens, a)
+                if p is NULL:
+                    ta = Py_TYPE(a)
+                    if ta is T_VAR or ta is T_DATAFLOW_VAR or type(a) not in self.carriers:
+                        continue
+                    ok = False
+                    break
+                if type(<object>p) is not int:
+                    ok = False
+                    break
+            if not ok:
+                step0 = slow(b, i, step0)
+                continue
+            step = step0 + i
+            for a in args:
+                p = PyDict_GetItem(var_tokens, a)
+                if p is NULL:
+                    continue
+                s = <object>p
+                if s in discarded:
+                    continue
+                t = s
+                if <Py_ssize_t>t_block[t] != bid:
+                    discarded.add(s)
+                    continue
+                ev.append(step * SCALE + 2 * t + EV_DECREF)
+        return step0
+
+    def decode(self):
+        """The event program without the discarded tokens, kept tokens renumbered densely.
+
+        Returns
+        -------
+        ev_kind : int8 array, ev_tok : int64 array
+            The events of kept tokens, in program order.
+        tok_start, tok_end, tok_refs : int64 arrays of shape (n_tok,)
+            Allocation step, last use (the allocation step when unused), number of uses.
+        tok_info : int64 array of shape (n_tok,)
+            ``TokenInfo.id`` of each kept token.
+        kept : tuple of lists
+            ``(t_block, t_binding, t_index)`` of the kept tokens (the rows themselves when
+            nothing was discarded).
+        new_id : int64 array of shape (n_all,)
+            New id of every token seen; -1 for a discarded one.
+        """
+        cdef Py_ssize_t n_all = len(self.t_block)
+        cdef set discarded = self.discarded
+        cdef list ev = self.ev
+        cdef list t_info = self.t_info
+        new_id_arr = np.empty(n_all, dtype=np.int64)
+        cdef int64_t[::1] new_id = new_id_arr
+        cdef Py_ssize_t i, j, m = 0, k = 0, n_ev = len(ev)
+        cdef long long e, step, rest
+        cdef int64_t t
+        cdef list kept_block, kept_binding, kept_index
+        for i in range(n_all):
+            if discarded and i in discarded:
+                new_id[i] = -1
+            else:
+                new_id[i] = k
+                k += 1
+        info_arr = np.empty(k, dtype=np.int64)
+        cdef int64_t[::1] info_id = info_arr
+        if k == n_all:
+            kept_block, kept_binding, kept_index = self.t_block, self.t_binding, self.t_index
+            for i in range(n_all):
+                info_id[i] = t_info[i][7]
+        else:
+            kept_block, kept_binding, kept_index = [], [], []
+            for i in range(n_all):
+                if new_id[i] >= 0:
+                    info_id[new_id[i]] = t_info[i][7]
+                    kept_block.append(self.t_block[i])
+                    kept_binding.append(self.t_binding[i])
+                    kept_index.append(self.t_index[i])
+        kind_arr = np.empty(n_ev, dtype=np.int8)
+        tok_arr = np.empty(n_ev, dtype=np.int64)
+        start_arr = np.zeros(k, dtype=np.int64)
+        end_arr = np.zeros(k, dtype=np.int64)
+        refs_arr = np.zeros(k, dtype=np.int64)
+        cdef kind_t[::1] kind = kind_arr
+        cdef int64_t[::1] tok = tok_arr
+        cdef int64_t[::1] start = start_arr
+        cdef int64_t[::1] end = end_arr
+        cdef int64_t[::1] refs = refs_arr
+        for j in range(n_ev):
+            e = ev[j]
+            step = e // SCALE
+            rest = e - step * SCALE
+            t = new_id[rest >> 1]
+            if t < 0:
+                continue
+            if rest & 1:
+                kind[m] = EV_DECREF
+                refs[t] += 1
+                if step > end[t]:
+                    end[t] = step
+            else:
+                kind[m] = EV_REQUEST
+                start[t] = step
+                end[t] = step
+            tok[m] = t
+            m += 1
+        return (kind_arr[:m], tok_arr[:m], start_arr, end_arr, refs_arr, info_arr,
+                (kept_block, kept_binding, kept_index), new_id_arr)

@@ -1,0 +1,207 @@
+"""Memory reports: per function, what StaticPlanBlockMemory did in both modes and how good it is.
+
+Design
+------
+A report is built from results, never by running passes: the caller plans the module in
+both modes (:func:`memcore_py.cli.plan.plan_and_report` does, timing each run) and hands the
+two :class:`~memcore_py.transform.static_plan_block_memory.PlannedModule` results to
+:func:`build_report`. Figures per function:
+
+- **TVM mode** bytes: the sum of the ``R.memory.alloc_storage`` sizes of the planned
+  function, i.e. what TVM's VM allocates for the planned tensors, re-read from the planned IR
+  by the independent checker (:func:`memcore_py.planning.check.collect_planned_tensors`). A
+  storage whose size is symbolic (no ``tir_var_upper_bound`` for a dynamic dim) makes the
+  total unknown (``None``).
+- **Arena mode** bytes: the same, one storage per (scope, device) pool.
+- **Lower bound**: the plan's own (:func:`memcore_py.planning.lower_bound.function_lower_bounds`),
+  the max-live bytes of the planned tensors per (scope, device) pool, summed over pools.
+
+This module sits above ``transform`` (it formats, it does not plan); the table is plain text.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..ir.expr import Call, Function, If, SeqExpr
+from ..ir.module import IRModule
+from ..ir.op import get_op
+from ..planning.check import collect_planned_tensors
+
+__all__ = ["FunctionReport", "PlanReport", "build_report", "format_bytes", "format_table"]
+
+_BUILTIN_ALLOC_TENSOR = get_op("relax.builtin.alloc_tensor")
+
+
+@dataclass(frozen=True)
+class FunctionReport:
+    """Memory report of one Relax function (see :func:`plan_report`)."""
+
+    name: str
+    n_bindings: int
+    """Bindings of the function before planning (all blocks, branches included)."""
+    n_allocs: int
+    """``R.builtin.alloc_tensor`` bindings before planning."""
+    n_planned: int
+    """Tensors StaticPlanBlockMemory placed in storages (TVM mode)."""
+    tvm_storages: int
+    tvm_bytes: int | None
+    """TVM mode: sum of storage sizes; None when a size is symbolic."""
+    arena_storages: int
+    arena_bytes: int | None
+    lower_bound: int | None
+    """Max-live bytes of the planned tensors, summed over (scope, device) pools."""
+    reference_bytes: int | None = None
+    """Apache TVM's own StaticPlanBlockMemory bytes for this function, when known (the
+    shipped models record it)."""
+
+    def excess(self, nbytes: int | None) -> float | None:
+        """``nbytes`` relative to the lower bound: 0.10 means 10 % above it."""
+        if nbytes is None or not self.lower_bound:
+            return None
+        return nbytes / self.lower_bound - 1.0
+
+    def to_dict(self) -> dict:
+        return {
+            "name": self.name,
+            "n_bindings": self.n_bindings,
+            "n_allocs": self.n_allocs,
+            "n_planned": self.n_planned,
+            "tvm": {"n_storages": self.tvm_storages, "bytes": self.tvm_bytes},
+            "arena": {"n_storages": self.arena_storages, "bytes": self.arena_bytes},
+            "lower_bound": self.lower_bound,
+            "reference_bytes": self.reference_bytes,
+        }
+
+
+@dataclass(frozen=True)
+class PlanReport:
+    """Per-function report of one module, plus the planning times of both modes."""
+
+    name: str
+    functions: tuple
+    """Tuple of :class:`FunctionReport`, in module order."""
+    tvm_seconds: float
+    """Wall time of ``StaticPlanBlockMemory(mode="tvm")`` on the whole module."""
+    arena_seconds: float
+    """Wall time of ``StaticPlanBlockMemory(mode="arena")`` on the whole module."""
+    tvm_module: IRModule = field(repr=False, compare=False)
+    arena_module: IRModule = field(repr=False, compare=False)
+
+    def to_dict(self) -> dict:
+        return {
+            "name": self.name,
+            "tvm_seconds": self.tvm_seconds,
+            "arena_seconds": self.arena_seconds,
+            "functions": [f.to_dict() for f in self.functions],
+        }
+
+
+def _count_bindings(seq: SeqExpr) -> tuple[int, int]:
+    n_bindings = n_allocs = 0
+    for block in seq.blocks:
+        for b in block.bindings:
+            n_bindings += 1
+            v = b.value
+            if isinstance(v, Call) and v.op is _BUILTIN_ALLOC_TENSOR:
+                n_allocs += 1
+            elif isinstance(v, If):
+                for branch in (v.true_branch, v.false_branch):
+                    nb, na = _count_bindings(branch)
+                    n_bindings += nb
+                    n_allocs += na
+    return n_bindings, n_allocs
+
+
+def build_report(mod: IRModule, tvm, arena, *, name: str = "module", tvm_seconds: float = 0.0,
+                 arena_seconds: float = 0.0, reference: dict | None = None) -> PlanReport:
+    """The per-function report of ``mod`` planned in both modes.
+
+    Parameters
+    ----------
+    mod : IRModule
+        The module as planned (after ``CallTIRRewrite``).
+    tvm, arena : PlannedModule
+        :func:`~memcore_py.transform.static_plan_block_memory.plan_block_memory`'s results for
+        ``mode="tvm"`` (with ``lower_bound=True``) and ``mode="arena"``.
+    name : str
+        A label for the report (file or model name).
+    tvm_seconds, arena_seconds : float
+        Planning times to report.
+    reference : dict, optional
+        Function name -> bytes of Apache TVM's own plan, copied into the report.
+    """
+    lower_bounds = tvm.plan.function_lower_bounds
+    if lower_bounds is None:
+        lower_bounds = arena.plan.function_lower_bounds or {}
+    reports = []
+    for gv, func in mod.functions.items():
+        if not isinstance(func, Function):
+            continue
+        n_bindings, n_allocs = _count_bindings(func.body)
+        tvm_plan = collect_planned_tensors(tvm.module[gv.name], gv.name)
+        arena_plan = collect_planned_tensors(arena.module[gv.name], gv.name)
+        reports.append(
+            FunctionReport(
+                name=gv.name,
+                n_bindings=n_bindings,
+                n_allocs=n_allocs,
+                n_planned=tvm_plan.n_planned,
+                tvm_storages=len(tvm_plan.storages),
+                tvm_bytes=tvm_plan.total_bytes,
+                arena_storages=len(arena_plan.storages),
+                arena_bytes=arena_plan.total_bytes,
+                lower_bound=lower_bounds.get(gv.name, 0),
+                reference_bytes=(reference or {}).get(gv.name),
+            )
+        )
+    return PlanReport(name, tuple(reports), tvm_seconds, arena_seconds, tvm.module, arena.module)
+
+
+# ---------------------------------------------------------------------------------------------
+# Text
+# ---------------------------------------------------------------------------------------------
+
+
+def format_bytes(n: int | None) -> str:
+    """``12.34 MiB`` style; ``?`` for unknown (symbolic)."""
+    if n is None:
+        return "?"
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= scale:
+            return f"{n / scale:.2f} {unit}"
+    return f"{n} B"
+
+
+_COLUMNS = ("module", "function", "bindings", "allocs", "planned", "storages", "tvm bytes",
+            "arena bytes", "lower bound", "tvm/lb", "arena/lb", "TVM 0.27", "tvm ms", "arena ms")
+
+
+def format_table(reports) -> str:
+    """A fixed-width table with one row per function of each :class:`PlanReport`.
+
+    ``storages`` is TVM mode's count; ``tvm/lb`` and ``arena/lb`` are the excess over the
+    lower bound; ``TVM 0.27`` is Apache TVM's own result when recorded; the times are those
+    of the whole module's StaticPlanBlockMemory run in each mode.
+    """
+    rows = []
+    for rep in reports:
+        for f in rep.functions:
+            tvm_x, arena_x = f.excess(f.tvm_bytes), f.excess(f.arena_bytes)
+            rows.append((
+                rep.name, f.name, str(f.n_bindings), str(f.n_allocs), str(f.n_planned),
+                str(f.tvm_storages), format_bytes(f.tvm_bytes), format_bytes(f.arena_bytes),
+                format_bytes(f.lower_bound),
+                "-" if tvm_x is None else f"{tvm_x:+.1%}",
+                "-" if arena_x is None else f"{arena_x:+.1%}",
+                "-" if f.reference_bytes is None else format_bytes(f.reference_bytes),
+                f"{rep.tvm_seconds * 1e3:.1f}", f"{rep.arena_seconds * 1e3:.1f}",
+            ))
+    widths = [max(len(c), *(len(r[i]) for r in rows)) if rows else len(c) for i, c in enumerate(_COLUMNS)]
+    left = {0, 1}
+
+    def fmt(cells):
+        return "  ".join(c.ljust(w) if i in left else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+
+    lines = [fmt(_COLUMNS), fmt(tuple("-" * w for w in widths))]
+    lines.extend(fmt(r) for r in rows)
+    return "\n".join(lines)

@@ -1,0 +1,154 @@
+"""StaticPlanBlockMemory's allocation stage: a token program in, a :class:`MemoryPlan` out.
+
+Port of TVM ``StorageAllocator`` / ``TokenAllocator1D`` (src/relax/transform/
+static_plan_block_memory.cc) over flat arrays, plus arena packing:
+
+- **TVM mode** (:func:`tvm_plan`): the event program of a
+  :class:`~memcore_py.analysis.storage_tokens.TokenProgram` runs through
+  :func:`memcore.plan_tokens` (TVM's reuse rules live in the engine: fresh storage or reuse of
+  a released one of the same pool within the size window ``[s/16, 16*s]``, symbolic sizes only
+  among provably equal ones, 0-reference tokens never pooled). Differs from TVM in the pool
+  key, which includes the device (``key_device``; see DIFFERENCES.md).
+- **Arena mode** (:func:`arena_plan`): each (function, scope, device) pool of constant-size
+  tokens is packed into one storage with :func:`memcore.plan_offsets` when that is no larger
+  than the TVM-mode storages of the same tokens; the rest keeps its TVM-mode storages. So
+  arena mode never uses more bytes than TVM mode.
+
+No IR here: where storages are emitted is :mod:`memcore_py.planning.emission`'s job.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..analysis.storage_tokens import TokenProgram
+from ..ir.prim import IntImm
+from .lower_bound import function_lower_bounds, pool_groups, pool_lower_bounds
+from .memory_plan import MemoryPlan, StoragePlan
+
+__all__ = ["MODES", "plan_memory", "tvm_plan", "arena_plan", "run_token_program"]
+
+#: The planning modes: TVM's token reuse, or offset packing into arenas.
+MODES = ("tvm", "arena")
+
+
+def run_token_program(program: TokenProgram, *, key_device: bool = True):
+    """Run the event program through :func:`memcore.plan_tokens` (``match_range`` 16, Relax
+    release policy). Returns the engine's :class:`memcore.TokenPlan`."""
+    import memcore
+
+    tok_pool, _keys = program.pools(key_device=key_device)
+    if (program.tok_const < 0).any():  # some symbolic size
+        tok_sym = program.sym_classes(tok_pool)
+        tok_bytes = np.where(program.tok_const >= 0, program.tok_const, 0)
+    else:  # all constant: tok_sym's default
+        tok_sym = None
+        tok_bytes = program.tok_const
+    return memcore.plan_tokens(tok_bytes, tok_pool, program.tok_refs, program.ev_kind, program.ev_tok,
+                               tok_sym=tok_sym, match_range=16)
+
+
+def _storage_sum(storages) -> int:
+    return sum(s.nbytes.value for s in storages if type(s.nbytes) is IntImm)
+
+
+def tvm_plan(program: TokenProgram, *, key_device: bool = True) -> MemoryPlan:
+    """TVM's plan: storage sizes are the engine's (maximum requested) for constant sizes, the
+    first token's expression otherwise; every offset is 0."""
+    plan = run_token_program(program, key_device=key_device)
+    storage_of = np.asarray(plan.storage_of, dtype=np.int64)
+    members = [[] for _ in range(plan.n_storage)]  # tokens of each storage, in program order
+    for t, k in enumerate(storage_of.tolist()):
+        members[k].append(t)
+    sizes = plan.storage_bytes.tolist()
+    infos, tok_info = program.infos, program.tok_info.tolist()
+    storages = []
+    for k, toks in enumerate(members):
+        info = infos[tok_info[toks[0]]]
+        nbytes = IntImm(sizes[k]) if info.const_bytes >= 0 else info.nbytes
+        storages.append(StoragePlan(nbytes, info.dtype, info.scope, info.device, info.func, toks))
+    total = _storage_sum(storages)
+    return MemoryPlan("tvm", storages, storage_of, np.zeros(len(storage_of), dtype=np.int64),
+                      tvm_bytes=total, planned_bytes=total, function_names=program.function_names)
+
+
+def arena_plan(program: TokenProgram, alignment: int = 64, time_limit=None) -> MemoryPlan:
+    """Pack each (function, scope, device) pool into one arena where that is no larger than
+    the TVM-mode storages of the same tokens (see the module docstring). The lower bound is
+    always computed (the search stops at it)."""
+    import memcore
+
+    base = tvm_plan(program)
+    storages, tok_storage = base.storages, base.tok_storage
+    tok_offset = np.zeros(program.n_tok, dtype=np.int64)
+    groups = pool_groups(program)
+    bounds = pool_lower_bounds(program, groups)
+    keep = [True] * len(storages)
+    arenas = []
+    for (func, scope, device), idx in groups:
+        if idx.shape[0] < 2:
+            continue
+        used = sorted(set(tok_storage[idx].tolist()))
+        tvm_bytes = sum(storages[s].nbytes.value for s in used)
+        start, end, size = program.tok_start[idx], program.tok_end[idx], program.tok_const[idx]
+        packed = memcore.plan_offsets(start, end, size, alignment=alignment, time_limit=time_limit)
+        if packed.arena_bytes > tvm_bytes:
+            continue
+        dtypes = {program.infos[i].dtype for i in np.unique(program.tok_info[idx]).tolist()}
+        dtype = dtypes.pop() if len(dtypes) == 1 else "uint8"
+        for s in used:
+            keep[s] = False
+        arenas.append((StoragePlan(IntImm(int(packed.arena_bytes)), dtype, scope, device, func, idx.tolist()),
+                       idx, packed.offset))
+    # renumber: kept TVM storages first (creation order), then arenas
+    remap = np.full(len(storages), -1, dtype=np.int64)
+    final = []
+    for s, entry in enumerate(storages):
+        if keep[s]:
+            remap[s] = len(final)
+            final.append(entry)
+    tok_storage = remap[tok_storage] if len(storages) else tok_storage
+    for entry, idx, offsets in arenas:
+        tok_storage[idx] = len(final)
+        tok_offset[idx] = offsets
+        final.append(entry)
+    return MemoryPlan("arena", final, tok_storage, tok_offset, tvm_bytes=base.tvm_bytes,
+                      planned_bytes=_storage_sum(final), lower_bound=sum(bounds.values()),
+                      function_names=program.function_names,
+                      function_lower_bounds=function_lower_bounds(program, bounds))
+
+
+def plan_memory(program: TokenProgram, mode: str = "tvm", *, alignment: int = 64, time_limit=None,
+                key_device: bool = True, lower_bound: bool = False) -> MemoryPlan:
+    """Plan the tokens of ``program`` in ``mode`` (``"tvm"`` or ``"arena"``).
+
+    Parameters
+    ----------
+    program : TokenProgram
+    mode : {"tvm", "arena"}
+    alignment : int, default 64
+        Arena mode: byte alignment of offsets.
+    time_limit : float or None
+        Arena mode: seconds of :func:`memcore.plan_offsets`'s anytime search per pool.
+    key_device : bool, default True
+        TVM mode: storages of different devices are never shared (False: TVM's pool key).
+    lower_bound : bool, default False
+        TVM mode: also compute :attr:`MemoryPlan.lower_bound` (arena mode always does).
+
+    Returns
+    -------
+    MemoryPlan
+        Each storage's ``tokens`` in program order.
+    """
+    if mode == "tvm":
+        plan = tvm_plan(program, key_device=key_device)
+        if lower_bound:
+            bounds = pool_lower_bounds(program)
+            plan.lower_bound = sum(bounds.values())
+            plan.function_lower_bounds = function_lower_bounds(program, bounds)
+    elif mode == "arena":
+        plan = arena_plan(program, alignment, time_limit)
+    else:
+        raise ValueError(f"planning mode must be one of {MODES}; got {mode!r}")
+    for s in plan.storages:
+        s.tokens.sort()  # token ids are in program order
+    return plan

@@ -1,0 +1,75 @@
+"""The max-live lower bound of a token program, per (function, storage scope, device) pool.
+
+Tensors of different functions, scopes or devices can never share bytes, so the bound of a
+program is the sum over those pools of :func:`memcore.max_live_bytes` of the pool's
+constant-size tokens (their lifetimes ``[tok_start, tok_end]`` inclusive). This is the one
+place the bound is computed: arena packing, the plan totals and the reports all use it.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..analysis.storage_tokens import TokenProgram
+
+__all__ = ["max_live_by_pool", "pool_groups", "pool_lower_bounds", "function_lower_bounds"]
+
+
+def max_live_by_pool(start, end, size, pool_keys) -> dict:
+    """``{key: max-live bytes}`` of the tensors of each pool (tensors that can never share
+    bytes with another pool's). ``start``, ``end``, ``size``: int64 arrays of one length;
+    ``pool_keys``: the pool key of each tensor (any hashables)."""
+    import memcore
+
+    members: dict = {}
+    for i, key in enumerate(pool_keys):
+        members.setdefault(key, []).append(i)
+    out = {}
+    for key, idx in members.items():
+        idx = np.asarray(idx, dtype=np.int64)
+        out[key] = int(memcore.max_live_bytes(start[idx], end[idx], size[idx]))
+    return out
+
+
+def pool_groups(program: TokenProgram) -> list:
+    """Constant-size tokens grouped by (function, scope, device).
+
+    Returns
+    -------
+    list of (key, ndarray of int64)
+        ``key = (function index, scope, device)`` in order of first use, with the token ids
+        of the group in program order. Groups without a constant-size token are left out.
+    """
+    group, keys = program.group_ids(lambda info: (info.func, info.scope, info.device))
+    toks = np.flatnonzero(program.tok_const >= 0)
+    g = group[toks]
+    order = np.argsort(g, kind="stable")
+    bounds = np.searchsorted(g[order], np.arange(len(keys) + 1))
+    out = []
+    for k, key in enumerate(keys):
+        idx = toks[order[bounds[k]:bounds[k + 1]]]
+        if idx.shape[0]:
+            out.append((key, idx))
+    return out
+
+
+def pool_lower_bounds(program: TokenProgram, groups: list | None = None) -> dict:
+    """``{(function index, scope, device): max-live bytes}`` of the constant-size tokens
+    (``groups``: :func:`pool_groups`'s result, when already computed)."""
+    import memcore
+
+    out = {}
+    for key, idx in pool_groups(program) if groups is None else groups:
+        out[key] = int(memcore.max_live_bytes(program.tok_start[idx], program.tok_end[idx], program.tok_const[idx]))
+    return out
+
+
+def function_lower_bounds(program: TokenProgram, pool_bounds: dict | None = None) -> dict:
+    """Function name -> sum of its pools' bounds; None for a function with a symbolic-size
+    token (its bound is not a constant). Every analysed function is a key. ``pool_bounds``:
+    :func:`pool_lower_bounds`'s result, when already computed."""
+    totals: dict = {f: 0 for f in range(len(program.function_names))}
+    for (f, _scope, _dev), b in (pool_lower_bounds(program) if pool_bounds is None else pool_bounds).items():
+        totals[f] += b
+    for f in np.unique(program.tok_func[program.tok_const < 0]).tolist():
+        totals[f] = None
+    return {program.function_names[f]: b for f, b in totals.items()}

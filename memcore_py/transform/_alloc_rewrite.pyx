@@ -1,0 +1,183 @@
+"""Compiled allocation rewrite of StaticPlanBlockMemory (built by ``setup.py``; no fallback).
+
+Design
+------
+The rewriter (:class:`~memcore_py.transform.static_plan_block_memory._StorageAllocationRewriter`)
+replaces each planned ``R.builtin.alloc_tensor`` binding by ``var = R.memory.alloc_tensor(
+storage, offset, shape, dtype, device)``: one new ``Call`` and ``VarBinding`` per planned
+allocation, 10^5 and more per call on large functions. :class:`AllocRewrite` holds what the
+rebuild needs for a whole module (the plan's token -> storage / offset lists, the storage
+vars as they get emitted, the shared-argument cache) and :meth:`AllocRewrite.rebuild` rewrites
+the planned allocations of one block in place in a list of bindings.
+
+Nodes are built as ``memcore_py.ir.construct.new_call`` / ``new_binding`` build them, through
+the slot access of ``memcore_py/ir/_slots.pxd``.
+"""
+from cpython.object cimport PyObject, PyTypeObject, Py_TYPE
+from cpython.ref cimport Py_DECREF
+
+from memcore_py.ir._slots cimport PyDict_GetItem, alloc_node, get_slot, put_slot, slot_offset
+
+from memcore_py.ir.construct import EMPTY_ATTRS
+from memcore_py.ir.expr import Call, ShapeExpr, Var, VarBinding
+from memcore_py.ir.prim import IntImm, PrimVar
+from memcore_py.ir.types import TensorType
+
+cdef Py_ssize_t O_VAR = slot_offset(VarBinding.var)
+cdef Py_ssize_t O_VALUE = slot_offset(VarBinding.value)
+cdef Py_ssize_t O_TY = slot_offset(Call.ty)
+cdef Py_ssize_t O_OP = slot_offset(Call.op)
+cdef Py_ssize_t O_ARGS = slot_offset(Call.args)
+cdef Py_ssize_t O_ATTRS = slot_offset(Call.attrs)
+cdef Py_ssize_t O_TY_ARGS = slot_offset(Call.ty_args)
+if slot_offset(Var.ty) != O_TY:
+    raise ImportError("memcore_py.transform._alloc_rewrite: unexpected slot layout of the IR nodes")
+cdef Py_ssize_t O_TT_SHAPE = slot_offset(TensorType.shape)
+cdef Py_ssize_t O_TT_DTYPE = slot_offset(TensorType.dtype)
+cdef Py_ssize_t O_SE_VALUES = slot_offset(ShapeExpr.values)
+cdef Py_ssize_t O_INT_VALUE = slot_offset(IntImm.value)
+cdef Py_ssize_t O_PRIM_DTYPE = slot_offset(IntImm.dtype)
+cdef PyTypeObject* T_INT_IMM = <PyTypeObject*>IntImm
+cdef PyTypeObject* T_TENSOR_TYPE = <PyTypeObject*>TensorType
+cdef PyTypeObject* T_SHAPE_EXPR = <PyTypeObject*>ShapeExpr
+cdef PyTypeObject* T_CALL = <PyTypeObject*>Call
+cdef PyTypeObject* T_VAR_BINDING = <PyTypeObject*>VarBinding
+
+
+def same_shape(values, shape):
+    """Whether two dimension tuples are the same expressions: the allocation's own shape
+    argument can then stand for the tensor type's shape. Compares IntImm dims by value and
+    dtype, PrimVar dims by name; any other dim only when it is the same object."""
+    cdef Py_ssize_t k, n
+    cdef PyObject* pa
+    cdef PyObject* pb
+    if values is shape:
+        return True
+    if len(values) != len(shape):
+        return False
+    if type(values) is tuple and type(shape) is tuple:
+        # tuples of IntImm (the common case), compared through their slots
+        n = len(<tuple>values)
+        for k in range(n):
+            a = (<tuple>values)[k]
+            b = (<tuple>shape)[k]
+            if a is b:
+                continue
+            if Py_TYPE(a) is not T_INT_IMM or Py_TYPE(b) is not T_INT_IMM:
+                break
+            pa = get_slot(a, O_INT_VALUE)
+            pb = get_slot(b, O_INT_VALUE)
+            if pa is NULL or pb is NULL or not (<object>pa == <object>pb):
+                return False
+            pa = get_slot(a, O_PRIM_DTYPE)
+            pb = get_slot(b, O_PRIM_DTYPE)
+            if pa is NULL or pb is NULL or (pa != pb and not (<object>pa == <object>pb)):
+                return False
+        else:
+            return True
+    for a, b in zip(values, shape):
+        if a is b:
+            continue
+        ta = type(a)
+        if ta is not type(b):
+            return False
+        if ta is IntImm:
+            if a.value != b.value or a.dtype != b.dtype:
+                return False
+        elif ta is PrimVar:
+            if a.name != b.name:
+                return False
+        else:
+            return False
+    return True
+
+
+cdef class AllocRewrite:
+    """Rewrite of planned allocations for one module (see the module docstring).
+
+    Parameters
+    ----------
+    tok_storage, tok_offset : list of int
+        Storage index and byte offset of each token.
+    storage_var : list
+        Storage index -> its ``R.memory.alloc_storage`` var once emitted (filled by the
+        rewriter while it walks; None before).
+    dtype_imm : dict
+        dtype -> the shared ``DataTypeImm`` (filled by the rewriter).
+    make_args : callable
+        ``make_args(key, call)`` -> the ``R.memory.alloc_tensor`` argument tuple for
+        ``key = (storage, offset, tensor type, device arg)`` in the general case.
+    op : Op
+        ``relax.memory.alloc_tensor``.
+    zero : PrimValue
+        The shared offset 0.
+    """
+
+    cdef list tok_storage, tok_offset, storage_var
+    cdef dict dtype_imm, args_cache
+    cdef object make_args, op, zero
+
+    def __init__(self, list tok_storage, list tok_offset, list storage_var, dict dtype_imm, make_args, op, zero):
+        self.tok_storage = tok_storage
+        self.tok_offset = tok_offset
+        self.storage_var = storage_var
+        self.dtype_imm = dtype_imm
+        self.args_cache = {}
+        self.make_args = make_args
+        self.op = op
+        self.zero = zero
+
+    def args_for(self, key, call):
+        """The shared argument tuple for ``key`` (made by ``make_args`` when missing)."""
+        cdef PyObject* p = PyDict_GetItem(self.args_cache, key)
+        if p is not NULL:
+            return <object>p
+        new_args = self.make_args(key, call)
+        self.args_cache[key] = new_args
+        return new_args
+
+    def rebuild(self, list out, dict allocs, set skip):
+        """``out[i] = VarBinding(var, Call(op, args, ty=var.ty))`` for each planned
+        allocation ``i -> token`` of ``allocs`` not in ``skip``. In the common case (offset 0,
+        a tensor type, the call's own shape argument equal to the type's shape, the dtype's
+        ``DataTypeImm`` already made) the arguments ``(storage, 0, shape, dtype, device)`` are
+        built directly; otherwise they come from :meth:`args_for`."""
+        cdef PyObject* dp
+        cdef PyObject* c
+        cdef PyObject* nb
+        cdef list tok_storage = self.tok_storage
+        cdef list tok_offset = self.tok_offset
+        empty = ()
+        op = self.op
+        for i, t in allocs.items():
+            if i in skip:
+                continue
+            b = out[i]
+            var = <object>get_slot(b, O_VAR)
+            ty = <object>get_slot(var, O_TY)
+            call = <object>get_slot(b, O_VALUE)
+            args = <object>get_slot(call, O_ARGS)
+            new_args = None
+            if not tok_offset[t] and Py_TYPE(ty) is T_TENSOR_TYPE:
+                # common case, built directly (not shared through args_cache: tensor types are
+                # mostly distinct nodes, so the cache would rarely hit)
+                storage = self.storage_var[tok_storage[t]]
+                arg0 = args[0]
+                dp = PyDict_GetItem(self.dtype_imm, <object>get_slot(ty, O_TT_DTYPE))
+                if (storage is not None and dp is not NULL and Py_TYPE(arg0) is T_SHAPE_EXPR
+                        and same_shape(<object>get_slot(arg0, O_SE_VALUES), <object>get_slot(ty, O_TT_SHAPE))):
+                    new_args = (storage, self.zero, arg0, <object>dp, args[2])
+            if new_args is None:
+                new_args = self.args_for((tok_storage[t], tok_offset[t], ty, args[2]), call)
+            c = alloc_node(T_CALL)
+            put_slot(c, O_OP, op)
+            put_slot(c, O_ARGS, new_args)
+            put_slot(c, O_ATTRS, EMPTY_ATTRS)
+            put_slot(c, O_TY_ARGS, empty)
+            put_slot(c, O_TY, ty)
+            nb = alloc_node(T_VAR_BINDING)
+            put_slot(nb, O_VAR, var)
+            put_slot(nb, O_VALUE, <object>c)
+            Py_DECREF(<object>c)
+            out[i] = <object>nb
+            Py_DECREF(<object>nb)
