@@ -44,6 +44,7 @@ the If. ``tvm_scoping=True`` reproduces TVM's placement (for differential tests)
 from __future__ import annotations
 
 from ..errors import PassError
+from ..ir.diagnostics import binding_error
 from ..ir.expr import (
     Call,
     Constant,
@@ -141,8 +142,6 @@ class _Collector:
         self.result = LastUsage()
 
     def fail(self, binding, what):
-        from ..transform._lowering_utils import binding_error
-
         return binding_error("kill-after-last-use", self.func_name, binding, what)
 
     def scope(self, seq: SeqExpr) -> None:

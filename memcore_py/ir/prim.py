@@ -23,6 +23,7 @@ from __future__ import annotations
 from ..errors import IRError
 
 __all__ = [
+    "prim_equal",
     "PrimExpr",
     "IntImm",
     "FloatImm",
@@ -372,3 +373,19 @@ def free_prim_vars(expr: PrimExpr, out: dict | None = None) -> dict:
             stack.append(e.b)
             stack.append(e.a)
     return out
+
+
+def prim_equal(a, b) -> bool:
+    """Structural equality of two PrimExpr trees (variables compared by name and dtype)."""
+    if a is b:
+        return True
+    ta = type(a)
+    if ta is not type(b):
+        return False
+    if ta is IntImm or ta is FloatImm:
+        return a.value == b.value and a.dtype == b.dtype
+    if ta is PrimVar:
+        return a.name == b.name and a.dtype == b.dtype
+    if isinstance(a, BinaryOp):
+        return prim_equal(a.a, b.a) and prim_equal(a.b, b.b)
+    return False

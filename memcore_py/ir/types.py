@@ -15,7 +15,7 @@ Types are immutable and may be shared between many expressions (the parser inter
 from __future__ import annotations
 
 from ..errors import IRError
-from .prim import PrimExpr, as_prim
+from .prim import PrimExpr, as_prim, prim_equal
 
 __all__ = [
     "Type",
@@ -28,6 +28,8 @@ __all__ = [
     "DTYPE_BITS",
     "dtype_bytes",
     "check_dtype",
+    "type_equal",
+    "VOID",
 ]
 
 _set = object.__setattr__
@@ -181,3 +183,53 @@ class FuncType(Type):
 
     def __repr__(self):
         return f"FuncType({self.params!r}, {self.ret!r})"
+
+
+#: The type of a call that returns nothing (``R.Tuple()``): kill ops, direct DPS calls to PrimFuncs.
+VOID = TupleType(())
+
+
+def _dims_equal(a, b) -> bool:
+    if a is b:
+        return True
+    if a is None or b is None or len(a) != len(b):
+        return False
+    for x, y in zip(a, b):
+        if not prim_equal(x, y):
+            return False
+    return True
+
+
+def type_equal(a, b) -> bool:
+    """Structural equality of two types (TVM ``StructuralEqual`` on struct info, within one
+    function: symbolic variables are compared by name)."""
+    if a is b:
+        return True
+    if a is None or b is None:
+        return False
+    ta = type(a)
+    if ta is not type(b):
+        return False
+    if ta is TensorType:
+        return (a.dtype == b.dtype and a.ndim == b.ndim and a.vdevice == b.vdevice
+                and _dims_equal(a.shape, b.shape))
+    if ta is TupleType:
+        fa, fb = a.fields, b.fields
+        return len(fa) == len(fb) and all(type_equal(x, y) for x, y in zip(fa, fb))
+    if ta is ObjectType:
+        return True
+    if ta is ShapeType:
+        return a.ndim == b.ndim and _dims_equal(a.values, b.values)
+    if ta is PrimType:
+        if a.dtype != b.dtype:
+            return False
+        if a.value is None or b.value is None:
+            return a.value is None and b.value is None
+        return prim_equal(a.value, b.value)
+    if ta is FuncType:
+        if a.purity != b.purity or not type_equal(a.ret, b.ret):
+            return False
+        if a.params is None or b.params is None:
+            return a.params is None and b.params is None
+        return len(a.params) == len(b.params) and all(type_equal(x, y) for x, y in zip(a.params, b.params))
+    return False

@@ -211,7 +211,7 @@ def random_highlevel_module(seed: int, n_functions: int = 3, n_ops: int = 8) -> 
 
 
 def _types_match(a: TensorType, b: TensorType) -> bool:
-    from ..transform._lowering_utils import type_equal
+    from ..ir.types import type_equal
 
     return type_equal(a, b)
 
@@ -408,7 +408,7 @@ def batch_modules(mods) -> IRModule:
     module's index) with calls and ``call_tir`` callees following; identical PrimFuncs
     (same name, signature and text) are kept once. Lets a differential test pay TVM's
     per-module costs (parsing PrimFuncs above all) once for several random programs."""
-    from ..transform._lowering_utils import LeanMutator
+    from ..ir.functor import ExprMutator
 
     funcs = {}
     shared_prims = {}  # identical PrimFuncs (same name, signature, text) are kept once
@@ -424,7 +424,7 @@ def batch_modules(mods) -> IRModule:
             else:
                 rename[gv] = GlobalVar(f"{gv.name}_{k}", gv.ty)
 
-        class _Renamer(LeanMutator):
+        class _Renamer(ExprMutator):
             def visit_call(self, call):
                 call = self.visit_call_default(call)
                 op = rename.get(call.op, call.op) if isinstance(call.op, GlobalVar) else call.op

@@ -72,7 +72,9 @@ from ..ir.module import IRModule
 from ..ir.op import get_op
 from ..ir.prim import IntImm
 from ..ir.types import FuncType, ObjectType, TensorType, TupleType
-from ._lowering_utils import VOID, BindingTrackingMutator, gc_paused
+from ..ir._util import gc_paused
+from ..ir.types import VOID
+from ._lowering_utils import BindingTrackingMutator
 from .pass_infra import ModulePass, PassContext
 
 __all__ = ["call_tir_rewrite", "CallTIRRewrite"]

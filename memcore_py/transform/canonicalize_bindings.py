@@ -77,14 +77,8 @@ from ..ir.expr import (
 from ..ir.module import IRModule
 from ..ir.prim import BinaryOp, IntImm, PrimVar, simplify_const
 from ..ir.types import FuncType, PrimType, ShapeType, TensorType, TupleType
-from ._lowering_utils import (
-    LeanMutator,
-    map_functions,
-    normalize_blocks,
-    normalize_function_blocks,
-    type_equal,
-    value_type,
-)
+from ..ir.functor import ExprMutator, map_functions, normalize_blocks, normalize_function_blocks, value_type
+from ..ir.types import type_equal
 from .pass_infra import FunctionPass, PassContext
 
 __all__ = ["canonicalize_bindings", "CanonicalizeBindings", "collect_var_uses", "free_vars"]
@@ -266,7 +260,7 @@ def _provably_different(a, b) -> bool:
     return diff is not None and diff != 0
 
 
-class _SymbolicVarCanonicalizer(LeanMutator):
+class _SymbolicVarCanonicalizer(ExprMutator):
     """Port of TVM ``SymbolicVarCanonicalizer`` (stage 1)."""
 
     def __init__(self, func_name):
@@ -562,7 +556,7 @@ class _CanonicalizePlanner:
 
 
 # ----------------------------------------------------------------- stage 2: rewrite
-class _BindingCanonicalizer(LeanMutator):
+class _BindingCanonicalizer(ExprMutator):
     """Port of TVM ``BindingCanonicalizer``: applies the plan."""
 
     def __init__(self, plan):

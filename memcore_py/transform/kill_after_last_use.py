@@ -90,21 +90,9 @@ from ..ir.expr import (
 )
 from ..ir.module import IRModule
 from ..ir.op import get_op
-from ..ir.types import FuncType, PrimType, ShapeType, TensorType, TupleType
-from ._lowering_utils import (
-    _EMPTY_ATTRS,
-    VOID,
-    LeanMutator,
-    _new,
-    _setf,
-    fast_block,
-    fast_binding,
-    fast_call,
-    map_functions,
-    normalize_blocks,
-    type_equal,
-    value_type,
-)
+from ..ir.construct import new_binding, new_block, new_call, new_var
+from ..ir.functor import ExprMutator, map_functions, normalize_blocks, value_type
+from ..ir.types import VOID, FuncType, PrimType, ShapeType, TensorType, TupleType, type_equal
 from .canonicalize_bindings import canonicalize_bindings, canonicalize_tir_variables, collect_var_uses
 from .pass_infra import FunctionPass, PassContext
 
@@ -137,7 +125,7 @@ def _iter_bindings(seq):
                     stack.append(v)
 
 
-class _BindingDropper(LeanMutator):
+class _BindingDropper(ExprMutator):
     def __init__(self, to_remove):
         super().__init__()
         self.to_remove = to_remove
@@ -280,7 +268,6 @@ def _kill_flat(func: Function, name: str, staged: bool = False) -> Function:
     var_set = _VAR_CLASS_SET
     call_cls, vb_cls, var_cls, dfvar_cls = Call, VarBinding, Var, DataflowVar
     append = out.append
-    new, setf = _new, _setf
     for blk in body.blocks:
         if type(blk) is not BindingBlock:
             raise _NotFlat
@@ -302,7 +289,7 @@ def _kill_flat(func: Function, name: str, staged: bool = False) -> Function:
                         if r is not None:
                             if type(r) is Constant:
                                 raise _NotFlat
-                            value = fast_call(op, (r,), value.attrs, value.ty_args, value.ty)
+                            value = new_call(op, (r,), value.attrs, value.ty_args, value.ty)
                         killed.add(value.args[0])
                     else:
                         if any(type(a) not in plain for a in args):
@@ -311,7 +298,7 @@ def _kill_flat(func: Function, name: str, staged: bool = False) -> Function:
                             pass  # no register: never killed
                         else:
                             kind_of[var] = 1  # storage
-                    append(b if value is orig else fast_binding(var, value))
+                    append(b if value is orig else new_binding(var, value))
                     continue
                 if type(op) in var_set:
                     raise _NotFlat
@@ -367,17 +354,9 @@ def _kill_flat(func: Function, name: str, staged: bool = False) -> Function:
                     if new_args == value.args:  # e.g. only a tuple argument was visited
                         append(b)
                         continue
-                    nc = new(call_cls)  # fast_call, inlined
-                    setf(nc, "op", op)
-                    setf(nc, "args", new_args)
-                    setf(nc, "attrs", value.attrs)
-                    setf(nc, "ty_args", value.ty_args)
-                    setf(nc, "ty", value.ty)
+                    nc = new_call(op, new_args, value.attrs, value.ty_args, value.ty)
                     if is_vb:
-                        nb = new(vb_cls)  # fast_binding, inlined
-                        setf(nb, "var", var)
-                        setf(nb, "value", nc)
-                        append(nb)
+                        append(new_binding(var, nc))
                     else:
                         append(MatchCast(var, nc, b.ty))
                 continue
@@ -426,7 +405,7 @@ def _kill_flat(func: Function, name: str, staged: bool = False) -> Function:
             if new_value is orig:
                 out.append(b)
             elif is_vb:
-                out.append(fast_binding(var, new_value))
+                out.append(new_binding(var, new_value))
             else:
                 out.append(MatchCast(var, new_value, b.ty))
     result = body.body
@@ -458,7 +437,6 @@ def _kill_flat(func: Function, name: str, staged: bool = False) -> Function:
     extend, append = final.extend, final.append
     prev = 0
     k = 0  # the k-th kill is named what NameTable().fresh("_") returns the k-th time
-    empty = _EMPTY_ATTRS
     kill_ops = (_KILL_TENSOR, _KILL_STORAGE, _KILL_OBJECT)
     for p in sorted(groups):
         extend(out[prev:p + 1])
@@ -467,22 +445,11 @@ def _kill_flat(func: Function, name: str, staged: bool = False) -> Function:
         if len(g) > 1:
             g.sort(key=kind_of.__getitem__)  # tensors, storages, objects; stable
         for t in g:
-            kv = new(Var)
-            setf(kv, "name", f"_{k}" if k else "_")
-            setf(kv, "ty", VOID)
-            kc = new(Call)
-            setf(kc, "op", kill_ops[kind_of[t]])
-            setf(kc, "args", (t,))
-            setf(kc, "attrs", empty)
-            setf(kc, "ty_args", ())
-            setf(kc, "ty", VOID)
-            kb = new(VarBinding)
-            setf(kb, "var", kv)
-            setf(kb, "value", kc)
-            append(kb)
+            append(new_binding(new_var(Var, f"_{k}" if k else "_", VOID),
+                               new_call(kill_ops[kind_of[t]], (t,), None, (), VOID)))
             k += 1
     final.extend(out[prev:])
-    blocks = (fast_block(BindingBlock, final),) if final else ()
+    blocks = (new_block(BindingBlock, final),) if final else ()
     return Function(func.params, SeqExpr(blocks, result), func.ret_ty, func.attrs, func.is_pure)
 
 

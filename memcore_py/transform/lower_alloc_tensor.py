@@ -40,7 +40,8 @@ from ..ir.module import IRModule
 from ..ir.op import get_op
 from ..ir.prim import IntImm, Mul
 from ..ir.types import ObjectType, ShapeType, TensorType, dtype_bytes
-from ._lowering_utils import BindingTrackingMutator, map_functions
+from ..ir.functor import map_functions
+from ._lowering_utils import BindingTrackingMutator
 from .pass_infra import FunctionPass, PassContext
 
 __all__ = ["lower_alloc_tensor", "LowerAllocTensor", "storage_bytes_expr"]

@@ -22,7 +22,7 @@ from __future__ import annotations
 from ..ir.expr import Call, Function
 from ..ir.module import IRModule
 from ..ir.op import get_op, is_registered
-from ._lowering_utils import LeanMutator, map_functions
+from ..ir.functor import ExprMutator, map_functions
 from .pass_infra import FunctionPass, PassContext
 
 __all__ = ["ATTR_FORCE_PURE", "remove_purity_checking", "RemovePurityChecking"]
@@ -37,7 +37,7 @@ def _maybe_op(name):
     return get_op(name) if is_registered(name) else None
 
 
-class _PurityRemover(LeanMutator):
+class _PurityRemover(ExprMutator):
     """Port of TVM ``PurityRemover``."""
 
     def __init__(self):

@@ -26,13 +26,13 @@ from __future__ import annotations
 
 from ..ir.expr import BindingBlock, DataflowBlock, DataflowVar, Function, Var
 from ..ir.module import IRModule
-from ._lowering_utils import LeanMutator, map_functions
+from ..ir.functor import ExprMutator, map_functions
 from .pass_infra import FunctionPass, PassContext
 
 __all__ = ["to_non_dataflow", "ToNonDataflow"]
 
 
-class _ToNonDFMutator(LeanMutator):
+class _ToNonDFMutator(ExprMutator):
     """Port of TVM ``ToNonDFMutator``: DataflowVar definitions become Vars, dataflow
     blocks become binding blocks."""
 

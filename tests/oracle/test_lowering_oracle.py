@@ -42,7 +42,7 @@ from memcore_py.transform import (  # noqa: E402
     Sequential,
     ToNonDataflow,
 )
-from memcore_py.transform._lowering_utils import normalize_blocks  # noqa: E402
+from memcore_py.ir.functor import normalize_blocks  # noqa: E402
 
 pytestmark = pytest.mark.oracle
 

@@ -16,11 +16,14 @@ from memcore_py.ir import (
     Tuple,
     TupleGetItem,
     Var,
+    VarBinding,
     get_op,
     post_order_visit,
     structural_equal,
     well_formed_report,
 )
+from memcore_py.ir import Function
+from memcore_py.ir.functor import normalize_function_blocks
 from memcore_py.testing import random_lowered_module, random_module
 
 ADD = get_op("relax.add")
@@ -120,18 +123,24 @@ def test_visitor_rejects_unknown_nodes():
 
 
 def test_identity_mutator_returns_same_objects():
+    """On normalized IR the identity mutator returns its input; on any IR it only normalizes
+    blocks (as every TVM mutator does), so a second run returns the first run's output."""
     mod = sample()
-    assert ExprMutator(mod).visit_module(mod) is mod
+    assert ExprMutator().visit_module(mod) is mod
     for seed in range(5):
-        m = random_module(seed, 120)
-        assert ExprMutator(m).visit_module(m) is m
         lm = random_lowered_module(seed, 120)
-        assert ExprMutator(lm).visit_module(lm) is lm
+        assert ExprMutator().visit_module(lm) is lm
+        m = random_module(seed, 120)
+        once = ExprMutator().visit_module(m)
+        assert ExprMutator().visit_module(once) is once
+        for gv, func in m.functions.items():
+            if isinstance(func, Function):
+                assert structural_equal(once[gv.name], normalize_function_blocks(func))
 
 
 class MulToAdd(ExprMutator):
-    def visit_call_(self, call):
-        call = super().visit_call_(call)
+    def visit_call(self, call):
+        call = super().visit_call(call)
         if call.op is MUL:
             return Call(ADD, call.args, ty=call.ty)
         return call
@@ -139,7 +148,7 @@ class MulToAdd(ExprMutator):
 
 def test_mutator_rebuilds_only_the_changed_path():
     mod = sample()
-    new = MulToAdd(mod).visit_module(mod)
+    new = MulToAdd().visit_module(mod)
     assert new is not mod
     old_f, new_f = mod["main"], new["main"]
     old_df, old_plain = old_f.body.blocks
@@ -151,47 +160,51 @@ def test_mutator_rebuilds_only_the_changed_path():
     assert well_formed_report(new) == []
 
 
-class ExpToCast(ExprMutator):
+F16 = TensorType((2, 3), "float16")
+
+
+class AddToCast(ExprMutator):
     """Changes a value's type: the var must be replaced and its uses follow."""
 
-    def visit_call_(self, call):
-        call = super().visit_call_(call)
+    def visit_call(self, call):
+        call = super().visit_call(call)
         if call.op is ADD and call.args[0].name == "x":
-            return Call(get_op("relax.astype"), [call.args[0]], {"dtype": "float16"},
-                        ty=TensorType((2, 3), "float16"))
+            return Call(get_op("relax.astype"), [call.args[0]], {"dtype": "float16"}, ty=F16)
         if call.op is MUL:
-            return Call(MUL, [call.args[0], call.args[0]])  # retyped by inference
+            return Call(MUL, [call.args[0], call.args[0]], ty=F16)
         return call
 
 
 def test_mutator_remaps_vars_whose_type_changed():
     mod = sample()
-    new = ExpToCast(mod).visit_module(mod)
+    new = AddToCast().visit_module(mod)
     df = new["main"].body.blocks[0]
     a, b = df.bindings[0].var, df.bindings[1].var
     assert isinstance(a, DataflowVar) and a.ty.dtype == "float16"
     assert a is not mod["main"].body.blocks[0].bindings[0].var
     assert df.bindings[1].value.args == (a, a)
-    assert b.ty.dtype == "float16"  # inferred for the rebuilt multiply
+    assert b.ty.dtype == "float16"
     assert df.bindings[2].value is b  # `out = b` follows the new b
-    assert df.bindings[2].var.ty.dtype == "float16"
+    assert df.bindings[2].var.ty.dtype == "float16"  # rebound with its value's type
 
 
 class InsertBefore(ExprMutator):
-    """Emits an extra binding before every exp, through the builder."""
+    """Emits an extra binding before every exp, through the ``out`` list."""
 
-    def visit_var_binding_(self, binding):
-        value = binding.value
+    def visit_binding(self, b, out):
+        value = b.value
         if isinstance(value, Call) and value.op is EXP:
-            pre = self.builder.emit(Call(ADD, [value.args[0], value.args[0]]), "pre")
-            self.reemit_binding(binding, Call(EXP, [pre], ty=value.ty))
+            arg = self.visit_expr(value.args[0])
+            pre = (DataflowVar if self.in_dataflow else Var)("pre", arg.ty)
+            out.append(VarBinding(pre, Call(ADD, [arg, arg], ty=arg.ty)))
+            out.append(self.rebind(b, Call(EXP, [pre], ty=value.ty)))
             return
-        super().visit_var_binding_(binding)
+        super().visit_binding(b, out)
 
 
 def test_mutator_can_emit_extra_bindings_inside_branches():
     mod = sample()
-    new = InsertBefore(mod).visit_module(mod)
+    new = InsertBefore().visit_module(mod)
     iff = new["main"].body.blocks[1].bindings[-1].value
     assert isinstance(iff, If)
     names = [b.var.name for b in iff.true_branch.blocks[0].bindings]
@@ -201,16 +214,34 @@ def test_mutator_can_emit_extra_bindings_inside_branches():
 
 
 class RenameGlobal(ExprMutator):
-    def visit_global_var_(self, gv):
-        return GlobalVar(gv.name + "_x") if not gv.name.endswith("_x") else gv
+    def visit_call(self, call):
+        call = super().visit_call(call)
+        op = call.op
+        if isinstance(op, GlobalVar) and not op.name.endswith("_x"):
+            return Call(GlobalVar(op.name + "_x"), call.args, call.attrs, call.ty_args, call.ty)
+        return call
 
 
 def test_mutator_on_random_lowered_module_with_global_rename():
     mod = random_lowered_module(2, 200)
-    new = RenameGlobal(mod).visit_module(mod)
+    new = RenameGlobal().visit_module(mod)
     names = {b.value.op.name for blk in new["main"].body.blocks for b in blk.bindings
              if isinstance(b.value, Call) and isinstance(b.value.op, GlobalVar)}
     assert names and all(n.endswith("_x") for n in names)
+
+
+def test_mutator_normalizes_blocks_it_visits():
+    """Empty blocks are dropped and adjacent blocks of one kind merged (TVM NormalizeBlocks)."""
+    from memcore_py.ir import BindingBlock, Function, SeqExpr, VarBinding as VB
+
+    x = Var("x", F32)
+    a, b = Var("a", F32), Var("b", F32)
+    blocks = [BindingBlock([VB(a, Call(ADD, [x, x], ty=F32))]), BindingBlock([]),
+              BindingBlock([VB(b, Call(ADD, [a, a], ty=F32))])]
+    func = Function([x], SeqExpr(blocks, b), F32)
+    out = ExprMutator().visit_function(func)
+    assert len(out.body.blocks) == 1
+    assert [bd.var for bd in out.body.blocks[0].bindings] == [a, b]
 
 
 def test_visitor_and_mutator_do_not_recurse_per_binding():
@@ -228,25 +259,7 @@ def test_visitor_and_mutator_do_not_recurse_per_binding():
         r = Recorder()
         r.visit_module(mod)
         assert len(r.calls) == 3000
-        new = MulToAdd(mod).visit_module(mod)
+        new = MulToAdd().visit_module(mod)
         assert new is mod
     finally:
         sys.setrecursionlimit(old)
-
-
-def test_shared_builder_name_table_across_functions():
-    class AddKill(ExprMutator):
-        def visit_var_binding_(self, binding):
-            super().visit_var_binding_(binding)
-            self.builder.emit(Call(get_op("relax.memory.kill_tensor"), [binding.var]), "_")
-
-    mod = random_lowered_module(0, 30)
-    bb = BlockBuilder(mod)
-    m = AddKill(mod, builder=bb)
-    new = m.visit_module(mod)
-    kills = [b.var.name for blk in new["main"].body.blocks for b in blk.bindings if b.var.name.startswith("_")
-             and isinstance(b.value, Call) and getattr(b.value.op, "name", "") == "relax.memory.kill_tensor"]
-    # A fresh name table, as TVM's: `_`, `_1`, ... even though the module already has `_` vars.
-    assert len(kills) == 30
-    assert kills == ["_"] + [f"_{i}" for i in range(1, 30)]
-    assert not structural_equal(new, mod)
