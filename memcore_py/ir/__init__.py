@@ -55,7 +55,8 @@ from .expr import (  # noqa: F401
     VarBinding,
 )
 from .module import IRModule  # noqa: F401
-from .op import Op, get_op, list_ops, register_op  # noqa: F401
+from .op import Op, get_op, list_ops, register_op, shares_storage  # noqa: F401
+from . import ops  # noqa: F401  (registers the built-in ops with their type rules)
 from .builder import BlockBuilder, IfBuilder, NameTable  # noqa: F401
 from .infer import infer_type  # noqa: F401
 from .functor import ExprMutator, ExprVisitor, post_order_visit  # noqa: F401

@@ -1,40 +1,87 @@
-"""Operator registry: name -> :class:`Op` with the properties passes ask about.
+"""Operator registry: the :class:`Op` class and the name -> Op table.
 
 An :class:`Op` is a singleton per name (``get_op("relax.add") is get_op("relax.add")``), so
-passes compare ops by identity. Properties:
+passes compare ops by identity. Every property a pass reads about an op is declared once, in
+the op's one :func:`register_op` call; the built-in ops are all registered, each with its
+type rule, in :mod:`memcore_py.ir.ops` (imported by ``memcore_py.ir``). No other module
+keeps a list of op names for these properties. Properties, and the TVM source of each set:
 
-- ``pure``: no side effects (a call may be removed when unused).
-- ``view``: the result aliases ``args[0]``'s storage (reshape, memory.view, ...).
-- ``inplace``: DataflowUseInplaceCalls may compute it in place of an argument.
-- ``legalize``: name of the PrimFunc its legalization produces (for in-place rewrites).
+- ``pure``: no side effects, so an unused call may be removed and the call may sit in a
+  dataflow block (TVM ``FPurity``; read by :func:`~memcore_py.ir.well_formed`).
+- ``shares_storage``: the result is ``args[0]``'s storage (TVM ``IsInplaceMemoryOp`` in
+  src/relax/transform/static_plan_block_memory.cc: ``relax.reshape``, ``relax.memory.view``,
+  ``relax.memory.ensure_zero_offset``). StaticPlanBlockMemory gives the result ``args[0]``'s
+  storage tokens and does not count the call as a use. Test with :func:`shares_storage`,
+  which also covers the packed function :data:`RESHAPE_PACKED`.
+- ``view_memory``: the result *may* share storage with ``args[0]`` (TVM ``IsViewMemoryOp`` in
+  src/relax/transform/dataflow_inplace.cc: the ``shares_storage`` ops plus ``expand_dims``,
+  ``squeeze``, ``permute_dims``, ``flatten``, ``nn.batch_flatten``). DataflowUseInplaceCalls'
+  alias analysis gives the result ``args[0]``'s alias set. Implied by ``shares_storage``.
+- ``inplace``: DataflowUseInplaceCalls may compute the op in place of an argument (TVM's
+  supported ops, spec §3.2); requires ``legalize``.
+- ``legalize``: name of the PrimFunc its legalization produces (``"add"``; the in-place
+  rewrite names its copy ``add_inplace``).
+- ``calls_prim_func``: ``args[0]`` must be the GlobalVar of a PrimFunc (the ``call_tir``
+  family; checked by well-formedness).
 - ``attr_names``: keyword attributes in TVMScript order (``R.split(x, indices_or_sections=2,
   axis=0)``); ``n_args``: (min, max) positional Relax arguments (max None = variadic).
+- ``type_rule``: ``rule(call, arg_types) -> Type``, the result type of a call whose
+  arguments have types ``arg_types`` (TVM ``FInferStructInfo``); what
+  :func:`~memcore_py.ir.infer.infer_type` calls. None: calls of the op cannot be inferred.
 
 Unknown names are an error (:class:`~memcore_py.errors.IRError`), never a silent new op.
 """
 from __future__ import annotations
 
 from ..errors import IRError
+from .expr import ExternFunc
 
-__all__ = ["Op", "register_op", "get_op", "is_registered", "list_ops"]
+__all__ = ["Op", "register_op", "get_op", "is_registered", "list_ops", "shares_storage", "RESHAPE_PACKED"]
 
 _set = object.__setattr__
 
+#: Packed function whose result is its first argument's storage (TVM PR #20134, "Track
+#: lowered reshape storage aliases"; ``RewriteDataflowReshape`` lowers ``R.reshape`` to it).
+RESHAPE_PACKED = "vm.builtin.reshape"
+
 
 class Op:
-    """A registered primitive operator. Immutable; one object per name."""
+    """A registered primitive operator. Immutable; one object per name. The properties are
+    described in the module docstring; create ops with :func:`register_op`."""
 
-    __slots__ = ("name", "pure", "view", "inplace", "legalize", "attr_names", "n_args", "ty")
+    __slots__ = (
+        "name", "pure", "shares_storage", "view_memory", "inplace", "legalize", "calls_prim_func",
+        "attr_names", "n_args", "type_rule",
+    )
 
-    def __init__(self, name, pure=True, view=False, inplace=False, legalize=None, attr_names=(), n_args=(0, None)):
+    def __init__(self, name, *, type_rule=None, pure=True, shares_storage=False, view_memory=False,
+                 inplace=False, legalize=None, calls_prim_func=False, attr_names=(), n_args=(0, None)):
+        if not isinstance(name, str) or not name:
+            raise IRError(f"an op name must be a non-empty str; got {name!r}")
+        if type_rule is not None and not callable(type_rule):
+            raise IRError(f"the type_rule of {name} must be callable or None; got {type_rule!r}")
+        if legalize is not None and not isinstance(legalize, str):
+            raise IRError(f"the legalize name of {name} must be a str or None; got {legalize!r}")
+        if inplace and legalize is None:
+            raise IRError(f"{name} is registered inplace=True, which needs its legalize name; got None")
+        if shares_storage and not view_memory:
+            raise IRError(
+                f"{name} is registered shares_storage=True, which implies view_memory=True "
+                f"(a result that is args[0]'s storage may alias it); got view_memory=False"
+            )
+        lo, hi = n_args
+        if lo < 0 or (hi is not None and hi < lo):
+            raise IRError(f"the n_args of {name} must be (min, max) with 0 <= min <= max; got {n_args!r}")
         _set(self, "name", name)
         _set(self, "pure", bool(pure))
-        _set(self, "view", bool(view))
+        _set(self, "shares_storage", bool(shares_storage))
+        _set(self, "view_memory", bool(view_memory))
         _set(self, "inplace", bool(inplace))
         _set(self, "legalize", legalize)
+        _set(self, "calls_prim_func", bool(calls_prim_func))
         _set(self, "attr_names", tuple(attr_names))
-        _set(self, "n_args", tuple(n_args))
-        _set(self, "ty", None)
+        _set(self, "n_args", (lo, hi))
+        _set(self, "type_rule", type_rule)
 
     def __setattr__(self, key, value):
         raise AttributeError("Op is immutable")
@@ -46,6 +93,18 @@ class Op:
         """The TVMScript spelling: ``relax.nn.relu`` -> ``R.nn.relu``."""
         return "R." + self.name[len("relax."):] if self.name.startswith("relax.") else self.name
 
+    def n_args_error(self, n: int) -> str | None:
+        """The message for a call of this op with ``n`` arguments when ``n`` is outside
+        ``n_args`` (``"relax.add takes 2 arguments; got 3"``); None when it fits."""
+        lo, hi = self.n_args
+        if lo <= n and (hi is None or n <= hi):
+            return None
+        want = f"{lo}" if lo == hi else (f"{lo} to {hi}" if hi is not None else f"at least {lo}")
+        return f"{self.name} takes {want} arguments; got {n}"
+
+    def _properties(self) -> tuple:
+        return tuple(getattr(self, k) for k in Op.__slots__)
+
     def __repr__(self):
         return f"Op({self.name!r})"
 
@@ -53,13 +112,37 @@ class Op:
 _REGISTRY: dict[str, Op] = {}
 
 
-def register_op(name: str, **props) -> Op:
-    """Register ``name`` (idempotent for identical properties) and return its :class:`Op`."""
-    if name in _REGISTRY:
-        return _REGISTRY[name]
-    op = Op(name, **props)
-    _REGISTRY[name] = op
-    return op
+def register_op(name: str, **properties) -> Op:
+    """Register the op ``name`` with all its properties and return its :class:`Op`.
+
+    Parameters
+    ----------
+    name : str
+        ``"relax.<name>"``.
+    **properties
+        ``type_rule``, ``pure``, ``shares_storage``, ``view_memory``, ``inplace``,
+        ``legalize``, ``calls_prim_func``, ``attr_names``, ``n_args`` (module docstring).
+
+    Returns
+    -------
+    Op
+        The new op; registering a name again with identical properties returns the existing
+        op.
+
+    Raises
+    ------
+    IRError
+        Inconsistent properties, or ``name`` is registered with different properties.
+    """
+    op = Op(name, **properties)
+    old = _REGISTRY.get(name)
+    if old is None:
+        _REGISTRY[name] = op
+        return op
+    if old._properties() != op._properties():
+        diff = [k for k, a, b in zip(Op.__slots__, old._properties(), op._properties()) if a != b]
+        raise IRError(f"operator {name!r} is already registered with different properties: {', '.join(diff)}")
+    return old
 
 
 def get_op(name: str) -> Op:
@@ -67,10 +150,11 @@ def get_op(name: str) -> Op:
     try:
         return _REGISTRY[name]
     except KeyError:
-        raise IRError(f"unknown operator {name!r}") from None
+        raise IRError(f"unknown operator {name!r}; registered operators are listed by list_ops()") from None
 
 
 def is_registered(name: str) -> bool:
+    """Whether an op named ``name`` is registered."""
     return name in _REGISTRY
 
 
@@ -79,57 +163,15 @@ def list_ops():
     return sorted(_REGISTRY)
 
 
-# --- element-wise arithmetic (in-place capable ones per spec §3.2) ---------------------------
-for _n in ("add", "subtract", "multiply", "divide"):
-    register_op(f"relax.{_n}", inplace=True, legalize=_n, n_args=(2, 2))
-for _n in ("floor_divide", "power", "maximum", "minimum", "equal", "less", "greater",
-           "not_equal", "less_equal", "greater_equal"):
-    register_op(f"relax.{_n}", legalize=_n, n_args=(2, 2))
-for _n in ("nn.relu", "nn.silu"):
-    register_op(f"relax.{_n}", inplace=True, legalize=_n.split(".")[-1], n_args=(1, 1))
-for _n in ("exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "negative", "abs", "sin", "cos",
-           "erf", "round", "floor", "ceil", "nn.gelu", "nn.gelu_tanh"):
-    register_op(f"relax.{_n}", legalize=_n.split(".")[-1], n_args=(1, 1))
+def shares_storage(callee) -> bool:
+    """Whether a call of ``callee`` returns ``args[0]``'s storage (TVM ``IsInplaceMemoryOp``,
+    extended to the packed ``vm.builtin.reshape`` by PR #20134): an :class:`Op` registered
+    ``shares_storage=True``, or an :class:`~memcore_py.ir.expr.ExternFunc` named
+    :data:`RESHAPE_PACKED`. Any other callee (GlobalVar, Var, ...) is False.
 
-# --- views: the result shares args[0]'s storage ---------------------------------------------
-register_op("relax.reshape", view=True, n_args=(2, 2))
-register_op("relax.expand_dims", view=True, attr_names=("axis",), n_args=(1, 1))
-register_op("relax.squeeze", view=True, attr_names=("axis",), n_args=(1, 1))
-register_op("relax.permute_dims", view=True, attr_names=("axes",), n_args=(1, 1))
-register_op("relax.flatten", view=True, n_args=(1, 1))
-register_op("relax.nn.batch_flatten", view=True, n_args=(1, 1))
-register_op("relax.memory.view", view=True, n_args=(1, 4))
-register_op("relax.memory.ensure_zero_offset", view=True, n_args=(1, 1))
-
-# --- other tensor ops --------------------------------------------------------------------------
-register_op("relax.matmul", attr_names=("out_dtype",), n_args=(2, 2))
-register_op("relax.split", attr_names=("indices_or_sections", "axis"), n_args=(1, 1))
-register_op("relax.concat", attr_names=("axis",), n_args=(1, 1))
-register_op("relax.sum", attr_names=("axis", "keepdims"), n_args=(1, 1))
-register_op("relax.mean", attr_names=("axis", "keepdims"), n_args=(1, 1))
-register_op("relax.astype", attr_names=("dtype",), n_args=(1, 1))
-register_op("relax.nn.softmax", attr_names=("axis",), n_args=(1, 1))
-register_op("relax.shape_of", n_args=(1, 1))
-register_op("relax.zeros", attr_names=("dtype",), n_args=(1, 1))
-register_op("relax.ones", attr_names=("dtype",), n_args=(1, 1))
-
-# --- calls into lower-level functions ------------------------------------------------------------
-register_op("relax.call_tir", n_args=(2, 3))
-register_op("relax.call_tir_inplace", attr_names=("inplace_indices",), n_args=(2, 3))
-register_op("relax.call_tir_with_grad", attr_names=("te_grad_name", "te_grad_kwargs"), n_args=(2, 3))
-register_op("relax.call_dps_packed", n_args=(2, 2))
-register_op("relax.call_pure_packed", n_args=(1, None))
-register_op("relax.call_inplace_packed", attr_names=("inplace_indices",), n_args=(1, None))
-register_op("relax.vm.call_tir_dyn", pure=False, n_args=(2, 2))
-
-# --- memory. Purity is TVM 0.27's ``FPurity``: allocations are pure (so they may sit in
-# dataflow blocks and DeadCodeElimination drops unused ones); only kills are impure. ---------
-register_op("relax.builtin.alloc_tensor", n_args=(3, 4))
-register_op("relax.memory.alloc_storage", n_args=(4, 4))
-register_op("relax.memory.alloc_tensor", n_args=(4, 5))
-register_op("relax.memory.kill_storage", pure=False, n_args=(1, 1))
-register_op("relax.memory.kill_tensor", pure=False, n_args=(1, 1))
-register_op("relax.vm.alloc_storage", n_args=(3, 4))
-register_op("relax.vm.alloc_tensor", n_args=(4, 5))
-register_op("relax.vm.kill_object", pure=False, n_args=(1, 1))
-register_op("relax.null_value", n_args=(0, 0))
+    For ``in`` tests in hot loops over ops, :data:`memcore_py.ir.ops.SHARES_STORAGE_OPS`
+    holds the same ops."""
+    t = type(callee)
+    if t is Op:
+        return callee.shares_storage
+    return t is ExternFunc and callee.global_symbol == RESHAPE_PACKED

@@ -18,12 +18,13 @@ Checks
 2. Each var is bound once (params included, across the whole module).
 3. DataflowVars are bound only in DataflowBlocks and are not function params; a SeqExpr
    body (function result, branch result) does not reference a DataflowVar.
-4. Every GlobalVar refers to a function of the module; the callee of ``call_tir``,
-   ``call_tir_inplace`` and ``call_tir_with_grad`` is a GlobalVar of a PrimFunc.
+4. Every GlobalVar refers to a function of the module; the callee (``args[0]``) of an op
+   registered ``calls_prim_func`` (``call_tir``, ``call_tir_inplace``,
+   ``call_tir_with_grad``) is a GlobalVar of a PrimFunc.
 5. Symbolic vars used in types, shapes and prim values are defined by the function
    signature or an earlier ``match_cast`` (a bare dim defines; a compound dim such as
    ``n * 2`` only uses).
-6. Impure calls (ops with ``pure=False``, ``R.call_packed``, calls to impure Relax
+6. Impure calls (ops registered ``pure=False``, ``R.call_packed``, calls to impure Relax
    functions) are not in DataflowBlocks, and not in a pure function unless it has the
    ``relax.force_pure`` attribute. Like TVM 0.27, direct calls to PrimFuncs are not treated
    as impure, and allocations are pure.
@@ -62,7 +63,6 @@ from .types import FuncType, PrimType, ShapeType, TensorType, TupleType
 
 __all__ = ["well_formed", "well_formed_report"]
 
-_CALL_TIR_OPS = ("relax.call_tir", "relax.call_tir_inplace", "relax.call_tir_with_grad")
 _ATTR_FORCE_PURE = "relax.force_pure"
 
 
@@ -338,12 +338,10 @@ class _Checker:
         op = call.op
         impure = False
         if isinstance(op, Op):
-            lo, hi = op.n_args
-            n = len(call.args)
-            if n < lo or (hi is not None and n > hi):
-                want = f"{lo}" if lo == hi else (f"{lo} to {hi}" if hi is not None else f"at least {lo}")
-                self.report(f"{op.name} takes {want} arguments; got {n} {self._at()}")
-            if op.name in _CALL_TIR_OPS and call.args:
+            problem = op.n_args_error(len(call.args))
+            if problem is not None:
+                self.report(f"{problem} {self._at()}")
+            if op.calls_prim_func and call.args:
                 callee = call.args[0]
                 target = self.mod[callee.name] if isinstance(callee, GlobalVar) and callee.name in self.mod else None
                 if not isinstance(target, PrimFunc):
