@@ -45,12 +45,10 @@ from .expr import (
 )
 from .op import Op
 from .prim import BinaryOp, IntImm, PrimExpr, PrimVar, free_prim_vars, prove_equal, simplify_const
-from .types import FuncType, ObjectType, PrimType, ShapeType, TensorType, TupleType, Type
+from .types import VOID, FuncType, ObjectType, PrimType, ShapeType, TensorType, TupleType, Type, type_equal
 
+# VOID (``R.Tuple()``) lives in memcore_py.ir.types; re-exported here for older importers.
 __all__ = ["infer_type", "join_types", "erase_to_well_defined", "packed_call_type", "VOID"]
-
-#: The type of a call that returns nothing (kill ops, PrimFunc calls): ``R.Tuple()``.
-VOID = TupleType([])
 
 
 def infer_type(value: Expr, mod=None) -> Type:
@@ -139,9 +137,7 @@ def join_types(a: Type, b: Type) -> Type:
     """The most precise type both ``a`` and ``b`` belong to (TVM ``StructInfoLCA``): equal
     types stay; tensors keep what they agree on (dtype, ndim, shape); tuples of equal arity
     join field-wise; otherwise ``R.Object``."""
-    from .structural import structural_equal
-
-    if a is b or structural_equal(a, b, map_free_vars=False):
+    if type_equal(a, b):
         return a
     if isinstance(a, TensorType) and isinstance(b, TensorType):
         dtype = a.dtype if a.dtype == b.dtype else ""

@@ -19,10 +19,10 @@ from __future__ import annotations
 
 from ..errors import IRError
 from .expr import DataTypeImm, Expr, PrimValue, ShapeExpr, StringImm
-from .infer import VOID, packed_call_type
+from .infer import packed_call_type
 from .op import get_op, list_ops, register_op
 from .prim import Add, FloorDiv, IntImm, Mul, Sub, prove_equal, simplify_const
-from .types import ObjectType, ShapeType, TensorType, TupleType, Type
+from .types import VOID, ObjectType, ShapeType, TensorType, TupleType, Type
 
 __all__ = ["SHARES_STORAGE_OPS", "VIEW_MEMORY_OPS"]
 
