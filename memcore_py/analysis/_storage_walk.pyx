@@ -52,16 +52,21 @@ cdef PyTypeObject* T_VAR = <PyTypeObject*>Var
 cdef PyTypeObject* T_DATAFLOW_VAR = <PyTypeObject*>DataflowVar
 
 
-cpdef bint same_alloc_args(tuple args, info) except -1:
+def same_alloc_args(tuple args, info):
     """Whether ``R.builtin.alloc_tensor`` arguments ``args`` have the values recorded in
     ``info`` (a :class:`~memcore_py.analysis.storage_tokens.TokenInfo`): dtype, device index
     and scope equal, as parsed from text (distinct nodes). Needs all four arguments."""
+    return _same_alloc_args(args, info)
+
+
+cdef bint _same_alloc_args(tuple args, info) except -1:
     if len(args) != 4:
         return False
     a1, a2, a3 = args[1], args[2], args[3]
-    return bool(type(a1) is DataTypeImm and a1.value == info[2] and type(a2) is PrimValue
-                and type(a2.value) is IntImm and a2.value.value == info[4]
-                and type(a3) is StringImm and a3.value == info[3])
+    cdef tuple fields = <tuple>info  # a TokenInfo (a tuple subclass)
+    return bool(type(a1) is DataTypeImm and a1.value == fields[2] and type(a2) is PrimValue
+                and type(a2.value) is IntImm and a2.value.value == fields[4]
+                and type(a3) is StringImm and a3.value == fields[3])
 
 
 cdef class InitWalk:
@@ -81,12 +86,10 @@ cdef class InitWalk:
     const_info : dict
         Constant-shape TensorType -> TokenInfo of an earlier allocation (across calls).
     make_info : callable
-        ``TokenInfo`` constructor.
-    slow : callable
-        ``slow(binding, position, step0) -> step0``: the general code for other bindings.
+        ``make_info(fields_tuple)`` -> a ``TokenInfo``.
     """
 
-    cdef object alloc_op, make_info, slow
+    cdef object alloc_op, make_info
     cdef frozenset shares_storage_ops, carriers
     cdef dict call_kind, const_info
     cdef public dict var_tokens, size_cache
@@ -95,14 +98,13 @@ cdef class InitWalk:
     cdef public Py_ssize_t func_idx
 
     def __init__(self, alloc_op, frozenset shares_storage_ops, frozenset carriers, dict call_kind,
-                 dict const_info, make_info, slow):
+                 dict const_info, make_info):
         self.alloc_op = alloc_op
         self.shares_storage_ops = shares_storage_ops
         self.carriers = carriers
         self.call_kind = call_kind
         self.const_info = const_info
         self.make_info = make_info
-        self.slow = slow
         self.var_tokens = {}
         self.size_cache = {}
         self.t_block = []
@@ -120,9 +122,13 @@ cdef class InitWalk:
         self.var_tokens = {}
         self.size_cache = {}
 
-    cpdef Py_ssize_t new_token(self, info, binding, Py_ssize_t bid, Py_ssize_t index, long long step) except -1:
+    def new_token(self, info, binding, Py_ssize_t bid, Py_ssize_t index, long long step):
         """Record a token for allocation ``binding`` (position ``index`` of block ``bid``,
         at ``step``) and its EV_REQUEST; returns its id."""
+        return self._new_token(info, binding, bid, index, step)
+
+    cdef Py_ssize_t _new_token(self, info, binding, Py_ssize_t bid, Py_ssize_t index, long long step) except -1:
+        # a cdef method: no lookup for a Python override per call (cpdef does one)
         cdef Py_ssize_t t = len(self.t_block)
         self.t_block.append(bid)
         self.t_info.append(info)
@@ -131,13 +137,15 @@ cdef class InitWalk:
         self.ev.append(step * SCALE + 2 * t + EV_REQUEST)
         return t
 
-    cpdef void use(self, long long step, Py_ssize_t t) except *:
+    def use(self, long long step, Py_ssize_t t):
         """Record an EV_DECREF of token ``t`` at ``step``."""
         self.ev.append(step * SCALE + 2 * t + EV_DECREF)
 
-    def walk(self, tuple bindings, Py_ssize_t bid, Py_ssize_t step0):
+    def walk(self, tuple bindings, Py_ssize_t bid, Py_ssize_t step0, slow):
         """Run the binding loop over one block (its first binding at ``step0``); returns
-        ``step0`` after the block (If branches take steps)."""
+        ``step0`` after the block (If branches take steps). Every binding the loop does not
+        handle goes to ``slow(binding, position, step0) -> step0``, the general code (passed
+        per call, so that the walk holds no reference back to its owner)."""
         cdef Py_ssize_t i, n = len(bindings), t
         cdef long long step
         cdef PyObject* p
@@ -152,7 +160,6 @@ cdef class InitWalk:
         cdef set discarded = self.discarded
         cdef list ev = self.ev
         alloc_op = self.alloc_op
-        slow = self.slow
         for i in range(n):
             b = bindings[i]
             tb = Py_TYPE(b)
@@ -188,19 +195,19 @@ cdef class InitWalk:
                 p = PyDict_GetItem(size_cache, ty)
                 if p is NULL:
                     p = PyDict_GetItem(self.const_info, ty)
-                    if p is NULL or not same_alloc_args(args, <object>p):
+                    if p is NULL or not _same_alloc_args(args, <object>p):
                         step0 = slow(b, i, step0)
                         continue
-                    c = <object>p
-                    info = self.make_info(c[0], c[1], c[2], c[3], c[4], self.func_idx, args[1:], len(self.infos))
+                    c = <tuple>p
+                    info = self.make_info((c[0], c[1], c[2], c[3], c[4], self.func_idx, args[1:], len(self.infos)))
                     self.infos.append(info)
                     size_cache[ty] = info
                 else:
                     info = <object>p
-                    if not (args[1:] == info[6]) and not same_alloc_args(args, info):
+                    if not (args[1:] == (<tuple>info)[6]) and not _same_alloc_args(args, info):
                         step0 = slow(b, i, step0)
                         continue
-                var_tokens[var] = self.new_token(info, b, bid, i, step0 + i)
+                var_tokens[var] = self._new_token(info, b, bid, i, step0 + i)
                 continue
             p = PyDict_GetItem(call_kind, op)
             if p is NULL:
@@ -287,12 +294,12 @@ cdef class InitWalk:
         if k == n_all:
             kept_block, kept_binding, kept_index = self.t_block, self.t_binding, self.t_index
             for i in range(n_all):
-                info_id[i] = t_info[i][7]
+                info_id[i] = (<tuple>t_info[i])[7]
         else:
             kept_block, kept_binding, kept_index = [], [], []
             for i in range(n_all):
                 if new_id[i] >= 0:
-                    info_id[new_id[i]] = t_info[i][7]
+                    info_id[new_id[i]] = (<tuple>t_info[i])[7]
                     kept_block.append(self.t_block[i])
                     kept_binding.append(self.t_binding[i])
                     kept_index.append(self.t_index[i])

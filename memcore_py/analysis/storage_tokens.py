@@ -42,7 +42,7 @@ unused); a token never outlives its block, because a use in another block discar
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, partial
 from typing import NamedTuple
 
 import numpy as np
@@ -69,7 +69,8 @@ from ..ir.expr import (
     Var,
 )
 from ..ir.module import IRModule
-from ..ir.op import get_op
+from ..ir.op import RESHAPE_PACKED, get_op, shares_storage
+from ..ir.ops import SHARES_STORAGE_OPS
 from ..ir.prim import IntImm, PrimExpr
 from ..ir.types import TensorType, check_dtype
 from .arith import UnsupportedBound, VarBounds, read_var_bounds, size_class_key, tensor_bytes, upper_bound_shape
@@ -83,20 +84,11 @@ __all__ = [
     "UnplannedAlloc",
     "analyze_storage_tokens",
     "BUILTIN_ALLOC_TENSOR",
-    "INPLACE_MEMORY_OPS",
-    "RESHAPE_PACKED",
-    "is_inplace_memory_op",
     "alloc_tensor_info",
 ]
 
 BUILTIN_ALLOC_TENSOR = get_op("relax.builtin.alloc_tensor")
 CALL_TIR_DYN = get_op("relax.vm.call_tir_dyn")
-#: Ops whose result aliases ``args[0]``'s storage (TVM ``IsInplaceMemoryOp``).
-INPLACE_MEMORY_OPS = frozenset(
-    get_op(n) for n in ("relax.reshape", "relax.memory.view", "relax.memory.ensure_zero_offset")
-)
-#: Packed function that aliases its first argument (PR #20134).
-RESHAPE_PACKED = "vm.builtin.reshape"
 
 _VAR_TYPES = (Var, DataflowVar)
 #: argument expressions that may carry tokens without being a variable
@@ -108,11 +100,6 @@ _CARRIERS = frozenset((Tuple, TupleGetItem, Call, If))
 #: when full.
 _CONST_TYPE_INFO: dict = {}
 _CONST_TYPE_INFO_MAX = 4096
-
-
-def is_inplace_memory_op(op) -> bool:
-    """True for the ops whose result shares ``args[0]``'s storage."""
-    return op in INPLACE_MEMORY_OPS or (type(op) is ExternFunc and op.global_symbol == RESHAPE_PACKED)
 
 
 class TokenInfo(NamedTuple):
@@ -134,6 +121,10 @@ class TokenInfo(NamedTuple):
     args: tuple
     """The allocation's argument nodes after the shape (to recognise equal allocations)."""
     id: int
+
+
+#: ``TokenInfo`` from one tuple, without NamedTuple's Python-level ``__new__`` (hot path)
+_token_info = partial(tuple.__new__, TokenInfo)
 
 
 class FunctionEntry(NamedTuple):
@@ -371,7 +362,7 @@ class _StorageAllocatorInit:
         # callee (Op, GlobalVar, ExternFunc) -> whether it counts uses (fast path only);
         # prefilled with the module's GlobalVars (a call of a PrimFunc counts, of a Relax
         # function does not) and the storage-sharing ops, as _visit_binding would fill it
-        call_kind = self._call_kind = dict.fromkeys(INPLACE_MEMORY_OPS, False)
+        call_kind = self._call_kind = dict.fromkeys(SHARES_STORAGE_OPS, False)
         prim_names = []
         for gv, f in mod.functions.items():
             if isinstance(f, PrimFunc):
@@ -383,8 +374,7 @@ class _StorageAllocatorInit:
         compiled = load_compiled("memcore_py.analysis._storage_walk")
         self._same_alloc_args = compiled.same_alloc_args
         walk = self.walk = compiled.InitWalk(
-            BUILTIN_ALLOC_TENSOR, INPLACE_MEMORY_OPS, _CARRIERS, call_kind, _CONST_TYPE_INFO, TokenInfo,
-            self._visit_binding)
+            BUILTIN_ALLOC_TENSOR, SHARES_STORAGE_OPS, _CARRIERS, call_kind, _CONST_TYPE_INFO, _token_info)
         # token rows (struct of arrays, every allocation seen) and the shared TokenInfos
         self.t_block: list = walk.t_block
         self.t_info: list = walk.t_info
@@ -500,7 +490,7 @@ class _StorageAllocatorInit:
         self._bid = bid
         # The compiled loop handles the common post-CallTIRRewrite forms and calls
         # _visit_binding for every other binding.
-        step0 = self.walk.walk(bindings, bid, self.step + 1)
+        step0 = self.walk.walk(bindings, bid, self.step + 1, self._visit_binding)
         self._bid = bid
         if bindings:
             self.step = max(self.step, step0 + len(bindings) - 1)
@@ -607,7 +597,7 @@ class _StorageAllocatorInit:
                     f"variable (A-normal form); got it nested in an expression"
                 )
             return self._create_token(binding, bid, index)
-        if is_inplace_memory_op(op):
+        if shares_storage(op):
             args = call.args
             return self._tokens_of(args[0]) if args else None
         top = type(op)
@@ -631,8 +621,8 @@ class _StorageAllocatorInit:
             return walk.new_token(info, binding, bid, index, self.step)
         cached = _CONST_TYPE_INFO.get(ty)
         if cached is not None and self._same_alloc_args(args, cached):
-            info = TokenInfo(cached.const_bytes, cached.nbytes, cached.dtype, cached.scope, cached.device,
-                             self._func_idx, args[1:], len(self.infos))
+            info = _token_info((cached.const_bytes, cached.nbytes, cached.dtype, cached.scope, cached.device,
+                                self._func_idx, args[1:], len(self.infos)))
         else:
             shape, dtype, device, scope = alloc_tensor_info(binding, self._func_name)
             try:
@@ -644,7 +634,7 @@ class _StorageAllocatorInit:
                     f"unbounded vars non-negative (tir_non_negative_var) or bound them (tir_var_upper_bound)"
                 ) from None
             nbytes, const = tensor_bytes(ub, dtype)
-            info = TokenInfo(const, nbytes, dtype, scope, device, self._func_idx, args[1:], len(self.infos))
+            info = _token_info((const, nbytes, dtype, scope, device, self._func_idx, args[1:], len(self.infos)))
             if const >= 0 and all(type(d) is IntImm for d in shape):
                 if len(_CONST_TYPE_INFO) >= _CONST_TYPE_INFO_MAX:
                     _CONST_TYPE_INFO.clear()

@@ -27,7 +27,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..analysis.storage_tokens import is_inplace_memory_op
 from ..errors import PlanningError
 from ..ir.expr import (
     Call,
@@ -42,7 +41,8 @@ from ..ir.expr import (
     TupleGetItem,
     Var,
 )
-from ..ir.op import Op
+from ..ir.functor import var_uses
+from ..ir.op import Op, shares_storage
 from ..ir.prim import IntImm
 from ..ir.types import dtype_bytes
 from .lower_bound import max_live_by_pool
@@ -155,27 +155,6 @@ def _shape_bytes(shape_expr, dtype: str) -> int | None:
     return n
 
 
-def _vars_in(expr, out: list) -> list:
-    """Append every Relax Var mentioned by ``expr`` (not descending into If branches)."""
-    if isinstance(expr, Var):
-        out.append(expr)
-    elif isinstance(expr, Call):
-        if isinstance(expr.op, Var):
-            out.append(expr.op)
-        for a in expr.args:
-            _vars_in(a, out)
-    elif isinstance(expr, Tuple):
-        for f in expr.fields:
-            _vars_in(f, out)
-    elif isinstance(expr, TupleGetItem):
-        _vars_in(expr.tuple_value, out)
-    elif isinstance(expr, If):
-        _vars_in(expr.cond, out)
-    elif isinstance(expr, SeqExpr):
-        _vars_in(expr.body, out)
-    return out
-
-
 class _Lifetimes:
     """One walk over a planned function: numbers bindings, records storages and tensors,
     propagates aliases and extends lifetimes (see the module docstring)."""
@@ -213,7 +192,7 @@ class _Lifetimes:
         return ()
 
     def read(self, expr) -> None:
-        for v in _vars_in(expr, []):
+        for v in var_uses(expr, nested=False):
             for t in self.carried.get(v, ()):
                 if self.t_end[t] < self.step:
                     self.t_end[t] = self.step
@@ -276,7 +255,7 @@ class _Lifetimes:
         if name == BUILTIN_ALLOC_TENSOR:
             self.n_unplanned += 1
             return
-        if is_inplace_memory_op(call.op):
+        if shares_storage(call.op):
             if call.args:
                 self.carried[var] = self.carried_by(call.args[0])
                 for a in call.args[1:]:
@@ -333,7 +312,7 @@ def collect_planned_tensors(func: Function, name: str = "") -> PlannedStorages:
     walk.visit_seq(func.body)
     # Tensors reaching the return value are live after the last binding.
     for t in walk.carried_by(func.body.body) + tuple(
-        t for v in _vars_in(func.body.body, []) for t in walk.carried.get(v, ())
+        t for v in var_uses(func.body.body, nested=False) for t in walk.carried.get(v, ())
     ):
         walk.t_end[t] = walk.step
     return walk.result(name)

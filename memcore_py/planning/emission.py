@@ -14,6 +14,7 @@ scope tree, per-block positions of the allocations).
 """
 from __future__ import annotations
 
+from functools import partial
 from operator import itemgetter
 from typing import NamedTuple
 
@@ -36,6 +37,10 @@ class EmissionSite(NamedTuple):
     """The position is TVM's own (False: moved to dominate every use)."""
 
 
+#: ``EmissionSite`` from a 4-tuple without NamedTuple's Python-level ``__new__`` (one per storage)
+_site = partial(tuple.__new__, EmissionSite)
+
+
 def _scope_chain(sites: AllocationSites, sid: int) -> list:
     chain = []
     while sid >= 0:
@@ -53,7 +58,7 @@ def emission_site(sites: AllocationSites, toks: list) -> EmissionSite:
     i0 = sites.tok_index[first]
     df0 = sites.block_is_dataflow[b0]
     if len(toks) == 1 or itemgetter(*toks)(tok_block).count(b0) == len(toks):  # all in block b0
-        return EmissionSite(b0, i0, df0, True)
+        return _site((b0, i0, df0, True))
     chains = [_scope_chain(sites, sites.block_scope[tok_block[t]]) for t in toks]
     depth = min(len(c) for c in chains)
     lca = 0
@@ -67,13 +72,13 @@ def emission_site(sites: AllocationSites, toks: list) -> EmissionSite:
     s0 = sites.block_scope[b0]
     if s0 == lca_scope:
         # Same scope: TVM's position dominates unless a dataflow block is left.
-        return EmissionSite(b0, i0, False, not df0)
+        return _site((b0, i0, False, not df0))
     # Walk up from the first use to the child scope of the common scope.
     sid = s0
     while sites.scope_parent[sid] != lca_scope:
         sid = sites.scope_parent[sid]
     anchor_block, _anchor_binding, anchor_index = sites.scope_anchor[sid]
-    return EmissionSite(anchor_block, anchor_index, False, False)
+    return _site((anchor_block, anchor_index, False, False))
 
 
 def emission_sites(sites: AllocationSites, plan: MemoryPlan) -> list:

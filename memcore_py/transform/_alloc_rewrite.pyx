@@ -48,6 +48,10 @@ def same_shape(values, shape):
     """Whether two dimension tuples are the same expressions: the allocation's own shape
     argument can then stand for the tensor type's shape. Compares IntImm dims by value and
     dtype, PrimVar dims by name; any other dim only when it is the same object."""
+    return _same_shape(values, shape)
+
+
+cdef bint _same_shape(values, shape) except -1:
     cdef Py_ssize_t k, n
     cdef PyObject* pa
     cdef PyObject* pb
@@ -104,9 +108,6 @@ cdef class AllocRewrite:
         rewriter while it walks; None before).
     dtype_imm : dict
         dtype -> the shared ``DataTypeImm`` (filled by the rewriter).
-    make_args : callable
-        ``make_args(key, call)`` -> the ``R.memory.alloc_tensor`` argument tuple for
-        ``key = (storage, offset, tensor type, device arg)`` in the general case.
     op : Op
         ``relax.memory.alloc_tensor``.
     zero : PrimValue
@@ -115,33 +116,34 @@ cdef class AllocRewrite:
 
     cdef list tok_storage, tok_offset, storage_var
     cdef dict dtype_imm, args_cache
-    cdef object make_args, op, zero
+    cdef object op, zero
 
-    def __init__(self, list tok_storage, list tok_offset, list storage_var, dict dtype_imm, make_args, op, zero):
+    def __init__(self, list tok_storage, list tok_offset, list storage_var, dict dtype_imm, op, zero):
         self.tok_storage = tok_storage
         self.tok_offset = tok_offset
         self.storage_var = storage_var
         self.dtype_imm = dtype_imm
         self.args_cache = {}
-        self.make_args = make_args
         self.op = op
         self.zero = zero
 
-    def args_for(self, key, call):
-        """The shared argument tuple for ``key`` (made by ``make_args`` when missing)."""
+    def args_for(self, key, call, make_args):
+        """The shared argument tuple for ``key = (storage, offset, tensor type, device arg)``,
+        made by ``make_args(key, call)`` when missing. (Callbacks are passed per call, so that
+        this object holds no reference back to its owner.)"""
         cdef PyObject* p = PyDict_GetItem(self.args_cache, key)
         if p is not NULL:
             return <object>p
-        new_args = self.make_args(key, call)
+        new_args = make_args(key, call)
         self.args_cache[key] = new_args
         return new_args
 
-    def rebuild(self, list out, dict allocs, set skip):
+    def rebuild(self, list out, dict allocs, set skip, make_args):
         """``out[i] = VarBinding(var, Call(op, args, ty=var.ty))`` for each planned
         allocation ``i -> token`` of ``allocs`` not in ``skip``. In the common case (offset 0,
         a tensor type, the call's own shape argument equal to the type's shape, the dtype's
         ``DataTypeImm`` already made) the arguments ``(storage, 0, shape, dtype, device)`` are
-        built directly; otherwise they come from :meth:`args_for`."""
+        built directly; otherwise they come from :meth:`args_for` (with ``make_args``)."""
         cdef PyObject* dp
         cdef PyObject* c
         cdef PyObject* nb
@@ -165,10 +167,10 @@ cdef class AllocRewrite:
                 arg0 = args[0]
                 dp = PyDict_GetItem(self.dtype_imm, <object>get_slot(ty, O_TT_DTYPE))
                 if (storage is not None and dp is not NULL and Py_TYPE(arg0) is T_SHAPE_EXPR
-                        and same_shape(<object>get_slot(arg0, O_SE_VALUES), <object>get_slot(ty, O_TT_SHAPE))):
+                        and _same_shape(<object>get_slot(arg0, O_SE_VALUES), <object>get_slot(ty, O_TT_SHAPE))):
                     new_args = (storage, self.zero, arg0, <object>dp, args[2])
             if new_args is None:
-                new_args = self.args_for((tok_storage[t], tok_offset[t], ty, args[2]), call)
+                new_args = self.args_for((tok_storage[t], tok_offset[t], ty, args[2]), call, make_args)
             c = alloc_node(T_CALL)
             put_slot(c, O_OP, op)
             put_slot(c, O_ARGS, new_args)

@@ -231,12 +231,11 @@ class _StorageAllocationRewriter:
         self._offset_imm: dict = {0: _ZERO}
         self._shape_imm: dict = {}
         self.tok_storage = plan.tok_storage.tolist()
-        self.tok_offset = plan.tok_offset.tolist()
+        self.tok_offset = plan.tok_offset.tolist() if plan.mode == "arena" else [0] * len(self.tok_storage)
         compiled = load_compiled("memcore_py.transform._alloc_rewrite")
         self._same_shape = compiled.same_shape
         self._allocs_rewrite = compiled.AllocRewrite(
-            self.tok_storage, self.tok_offset, self.storage_var, self._dtype_imm, self._alloc_tensor_args,
-            _MEM_ALLOC_TENSOR, _ZERO)
+            self.tok_storage, self.tok_offset, self.storage_var, self._dtype_imm, _MEM_ALLOC_TENSOR, _ZERO)
         self._func_name = ""
         self._bounds = None
 
@@ -368,12 +367,13 @@ class _StorageAllocationRewriter:
             handled.add(i)
             var = b.var
             ty = var.ty
-            new_args = self._allocs_rewrite.args_for((tok_storage[t], tok_offset[t], ty, b.value.args[2]), b.value)
+            new_args = self._allocs_rewrite.args_for((tok_storage[t], tok_offset[t], ty, b.value.args[2]), b.value,
+                                                     self._alloc_tensor_args)
             raw = new_var(DataflowVar if is_df else Var, var.name + "_raw", ty)
             inserts.append((i, [new_binding(raw, new_call(_MEM_ALLOC_TENSOR, new_args, None, (), ty))]))
             out[i] = new_binding(var, new_call(_ENSURE_ZERO_OFFSET, (raw,), None, (), ty))
         if allocs:
-            self._allocs_rewrite.rebuild(out, allocs, handled)
+            self._allocs_rewrite.rebuild(out, allocs, handled, self._alloc_tensor_args)
         if inserts:
             merged = []
             last = 0
@@ -469,6 +469,15 @@ def _check_options(mode, alignment, time_limit=None):
                         f"got {time_limit!r}")
 
 
+def _plan_block_memory(mod, mode, alignment, time_limit, zero_offset_views, lower_bound, ctx) -> PlannedModule:
+    st = analyze_storage_tokens(mod)
+    plan = plan_memory(st.program, mode, alignment=alignment, time_limit=time_limit, lower_bound=lower_bound)
+    if ctx is not None and ctx.tracing:
+        _trace(ctx, st, plan, mode)
+    out = _StorageAllocationRewriter(mod, st, plan, zero_offset_views and mode == "arena").rewrite()
+    return PlannedModule(out, plan, st)
+
+
 def plan_block_memory(mod: IRModule, mode: str = "tvm", *, alignment: int = 64, time_limit=ARENA_TIME_LIMIT,
                       zero_offset_views: bool = True, lower_bound: bool = False,
                       ctx: PassContext | None = None) -> PlannedModule:
@@ -478,16 +487,8 @@ def plan_block_memory(mod: IRModule, mode: str = "tvm", *, alignment: int = 64, 
     mode always does). The other parameters are :func:`static_plan_block_memory`'s.
     """
     _check_options(mode, alignment, time_limit)
-    # The pass allocates a few objects per binding and frees nothing until it returns; the
-    # cyclic garbage collector would rescan the whole (acyclic) IR again and again on large
-    # functions (2-5x the running time at 300k bindings), so it is paused meanwhile.
     with gc_paused():
-        st = analyze_storage_tokens(mod)
-        plan = plan_memory(st.program, mode, alignment=alignment, time_limit=time_limit, lower_bound=lower_bound)
-        if ctx is not None and ctx.tracing:
-            _trace(ctx, st, plan, mode)
-        out = _StorageAllocationRewriter(mod, st, plan, zero_offset_views and mode == "arena").rewrite()
-    return PlannedModule(out, plan, st)
+        return _plan_block_memory(mod, mode, alignment, time_limit, zero_offset_views, lower_bound, ctx)
 
 
 def static_plan_block_memory(mod: IRModule, mode: str = "tvm", *, alignment: int = 64, time_limit=ARENA_TIME_LIMIT,
@@ -524,8 +525,14 @@ def static_plan_block_memory(mod: IRModule, mode: str = "tvm", *, alignment: int
     PassError
         Bad options, a malformed ``R.builtin.alloc_tensor``, a bad ``tir_var_*`` attribute.
     """
-    return plan_block_memory(mod, mode, alignment=alignment, time_limit=time_limit,
-                             zero_offset_views=zero_offset_views, ctx=ctx).module
+    _check_options(mode, alignment, time_limit)
+    # The pass allocates a few objects per binding and frees nothing until it returns; the
+    # cyclic garbage collector would rescan the whole (acyclic) IR again and again on large
+    # functions (2-5x the running time at 300k bindings), so it is paused meanwhile. It is
+    # resumed only after the analysis and the plan are released (taking ``.module`` inside the
+    # paused region), so that resuming does not start a collection over them.
+    with gc_paused():
+        return _plan_block_memory(mod, mode, alignment, time_limit, zero_offset_views, False, ctx).module
 
 
 def plan_statistics(mod: IRModule, mode: str = "tvm", *, alignment: int = 64, time_limit=ARENA_TIME_LIMIT) -> dict:
