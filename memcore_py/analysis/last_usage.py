@@ -276,7 +276,10 @@ class _Collector:
 
 
 def _occurrences(expr, pos, last):
-    """Record every use (as defined in the module docstring) inside ``expr`` at ``pos``."""
+    """Record every use (as defined in the module docstring) inside ``expr`` at ``pos``.
+
+    Not :func:`memcore_py.ir.functor.var_uses`: the bindings of storage and kill ops in
+    nested scopes are not uses here (TVM's last-use rules)."""
     stack = [expr]
     while stack:
         e = stack.pop()

@@ -63,6 +63,7 @@ __all__ = [
     "normalize_function_blocks",
     "value_type",
     "map_functions",
+    "var_uses",
 ]
 
 _LEAF_CLASSES = (Constant, ShapeExpr, PrimValue, StringImm, DataTypeImm, ExternFunc, GlobalVar)
@@ -540,3 +541,50 @@ def normalize_function_blocks(func: Function) -> Function:
         return e
 
     return expr(func)
+
+
+def var_uses(expr, out: list | None = None, *, nested: bool = True) -> list:
+    """Every occurrence of a Relax variable in ``expr``, in visit order (the one walk over
+    variable uses that analyses and passes share).
+
+    Parameters
+    ----------
+    expr : Expr
+    out : list, optional
+        Appended to and returned.
+    nested : bool, default True
+        Also the occurrences inside the scopes ``expr`` opens (If branches with their binding
+        values, nested functions). With False only the occurrences evaluated by ``expr``
+        itself: an If's condition, a SeqExpr's result.
+    """
+    if out is None:
+        out = []
+    stack = [expr]
+    while stack:
+        e = stack.pop()
+        cls = type(e)
+        if cls is Var or cls is DataflowVar:
+            out.append(e)
+        elif cls is Call:
+            stack.extend(reversed(e.args))
+            if isinstance(e.op, Var):
+                stack.append(e.op)
+        elif cls is Tuple:
+            stack.extend(reversed(e.fields))
+        elif cls is TupleGetItem:
+            stack.append(e.tuple_value)
+        elif cls is If:
+            if nested:
+                stack.append(e.false_branch)
+                stack.append(e.true_branch)
+            stack.append(e.cond)
+        elif cls is SeqExpr:
+            stack.append(e.body)
+            if nested:
+                for blk in reversed(e.blocks):
+                    for b in reversed(blk.bindings):
+                        stack.append(b.value)
+        elif cls is Function and nested:
+            stack.append(e.body)
+    return out
+

@@ -77,11 +77,11 @@ from ..ir.expr import (
 from ..ir.module import IRModule
 from ..ir.prim import BinaryOp, IntImm, PrimVar, simplify_const
 from ..ir.types import FuncType, PrimType, ShapeType, TensorType, TupleType
-from ..ir.functor import ExprMutator, map_functions, normalize_blocks, normalize_function_blocks, value_type
+from ..ir.functor import ExprMutator, map_functions, normalize_blocks, normalize_function_blocks, value_type, var_uses
 from ..ir.types import type_equal
 from .pass_infra import FunctionPass, PassContext
 
-__all__ = ["canonicalize_bindings", "CanonicalizeBindings", "collect_var_uses", "free_vars"]
+__all__ = ["canonicalize_bindings", "CanonicalizeBindings", "free_vars"]
 
 _VAR_CLASSES = (Var, DataflowVar)
 _SCOPE_CLASSES = (If, Function, SeqExpr)
@@ -90,38 +90,6 @@ _SIMPLE_ARG = frozenset((Var, DataflowVar, Constant, ShapeExpr, PrimValue, Strin
 
 
 # ------------------------------------------------------------------------------- helpers
-def collect_var_uses(expr, out=None) -> list:
-    """Every variable occurrence in ``expr`` (nested scopes included), in visit order."""
-    if out is None:
-        out = []
-    stack = [expr]
-    while stack:
-        e = stack.pop()
-        cls = type(e)
-        if cls is Var or cls is DataflowVar:
-            out.append(e)
-        elif cls is Call:
-            stack.extend(reversed(e.args))
-            if isinstance(e.op, Var):
-                stack.append(e.op)
-        elif cls is Tuple:
-            stack.extend(reversed(e.fields))
-        elif cls is TupleGetItem:
-            stack.append(e.tuple_value)
-        elif cls is If:
-            stack.append(e.false_branch)
-            stack.append(e.true_branch)
-            stack.append(e.cond)
-        elif cls is SeqExpr:
-            stack.append(e.body)
-            for blk in reversed(e.blocks):
-                for b in reversed(blk.bindings):
-                    stack.append(b.value)
-        elif cls is Function:
-            stack.append(e.body)
-    return out
-
-
 def free_vars(func: Function) -> list:
     """Variables used in ``func`` but bound neither by its params nor by its bindings
     (nested scopes included), in first-use order."""
@@ -144,7 +112,7 @@ def free_vars(func: Function) -> list:
             stack.append(e.body)
     out = []
     seen = set()
-    for v in collect_var_uses(func.body):
+    for v in var_uses(func.body):
         if v not in bound and v not in seen:
             seen.add(v)
             out.append(v)
@@ -635,7 +603,7 @@ def _fold_dataflow_outputs(block):
     for b in reversed(bindings):
         var, value = b.var, b.value
         if type(var) is DataflowVar:
-            for v in collect_var_uses(value):
+            for v in var_uses(value):
                 if type(v) is DataflowVar:
                     disqualified.add(v)
             if var not in disqualified and var in output_vars:
@@ -646,7 +614,7 @@ def _fold_dataflow_outputs(block):
                     disqualified.add(value)
                 output_vars.add(value)
             else:
-                for v in collect_var_uses(value):
+                for v in var_uses(value):
                     if type(v) is DataflowVar:
                         disqualified.add(v)
     if not candidates:

@@ -91,9 +91,9 @@ from ..ir.expr import (
 from ..ir.module import IRModule
 from ..ir.op import get_op
 from ..ir.construct import new_binding, new_block, new_call, new_var
-from ..ir.functor import ExprMutator, map_functions, normalize_blocks, value_type
+from ..ir.functor import ExprMutator, map_functions, normalize_blocks, value_type, var_uses
 from ..ir.types import VOID, FuncType, PrimType, ShapeType, TensorType, TupleType, type_equal
-from .canonicalize_bindings import canonicalize_bindings, canonicalize_tir_variables, collect_var_uses
+from .canonicalize_bindings import canonicalize_bindings, canonicalize_tir_variables
 from .pass_infra import FunctionPass, PassContext
 
 __all__ = ["kill_after_last_use", "remove_unused_trivial_bindings", "KillAfterLastUse"]
@@ -145,7 +145,7 @@ def remove_unused_trivial_bindings(func: Function) -> Function:
             candidates.add(b.var)
     if not candidates:
         return func
-    used = set(collect_var_uses(func.body))
+    used = set(var_uses(func.body))
     to_remove = candidates - used
     if not to_remove:
         return func
@@ -328,7 +328,7 @@ def _kill_flat(func: Function, name: str, staged: bool = False) -> Function:
                             if ca is not Tuple and ca is not TupleGetItem:
                                 raise _NotFlat
                             a = _rewrite_leafy(a, repl)
-                            for u in collect_var_uses(a):
+                            for u in var_uses(a):
                                 last[u] = pos
                         new_args.append(a)
                 vty = var.ty
@@ -396,7 +396,7 @@ def _kill_flat(func: Function, name: str, staged: bool = False) -> Function:
                 new_value = orig
             else:
                 new_value = _rewrite_leafy(orig, repl)
-                for u in collect_var_uses(new_value):
+                for u in var_uses(new_value):
                     last[u] = pos
             if not constant_binding:
                 tcls = type(var.ty)
@@ -420,7 +420,7 @@ def _kill_flat(func: Function, name: str, staged: bool = False) -> Function:
         if rcls is not Tuple and rcls is not TupleGetItem:
             raise _NotFlat
         result = _rewrite_leafy(result, repl)
-        for u in collect_var_uses(result):
+        for u in var_uses(result):
             last[u] = -1
 
     # Pass 2: group the kills by position (definition order within a group), splice.
