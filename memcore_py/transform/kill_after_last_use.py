@@ -55,8 +55,8 @@ two passes over the bindings (one walk that canonicalizes and records last uses,
 splices the kills in), building the new nodes without re-validating them. It gives exactly
 the general path's output (tests compare both on random programs); anything else (If,
 nested functions, dataflow blocks, unusual kill calls) takes the general path. The cyclic
-garbage collector is paused during the pass. About 10-13x faster than TVM 0.27's pass on
-30k-300k bindings (bench/README.md, "KillAfterLastUse").
+garbage collector is paused during the pass (speed against TVM's pass: bench/README.md,
+"KillAfterLastUse").
 
 Preconditions: meant for non-dataflow, impure-allowed IR after StaticPlanBlockMemory and
 LowerAllocTensor. Postconditions: kill calls are placed as above; re-running the pass adds
