@@ -45,7 +45,7 @@ from .expr import (
 )
 from .op import Op
 from .prim import BinaryOp, IntImm, PrimExpr, PrimVar, free_prim_vars, prove_equal, simplify_const
-from .types import VOID, FuncType, ObjectType, PrimType, ShapeType, TensorType, TupleType, Type, type_equal
+from .types import VOID, FuncType, ObjectType, PrimType, ShapeType, TensorType, TupleType, Type, substitute_type, type_equal
 
 # VOID (``R.Tuple()``) lives in memcore_py.ir.types; re-exported here for older importers.
 __all__ = ["infer_type", "join_types", "erase_to_well_defined", "packed_call_type", "VOID"]
@@ -181,28 +181,6 @@ def erase_to_well_defined(ty: Type, defined) -> Type:
     return ty
 
 
-def _substitute(expr: PrimExpr, env):
-    if isinstance(expr, PrimVar):
-        return env.get(expr.name, expr)
-    if isinstance(expr, BinaryOp):
-        a, b = _substitute(expr.a, env), _substitute(expr.b, env)
-        if a is expr.a and b is expr.b:
-            return expr
-        folded = simplify_const(type(expr)(a, b))
-        return IntImm(folded) if folded is not None else type(expr)(a, b)
-    return expr
-
-
-def _substitute_type(ty: Type, env) -> Type:
-    if isinstance(ty, TensorType) and ty.shape is not None:
-        return TensorType(tuple(_substitute(d, env) for d in ty.shape), ty.dtype, vdevice=ty.vdevice)
-    if isinstance(ty, ShapeType) and ty.values is not None:
-        return ShapeType(tuple(_substitute(d, env) for d in ty.values))
-    if isinstance(ty, TupleType):
-        return TupleType([_substitute_type(f, env) for f in ty.fields])
-    return ty
-
-
 def _derive_call_ret(func: Function, arg_types) -> Type:
     """Return type of a call to ``func``: symbolic vars bound by its params' bare dims are
     replaced by the arguments' dims; what stays unknown is erased (TVM
@@ -217,7 +195,7 @@ def _derive_call_ret(func: Function, arg_types) -> Type:
                 if isinstance(d, PrimVar):
                     env.setdefault(d.name, a)
     if env:
-        ret = _substitute_type(ret, env)
+        ret = substitute_type(ret, env)
     defined = set()
     for at in arg_types:
         for d in _type_dims(at):

@@ -24,6 +24,7 @@ from ..errors import IRError
 
 __all__ = [
     "prim_equal",
+    "substitute",
     "PrimExpr",
     "IntImm",
     "FloatImm",
@@ -389,3 +390,30 @@ def prim_equal(a, b) -> bool:
     if isinstance(a, BinaryOp):
         return prim_equal(a.a, b.a) and prim_equal(a.b, b.b)
     return False
+
+
+def substitute(expr: PrimExpr, env: dict) -> PrimExpr:
+    """``expr`` with the variables named in ``env`` (name -> PrimExpr) replaced: the one
+    symbolic substitution of the code base (type inference of calls, CanonicalizeBindings).
+
+    A subtree that the replacement made constant is folded to an ``IntImm`` of its dtype;
+    ``expr`` itself comes back when none of its variables is in ``env``.
+    """
+    if not env:
+        return expr
+    t = type(expr)
+    if t is PrimVar:
+        rep = env.get(expr.name)
+        return expr if rep is None else rep
+    if isinstance(expr, BinaryOp):
+        a, b = substitute(expr.a, env), substitute(expr.b, env)
+        if a is expr.a and b is expr.b:
+            return expr
+        out = t(a, b)
+        try:
+            c = simplify_const(out)
+        except Exception:  # noqa: BLE001 - a non-integer expression is left unfolded
+            c = None
+        return IntImm(c, out.dtype) if c is not None else out
+    return expr
+

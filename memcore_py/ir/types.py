@@ -15,7 +15,7 @@ Types are immutable and may be shared between many expressions (the parser inter
 from __future__ import annotations
 
 from ..errors import IRError
-from .prim import PrimExpr, as_prim, prim_equal
+from .prim import PrimExpr, as_prim, prim_equal, substitute
 
 __all__ = [
     "Type",
@@ -29,6 +29,7 @@ __all__ = [
     "dtype_bytes",
     "check_dtype",
     "type_equal",
+    "substitute_type",
     "VOID",
 ]
 
@@ -233,3 +234,43 @@ def type_equal(a, b) -> bool:
             return a.params is None and b.params is None
         return len(a.params) == len(b.params) and all(type_equal(x, y) for x, y in zip(a.params, b.params))
     return False
+
+
+def substitute_type(ty, env: dict):
+    """``ty`` with the symbolic variables named in ``env`` replaced in every dim and value
+    (:func:`~memcore_py.ir.prim.substitute`); ``ty`` itself when nothing changes."""
+    if ty is None or not env:
+        return ty
+    cls = type(ty)
+    if cls is TensorType:
+        if ty.shape is None:
+            return ty
+        shape = tuple(substitute(d, env) for d in ty.shape)
+        if all(a is b for a, b in zip(shape, ty.shape)):
+            return ty
+        return TensorType(shape, ty.dtype, ty.ndim, ty.vdevice)
+    if cls is ShapeType:
+        if ty.values is None:
+            return ty
+        vals = tuple(substitute(d, env) for d in ty.values)
+        if all(a is b for a, b in zip(vals, ty.values)):
+            return ty
+        return ShapeType(vals)
+    if cls is PrimType:
+        if ty.value is None:
+            return ty
+        v = substitute(ty.value, env)
+        return ty if v is ty.value else PrimType(ty.dtype, v)
+    if cls is TupleType:
+        fields = tuple(substitute_type(f, env) for f in ty.fields)
+        if all(a is b for a, b in zip(fields, ty.fields)):
+            return ty
+        return TupleType(fields)
+    if cls is FuncType:
+        params = None if ty.params is None else tuple(substitute_type(p, env) for p in ty.params)
+        ret = substitute_type(ty.ret, env)
+        if ret is ty.ret and (params is None or all(a is b for a, b in zip(params, ty.params))):
+            return ty
+        return FuncType(params, ret, ty.purity)
+    return ty
+

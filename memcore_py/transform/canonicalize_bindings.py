@@ -78,7 +78,8 @@ from ..ir.module import IRModule
 from ..ir.prim import BinaryOp, IntImm, PrimVar, simplify_const
 from ..ir.types import FuncType, PrimType, ShapeType, TensorType, TupleType
 from ..ir.functor import ExprMutator, map_functions, normalize_blocks, normalize_function_blocks, value_type, var_uses
-from ..ir.types import type_equal
+from ..ir.prim import substitute
+from ..ir.types import substitute_type, type_equal
 from .pass_infra import FunctionPass, PassContext
 
 __all__ = ["canonicalize_bindings", "CanonicalizeBindings", "free_vars"]
@@ -125,76 +126,6 @@ def _expr_type(e):
 
 
 # ----------------------------------------------------------------- stage 1: symbolic vars
-def _prim_subst(expr, known):
-    """``expr`` with known symbolic vars substituted and constants folded; ``expr`` itself
-    when no variable of it is known."""
-    if not known:
-        return expr
-    changed = [False]
-
-    def walk(e):
-        if type(e) is PrimVar:
-            rep = known.get(e.name)
-            if rep is not None and rep is not e:
-                changed[0] = True
-                return rep
-            return e
-        if isinstance(e, BinaryOp):
-            a, b = walk(e.a), walk(e.b)
-            if a is e.a and b is e.b:
-                return e
-            return type(e)(a, b)
-        return e
-
-    out = walk(expr)
-    if not changed[0]:
-        return expr
-    try:
-        c = simplify_const(out)
-    except Exception:  # pragma: no cover - non-integer expression
-        c = None
-    if c is not None:
-        return IntImm(c, out.dtype)
-    return out
-
-
-def _type_subst(ty, known):
-    if ty is None or not known:
-        return ty
-    cls = type(ty)
-    if cls is TensorType:
-        if ty.shape is None:
-            return ty
-        shape = tuple(_prim_subst(d, known) for d in ty.shape)
-        if all(a is b for a, b in zip(shape, ty.shape)):
-            return ty
-        return TensorType(shape, ty.dtype, ty.ndim, ty.vdevice)
-    if cls is ShapeType:
-        if ty.values is None:
-            return ty
-        vals = tuple(_prim_subst(d, known) for d in ty.values)
-        if all(a is b for a, b in zip(vals, ty.values)):
-            return ty
-        return ShapeType(vals)
-    if cls is PrimType:
-        if ty.value is None:
-            return ty
-        v = _prim_subst(ty.value, known)
-        return ty if v is ty.value else PrimType(ty.dtype, v)
-    if cls is TupleType:
-        fields = tuple(_type_subst(f, known) for f in ty.fields)
-        if all(a is b for a, b in zip(fields, ty.fields)):
-            return ty
-        return TupleType(fields)
-    if cls is FuncType:
-        params = None if ty.params is None else tuple(_type_subst(p, known) for p in ty.params)
-        ret = _type_subst(ty.ret, known)
-        if ret is ty.ret and (params is None or all(a is b for a, b in zip(params, ty.params))):
-            return ty
-        return FuncType(params, ret, ty.purity)
-    return ty
-
-
 def _infer_symbolic_map(pattern, value_ty, out):
     """Bind bare symbolic vars of ``pattern`` to the matching parts of ``value_ty`` (TVM
     ``InferSymbolicVarMap``): first binding of a name wins."""
@@ -263,7 +194,7 @@ class _SymbolicVarCanonicalizer(ExprMutator):
         # A branch whose variables were substituted may now have a more precise type than
         # the If; TVM restores the If's type (with the outer substitutions only) by ending
         # each branch whose type differs with a match_cast to it.
-        ty = _type_subst(e.ty, self._values)
+        ty = substitute_type(e.ty, self._values)
         if ty is not None:
             tb = _cast_branch(tb, ty, "then_branch_with_dyn")
             fb = _cast_branch(fb, ty, "else_branch_with_dyn")
@@ -272,7 +203,7 @@ class _SymbolicVarCanonicalizer(ExprMutator):
     def visit_var_def(self, var):
         if not self._values:
             return var
-        ty = _type_subst(var.ty, self._values)
+        ty = substitute_type(var.ty, self._values)
         if ty is var.ty:
             return var
         new = type(var)(var.name, ty)
@@ -283,21 +214,21 @@ class _SymbolicVarCanonicalizer(ExprMutator):
         cls = type(e)
         if self._values:
             if cls is ShapeExpr:
-                vals = tuple(_prim_subst(d, self._values) for d in e.values)
+                vals = tuple(substitute(d, self._values) for d in e.values)
                 if all(a is b for a, b in zip(vals, e.values)):
                     return e
                 return ShapeExpr(vals)
             if cls is PrimValue:
-                v = _prim_subst(e.value, self._values)
+                v = substitute(e.value, self._values)
                 return e if v is e.value else PrimValue(v)
         return super().visit_expr(e)
 
     def visit_call(self, call):
         out = self.visit_call_default(call)
         if self._values and out.ty_args:
-            tys = tuple(_type_subst(t, self._values) for t in out.ty_args)
+            tys = tuple(substitute_type(t, self._values) for t in out.ty_args)
             if any(a is not b for a, b in zip(tys, out.ty_args)):
-                out = Call(out.op, out.args, out.attrs, tys, _type_subst(out.ty, self._values))
+                out = Call(out.op, out.args, out.attrs, tys, substitute_type(out.ty, self._values))
         return out
 
     def visit_binding(self, b, out):
@@ -319,7 +250,7 @@ class _SymbolicVarCanonicalizer(ExprMutator):
                     if not (type(value) is PrimVar and value.name == name):
                         self._values[name] = value
             value = self.visit_expr(b.value)
-            new_ty = _type_subst(b.ty, self._values)
+            new_ty = substitute_type(b.ty, self._values)
             var = self.visit_var_def(b.var)
             if value is b.value and new_ty is b.ty and var is b.var:
                 out.append(b)
