@@ -56,13 +56,12 @@ from ..ir.expr import (
 from ..ir.module import IRModule
 from ..ir.op import get_op
 from ..ir.prim import Add, IntImm, Mul, PrimVar
-from ..ir.types import ShapeType, TensorType, TupleType
+from ..ir.types import VOID, ShapeType, TensorType, TupleType
 
 __all__ = ["random_memory_module", "chain_module", "DTYPES"]
 
 DTYPES = ("float32", "float32", "float32", "float16", "int32", "int8", "uint8", "bool")
 _STATIC_SHAPES = ((2, 4), (4, 2), (8,), (4, 4), (16,), (2, 3), (3, 5), (64,), (1,), (2, 2, 2), (128,), (6,))
-_VOID = TupleType(())
 _ALLOC = get_op("relax.builtin.alloc_tensor")
 
 
@@ -345,14 +344,14 @@ class _Gen:
         if packed or (packed is None and r < 0.2):
             if rng.random() < 0.3 and len(args) >= 2:
                 args = [Tuple(args[:2])] + args[2:]
-            v = Call(ExternFunc("memcore.kernel"), args, ty_args=(_VOID,), ty=_VOID)
+            v = Call(ExternFunc("memcore.kernel"), args, ty_args=(VOID,), ty=VOID)
         elif packed is None and r < 0.3 and not any(isinstance(a.ty, TupleType) for a in args):
             dims = [d for a in args if isinstance(a.ty, TensorType) for d in a.ty.shape if type(d) is PrimVar][:1]
             inner = list(args) + ([ShapeExpr(dims)] if dims else [])
-            v = Call(get_op("relax.vm.call_tir_dyn"), [self.kernel(len(args)), Tuple(inner)], ty=_VOID)
+            v = Call(get_op("relax.vm.call_tir_dyn"), [self.kernel(len(args)), Tuple(inner)], ty=VOID)
         else:
-            v = Call(self.kernel(len(args)), args, ty=_VOID)
-        self.emit(fn, v, "_", _VOID)
+            v = Call(self.kernel(len(args)), args, ty=VOID)
+        self.emit(fn, v, "_", VOID)
 
     def discard_use(self, fn, a):
         rng = self.rng
@@ -450,10 +449,10 @@ def chain_module(n_ops: int, width: int = 1024, dtype: str = "float32") -> IRMod
         a = Var(names.fresh("alloc"), ty)
         bindings.append(VarBinding(a, Call(_ALLOC, [ShapeExpr(ty.shape), dt, zero, scope], ty_args=(ty,), ty=ty)))
         if i % 3 == 2:
-            call = Call(k3, [prev, prev2, a], ty=_VOID)
+            call = Call(k3, [prev, prev2, a], ty=VOID)
         else:
-            call = Call(k2, [prev, a], ty=_VOID)
-        bindings.append(VarBinding(Var(names.fresh("_"), _VOID), call))
+            call = Call(k2, [prev, a], ty=VOID)
+        bindings.append(VarBinding(Var(names.fresh("_"), VOID), call))
         y = Var(names.fresh("y"), ty)
         bindings.append(VarBinding(y, a))
         prev2, prev = prev, y
