@@ -9,6 +9,8 @@ import memcore_py
 from memcore_py.cli import main
 from memcore_py.examples.models import list_models, model_text
 
+from _helpers import run_cli
+
 SMALL_MODEL = "llama_small"
 
 
@@ -19,14 +21,8 @@ def model_file(tmp_path_factory):
     return path
 
 
-def _run(capsys, *argv):
-    rc = main(["plan", *map(str, argv)])
-    captured = capsys.readouterr()
-    return rc, captured.out, captured.err
-
-
 def test_plan_file_prints_table(capsys, model_file):
-    rc, out, err = _run(capsys, model_file)
+    rc, out, err = run_cli(capsys, "plan", model_file)
     assert rc == 0, err
     header, rule, row, footer = out.strip().splitlines()
     assert header.split()[:5] == ["module", "function", "bindings", "allocs", "planned"]
@@ -35,7 +31,7 @@ def test_plan_file_prints_table(capsys, model_file):
 
 
 def test_plan_without_argument_plans_shipped_models(capsys):
-    rc, out, err = _run(capsys)
+    rc, out, err = run_cli(capsys, "plan")
     assert rc == 0, err
     rows = out.strip().splitlines()[2:-1]
     assert [r.split()[0] for r in rows] == list_models()
@@ -47,14 +43,14 @@ def test_plan_gzipped_file(capsys, tmp_path):
     path = tmp_path / "m.py.gz"
     with gzip.open(path, "wt") as fh:
         fh.write(model_text(SMALL_MODEL))
-    rc, out, err = _run(capsys, path, "--json")
+    rc, out, err = run_cli(capsys, "plan", path, "--json")
     assert rc == 0, err
     assert json.loads(out)["modules"][0]["name"] == str(path)
 
 
 @pytest.mark.parametrize("mode", ["tvm", "arena"])
 def test_json_schema(capsys, model_file, mode):
-    rc, out, err = _run(capsys, model_file, "--json", "--mode", mode)
+    rc, out, err = run_cli(capsys, "plan", model_file, "--json", "--mode", mode)
     assert rc == 0, err
     doc = json.loads(out)
     assert doc["mode"] == mode
@@ -70,7 +66,7 @@ def test_json_schema(capsys, model_file, mode):
 
 
 def test_json_without_argument_carries_tvm_reference(capsys):
-    rc, out, err = _run(capsys, "--json")
+    rc, out, err = run_cli(capsys, "plan", "--json")
     assert rc == 0, err
     for module in json.loads(out)["modules"]:
         (func,) = module["functions"]
@@ -79,7 +75,7 @@ def test_json_without_argument_carries_tvm_reference(capsys):
 
 @pytest.mark.parametrize("mode", ["tvm", "arena"])
 def test_print_ir_parses_back(capsys, model_file, mode):
-    rc, out, err = _run(capsys, model_file, "--print-ir", "--mode", mode)
+    rc, out, err = run_cli(capsys, "plan", model_file, "--print-ir", "--mode", mode)
     assert rc == 0, err
     mod = memcore_py.parse(out)
     text = mod.script()
@@ -88,7 +84,7 @@ def test_print_ir_parses_back(capsys, model_file, mode):
 
 
 def test_passes_option_runs_only_those(capsys, model_file):
-    rc, out, err = _run(capsys, model_file, "--print-ir", "--passes", "static-plan-block-memory")
+    rc, out, err = run_cli(capsys, "plan", model_file, "--print-ir", "--passes", "static-plan-block-memory")
     assert rc == 0, err
     text = memcore_py.parse(out).script()
     assert "R.memory.alloc_storage" in text
@@ -103,14 +99,14 @@ def test_passes_option_runs_only_those(capsys, model_file):
     ],
 )
 def test_bad_passes_is_usage_error(capsys, model_file, argv, message):
-    rc, out, err = _run(capsys, model_file, *argv)
+    rc, out, err = run_cli(capsys, "plan", model_file, *argv)
     assert rc == 2
     assert message in err
     assert "Traceback" not in err
 
 
 def test_time_limit_reaches_the_bound_and_is_in_json(capsys):
-    rc, out, err = _run(capsys, "--json", "--time-limit", "1")
+    rc, out, err = run_cli(capsys, "plan", "--json", "--time-limit", "1")
     assert rc == 0, err
     doc = json.loads(out)
     assert doc["time_limit"] == 1.0
@@ -135,7 +131,7 @@ def test_bad_mode_is_usage_error(capsys, model_file):
 
 
 def test_missing_file_exit_1(capsys, tmp_path):
-    rc, out, err = _run(capsys, tmp_path / "nope.py")
+    rc, out, err = run_cli(capsys, "plan", tmp_path / "nope.py")
     assert rc == 1
     assert "nope.py" in err and "No such file" in err
     assert out == ""
@@ -144,7 +140,7 @@ def test_missing_file_exit_1(capsys, tmp_path):
 def test_unparsable_file_exit_1(capsys, tmp_path):
     path = tmp_path / "bad.py"
     path.write_text("@I.ir_module\nclass Module:\n    @R.function\n    def main(x: R.Tensor((2,), \"float32\"):\n")
-    rc, out, err = _run(capsys, path)
+    rc, out, err = run_cli(capsys, "plan", path)
     assert rc == 1
     assert err.startswith("memcore plan: error: ")
     assert "bad.py" in err and "line" in err

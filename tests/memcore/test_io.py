@@ -1,14 +1,12 @@
 """memcore.io: MiniMalloc CSV reading and writing."""
 
-import pathlib
-
 import numpy as np
 import pytest
 
 from memcore import InvalidArrayError, max_live_bytes, read_minimalloc_csv, write_minimalloc_csv
 from memcore.io import Problem
 
-DATA = pathlib.Path(__file__).resolve().parents[2] / "bench" / "data" / "minimalloc"
+from _helpers import MINIMALLOC_DIR as DATA
 
 
 def _write(tmp_path, text, name="p.csv"):

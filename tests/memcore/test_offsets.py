@@ -6,7 +6,6 @@ import importlib
 import importlib.machinery
 import itertools
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -25,7 +24,8 @@ from memcore import _offsets
 from memcore import _reference_offsets as ref
 from memcore.offsets import ALGORITHMS, HEURISTICS, OffsetPlan
 
-DATA = Path(__file__).resolve().parents[2] / "bench" / "data" / "minimalloc"
+from _helpers import MINIMALLOC_DIR as DATA
+
 INT64_MAX = np.iinfo(np.int64).max
 
 

@@ -82,8 +82,7 @@ def test_bad_sizes(bad):
 
 
 @pytest.mark.oracle
-def test_tvm_parses_and_accepts_generated_modules():
-    tvm = pytest.importorskip("tvm")
+def test_tvm_parses_and_accepts_generated_modules(tvm):
     from tvm.relax.analysis import _ffi_api
 
     for seed in range(3):

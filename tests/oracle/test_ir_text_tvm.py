@@ -12,7 +12,6 @@ Known ill-formed inputs (TVM's well-formed check, not its parser, rejects them) 
 in ``KNOWN_ILL_FORMED`` and parsed with ``check_well_formed=False``.
 """
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -48,9 +47,10 @@ from memcore_py.ir.printer import script  # noqa: E402
 from memcore_py.ir.structural import assert_structural_equal  # noqa: E402
 from memcore_py.testing import random_lowered_module, random_module  # noqa: E402
 
+from _helpers import TVM_PRINTED_DIR as DATA  # noqa: E402
+
 pytestmark = pytest.mark.oracle
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "tvm_printed"
 N_RANDOM = 24  # per generator
 
 #: Corpus items whose *content* TVM's well-formed check rejects (kill ops that

@@ -25,7 +25,7 @@ tvm = pytest.importorskip("tvm")
 from tvm import relax  # noqa: E402
 
 import memcore_py  # noqa: E402
-from memcore_py.ir.expr import Call, DataflowVar, Function, If, SeqExpr  # noqa: E402
+from memcore_py.ir.expr import DataflowVar, Function, If  # noqa: E402
 from memcore_py.ir.structural import assert_structural_equal  # noqa: E402
 from memcore_py.ir.well_formed import well_formed_report  # noqa: E402
 from memcore_py.testing import random_lowered_module  # noqa: E402
@@ -42,7 +42,8 @@ from memcore_py.transform import (  # noqa: E402
     Sequential,
     ToNonDataflow,
 )
-from memcore_py.ir.functor import normalize_blocks  # noqa: E402
+
+from _helpers import is_kill, strip_kills  # noqa: E402
 
 pytestmark = pytest.mark.oracle
 
@@ -51,7 +52,6 @@ N_A, FUNCS_A = 30, 5      # 150 high-level functions
 N_B, FUNCS_B = 12, 5      # 60 planned functions
 N_K, FUNCS_K = 24, 5      # 120 post-planning functions with control flow
 N_F, FUNCS_F = 8, 4       # 32 flat post-planning functions
-KILL_OPS = ("relax.memory.kill_tensor", "relax.memory.kill_storage", "relax.vm.kill_object")
 
 
 # ----------------------------------------------------------------------- helpers
@@ -106,30 +106,6 @@ def _assert_same_as_tvm(ours, tvm_mod):
     assert _our_names(ours) == _tvm_names(tvm_mod)
 
 
-def _is_kill(b):
-    return isinstance(b.value, Call) and getattr(b.value.op, "name", "") in KILL_OPS
-
-
-def _strip_kills(func):
-    from memcore_py.ir.expr import MatchCast, VarBinding
-
-    def seq(s):
-        blocks = []
-        for blk in s.blocks:
-            keep = []
-            for b in blk.bindings:
-                if _is_kill(b):
-                    continue
-                if isinstance(b.value, If):
-                    v = If(b.value.cond, seq(b.value.true_branch), seq(b.value.false_branch), b.value.ty)
-                    b = MatchCast(b.var, v, b.ty) if isinstance(b, MatchCast) else VarBinding(b.var, v)
-                keep.append(b)
-            blocks.append(type(blk)(keep))
-        return SeqExpr(normalize_blocks(blocks), s.body)
-
-    return Function(func.params, seq(func.body), func.ret_ty, func.attrs, func.is_pure)
-
-
 def _n_kills(func):
     n = 0
     stack = [func.body]
@@ -137,7 +113,7 @@ def _n_kills(func):
         s = stack.pop()
         for blk in s.blocks:
             for b in blk.bindings:
-                n += _is_kill(b)
+                n += is_kill(b)
                 if isinstance(b.value, If):
                     stack += [b.value.true_branch, b.value.false_branch]
     return n
@@ -179,7 +155,7 @@ def test_kill_after_last_use_with_control_flow(seed):
     tvm_like = memcore_py.parse(expected.script())
     for gv, func in ours.functions.items():
         if isinstance(func, Function):
-            assert_structural_equal(_strip_kills(func), _strip_kills(tvm_like[gv.name]))
+            assert_structural_equal(strip_kills(func), strip_kills(tvm_like[gv.name]))
             assert _n_kills(func) >= _n_kills(tvm_like[gv.name])
 
 

@@ -6,7 +6,6 @@ Also checks that our printing of TVM's text *is* TVM's text, up to the documente
 deliberate differences.
 """
 import re
-from pathlib import Path
 
 import pytest
 
@@ -15,8 +14,8 @@ from memcore_py.ir.printer import script
 from memcore_py.ir.structural import assert_structural_equal
 from memcore_py.testing import count_bindings, random_lowered_module, random_module
 
-DATA = Path(__file__).resolve().parents[2] / "data" / "tvm_printed"
-DATA_FILES = sorted(DATA.glob("*.txt"))
+from _helpers import TVM_PRINTED_FILES as DATA_FILES
+
 N_RANDOM = 60  # per generator: 120 random modules in all
 
 

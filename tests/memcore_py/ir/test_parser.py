@@ -1,7 +1,6 @@
 """Parser tests: the node mapping conventions (see memcore_py/ir/parser.py) on TVM's own
 printed text (tests/data/tvm_printed/) and on small hand-written inputs."""
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -39,7 +38,7 @@ from memcore_py.ir import (
 )
 from memcore_py.ir.structural import assert_structural_equal
 
-DATA = Path(__file__).resolve().parents[2] / "data" / "tvm_printed"
+from _helpers import TVM_PRINTED_DIR as DATA
 T23 = TensorType((2, 3), "float32")
 
 

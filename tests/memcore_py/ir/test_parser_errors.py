@@ -1,6 +1,5 @@
 """Bad input: every failure is a ParseError with line, column and the offending source line;
 never another exception, never a hang."""
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -10,7 +9,8 @@ from memcore_py import parse
 from memcore_py.errors import IRError, MemcoreError, ParseError
 from memcore_py.ir.parser import MAX_DEPTH
 
-DATA = Path(__file__).resolve().parents[2] / "data" / "tvm_printed"
+from _helpers import TVM_PRINTED_DIR as DATA
+
 GOOD = (DATA / "6_1_chain_planned.txt").read_text()
 
 HEAD = '@R.function\ndef main(x: R.Tensor((2, 3), dtype="float32")) -> R.Tensor((2, 3), dtype="float32"):\n'

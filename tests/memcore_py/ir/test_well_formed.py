@@ -260,8 +260,7 @@ def test_primfuncs_are_not_checked_beyond_references():
 
 
 @pytest.mark.oracle
-def test_tvm_rejects_what_we_reject():
-    tvm = pytest.importorskip("tvm")
+def test_tvm_rejects_what_we_reject(tvm):
     from tvm.relax.analysis import _ffi_api
 
     import memcore_py

@@ -183,6 +183,7 @@ def test_inplace_tuple_allocates_only_the_fresh_outputs():
     assert_pass_output(CallTIRRewrite(), before, expected)
 
 
+@pytest.mark.no_verify(reason="a pure function fed to CallTIRRewrite without RemovePurityChecking first: the packed call makes it impure, as in TVM")
 def test_call_dps_packed_becomes_a_packed_call_returning_object():
     before = f"""
     @I.ir_module
@@ -257,6 +258,7 @@ def test_call_in_if_branch():
     assert_pass_output(CallTIRRewrite(), before, expected)
 
 
+@pytest.mark.no_verify(reason="a pure function fed to CallTIRRewrite without RemovePurityChecking first: call_tir_dyn makes it impure, as in TVM")
 def test_tir_vars_lower_to_call_tir_dyn():
     """Documented difference (DIFFERENCES.md ``call-tir-tir-vars``): TVM 0.27 rejects a
     three-argument call_tir; we lower it as TVM <= 0.26 did."""

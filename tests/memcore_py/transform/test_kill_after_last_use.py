@@ -10,7 +10,7 @@ import pytest
 
 from memcore_py.analysis.last_usage import OUTPUT, collect_last_usage
 from memcore_py.errors import PassError
-from memcore_py.ir.expr import Call, DataflowBlock, Function, If, SeqExpr
+from memcore_py.ir.expr import Call, DataflowBlock, Function, SeqExpr
 from memcore_py.ir.structural import assert_structural_equal, structural_equal
 from memcore_py.ir.well_formed import well_formed_report
 from memcore_py.testing import random_lowered_module
@@ -22,6 +22,8 @@ from memcore_py.testing.lowering_programs import (
 )
 from memcore_py.transform import KillAfterLastUse, LowerAllocTensor, PassContext, Sequential
 from memcore_py.transform.kill_after_last_use import _kill_flat, kill_after_last_use
+
+from _helpers import strip_kills
 
 STUBS = """
         @T.prim_func(private=True)
@@ -821,6 +823,7 @@ def test_dataflow_blocks_get_no_kills_ours():
     assert well_formed_report(after) == []
 
 
+@pytest.mark.no_verify(reason="TVM's output is ill-formed (kills inside dataflow blocks) and is reproduced on purpose")
 def test_dataflow_tvm_scoping_reproduces_tvm_ill_formed_output():
     """TVM 0.27 puts the kills inside the dataflow blocks (TVM issue #17340)."""
     expected = f"""
@@ -1000,29 +1003,6 @@ def test_fast_path_on_the_benchmark_chain():
     assert_structural_equal(_kill_flat(func, "main"), _kill_after_last_use(func, "main", False, allow_fast=False))
 
 
-def _strip_kills(func):
-    """``func`` without kill bindings (blocks re-normalized)."""
-    from memcore_py.ir.expr import BindingBlock, MatchCast, VarBinding
-    from memcore_py.ir.functor import normalize_blocks
-
-    def seq(s):
-        blocks = []
-        for blk in s.blocks:
-            keep = []
-            for b in blk.bindings:
-                if isinstance(b.value, Call) and getattr(b.value.op, "name", "").startswith(("relax.memory.kill", "relax.vm.kill")):
-                    continue
-                v = b.value
-                if isinstance(v, If):
-                    v = If(v.cond, seq(v.true_branch), seq(v.false_branch), v.ty)
-                    b = MatchCast(b.var, v, b.ty) if isinstance(b, MatchCast) else VarBinding(b.var, v)
-                keep.append(b)
-            blocks.append(type(blk)(keep))
-        return SeqExpr(normalize_blocks(blocks), s.body)
-
-    return Function(func.params, seq(func.body), func.ret_ty, func.attrs, func.is_pure)
-
-
 @pytest.mark.parametrize("seed", range(10))
 def test_ours_differs_from_tvm_scoping_only_by_added_kills(seed):
     """On random post-planning functions (with If/else): removing all kill calls from our
@@ -1034,7 +1014,7 @@ def test_ours_differs_from_tvm_scoping_only_by_added_kills(seed):
     assert well_formed_report(ours) == []
     for gv in mod.functions:
         if isinstance(mod[gv], Function):
-            assert_structural_equal(_strip_kills(ours[gv]), _strip_kills(tvm_like[gv]))
+            assert_structural_equal(strip_kills(ours[gv]), strip_kills(tvm_like[gv]))
             assert len(_kill_names(ours[gv])) >= len(_kill_names(tvm_like[gv]))
 
 

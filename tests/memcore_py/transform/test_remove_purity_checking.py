@@ -1,4 +1,6 @@
 """RemovePurityChecking. Expected modules are TVM 0.27.0.post1's output for the same input."""
+import pytest
+
 from memcore_py.ir.expr import BindingBlock, Call, ExternFunc, Function, SeqExpr, Var, VarBinding
 from memcore_py.ir.op import get_op
 from memcore_py.ir.types import FuncType, TensorType
@@ -75,6 +77,7 @@ def test_already_forced_function():
     assert_pass_output(RemovePurityChecking(), before, expected)
 
 
+@pytest.mark.no_verify(reason="a dataflow block fed to RemovePurityChecking without ToNonDataflow first: the unwrapped call_packed is impure inside it, as in TVM")
 def test_tuple_result_in_dataflow_block():
     before = """
     @I.ir_module

@@ -1,0 +1,72 @@
+"""Plain helpers shared by several test files (fixtures live in ``conftest.py``).
+
+``tests/conftest.py`` puts this folder on ``sys.path``, so a test file imports these as
+``from _helpers import strip_kills``, both from the repository root (``python -m pytest -q``)
+and for a single file (``python -m pytest tests/x/test_y.py``).
+
+Only the standard library is imported at module level: the engine tests (``tests/memcore``)
+import this file too and must not pull in ``memcore_py``.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+#: The repository root (the folder holding ``setup.py``).
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+#: TVMScript files printed by Apache TVM 0.27 (``tests/data/tvm_printed/generate.py``).
+TVM_PRINTED_DIR = REPO_ROOT / "tests" / "data" / "tvm_printed"
+TVM_PRINTED_FILES = sorted(TVM_PRINTED_DIR.glob("*.txt"))
+
+#: MiniMalloc's CSV problems, shipped with the benchmarks.
+MINIMALLOC_DIR = REPO_ROOT / "bench" / "data" / "minimalloc"
+
+#: The ops a kill binding calls (``KillAfterLastUse`` output).
+KILL_OPS = ("relax.memory.kill_tensor", "relax.memory.kill_storage", "relax.vm.kill_object")
+
+
+def run_cli(capsys, *argv):
+    """Run ``memcore`` in-process; return ``(exit code, stdout, stderr)``.
+
+    argparse's usage errors and ``--version`` exit through ``SystemExit``; its code is
+    returned like any other.
+    """
+    from memcore_py.cli import main
+
+    try:
+        rc = main([str(a) for a in argv])
+    except SystemExit as exc:
+        rc = exc.code
+    captured = capsys.readouterr()
+    return rc, captured.out, captured.err
+
+
+def is_kill(binding) -> bool:
+    """Whether ``binding`` calls one of :data:`KILL_OPS`."""
+    from memcore_py.ir.expr import Call
+
+    value = binding.value
+    return isinstance(value, Call) and getattr(value.op, "name", "") in KILL_OPS
+
+
+def strip_kills(func):
+    """``func`` without its kill bindings, also inside ``If`` branches (blocks re-normalized)."""
+    from memcore_py.ir.expr import Function, If, MatchCast, SeqExpr, VarBinding
+    from memcore_py.ir.functor import normalize_blocks
+
+    def seq(s):
+        blocks = []
+        for blk in s.blocks:
+            keep = []
+            for b in blk.bindings:
+                if is_kill(b):
+                    continue
+                v = b.value
+                if isinstance(v, If):
+                    v = If(v.cond, seq(v.true_branch), seq(v.false_branch), v.ty)
+                    b = MatchCast(b.var, v, b.ty) if isinstance(b, MatchCast) else VarBinding(b.var, v)
+                keep.append(b)
+            blocks.append(type(blk)(keep))
+        return SeqExpr(normalize_blocks(blocks), s.body)
+
+    return Function(func.params, seq(func.body), func.ret_ty, func.attrs, func.is_pure)
