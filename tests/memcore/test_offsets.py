@@ -353,18 +353,23 @@ def test_time_limit_ils_path(monkeypatch):
     _check_valid(start, end, size, searched)
 
 
+@pytest.mark.slow
 def test_time_limit_is_respected():
     problem = read_minimalloc_csv(DATA / "E.1048576.csv")  # auto and the search miss LB
     t0 = time.perf_counter()
     plan = plan_offsets(problem.start, problem.end, problem.size, time_limit=0.3)
-    assert time.perf_counter() - t0 < 2.0
+    # ~0.3 s when idle; the bound leaves room for a loaded 2-core machine, while a search
+    # that ignored the limit would run for minutes
+    assert time.perf_counter() - t0 < 0.3 + 5.0
     assert plan.arena_bytes <= plan_offsets(problem.start, problem.end, problem.size).arena_bytes
     _check_valid(problem.start, problem.end, problem.size, plan)
 
 
+@pytest.mark.slow
 def test_time_limit_on_a_large_problem_stays_close():
     # 250k buffers: auto keeps to the start sweep, the DFS is out of budget and an
     # iterated-greedy step (bucket index) would overrun, so none is started
+    # (the algorithm check is exact; the wall-clock bound is generous against load spikes)
     rng = np.random.default_rng(5)
     n = 250_000
     start = rng.integers(0, n, n)
@@ -375,7 +380,7 @@ def test_time_limit_on_a_large_problem_stays_close():
     auto_time = time.perf_counter() - t0
     t0 = time.perf_counter()
     plan = plan_offsets(start, end, size, time_limit=0.05)
-    assert time.perf_counter() - t0 < 3 * auto_time + 0.5
+    assert time.perf_counter() - t0 < 5 * auto_time + 2.0
     assert plan.algorithm == "greedy_start"
 
 
@@ -389,11 +394,12 @@ def test_search_reaches_lower_bound_on_minimalloc_a():
     _check_valid(problem.start, problem.end, problem.size, plan)
 
 
+@pytest.mark.slow
 def test_search_stops_at_lower_bound_without_searching():
     start, end, size = [0, 1], [1, 2], [3, 4]
     t0 = time.perf_counter()
     plan = plan_offsets(start, end, size, time_limit=30)
-    assert time.perf_counter() - t0 < 5
+    assert time.perf_counter() - t0 < 10  # well under the 30 s a search would use
     assert plan.gap == 0.0
 
 

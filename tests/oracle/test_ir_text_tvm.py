@@ -214,12 +214,14 @@ def _merge_func(f):
 
 @pytest.fixture(scope="module")
 def budget():
-    """The oracle suite must stay fast (each TVM parse costs ~0.1 s)."""
+    """The oracle suite must stay fast (each TVM parse costs ~0.1 s; the module takes ~10 s
+    idle, so the bound has room for a loaded machine)."""
     start = time.perf_counter()
     yield
     assert time.perf_counter() - start < 120
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,make", CORPUS, ids=[c[0] for c in CORPUS])
 def test_tvm_reads_our_text_and_we_read_tvms(name, make, budget):
     mod = make()
