@@ -32,6 +32,11 @@ __all__ = [
     "as_int8_array",
     "as_int_scalar",
     "as_interval_arrays",
+    "as_aligned_interval_arrays",
+    "as_token_program",
+    "TOKEN_EVENT_NAMES",
+    "SEQUENCE_ERRORS",
+    "raise_sequence_error",
     "check_length",
     "check_range",
     "check_nonnegative",
@@ -43,7 +48,14 @@ __all__ = [
 
 #: Largest int64 value; every size, offset and byte total must stay at or below it.
 INT64_MAX = int(np.iinfo(np.int64).max)
-_INT64_MIN = int(np.iinfo(np.int64).min)
+
+#: Event kinds of a token program, indexed by kind code (``memcore.EV_REQUEST`` = 0,
+#: ``memcore.EV_DECREF`` = 1).
+TOKEN_EVENT_NAMES = ("EV_REQUEST", "EV_DECREF")
+
+#: The malformed-sequence errors both token kernels report, by the name their code tables
+#: (``_tokens.ERROR_CODES``, ``_verify.TOKEN_CODES``) give them.
+SEQUENCE_ERRORS = ("ERR_REQUEST_TWICE", "ERR_DECREF_UNREQUESTED", "ERR_DECREF_AT_ZERO")
 
 
 def _describe(arr):
@@ -248,6 +260,77 @@ def as_interval_arrays(start, end, size):
     check_not_less("end", end, "start", start)
     check_nonnegative("size", size)
     return start, end, size
+
+
+def as_aligned_interval_arrays(start, end, size, alignment):
+    """:func:`as_interval_arrays` plus ``alignment >= 1`` and a rounded size total that fits
+    in int64. Returns ``(start, end, size)`` with each size rounded up to ``alignment``."""
+    start, end, size = as_interval_arrays(start, end, size)
+    alignment = as_int_scalar("alignment", alignment, low=1)
+    check_sum_fits("size", size, alignment=alignment)
+    if alignment > 1:
+        size = (size + (alignment - 1)) // alignment * alignment
+    return start, end, size
+
+
+def as_token_program(tok_bytes, tok_pool, tok_refs, ev_kind, ev_tok, tok_sym):
+    """Validate a token event program (:func:`memcore.plan_tokens`, :func:`memcore.verify_tokens`).
+
+    Returns the arrays as the kernels want them; ``tok_sym`` is an empty array when None.
+    The event *sequence* (a token requested twice, a decref before the request or at count
+    0) is checked by the kernels, which report it for :func:`raise_sequence_error`.
+    """
+    tok_bytes = as_int64_array("tok_bytes", tok_bytes)
+    n_tok = tok_bytes.shape[0]
+    tok_pool = as_int64_array("tok_pool", tok_pool)
+    tok_refs = as_int64_array("tok_refs", tok_refs)
+    check_length("tok_pool", tok_pool, n_tok, "len(tok_bytes)")
+    check_length("tok_refs", tok_refs, n_tok, "len(tok_bytes)")
+    check_nonnegative("tok_bytes", tok_bytes)
+    check_nonnegative("tok_pool", tok_pool)
+    check_nonnegative("tok_refs", tok_refs)
+    if tok_sym is None:
+        tok_sym = np.empty(0, dtype=np.int64)
+    else:
+        tok_sym = as_int64_array("tok_sym", tok_sym)
+        check_length("tok_sym", tok_sym, n_tok, "len(tok_bytes)")
+        bad = first_true(tok_sym < -1)
+        if bad >= 0:
+            raise InvalidArrayError(
+                f"tok_sym must be >= -1 (-1 = constant size); got tok_sym[{bad}] = "
+                f"{int(tok_sym[bad])}"
+            )
+    ev_kind = as_int8_array("ev_kind", ev_kind, TOKEN_EVENT_NAMES)
+    ev_tok = as_int64_array("ev_tok", ev_tok)
+    check_length("ev_tok", ev_tok, ev_kind.shape[0], "len(ev_kind)")
+    check_range("ev_tok", ev_tok, 0, n_tok, f"n_tok={n_tok}")
+    return tok_bytes, tok_pool, tok_refs, ev_kind, ev_tok, tok_sym
+
+
+def raise_sequence_error(error, e, ev_tok, tok_refs):
+    """Raise the InvalidArrayError for a malformed event sequence a kernel found at event ``e``.
+
+    ``error`` is one of :data:`SEQUENCE_ERRORS`.
+    """
+    p = int(ev_tok[e])
+    if error == "ERR_REQUEST_TWICE":
+        detail = (
+            f"token {p} must be requested at most once; got a second EV_REQUEST at event {e}"
+        )
+    elif error == "ERR_DECREF_UNREQUESTED":
+        detail = (
+            f"an EV_DECREF of token {p} must come after its EV_REQUEST; got EV_DECREF at "
+            f"event {e} before any EV_REQUEST"
+        )
+    elif error == "ERR_DECREF_AT_ZERO":
+        detail = (
+            f"an EV_DECREF of token {p} needs an outstanding reference; got EV_DECREF at "
+            f"event {e} with its count already 0 (tok_refs[{p}] = {int(tok_refs[p])})"
+        )
+    else:  # pragma: no cover - internal invariant
+        raise AssertionError(f"internal error: unknown event sequence error {error!r}")
+    raise InvalidArrayError(f"ev_tok[{e}] = {p}: {detail}")
+
 
 def check_sum_fits(name, arr, *, alignment=1):
     """Raise unless the sum of ``arr`` rounded up to ``alignment`` fits in int64.

@@ -42,13 +42,12 @@ import numpy as np
 
 from . import _liveness
 from ._validate import (
+    as_aligned_interval_arrays,
     as_flag_array,
     as_int64_array,
     as_int_scalar,
-    as_interval_arrays,
     check_length,
     check_range,
-    check_sum_fits,
     first_true,
 )
 from ._errors import InvalidArrayError
@@ -136,16 +135,6 @@ def live_intervals(def_pos, use_ptr, use_pos, is_output, n_steps):
     return start, end
 
 
-def _check_intervals(start, end, size, alignment):
-    """Validate (start, end, size[, alignment]); return the arrays and rounded sizes."""
-    start, end, size = as_interval_arrays(start, end, size)
-    alignment = as_int_scalar("alignment", alignment, low=1)
-    check_sum_fits("size", size, alignment=alignment)
-    if alignment > 1:
-        size = (size + (alignment - 1)) // alignment * alignment
-    return start, end, size
-
-
 def max_live_bytes(start, end, size, *, alignment=1):
     """Return the LOAD lower bound: the maximum over time of the bytes live at once.
 
@@ -186,7 +175,7 @@ def max_live_bytes(start, end, size, *, alignment=1):
     >>> max_live_bytes([0, 1, 3], [1, 2, 4], [10, 20, 30], alignment=16)
     48
     """
-    start, end, size = _check_intervals(start, end, size, alignment)
+    start, end, size = as_aligned_interval_arrays(start, end, size, alignment)
     return int(_liveness._py_max_live_bytes(start, end, size))
 
 
@@ -229,7 +218,7 @@ def live_profile(start, end, size, n_steps, *, alignment=1):
     [30, 50, 50, 30]
     """
     n_steps = as_int_scalar("n_steps", n_steps, low=0, high=np.iinfo(np.int64).max - 2)
-    start, end, size = _check_intervals(start, end, size, alignment)
+    start, end, size = as_aligned_interval_arrays(start, end, size, alignment)
     check_range("start", start, -1, n_steps + 1, f"n_steps={n_steps}")
     check_range("end", end, -1, n_steps + 1, f"n_steps={n_steps}")
     return _liveness._py_live_profile(start, end, size, n_steps)

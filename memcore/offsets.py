@@ -46,8 +46,7 @@ import numpy as np
 
 from . import _liveness, _offsets
 from ._errors import InvalidArrayError
-from ._validate import as_int_scalar
-from .liveness import _check_intervals
+from ._validate import as_aligned_interval_arrays, as_int_scalar
 
 __all__ = ["OffsetPlan", "plan_offsets", "ALGORITHMS", "HEURISTICS"]
 
@@ -437,7 +436,7 @@ def plan_offsets(start, end, size, *, alignment=1, algorithm="auto", time_limit=
     """
     t0 = _offsets._py_monotonic()
     # Step 1. Validate once, at the boundary (the same checks as max_live_bytes).
-    start, end, aligned = _check_intervals(start, end, size, alignment)
+    start, end, aligned = as_aligned_interval_arrays(start, end, size, alignment)
     alignment = as_int_scalar("alignment", alignment, low=1)
     algorithm = _check_algorithm(algorithm)
     time_limit = _check_time_limit(time_limit)

@@ -22,17 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _tokens
-from ._errors import InvalidArrayError
-from ._validate import (
-    as_int8_array,
-    as_int64_array,
-    as_int_scalar,
-    check_length,
-    check_nonnegative,
-    check_range,
-    exact_sum,
-    first_true,
-)
+from ._validate import as_int_scalar, as_token_program, exact_sum, raise_sequence_error
 
 __all__ = ["EV_REQUEST", "EV_DECREF", "TokenPlan", "plan_tokens"]
 
@@ -41,7 +31,8 @@ EV_REQUEST = 0
 #: Event kind: one reader of the token has run (TVM: ``ref_counter -= 1`` after a call).
 EV_DECREF = 1
 
-_EV_NAMES = ("EV_REQUEST", "EV_DECREF")  # indexed by the kind code
+#: kernel error code -> its name in ``SEQUENCE_ERRORS`` (memcore._validate)
+_ERROR_NAMES = {code: name for name, code in _tokens.ERROR_CODES.items()}
 
 
 @dataclass(frozen=True, eq=False)
@@ -77,61 +68,6 @@ class TokenPlan:
             f"TokenPlan(n_tok={self.storage_of.shape[0]}, n_storage={self.n_storage}, "
             f"total_bytes={self.total_bytes})"
         )
-
-
-def _check_token_program(tok_bytes, tok_pool, tok_refs, ev_kind, ev_tok, tok_sym):
-    """Validate a token event program (shared with :func:`memcore.verify_tokens`).
-
-    Returns the arrays as the kernels want them; ``tok_sym`` is an empty array when None.
-    """
-    tok_bytes = as_int64_array("tok_bytes", tok_bytes)
-    n_tok = tok_bytes.shape[0]
-    tok_pool = as_int64_array("tok_pool", tok_pool)
-    tok_refs = as_int64_array("tok_refs", tok_refs)
-    check_length("tok_pool", tok_pool, n_tok, "len(tok_bytes)")
-    check_length("tok_refs", tok_refs, n_tok, "len(tok_bytes)")
-    check_nonnegative("tok_bytes", tok_bytes)
-    check_nonnegative("tok_pool", tok_pool)
-    check_nonnegative("tok_refs", tok_refs)
-    if tok_sym is None:
-        tok_sym = np.empty(0, dtype=np.int64)
-    else:
-        tok_sym = as_int64_array("tok_sym", tok_sym)
-        check_length("tok_sym", tok_sym, n_tok, "len(tok_bytes)")
-        bad = first_true(tok_sym < -1)
-        if bad >= 0:
-            raise InvalidArrayError(
-                f"tok_sym must be >= -1 (-1 = constant size); got tok_sym[{bad}] = "
-                f"{int(tok_sym[bad])}"
-            )
-    ev_kind = as_int8_array("ev_kind", ev_kind, _EV_NAMES)
-    ev_tok = as_int64_array("ev_tok", ev_tok)
-    check_length("ev_tok", ev_tok, ev_kind.shape[0], "len(ev_kind)")
-    check_range("ev_tok", ev_tok, 0, n_tok, f"n_tok={n_tok}")
-    return tok_bytes, tok_pool, tok_refs, ev_kind, ev_tok, tok_sym
-
-
-def _raise_sequence_error(code, e, ev_tok, tok_refs):
-    """Turn a kernel's ERR_* code at event ``e`` into an InvalidArrayError."""
-    p = int(ev_tok[e])
-    codes = _tokens.ERROR_CODES
-    if code == codes["ERR_REQUEST_TWICE"]:
-        detail = (
-            f"token {p} must be requested at most once; got a second EV_REQUEST at event {e}"
-        )
-    elif code == codes["ERR_DECREF_UNREQUESTED"]:
-        detail = (
-            f"an EV_DECREF of token {p} must come after its EV_REQUEST; got EV_DECREF at "
-            f"event {e} before any EV_REQUEST"
-        )
-    elif code == codes["ERR_DECREF_AT_ZERO"]:
-        detail = (
-            f"an EV_DECREF of token {p} needs an outstanding reference; got EV_DECREF at "
-            f"event {e} with its count already 0 (tok_refs[{p}] = {int(tok_refs[p])})"
-        )
-    else:  # pragma: no cover - internal invariant
-        raise AssertionError(f"internal error: unknown token kernel code {code}")
-    raise InvalidArrayError(f"ev_tok[{e}] = {p}: {detail}")
 
 
 def _dense_pools(tok_pool):
@@ -229,7 +165,7 @@ def plan_tokens(
     >>> plan.storage_of.tolist(), plan.storage_bytes.tolist()
     ([0, 0], [48])
     """
-    tok_bytes, tok_pool, tok_refs, ev_kind, ev_tok, tok_sym = _check_token_program(
+    tok_bytes, tok_pool, tok_refs, ev_kind, ev_tok, tok_sym = as_token_program(
         tok_bytes, tok_pool, tok_refs, ev_kind, ev_tok, tok_sym
     )
     match_range = as_int_scalar("match_range", match_range, low=0)
@@ -246,6 +182,6 @@ def plan_tokens(
         bool(release_zero_ref),
     )
     if code:
-        _raise_sequence_error(code, bad_event, ev_tok, tok_refs)
+        raise_sequence_error(_ERROR_NAMES[code], bad_event, ev_tok, tok_refs)
     storage_pool = storage_dense if pool_ids is None else pool_ids[storage_dense]
     return TokenPlan(storage_of, storage_bytes, storage_pool)

@@ -5,7 +5,7 @@ cannot hide itself. Both return None for a valid plan and raise :class:`~memcore
 naming the first violation; malformed *arguments* (dtype, length, an ill-formed event
 program) raise :class:`~memcore.InvalidArrayError` as every kernel does.
 
-Stages: validate (:mod:`memcore._validate`, :func:`memcore.tokens._check_token_program`)
+Stages: validate (:mod:`memcore._validate`, the same checks as the planners)
 -> vectorised bound checks -> ``memcore._verify`` kernel -> message.
 """
 
@@ -13,10 +13,16 @@ import numpy as np
 
 from . import _verify
 from ._errors import InvalidArrayError, PlanError
-from ._validate import as_int64_array, as_int_scalar, check_length, first_true
-from .liveness import _check_intervals
-from .tokens import _check_token_program, _raise_sequence_error
-from . import _tokens
+from ._validate import (
+    SEQUENCE_ERRORS,
+    as_aligned_interval_arrays,
+    as_int64_array,
+    as_int_scalar,
+    as_token_program,
+    check_length,
+    first_true,
+    raise_sequence_error,
+)
 
 __all__ = ["verify_offsets", "verify_tokens"]
 
@@ -75,7 +81,7 @@ def verify_offsets(start, end, size, offset, arena_bytes):
     ...
     memcore._errors.PlanError: buffer 0 (live [0, 1], bytes [0, 8)) and buffer 1 (live [1, 2], bytes [4, 12)) are live at the same time and overlap in bytes
     """
-    start, end, size = _check_intervals(start, end, size, 1)
+    start, end, size = as_aligned_interval_arrays(start, end, size, 1)
     offset = as_int64_array("offset", offset)
     check_length("offset", offset, start.shape[0], "len(start)")
     arena_bytes = as_int_scalar("arena_bytes", arena_bytes, low=0)
@@ -149,7 +155,7 @@ def verify_tokens(tok_bytes, tok_pool, tok_refs, ev_kind, ev_tok, plan, *, tok_s
     ...                ev_kind=[0, 1, 0, 1], ev_tok=[0, 0, 1, 1])
     >>> verify_tokens(**program, plan=plan_tokens(**program))
     """
-    tok_bytes, tok_pool, tok_refs, ev_kind, ev_tok, tok_sym = _check_token_program(
+    tok_bytes, tok_pool, tok_refs, ev_kind, ev_tok, tok_sym = as_token_program(
         tok_bytes, tok_pool, tok_refs, ev_kind, ev_tok, tok_sym
     )
     n_tok = tok_bytes.shape[0]
@@ -192,14 +198,9 @@ def verify_tokens(tok_bytes, tok_pool, tok_refs, ev_kind, ev_tok, plan, *, tok_s
             )
         return None
     codes = _verify.TOKEN_CODES
-    if code == codes["ERR_REQUEST_TWICE"]:
-        _raise_sequence_error(_tokens.ERROR_CODES["ERR_REQUEST_TWICE"], e, ev_tok, tok_refs)
-    if code == codes["ERR_DECREF_UNREQUESTED"]:
-        _raise_sequence_error(
-            _tokens.ERROR_CODES["ERR_DECREF_UNREQUESTED"], e, ev_tok, tok_refs
-        )
-    if code == codes["ERR_DECREF_AT_ZERO"]:
-        _raise_sequence_error(_tokens.ERROR_CODES["ERR_DECREF_AT_ZERO"], e, ev_tok, tok_refs)
+    for error in SEQUENCE_ERRORS:
+        if code == codes[error]:
+            raise_sequence_error(error, e, ev_tok, tok_refs)
     st = int(storage_of[a])
     if code == codes["ERR_SHARED"]:
         raise PlanError(
