@@ -17,9 +17,9 @@ Design
   random workloads). Inline lookups and updates have no data-dependent branches: a
   position is a count over all ``SMALL_CAP`` slots, a shift one fixed-size move through a
   local buffer (the slots are padded to ``SMALL_STRIDE`` so the move never leaves the
-  bucket). Replacing early-exit scans and variable-length shifts (which gcc turned into
-  memmove calls) cut callgrind's simulated mispredictions from 2.4 to about 1 per event
-  and the 1M-token benchmark from about 3.3x to about 2.7x one argsort. Beyond ``SMALL_CAP`` entries a bucket becomes a
+  bucket). Early-exit scans and variable-length shifts (which gcc turned into memmove
+  calls) were mispredicted on most events; bench/README.md ("Engine: liveness and tokens")
+  has the measurements. Beyond ``SMALL_CAP`` entries a bucket becomes a
   *blocked sorted list* (the ``sortedcontainers`` idea): a vector of sorted blocks of at
   most ``BLOCK_CAP`` entries plus the last key of each block, so a lookup is a binary
   search in one contiguous block and an update a short ``memmove``. No event allocates

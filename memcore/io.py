@@ -95,7 +95,8 @@ def read_minimalloc_csv(path):
 
     Notes
     -----
-    One pass with the ``csv`` module, O(n) time; about 0.1 s per 60k rows.
+    One pass with the ``csv`` module, O(n) time (bench/README.md, "Engine: offsets", has
+    the measured rate).
 
     Examples
     --------
