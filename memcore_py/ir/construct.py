@@ -26,6 +26,7 @@ from .expr import (
     SeqExpr,
     ShapeExpr,
     Tuple,
+    TupleGetItem,
     VarBinding,
 )
 from .module import IRModule
@@ -41,6 +42,7 @@ __all__ = [
     "new_seq",
     "new_if",
     "new_tuple",
+    "new_tuple_get_item",
     "new_shape_expr",
     "new_shape_type",
     "new_function",
@@ -124,6 +126,15 @@ def new_tuple(fields: tuple, ty):
     _set(t, "fields", fields)
     _set(t, "ty", ty)
     return t
+
+
+def new_tuple_get_item(tuple_value, index: int, ty):
+    """``TupleGetItem(tuple_value, index, ty)`` with its type given (no range check)."""
+    g = _new(TupleGetItem)
+    _set(g, "tuple_value", tuple_value)
+    _set(g, "index", index)
+    _set(g, "ty", ty)
+    return g
 
 
 def new_shape_type(values: tuple):

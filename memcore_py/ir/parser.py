@@ -129,6 +129,7 @@ import numpy as np
 from ..errors import IRError, ParseError
 from ._lexer import TOKEN_RE, string_value, strip_comment, token_columns
 from ._util import gc_paused
+from .construct import new_call, new_tuple, new_tuple_get_item, shallow_copy
 from .expr import (
     Call,
     Constant,
@@ -2144,57 +2145,27 @@ def _const_data(v, dtype, pos):
 
 
 # ------------------------------------------------------------------------------ cloning
-_new = object.__new__
-_set = object.__setattr__
-
-
-def _all_slots(cls):
-    out = []
-    for k in reversed(cls.__mro__):
-        for name in getattr(k, "__slots__", ()):
-            if name not in out:
-                out.append(name)
-    return tuple(out)
-
-
-def _shallow(e):
-    """A distinct node with the same (immutable, already validated) fields."""
-    cls = type(e)
-    n = _new(cls)
-    for name in _SLOTS[cls]:
-        _set(n, name, getattr(e, name))
-    return n
-
-
 def _clone(e):
     """A fresh copy of a variable-free value. Cached values are never shared between
     bindings (passes key nodes by identity); types, PrimExprs, attrs and arrays are
-    immutable and shared. Nodes were validated when first built, so copies skip __init__."""
+    immutable and shared. Nodes were validated when first built, so copies are made
+    unchecked (:mod:`memcore_py.ir.construct`)."""
     return _CLONE[type(e)](e)
 
 
 def _clone_call(e):
-    n = _new(Call)
     op = e.op
-    _set(n, "op", _shallow(op) if type(op) is ExternFunc else op)
-    _set(n, "args", tuple([_CLONE[type(a)](a) for a in e.args]))
-    _set(n, "attrs", e.attrs)
-    _set(n, "ty_args", e.ty_args)
-    _set(n, "ty", e.ty)
-    return n
+    if type(op) is ExternFunc:
+        op = shallow_copy(op)
+    return new_call(op, tuple([_CLONE[type(a)](a) for a in e.args]), e.attrs, e.ty_args, e.ty)
 
 
 def _clone_tuple(e):
-    n = _new(Tuple)
-    _set(n, "fields", tuple([_clone(f) for f in e.fields]))
-    _set(n, "ty", e.ty)
-    return n
+    return new_tuple(tuple([_clone(f) for f in e.fields]), e.ty)
 
 
 def _clone_get_item(e):
-    n = _shallow(e)
-    _set(n, "tuple_value", _clone(e.tuple_value))
-    return n
+    return new_tuple_get_item(_clone(e.tuple_value), e.index, e.ty)
 
 
 #: Bound on cached value templates (a module with endless distinct lines stops caching).
@@ -2209,19 +2180,13 @@ def _substitute(e, mapping):
     if t is Var or t is DataflowVar:
         return mapping.get(e, e)
     if t is Call:
-        n = _new(Call)
         op = e.op
         top = type(op)
         if top is Var or top is DataflowVar:
             op = mapping.get(op, op)
         elif top is ExternFunc:
-            op = _shallow(op)
-        _set(n, "op", op)
-        _set(n, "args", tuple([_substitute(a, mapping) for a in e.args]))
-        _set(n, "attrs", e.attrs)
-        _set(n, "ty_args", e.ty_args)
-        _set(n, "ty", e.ty)
-        return n
+            op = shallow_copy(op)
+        return new_call(op, tuple([_substitute(a, mapping) for a in e.args]), e.attrs, e.ty_args, e.ty)
     if t is Tuple:
         return Tuple([_substitute(f, mapping) for f in e.fields])
     if t is TupleGetItem:
@@ -2233,16 +2198,15 @@ def _substitute(e, mapping):
     return _CLONE[t](e)
 
 
-_SLOTS = {c: _all_slots(c) for c in (ShapeExpr, PrimValue, StringImm, DataTypeImm, Constant, ExternFunc, TupleGetItem)}
 _CLONE = {
     Call: _clone_call,
     Tuple: _clone_tuple,
-    ShapeExpr: _shallow,
-    PrimValue: _shallow,
-    StringImm: _shallow,
-    DataTypeImm: _shallow,
-    Constant: _shallow,
-    ExternFunc: _shallow,
+    ShapeExpr: shallow_copy,
+    PrimValue: shallow_copy,
+    StringImm: shallow_copy,
+    DataTypeImm: shallow_copy,
+    Constant: shallow_copy,
+    ExternFunc: shallow_copy,
     GlobalVar: lambda e: e,
     TupleGetItem: _clone_get_item,
 }
