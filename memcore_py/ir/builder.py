@@ -457,9 +457,6 @@ class BlockBuilder:
         scope.close_block()
         out.extend(scope.blocks)
 
-    def current_block_is_dataflow(self) -> bool:
-        return bool(self._scopes) and self._scopes[-1].is_dataflow
-
     @staticmethod
     def _open_block(scope: _Scope, dataflow: bool):
         scope.bindings = []

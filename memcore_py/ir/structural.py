@@ -38,10 +38,10 @@ import numpy as np
 
 from ._util import gc_paused
 from .expr import (
+    Binding,
     BindingBlock,
     Call,
     Constant,
-    DataflowBlock,
     DataflowVar,
     DataTypeImm,
     Expr,
@@ -64,6 +64,7 @@ from .expr import (
 from .module import IRModule
 from .op import Op
 from .prim import BinaryOp, FloatImm, IntImm, PrimExpr, PrimVar
+from .printer import format_binding, format_expr, format_type, script
 from .types import FuncType, ObjectType, PrimType, ShapeType, TensorType, TupleType, Type
 
 __all__ = ["structural_equal", "assert_structural_equal", "first_mismatch", "normalize_prim_text"]
@@ -705,7 +706,7 @@ def assert_structural_equal(a, b, map_free_vars: bool = True) -> None:
 
     The message gives the path to the first difference (function, block, binding, field),
     both sides of it, and a unified diff of the two sides printed as TVMScript (with
-    :func:`memcore_py.ir.printer.script` when available, else a plain dump).
+    :func:`memcore_py.ir.printer.script`; ``repr`` for what the printer cannot print).
     """
     found = first_mismatch(a, b, map_free_vars)
     if found is None:
@@ -732,18 +733,18 @@ def _short(x, limit=200):
 
 
 def _to_text(x) -> str:
+    """One side of a mismatch as the printer writes it (a module or function as script, a
+    binding, expression or type in its one-line form), else its ``repr``."""
     try:
-        from .printer import script
-    except ImportError:
-        script = None
-    if script is not None:
-        try:
-            return script(x)
-        except Exception:
-            pass
-    from ._dump import dump
-
-    return dump(x)
+        if isinstance(x, Type):
+            return format_type(x)
+        if isinstance(x, Binding):
+            return format_binding(x)
+        if isinstance(x, Expr) and not isinstance(x, (Function, PrimFunc)):
+            return format_expr(x)
+        return script(x)
+    except Exception:  # noqa: BLE001 - the diff is a courtesy; printing may fail on bad IR
+        return repr(x)
 
 
 _MAX_DIFF_LINES = 120

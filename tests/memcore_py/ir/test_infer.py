@@ -271,9 +271,9 @@ def test_against_tvm_normalize():
     for tvm_expr, ours in cases:
         want = str(bb.normalize(tvm_expr).ty).replace("T.int64(", "(")
         got = infer_type(ours)
-        from memcore_py.ir._dump import dump_type
+        from memcore_py.ir.printer import format_type
 
-        assert _norm(dump_type(got)) == _norm(want)
+        assert _norm(format_type(got)) == _norm(want)
 
 
 def _norm(text):
