@@ -90,6 +90,7 @@ from .expr import (
 )
 from .module import IRModule
 from .infer import erase_to_well_defined
+from .prim_func_text import normalized_text
 from .types import Type
 
 __all__ = ["NameTable", "BlockBuilder", "IfBuilder", "is_leaf"]
@@ -716,13 +717,12 @@ def _func_fingerprint(func):
     """A cheap key equal for structurally equal functions (symbolic dims as '?')."""
     if isinstance(func, PrimFunc):
         from .prim import IntImm
-        from .structural import normalize_prim_text
 
         sig = tuple(
             (p.dtype, None if p.shape is None else tuple(d.value if isinstance(d, IntImm) else "?" for d in p.shape))
             for p in func.params
         )
-        return ("prim", sig, func.private, normalize_prim_text(func.text))
+        return ("prim", sig, func.private, normalized_text(func.text))
     if isinstance(func, Function):
         return ("relax", len(func.params), sum(len(b.bindings) for b in func.body.blocks))
     return (type(func).__name__,)

@@ -73,9 +73,9 @@ text                                            node
 ``@T.prim_func``                                ``PrimFunc(params, attrs, text, private)``; the text
                                                 is the function's lines (decorator to last body
                                                 line) dedented; its extent is found by indentation.
-                                                Text that is exactly the printer's form of a
-                                                signature-only PrimFunc (``T.evaluate(0)`` body)
-                                                reads back as ``text=None``
+                                                The text is read by ``prim_func_text.
+                                                read_prim_func`` (TIR rules); a signature-only
+                                                form reads back as ``text=None``
 ==============================================  =============================================
 
 Unannotated bindings get TVM's type: void for statements, ``ty_args[0]`` for the
@@ -142,8 +142,6 @@ from .expr import (
     GlobalVar,
     If,
     MatchCast,
-    PrimFunc,
-    PrimFuncParam,
     PrimValue,
     SeqExpr,
     ShapeExpr,
@@ -156,10 +154,21 @@ from .expr import (
 )
 from .module import IRModule, VDevice
 from .op import get_op, is_registered
-from .prim import Add, FloatImm, FloorDiv, FloorMod, IntImm, Max, Min, Mul, PrimExpr, PrimVar, Sub
+from .prim_func_text import (
+    DTYPE_NAMES,
+    binary_value,
+    dtype_literal,
+    float_value,
+    min_max,
+    negated,
+    number_prim,
+    parameter_spans,
+    read_prim_func,
+)
+from .prim import FloatImm, IntImm, PrimExpr, PrimVar
 from .types import FuncType, ObjectType, PrimType, ShapeType, TensorType, TupleType, Type
 
-__all__ = ["parse", "parse_attr_dict", "MAX_DEPTH"]
+__all__ = ["parse", "MAX_DEPTH"]
 
 #: Maximum nesting of brackets/calls in one expression, and of statements (``if`` in ``if``).
 MAX_DEPTH = 64
@@ -167,14 +176,6 @@ MAX_DEPTH = 64
 _tokenize = TOKEN_RE.findall
 _VOID = TupleType(())
 _OBJECT = ObjectType()
-
-_DTYPE_NAMES = frozenset(
-    {
-        "bool", "int4", "uint4", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64",
-        "uint64", "float8_e4m3fn", "float8_e5m2", "float16", "bfloat16", "float32", "float64",
-        "handle",
-    }
-)
 
 # name [: annotation] = value   (the annotation is validated afterwards)
 _ASSIGN_RE = re.compile(r"([A-Za-z_][A-Za-z_0-9]*)[ \t]*(?::[ \t]*(.+?)[ \t]+=[ \t]+|=(?!=)[ \t]*)(.*)\Z", re.S)
@@ -229,14 +230,6 @@ class _Decl:
     __slots__ = ("dtype",)
 
     def __init__(self, dtype):
-        self.dtype = dtype
-
-
-class _BufferSig:
-    __slots__ = ("shape", "dtype")
-
-    def __init__(self, shape, dtype):
-        self.shape = shape
         self.dtype = dtype
 
 
@@ -301,7 +294,6 @@ class _Parser:
         self.funcs = {}
         self.func_kinds = {}
         self.sig_mode = False
-        self.tir = False
         self.used_prim = False
         # expression state
         self.toks = ()
@@ -492,45 +484,18 @@ class _Parser:
             lhs = self.arith(op, lhs, rhs, pos)
 
     def arith(self, op, a, b, pos):
-        ta, tb = type(a), type(b)
-        if (ta is int or ta is float) and (tb is int or tb is float):
-            if op == "+":
-                return a + b
-            if op == "-":
-                return a - b
-            if op == "*":
-                return a * b
-            if b == 0:
-                raise _Err("division by zero", pos)
-            if op == "//":
-                return a // b
-            return a % b
-        a = self.as_prim(a, pos, b)
-        b = self.as_prim(b, pos, a)
-        if op == "+":
-            return Add(a, b)
-        if op == "-":
-            return Sub(a, b)
-        if op == "*":
-            return Mul(a, b)
-        if op == "//":
-            return FloorDiv(a, b)
-        return FloorMod(a, b)
+        try:
+            return binary_value(op, a, b, lambda x, other: self.as_prim(x, pos, other))
+        except ZeroDivisionError:
+            raise _Err("division by zero", pos) from None
 
     def as_prim(self, v, pos, other=None):
-        t = type(v)
         if isinstance(v, PrimExpr):
             return v
-        if t is int:
-            if isinstance(other, PrimExpr):
-                return IntImm(v, other.dtype)
-            return IntImm(v, "int32" if self.tir else "int64")
-        if t is bool:
-            return IntImm(int(v), "bool")
-        if t is float:
-            if isinstance(other, PrimExpr):
-                return FloatImm(v, other.dtype)
-            return FloatImm(v, "float64" if not self.tir else "float32")
+        p = number_prim(v, other)
+        if p is not None:
+            return p
+        t = type(v)
         if t is PrimValue:
             return v.value
         if t is str:
@@ -569,7 +534,7 @@ class _Parser:
             self.toks, self.pos, _, self.seg_text, self.seg_col = saved
             self.depth = saved[2]
         if type(v) is int:
-            return IntImm(v, "int32" if self.tir else "int64")
+            return IntImm(v, "int64")
         if not isinstance(v, PrimExpr):
             raise _Err(f"dimension string {s!r} is not an integer expression", pos)
         return v
@@ -643,7 +608,9 @@ class _Parser:
             self.enter(pos)
             inner = self.unary()
             self.depth -= 1
-            v = self.negate(inner, pos)
+            v = negated(inner)
+            if v is None:
+                raise _Err(f"cannot negate {_describe(inner)}", pos)
             return v
         elif c == "+" and len(tok) == 1:
             return self.unary()
@@ -669,18 +636,6 @@ class _Parser:
         if d > MAX_DEPTH:
             raise _Err(f"expression nested deeper than {MAX_DEPTH} levels", pos)
         self.depth = d
-
-    def negate(self, v, pos):
-        t = type(v)
-        if t is int or t is float:
-            return -v
-        if t is IntImm:
-            return IntImm(-v.value, v.dtype)
-        if t is FloatImm:
-            return FloatImm(-v.value, v.dtype)
-        if isinstance(v, PrimExpr):
-            return Sub(IntImm(0, v.dtype), v)
-        raise _Err(f"cannot negate {_describe(v)}", pos)
 
     def subscript(self, v):
         pos = self.pos
@@ -822,7 +777,7 @@ class _Parser:
             return _Bare(name)
         if name.startswith("T."):
             dt = name[2:]
-            if dt in _DTYPE_NAMES:
+            if dt in DTYPE_NAMES:
                 return _Bare(name)
         raise _Err(f"unknown name {name!r}", pos)
 
@@ -839,12 +794,10 @@ class _Parser:
                 return Call(v, [self.as_expr(a, pos) for a in args])
             if tok == "float":
                 args, kwargs = self.call_args()
-                if len(args) != 1 or kwargs or not isinstance(args[0], (str, int, float)):
-                    raise _Err("float(...) takes one number or string", pos)
                 try:
-                    return float(args[0])
-                except ValueError:
-                    raise _Err(f"float({args[0]!r}) is not a number", pos) from None
+                    return float_value(args, kwargs)
+                except ValueError as e:
+                    raise _Err(str(e), pos) from None
             if tok in ("TypeVar",):
                 raise _Err("TypeVar(...) is only allowed at module level", pos)
             raise _Err(f"undefined function {tok!r}", pos)
@@ -867,7 +820,7 @@ class _Parser:
             raise _Err(f"unknown operator {tok!r} (no {opname!r} in the op registry)", pos)
         if head == "T":
             dt = tok[2:]
-            if dt in _DTYPE_NAMES:
+            if dt in DTYPE_NAMES:
                 args, kwargs = self.call_args()
                 return self.t_dtype(dt, args, kwargs, pos)
         raise _Err(f"unknown function {tok!r}", pos)
@@ -877,25 +830,10 @@ class _Parser:
             return _Decl(dt)
         if len(args) != 1 or kwargs:
             raise _Err(f"T.{dt}(...) takes one value", pos)
-        v = args[0]
-        t = type(v)
-        if dt.startswith("float") or dt == "bfloat16":
-            if t in (int, float) and t is not bool:
-                return FloatImm(float(v), dt)
-            if t is str and v in ("inf", "-inf", "nan"):
-                return FloatImm(float(v), dt)
-            raise _Err(f"T.{dt}(...) takes a number; got {_describe(v)}", pos)
-        if dt == "bool":
-            if t in (bool, int):
-                return IntImm(int(bool(v)), "bool")
-            raise _Err(f"T.bool(...) takes True or False; got {_describe(v)}", pos)
-        if dt == "handle":
-            raise _Err("T.handle(...) is not a value", pos)
-        if t is int or t is bool:
-            return IntImm(int(v), dt)
-        if t is IntImm:
-            return IntImm(v.value, dt)
-        raise _Err(f"T.{dt}(...) takes an integer literal; got {_describe(v)}", pos)
+        try:
+            return dtype_literal(dt, args[0])
+        except ValueError as e:
+            raise _Err(f"{e}; got {_describe(args[0])}", pos) from None
 
     def op_call(self, op, tok, args, kwargs, pos):
         lo, hi = op.n_args
@@ -1301,7 +1239,7 @@ class _Parser:
         if bare and kind == "R.function":
             self.cls_names = set()
         if kind == "T.prim_func":
-            return self.prim_func(start, j, end, decorators, indent)
+            return self.prim_func(start, end, decorators)
         if kind != "R.function":
             self.cur = dec
             raise self.error(f"unsupported decorator {dec.text!r}")
@@ -1338,29 +1276,9 @@ class _Parser:
             raise self.error(f"invalid function name {name!r}", here, self._token_col(1))
         if toks[-1] != ":":
             raise self.error("expected ':' at the end of the function signature", here, self._token_col(len(toks) - 1))
-        # split params at depth-1 commas
-        params = []
-        depth = 0
-        k = 3
-        cur_start = 3
-        close = None
-        while k < len(toks):
-            t = toks[k]
-            if t in ("(", "[", "{"):
-                depth += 1
-            elif t in (")", "]", "}"):
-                if depth == 0:
-                    close = k
-                    break
-                depth -= 1
-            elif t == "," and depth == 0:
-                params.append((cur_start, k))
-                cur_start = k + 1
-            k += 1
+        params, close = parameter_spans(toks)
         if close is None:
             raise self.error("unbalanced brackets in the function signature", here)
-        if cur_start < close:
-            params.append((cur_start, close))
         ret = None
         rest = toks[close + 1: -1]
         if rest:
@@ -1761,7 +1679,7 @@ class _Parser:
         return var
 
     def declare_prim(self, name, dtype, ln):
-        if dtype not in _DTYPE_NAMES or dtype == "handle":
+        if dtype not in DTYPE_NAMES or dtype == "handle":
             raise self.error(f"unknown symbolic var dtype T.{dtype}()", ln)
         if name in self.scope:
             raise self.error(f"{name!r} is already a Relax variable", ln)
@@ -1925,66 +1843,12 @@ class _Parser:
         return VarBinding(var, value)
 
     # ================================================================== PrimFuncs
-    def prim_func(self, start, j, end, decorators, indent):
-        dec = decorators[-1]
-        kwargs = self.decorator_kwargs(dec, ("private", "s_tir", "check_well_formed"))
-        here, body_start = self.signature_lines(j, end)
-        self.scope = {}
-        self.prims = {}
-        self.func_type_cache = {}
-        name, params, ret = self.def_header(here)
-        toks = self.toks
-        out = []
-        self.tir = True
-        self.sig_mode = True
-        seen = set()
-        try:
-            for a, b in params:
-                if b - a < 3 or not _NAME_RE.match(toks[a]) or toks[a + 1] != ":":
-                    raise _Err("a parameter must be written 'name: type'", a)
-                pname = toks[a]
-                if pname in seen:
-                    raise _Err(f"duplicate parameter name {pname!r}", a)
-                seen.add(pname)
-                v = self.eval_tokens(toks, a + 2, b)
-                if type(v) is _BufferSig:
-                    out.append(PrimFuncParam(pname, v.dtype, v.shape))
-                elif type(v) is _Bare and v.name.startswith("T.") and v.name[2:] in _DTYPE_NAMES:
-                    out.append(PrimFuncParam(pname, v.name[2:], None))
-                    var = PrimVar(pname, v.name[2:]) if v.name[2:] != "handle" else None
-                    if var is not None and pname not in self.prims:
-                        self.prims[pname] = var
-                else:
-                    raise _Err(f"unsupported PrimFunc parameter type {_describe(v)}", a + 2)
-        except _Err as e:
-            raise self._located(e)
-        except (IRError, ValueError, TypeError) as e:
-            raise self._located(e)
-        finally:
-            self.tir = False
-            self.sig_mode = False
-        # attrs: T.func_attr({...}) among the first body statements
-        attrs = {}
-        body_lines = self.logical_prefix(body_start, end)
-        if not body_lines:
-            raise self.error(f"PrimFunc {name!r} has no body", here)
-        if body_lines[0].indent <= here.indent:
-            raise self.error("expected an indented function body", body_lines[0])
-        self.tir = True
-        try:
-            for ln in body_lines:
-                if ln.text.startswith("T.func_attr("):
-                    v = self.eval_line_expr(ln, ln.text, ln.col)
-                    if not isinstance(v, dict):
-                        raise self.error("T.func_attr(...) takes a dict", ln)
-                    attrs = v
-                    break
-        finally:
-            self.tir = False
-        # opaque text: decorator .. last non-blank body line, dedented
-        last = end
+    def prim_func(self, start, end, decorators):
+        """A PrimFunc: its text (decorator to last non-blank body line, dedented) is read by
+        :func:`~memcore_py.ir.prim_func_text.read_prim_func`; its errors are located here."""
         raw = self.raw
-        while last > body_start and not raw[last - 1].strip():
+        last = end
+        while last > start and not raw[last - 1].strip():
             last -= 1
         base = decorators[0].indent
         text_lines = []
@@ -1999,41 +1863,13 @@ class _Parser:
                 text_lines.append(line[base:].rstrip())
             else:
                 text_lines.append(line.strip())
-        text = "\n".join(text_lines) + "\n"
-        private = kwargs.get("private", False)
-        sig_only = PrimFunc(out, attrs, text=None, private=private)
-        if text == _signature_only_text(name, sig_only):
-            return name, sig_only  # the printer's form of a signature-only PrimFunc
-        return name, PrimFunc(out, attrs, text=text, private=private)
-
-    def logical_prefix(self, start, end, limit=8):
-        """The first few logical lines of a PrimFunc body (attrs live there)."""
-        raw = self.raw
-        out = []
-        i = start
-        while i < end and len(out) < limit:
-            line = raw[i]
-            s = line.strip()
-            if s and s[0] != "#":
-                ind = len(line) - len(line.lstrip(" \t"))
-                text = strip_comment(s).rstrip()
-                if text.startswith("T.func_attr(") and _balance(text) != 0:
-                    lines = self.logical_lines(i, end)
-                    if lines:
-                        out.append(lines[0])
-                        return out
-                out.append(_Line(ind, text, i + 1, ind + 1))
-            i += 1
-        return out
-
-
-def _signature_only_text(name, func):
-    from .printer import _ModulePrinter
-
-    try:
-        return "\n".join(_ModulePrinter().prim_function(name, func, "")) + "\n"
-    except IRError:
-        return None
+        try:
+            return read_prim_func("\n".join(text_lines) + "\n", self.typevars)
+        except ParseError as e:
+            lineno = start + max(e.line, 1)
+            src = raw[lineno - 1].rstrip("\r") if lineno <= len(raw) else ""
+            lead = len(src.expandtabs(8)) - len(src.expandtabs(8).lstrip(" "))
+            raise ParseError(e.msg, lineno, max(e.column, 1) + min(lead, base), src) from None
 
 
 class _SplitFailed:
@@ -2119,7 +1955,7 @@ def _const_data(v, dtype, pos):
             dtype = "float32"
         else:
             dtype = "float32"
-    if dtype not in _DTYPE_NAMES or dtype == "handle" or dtype in ("int4", "uint4", "bfloat16", "float8_e4m3fn", "float8_e5m2"):
+    if dtype not in DTYPE_NAMES or dtype == "handle" or dtype in ("int4", "uint4", "bfloat16", "float8_e4m3fn", "float8_e5m2"):
         raise _Err(f"R.const: unsupported dtype {dtype!r}", pos)
 
     def fix(x):
@@ -2249,7 +2085,7 @@ def _h_tensor(p, args, kwargs, pos):
         raise _Err("R.Tensor takes at most 4 arguments", pos)
     if dtype is not None and type(dtype) is not str:
         raise _Err(f"R.Tensor: dtype must be a string; got {_describe(dtype)}", pos)
-    if dtype is not None and dtype not in _DTYPE_NAMES:
+    if dtype is not None and dtype not in DTYPE_NAMES:
         from .types import check_dtype
 
         try:
@@ -2326,7 +2162,7 @@ def _h_prim_type(p, args, kwargs, pos):
         if dtype is not None or len(args) != 1:
             raise _Err("R.Prim takes one dtype", pos)
         dtype = args[0]
-    if type(dtype) is not str or dtype not in _DTYPE_NAMES:
+    if type(dtype) is not str or dtype not in DTYPE_NAMES:
         raise _Err(f"R.Prim: unknown dtype {dtype!r}", pos)
     return PrimType(dtype)
 
@@ -2561,41 +2397,13 @@ def _h_call_tir_dyn(p, args, kwargs, pos):
     return Call(get_op("relax.vm.call_tir_dyn"), [callee, _dps_args(p, args[1], pos, "R.vm.call_tir_dyn")])
 
 
-def _h_tbuffer(p, args, kwargs, pos):
-    kwargs = dict(kwargs)
-    shape = kwargs.pop("shape", None)
-    dtype = kwargs.pop("dtype", None)
-    args = list(args)
-    if args and shape is None:
-        shape = args.pop(0)
-    if args and dtype is None:
-        dtype = args.pop(0)
-    if shape is None:
-        raise _Err("T.Buffer needs a shape", pos)
-    if not isinstance(shape, (tuple, list)):
-        shape = (shape,)
-    dims = tuple(p.as_dim(d, pos) for d in shape)
-    if dtype is None:
-        dtype = "float32"
-    if type(dtype) is not str:
-        raise _Err(f"T.Buffer: dtype must be a string; got {_describe(dtype)}", pos)
-    return _BufferSig(dims, dtype)
+def _h_min_max(name):
+    def handler(p, args, kwargs, pos):
+        if kwargs or len(args) != 2:
+            raise _Err(f"{name} takes two values", pos)
+        return min_max(name, args[0], args[1], lambda v, other: p.as_prim(v, pos, other))
 
-
-def _h_tmin(p, args, kwargs, pos):
-    if kwargs or len(args) != 2:
-        raise _Err("T.min takes two values", pos)
-    a = p.as_prim(args[0], pos, args[1] if isinstance(args[1], PrimExpr) else None)
-    b = p.as_prim(args[1], pos, a)
-    return Min(a, b)
-
-
-def _h_tmax(p, args, kwargs, pos):
-    if kwargs or len(args) != 2:
-        raise _Err("T.max takes two values", pos)
-    a = p.as_prim(args[0], pos, args[1] if isinstance(args[1], PrimExpr) else None)
-    b = p.as_prim(args[1], pos, a)
-    return Max(a, b)
+    return handler
 
 
 def _h_vdevice(p, args, kwargs, pos):
@@ -2693,36 +2501,18 @@ _HANDLERS = {
         "relax.call_inplace_packed", "R.call_inplace_packed", ("inplace_indices",)
     ),
     "R.vm.call_tir_dyn": _h_call_tir_dyn,
-    "T.Buffer": _h_tbuffer,
-    "T.min": _h_tmin,
-    "T.max": _h_tmax,
+    "T.min": _h_min_max("T.min"),
+    "T.max": _h_min_max("T.max"),
     "I.vdevice": _h_vdevice,
     "I.module_attrs": _h_module_dict,
     "I.module_global_infos": _h_module_dict,
     "R.func_attr": _h_func_attr,
-    "T.func_attr": _h_func_attr,
     "R.output": _h_not_here("R.output"),
     "R.dataflow": _h_not_here("R.dataflow"),
 }
 
 
 # ------------------------------------------------------------------------------ API
-def parse_attr_dict(text: str) -> dict:
-    """Evaluate a TIR attribute dict literal (the argument of ``T.func_attr``).
-
-    Raises
-    ------
-    ParseError
-    """
-    p = _Parser(text, None)
-    p.tir = True
-    ln = _Line(0, text, 1, 1)
-    v = p.eval_line_expr(ln, text, 1)
-    if not isinstance(v, dict):
-        raise p.error("expected a dict", ln)
-    return {k: _attr_value(x) for k, x in v.items()}
-
-
 def parse(text, metadata=None) -> IRModule:
     """Parse TVMScript (as Apache TVM 0.27 prints it) into an :class:`IRModule`.
 

@@ -53,7 +53,8 @@ A PrimFunc read from text is printed from that text, except that its decorator's
 ``private=`` and its ``T.func_attr`` line are made to agree with the node (a pass may have
 changed ``attrs``, e.g. ``layout_free_buffers``); a signature-only PrimFunc (``text`` None)
 prints its signature, ``T.func_attr`` and ``T.evaluate(0)``, which the parser reads back as
-signature-only.
+signature-only. All of that, and the TVMScript spelling of PrimExprs and attribute values,
+is :mod:`memcore_py.ir.prim_func_text`; this module does not import the parser.
 
 Where TVM 0.27 differs and why
 ------------------------------
@@ -94,9 +95,6 @@ rewritten if a later use appears. The cyclic GC is paused while printing. Measur
 from __future__ import annotations
 
 import gc
-import json
-import math
-import re
 
 from ..errors import IRError
 from .expr import (
@@ -105,6 +103,7 @@ from .expr import (
     DataflowBlock,
     DataflowVar,
     DataTypeImm,
+    Expr,
     ExternFunc,
     Function,
     GlobalVar,
@@ -121,19 +120,18 @@ from .expr import (
 )
 from .module import IRModule
 from .op import Op
-from .prim import (
-    Add,
-    BinaryOp,
-    FloatImm,
-    FloorDiv,
-    FloorMod,
-    IntImm,
-    Max,
-    Min,
-    Mul,
-    PrimExpr,
-    PrimVar,
-    Sub,
+from .prim import BinaryOp, FloatImm, IntImm, PrimVar
+from .prim_func_text import (
+    float_literal as _float_lit,
+    format_attr_dict,
+    format_attr_value,
+    format_prim,
+    identifier as _ident,
+    renamed_text,
+    signature_only_text,
+    signature_typevars,
+    str_literal as _str_lit,
+    synced_text,
 )
 from .types import FuncType, ObjectType, PrimType, ShapeType, TensorType, TupleType, Type
 
@@ -154,12 +152,6 @@ _RESERVED = frozenset(
     }
 )
 
-_IDENT_RE = re.compile(r"[A-Za-z_][A-Za-z_0-9]*\Z")
-_BAD_CHARS = re.compile(r"[^A-Za-z_0-9]")
-
-_PREC = {Add: 1, Sub: 1, Mul: 2, FloorDiv: 2, FloorMod: 2}
-_INFIX = {Add: " + ", Sub: " - ", Mul: " * ", FloorDiv: " // ", FloorMod: " % "}
-
 #: Ops printed as ``R.<name>(gv_or_symbol, (args), out_ty=...)``.
 _DPS_OPS = frozenset({"relax.call_tir", "relax.call_tir_inplace", "relax.call_tir_with_grad", "relax.call_dps_packed"})
 #: Ops whose binding annotation TVM elides when the var's type is the output type.
@@ -168,76 +160,6 @@ _ELIDE_ANNOTATION_OPS = frozenset({"relax.call_tir", "relax.call_dps_packed"})
 _PACKED_OPS = frozenset({"relax.call_pure_packed", "relax.call_inplace_packed"})
 #: Ops whose TVMScript wrapper does not accept ``ty_args`` (the parser re-derives them).
 _NO_TY_ARGS_OPS = frozenset({"relax.builtin.alloc_tensor"})
-
-
-# ------------------------------------------------------------------------------ literals
-def _str_lit(s: str) -> str:
-    """A double-quoted Python string literal (TVM's quoting)."""
-    return json.dumps(s)
-
-
-def _float_lit(v: float) -> str:
-    if math.isfinite(v):
-        return repr(float(v))
-    if math.isnan(v):
-        return 'float("nan")'
-    return 'float("inf")' if v > 0 else 'float("-inf")'
-
-
-def _ident(name: str) -> str:
-    """``name`` made a valid identifier (``a.b`` -> ``a_b``; empty -> ``v``)."""
-    if _IDENT_RE.match(name):
-        return name
-    name = _BAD_CHARS.sub("_", name)
-    if not name:
-        return "v"
-    if name[0].isdigit():
-        name = "v" + name
-    return name
-
-
-# ------------------------------------------------------------------------------ PrimExpr
-def format_prim(e: PrimExpr, tir: bool = False, rename=None) -> str:
-    """TVMScript text of a symbolic expression.
-
-    Parameters
-    ----------
-    e : PrimExpr
-    tir : bool, default False
-        TIR spelling (PrimFunc signatures): int64 literals are ``T.int64(2)`` and int32 ones
-        bare. In Relax text (the default) int64 literals are bare and others ``T.int32(2)``.
-    rename : dict, optional
-        PrimVar name -> printed name.
-    """
-    t = type(e)
-    if t is IntImm:
-        dt = e.dtype
-        if dt == "int64":
-            return f"T.int64({e.value})" if tir else str(e.value)
-        if dt == "int32" and tir:
-            return str(e.value)
-        if dt == "bool":
-            return f"T.bool({bool(e.value)})"
-        return f"T.{dt}({e.value})"
-    if t is PrimVar:
-        if rename:
-            return rename.get(e.name, e.name)
-        return e.name
-    if t is FloatImm:
-        return f"T.{e.dtype}({_float_lit(e.value)})"
-    prec = _PREC.get(t)
-    if prec is not None:
-        a, b = e.a, e.b
-        sa = format_prim(a, tir, rename)
-        sb = format_prim(b, tir, rename)
-        if _PREC.get(type(a), 9) < prec:
-            sa = f"({sa})"
-        if _PREC.get(type(b), 9) <= prec:
-            sb = f"({sb})"
-        return sa + _INFIX[t] + sb
-    if t is Min or t is Max:
-        return f"{e.symbol}({format_prim(e.a, tir, rename)}, {format_prim(e.b, tir, rename)})"
-    raise IRError(f"printer: unsupported PrimExpr {e!r}")
 
 
 def _prim_names(e, out: dict) -> None:
@@ -387,51 +309,9 @@ def format_type(ty: Type) -> str:
 
 
 # ------------------------------------------------------------------------------ attrs
-def _attr_value(v, fn) -> str:
-    t = type(v)
-    if t is bool:
-        return "True" if v else "False"
-    if t is int:
-        return str(v)
-    if t is float:
-        return _float_lit(v)
-    if t is str:
-        return _str_lit(v)
-    if v is None:
-        return "None"
-    if t is list or t is tuple:
-        return "[" + ", ".join(_attr_value(x, fn) for x in v) + "]"
-    if t is dict:
-        return _attr_dict(v, fn)
-    if isinstance(v, PrimExpr):
-        if type(v) is IntImm:  # keep the node type: a plain 128 would read back as an int
-            return f"T.{v.dtype}({bool(v.value) if v.dtype == 'bool' else v.value})"
-        return format_prim(v)
-    if isinstance(v, Type):
-        return format_type(v)
-    if fn is not None and hasattr(v, "ty"):  # an Expr
-        return fn(v)
-    try:
-        import numpy as np
-
-        if isinstance(v, np.generic):
-            return _attr_value(v.item(), fn)
-    except ImportError:  # pragma: no cover
-        pass
-    from .module import VDevice
-
-    if isinstance(v, VDevice):
-        return f"I.vdevice({_attr_value(v.target, fn)}, {v.vdevice_id}, {_str_lit(v.memory_scope)})"
-    raise IRError(f"printer: unsupported attribute value {v!r} of type {t.__name__}")
-
-
-def _attr_dict(d: dict, fn=None, skip=()) -> str:
-    items = []
-    for k in sorted(d, key=str):
-        if k in skip:
-            continue
-        items.append(f"{_str_lit(str(k))}: {_attr_value(d[k], fn)}")
-    return "{" + ", ".join(items) + "}"
+def _type_text(v):
+    """Attribute values outside the literal spelling of :func:`format_attr_value`: types."""
+    return format_type(v) if isinstance(v, Type) else None
 
 
 def _sort_key(item):
@@ -598,8 +478,16 @@ class _FunctionPrinter:
             return []
         order = list(op.attr_names) if op is not None else []
         keys = [k for k in order if k in attrs] + [k for k in attrs if k not in order]
-        fn = self.expr
-        return [f"{k}={_attr_value(attrs[k], fn)}" for k in keys]
+        hook = self._attr_text
+        return [f"{k}={format_attr_value(attrs[k], hook)}" for k in keys]
+
+    def _attr_text(self, v):
+        """Attribute values outside the literal spelling: types and Relax expressions."""
+        if isinstance(v, Type):
+            return format_type(v)
+        if isinstance(v, Expr):
+            return self.expr(v)
+        return None
 
     def _ty_args(self, call) -> list:
         ty_args = call.ty_args
@@ -799,7 +687,7 @@ class _ModulePrinter:
             _type_prim_names(_ret_type(func), names)
         elif isinstance(func, PrimFunc):
             if func.text is not None:
-                for n in _text_typevars(func.text):
+                for n in signature_typevars(func.text):
                     names.setdefault(n, "int64")
             else:
                 for p in func.params:
@@ -846,7 +734,7 @@ class _ModulePrinter:
         attrs = func.attrs
         skip = ("global_symbol",) if attrs.get("global_symbol") == name else ()
         if any(k not in skip for k in attrs):
-            out.append(f"{inner}R.func_attr({_attr_dict(attrs, fp.expr, skip)})")
+            out.append(f"{inner}R.func_attr({format_attr_dict(attrs, fp._attr_text, skip)})")
         for n, dt in decls.items():
             out.append(f"{inner}{n} = T.{dt}()")
         if fp.uses_cls:
@@ -867,32 +755,13 @@ class _ModulePrinter:
         return fp, params, body_lines
 
     def prim_function(self, name, func, indent):
-        if func.text is not None:
-            text = func.text
-            m = _DEF_RE.search(text)
-            if m is not None and m.group(1) != name:
-                text = text[: m.start(1)] + _ident(name) + text[m.end(1):]
-            lines = _sync_prim_text(text.rstrip("\n").split("\n"), func)
-            return [indent + line if line.strip() else "" for line in lines]
-        flags = "(private=True)" if func.private else ""
-        params = []
-        for p in func.params:
-            if p.shape is None:
-                params.append(f"{_ident(p.name)}: T.{p.dtype}")
-            else:
-                dims = []
-                for d in p.shape:
-                    s = format_prim(d, tir=True)
-                    if type(d) not in (IntImm, PrimVar):
-                        s = _str_lit(s)
-                    dims.append(s)
-                shape = "(" + ", ".join(dims) + ("," if len(dims) == 1 else "") + ")"
-                params.append(f'{_ident(p.name)}: T.Buffer({shape}, "{p.dtype}")')
-        out = [f"{indent}@T.prim_func{flags}", f"{indent}def {_ident(name)}(" + ", ".join(params) + "):"]
-        if func.attrs:
-            out.append(f"{indent}{_INDENT}T.func_attr({_attr_dict(func.attrs)})")
-        out.append(f"{indent}{_INDENT}T.evaluate(0)")
-        return out
+        """Lines of a PrimFunc at ``indent``: its text renamed to ``name`` and synced with its
+        attrs and ``private``, or its signature-only form (:mod:`~memcore_py.ir.prim_func_text`)."""
+        if func.text is None:
+            text = signature_only_text(name, func)
+        else:
+            text = synced_text(renamed_text(func.text, name), func.attrs, func.private)
+        return [indent + line if line.strip() else "" for line in text.rstrip("\n").split("\n")]
 
     def module(self, mod: IRModule, sort_functions=True) -> str:
         items = list(mod.functions.items())
@@ -905,9 +774,9 @@ class _ModulePrinter:
         body = [f"class {self.module_name}:"]
         ind = _INDENT
         if mod.attrs:
-            body.append(f"{ind}I.module_attrs({_attr_dict(mod.attrs)})")
+            body.append(f"{ind}I.module_attrs({format_attr_dict(mod.attrs, _type_text)})")
         if mod.global_infos:
-            body.append(f"{ind}I.module_global_infos({_attr_dict(mod.global_infos)})")
+            body.append(f"{ind}I.module_global_infos({format_attr_dict(mod.global_infos, _type_text)})")
         first = True
         for gv, func in items:
             if not first:
@@ -936,81 +805,6 @@ class _ModulePrinter:
         return _header(typevars, "T." in text, has_relax, module=False) + text + "\n"
 
 
-_DEF_RE = re.compile(r"\bdef\s+([A-Za-z_][A-Za-z_0-9]*)\s*\(")
-_PRIVATE_KW = re.compile(r"\s*private\s*=\s*(True|False)\s*,?\s*")
-
-
-def _sync_prim_text(lines, func):
-    """The text of a PrimFunc with its decorator's ``private=`` and its ``T.func_attr``
-    line made to agree with ``func.private`` and ``func.attrs`` (a pass may change those;
-    the body stays as read). Unchanged text comes back unchanged."""
-    lines = list(lines)
-    dec = next((i for i, line in enumerate(lines) if line.lstrip().startswith("@T.prim_func")), None)
-    if dec is not None:
-        line = lines[dec]
-        has_private = re.search(r"private\s*=\s*True", line) is not None
-        if has_private != func.private:
-            lead = line[: len(line) - len(line.lstrip())]
-            inner = line.strip()[len("@T.prim_func"):].strip()
-            inner = inner[1:-1] if inner.startswith("(") and inner.endswith(")") else inner
-            rest = _PRIVATE_KW.sub("", inner).strip().strip(",").strip()
-            args = (["private=True"] if func.private else []) + ([rest] if rest else [])
-            lines[dec] = lead + "@T.prim_func" + (f"({', '.join(args)})" if args else "")
-    d = next((i for i, line in enumerate(lines) if line.lstrip().startswith("def ")), None)
-    if d is None:
-        return lines
-    # the signature may span lines: its end is the first line ending with ':' at depth 0
-    depth = 0
-    end = d
-    for k in range(d, len(lines)):
-        text = lines[k]
-        depth += text.count("(") - text.count(")") + text.count("[") - text.count("]")
-        end = k
-        if depth <= 0 and text.rstrip().endswith(":"):
-            break
-    body = [k for k in range(end + 1, len(lines)) if lines[k].strip() and not lines[k].lstrip().startswith("#")]
-    if not body:
-        return lines
-    body_indent = lines[body[0]][: len(lines[body[0]]) - len(lines[body[0]].lstrip())]
-    want = f"{body_indent}T.func_attr({_attr_dict(func.attrs)})" if func.attrs else None
-    for k in body[:8]:
-        stripped = lines[k].strip()
-        if stripped.startswith("T.func_attr("):
-            if stripped.count("(") != stripped.count(")"):
-                return lines  # a multi-line attr dict: left as read
-            current = lines[k].rstrip()
-            if want is None:
-                del lines[k]
-            elif current != want and not _same_attrs(stripped, func.attrs):
-                lines[k] = want
-            return lines
-        if not re.match(r"[A-Za-z_][A-Za-z_0-9]*\s*=\s*T\.[a-z0-9_]+\(\)$", stripped):
-            break
-    if want is not None:
-        lines.insert(end + 1, want)
-    return lines
-
-
-def _same_attrs(line, attrs) -> bool:
-    """Whether a ``T.func_attr({...})`` line states exactly ``attrs``."""
-    from .parser import parse_attr_dict
-
-    try:
-        return _plain(parse_attr_dict(line[len("T.func_attr("):-1])) == _plain(attrs)
-    except Exception:  # noqa: BLE001 - unreadable: let the node's attrs win
-        return False
-
-
-def _plain(v):
-    if isinstance(v, (list, tuple)):
-        return tuple(_plain(x) for x in v)
-    if isinstance(v, dict):
-        return {k: _plain(x) for k, x in v.items()}
-    if isinstance(v, IntImm):
-        return ("IntImm", v.value, v.dtype)
-    return (type(v).__name__, v)
-
-
 def _header(typevars, uses_t, uses_r, module=True) -> str:
     lines = []
     if typevars:
@@ -1032,52 +826,6 @@ def _ret_type(func):
     if func.ret_ty is not None:
         return func.ret_ty
     return func.body.ty
-
-
-_SIG_SKIP = frozenset({"T", "def", "True", "False", "None", "float", "int"})
-
-
-def _text_typevars(text: str) -> list:
-    """Free names the signature of an opaque PrimFunc text needs as module TypeVars.
-
-    Scans the ``def`` line(s) up to the closing ``)``: identifiers used as values (not a
-    parameter name, keyword name, attribute or the function name), and names inside string
-    dims (strings nested in a shape tuple, e.g. ``T.Buffer(("n * T.int64(2)", 4), ...)``).
-    """
-    from ._lexer import string_value, tokenize
-
-    m = _DEF_RE.search(text)
-    if m is None:
-        return []
-    toks = tokenize(text[m.end():])
-    names = []
-    depth = 1
-    n = len(toks)
-    for i, tok in enumerate(toks):
-        c = tok[0]
-        if len(tok) == 1 and c in "([{":
-            depth += 1
-            continue
-        if len(tok) == 1 and c in ")]}":
-            depth -= 1
-            if depth == 0:
-                break
-            continue
-        if c == '"' or c == "'":
-            if depth >= 3:  # a dim inside a shape tuple, not a dtype or keyword string
-                for inner in tokenize(string_value(tok)):
-                    if (inner[0].isalpha() or inner[0] == "_") and "." not in inner and inner not in _SIG_SKIP:
-                        if inner not in names:
-                            names.append(inner)
-            continue
-        if not (c.isalpha() or c == "_") or "." in tok or tok in _SIG_SKIP:
-            continue
-        nxt = toks[i + 1] if i + 1 < n else ""
-        if nxt in (":", "="):
-            continue
-        if tok not in names:
-            names.append(tok)
-    return names
 
 
 # ------------------------------------------------------------------------------ API
@@ -1115,7 +863,7 @@ def script(obj, module_name: str = "Module", sort_functions: bool = True, name: 
     def main(x: R.Tensor((2, 3), dtype="float32")) -> R.Tensor((2, 3), dtype="float32"):
         return x
     """
-    if not isinstance(module_name, str) or not _IDENT_RE.match(module_name):
+    if not isinstance(module_name, str) or _ident(module_name) != module_name:
         raise IRError(f"module_name must be an identifier; got {module_name!r}")
     printer = _ModulePrinter(module_name)
     gc_was_enabled = gc.isenabled()

@@ -20,7 +20,7 @@ The semantics follow Apache TVM's ``tvm.ir.structural_equal`` (checked against 0
 - Modules are compared by function name (order does not matter), plus ``attrs`` and
   ``global_infos``. PrimFuncs: signature (buffer dtypes and shapes; param names are
   positional), attrs, ``private`` and the opaque text with whitespace normalized and the
-  function's own name removed (:func:`normalize_prim_text`).
+  function's own name removed (:func:`~memcore_py.ir.prim_func_text.normalized_text`).
 - Constants: same dtype, shape and values, or (without data) the same metadata reference.
 
 The walk is iterative over bindings (a function of 100k bindings never recurses per
@@ -32,7 +32,6 @@ the path, which costs nothing while things are equal.
 from __future__ import annotations
 
 import difflib
-import re
 
 import numpy as np
 
@@ -64,10 +63,11 @@ from .expr import (
 from .module import IRModule
 from .op import Op
 from .prim import BinaryOp, FloatImm, IntImm, PrimExpr, PrimVar
+from .prim_func_text import normalized_text
 from .printer import format_binding, format_expr, format_type, script
 from .types import FuncType, ObjectType, PrimType, ShapeType, TensorType, TupleType, Type
 
-__all__ = ["structural_equal", "assert_structural_equal", "first_mismatch", "normalize_prim_text"]
+__all__ = ["structural_equal", "assert_structural_equal", "first_mismatch"]
 
 
 class _Mismatch(Exception):
@@ -90,18 +90,6 @@ def _pairwise(compare, xs, ys, label):
         except _Mismatch as m:
             m.path.append(label.format(i))
             raise
-
-
-_WS = re.compile(r"\s+")
-_DEF_NAME = re.compile(r"\bdef\s+[A-Za-z_][A-Za-z_0-9]*\s*\(")
-
-
-def normalize_prim_text(text):
-    """PrimFunc text for comparison: the function's name removed and every run of
-    whitespace made one space (None stays None)."""
-    if text is None:
-        return None
-    return _WS.sub(" ", _DEF_NAME.sub("def (", text, count=1)).strip()
 
 
 class _Comparer:
@@ -523,7 +511,7 @@ class _Comparer:
         except _Mismatch as m:
             m.path.append("attrs")
             raise
-        if a.text is not b.text and normalize_prim_text(a.text) != normalize_prim_text(b.text):
+        if a.text is not b.text and normalized_text(a.text) != normalized_text(b.text):
             raise _Mismatch("PrimFunc text differs", a.text, b.text)
 
     def prim_param(self, a: PrimFuncParam, b: PrimFuncParam):

@@ -39,7 +39,8 @@ from memcore_py.ir import (
     get_op,
     structural_equal,
 )
-from memcore_py.ir.structural import first_mismatch, normalize_prim_text
+from memcore_py.ir.prim_func_text import normalized_text
+from memcore_py.ir.structural import first_mismatch
 from memcore_py.testing import random_lowered_module, random_module
 
 ADD = get_op("relax.add")
@@ -160,9 +161,9 @@ def test_result_difference():
 def test_prim_text_whitespace_and_name_are_normalized():
     text = "@T.prim_func(private=True)\ndef prim(a: T.handle, b: T.handle):\n    T.evaluate(0)"
     other = "@T.prim_func(private=True)\ndef   renamed(a: T.handle,   b: T.handle):\n\n        T.evaluate(0)\n"
-    assert normalize_prim_text(text) == normalize_prim_text(other)
+    assert normalized_text(text) == normalized_text(other)
     assert structural_equal(make(prim_text=text), make(prim_text=other))
-    assert normalize_prim_text(None) is None
+    assert normalized_text(None) is None
 
 
 def test_prim_exprs_are_compared_as_written():
