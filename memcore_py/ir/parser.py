@@ -115,8 +115,7 @@ Performance
 - The cyclic GC is paused during a parse (millions of acyclic objects would otherwise make
   generational collections quadratic). PrimFunc bodies are never tokenized; function
   extents are found with one regex search over the text.
-- Measured (bench/bench_ir_text.py): ~145k bindings/s on a 100k-binding lowered function;
-  Apache TVM 0.27's parser reads ~440 bindings/s.
+- Speed against TVM's parser: bench/README.md, "IR text".
 """
 from __future__ import annotations
 

@@ -88,9 +88,8 @@ with loops; expressions recurse only through their own nesting). Type strings ar
 per Type object (types are shared, the parser interns them), PrimExpr printing has an
 ``IntImm`` fast path, and expression printing dispatches on ``type(e)`` through a dict.
 Unused void vars are detected without a pre-pass: their binding line is printed hidden and
-rewritten if a later use appears. The cyclic GC is paused while printing. Measured
-(bench/bench_ir_text.py): ~430k bindings/s on a 100k-binding lowered function; Apache TVM
-0.27's printer: ~31k bindings/s.
+rewritten if a later use appears. The cyclic GC is paused while printing (speed against
+TVM's printer: bench/README.md, "IR text").
 """
 from __future__ import annotations
 
