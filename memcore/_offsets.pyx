@@ -63,6 +63,7 @@ import numpy as np
 from libc.stdint cimport uint64_t
 from libc.string cimport memcpy, memmove, memset
 
+from memcore._bits cimport bit_length
 from memcore._typedefs cimport idx_t
 
 
@@ -548,14 +549,6 @@ cdef void _place_sweep(
 # Arbitrary-order placement: the levelled bucket index
 # -------------------------------------------------------------------------------------------
 
-cdef inline int _bit_length(uint64_t x) noexcept nogil:
-    cdef int r = 0
-    while x:
-        x >>= 1
-        r += 1
-    return r
-
-
 cdef void _count_buckets(
     const idx_t[::1] s, const idx_t[::1] e, int sh0,
     const idx_t[::1] level_base, idx_t[::1] count
@@ -566,7 +559,7 @@ cdef void _count_buckets(
     cdef int lev, sh
     for k in range(m):
         b = k
-        lev = _bit_length(<uint64_t>(e[b] - s[b]) >> sh0)
+        lev = bit_length(<uint64_t>(e[b] - s[b]) >> sh0)
         sh = sh0 + lev
         for j in range(s[b] >> sh, (e[b] >> sh) + 1):
             count[level_base[lev] + j] += 1
@@ -771,7 +764,7 @@ cdef void _place_bucketed(
             off = _scan_gaps(merged, n_pairs, sz, first_fit)
         offset[b] = off
         # Step 3. Store the buffer in its (at most two) buckets, sorted by offset.
-        lev = _bit_length(<uint64_t>(eb - sb) >> sh0)
+        lev = bit_length(<uint64_t>(eb - sb) >> sh0)
         used_levels |= (<uint64_t>1) << lev
         sh = sh0 + lev
         for j in range(sb >> sh, (eb >> sh) + 1):
@@ -832,9 +825,9 @@ def _py_place(s, e, size, order, idx_t n_points, bint first_fit, bint sweep, int
     spans = e_o - s_o
     if sh0 < 0:
         # level-0 buckets about as wide as the median span
-        sh0 = _bit_length(<uint64_t>int(np.partition(spans, m // 2)[m // 2]))
+        sh0 = bit_length(<uint64_t>int(np.partition(spans, m // 2)[m // 2]))
     cdef idx_t max_span = int(spans.max())
-    cdef int n_levels = _bit_length(<uint64_t>max_span >> sh0) + 1
+    cdef int n_levels = bit_length(<uint64_t>max_span >> sh0) + 1
     cdef idx_t[::1] level_base = np.empty(n_levels + 1, dtype=np.int64)
     cdef int lev
     cdef idx_t total = 0

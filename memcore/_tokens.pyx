@@ -53,6 +53,8 @@ from libcpp.map cimport map as cpp_map
 from libcpp.pair cimport pair
 from libcpp.vector cimport vector
 
+from memcore._bits cimport bit_length, lowest_bit
+
 from memcore._typedefs cimport EV_REQUEST, idx_t, kind_t
 
 #: Kernel return codes (memcore.tokens turns them into messages).
@@ -81,25 +83,6 @@ cdef enum:
 
 cdef idx_t INT64_MAX = 0x7FFFFFFFFFFFFFFF
 
-cdef extern from *:
-    """
-    #if defined(_MSC_VER)
-    #include <intrin.h>
-    static inline int memcore_bit_length(unsigned long long x) {
-        unsigned long i; return _BitScanReverse64(&i, x) ? (int)i + 1 : 0;
-    }
-    static inline int memcore_lowest_bit(unsigned long long x) {
-        unsigned long i; _BitScanForward64(&i, x); return (int)i;
-    }
-    #else
-    static inline int memcore_bit_length(unsigned long long x) {
-        return x ? 64 - __builtin_clzll(x) : 0;
-    }
-    static inline int memcore_lowest_bit(unsigned long long x) { return __builtin_ctzll(x); }
-    #endif
-    """
-    int bit_length "memcore_bit_length"(unsigned long long x) noexcept nogil
-    int lowest_bit "memcore_lowest_bit"(unsigned long long x) noexcept nogil
 
 
 cdef extern from *:
