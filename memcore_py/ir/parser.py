@@ -165,7 +165,7 @@ from .prim_func_text import (
     read_prim_func,
 )
 from .prim import FloatImm, IntImm, PrimExpr, PrimVar
-from .types import FuncType, ObjectType, PrimType, ShapeType, TensorType, TupleType, Type
+from .types import VOID, FuncType, ObjectType, PrimType, ShapeType, TensorType, TupleType, Type
 
 __all__ = ["parse", "MAX_DEPTH"]
 
@@ -173,7 +173,6 @@ __all__ = ["parse", "MAX_DEPTH"]
 MAX_DEPTH = 64
 
 _tokenize = TOKEN_RE.findall
-_VOID = TupleType(())
 _OBJECT = ObjectType()
 
 # name [: annotation] = value   (the annotation is validated afterwards)
@@ -927,7 +926,7 @@ class _Parser:
             if name == "R.Tensor":
                 return TensorType()
             if name == "R.Tuple":
-                return _VOID
+                return VOID
             if name == "R.Shape":
                 return ShapeType(None, -1)
             if name in ("R.Object", "R.Any"):
@@ -937,7 +936,7 @@ class _Parser:
             if name.startswith("T."):
                 return PrimType(name[2:])
         if v is None:
-            return _VOID
+            return VOID
         raise _Err(f"expected a type annotation; got {_describe(v)}", pos)
 
     def as_binding_value(self, v, pos):
@@ -1634,7 +1633,7 @@ class _Parser:
                 self.ann = None
                 value = self.fast_call(text)
                 if value is not None:
-                    return VarBinding(self.new_var("_", _VOID), value)
+                    return VarBinding(self.new_var("_", VOID), value)
                 self.set_segment(text, ln.col)
                 self.ann = None
                 v = self.expr()
@@ -1642,7 +1641,7 @@ class _Parser:
                 value = self.as_expr(v, 0)
             except Exception as e:  # noqa: BLE001
                 raise self._located(e)
-            var = self.new_var("_", _VOID)
+            var = self.new_var("_", VOID)
             return VarBinding(var, value)
         name = m.group(1)
         value_text = m.group(3)
@@ -1696,7 +1695,7 @@ class _Parser:
             if type(op) is GlobalVar:
                 kind = self.func_kinds.get(op.name)
                 if kind == "T":
-                    return _VOID
+                    return VOID
                 f = self.funcs.get(op.name)
                 if isinstance(f, Function):
                     return f.ty.ret

@@ -93,9 +93,9 @@ TVM's printer: bench/README.md, "IR text").
 """
 from __future__ import annotations
 
-import gc
 
 from ..errors import IRError
+from ._util import gc_paused
 from .expr import (
     Call,
     Constant,
@@ -865,18 +865,13 @@ def script(obj, module_name: str = "Module", sort_functions: bool = True, name: 
     if not isinstance(module_name, str) or _ident(module_name) != module_name:
         raise IRError(f"module_name must be an identifier; got {module_name!r}")
     printer = _ModulePrinter(module_name)
-    gc_was_enabled = gc.isenabled()
-    gc.disable()  # many short-lived strings; generational GC would only cost time here
-    try:
+    with gc_paused():  # many short-lived strings; generational GC would only cost time here
         if isinstance(obj, IRModule):
             return printer.module(obj, sort_functions)
         if isinstance(obj, (Function, PrimFunc)):
             if name is None:
                 name = obj.attrs.get("global_symbol") or "main"
             return printer.function(obj, name)
-    finally:
-        if gc_was_enabled:
-            gc.enable()
     raise IRError(f"script() takes an IRModule, Function or PrimFunc; got {type(obj).__name__}")
 
 
