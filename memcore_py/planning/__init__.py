@@ -9,10 +9,16 @@
 - :mod:`.emission` — where each storage is emitted (a binding it must precede).
 - :mod:`.check` — an independent checker of planned IR.
 - :mod:`.arena_options` — arena defaults shared by the pass and the CLI.
+- :mod:`.graph_plan_memory` — Relay's GraphPlanMemory on a graph-executor graph
+  (:mod:`.graph_model`), exact, and its arena mode; :mod:`.graph_memory_plan` (the plan),
+  :mod:`.texture` (the 2-D allocator), :mod:`.graph_from_ir` (IR in graph form -> graph).
 """
 from .allocate import MODES, plan_memory  # noqa: F401
 from .arena_options import ARENA_TIME_LIMIT  # noqa: F401
 from .check import PlannedStorage, PlannedStorages, collect_planned_tensors, verify_planned  # noqa: F401
 from .emission import EmissionSite, emission_sites  # noqa: F401
+from .graph_memory_plan import GraphMemoryPlan  # noqa: F401
+from .graph_model import GraphError, GraphModel, make_graph  # noqa: F401
+from .graph_plan_memory import GRAPH_MODES, graph_plan_memory  # noqa: F401
 from .lower_bound import function_lower_bounds, pool_lower_bounds  # noqa: F401
 from .memory_plan import MemoryPlan, StoragePlan  # noqa: F401
