@@ -221,4 +221,9 @@ def live_profile(start, end, size, n_steps, *, alignment=1):
     start, end, size = as_aligned_interval_arrays(start, end, size, alignment)
     check_range("start", start, -1, n_steps + 1, f"n_steps={n_steps}")
     check_range("end", end, -1, n_steps + 1, f"n_steps={n_steps}")
-    return _liveness._py_live_profile(start, end, size, n_steps)
+    try:  # the kernel's one allocation: int64[n_steps + 2]
+        return _liveness._py_live_profile(start, end, size, n_steps)
+    except (MemoryError, ValueError) as exc:  # numpy: out of memory, or "array is too big"
+        raise InvalidArrayError(
+            f"n_steps={n_steps}: the profile needs {8 * (n_steps + 2)} bytes, more than can be allocated"
+        ) from exc

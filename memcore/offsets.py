@@ -144,7 +144,10 @@ def _check_time_limit(time_limit):
             "time_limit must be None or a positive finite number of seconds; "
             f"got {type(time_limit).__name__} {time_limit!r}"
         )
-    value = float(time_limit)
+    try:
+        value = float(time_limit)
+    except OverflowError:  # an int beyond float range (10**400): not finite either
+        value = math.inf
     if not (math.isfinite(value) and value > 0):
         raise InvalidArrayError(
             "time_limit must be None or a positive finite number of seconds; "

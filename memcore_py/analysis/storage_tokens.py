@@ -72,7 +72,7 @@ from ..ir.module import IRModule
 from ..ir.op import RESHAPE_PACKED, get_op, shares_storage
 from ..ir.ops import SHARES_STORAGE_OPS
 from ..ir.prim import IntImm, PrimExpr
-from ..ir.types import TensorType, check_dtype
+from ..ir.types import TensorType, check_dtype, tensor_size_problem
 from .arith import UnsupportedBound, VarBounds, read_var_bounds, size_class_key, tensor_bytes, upper_bound_shape
 
 __all__ = [
@@ -633,6 +633,9 @@ class _StorageAllocatorInit:
                     f"{list(shape)!r} needs a sign condition (T.Select), which is not supported; mark the "
                     f"unbounded vars non-negative (tir_non_negative_var) or bound them (tir_var_upper_bound)"
                 ) from None
+            why = tensor_size_problem(ub, dtype)
+            if why is not None:
+                raise PassError(f"function {self._func_name!r}, binding {binding.var.name!r}: the allocated tensor {why}")
             nbytes, const = tensor_bytes(ub, dtype)
             info = _token_info((const, nbytes, dtype, scope, device, self._func_idx, args[1:], len(self.infos)))
             if const >= 0 and all(type(d) is IntImm for d in shape):

@@ -15,13 +15,18 @@ and a broken subcommand cannot break the others. Adding ``memcore foo`` = writin
 ``memcore_py/cli/foo.py`` and one line in :data:`SUBCOMMANDS`.
 
 Exit status (every subcommand): 0 success, 1 bad input (unreadable file, parse error,
-ill-formed module, a pass rejecting the module), 2 usage error (argparse's own exit).
-Errors are printed as ``memcore <cmd>: error: <message>`` on stderr, never as a traceback.
+ill-formed module, a pass rejecting the module), 2 usage error (argparse's own exit),
+3 internal error (a bug: please report it), 130 interrupted.
+Errors are printed as one line, ``memcore <cmd>: error: <message>``, on stderr, never as a
+traceback: :func:`main` turns any :class:`~memcore_py.errors.MemcoreError` a subcommand lets
+through into status 1, and any other exception into an ``internal error`` line with status
+3 (set ``MEMCORE_TRACEBACK=1`` to see the traceback instead).
 """
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 __all__ = ["SUBCOMMANDS", "main", "build_parser"]
@@ -78,4 +83,36 @@ def main(argv=None) -> int:
     if getattr(args, "command", None) is None:
         parser.print_help(sys.stderr)
         return 2
-    return args._module.run(args)
+    return _run_guarded(args)
+
+
+#: Exit status of an unexpected exception (a bug in memcore, not in the input).
+EXIT_INTERNAL = 3
+
+
+def _run_guarded(args) -> int:
+    """``args._module.run(args)``, with every escaping exception reported on one line."""
+    from ..errors import MemcoreError
+    from ._common import error_text, fail
+
+    try:
+        return args._module.run(args)
+    except KeyboardInterrupt:
+        return fail(args.command, "interrupted", 130)
+    except BrokenPipeError:  # e.g. `memcore fmt big.py | head`
+        return 1
+    except MemcoreError as exc:
+        return fail(args.command, error_text(exc), 1)
+    except MemoryError:
+        return fail(args.command, "out of memory", 1)
+    except RecursionError:
+        return fail(args.command, "input is nested too deeply", 1)
+    except Exception as exc:  # noqa: BLE001 - the command line never shows a traceback
+        if os.environ.get("MEMCORE_TRACEBACK"):
+            raise
+        return fail(
+            args.command,
+            f"internal error: {type(exc).__name__}: {exc} (a bug in memcore; please report it; "
+            f"MEMCORE_TRACEBACK=1 shows the traceback)",
+            EXIT_INTERNAL,
+        )

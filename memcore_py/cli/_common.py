@@ -1,10 +1,15 @@
-"""Helpers shared by subcommands: reading input files and reporting errors."""
+"""Helpers shared by subcommands: reading input files and reporting errors.
+
+Every error the command line reports is one line on stderr, ``memcore <cmd>: error: <what>``:
+a parse error reads ``FILE:LINE:COLUMN: message`` (the compiler convention, so editors can
+jump to it), and any multi-line message is folded onto one line by :func:`one_line`.
+"""
 from __future__ import annotations
 
 import gzip
 import sys
 
-__all__ = ["InputError", "read_text", "fail"]
+__all__ = ["InputError", "read_text", "parse_text", "fail", "one_line", "error_text"]
 
 
 class InputError(Exception):
@@ -35,10 +40,29 @@ def parse_text(text: str, label: str):
     try:
         return parse(text)
     except MemcoreError as exc:
-        raise InputError(f"{label}: {exc}") from exc
+        text = error_text(exc)
+        raise InputError(f"{label}:{text}" if getattr(exc, "line", 0) else f"{label}: {text}") from exc
+
+
+def error_text(exc: BaseException) -> str:
+    """One-line text of ``exc``: a :class:`~memcore_py.errors.ParseError` as
+    ``LINE:COLUMN: message`` (without the source excerpt), anything else as its message."""
+    from ..errors import ParseError
+
+    if isinstance(exc, ParseError) and exc.line:
+        return f"{exc.line}:{exc.column}: {one_line(exc.msg)}"
+    return one_line(str(exc))
+
+
+def one_line(message: str) -> str:
+    """``message`` on one line: line breaks and the indentation after them become one space."""
+    if "\n" not in message and "\r" not in message:
+        return message
+    return " ".join(part.strip() for part in message.splitlines() if part.strip())
 
 
 def fail(command: str, message: str, status: int = 1) -> int:
-    """Print ``memcore <command>: error: <message>`` to stderr and return ``status``."""
-    print(f"memcore {command}: error: {message}", file=sys.stderr)
+    """Print ``memcore <command>: error: <message>`` (on one line) to stderr and return
+    ``status``."""
+    print(f"memcore {command}: error: {one_line(message)}", file=sys.stderr)
     return status

@@ -3,8 +3,8 @@
 ``memcore check [FILE]`` reads ``FILE`` (``-`` = stdin, ``*.gz`` decompressed) or, with no
 ``FILE``, the shipped example module (:data:`memcore_py.examples.DEFAULT_EXAMPLE`). It prints
 counts: functions (Relax functions, PrimFuncs), bindings (If branches included), blocks
-(dataflow blocks). A parse error or well-formedness problems are printed on stderr, every
-problem on its own line, and the exit status is 1.
+(dataflow blocks). A parse error is one line on stderr; well-formedness problems are listed
+on stdout, one per line, followed by one error line on stderr; the exit status is 1.
 """
 from __future__ import annotations
 
@@ -64,8 +64,8 @@ def run(args, out=None) -> int:
         return fail("check", str(exc))
     problems = well_formed_report(mod)
     if problems:
-        lines = "\n  ".join(problems)
-        return fail("check", f"{label}: {len(problems)} well-formedness problem(s):\n  {lines}")
+        out.write("".join(f"{label}: {p}\n" for p in problems))
+        return fail("check", f"{label}: {len(problems)} well-formedness problem(s); the first: {problems[0]}")
     c = module_counts(mod)
     out.write(
         f"{label}: well-formed\n"

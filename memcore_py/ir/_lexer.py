@@ -11,7 +11,16 @@ decided by its first character:
 - anything else: punctuation or an operator (``//`` and ``->`` are one token), or one
   unexpected character (garbage is reported by the parser, never by the lexer).
 
-Whitespace separates tokens and is otherwise ignored; comments are removed by the caller.
+Whitespace is Python's source whitespace (space, tab, form feed, CR, LF): it separates tokens
+and is otherwise ignored; comments are removed by the caller. Any other character, including
+Unicode spaces such as U+00A0 that Python source refuses, is a one-character token the parser
+rejects.
+
+Tokenizing is linear in the input, whatever it holds: every whitespace run the pattern skips
+is followed by a character the pattern's last alternative accepts, so no match attempt fails
+after scanning a run -- except a run at the very end of the text, which :func:`tokenize`
+strips first (``findall`` would otherwise rescan that run from each of its positions,
+quadratic in its length).
 """
 from __future__ import annotations
 
@@ -27,22 +36,23 @@ TOKEN_RE = re.compile(
     r'''|"(?:[^"\\\n]|\\.)*"'''  # "string"
     r"""|'(?:[^'\\\n]|\\.)*'"""  # 'string'
     r"""|//|->|\*\*|==|!=|<=|>=|<<|>>"""  # two-character operators
-    r"""|\S)"""  # any other single character
+    r"""|[^ \t\f\r\n])"""  # any other single character (not \S: see the module docstring)
 )
 
-_tokenize = TOKEN_RE.findall
+_findall = TOKEN_RE.findall
+_WHITESPACE = " \t\f\r\n"
 
 
 def tokenize(text: str) -> list:
-    """Tokens of ``text`` (see the module docstring)."""
-    return _tokenize(text)
+    """Tokens of ``text`` (see the module docstring); linear in ``len(text)``."""
+    if text and text[-1] in _WHITESPACE:
+        text = text.rstrip(_WHITESPACE)
+    return _findall(text)
 
 
 def token_columns(text: str) -> list:
     """1-based start column of each token of ``text`` (used only to report errors)."""
-    return [m.start(1) + 1 for m in TOKEN_RE.finditer(text)]
-
-
+    return [m.start(1) + 1 for m in TOKEN_RE.finditer(text.rstrip(_WHITESPACE))]
 
 
 def strip_comment(line: str) -> str:

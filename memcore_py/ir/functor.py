@@ -58,6 +58,7 @@ from .types import TupleType, type_equal
 __all__ = [
     "ExprVisitor",
     "ExprMutator",
+    "OPAQUE_NON_PRIM_LEAVES",
     "post_order_visit",
     "normalize_blocks",
     "normalize_function_blocks",
@@ -68,6 +69,8 @@ __all__ = [
 
 _LEAF_CLASSES = (Constant, ShapeExpr, PrimValue, StringImm, DataTypeImm, ExternFunc, GlobalVar)
 _LEAF_SET = frozenset(_LEAF_CLASSES)
+#: Leaves that hold no symbolic variable (what a prim-substituting mutator may skip).
+OPAQUE_NON_PRIM_LEAVES = frozenset(_LEAF_SET - {ShapeExpr, PrimValue})
 _SCOPE_CLASSES = (If, Function, SeqExpr)
 
 _VISIT_NAMES = {
@@ -291,8 +294,15 @@ class ExprMutator:
       subclass can drop a binding or emit extra bindings before/after it;
     - ``self.in_dataflow`` tells whether the block being rebuilt is a DataflowBlock (new
       variables emitted there must be DataflowVars, as TVM's builder makes them);
-    - ``self.func_name`` names the top-level function for error messages.
+    - ``self.func_name`` names the top-level function for error messages;
+    - call arguments whose class is in :attr:`opaque_leaves` (constants, shapes, prim
+      values, strings, dtypes, extern and global functions) are kept without a visit, for
+      speed; a mutator that rewrites shapes or prim values (a symbolic-var substitution)
+      must set ``opaque_leaves = OPAQUE_NON_PRIM_LEAVES`` so its :meth:`visit_expr` sees them.
     """
+
+    #: Classes of call arguments :meth:`visit_call_default` returns unvisited.
+    opaque_leaves = _LEAF_SET
 
     def __init__(self):
         self.var_remap: dict = {}
@@ -372,7 +382,7 @@ class ExprMutator:
             ca = type(a)
             if ca is Var or ca is DataflowVar:
                 n = self.visit_var_use(a)
-            elif ca in _LEAF_SET:
+            elif ca in self.opaque_leaves:
                 continue
             else:
                 n = self.visit_expr(a)
@@ -384,7 +394,9 @@ class ExprMutator:
         new_op = self.visit_expr(op) if isinstance(op, Var) else op
         if new_args is None and new_op is op:
             return call
-        return Call(new_op, args if new_args is None else new_args, call.attrs, call.ty_args, call.ty)
+        # The cached type is not carried over: it may depend on the old arguments (a shape
+        # whose symbolic vars were substituted); None = "not known without inference".
+        return Call(new_op, args if new_args is None else new_args, call.attrs, call.ty_args)
 
     def visit_if(self, e: If):
         cond = self.visit_expr(e.cond)

@@ -122,11 +122,12 @@ from __future__ import annotations
 import bisect
 import math
 import re
+import unicodedata
 
 import numpy as np
 
 from ..errors import IRError, ParseError
-from ._lexer import TOKEN_RE, string_value, strip_comment, token_columns
+from ._lexer import string_value, strip_comment, token_columns, tokenize
 from ._util import gc_paused
 from .construct import new_call, new_tuple, new_tuple_get_item, shallow_copy
 from .expr import (
@@ -165,24 +166,37 @@ from .prim_func_text import (
     read_prim_func,
 )
 from .prim import FloatImm, IntImm, PrimExpr, PrimVar
-from .types import VOID, FuncType, ObjectType, PrimType, ShapeType, TensorType, TupleType, Type
+from .types import VOID, FuncType, ObjectType, PrimType, ShapeType, TensorType, TupleType, Type, type_contradiction
 
 __all__ = ["parse", "MAX_DEPTH"]
 
 #: Maximum nesting of brackets/calls in one expression, and of statements (``if`` in ``if``).
 MAX_DEPTH = 64
 
-_tokenize = TOKEN_RE.findall
+_tokenize = tokenize
 _OBJECT = ObjectType()
 
-# name [: annotation] = value   (the annotation is validated afterwards)
-_ASSIGN_RE = re.compile(r"([A-Za-z_][A-Za-z_0-9]*)[ \t]*(?::[ \t]*(.+?)[ \t]+=[ \t]+|=(?!=)[ \t]*)(.*)\Z", re.S)
+# name [: annotation] = value   (the annotation is validated afterwards). Linear on long
+# whitespace runs: the annotation must end in a non-blank, so "[ \t]+=" is tried only where a
+# run starts (``(.+?)[ \t]+=`` would rescan a run from each of its positions).
+_ASSIGN_RE = re.compile(r"([A-Za-z_][A-Za-z_0-9]*)[ \t]*(?::[ \t]*(.*?[^ \t])[ \t]+=[ \t]*|=(?!=)[ \t]*)(.*)\Z", re.S)
+#: A character other than printable ASCII and tab (then the line is checked token by token).
+_UNUSUAL_CHAR = re.compile(r"[^\t -~]")
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z_0-9]*\Z")
 _END_RES = {}
 _SIMPLE_CALL_RE = re.compile(r"([A-Za-z_][A-Za-z_0-9]*(?:\.[A-Za-z_][A-Za-z_0-9]*)+)\(([A-Za-z_0-9 ,]*)\)\Z")
 _DECL_RE = re.compile(r"T\.([a-z][a-z0-9_]*)\(\)\Z")
 _TYPEVAR_RE = re.compile(r"""([A-Za-z_][A-Za-z_0-9]*)[ \t]*=[ \t]*TypeVar\([ \t]*(["'])([A-Za-z_][A-Za-z_0-9]*)\2[ \t]*\)\Z""")
-_CLASS_RE = re.compile(r"class[ \t]+([A-Za-z_][A-Za-z_0-9]*)[ \t]*(?:\([ \t]*\))?[ \t]*:\Z")
+_CLASS_RE = re.compile(r"class[ \t]+([A-Za-z_][A-Za-z_0-9]*)[ \t]*(?:\([ \t]*\)[ \t]*)?:\Z")  # no two adjacent [ \t]*
+
+
+def _tok(tok: str) -> str:
+    """A token for an error message: quoted, or ``U+00A0 (NO-BREAK SPACE)`` for a character
+    that is not printable ASCII (Python source refuses those outside strings, and so do we)."""
+    if len(tok) == 1 and not (" " < tok <= "~"):
+        name = unicodedata.name(tok, None) or ("a control character" if unicodedata.category(tok) == "Cc" else "unnamed")
+        return f"character U+{ord(tok):04X} ({name})"
+    return repr(tok)
 
 
 class _Err(Exception):
@@ -406,8 +420,20 @@ class _Parser:
                         depth += _balance(nxt)
                 if depth < 0:
                     raise self.error("unbalanced closing bracket", _Line(indent, stripped, lineno, indent + 1))
+            if _UNUSUAL_CHAR.search(stripped) is not None:
+                self._check_characters(stripped, lineno, indent + 1, parts)
             append(_Line(indent, stripped, lineno, indent + 1, parts))
         return out
+
+    def _check_characters(self, text, lineno, col, parts):
+        """Refuse a character outside strings that Python source refuses: a control
+        character or a non-ASCII space such as U+00A0 (where ``text`` has characters other
+        than printable ASCII and tabs; rare, so the line is tokenized again here)."""
+        cols = token_columns(text)
+        for tok, c in zip(_tokenize(text), cols):
+            if len(tok) == 1 and not (" " < tok <= "~"):
+                line = _Line(0, text, lineno, col, parts)
+                raise self.error(f"invalid {_tok(tok)}", line, col + c - 1)
 
     # ================================================================== tokens / expressions
     def set_segment(self, text, col):
@@ -435,7 +461,7 @@ class _Parser:
 
     def at_end(self):
         if self.pos != len(self.toks):
-            raise _Err(f"unexpected {self.toks[self.pos]!r}", self.pos)
+            raise _Err(f"unexpected {_tok(self.toks[self.pos])}", self.pos)
 
     def tuple_expr(self):
         """expr (',' expr)* [','] -> value, or a Python tuple if there are commas."""
@@ -525,7 +551,7 @@ class _Parser:
             try:
                 v = self.expr()
                 if self.pos != len(toks):
-                    raise _Err(f"unexpected {toks[self.pos]!r} in dimension string {s!r}", None)
+                    raise _Err(f"unexpected {_tok(toks[self.pos])} in dimension string {s!r}", None)
             except _Err as e:
                 raise _Err(f"in dimension string {s!r}: {e.msg}", None) from None
         finally:
@@ -613,7 +639,7 @@ class _Parser:
         elif c == "+" and len(tok) == 1:
             return self.unary()
         else:
-            raise _Err(f"unexpected {tok!r}", pos)
+            raise _Err(f"unexpected {_tok(tok)}", pos)
         # postfix: subscripts, calls on values
         while self.pos < len(toks):
             nxt = toks[self.pos]
@@ -877,21 +903,34 @@ class _Parser:
                 exprs.append(DataTypeImm(a) if kind == "dtype" else StringImm(a))
             else:
                 exprs.append(as_expr(a, pos))
-        if op.name == "relax.builtin.alloc_tensor" and not ty_args:
-            ty_args = (self.alloc_type(exprs, pos),)
+        if op.name == "relax.builtin.alloc_tensor" and len(exprs) >= 2:
+            ty_args = self.alloc_ty_args(exprs, ty_args, pos)
         return Call(op, exprs, attrs, ty_args)
 
-    def alloc_type(self, args, pos):
-        ann = self.ann
-        if self.depth == 0 and isinstance(ann, TensorType):
-            return ann
+    def alloc_ty_args(self, args, ty_args, pos):
+        """``ty_args`` of ``R.builtin.alloc_tensor``: as written, else the binding
+        annotation (as CallTIRRewrite makes them), else the shape and dtype arguments'
+        tensor. Written or annotated types that contradict those arguments are refused."""
         shape, dtype = args[0], args[1]
         dt = dtype.value if isinstance(dtype, (DataTypeImm, StringImm)) else ""
         if isinstance(shape, ShapeExpr):
-            return TensorType(shape.values, dt)
-        if isinstance(shape.ty, ShapeType):
-            return TensorType(shape.ty.values, dt, shape.ty.ndim)
-        return TensorType(None, dt)
+            own = TensorType(shape.values, dt)
+        elif isinstance(shape.ty, ShapeType):
+            own = TensorType(shape.ty.values, dt, shape.ty.ndim)
+        else:
+            own = TensorType(None, dt)
+        ann = self.ann
+        if ty_args:
+            claimed, what = ty_args[0], "its ty_args"
+        elif self.depth == 0 and isinstance(ann, TensorType):
+            claimed, what = ann, "the annotation"
+        else:
+            return (own,)
+        why = type_contradiction(claimed, own)
+        if why is not None:
+            raise _Err(f"R.builtin.alloc_tensor: the type given by {what} contradicts its shape and dtype "
+                       f"arguments: {why}", pos)
+        return ty_args or (claimed,)
 
     def types_of(self, v, pos):
         if isinstance(v, (tuple, list)):
@@ -1051,7 +1090,7 @@ class _Parser:
         self.cur = line
         self.set_segment(rest, line.col + m.end())
         if self.peek() != "(":
-            raise self.error(f"unexpected {self.peek()!r} after the decorator name", line, self._token_col(0))
+            raise self.error(f"unexpected {_tok(self.peek())} after the decorator name", line, self._token_col(0))
         try:
             args, kwargs = self.call_args()
             self.at_end()
@@ -1281,7 +1320,7 @@ class _Parser:
         rest = toks[close + 1: -1]
         if rest:
             if rest[0] != "->" or len(rest) < 2:
-                raise self.error(f"unexpected {rest[0]!r} after the parameter list", here, self._token_col(close + 1))
+                raise self.error(f"unexpected {_tok(rest[0])} after the parameter list", here, self._token_col(close + 1))
             ret = (close + 2, len(toks) - 1)
         return name, params, ret
 
@@ -1294,7 +1333,7 @@ class _Parser:
         self.ann = ann
         v = self.tuple_expr()
         if self.pos != b:
-            raise _Err(f"unexpected {toks[self.pos]!r}", self.pos)
+            raise _Err(f"unexpected {_tok(toks[self.pos])}", self.pos)
         self.toks = full
         return v
 
@@ -1583,7 +1622,7 @@ class _Parser:
             self.used_prim = False
             v = self.tuple_expr()
             if self.pos != len(self.toks):
-                raise _Err(f"unexpected {self.toks[self.pos]!r}", self.pos)
+                raise _Err(f"unexpected {_tok(self.toks[self.pos])}", self.pos)
             value = v if type(v) is _MatchCastPair else self.as_binding_value(v, 0)
             if not self.used_prim:
                 if not self.used_var and type(value) in _CLONE:
@@ -1632,15 +1671,18 @@ class _Parser:
             try:
                 self.ann = None
                 value = self.fast_call(text)
-                if value is not None:
-                    return VarBinding(self.new_var("_", VOID), value)
-                self.set_segment(text, ln.col)
-                self.ann = None
-                v = self.expr()
-                self.at_end()
-                value = self.as_expr(v, 0)
+                if value is None:
+                    self.set_segment(text, ln.col)
+                    self.ann = None
+                    v = self.expr()
+                    self.at_end()
+                    value = self.as_expr(v, 0)
             except Exception as e:  # noqa: BLE001
                 raise self._located(e)
+            ty = value.ty if type(value) is Call and value.ty is not None else self.derive_type(value)
+            if ty is not None and not (type(ty) is TupleType and not ty.fields):
+                # TVM: "Non-void relax expressions must be bound to a variable"
+                raise self.error("a non-void expression is used as a statement; bind it to a variable", ln)
             var = self.new_var("_", VOID)
             return VarBinding(var, value)
         name = m.group(1)
@@ -1662,7 +1704,13 @@ class _Parser:
                 return MatchCast(var, self.as_expr(value.value, 0), value.ty)
             except Exception as e:  # noqa: BLE001
                 raise self._located(e)
-        ty = ann if ann is not None else self.derive_type(value)
+        if ann is None:
+            ty = self.derive_type(value)
+        else:
+            ty = ann
+            why = type_contradiction(ann, self.derive_type(value))
+            if why is not None:
+                raise self.error(f"the annotation of {name!r} contradicts its value: {why}", ln)
         var = self.new_var(name, ty, ln)
         return VarBinding(var, value)
 
@@ -1910,13 +1958,21 @@ def _describe(v) -> str:
     return f"{type(v).__name__} {v!r}"
 
 
+#: Parser-internal values (a bare name, a half-written reference, ...): never attribute values.
+_INTERNAL_VALUES = (_Bare, _MetaRoot, _MetaKey, _Decl, _MatchCastPair, _ClsRef)
+
+
 def _attr_value(v):
-    """Attribute values: lists become tuples (recursively); other values as parsed."""
+    """Attribute values: lists become tuples (recursively); other values as parsed. A value
+    that is not an IR value (``foo=R.Any``: a bare name) is refused here, so that what
+    parses can be printed."""
     t = type(v)
     if t is list or t is tuple:
         return tuple(_attr_value(x) for x in v)
     if t is dict:
         return {k: _attr_value(x) for k, x in v.items()}
+    if isinstance(v, _INTERNAL_VALUES) or v is _META_ROOT:
+        raise _Err(f"{_describe(v)} is not an attribute value", None)
     return v
 
 

@@ -128,7 +128,7 @@ _ATTR_SEARCH_LINES = 8
 _INDENT = "    "
 _DEF_RE = re.compile(r"\bdef\s+([A-Za-z_][A-Za-z_0-9]*)\s*\(")
 _DEF_LINE_RE = re.compile(r"[ \t]*def[ \t]+([A-Za-z_][A-Za-z_0-9]*)[ \t]*\(")
-_PRIVATE_KW = re.compile(r"\s*private\s*=\s*(True|False)\s*,?\s*")
+_PRIVATE_KW = re.compile(r"\bprivate\s*=\s*(True|False)\s*,?\s*")  # \b, not \s*: linear
 _DECL_LINE_RE = re.compile(r"[A-Za-z_][A-Za-z_0-9]*\s*=\s*T\.[a-z0-9_]+\(\)$")
 _WS = re.compile(r"\s+")
 _IDENT_RE = re.compile(r"[A-Za-z_][A-Za-z_0-9]*\Z")

@@ -15,7 +15,7 @@ Types are immutable and may be shared between many expressions (the parser inter
 from __future__ import annotations
 
 from ..errors import IRError
-from .prim import PrimExpr, as_prim, prim_equal, substitute
+from .prim import INT64_MAX, IntImm, PrimExpr, as_prim, prim_equal, substitute
 
 __all__ = [
     "Type",
@@ -30,6 +30,9 @@ __all__ = [
     "check_dtype",
     "type_equal",
     "substitute_type",
+    "type_contradiction",
+    "tensor_size_problem",
+    "type_size_problem",
     "VOID",
 ]
 
@@ -79,6 +82,42 @@ def dtype_bytes(dtype: str) -> int:
     """Storage bytes per element: ``ceil(bits * lanes / 8)`` (TVM ``StorageBytes``; bool -> 1)."""
     base, lanes = _split_lanes(check_dtype(dtype))
     return (DTYPE_BITS[base] * lanes + 7) // 8
+
+
+def tensor_size_problem(shape, dtype: str) -> str | None:
+    """Why no tensor of ``shape`` and ``dtype`` can exist, or None: a negative constant dim,
+    or constant dims whose byte size (times ``dtype``'s bytes, 1 if unknown) exceeds int64,
+    the size type of every planner and runtime. Symbolic dims are not judged."""
+    if shape is None:
+        return None
+    n = dtype_bytes(dtype) if dtype else 1
+    for k, d in enumerate(shape):
+        if type(d) is IntImm:
+            if d.value < 0:
+                return f"dim {k} is negative ({d.value})"
+            n *= d.value
+    if n > INT64_MAX:
+        return f"size {n} bytes does not fit in int64"
+    return None
+
+
+def type_size_problem(ty) -> str | None:
+    """:func:`tensor_size_problem` of every tensor in ``ty`` (tuple fields included)."""
+    stack = [ty]
+    while stack:
+        t = stack.pop()
+        ct = type(t)
+        if ct is TensorType:
+            why = tensor_size_problem(t.shape, t.dtype)
+            if why is not None:
+                return f"tensor {why}"
+        elif ct is TupleType:
+            stack.extend(t.fields)
+        elif ct is FuncType:
+            if t.params:
+                stack.extend(t.params)
+            stack.append(t.ret)
+    return None
 
 
 class Type:
@@ -274,3 +313,79 @@ def substitute_type(ty, env: dict):
         return FuncType(params, ret, ty.purity)
     return ty
 
+
+
+_KIND = {
+    ObjectType: "R.Object",
+    TensorType: "a tensor",
+    TupleType: "a tuple",
+    ShapeType: "a shape",
+    PrimType: "a prim value",
+    FuncType: "a function",
+}
+
+
+def _dims_contradiction(base, derived, what: str):
+    if len(base) != len(derived):
+        return f"{what} rank {len(derived)} is not {len(base)}"
+    for k, (a, b) in enumerate(zip(base, derived)):
+        if type(a) is IntImm and type(b) is IntImm and a.value != b.value:
+            return f"{what} dim {k} is {b.value}, not {a.value}"
+    return None
+
+
+def type_contradiction(base, derived) -> str | None:
+    """Why a value of type ``derived`` can never have type ``base``, or None if it may.
+
+    Apache TVM's ``StructInfoBaseCheck(base, derived) == kFailL0``: the two disagree in
+    kind (a tuple is not a tensor), dtype, rank, tuple length, or a dim or prim value that is
+    a different integer constant on each side. Whatever cannot be disproved statically
+    (``R.Object`` on either side, an unknown dtype or rank, symbolic dims such as ``n``
+    against ``4``) is accepted, as TVM's parser accepts it (``kFailL1``). Function types are
+    compared by kind only.
+
+    Parameters
+    ----------
+    base : Type
+        The annotation (what the value is claimed to be).
+    derived : Type
+        The value's own type.
+    """
+    if base is derived or base is None or derived is None:
+        return None
+    tb = type(base)
+    td = type(derived)
+    if tb is ObjectType or td is ObjectType:
+        return None
+    if tb is not td:
+        return f"{_KIND.get(td, td.__name__)} is not {_KIND.get(tb, tb.__name__)}"
+    if tb is TensorType:
+        if base.dtype and derived.dtype and base.dtype != derived.dtype:
+            return f"dtype {derived.dtype} is not {base.dtype}"
+        if base.ndim != -1 and derived.ndim != -1 and base.ndim != derived.ndim:
+            return f"rank {derived.ndim} is not {base.ndim}"
+        if base.shape is not None and derived.shape is not None:
+            return _dims_contradiction(base.shape, derived.shape, "shape")
+        return None
+    if tb is ShapeType:
+        if base.ndim != -1 and derived.ndim != -1 and base.ndim != derived.ndim:
+            return f"rank {derived.ndim} is not {base.ndim}"
+        if base.values is not None and derived.values is not None:
+            return _dims_contradiction(base.values, derived.values, "shape value")
+        return None
+    if tb is PrimType:
+        if base.dtype != derived.dtype:
+            return f"dtype {derived.dtype} is not {base.dtype}"
+        a, b = base.value, derived.value
+        if type(a) is IntImm and type(b) is IntImm and a.value != b.value:
+            return f"value {b.value} is not {a.value}"
+        return None
+    if tb is TupleType:
+        if len(base.fields) != len(derived.fields):
+            return f"a tuple of {len(derived.fields)} fields is not a tuple of {len(base.fields)}"
+        for k, (a, b) in enumerate(zip(base.fields, derived.fields)):
+            why = type_contradiction(a, b)
+            if why is not None:
+                return f"field {k}: {why}"
+        return None
+    return None

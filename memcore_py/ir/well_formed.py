@@ -30,6 +30,12 @@ Checks
    as impure, and allocations are pure.
 7. Op calls have an argument count within the op's ``n_args``; If is not inside a
    dataflow block; binding vars and params have types.
+8. A VarBinding's var type does not contradict the type of its value where that type is
+   known without inference (:func:`~memcore_py.ir.functor.value_type`: vars, tuples,
+   constants, typed calls), by TVM's rule (:func:`~memcore_py.ir.types.type_contradiction`).
+9. Sizes are real: no tensor type (of a param, a binding, a match_cast pattern, the return
+   type, or the result of an allocation op) has a negative constant dim or constant dims
+   whose byte size overflows int64 (:func:`~memcore_py.ir.types.tensor_size_problem`).
 """
 from __future__ import annotations
 
@@ -56,14 +62,18 @@ from .expr import (
     TupleGetItem,
     Var,
 )
+from .infer import infer_type
 from .module import IRModule
 from .op import Op
 from .prim import BinaryOp, PrimVar
-from .types import FuncType, PrimType, ShapeType, TensorType, TupleType
+from .functor import value_type
+from .types import FuncType, PrimType, ShapeType, TensorType, TupleType, type_contradiction, type_size_problem
 
 __all__ = ["well_formed", "well_formed_report"]
 
 _ATTR_FORCE_PURE = "relax.force_pure"
+#: Ops whose result is a new tensor of the shape and dtype in their arguments (check 9).
+_ALLOCATION_OPS = frozenset({"relax.builtin.alloc_tensor", "relax.memory.alloc_tensor", "relax.vm.alloc_tensor"})
 
 
 def well_formed(mod, *, raise_error: bool = False) -> bool:
@@ -157,8 +167,10 @@ class _Checker:
         for p in func.params:
             if p.ty is not None:
                 self._check_type_prims(p.ty, f"the type of parameter {p.name!r} {where_fn}")
+                self._check_size(p.ty, f"the type of parameter {p.name!r} {where_fn}")
         if func.ret_ty is not None:
             self._check_type_prims(func.ret_ty, f"the return type {where_fn}")
+            self._check_size(func.ret_ty, f"the return type {where_fn}")
         # Step 2. Body.
         self._check_seq(func.body, ("function",))
 
@@ -232,13 +244,22 @@ class _Checker:
         if isinstance(b, MatchCast):
             self._define_prims(b.ty)
             self._check_type_prims(b.ty, f"the match_cast type of {here} {self.where}")
+            self._check_size(b.ty, f"the match_cast type of {here} {self.where}")
         # The definition.
         if isinstance(var, DataflowVar) and not is_df:
             self.report(f"DataflowVar {var.name!r} is bound outside a dataflow block: {here} {self.where}")
         if var.ty is None:
             self.report(f"Var {var.name!r} has no type: {here} {self.where}")
-        elif not isinstance(b, MatchCast):
-            self._check_type_prims(var.ty, f"the type of {here} {self.where}")
+        else:
+            if not isinstance(b, MatchCast):
+                self._check_type_prims(var.ty, f"the type of {here} {self.where}")
+                why = type_contradiction(var.ty, value_type(value))
+                if why is not None:
+                    self.report(f"the type of {here} contradicts its value: {why} {self.where}")
+            self._check_size(var.ty, f"the type of {here} {self.where}")
+        if (type(value) is Call and type(value.op) is Op and value.op.name in _ALLOCATION_OPS
+                and not (type(var.ty) is TensorType and var.ty.shape is not None)):  # else var.ty's check covers it
+            self._check_allocation(value, f"the allocation of {here} {self.where}")
         self._define_var(var, f"{here} {self.where}")
 
     def _define_var(self, var: Var, where: str) -> None:
@@ -368,6 +389,19 @@ class _Checker:
                     f"function {self.func_name!r} is pure but makes an impure call {what} {self._at()}; "
                     f"declare it @R.function(pure=False) or set the {_ATTR_FORCE_PURE!r} attribute"
                 )
+
+    # ------------------------------------------------------------------ sizes
+    def _check_size(self, ty, what: str) -> None:
+        why = type_size_problem(ty)
+        if why is not None:
+            self.report(f"{what}: {why}")
+
+    def _check_allocation(self, call: Call, what: str) -> None:
+        try:
+            ty = infer_type(call, self.mod)
+        except IRError:
+            return  # a malformed call is reported by the call checks
+        self._check_size(ty, what)
 
     # ------------------------------------------------------------------ symbolic vars
     def _define_prims(self, ty) -> None:

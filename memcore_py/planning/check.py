@@ -43,7 +43,7 @@ from ..ir.expr import (
 )
 from ..ir.functor import var_uses
 from ..ir.op import Op, shares_storage
-from ..ir.prim import IntImm
+from ..ir.prim import INT64_MAX, IntImm
 from ..ir.types import dtype_bytes
 from .lower_bound import max_live_by_pool
 
@@ -247,6 +247,12 @@ class _Lifetimes:
             self.t_end.append(step)
             size = _shape_bytes(call.args[2], str(dtype)) if dtype else None
             offset = _const_int(call.args[1])
+            for what, v in (("size", size), ("offset", offset)):
+                if v is not None and not 0 <= v <= INT64_MAX:
+                    raise PlanningError(
+                        f"R.memory.alloc_tensor bound to {var.name!r} at binding {step}: its {what}, {v} bytes, "
+                        f"is negative or does not fit in int64"
+                    )
             self.t_size.append(-1 if size is None else size)
             self.t_offset.append(-1 if offset is None else offset)
             self.t_name.append(var.name)

@@ -77,7 +77,7 @@ from ..ir.expr import (
 from ..ir.module import IRModule
 from ..ir.prim import BinaryOp, IntImm, PrimVar, simplify_const
 from ..ir.types import FuncType, PrimType, ShapeType, TensorType, TupleType
-from ..ir.functor import ExprMutator, map_functions, normalize_blocks, normalize_function_blocks, value_type, var_uses
+from ..ir.functor import OPAQUE_NON_PRIM_LEAVES, ExprMutator, map_functions, normalize_blocks, normalize_function_blocks, value_type, var_uses
 from ..ir.prim import substitute
 from ..ir.types import substitute_type, type_equal
 from .pass_infra import FunctionPass, PassContext
@@ -161,6 +161,8 @@ def _provably_different(a, b) -> bool:
 
 class _SymbolicVarCanonicalizer(ExprMutator):
     """Port of TVM ``SymbolicVarCanonicalizer`` (stage 1)."""
+
+    opaque_leaves = OPAQUE_NON_PRIM_LEAVES  # shapes and prim values in call args are substituted
 
     def __init__(self, func_name):
         super().__init__()

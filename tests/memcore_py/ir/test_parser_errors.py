@@ -147,7 +147,7 @@ def test_deeply_nested_statements():
 
 # ------------------------------------------------------------------------------ garbage
 def test_garbage_bytes():
-    check(fn("y = R.add(x, \x00x)", "return y"), "unexpected")
+    check(fn("y = R.add(x, \x00x)", "return y"), r"invalid character U\+0000 \(a control character\)", column=18)
     check(fn("y = R.add(x, x) $", "return y"), "unexpected '\\$'")
     check("\x00\x01\x02", "expected @I.ir_module")
     check(fn('y = R.str("abc', "return x"), "never closed|unterminated|unexpected")

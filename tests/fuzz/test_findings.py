@@ -1,0 +1,389 @@
+"""Regression tests for the fuzzing run of issue 9: bugs B1-B7, round trips R1-R8.
+
+Each test holds the minimal input the fuzzer found and checks the class it stands for (not
+only the instance): e.g. B1 feeds every pathological whitespace shape to the whole parser,
+B4 holds Apache TVM's own accept/refuse answers for annotations that contradict values.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from _helpers import run_cli
+
+import memcore
+from memcore_py import parse
+from memcore_py.errors import MemcoreError, ParseError, PassError, PlanningError
+from memcore_py.ir import structural_equal, well_formed, well_formed_report
+
+HEAD = "# from tvm.script import relax as R\n# from tvm.script import tir as T\n\n"
+
+
+def _src(body: str) -> str:
+    return HEAD + textwrap.dedent(body).lstrip("\n")
+
+
+# ------------------------------------------------------------------------------ B1
+_LINEAR_SCRIPT = r"""
+import sys, time
+from memcore_py import parse
+from memcore_py.errors import ParseError
+from memcore_py.examples import example_text
+N = int(sys.argv[1])
+base = example_text("mlp").split("\n")
+inputs = []
+head = "# from tvm.script import relax as R\n\n@R.function\n"
+for sep in ("\u00a0x", "\u3000", "\u2003x", "\x0bx", "x", "", "= x", "#"):
+    inputs.append(head + 'def main(x: R.Tensor((4,), "float32")):\n    return' + " " * N + sep + "\n")
+    inputs.append(head + " " * N + sep + "\ndef main(x: R.Tensor((4,), 'float32')):\n    return x\n")
+# long runs of spaces / tabs inside real lines: decorator, class, def, assignment, call
+for i, line in enumerate(base):
+    if line.strip().startswith(("@", "class", "def", "lv", "gv", "alloc", "T.func_attr")):
+        for ws in (" ", "\t"):
+            for cut in (line.find(" ", len(line) - len(line.lstrip()) + 1), line.find("("), line.find("=")):
+                if cut > 0:
+                    for sep in ("\u00a0", "x", ""):
+                        inputs.append("\n".join(base[:i] + [line[:cut] + ws * N + sep + line[cut:]] + base[i + 1:]))
+worst = 0.0
+for text in inputs:
+    t = time.perf_counter()
+    try:
+        parse(text)
+    except ParseError:
+        pass
+    worst = max(worst, time.perf_counter() - t)
+print(len(inputs), worst)
+"""
+
+
+def test_b1_parsing_is_linear_on_pathological_whitespace():
+    """200k-character whitespace runs before non-ASCII spaces, at the end of lines and inside
+    decorators, class and def lines, annotations and calls: all parse or fail at once. A
+    quadratic scan would take minutes per input (the fuzzer's 20k-space input took 7.7 s);
+    the subprocess is a hang guard, not a speed check (speed: bench/bench_ir_text.py)."""
+    proc = subprocess.run([sys.executable, "-c", _LINEAR_SCRIPT, "200000"], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    n, worst = proc.stdout.split()
+    assert int(n) > 50
+
+
+def test_b1_non_ascii_space_is_a_clear_error():
+    src = _src('''
+        @R.function
+        def main(x: R.Tensor((4,), "float32")):
+            return\u00a0x
+        ''')
+    with pytest.raises(ParseError, match=r"character U\+00A0 \(NO-BREAK SPACE\)"):
+        parse(src)
+
+
+# ------------------------------------------------------------------------------ B2
+B2 = _src('''
+    @R.function
+    def main() -> R.Tensor((4611686018427387904,), "float32"):
+        storage = R.memory.alloc_storage(R.shape([8]), 0, "global", "uint8")
+        a = R.memory.alloc_tensor(storage, 0, R.shape([4611686018427387904]), "float32")
+        return a
+    ''')
+
+
+def test_b2_overflowing_size_is_ill_formed_and_named():
+    problems = well_formed_report(parse(B2))
+    assert any("binding 1 ('a')" in p and "does not fit in int64" in p for p in problems), problems
+
+
+@pytest.mark.parametrize("annotation", ["R.Object", 'R.Tensor(ndim=1, dtype="float32")'])
+def test_b2_overflow_hidden_by_annotation_is_still_found(annotation):
+    src = B2.replace("    a = R.memory", f"    a: {annotation} = R.memory").replace(
+        '-> R.Tensor((4611686018427387904,), "float32")', "")
+    problems = well_formed_report(parse(src))
+    assert any("allocation of binding 1 ('a')" in p and "does not fit in int64" in p for p in problems), problems
+
+
+def test_b2_planner_raises_typed_error_naming_binding():
+    from memcore_py.planning.check import collect_planned_tensors
+
+    mod = parse(B2)
+    with pytest.raises(PlanningError, match="'a'.*int64"):
+        collect_planned_tensors(mod["main"], "main")
+
+
+def test_b2_negative_dim_is_ill_formed():
+    mod = parse(_src('''
+        @R.function
+        def main(x: R.Tensor((-4,), "float32")):
+            return x
+        '''))
+    assert any("dim 0 is negative" in p for p in well_formed_report(mod))
+
+
+def test_b2_builtin_alloc_overflow_is_a_pass_error():
+    from memcore_py.transform.static_plan_block_memory import plan_block_memory
+
+    mod = parse(_src('''
+        @R.function
+        def main():
+            a: R.Tensor((4611686018427387904, 4), "float32") = R.builtin.alloc_tensor(R.shape([4611686018427387904, 4]), R.dtype("float32"), 0)
+            return a
+        '''))
+    assert not well_formed(mod)
+    with pytest.raises(PassError, match="'a'.*does not fit in int64"):
+        plan_block_memory(mod, "tvm")
+
+
+@pytest.mark.parametrize("cmd", ["plan", "check"])
+def test_b2_cli_one_line_error(capsys, tmp_path, cmd):
+    path = tmp_path / "b2.py"
+    path.write_text(B2)
+    rc, out, err = run_cli(capsys, cmd, path)
+    assert rc == 1
+    assert err.count("\n") == 1 and err.startswith(f"memcore {cmd}: error: ")
+    assert "int64" in err and "Traceback" not in err
+
+
+# ------------------------------------------------------------------------------ B3
+B3 = _src('''
+    @R.function
+    def main(x: R.Tensor((1, 4), dtype="float32")) -> R.Tensor((4,), dtype="float32"):
+        k0 = T.int64()
+        with R.dataflow():
+            lv4 = R.match_cast(x, R.Tensor((k0, 4), dtype="float32"))
+            lv7 = R.reshape(lv4, R.shape([k0 * 4]))
+            R.output(lv7)
+        return lv7
+    ''')
+
+# What Apache TVM 0.27's CanonicalizeBindings prints for B3 (tests/oracle checks it live).
+B3_TVM = _src('''
+    @R.function
+    def main(x: R.Tensor((1, 4), dtype="float32")) -> R.Tensor((4,), dtype="float32"):
+        with R.dataflow():
+            lv7: R.Tensor((4,), dtype="float32") = R.reshape(x, R.shape([4]))
+            R.output(lv7)
+        return lv7
+    ''')
+
+
+def test_b3_canonicalize_substitutes_symbolic_vars_inside_call_arguments():
+    from memcore_py.transform import CanonicalizeBindings
+
+    out = CanonicalizeBindings()(parse(B3))
+    assert well_formed(out)
+    assert structural_equal(out, parse(B3_TVM))
+
+
+def test_b3_kill_after_last_use_on_random_module_37():
+    from memcore_py.testing import random_module
+    from memcore_py.transform import KillAfterLastUse
+
+    assert well_formed(KillAfterLastUse()(random_module(37, 30)))
+
+
+def test_b3_prim_value_argument_is_substituted_too():
+    from memcore_py.transform import CanonicalizeBindings
+
+    out = CanonicalizeBindings()(parse(_src('''
+        @R.function(pure=False)
+        def main(x: R.Tensor((1, 4), dtype="float32")):
+            k0 = T.int64()
+            lv4 = R.match_cast(x, R.Tensor((k0, 4), dtype="float32"))
+            y: R.Object = R.call_packed("f", lv4, R.prim_value(k0 + 1), ty_args=(R.Object,))
+            return y
+        ''')))
+    assert well_formed(out)
+    assert "k0" not in out.script()
+
+
+# ------------------------------------------------------------------------------ B4
+def _b4_case(body: str) -> str:
+    return _src(body)
+
+
+#: name -> (source, Apache TVM 0.27's parser accepts it). Recorded from TVM's own parser
+#: (tests/oracle/test_parse_refusals.py re-checks them wherever TVM is installed).
+B4_CASES = {
+    "static_dim": ('''
+        @R.function
+        def main() -> R.Tensor((4, 0), "uint8"):
+            with R.dataflow():
+                alloc: R.Tensor((4, 2), "uint8") = R.builtin.alloc_tensor(R.shape([4, 2]), R.dtype("uint8"), 0)
+                gv: R.Tensor((4, 0), "uint8") = alloc
+                R.output(gv)
+            return gv
+        ''', False),
+    "tuple_as_tensor": ('''
+        @R.function
+        def main(x: R.Tensor((4,), "float32")):
+            t: R.Tensor((4,), "float32") = (x, x)
+            return t
+        ''', False),
+    "rank": ('''
+        @R.function
+        def main(x: R.Tensor((4,), "float32")):
+            t: R.Tensor((4, 1), "float32") = x
+            return t
+        ''', False),
+    "dtype": ('''
+        @R.function
+        def main(x: R.Tensor((4,), "float32")):
+            t: R.Tensor((4,), "float16") = x
+            return t
+        ''', False),
+    "shape_value": ('''
+        @R.function
+        def main(x: R.Tensor((4,), "float32")):
+            s: R.Shape([5]) = R.shape([4])
+            return s
+        ''', False),
+    "prim_dtype": ('''
+        @R.function
+        def main(x: R.Tensor((4,), "float32")):
+            s: R.Prim("float32") = R.prim_value(T.int64(3))
+            return s
+        ''', False),
+    "tensor_as_shape": ('''
+        @R.function
+        def main(x: R.Tensor((4,), "float32")):
+            s: R.Shape([4]) = x
+            return s
+        ''', False),
+    "tuple_length": ('''
+        @R.function
+        def main(x: R.Tensor((4,), "float32")):
+            t: R.Tuple(R.Tensor((4,), "float32")) = (x, x)
+            return t
+        ''', False),
+    "symbolic_cannot_disprove": ('''
+        @R.function
+        def main(x: R.Tensor((4,), "float32"), y: R.Tensor(("n",), "float32")):
+            n = T.int64()
+            t: R.Tensor((n,), "float32") = x
+            return t
+        ''', True),
+    "object_to_tensor": ('''
+        @R.function(pure=False)
+        def main(x: R.Tensor((4,), "float32")):
+            o: R.Object = R.call_packed("f", x, ty_args=(R.Object,))
+            t: R.Tensor((4,), "float16") = o
+            return t
+        ''', True),
+    "tensor_to_object": ('''
+        @R.function
+        def main(x: R.Tensor((4,), "float32")):
+            t: R.Object = x
+            return t
+        ''', True),
+    "alloc_annotation": ('''
+        @R.function
+        def main() -> R.Tensor((4, 2), "uint8"):
+            alloc: R.Tensor((4, 3), "uint8") = R.builtin.alloc_tensor(R.shape([4, 2]), R.dtype("uint8"), 0)
+            return alloc
+        ''', False),
+    "non_void_statement": ('''
+        @R.function
+        def main(x: R.Tensor((4,), "float32")):
+            R.add(x, x)
+            return x
+        ''', False),
+    "tuple_statement": ('''
+        @R.function
+        def main(x: R.Tensor((4,), "float32")):
+            (x, x)
+            return x
+        ''', False),
+}
+
+
+@pytest.mark.parametrize("name", sorted(B4_CASES))
+def test_b4_annotation_contradicting_value_is_refused_like_tvm(name):
+    body, tvm_accepts = B4_CASES[name]
+    src = _b4_case(body)
+    if tvm_accepts:
+        mod = parse(src)
+        assert well_formed(mod)
+        assert structural_equal(parse(mod.script()), mod)
+    else:
+        with pytest.raises(ParseError) as info:
+            parse(src)
+        assert info.value.line > 0
+
+
+def test_b4_refusal_names_the_binding():
+    with pytest.raises(ParseError, match=r"annotation of 'gv' contradicts its value: shape dim 1 is 2, not 0"):
+        parse(_b4_case(B4_CASES["static_dim"][0]))
+
+
+def test_b4_well_formed_catches_contradictions_built_in_python():
+    from memcore_py.ir import BlockBuilder  # noqa: F401  (the builder infers; build by hand)
+    from memcore_py.ir.expr import BindingBlock, Function, SeqExpr, Var, VarBinding
+    from memcore_py.ir.types import TensorType
+
+    x = Var("x", TensorType((4, 2), "uint8"))
+    gv = Var("gv", TensorType((4, 0), "uint8"))
+    func = Function([x], SeqExpr([BindingBlock([VarBinding(gv, x)])], gv), TensorType((4, 0), "uint8"))
+    problems = well_formed_report(func)
+    assert any("'gv'" in p and "contradicts" in p for p in problems), problems
+
+
+# ------------------------------------------------------------------------------ B5, B6
+@pytest.mark.parametrize("limit", [10**400, -(10**400), float("inf"), float("nan"), -1, 0])
+def test_b5_time_limit_out_of_range_is_invalid_array_error(limit):
+    with pytest.raises(memcore.InvalidArrayError, match="time_limit"):
+        memcore.plan_offsets([0], [1], [8], time_limit=limit)
+
+
+@pytest.mark.parametrize("n_steps", [2**62, 2**63 - 3])
+def test_b6_live_profile_too_big_to_allocate_is_invalid_array_error(n_steps):
+    with pytest.raises(memcore.InvalidArrayError, match="n_steps"):
+        memcore.live_profile([0], [1], [8], n_steps=n_steps)
+
+
+# ------------------------------------------------------------------------------ B7
+B7 = _src('''
+    @R.function(pure=False)
+    def main(x: R.Tensor((4,), "float32")):
+        o: R.Any = R.call_packed("f", x, foo=R.Any, sinfo_args=(R.Object,))
+        return o
+    ''')
+
+
+def test_b7_non_value_attribute_is_refused():
+    with pytest.raises(ParseError, match="R.Any is not an attribute value"):
+        parse(B7)
+
+
+@pytest.mark.parametrize("argv", [("fmt",), ("plan", "--print-ir"), ("check",)])
+def test_b7_cli_reports_one_line(capsys, tmp_path, argv):
+    path = tmp_path / "b7.py"
+    path.write_text(B7)
+    rc, out, err = run_cli(capsys, *argv, path)
+    assert rc == 1 and out == ""
+    assert err.count("\n") == 1 and f"{path}:" in err and "Traceback" not in err
+
+
+def test_cli_internal_error_is_one_line(capsys, monkeypatch):
+    """Whatever escapes a subcommand (here a simulated bug) is one line, status 3."""
+    import memcore_py.cli.fmt as fmt
+
+    def boom(args, out=None):
+        raise ZeroDivisionError("simulated bug")
+
+    monkeypatch.setattr(fmt, "run", boom)
+    rc, out, err = run_cli(capsys, "fmt", "x.py")
+    assert rc == 3
+    assert err.count("\n") == 1 and "internal error: ZeroDivisionError: simulated bug" in err
+
+
+def test_memcore_errors_escaping_a_subcommand_are_one_line(capsys, monkeypatch):
+    import memcore_py.cli.fmt as fmt
+
+    def typed(args, out=None):
+        raise ParseError("bad token", 3, 7, "x = $")
+
+    monkeypatch.setattr(fmt, "run", typed)
+    rc, out, err = run_cli(capsys, "fmt", "x.py")
+    assert rc == 1 and err == "memcore fmt: error: 3:7: bad token\n"
+    assert isinstance(ParseError("m"), MemcoreError)
