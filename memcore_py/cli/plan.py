@@ -1,5 +1,8 @@
 """Plan memory and print a per-function report.
 
+A ``FILE`` named ``*.json`` / ``*.json.gz`` is a graph-executor graph, planned with Relay's
+GraphPlanMemory and in arena mode (:mod:`memcore_py.cli.plan_graph`; ``--write-plan``).
+
 ``memcore plan [FILE]`` parses a TVMScript module (``FILE``; ``-`` = stdin, ``*.gz``
 decompressed) or, with no ``FILE``, every real model shipped in
 :mod:`memcore_py.examples.models`, runs the memory pipeline and prints one row per Relax
@@ -52,6 +55,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--print-ir", action="store_true",
                         help="print the module after the pipeline (TVMScript) instead of the table")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("--write-plan", metavar="OUT.json", default=None,
+                        help="graph-executor JSON input (*.json[.gz]): write the graph with memcore's "
+                             "storage_id (and arena offsets with --mode arena) to OUT.json")
 
 
 def _positive_float(text: str) -> float:
@@ -159,6 +165,12 @@ def run(args, out=None) -> int:
     Errors are printed to stderr as ``memcore plan: error: ...`` (no traceback).
     """
     out = out or sys.stdout
+    from .plan_graph import is_graph_json, run_graph
+
+    if is_graph_json(args.file):
+        return run_graph(args, out)
+    if getattr(args, "write_plan", None):
+        return fail("plan", "--write-plan needs a graph-executor JSON input (FILE ending in .json or .json.gz)", 2)
     try:
         before, spbm, after = _build_passes(args.passes, args.mode, args.time_limit)
         results = [

@@ -66,11 +66,13 @@ def read_graph_json(source, *, name: str | None = None) -> GraphModel:
     if isinstance(source, dict):
         return graph_from_doc(source, name=name or "graph")
     text = None
+    prefix = f"{name}: " if name else ""
     if isinstance(source, str) and source.lstrip().startswith("{"):
         text, label = source, name or "graph"
     else:
         path = os.fspath(source)
         label = name or os.path.basename(path)
+        prefix = f"{path}: "
         try:
             if path.endswith(".gz"):
                 with gzip.open(path, "rt", encoding="utf-8") as fh:
@@ -80,12 +82,17 @@ def read_graph_json(source, *, name: str | None = None) -> GraphModel:
                     text = fh.read()
         except (OSError, UnicodeDecodeError, EOFError) as exc:
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-            raise GraphError(f"cannot read graph JSON {path!r}: {reason}") from exc
+            raise GraphError(f"{path}: cannot read graph JSON: {reason}") from exc
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise GraphError(f"{label}: malformed JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from exc
-    return graph_from_doc(doc, name=label)
+        raise GraphError(f"{prefix}malformed JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from exc
+    try:
+        return graph_from_doc(doc, name=label)
+    except GraphError as exc:
+        if not prefix:
+            raise
+        raise GraphError(f"{prefix}{exc}") from exc
 
 
 def _attr(attrs: dict, key: str, kind: str, n: int, required: bool):

@@ -45,7 +45,7 @@ def test_malformed_json():
 
 
 def test_unreadable_file(tmp_path):
-    with pytest.raises(GraphError, match="cannot read graph JSON"):
+    with pytest.raises(GraphError, match=r"missing\.json: cannot read graph JSON: No such file"):
         read_graph_json(tmp_path / "missing.json")
 
 
