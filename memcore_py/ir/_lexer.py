@@ -25,6 +25,7 @@ quadratic in its length).
 from __future__ import annotations
 
 import re
+import unicodedata
 
 __all__ = ["TOKEN_RE", "tokenize", "token_columns", "strip_comment", "string_value"]
 
@@ -78,8 +79,11 @@ def strip_comment(line: str) -> str:
     return line
 
 
-_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "0": "\0", "\\": "\\", "'": "'", '"': '"'}
-_ESCAPE_RE = re.compile(r"\\(u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|x[0-9a-fA-F]{2}|.)", re.S)
+_ESCAPES = {
+    "n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", "a": "\a", "v": "\v",
+    "\\": "\\", "'": "'", '"': '"', "\n": "",
+}
+_ESCAPE_RE = re.compile(r"\\(u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|x[0-9a-fA-F]{2}|[0-7]{1,3}|N\{[A-Za-z0-9 \-]+\}|.)", re.S)
 
 
 def _unescape(m):
@@ -87,12 +91,26 @@ def _unescape(m):
     c = s[0]
     if c in "uUx" and len(s) > 1:
         return chr(int(s[1:], 16))
+    if "0" <= c <= "7":
+        return chr(int(s, 8))
+    if c == "N" and len(s) > 1:
+        try:
+            return unicodedata.lookup(s[2:-1])
+        except KeyError:
+            return "\\" + s
     return _ESCAPES.get(c, "\\" + s)
 
 
 def string_value(token: str) -> str:
-    """The value of a string token (its quotes removed, escapes resolved)."""
+    """The value of a string token: its quotes removed and its escapes resolved as Python
+    does (``\\n \\t \\r \\b \\f \\a \\v``, octal, ``\\xhh``, ``\\uhhhh``, ``\\Uhhhhhhhh``,
+    ``\\N{name}``; an unknown escape keeps its backslash). A UTF-16 surrogate pair written as
+    two ``\\u`` escapes (how JSON, and so the printer, writes characters beyond U+FFFF) is
+    one character."""
     body = token[1:-1]
     if "\\" not in body:
         return body
-    return _ESCAPE_RE.sub(_unescape, body)
+    out = _ESCAPE_RE.sub(_unescape, body)
+    if any("\ud800" <= ch <= "\udfff" for ch in out):
+        out = out.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+    return out

@@ -24,7 +24,7 @@ from .op import get_op, list_ops, register_op
 from .prim import Add, FloorDiv, IntImm, Mul, Sub, prove_equal, simplify_const
 from .types import VOID, ObjectType, ShapeType, TensorType, TupleType, Type
 
-__all__ = ["SHARES_STORAGE_OPS", "VIEW_MEMORY_OPS"]
+__all__ = ["SHARES_STORAGE_OPS", "VIEW_MEMORY_OPS", "builtin_alloc_own_type"]
 
 
 # ---------------------------------------------------------------------------- type rules
@@ -439,6 +439,19 @@ def _alloc_tensor(shape_index: int, dtype_index: int):
         return TensorType(values, dtype)
 
     return rule
+
+
+def builtin_alloc_own_type(shape, dtype) -> TensorType:
+    """The tensor type ``R.builtin.alloc_tensor(shape, dtype, ...)`` has by its arguments
+    alone (what the parser gives it without ``ty_args`` or an annotation, and what the
+    printer compares ``ty_args`` with to decide whether they must be written)."""
+    dt = dtype.value if isinstance(dtype, (DataTypeImm, StringImm)) else ""
+    if isinstance(shape, ShapeExpr):
+        return TensorType(shape.values, dt)
+    sty = getattr(shape, "ty", None)
+    if isinstance(sty, ShapeType):
+        return TensorType(sty.values, dt, sty.ndim)
+    return TensorType(None, dt)
 
 
 def _memory_view(call, ts):

@@ -152,9 +152,12 @@ from .expr import (
     VarBinding,
     BindingBlock,
 )
+from .functor import value_type
 from .module import IRModule, VDevice
 from .op import get_op, is_registered
+from .ops import builtin_alloc_own_type
 from .prim_func_text import (
+    RESERVED_NAMES,
     DTYPE_NAMES,
     binary_value,
     dtype_literal,
@@ -166,7 +169,7 @@ from .prim_func_text import (
     read_prim_func,
 )
 from .prim import FloatImm, IntImm, PrimExpr, PrimVar
-from .types import VOID, FuncType, ObjectType, PrimType, ShapeType, TensorType, TupleType, Type, type_contradiction
+from .types import VOID, FuncType, ObjectType, PrimType, ShapeType, TensorType, TupleType, Type, refine_annotation, type_contradiction
 
 __all__ = ["parse", "MAX_DEPTH"]
 
@@ -545,6 +548,8 @@ class _Parser:
             declare = self.sig_mode
             for tok in toks:
                 if _NAME_RE.match(tok) and tok not in self.scope and tok not in self.prims:
+                    if declare and tok in RESERVED_NAMES:
+                        raise _Err(_reserved_prim_message(tok), pos)
                     if declare or tok in self.typevars:
                         self.prims[tok] = PrimVar(tok)
                         self.used_prim = True
@@ -911,14 +916,7 @@ class _Parser:
         """``ty_args`` of ``R.builtin.alloc_tensor``: as written, else the binding
         annotation (as CallTIRRewrite makes them), else the shape and dtype arguments'
         tensor. Written or annotated types that contradict those arguments are refused."""
-        shape, dtype = args[0], args[1]
-        dt = dtype.value if isinstance(dtype, (DataTypeImm, StringImm)) else ""
-        if isinstance(shape, ShapeExpr):
-            own = TensorType(shape.values, dt)
-        elif isinstance(shape.ty, ShapeType):
-            own = TensorType(shape.ty.values, dt, shape.ty.ndim)
-        else:
-            own = TensorType(None, dt)
+        own = builtin_alloc_own_type(args[0], args[1])
         ann = self.ann
         if ty_args:
             claimed, what = ty_args[0], "its ty_args"
@@ -1048,6 +1046,8 @@ class _Parser:
             if m is not None:
                 if m.group(1) != m.group(3):
                     raise self.error(f"TypeVar binding {m.group(1)!r} must match its declared name {m.group(3)!r}")
+                if m.group(1) in RESERVED_NAMES:
+                    raise self.error(_reserved_prim_message(m.group(1)))
                 self.typevars.add(m.group(1))
                 i += 1
                 continue
@@ -1397,6 +1397,8 @@ class _Parser:
         is_pure = kwargs.get("pure", True)
         if not kwargs.get("private", False) and "global_symbol" not in attrs:
             attrs["global_symbol"] = name
+        if ret_ty is not None:
+            ret_ty = refine_annotation(ret_ty, value_type(body))
         func = Function(param_vars, SeqExpr(blocks, body), ret_ty, attrs, is_pure)
         return name, func
 
@@ -1707,10 +1709,11 @@ class _Parser:
         if ann is None:
             ty = self.derive_type(value)
         else:
-            ty = ann
-            why = type_contradiction(ann, self.derive_type(value))
+            derived = self.derive_type(value)
+            why = type_contradiction(ann, derived)
             if why is not None:
                 raise self.error(f"the annotation of {name!r} contradicts its value: {why}", ln)
+            ty = refine_annotation(ann, derived)
         var = self.new_var(name, ty, ln)
         return VarBinding(var, value)
 
@@ -1725,6 +1728,8 @@ class _Parser:
         return var
 
     def declare_prim(self, name, dtype, ln):
+        if name in RESERVED_NAMES:
+            raise self.error(_reserved_prim_message(name), ln)
         if dtype not in DTYPE_NAMES or dtype == "handle":
             raise self.error(f"unknown symbolic var dtype T.{dtype}()", ln)
         if name in self.scope:
@@ -1896,7 +1901,9 @@ class _Parser:
         last = end
         while last > start and not raw[last - 1].strip():
             last -= 1
-        base = decorators[0].indent
+        # the decorator's column with tabs expanded (Python's rule, as for every line below)
+        dec = raw[decorators[0].lineno - 1].expandtabs(8)
+        base = len(dec) - len(dec.lstrip(" "))
         text_lines = []
         for k in range(start, last):
             line = raw[k].rstrip("\r")
@@ -1916,6 +1923,11 @@ class _Parser:
             src = raw[lineno - 1].rstrip("\r") if lineno <= len(raw) else ""
             lead = len(src.expandtabs(8)) - len(src.expandtabs(8).lstrip(" "))
             raise ParseError(e.msg, lineno, max(e.column, 1) + min(lead, base), src) from None
+
+
+def _reserved_prim_message(name: str) -> str:
+    return (f"symbolic var {name!r} has a name the printed text uses itself (a module alias, "
+            f"a header name or a Python keyword); rename it")
 
 
 class _SplitFailed:

@@ -115,6 +115,8 @@ class FloatImm(PrimExpr):
     __slots__ = ("value",)
 
     def __init__(self, value: float, dtype: str = "float32"):
+        if not (dtype.startswith("float") or dtype.startswith("bfloat")):
+            raise IRError(f"a float literal ({value!r}) cannot have the non-float dtype {dtype!r}")
         _set(self, "value", float(value))
         _set(self, "dtype", dtype)
 

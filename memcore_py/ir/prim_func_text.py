@@ -88,6 +88,7 @@ from .prim import Add, FloatImm, FloorDiv, FloorMod, IntImm, Max, Min, Mul, Prim
 
 __all__ = [
     "DTYPE_NAMES",
+    "RESERVED_NAMES",
     "read_prim_func",
     "parse_attr_dict",
     "signature_only_text",
@@ -110,6 +111,20 @@ __all__ = [
     "float_literal",
     "identifier",
 ]
+
+#: Names the printed text itself uses (module aliases, the header's names, Python keywords):
+#: the printer renames a Relax var so named, the parser refuses a symbolic var so named.
+RESERVED_NAMES = frozenset(
+    {
+        "R", "T", "I", "cls", "metadata", "TypeVar", "float", "Axis", "tvm", "tir", "relax", "ir",
+        "Tx", "tirx",
+        # Python keywords and constants
+        "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class",
+        "continue", "def", "del", "elif", "else", "except", "finally", "for", "from", "global",
+        "if", "import", "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise",
+        "return", "try", "while", "with", "yield", "print",
+    }
+)
 
 #: The dtypes TVMScript writes as ``T.<dtype>`` (``T.int64``, ``T.float32(1.5)``, ``T.handle``).
 DTYPE_NAMES = frozenset(
@@ -1171,18 +1186,19 @@ def _synced_lines(lines, attrs, private):
         return lines
     body_indent = lines[body[0]][: _indent_of(lines[body[0]])]
     want = f"{body_indent}T.func_attr({format_attr_dict(attrs)})" if attrs else None
-    for k in body:
+    # The line the reader takes the attrs from (the same search: _attr_line), wherever it is
+    # among the first body lines, so an edit never leaves a second T.func_attr behind.
+    found = _attr_line(lines, body)
+    if found is not None:
+        k = found[0]
         stripped = lines[k].strip()
-        if stripped.startswith("T.func_attr("):
-            if stripped.count("(") != stripped.count(")"):
-                return lines  # a multi-line attr dict: left as read
-            if want is None:
-                del lines[k]
-            elif lines[k].rstrip() != want and not _states_attrs(stripped, attrs):
-                lines[k] = want
-            return lines
-        if not _DECL_LINE_RE.match(stripped):
-            break
+        if stripped.count("(") != stripped.count(")"):
+            return lines  # a multi-line attr dict: left as read
+        if want is None:
+            del lines[k]
+        elif lines[k].rstrip() != want and not _states_attrs(stripped, attrs):
+            lines[k] = want
+        return lines
     if want is not None:
         lines.insert(end + 1, want)
     return lines

@@ -119,8 +119,10 @@ from .expr import (
 )
 from .module import IRModule
 from .op import Op
+from .ops import builtin_alloc_own_type
 from .prim import BinaryOp, FloatImm, IntImm, PrimVar
 from .prim_func_text import (
+    RESERVED_NAMES,
     float_literal as _float_lit,
     format_attr_dict,
     format_attr_value,
@@ -132,24 +134,15 @@ from .prim_func_text import (
     str_literal as _str_lit,
     synced_text,
 )
-from .types import FuncType, ObjectType, PrimType, ShapeType, TensorType, TupleType, Type
+from .types import FuncType, ObjectType, PrimType, ShapeType, TensorType, TupleType, Type, type_equal
 
 __all__ = ["script", "format_binding", "format_expr", "format_type", "format_prim"]
 
 _INDENT = "    "
 
-#: Names the printed text itself uses; a Relax var with one of these names is renamed.
-_RESERVED = frozenset(
-    {
-        "R", "T", "I", "cls", "metadata", "TypeVar", "float", "Axis", "tvm", "tir", "relax", "ir",
-        "Tx", "tirx",
-        # Python keywords and constants
-        "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class",
-        "continue", "def", "del", "elif", "else", "except", "finally", "for", "from", "global",
-        "if", "import", "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise",
-        "return", "try", "while", "with", "yield", "print",
-    }
-)
+#: Names the printed text itself uses; a Relax var with one of these names is renamed, a
+#: symbolic var too (see :meth:`_ScriptPrinter.relax_function`).
+_RESERVED = RESERVED_NAMES
 
 #: Ops printed as ``R.<name>(gv_or_symbol, (args), out_ty=...)``.
 _DPS_OPS = frozenset({"relax.call_tir", "relax.call_tir_inplace", "relax.call_tir_with_grad", "relax.call_dps_packed"})
@@ -331,6 +324,7 @@ class _FunctionPrinter:
         self.void_pending = {}  # void var -> (lines list, index, statement text, indent, ty)
         self.prim_rename = prim_rename
         self.body_prims = {}
+        self.binding_ty = None  # (value, var type) of the binding being printed
         self._expr_table = {
             Var: self._var,
             DataflowVar: self._var,
@@ -497,6 +491,22 @@ class _FunctionPrinter:
             return ["ty_args=(" + parts[0] + ",)"]
         return ["ty_args=(" + ", ".join(parts) + ")"]
 
+    def _ty_args_implied(self, call) -> bool:
+        """Whether the parser gives ``R.builtin.alloc_tensor``'s ``ty_args`` back without
+        them being written (TVM's parser refuses them): they are the binding's annotation
+        (the call is a binding's whole value, :attr:`binding_ty`) or the arguments' own
+        tensor type. Otherwise they are written, and memcore reads them back."""
+        ty_args = call.ty_args
+        if not ty_args:
+            return True
+        if len(ty_args) != 1:
+            return False
+        bound = self.binding_ty
+        if bound is not None and bound[0] is call and type(bound[1]) is TensorType:
+            return type_equal(ty_args[0], bound[1])
+        args = call.args
+        return len(args) >= 2 and type_equal(ty_args[0], builtin_alloc_own_type(args[0], args[1]))
+
     def _call(self, call) -> str:
         op = call.op
         top = type(op)
@@ -508,7 +518,7 @@ class _FunctionPrinter:
                 return self._packed_op_call(call, op)
             parts = self._args(call.args)
             parts += self._attrs(call, op)
-            if name not in _NO_TY_ARGS_OPS:
+            if name not in _NO_TY_ARGS_OPS or not self._ty_args_implied(call):
                 parts += self._ty_args(call)
             return f"{op.script_name}(" + ", ".join(parts) + ")"
         if top is GlobalVar:
@@ -615,7 +625,9 @@ class _FunctionPrinter:
             elif tv is PrimValue and vt is None and type(value.value) in (IntImm, FloatImm):
                 text = f"R.prim_value({self._prim(value.value)})"
             else:
+                self.binding_ty = (value, vt)
                 text = expr(value)
+                self.binding_ty = None
             if vt is None:
                 name = fresh(var.name)
                 names[var] = name
@@ -705,7 +717,15 @@ class _ModulePrinter:
         # (``n = T.int64()`` fails); nor can one named like a Relax var of the function.
         # Such vars are printed renamed (rare; see the module doc).
         relax_names = set(fp.names.values())
-        clashes = [n for n in decls if n in typevars or n in relax_names]
+        clashes = [n for n in decls if n in typevars or n in relax_names or n in _RESERVED or n == self.module_name]
+        bad = [n for n in sig_prims if n in _RESERVED]
+        if bad:
+            # a signature symbolic var is a module-level TypeVar: renaming it would rename it
+            # in PrimFunc texts too; the parser refuses such names, so only built IR gets here
+            raise IRError(
+                f"printer: symbolic var {bad[0]!r} in the signature of function {name!r} has a name the "
+                f"printed text uses itself ({bad[0]} = TypeVar(...) would shadow it); rename it"
+            )
         if clashes:
             rename = {}
             taken = set(typevars) | set(sig_prims) | set(decls) | relax_names

@@ -31,6 +31,7 @@ __all__ = [
     "type_equal",
     "substitute_type",
     "type_contradiction",
+    "refine_annotation",
     "tensor_size_problem",
     "type_size_problem",
     "VOID",
@@ -389,3 +390,30 @@ def type_contradiction(base, derived) -> str | None:
                 return f"field {k}: {why}"
         return None
     return None
+
+
+def _erase_prim_values(ty):
+    """``ty`` without the values of its prim types (``ty`` itself when it has none)."""
+    cls = type(ty)
+    if cls is PrimType:
+        return ty if ty.value is None else PrimType(ty.dtype)
+    if cls is TupleType:
+        fields = tuple(_erase_prim_values(f) for f in ty.fields)
+        return ty if all(a is b for a, b in zip(fields, ty.fields)) else TupleType(fields)
+    return ty
+
+
+def refine_annotation(ann, derived):
+    """The type a binding annotated ``ann`` gets when its value has type ``derived``.
+
+    ``ann`` itself, except where ``ann`` is ``derived`` with the values of its prim types
+    left out: TVMScript has no spelling for a prim type's value (TVM 0.27 prints
+    ``(n,)``'s type as ``R.Tuple(T.int64)``), so the printed annotation cannot say it and
+    the value's own type is kept. This makes print-then-parse give back an equal module.
+    """
+    if derived is None or ann is derived:
+        return ann
+    erased = _erase_prim_values(derived)
+    if erased is not derived and type_equal(ann, erased):
+        return derived
+    return ann

@@ -387,3 +387,137 @@ def test_memcore_errors_escaping_a_subcommand_are_one_line(capsys, monkeypatch):
     rc, out, err = run_cli(capsys, "fmt", "x.py")
     assert rc == 1 and err == "memcore fmt: error: 3:7: bad token\n"
     assert isinstance(ParseError("m"), MemcoreError)
+
+
+# ------------------------------------------------------------------------------ R1-R8
+def _round_trip(src: str):
+    """parse -> print -> parse: equal modules and a fixed point of the printer."""
+    mod = parse(src)
+    text = mod.script()
+    again = parse(text)
+    assert structural_equal(mod, again), text
+    assert again.script() == text
+    return mod
+
+
+@pytest.mark.parametrize("value", ["f\b\f\x01\x7f", "tab\there", "a\u00a0\U0001F600z", "x\x001", "back\\slash \"q\""])
+def test_r1_strings_with_escapes_round_trip(value):
+    import json
+
+    mod = _round_trip(_src(f'''
+        @R.function(pure=False)
+        def main(x: R.Tensor((4,), "float32")):
+            o: R.Object = R.call_packed({json.dumps(value)}, x, ty_args=(R.Object,))
+            return o
+        '''))
+    assert mod["main"].body.blocks[0].bindings[0].value.op.global_symbol == value
+
+
+def test_r1_python_escapes_are_decoded():
+    from memcore_py.ir._lexer import string_value
+
+    assert string_value(r'"\b\f\a\v\101\x41\u0041\N{BULLET}\q"') == "\b\f\a\vAAA\u2022\\q"
+
+
+@pytest.mark.parametrize("dim", ["n * 0.0", "n + 1.5", "0.5"])
+def test_r2_float_in_a_shape_dimension_is_refused(dim):
+    with pytest.raises(ParseError):
+        parse(_src(f'''
+            @R.function
+            def main(x: R.Tensor(("{dim}",), "float32")):
+                return x
+            '''))
+
+
+def test_r3_void_tuple_statement_prints_parseable():
+    from memcore_py.ir.expr import BindingBlock, Function, SeqExpr, Tuple, Var, VarBinding
+    from memcore_py.ir.module import IRModule
+    from memcore_py.ir.types import TensorType, TupleType
+
+    x = Var("x", TensorType((4,), "float32"))
+    func = Function([x], SeqExpr([BindingBlock([VarBinding(Var("v", TupleType(())), Tuple([]))])], x),
+                    TensorType((4,), "float32"))
+    mod = IRModule({"main": func})
+    assert structural_equal(parse(mod.script()), mod)
+
+
+@pytest.mark.parametrize("body", [
+    ["T.evaluate(0)", 'T.func_attr({"tir.noalias": True})'],
+    ["T.evaluate(0)", 'T.func_attr({"tir.noalias": True})', "for i in range(4):", "    T.evaluate(i)"],
+])
+def test_r4_func_attr_not_first_is_printed_once(body):
+    lines = "\n".join("        " + b for b in body)
+    mod = _round_trip(HEAD + "# from tvm.script import ir as I\n\n@I.ir_module\nclass Module:\n"
+                      "    @T.prim_func(private=True)\n    def f(a: T.Buffer((4,), \"float32\")):\n" + lines +
+                      "\n\n    @R.function\n    def main(x: R.Tensor((4,), \"float32\")):\n        return x\n")
+    assert mod.script().count("T.func_attr") == 1
+    assert mod["f"].attrs == {"tir.noalias": True}
+
+
+def test_r5_prim_value_types_survive_printing():
+    mod = _round_trip(_src('''
+        @R.function
+        def main(x: R.Tensor(("n",), "float32")):
+            n = T.int64()
+            t = (n,)
+            u = R.prim_value(n + 1)
+            return (t, u, (n,))
+        '''))
+    from memcore_py.ir.functor import value_type
+
+    assert value_type(mod["main"].body.body).fields[2].fields[0].value is not None
+
+
+def test_r6_contradicting_ty_args_refused_and_compatible_ones_kept():
+    with pytest.raises(ParseError, match="ty_args contradicts"):
+        parse(_src('''
+            @R.function
+            def main():
+                a: R.Tensor((4,), "float32") = R.builtin.alloc_tensor(R.shape([4]), R.dtype("float32"), 0, ty_args=(R.Tensor((8,), "float32"),))
+                return a
+            '''))
+    mod = _round_trip(_src('''
+        @R.function
+        def main():
+            a: R.Tensor((4,), "float32") = R.builtin.alloc_tensor(R.shape([4]), R.dtype("float32"), 0, ty_args=(R.Tensor(ndim=1, dtype="float32"),))
+            return a
+        '''))
+    assert mod["main"].body.blocks[0].bindings[0].value.ty_args[0].shape is None
+
+
+def test_r7_tab_indented_prim_func_round_trips():
+    _round_trip(HEAD + "# from tvm.script import ir as I\n\n" + (
+        "@I.ir_module\nclass Module:\n\t@T.prim_func(private=True)\n\tdef f(a: T.Buffer((4,), \"float32\")):\n"
+        "\t\tT.evaluate(0)\n\n\t@R.function\n\tdef main(x: R.Tensor((4,), \"float32\")):\n\t\treturn x\n"))
+
+
+@pytest.mark.parametrize("name", ["R", "T", "I", "cls", "metadata", "True", "lambda"])
+def test_r8_symbolic_var_named_like_a_printer_alias_is_refused(name):
+    for src in (f'''
+        @R.function
+        def main(x: R.Tensor(("{name}",), "float32")):
+            return x
+        ''', f'''
+        @R.function
+        def main(x: R.Tensor((4,), "float32")):
+            {name} = T.int64()
+            y = R.match_cast(x, R.Tensor(({name},), "float32"))
+            return y
+        '''):
+        with pytest.raises(ParseError, match=f"symbolic var '{name}'"):
+            parse(_src(src))
+
+
+def test_r8_printer_renames_a_body_symbolic_var_named_like_the_module():
+    from memcore_py.transform import StaticPlanBlockMemory
+
+    mod = parse(_src('''
+        @R.function
+        def main(x: R.Tensor((4,), "float32")):
+            Module = T.int64()
+            y = R.match_cast(x, R.Tensor((Module,), "float32"))
+            z = R.builtin.alloc_tensor(R.shape([Module]), R.dtype("float32"), 0)
+            return z
+        '''))
+    planned = StaticPlanBlockMemory()(mod)
+    assert structural_equal(parse(planned.script()), planned)
