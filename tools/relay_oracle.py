@@ -23,6 +23,7 @@ Usage (from the repository root, with the oracle's python)::
 
     python tools/relay_oracle.py record --out tests/data/relay [--workloads resnet18 ...]
         [--opt-levels 0 3]
+    python tools/relay_oracle.py synthetic [--ops 2000 20000]   # GraphPlanMemory's speed at scale
 """
 import argparse
 import gzip
@@ -206,6 +207,39 @@ def record(name, opt_level):
     }
 
 
+def synthetic(n_ops):
+    """Best-of-3 seconds of GraphPlanMemory on a synthetic chain of ``n_ops`` fused ops
+    (exp, and every third op an add reading one of the 3 previous values), 64 floats each.
+
+    Relay's visitors recurse once per node: run under ``ulimit -s unlimited`` beyond a few
+    thousand ops (relay_oracle.sh does)."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    x = relay.var("x", shape=(64,), dtype="float32")
+    vals = [x]
+    for i in range(n_ops):
+        if i % 3 == 0 and len(vals) > 4:
+            vals.append(relay.add(vals[-1], vals[-1 - int(rng.integers(1, 4))]))
+        else:
+            vals.append(relay.exp(vals[-1]))
+    mod = tvm.IRModule.from_expr(relay.Function([x], vals[-1]))
+    with tvm.transform.PassContext(opt_level=0):
+        mod = relay.transform.InferType()(mod)
+        mod = relay.transform.FuseOps(fuse_opt_level=0)(mod)
+        mod = relay.transform.InferType()(mod)
+        config = tvm.target.make_compilation_config(
+            tvm.transform.PassContext.current(), tvm.target.Target("llvm"))
+        mod = relay.transform.PlanDevices(config)(mod)
+    plan_fn = tvm.get_global_func("relay.backend.GraphPlanMemory")
+    best = float("inf")
+    for _ in range(3):
+        t0 = time.perf_counter()
+        plan_fn(mod["main"])
+        best = min(best, time.perf_counter() - t0)
+    return {"n_entries": n_ops + 1, "graph_plan_memory": best, "entries_per_s": (n_ops + 1) / best}
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="cmd", required=True)
@@ -213,7 +247,12 @@ def main(argv=None):
     rec.add_argument("--out", required=True)
     rec.add_argument("--workloads", nargs="*", default=list(WORKLOADS), choices=list(WORKLOADS))
     rec.add_argument("--opt-levels", nargs="*", type=int, default=[0, 3])
+    syn = sub.add_parser("synthetic", help="time GraphPlanMemory on synthetic chains; print JSON")
+    syn.add_argument("--ops", nargs="*", type=int, default=[2000, 20000])
     args = parser.parse_args(argv)
+    if args.cmd == "synthetic":
+        print(json.dumps({"tvm_version": tvm.__version__, "runs": [synthetic(n) for n in args.ops]}))
+        return 0
     os.makedirs(args.out, exist_ok=True)
     for name in args.workloads:
         for level in args.opt_levels:

@@ -5,6 +5,7 @@
 #   bash tools/relay_oracle.sh install            # create the venv and install the oracle (~700 MB)
 #   bash tools/relay_oracle.sh record [ARGS...]   # re-record tests/data/relay (tools/relay_oracle.py)
 #   bash tools/relay_oracle.sh test               # run memcore's oracle test against it
+#   bash tools/relay_oracle.sh synthetic          # GraphPlanMemory's speed at scale -> bench/data
 #
 # The venv lives at $MEMCORE_RELAY_VENV (default ~/.cache/memcore/relay-oracle-venv);
 # tests/oracle/test_relay_graph_plan_memory.py finds it there (or via $MEMCORE_RELAY_PYTHON).
@@ -32,5 +33,12 @@ case "$cmd" in
         [ -x "$venv/bin/python" ] || install
         cd "$here" && MEMCORE_RELAY_PYTHON="$venv/bin/python" python -m pytest -q -p no:cacheprovider \
             tests/oracle/test_relay_graph_plan_memory.py "$@" ;;
-    *) echo "usage: bash tools/relay_oracle.sh {install|record [--workloads ...] [--opt-levels ...]|test}" >&2; exit 2 ;;
+    synthetic)
+        [ -x "$venv/bin/python" ] || install
+        mkdir -p "$here/bench/data"
+        # Relay's visitors recurse once per node: a deep graph needs a large stack.
+        (ulimit -s unlimited; cd "$here" && TOPHUB_LOCATION=NONE "$venv/bin/python" tools/relay_oracle.py synthetic "$@") \
+            > "$here/bench/data/relay_oracle_synthetic.json"
+        cat "$here/bench/data/relay_oracle_synthetic.json" ;;
+    *) echo "usage: bash tools/relay_oracle.sh {install|record [--workloads ...] [--opt-levels ...]|test|synthetic}" >&2; exit 2 ;;
 esac

@@ -44,6 +44,7 @@ of their fields; a graph has only node entries), ``If`` (Relay refuses it), symb
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -512,14 +513,35 @@ def _flat_pools(g: GraphModel, flat_tok: np.ndarray) -> list:
 
 
 def _relay_storages(g, storage_id, st_bytes, st_device, st_scope, creator_of_entry, n_storages):
-    """One :class:`StoragePlan` per Relay storage id, entries in program order."""
-    order = np.argsort(storage_id, kind="stable")
-    bounds = np.searchsorted(storage_id[order], np.arange(n_storages + 1))
-    storages = []
-    dtypes = g.entry_dtype
-    for sid in range(n_storages):
-        members = order[bounds[sid]:bounds[sid + 1]]
+    """The Relay storages as a lazy sequence of :class:`StoragePlan` (built on access: a
+    million-entry plan should not pay for objects nobody reads)."""
+    return _RelayStorages(g, storage_id, st_bytes, st_device, st_scope, creator_of_entry, n_storages)
+
+
+class _RelayStorages(Sequence):
+    """One :class:`StoragePlan` per Relay storage id, its entries in program order."""
+
+    def __init__(self, g, storage_id, st_bytes, st_device, st_scope, creator_of_entry, n_storages):
+        self._g, self._sid, self._bytes, self._device = g, storage_id, st_bytes, st_device
+        self._scope, self._creator, self._n = st_scope, creator_of_entry, n_storages
+        self._bounds = None
+
+    def __len__(self):
+        return self._n
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(self._n))]
+        if i < 0:
+            i += self._n
+        if not 0 <= i < self._n:
+            raise IndexError(f"storage {i} out of range [0, {self._n})")
+        if self._bounds is None:
+            self._order = np.argsort(self._sid, kind="stable")
+            self._bounds = np.searchsorted(self._sid[self._order], np.arange(self._n + 1))
+        members = self._order[self._bounds[i]:self._bounds[i + 1]]
+        dtypes = self._g.entry_dtype
         first = int(members[0]) if members.size else -1
-        dtype = dtypes[int(creator_of_entry[first])] if dtypes is not None and first >= 0 else ""
-        storages.append(StoragePlan(IntImm(int(st_bytes[sid])), dtype, st_scope[sid], int(st_device[sid]), 0, members))
-    return storages
+        dtype = dtypes[int(self._creator[first])] if dtypes is not None and first >= 0 else ""
+        return StoragePlan(IntImm(int(self._bytes[i])), dtype, self._scope[i], int(self._device[i]), 0,
+                           members.tolist())
