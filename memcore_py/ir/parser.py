@@ -1916,6 +1916,12 @@ class _Parser:
                 text_lines.append(line[base:].rstrip())
             else:
                 text_lines.append(line.strip())
+        for k, line in enumerate(text_lines):
+            if not line.isascii():  # names are ASCII, as in the Relax part (strings may hold any text)
+                for tok in _tokenize(strip_comment(line)):
+                    if tok[0] not in "\"'" and not tok.isascii():
+                        raise ParseError(f"non-ASCII name or character {tok!r} is not supported", start + k + 1,
+                                         1, raw[start + k].rstrip("\r"))
         try:
             return read_prim_func("\n".join(text_lines) + "\n", self.typevars)
         except ParseError as e:

@@ -521,3 +521,12 @@ def test_r8_printer_renames_a_body_symbolic_var_named_like_the_module():
         '''))
     planned = StaticPlanBlockMemory()(mod)
     assert structural_equal(parse(planned.script()), planned)
+
+
+def test_campaign_finding_non_ascii_prim_func_name_is_refused():
+    """tools/fuzz.py, seed 10094757: a PrimFunc parameter with a non-ASCII name parsed but
+    its printed module did not; names are ASCII in both parts now."""
+    src = HEAD + "# from tvm.script import ir as I\n\n@I.ir_module\nclass Module:\n    @T.prim_func(private=True)\n" \
+        "    def f(a: T.Buffer((4,), \"float32\"), \u1725b: T.Buffer((4,), \"float32\")):\n        T.evaluate(0)\n"
+    with pytest.raises(ParseError, match="non-ASCII"):
+        parse(src)
