@@ -362,6 +362,7 @@ def _token_program(rng: np.random.Generator, n: int):
 def check_kernel(name: str, args: tuple, kwargs: dict) -> str | None:
     """Run the kernel invariant on one call; None when it holds."""
     import memcore
+    from memcore._reference import max_live_bytes as _max_live_reference  # the plain sweep
 
     try:
         result = getattr(memcore, name)(*args, **kwargs)
@@ -377,11 +378,11 @@ def check_kernel(name: str, args: tuple, kwargs: dict) -> str | None:
             if result.arena_bytes < result.lower_bound:
                 return f"plan_offsets: arena {result.arena_bytes} below its lower bound {result.lower_bound}"
         elif name == "max_live_bytes":
-            ref = _max_live(args[0], args[1], args[2], kwargs.get("alignment", 1))
+            ref = _max_live_reference(args[0], args[1], args[2], alignment=kwargs.get("alignment", 1))
             if int(result) != ref:
                 return f"max_live_bytes = {int(result)}, a plain sweep gives {ref}"
         elif name == "live_profile":
-            ref = _max_live(args[0], args[1], args[2], kwargs.get("alignment", 1))
+            ref = _max_live_reference(args[0], args[1], args[2], alignment=kwargs.get("alignment", 1))
             if (int(result.max()) if len(result) else 0) != ref:
                 return f"live_profile peak {int(result.max())} differs from a plain sweep ({ref})"
     except (memcore.PlanError, memcore.InvalidArrayError) as exc:
@@ -389,12 +390,3 @@ def check_kernel(name: str, args: tuple, kwargs: dict) -> str | None:
     except Exception as exc:  # noqa: BLE001
         return f"checking {name}'s result raised {type(exc).__name__}: {exc}"
     return None
-
-
-def _max_live(start, end, size, alignment) -> int:
-    start, end = np.asarray(start, np.int64), np.asarray(end, np.int64)
-    size = -(-np.asarray(size, np.int64) // alignment) * alignment
-    best = 0
-    for t in np.unique(np.concatenate([start, end])) if len(start) else ():
-        best = max(best, int(size[(start <= t) & (end >= t)].sum()))
-    return best
