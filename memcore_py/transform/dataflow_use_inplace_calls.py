@@ -1,0 +1,232 @@
+"""DataflowUseInplaceCalls: compute element-wise op calls in place of a dead argument.
+
+Port of TVM 0.27's ``relax.transform.DataflowUseInplaceCalls`` (module pass
+``DataflowInsertInPlaceCalls``, src/relax/transform/dataflow_inplace.cc; spec §3).
+
+Analysis -> rewrite
+-------------------
+For every DataflowBlock of every Relax function (nested ones included) the analyses of
+:mod:`memcore_py.analysis.dataflow_inplace` run on the *input* block
+(:func:`~memcore_py.analysis.dataflow_inplace.inplace_opportunities`, no inputs assumed
+fresh, as in TVM). Each binding with an exact-shape opportunity (ops registered
+``inplace``: add, subtract, multiply, divide, nn.relu, nn.silu) is rewritten with the first
+candidate in TVM's order (index 1 when both operands qualify)::
+
+    b = R.multiply(a, a)
+      ->
+    b = R.call_tir_inplace(cls.multiply_inplace, (a, a), out_ty=R.Tensor((2, 3), "float32"),
+                           inplace_indices=[1])
+
+The PrimFunc is the op's legalization with its output buffer replaced by the chosen
+operand (:mod:`.legalize_elementwise` writes that TIR; TVM's ``LegalizeOps`` is never
+called). Names and sharing follow TVM's block builder: the legalization is added under the
+op's legalized name (``add``, ``add1`` when an ``add`` of another structure exists),
+structurally equal functions share one GlobalVar, the in-place copy is added as
+``<legalized name>_inplace`` (uniquified: ``add_inplace1``), and the legalizations are
+removed at the end. A folded scalar constant is not an argument of the new call.
+
+Where TVM is unsound or crashes (DIFFERENCES.md, section DataflowUseInplaceCalls)
+------------------------------------------------------------------------------
+- ``tuple-capture``: a value held by a live tuple is never overwritten (TVM does it).
+- ``leading-scalar``: ``R.add(R.const(1.0), z)`` is rewritten with the index shifted past
+  the folded constant (TVM fails "In-place index ... out of range").
+- ``existing-legalization``: a PrimFunc of the input module that equals a legalization is
+  kept (TVM deletes it and leaves its callers dangling).
+
+``DataflowUseInplaceCalls(tvm_compat=True)`` reproduces TVM's choices for the first and the
+last (for differential tests); the second is always fixed.
+
+Sharing is decided by :func:`~.legalize_elementwise.structure_key` for the functions this
+pass makes; a pre-existing PrimFunc is recognised as equal when its text equals the one
+this pass writes (modulo the function name and whitespace), since memcore does not read
+TIR bodies. Calls outside dataflow blocks, other ops, and calls whose result has an
+unknown dtype or shape are left alone, as in TVM.
+"""
+from __future__ import annotations
+
+from ..errors import IRError, PassError
+from ..ir.builder import BlockBuilder
+from ..ir.expr import Call, Constant, DataflowBlock, Function, MatchCast, Tuple, Var, VarBinding
+from ..ir.functor import ExprMutator
+from ..ir.infer import infer_type
+from ..ir.module import IRModule
+from ..ir.op import Op, get_op
+from ..ir.prim_func_text import read_prim_func
+from ..ir.types import TensorType, TupleType
+from ..analysis.dataflow_inplace import inplace_opportunities
+from .legalize_elementwise import SUPPORTED, ElementwiseCall, Operand, prim_func_text, scalar_of, structure_key
+from .pass_infra import ModulePass, PassContext
+
+__all__ = ["DataflowUseInplaceCalls", "dataflow_use_inplace_calls"]
+
+_CALL_TIR_INPLACE = get_op("relax.call_tir_inplace")
+
+
+def _scalar_constant(e) -> bool:
+    t = getattr(e, "ty", None)
+    return type(e) is Constant and isinstance(t, TensorType) and t.ndim == 0
+
+
+class _Rewriter(ExprMutator):
+    """Rewrites the chosen bindings of each dataflow block; owns the module's builder."""
+
+    def __init__(self, mod: IRModule, tvm_compat: bool):
+        super().__init__()
+        self.mod = mod
+        self.tvm_compat = tvm_compat
+        self.bb = BlockBuilder(mod)
+        self.legal: dict = {}  # structure key -> GlobalVar of the legalization
+        self.inplace: dict = {}  # structure key -> GlobalVar of the in-place function
+        self.legal_added: list = []
+        self.chosen: dict = {}
+
+    # -- blocks -------------------------------------------------------------------
+    def visit_block(self, blk):
+        if type(blk) is not DataflowBlock:
+            return super().visit_block(blk)
+        _size, exact = inplace_opportunities(blk, (), tvm_tuple_capture=self.tvm_compat)
+        saved = self.chosen
+        self.chosen = {blk.bindings[i]: idx[0] for i, idx in exact}
+        try:
+            return super().visit_block(blk)
+        finally:
+            self.chosen = saved
+
+    def visit_binding(self, b, out):
+        j = self.chosen.get(b)
+        if j is None:
+            return super().visit_binding(b, out)
+        new_value = self._inplace_call(b, j)
+        if type(b) is MatchCast:
+            out.append(MatchCast(b.var, new_value, b.ty))
+        else:
+            out.append(VarBinding(b.var, new_value))
+
+    # -- the rewrite of one call ----------------------------------------------------
+    def _fail(self, b, msg):
+        return PassError(f"DataflowUseInplaceCalls: binding '{b.var.name}' in function '{self.func_name}': {msg}")
+
+    def _describe(self, b, call: Call):
+        """The ElementwiseCall of ``call`` and the Relax arguments its PrimFunc takes."""
+        op = call.op
+        if op.name not in SUPPORTED:
+            raise self._fail(b, f"{op.name} is registered in-place capable but has no legalization here")
+        try:
+            rty = call.ty if isinstance(call.ty, TensorType) else infer_type(call, self.mod)
+        except IRError as e:
+            raise self._fail(b, str(e)) from None
+        if not isinstance(rty, TensorType) or rty.shape is None or not rty.dtype:
+            raise self._fail(b, f"the result type of {op.name} is not a tensor of known shape and dtype: {rty!r}")
+        args = list(call.args)
+        folded = [False] * len(args)
+        if len(args) == 2:  # TVM: fold args[1] if it is a scalar constant, else args[0]
+            if _scalar_constant(args[1]):
+                folded[1] = True
+            elif _scalar_constant(args[0]):
+                folded[0] = True
+        operands, kept = [], []
+        for k, a in enumerate(args):
+            if folded[k]:
+                if a.data is None:
+                    raise self._fail(b, "the scalar constant folded into the PrimFunc has no data (metadata not supplied)")
+                operands.append(Operand(None, value=scalar_of(a.data)))
+                continue
+            t = getattr(a, "ty", None)
+            if not isinstance(t, TensorType) or t.shape is None:
+                raise self._fail(b, f"argument {k} of {op.name} is not a tensor of known shape: {t!r}")
+            operands.append(Operand(tuple(t.shape), a.name if isinstance(a, Var) else "A"))
+            kept.append(a)
+        return ElementwiseCall(op.name, rty.dtype, tuple(rty.shape), tuple(operands)), kept, folded, rty
+
+    def _add(self, table: dict, key, text: str, hint: str):
+        gv = table.get(key)
+        if gv is None:
+            _name, func = read_prim_func(text)
+            gv = self.bb.add_func(func, hint)
+            table[key] = gv
+        return gv
+
+    def _inplace_call(self, b, j: int) -> Call:
+        call = b.value
+        ec, kept, folded, rty = self._describe(b, call)
+        legal_name = call.op.legalize
+        gv_legal = self._add(self.legal, structure_key(ec), prim_func_text(ec, legal_name), legal_name)
+        self.legal_added.append(gv_legal)
+        idx = j - sum(folded[:j])  # position among the PrimFunc's inputs (folded constants skipped)
+        name = gv_legal.name + "_inplace"
+        gv = self._add(self.inplace, (structure_key(ec, j),), prim_func_text(ec, name, j), name)
+        fields = tuple(self.visit_expr(a) for a in kept)
+        args_tuple = Tuple(fields)
+        return Call(_CALL_TIR_INPLACE, (gv, args_tuple), {"inplace_indices": (idx,)}, (rty,))
+
+    def result(self) -> IRModule:
+        out = self.bb.get()
+        remove = []
+        for gv in dict.fromkeys(self.legal_added):
+            if gv in self.mod.functions and not self.tvm_compat:
+                continue  # existing-legalization: a function of the input module is kept
+            if gv in out.functions:
+                remove.append(gv)
+        return out.with_functions({}, remove=remove) if remove else out
+
+
+def dataflow_use_inplace_calls(mod: IRModule, *, tvm_compat: bool = False) -> IRModule:
+    """``mod`` with the eligible op calls of its dataflow blocks made in place (see the
+    module docstring).
+
+    Parameters
+    ----------
+    mod : IRModule
+    tvm_compat : bool, default False
+        Reproduce TVM's unsound choices (tuple capture, deleting an existing PrimFunc equal
+        to a legalization); for differential tests.
+
+    Returns
+    -------
+    IRModule
+        ``mod`` itself when no call is rewritten.
+
+    Raises
+    ------
+    PassError
+        A chosen call whose types are unknown or whose folded constant has no data.
+    """
+    if not isinstance(mod, IRModule):
+        raise PassError(f"DataflowUseInplaceCalls expects an IRModule; got {type(mod).__name__}")
+    rw = _Rewriter(mod, bool(tvm_compat))
+    updates = {}
+    for gv, func in mod.functions.items():
+        if isinstance(func, Function):
+            rw.func_name = gv.name
+            new = rw.visit_function(func)
+            if new is not func:
+                updates[gv] = new
+    if not updates:
+        return mod
+    for gv, f in updates.items():
+        rw.bb.update_func(gv, f)
+    return rw.result()
+
+
+class DataflowUseInplaceCalls(ModulePass):
+    """Module pass: :func:`dataflow_use_inplace_calls`.
+
+    Parameters
+    ----------
+    tvm_compat : bool, default False
+        See :func:`dataflow_use_inplace_calls`.
+    """
+
+    name = "dataflow-use-inplace-calls"
+
+    def __init__(self, *, tvm_compat: bool = False):
+        self.tvm_compat = bool(tvm_compat)
+
+    def transform(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        return dataflow_use_inplace_calls(mod, tvm_compat=self.tvm_compat)
+
+    def __repr__(self):
+        return "DataflowUseInplaceCalls(tvm_compat=True)" if self.tvm_compat else "DataflowUseInplaceCalls()"
+
+
+_ = (Op, TupleType)

@@ -1,0 +1,274 @@
+"""TIR text of TVM's legalization of the in-place capable element-wise ops, and of its
+in-place variant (what DataflowUseInplaceCalls adds to the module).
+
+Design
+------
+DataflowUseInplaceCalls (spec §3.6) legalizes the chosen call with TVM's ``FLegalize``
+(``topi.add`` / ``subtract`` / ``multiply`` / ``divide``, ``topi.nn.relu``, ``silu`` through
+``bb.call_te``) and then replaces the PrimFunc's output buffer by the chosen input buffer.
+memcore keeps PrimFuncs as text, so this module *writes* that TIR directly, in the form TVM
+0.27 prints it (``T.sblock`` blocks, ``T.axis.remap``, ``tirx.noalias``), from a small
+description of the call (:class:`ElementwiseCall`): op, dtype, result shape and the
+operands (a buffer with its shape and name, or a scalar constant folded into the
+expression, as TVM's ``_try_convert_to_scalar_const`` does for binary ops). Nothing else
+of TE or TOPI is needed, because these six ops are one loop nest each (two for ``silu``:
+``sigmoid`` into a ``compute`` buffer, then the product):
+
+- loops ``ax0, ax1, ...`` (``i0, ...`` for ``relu`` and the ``sigmoid`` of ``silu``) over
+  the result shape, ``T.grid`` for rank >= 2, ``range`` for rank 1, none for rank 0 (then
+  ``vi = T.axis.spatial(T.int64(1), T.int64(0))`` and ``[()]`` indexing);
+- broadcasting as TOPI's ``InputIndexFromBroadcast``: operand dims aligned to the right, a
+  dim equal to the result dim is indexed by its block var, a constant 1 by
+  ``T.int64(0)``, missing leading dims are dropped;
+- block names ``T_add``, ``T_subtract``, ``T_multiply``, ``T_divide``, ``compute``; integer
+  division is ``T.Div``; scalars spelled as TVM prints them (``T.float32(0.5)`` with
+  17 significant digits, bare int32 literals).
+
+With ``inplace_index=None`` the text is the legalization itself (output buffer ``T_add``,
+``compute``, ``T_multiply`` as last parameter); with an index it is the in-place variant,
+whose output buffer is that operand's buffer and which has no output parameter.
+The oracle tests parse both with TVM and compare them structurally with TVM's
+``LegalizeOps`` / ``DataflowUseInplaceCalls`` PrimFuncs.
+
+:func:`structure_key` gives a key equal for two calls exactly when TVM's structural
+equality would find their PrimFuncs equal (names do not matter, symbolic variables are
+numbered by first appearance), which the pass uses to share functions as TVM's
+``BlockBuilder.AddFunction`` does.
+"""
+from __future__ import annotations
+
+import keyword
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..ir.prim import free_prim_vars, prove_equal, simplify_const
+from ..ir.prim_func_text import format_prim
+
+__all__ = ["ElementwiseCall", "Operand", "prim_func_text", "structure_key", "SUPPORTED"]
+
+_BINARY = {"relax.add": ("+", "T_add"), "relax.subtract": ("-", "T_subtract"),
+           "relax.multiply": ("*", "T_multiply"), "relax.divide": ("/", "T_divide")}
+_UNARY = ("relax.nn.relu", "relax.nn.silu")
+#: Ops whose legalization this module writes.
+SUPPORTED = frozenset(_BINARY) | frozenset(_UNARY)
+_INDENT = "    "
+
+
+@dataclass(frozen=True)
+class Operand:
+    """One operand of the legalized call: a buffer (``shape`` a tuple of PrimExpr, ``name``
+    its preferred TIR name) or a folded scalar constant (``value`` a Python number,
+    ``shape`` None)."""
+
+    shape: tuple | None
+    name: str = "A"
+    value: object = None
+
+    @property
+    def is_buffer(self) -> bool:
+        return self.shape is not None
+
+
+@dataclass(frozen=True)
+class ElementwiseCall:
+    """What the legalized PrimFunc depends on: ``op`` (a name in :data:`SUPPORTED`),
+    ``dtype``, the result ``shape`` and the ``operands`` in the op's argument order."""
+
+    op: str
+    dtype: str
+    shape: tuple
+    operands: tuple
+
+
+def scalar_text(value, dtype: str) -> str:
+    """A scalar as TVM prints it in TIR: ``T.float32(0.5)``, bare int32, ``T.int64(2)``.
+
+    Raises
+    ------
+    NotImplementedError
+        A non-finite float (TVM prints it through a string form memcore does not write).
+    """
+    if dtype.startswith(("float", "bfloat")):
+        v = float(value)
+        if not math.isfinite(v):
+            raise NotImplementedError(f"folding the non-finite scalar constant {v} ({dtype}) into TIR")
+        s = "%.17g" % v
+        if not any(c in s for c in ".e"):
+            s += ".0"
+        return f"T.{dtype}({s})"
+    if dtype == "bool":
+        return "T.bool(True)" if bool(value) else "T.bool(False)"
+    v = int(value)
+    return str(v) if dtype == "int32" else f"T.{dtype}({v})"
+
+
+def _dims(shape, rename) -> list:
+    return [format_prim(d, tir=True, rename=rename) for d in shape]
+
+
+def _shape_tuple(dims) -> str:
+    if not dims:
+        return "()"
+    return "(" + ", ".join(dims) + ("," if len(dims) == 1 else "") + ")"
+
+
+def _buffer_decl(name, dims, dtype) -> str:
+    return f'{name}: T.Buffer({_shape_tuple(dims)}, "{dtype}")'
+
+
+def _index(operand_shape, out_shape, vars_) -> str:
+    """TOPI's broadcast index of an operand inside the result's loop nest."""
+    r, k = len(out_shape), len(operand_shape)
+    if k == 0:
+        return "[()]"
+    idx = []
+    for i in range(r - k, r):
+        d = operand_shape[i - (r - k)]
+        if prove_equal(d, out_shape[i]):
+            idx.append(vars_[i])
+        elif simplify_const(d) == 1:
+            idx.append("T.int64(0)")
+        else:  # not reachable for a result type Relax inferred; kept explicit
+            idx.append(vars_[i])
+    return "[" + ", ".join(idx) + "]"
+
+
+def _block(lines, ind, name, dims, loop_prefix, reads, write, value_of):
+    """One loop nest and its block; ``value_of(vars)`` gives the stored expression,
+    ``reads``/``write`` are ``(buffer, shape)`` pairs."""
+    r = len(dims)
+    loops = [f"{loop_prefix}{k}" for k in range(r)]
+    bvars = [f"v_{lv}" for lv in loops]
+    if r == 1:
+        lines.append(f"{ind}for {loops[0]} in range({dims[0]}):")
+        ind += _INDENT
+    elif r > 1:
+        lines.append(f"{ind}for {', '.join(loops)} in T.grid({', '.join(dims)}):")
+        ind += _INDENT
+    lines.append(f'{ind}with T.sblock("{name}"):')
+    ind += _INDENT
+    if r == 0:
+        lines.append(f"{ind}vi = T.axis.spatial(T.int64(1), T.int64(0))")
+    elif r == 1:
+        lines.append(f"{ind}{bvars[0]} = T.axis.spatial({dims[0]}, {loops[0]})")
+    else:
+        lines.append(f'{ind}{", ".join(bvars)} = T.axis.remap("{"S" * r}", [{", ".join(loops)}])')
+    out_shape = write[1]
+    lines.append(f"{ind}T.reads({', '.join(b + _index(s, out_shape, bvars) for b, s in reads)})")
+    lines.append(f"{ind}T.writes({write[0]}{_index(out_shape, out_shape, bvars)})")
+    lines.append(f"{ind}{write[0]}{_index(out_shape, out_shape, bvars)} = {value_of(bvars)}")
+
+
+def _unique_names(call: ElementwiseCall, reserved: set, canonical: bool) -> list:
+    names, used = [], set(reserved)
+    for k, o in enumerate(call.operands):
+        if not o.is_buffer:
+            names.append(None)
+            continue
+        base = f"p{k}" if canonical else (o.name if o.name.isidentifier() else "A")
+        if keyword.iskeyword(base) or base in ("T", "True", "False", "None"):
+            base = base + "_1"
+        name, j = base, 0
+        while name in used:
+            j += 1
+            name = f"{base}_{j}"
+        used.add(name)
+        names.append(name)
+    return names
+
+
+def prim_func_text(call: ElementwiseCall, func_name: str, inplace_index=None, *, canonical: bool = False) -> str:
+    """The TVMScript text of the legalized PrimFunc of ``call`` (``inplace_index`` None) or
+    of its in-place variant writing operand ``inplace_index``.
+
+    Parameters
+    ----------
+    call : ElementwiseCall
+    func_name : str
+        Name after ``def``.
+    inplace_index : int or None
+        Index into ``call.operands`` (a buffer operand whose shape is the result's).
+    canonical : bool, default False
+        Name buffers ``p0, p1, ...`` and symbolic variables ``s0, s1, ...`` (for
+        :func:`structure_key`).
+
+    Raises
+    ------
+    ValueError
+        An op outside :data:`SUPPORTED`, or an ``inplace_index`` that is not a buffer
+        operand of the result's shape.
+    """
+    if call.op not in SUPPORTED:
+        raise ValueError(f"no elementwise legalization for {call.op}")
+    rename = None
+    if canonical:
+        order = {}
+        for d in list(call.shape) + [d for o in call.operands if o.is_buffer for d in o.shape]:
+            for v in free_prim_vars(d):
+                order.setdefault(v, f"s{len(order)}")
+        rename = order
+    sym = set()
+    for d in list(call.shape) + [d for o in call.operands if o.is_buffer for d in o.shape]:
+        sym.update(free_prim_vars(d))
+    block_name = _BINARY[call.op][1] if call.op in _BINARY else "compute"
+    reserved = {"compute", "T_multiply", block_name, "vi"} | sym | set((rename or {}).values())
+    r = len(call.shape)
+    reserved |= {f"{p}{k}" for p in ("ax", "v_ax", "i", "v_i") for k in range(r)}
+    names = _unique_names(call, reserved, canonical)
+    out_dims = _dims(call.shape, rename)
+    dtype = call.dtype
+    if inplace_index is not None:
+        o = call.operands[inplace_index]
+        if not o.is_buffer or len(o.shape) != r or not all(prove_equal(a, b) for a, b in zip(o.shape, call.shape)):
+            raise ValueError(f"operand {inplace_index} cannot hold the result of {call.op} in place")
+        out_name = names[inplace_index]
+    else:
+        out_name = "T_multiply" if call.op == "relax.nn.silu" else block_name
+    params = [_buffer_decl(n, _dims(o.shape, rename), dtype) for n, o in zip(names, call.operands) if n is not None]
+    if inplace_index is None:
+        params.append(_buffer_decl(out_name, out_dims, dtype))
+    lines = ["@T.prim_func(private=True, s_tir=True)", f"def {func_name}({', '.join(params)}):",
+             f'{_INDENT}T.func_attr({{"tirx.noalias": True}})', f'{_INDENT}# with T.sblock("root"):']
+    ind = _INDENT
+    out = (out_name, call.shape)
+    if call.op in _BINARY:
+        sym_op = _BINARY[call.op][0]
+        int_div = call.op == "relax.divide" and not dtype.startswith(("float", "bfloat"))
+        reads = [(n, o.shape) for n, o in zip(names, call.operands) if n is not None]
+
+        def value_of(bvars):
+            terms = []
+            for n, o in zip(names, call.operands):
+                terms.append(n + _index(o.shape, call.shape, bvars) if n is not None else scalar_text(o.value, dtype))
+            return f"T.Div({terms[0]}, {terms[1]})" if int_div else f"{terms[0]} {sym_op} {terms[1]}"
+
+        _block(lines, ind, block_name, out_dims, "ax", reads, out, value_of)
+    elif call.op == "relax.nn.relu":
+        x = (names[0], call.operands[0].shape)
+        zero = scalar_text(0, dtype)
+        _block(lines, ind, "compute", out_dims, "i", [x], out,
+               lambda v: f"T.max({x[0]}{_index(x[1], call.shape, v)}, {zero})")
+    else:  # silu: sigmoid into an intermediate buffer, then the product
+        x = (names[0], call.operands[0].shape)
+        alloc = f"compute = T.sblock_alloc_buffer({_shape_tuple(out_dims)}"
+        lines.append(f"{ind}{alloc})" if dtype == "float32" else f'{ind}{alloc}, "{dtype}")')
+        comp = ("compute", call.shape)
+        _block(lines, ind, "compute", out_dims, "i", [x], comp,
+               lambda v: f"T.sigmoid({x[0]}{_index(x[1], call.shape, v)})")
+        _block(lines, ind, "T_multiply", out_dims, "ax", [x, comp], out,
+               lambda v: f"{x[0]}{_index(x[1], call.shape, v)} * compute{_index(call.shape, call.shape, v)}")
+    return "\n".join(lines) + "\n"
+
+
+def structure_key(call: ElementwiseCall, inplace_index=None) -> str:
+    """A key equal for two calls exactly when their PrimFuncs (legalized, or in place of
+    ``inplace_index``) are structurally equal: the canonical-name text."""
+    return prim_func_text(call, "f", inplace_index, canonical=True)
+
+
+def scalar_of(data) -> object:
+    """The Python value of a 0-d numpy array (what TVM folds into the TIR)."""
+    return np.asarray(data)[()].item()
+
