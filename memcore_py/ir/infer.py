@@ -223,7 +223,15 @@ def _infer_call(call: Call, mod) -> Type:
         problem = op.n_args_error(len(call.args))
         if problem is not None:
             raise IRError(problem)
-        return rule(call, [_arg_ty(a, mod) for a in call.args])
+        arg_types = [_arg_ty(a, mod) for a in call.args]
+        try:
+            return rule(call, arg_types)
+        except IRError:
+            raise
+        except (IndexError, KeyError, TypeError, ValueError, AttributeError) as e:
+            # a rule met arguments of the wrong kind or rank that it does not check by name
+            raise IRError(f"{op.name}: the arguments do not fit the op ({type(e).__name__}: {e}); argument types "
+                          f"{arg_types!r}") from e
     if isinstance(op, GlobalVar):
         func = _lookup(mod, op)
         if isinstance(func, PrimFunc):

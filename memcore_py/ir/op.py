@@ -23,8 +23,18 @@ keeps a list of op names for these properties. Properties, and the TVM source of
   rewrite names its copy ``add_inplace``).
 - ``calls_prim_func``: ``args[0]`` must be the GlobalVar of a PrimFunc (the ``call_tir``
   family; checked by well-formedness).
+- ``schema``: the op's :class:`~memcore_py.ir.op_schema.Schema` (positional Relax arguments
+  with their kinds and defaults, attributes with their kinds and defaults in TVM's printing
+  order, the TVMScript wrapper's signature), or None for the lowering-level ops the parser
+  and printer handle by hand (``call_tir``, allocations, ...). Every high-level op has one.
+  **Attribute values** are plain Python values, one representation per kind (``int``,
+  tuple of ints, ``float``, ``bool``, ``str``, dtype ``str`` or None for TVM's void dtype,
+  float32 ``FloatImm``), tabled in :mod:`memcore_py.ir.op_schema`; the parser stores every
+  attribute (defaults filled in), the printer writes every attribute, a type rule reads them
+  with :meth:`Op.attr`.
 - ``attr_names``: keyword attributes in TVMScript order (``R.split(x, indices_or_sections=2,
-  axis=0)``); ``n_args``: (min, max) positional Relax arguments (max None = variadic).
+  axis=0)``): the schema's attribute names when there is a schema; ``n_args``: (min, max)
+  positional Relax arguments (max None = variadic), implied by the schema when there is one.
 - ``type_rule``: ``rule(call, arg_types) -> Type``, the result type of a call whose
   arguments have types ``arg_types`` (TVM ``FInferStructInfo``); what
   :func:`~memcore_py.ir.infer.infer_type` calls. None: calls of the op cannot be inferred.
@@ -35,6 +45,7 @@ from __future__ import annotations
 
 from ..errors import IRError
 from .expr import ExternFunc
+from .op_schema import ABSENT, REQUIRED, Schema, complete_attrs
 
 __all__ = ["Op", "register_op", "get_op", "is_registered", "list_ops", "shares_storage", "RESHAPE_PACKED"]
 
@@ -51,11 +62,11 @@ class Op:
 
     __slots__ = (
         "name", "pure", "shares_storage", "view_memory", "inplace", "legalize", "calls_prim_func",
-        "attr_names", "n_args", "type_rule",
+        "attr_names", "n_args", "type_rule", "schema",
     )
 
     def __init__(self, name, *, type_rule=None, pure=True, shares_storage=False, view_memory=False,
-                 inplace=False, legalize=None, calls_prim_func=False, attr_names=(), n_args=(0, None)):
+                 inplace=False, legalize=None, calls_prim_func=False, attr_names=(), n_args=(0, None), schema=None):
         if not isinstance(name, str) or not name:
             raise IRError(f"an op name must be a non-empty str; got {name!r}")
         if type_rule is not None and not callable(type_rule):
@@ -69,6 +80,11 @@ class Op:
                 f"{name} is registered shares_storage=True, which implies view_memory=True "
                 f"(a result that is args[0]'s storage may alias it); got view_memory=False"
             )
+        if schema is not None:
+            if not isinstance(schema, Schema):
+                raise IRError(f"the schema of {name} must be an op_schema.Schema; got {schema!r}")
+            attr_names = tuple(a.name for a in schema.attrs)
+            n_args = (sum(1 for a in schema.args if a.default is not ABSENT), len(schema.args))
         lo, hi = n_args
         if lo < 0 or (hi is not None and hi < lo):
             raise IRError(f"the n_args of {name} must be (min, max) with 0 <= min <= max; got {n_args!r}")
@@ -82,6 +98,7 @@ class Op:
         _set(self, "attr_names", tuple(attr_names))
         _set(self, "n_args", (lo, hi))
         _set(self, "type_rule", type_rule)
+        _set(self, "schema", schema)
 
     def __setattr__(self, key, value):
         raise AttributeError("Op is immutable")
@@ -102,6 +119,33 @@ class Op:
         want = f"{lo}" if lo == hi else (f"{lo} to {hi}" if hi is not None else f"at least {lo}")
         return f"{self.name} takes {want} arguments; got {n}"
 
+    def attr(self, call, key):
+        """Attribute ``key`` of ``call`` (a call of this op): its value, else the schema's
+        default (derived defaults computed); :class:`IRError` if the schema has no such
+        attribute or it is required and missing. Ops without a schema: the value or None."""
+        attrs = call.attrs
+        if key in attrs:
+            return attrs[key]
+        schema = self.schema
+        if schema is None:
+            return None
+        for a in schema.attrs:
+            if a.name == key:
+                if a.default is REQUIRED:
+                    raise IRError(f"{self.name} needs the attribute {key!r}")
+                if callable(a.default):
+                    return self.complete_attrs(attrs, call.args)[key]
+                return a.default
+        raise IRError(f"{self.name} has no attribute {key!r}")
+
+    def complete_attrs(self, attrs: dict, args) -> dict:
+        """``attrs`` with every schema attribute present in printing order (defaults filled,
+        derived ones computed from ``args``); the dict itself for ops without a schema.
+        :class:`IRError` for names outside the schema or a missing required attribute."""
+        if self.schema is None:
+            return attrs
+        return complete_attrs(self.name, self.schema, attrs, args)
+
     def _properties(self) -> tuple:
         return tuple(getattr(self, k) for k in Op.__slots__)
 
@@ -121,21 +165,24 @@ def register_op(name: str, **properties) -> Op:
         ``"relax.<name>"``.
     **properties
         ``type_rule``, ``pure``, ``shares_storage``, ``view_memory``, ``inplace``,
-        ``legalize``, ``calls_prim_func``, ``attr_names``, ``n_args`` (module docstring).
+        ``legalize``, ``calls_prim_func``, ``attr_names``, ``n_args``, ``schema`` (module
+        docstring).
 
     Returns
     -------
     Op
         The new op; registering a name again with identical properties returns the existing
-        op.
+        op (its schema may be left out then).
 
     Raises
     ------
     IRError
         Inconsistent properties, or ``name`` is registered with different properties.
     """
-    op = Op(name, **properties)
     old = _REGISTRY.get(name)
+    if old is not None and old.schema is not None and properties.get("schema") is None:
+        properties = dict(properties, schema=old.schema)  # a schema may be left out when registering again
+    op = Op(name, **properties)
     if old is None:
         _REGISTRY[name] = op
         return op

@@ -20,95 +20,30 @@ from __future__ import annotations
 from ..errors import IRError
 from .expr import DataTypeImm, Expr, PrimValue, ShapeExpr, StringImm
 from .infer import packed_call_type
+from . import op_rules_nn as rn
+from . import op_rules_tensor as rt
 from .op import get_op, list_ops, register_op
-from .prim import Add, FloorDiv, IntImm, Mul, Sub, prove_equal, simplify_const
-from .types import VOID, ObjectType, ShapeType, TensorType, TupleType, Type
+from .op_schema import ABSENT, REQUIRED, Attr, make_schema
+from .prim import Add, FloatImm, FloorDiv, IntImm, Mul, Sub
+from .types import VOID, ObjectType, ShapeType, TensorType, TupleType
+from .op_rules_common import (
+    _broadcast,
+    _fmt_shape,
+    _int_attr,
+    _int_attr_value,
+    _int_list,
+    _norm_axis,
+    _product,
+    _shape_values,
+    _static,
+    _tensor,
+)
 
 __all__ = ["SHARES_STORAGE_OPS", "VIEW_MEMORY_OPS", "builtin_alloc_own_type"]
 
 
 # ---------------------------------------------------------------------------- type rules
-def _tensor(t, opname, i=0) -> TensorType:
-    if not isinstance(t, TensorType):
-        raise IRError(f"{opname} expects a tensor as argument {i}; got {t!r}")
-    return t
-
-
-def _int_attr(call, key, default=None):
-    v = call.attrs.get(key, default)
-    if isinstance(v, IntImm):
-        return v.value
-    if isinstance(v, PrimValue):
-        return _int_attr_value(v.value)
-    return v
-
-
-def _int_attr_value(v):
-    return v.value if isinstance(v, IntImm) else v
-
-
-def _int_list(v):
-    if v is None:
-        return None
-    if isinstance(v, (int, IntImm)):
-        return [_int_attr_value(v)]
-    return [_int_attr_value(x) for x in v]
-
-
-def _norm_axis(axis, ndim, opname):
-    if not -ndim <= axis < max(ndim, 1):
-        raise IRError(f"{opname}: axis {axis} is out of range for a tensor of rank {ndim}")
-    return axis + ndim if axis < 0 else axis
-
-
-def _dims_equal(a, b) -> bool:
-    return prove_equal(a, b)
-
-
-def _static(d):
-    return d.value if isinstance(d, IntImm) else simplify_const(d)
-
-
 # -- element-wise -----------------------------------------------------------------------------
-def _broadcast(opname, a: TensorType, b: TensorType):
-    if a.ndim == -1 or b.ndim == -1:
-        return None, -1
-    if a.shape is None or b.shape is None:
-        return None, max(a.ndim, b.ndim)
-    out = []
-    ra, rb = list(reversed(a.shape)), list(reversed(b.shape))
-    for i in range(max(len(ra), len(rb))):
-        x = ra[i] if i < len(ra) else None
-        y = rb[i] if i < len(rb) else None
-        if x is None:
-            out.append(y)
-            continue
-        if y is None:
-            out.append(x)
-            continue
-        sx, sy = _static(x), _static(y)
-        if sx == 1:
-            out.append(y)
-        elif sy == 1:
-            out.append(x)
-        elif sx is not None and sy is not None:
-            if sx != sy:
-                raise IRError(
-                    f"{opname}: shapes {_fmt_shape(a.shape)} and {_fmt_shape(b.shape)} cannot be broadcast "
-                    f"(dim {sx} vs {sy})"
-                )
-            out.append(x)
-        elif _dims_equal(x, y):
-            out.append(x)
-        else:
-            return None, max(a.ndim, b.ndim)  # not provable: rank only (as TVM)
-    return tuple(reversed(out)), len(out)
-
-
-def _fmt_shape(shape):
-    return "(" + ", ".join(repr(_static(d)) if _static(d) is not None else repr(d) for d in shape) + ")"
-
-
 def _binary(result_dtype=None):
     def rule(call, ts):
         name = call.op.name
@@ -175,30 +110,6 @@ def _matmul(call, ts):
 
 
 # -- shape ops --------------------------------------------------------------------------------
-def _shape_values(e: Expr, t: Type, opname: str):
-    if isinstance(e, ShapeExpr):
-        return e.values
-    if isinstance(t, ShapeType) and t.values is not None:
-        return t.values
-    if isinstance(t, ShapeType):
-        return None
-    raise IRError(f"{opname} expects a shape (R.shape([...]) or a Shape value); got {t!r}")
-
-
-def _product(dims):
-    const = 1
-    sym = None
-    for d in dims:
-        s = _static(d)
-        if s is not None:
-            const *= s
-        else:
-            sym = d if sym is None else Mul(sym, d)
-    if sym is None:
-        return IntImm(const)
-    return sym if const == 1 else Mul(sym, IntImm(const))
-
-
 def _reshape(call, ts):
     name = call.op.name
     t = _tensor(ts[0], name)
@@ -465,42 +376,256 @@ def _memory_view(call, ts):
     return TensorType(shape, dtype, ndim, t.vdevice)
 
 
+# ---------------------------------------------------------------------------- schemas
+# Argument and attribute schemas (memcore_py.ir.op_schema): attributes in TVM 0.27's printing
+# order (its Attrs field order), defaults as TVM's Python wrappers fill them, signatures as the
+# wrappers take positional values. Checked against what TVM prints for each op by
+# tests/oracle/test_highlevel_ops_tvm.py.
+def _sig(args=("x",), attrs=(), signature=None, prepare=None):
+    return make_schema(args, attrs, signature, prepare)
+
+
+_X = _sig(("x",))
+_DATA = _sig(("data",))
+_X1X2 = _sig(("x1", "x2"))
+_REDUCE = _sig(("x",), (Attr("axis", "ints?", None), Attr("keepdims", "bool", False)))
+_ARG_REDUCE = _sig(("x",), (Attr("axis", "int?", None), Attr("keepdims", "bool", False)))
+_LIKE = _sig(("x",), (Attr("dtype", "dtype?", None),))
+_SCAN = _sig(("data",), (Attr("axis", "int?", None), Attr("dtype", "dtype?", None), Attr("exclusive", "bool", False)))
+
+
+def _same_layout(key):
+    def default(attrs, args):
+        return attrs[key]
+
+    default.__name__ = f"same_as_{key}"
+    return default
+
+
+def _conv_schema(nd, transpose=False):
+    data_layout, kernel_layout = ("NCW", "NCHW", "NCDHW")[nd - 1], (("OIW", "OIHW", "OIDHW"), ("IOW", "IOHW", "IODHW"))[
+        transpose][nd - 1]
+    attrs = [Attr("strides", "ints", (1,) * nd, ("repeat", nd)), Attr("padding", "ints", (0,) * (2 * nd), ("pad", nd))]
+    if transpose:
+        attrs.append(Attr("output_padding", "ints", (0,) * nd, ("repeat", nd)))
+    attrs += [
+        Attr("dilation", "ints", (1,) * nd, ("repeat", nd)), Attr("groups", "int", 1),
+        Attr("data_layout", "str", data_layout), Attr("kernel_layout", "str", kernel_layout),
+        Attr("out_layout", "str", _same_layout("data_layout")), Attr("out_dtype", "dtype?", None),
+    ]
+    return _sig(("data", "weight"), attrs)
+
+
+def _pool_schema(nd, count_include_pad):
+    layout = ("NCW", "NCHW", "NCDHW")[nd - 1]
+    attrs = (
+        Attr("pool_size", "ints", (1,) * nd, ("repeat", nd)), Attr("strides", "ints", (1,) * nd, ("repeat", nd)),
+        Attr("dilation", "ints", (1,) * nd, ("repeat", nd)), Attr("padding", "ints", (0,) * (2 * nd), ("pad", nd)),
+        Attr("ceil_mode", "bool", False), Attr("count_include_pad", "bool", count_include_pad),
+        Attr("layout", "str", layout), Attr("out_layout", "str", _same_layout("layout")),
+    )
+    sig = ("data", "pool_size", "strides", "padding", "dilation", "ceil_mode", "count_include_pad", "layout", "out_layout")
+    return _sig(("data",), attrs, sig)
+
+
+def _adaptive_pool_schema(nd):
+    layout = ("NCW", "NCHW", "NCDHW")[nd - 1]
+    return _sig(("data",), (Attr("output_size", "ints?", None, ("repeat", nd)), Attr("layout", "str", layout),
+                            Attr("out_layout", "str", _same_layout("layout"))))
+
+
+def _arange_dtype(attrs, args):
+    """``R.arange``'s dtype when not written: int64 for integer bounds, else float32 (TVM's wrapper)."""
+    ints = all(isinstance(a, PrimValue) and a.value.dtype.startswith(("int", "uint")) for a in args)
+    return "int64" if ints else "float32"
+
+
+def _arange_prepare(bound):
+    """``R.arange(n)`` is ``arange(0, n, 1)`` (Python's ``range`` convention, as TVM's wrapper)."""
+    if "end" not in bound or bound["end"] is None:
+        bound["end"] = bound.get("start")
+        bound["start"] = 0
+
+
+def _eye_prepare(bound):
+    """``R.eye(n)`` is ``eye(n, n, 0)``."""
+    if bound.get("m") is None and "n" in bound:
+        bound["m"] = bound["n"]
+
+
+_NORM_TAIL = (Attr("epsilon", "float", 1e-5), Attr("center", "bool", True), Attr("scale", "bool", True))
+_ROI_ZERO = tuple(FloatImm(0.0, "float32") for _ in range(4))
+_PRIM = "prim"
+
 # ---------------------------------------------------------------------------- registrations
 # --- element-wise arithmetic (in-place capable ones per spec §3.2) ---------------------------
 for _n in ("add", "subtract", "multiply", "divide"):
-    register_op(f"relax.{_n}", type_rule=_binary(), inplace=True, legalize=_n, n_args=(2, 2))
+    register_op(f"relax.{_n}", type_rule=_binary(), inplace=True, legalize=_n, schema=_X1X2)
 for _n in ("floor_divide", "power", "maximum", "minimum"):
-    register_op(f"relax.{_n}", type_rule=_binary(), legalize=_n, n_args=(2, 2))
+    register_op(f"relax.{_n}", type_rule=_binary(), legalize=_n, schema=_X1X2)
+for _n in ("floor_mod", "mod", "atan2", "log_add_exp", "bitwise_and", "bitwise_or", "bitwise_xor",
+           "logical_and", "logical_or", "logical_xor"):
+    register_op(f"relax.{_n}", type_rule=_binary(), schema=_X1X2)
 for _n in ("equal", "less", "greater", "not_equal", "less_equal", "greater_equal"):
-    register_op(f"relax.{_n}", type_rule=_binary("bool"), legalize=_n, n_args=(2, 2))
+    register_op(f"relax.{_n}", type_rule=_binary("bool"), legalize=_n, schema=_X1X2)
 for _n in ("nn.relu", "nn.silu"):
-    register_op(f"relax.{_n}", type_rule=_unary, inplace=True, legalize=_n.split(".")[-1], n_args=(1, 1))
+    register_op(f"relax.{_n}", type_rule=_unary, inplace=True, legalize=_n.split(".")[-1], schema=_DATA)
 for _n in ("exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "negative", "abs", "sin", "cos",
            "erf", "round", "floor", "ceil", "nn.gelu", "nn.gelu_tanh"):
-    register_op(f"relax.{_n}", type_rule=_unary, legalize=_n.split(".")[-1], n_args=(1, 1))
+    register_op(f"relax.{_n}", type_rule=_unary, legalize=_n.split(".")[-1],
+                schema=_DATA if _n.startswith("nn.") else _X)
+for _n in ("acos", "acosh", "asin", "asinh", "atan", "atanh", "cosh", "sinh", "tan", "sign", "square", "trunc",
+           "bitwise_not", "logical_not"):
+    register_op(f"relax.{_n}", type_rule=_unary, schema=_X)
+register_op("relax.nn.selu", type_rule=_unary, schema=_DATA)
+for _n in ("isfinite", "isinf", "isnan"):
+    register_op(f"relax.{_n}", type_rule=rt.unary_dtype("bool"), schema=_X)
+register_op("relax.clip", type_rule=rt.clip, schema=_sig(("x", ("min", _PRIM), ("max", _PRIM))))
+register_op("relax.where", type_rule=rt.where, schema=_sig(("condition", "x1", "x2")))
+register_op("relax.outer", type_rule=rt.outer, schema=_X1X2)
 
 # --- views: the result shares (shares_storage) or may share (view_memory) args[0]'s storage ---
-register_op("relax.reshape", type_rule=_reshape, shares_storage=True, view_memory=True, n_args=(2, 2))
+register_op("relax.reshape", type_rule=_reshape, shares_storage=True, view_memory=True,
+            schema=_sig(("x", ("shape", "shape"))))
 register_op("relax.memory.view", type_rule=_memory_view, shares_storage=True, view_memory=True, n_args=(1, 4))
 register_op("relax.memory.ensure_zero_offset", type_rule=_unary, shares_storage=True, view_memory=True,
             n_args=(1, 1))
-register_op("relax.expand_dims", type_rule=_expand_dims, view_memory=True, attr_names=("axis",), n_args=(1, 1))
-register_op("relax.squeeze", type_rule=_squeeze, view_memory=True, attr_names=("axis",), n_args=(1, 1))
-register_op("relax.permute_dims", type_rule=_permute_dims, view_memory=True, attr_names=("axes",), n_args=(1, 1))
-register_op("relax.flatten", type_rule=_flatten, view_memory=True, n_args=(1, 1))
-register_op("relax.nn.batch_flatten", type_rule=_batch_flatten, view_memory=True, n_args=(1, 1))
+register_op("relax.expand_dims", type_rule=_expand_dims, view_memory=True,
+            schema=_sig(("x",), (Attr("axis", "ints"),)))
+register_op("relax.squeeze", type_rule=_squeeze, view_memory=True, schema=_sig(("x",), (Attr("axis", "ints?", None),)))
+register_op("relax.permute_dims", type_rule=_permute_dims, view_memory=True,
+            schema=_sig(("x",), (Attr("axes", "ints?", None),)))
+register_op("relax.flatten", type_rule=_flatten, view_memory=True, schema=_X)
+register_op("relax.nn.batch_flatten", type_rule=_batch_flatten, view_memory=True, schema=_DATA)
 
-# --- other tensor ops --------------------------------------------------------------------------
-register_op("relax.matmul", type_rule=_matmul, attr_names=("out_dtype",), n_args=(2, 2))
-register_op("relax.split", type_rule=_split, attr_names=("indices_or_sections", "axis"), n_args=(1, 1))
-register_op("relax.concat", type_rule=_concat, attr_names=("axis",), n_args=(1, 1))
-register_op("relax.sum", type_rule=_reduce, attr_names=("axis", "keepdims"), n_args=(1, 1))
-register_op("relax.mean", type_rule=_reduce, attr_names=("axis", "keepdims"), n_args=(1, 1))
-register_op("relax.astype", type_rule=_astype, attr_names=("dtype",), n_args=(1, 1))
-register_op("relax.nn.softmax", type_rule=_unary, attr_names=("axis",), n_args=(1, 1))
-register_op("relax.shape_of", type_rule=_shape_of, n_args=(1, 1))
-register_op("relax.zeros", type_rule=_full_like_shape, attr_names=("dtype",), n_args=(1, 1))
-register_op("relax.ones", type_rule=_full_like_shape, attr_names=("dtype",), n_args=(1, 1))
+# --- manipulation -------------------------------------------------------------------------------
+register_op("relax.matmul", type_rule=_matmul, schema=_sig(("x1", "x2"), (Attr("out_dtype", "dtype?", None),)))
+register_op("relax.split", type_rule=_split,
+            schema=_sig(("x",), (Attr("indices_or_sections", "int|ints"), Attr("axis", "int", 0))))
+register_op("relax.concat", type_rule=_concat, schema=_sig((("tensors", "tuple"),), (Attr("axis", "int?", 0),)))
+register_op("relax.stack", type_rule=rt.stack, schema=_sig((("tensors", "tuple"),), (Attr("axis", "int?", 0),)))
+register_op("relax.astype", type_rule=_astype, schema=_sig(("x",), (Attr("dtype", "dtype"),)))
+register_op("relax.broadcast_to", type_rule=rt.broadcast_to, schema=_sig(("x", ("shape", "shape"))))
+register_op("relax.strided_slice", type_rule=rt.strided_slice, schema=_sig(
+    ("x", ("axes", "tuple"), ("begin", "tuple"), ("end", "tuple"), ("strides", "tuple", ABSENT)),
+    (Attr("assume_inbound", "bool", False),)))
+register_op("relax.take", type_rule=rt.take,
+            schema=_sig(("x", "indices"), (Attr("axis", "int?", None), Attr("mode", "str", "fast"))))
+register_op("relax.repeat", type_rule=rt.repeat,
+            schema=_sig(("data",), (Attr("repeats", "int"), Attr("axis", "int?", None))))
+register_op("relax.tile", type_rule=rt.tile, schema=_sig(("data",), (Attr("repeats", "ints"),)))
+register_op("relax.flip", type_rule=rt.flip_like, schema=_sig(("data",), (Attr("axis", "int"),)))
+for _n in ("tril", "triu"):
+    register_op(f"relax.{_n}", type_rule=rt.tri, schema=_sig(("x", ("k", _PRIM, 0))))
+register_op("relax.one_hot", type_rule=rt.one_hot, schema=_sig(
+    ("indices", ("on_value", _PRIM), ("off_value", _PRIM)), (Attr("depth", "int"), Attr("axis", "int", -1))))
+register_op("relax.einsum", type_rule=rt.einsum, schema=_sig((("operands", "tuple"),), (Attr("subscripts", "str"),)))
+register_op("relax.meshgrid", type_rule=rt.meshgrid,
+            schema=_sig((("tensors", "tuple"),), (Attr("indexing", "str?", "ij"),)))
+register_op("relax.collapse_sum_like", type_rule=rt.collapse_sum_like, schema=_sig(("data", "collapse_target")))
+
+# --- indexing -------------------------------------------------------------------------------------
+register_op("relax.gather_elements", type_rule=rt.gather_elements,
+            schema=_sig(("data", "indices"), (Attr("axis", "int", 0),)))
+register_op("relax.gather_nd", type_rule=rt.gather_nd, schema=_sig(("data", "indices"), (Attr("batch_dims", "int", 0),)))
+register_op("relax.scatter_elements", type_rule=rt.scatter_like, schema=_sig(
+    ("data", "indices", "updates"), (Attr("axis", "int", 0), Attr("reduction", "str", "update"))))
+register_op("relax.scatter_nd", type_rule=rt.scatter_like,
+            schema=_sig(("data", "indices", "updates"), (Attr("reduction", "str", "update"),)))
+register_op("relax.index_tensor", type_rule=rt.index_tensor, schema=_sig(("data", ("indices", "tuple"))))
+register_op("relax.index_put", type_rule=rt.scatter_like,
+            schema=_sig(("data", ("indices", "tuple"), "values"), (Attr("accumulate", "bool", False),)))
+register_op("relax.slice_scatter", type_rule=rt.scatter_like, schema=_sig(
+    ("input_tensor", "src", ("start", _PRIM), ("end", _PRIM), ("step", _PRIM)), (Attr("axis", "int", 0),)))
+
+# --- reductions, scans, search --------------------------------------------------------------------
+for _n in ("sum", "mean", "max", "min", "prod", "variance", "std"):
+    register_op(f"relax.{_n}", type_rule=_reduce, schema=_REDUCE)
+register_op("relax.median", type_rule=rt.median, schema=_REDUCE)
+for _n in ("argmax", "argmin"):
+    register_op(f"relax.{_n}", type_rule=rt.reduce_index, schema=_ARG_REDUCE)
+register_op("relax.cumsum", type_rule=rt.scan, schema=_SCAN)
+register_op("relax.cumprod", type_rule=rt.scan, schema=_SCAN)
+register_op("relax.topk", type_rule=rt.topk, schema=_sig(("data",), (
+    Attr("k", "int", 1), Attr("axis", "int", -1), Attr("ret_type", "str", "both"), Attr("largest", "bool", True),
+    Attr("dtype", "dtype?", "int32"))))
+register_op("relax.sort", type_rule=rt.same_as_arg0,
+            schema=_sig(("x",), (Attr("axis", "int", -1), Attr("descending", "bool", False))))
+register_op("relax.argsort", type_rule=rt.argsort, schema=_sig(("data",), (
+    Attr("axis", "int", -1), Attr("descending", "bool", False), Attr("dtype", "dtype?", "int32"))))
+register_op("relax.nonzero", type_rule=rt.nonzero, schema=_X)
+register_op("relax.bucketize", type_rule=rt.bucketize, schema=_sig(
+    ("input_tensor", "boundaries"), (Attr("out_int32", "bool", False), Attr("right", "bool", False))))
+
+# --- creation -------------------------------------------------------------------------------------
+register_op("relax.zeros", type_rule=_full_like_shape, schema=_sig((("shape", "shape"),), (Attr("dtype", "dtype"),)))
+register_op("relax.ones", type_rule=_full_like_shape, schema=_sig((("shape", "shape"),), (Attr("dtype", "dtype"),)))
+register_op("relax.full", type_rule=rt.full,
+            schema=_sig((("shape", "shape"), "fill_value"), (Attr("dtype", "dtype?", None),)))
+register_op("relax.full_like", type_rule=rt.full_like, schema=_sig(("x", "fill_value"), (Attr("dtype", "dtype?", None),)))
+register_op("relax.zeros_like", type_rule=rt.init_like, schema=_LIKE)
+register_op("relax.ones_like", type_rule=rt.init_like, schema=_LIKE)
+register_op("relax.arange", type_rule=rt.arange, schema=_sig(
+    (("start", _PRIM), ("end", _PRIM), ("step", _PRIM, 1)), (Attr("dtype", "dtype?", _arange_dtype),),
+    prepare=_arange_prepare))
+register_op("relax.eye", type_rule=rt.eye, schema=_sig(
+    (("n", _PRIM), ("m", _PRIM), ("k", _PRIM, 0)), (Attr("dtype", "dtype?", "float32"),), prepare=_eye_prepare))
+register_op("relax.hamming_window", type_rule=rt.hamming_window, schema=_sig(
+    (("window_size", _PRIM), ("periodic", _PRIM), ("alpha", _PRIM), ("beta", _PRIM)), (Attr("dtype", "dtype?"),)))
+register_op("relax.shape_of", type_rule=_shape_of, schema=_sig(("expr",)))
+register_op("relax.shape_to_tensor", type_rule=rt.shape_to_tensor, schema=_sig(("expr",)))
+register_op("relax.tensor_to_shape", type_rule=rt.tensor_to_shape, schema=_sig(("expr",)))
+
+# --- neural network -------------------------------------------------------------------------------
+for _d in (1, 2, 3):
+    register_op(f"relax.nn.conv{_d}d", type_rule=rn.conv(_d), schema=_conv_schema(_d))
+    register_op(f"relax.nn.max_pool{_d}d", type_rule=rn.pool(_d), schema=_pool_schema(_d, False))
+    register_op(f"relax.nn.avg_pool{_d}d", type_rule=rn.pool(_d), schema=_pool_schema(_d, _d != 2))
+    register_op(f"relax.nn.adaptive_avg_pool{_d}d", type_rule=rn.adaptive_pool(_d), schema=_adaptive_pool_schema(_d))
+for _d in (1, 2):
+    register_op(f"relax.nn.conv{_d}d_transpose", type_rule=rn.conv_transpose(_d), schema=_conv_schema(_d, True))
+register_op("relax.nn.batch_norm", type_rule=rn.batch_norm, schema=_sig(
+    ("data", "gamma", "beta", "moving_mean", "moving_var"),
+    (Attr("axis", "int"), Attr("epsilon", "float", 1e-5), Attr("center", "bool", True), Attr("scale", "bool", True),
+     Attr("momentum", "float", 0.1), Attr("training", "bool", True))))
+register_op("relax.nn.layer_norm", type_rule=rn.normalize,
+            schema=_sig(("data", "gamma", "beta"), (Attr("axes", "ints"),) + _NORM_TAIL))
+register_op("relax.nn.group_norm", type_rule=rn.normalize, schema=_sig(
+    ("data", "gamma", "beta"), (Attr("num_groups", "int"), Attr("channel_axis", "int"), Attr("axes", "ints")) + _NORM_TAIL))
+register_op("relax.nn.instance_norm", type_rule=rn.normalize, schema=_sig(
+    ("data", "gamma", "beta"), (Attr("channel_axis", "int"), Attr("axes", "ints")) + _NORM_TAIL))
+register_op("relax.nn.rms_norm", type_rule=rn.normalize,
+            schema=_sig(("data", "weight"), (Attr("axes", "ints", (-1,)), Attr("epsilon", "float", 1e-5))))
+for _n in ("softmax", "log_softmax"):
+    register_op(f"relax.nn.{_n}", type_rule=_unary, schema=_sig(("data",), (Attr("axis", "int", -1),)))
+register_op("relax.nn.leakyrelu", type_rule=_unary, schema=_sig(("data",), (Attr("alpha", "float", 0.01),)))
+register_op("relax.nn.softplus", type_rule=_unary,
+            schema=_sig(("data",), (Attr("beta", "float", 1.0), Attr("threshold", "float", 20.0))))
+register_op("relax.nn.prelu", type_rule=rt.same_as_arg0, schema=_sig(("data", "alpha"), (Attr("axis", "int", 1),)))
+register_op("relax.nn.dropout", type_rule=rt.dropout, schema=_sig(("data",), (Attr("rate", "float", 0.5),)))
+register_op("relax.nn.pad", type_rule=rn.pad, schema=_sig(
+    ("data",), (Attr("pad_width", "ints"), Attr("pad_value", "float", 0.0), Attr("pad_mode", "str", "constant")),
+    ("data", "pad_width", "pad_mode", "pad_value")))
+register_op("relax.nn.pixel_shuffle", type_rule=rn.pixel_shuffle, schema=_sig(("data",), (Attr("upscale_factor", "int"),)))
+register_op("relax.nn.attention", type_rule=rn.attention, schema=_sig(
+    ("query", "key", "value", ("bias", "expr", ABSENT)),
+    (Attr("scale", "fimm?", None), Attr("causal_mask", "str?", None), Attr("window_size", "int?", None))))
+register_op("relax.nn.nll_loss", type_rule=rn.nll_loss, schema=_sig(
+    ("predictions", "targets", ("weights", "expr", ABSENT)),
+    (Attr("reduction", "str", "mean"), Attr("ignore_index", "int", -100))))
+register_op("relax.image.resize2d", type_rule=rn.resize2d, schema=_sig(("data", ("size", "shape")), (
+    Attr("roi", "fimms", _ROI_ZERO), Attr("layout", "str", "NCHW"), Attr("method", "str", "linear"),
+    Attr("coordinate_transformation_mode", "str", "half_pixel"), Attr("rounding_method", "str", "round"),
+    Attr("cubic_alpha", "float", -0.75), Attr("cubic_exclude", "int", 0), Attr("extrapolation_value", "float", 0.0),
+    Attr("out_dtype", "dtype?", None))))
+register_op("relax.image.grid_sample", type_rule=rn.grid_sample, schema=_sig(("data", "grid"), (
+    Attr("method", "str", "bilinear"), Attr("layout", "str", "NCHW"), Attr("padding_mode", "str", "zeros"),
+    Attr("align_corners", "bool", False))))
+register_op("relax.image.affine_grid", type_rule=rn.affine_grid,
+            schema=_sig(("data", ("size", "shape")), (Attr("align_corners", "bool", True),)))
+register_op("relax.vision.roi_align", type_rule=rn.roi_align, schema=_sig(("data", "rois"), (
+    Attr("pooled_size", "ints", REQUIRED, ("repeat", 2)), Attr("spatial_scale", "float"), Attr("sample_ratio", "int", -1),
+    Attr("aligned", "bool", False), Attr("layout", "str", "NCHW"), Attr("mode", "str", "avg"))))
 
 # --- calls into lower-level functions ------------------------------------------------------------
 register_op("relax.call_tir", type_rule=_first_ty_arg, calls_prim_func=True, n_args=(2, 3))

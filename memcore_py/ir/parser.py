@@ -155,6 +155,7 @@ from .expr import (
 from .functor import value_type
 from .module import IRModule, VDevice
 from .op import get_op, is_registered
+from .op_schema import ABSENT, REQUIRED, convert_attr
 from .ops import builtin_alloc_own_type
 from .prim_func_text import (
     RESERVED_NAMES,
@@ -864,7 +865,94 @@ class _Parser:
         except ValueError as e:
             raise _Err(f"{e}; got {_describe(args[0])}", pos) from None
 
+    def schema_call(self, op, tok, args, kwargs, pos):
+        """A call of an op with a schema (:mod:`~memcore_py.ir.op_schema`): positional values
+        bound in the wrapper's signature order, keywords by name, Relax arguments converted
+        by kind, every attribute checked, converted and present (defaults filled)."""
+        schema = op.schema
+        sig = schema.signature
+        if len(args) > len(sig):
+            n_attr = len(schema.attrs)
+            raise _Err(f"{tok} takes at most {len(schema.args)} arguments" + (f" and {n_attr} attributes" if n_attr else "")
+                       + f"; got {len(args)} ({', '.join(sig)})", pos)
+        bound = dict(zip(sig, args))
+        ty_args = ()
+        for k, v in kwargs.items():
+            if k in ("ty_args", "sinfo_args"):
+                ty_args = self.types_of(v, pos)
+            elif k not in sig:
+                attrs = ", ".join(a.name for a in schema.attrs) or "none"
+                raise _Err(f"{tok}: unknown attribute or argument {k!r} (its attributes: {attrs})", pos)
+            elif k in bound:
+                raise _Err(f"{tok}: {k!r} given twice", pos)
+            else:
+                bound[k] = v
+        if schema.prepare is not None:
+            schema.prepare(bound)
+        exprs = []
+        for a in schema.args:
+            v = bound.get(a.name)
+            if v is None:
+                if a.default is REQUIRED:
+                    lo, hi = op.n_args
+                    want = f"{lo}" if lo == hi else f"{lo} to {hi}"
+                    given = sum(1 for x in schema.args if bound.get(x.name) is not None)
+                    raise _Err(f"{tok} takes {want} arguments; got {given} (missing {a.name!r})", pos)
+                if a.default is ABSENT:
+                    if any(bound.get(b.name) is not None for b in schema.args[len(exprs) + 1:]):
+                        raise _Err(f"{tok}: argument {a.name!r} may only be left out after the last one", pos)
+                    continue
+                v = a.default
+            exprs.append(self.schema_arg(a, v, tok, pos))
+        attrs = {}
+        for a in schema.attrs:
+            if a.name in bound:
+                try:
+                    attrs[a.name] = convert_attr(op.script_name, a, _attr_value(bound[a.name]))
+                except _Err as e:
+                    raise _Err(f"{tok}: attribute {a.name!r}: {e.msg}", pos) from None
+                except IRError as e:
+                    raise _Err(str(e), pos) from None
+        try:
+            attrs = op.complete_attrs(attrs, exprs)
+        except IRError as e:
+            raise _Err(str(e).replace(op.name, tok, 1), pos) from None
+        return Call(op, exprs, attrs, ty_args)
+
+    def schema_arg(self, a, v, tok, pos):
+        """A Relax argument of kind ``a.kind`` from the written value ``v``."""
+        kind = a.kind
+        if kind == "shape":
+            if isinstance(v, (tuple, list)):
+                return ShapeExpr([self.as_dim(d, pos) for d in v])
+            if type(v) is int:
+                return ShapeExpr([IntImm(v)])
+            e = self.as_expr(v, pos)
+            if not isinstance(e.ty, ShapeType) and e.ty is not None:
+                raise _Err(f"{tok}: argument {a.name!r} must be a shape (R.shape([...])); got {_describe(v)}", pos)
+            return e
+        if kind == "tuple":
+            if isinstance(v, (tuple, list)):
+                return Tuple([self.as_expr(x, pos) for x in v])
+            e = self.as_expr(v, pos)
+            if not isinstance(e.ty, TupleType) and e.ty is not None:
+                raise _Err(f"{tok}: argument {a.name!r} must be a tuple; got {_describe(v)}", pos)
+            return e
+        if kind == "prim":
+            if isinstance(v, (tuple, list, str)):
+                raise _Err(f"{tok}: argument {a.name!r} must be a scalar (PrimValue); got {_describe(v)}", pos)
+            e = self.as_expr(v, pos)
+            if e.ty is not None and not isinstance(e.ty, PrimType):
+                raise _Err(f"{tok}: argument {a.name!r} must be a scalar (PrimValue); got {_describe(v)}", pos)
+            return e
+        e = self.as_expr(v, pos)
+        if isinstance(v, (tuple, list)):
+            raise _Err(f"{tok}: argument {a.name!r} must be a Relax value, not a list; got {_describe(v)}", pos)
+        return e
+
     def op_call(self, op, tok, args, kwargs, pos):
+        if op.schema is not None:
+            return self.schema_call(op, tok, args, kwargs, pos)
         lo, hi = op.n_args
         n_attr = len(op.attr_names)
         if hi is not None and len(args) > hi:

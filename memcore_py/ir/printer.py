@@ -119,6 +119,7 @@ from .expr import (
 )
 from .module import IRModule
 from .op import Op
+from .op_schema import format_float_attr
 from .ops import builtin_alloc_own_type
 from .prim import BinaryOp, FloatImm, IntImm, PrimVar
 from .prim_func_text import (
@@ -516,6 +517,8 @@ class _FunctionPrinter:
                 return self._dps_call(call, op)
             if name in _PACKED_OPS:
                 return self._packed_op_call(call, op)
+            if op.schema is not None:
+                return self._schema_call(call, op)
             parts = self._args(call.args)
             parts += self._attrs(call, op)
             if name not in _NO_TY_ARGS_OPS or not self._ty_args_implied(call):
@@ -530,6 +533,21 @@ class _FunctionPrinter:
             parts += self._ty_args(call)
             return "R.call_packed(" + ", ".join(parts) + ")"
         return self.expr(op) + "(" + ", ".join(self._callee_args(call.args)) + ")"
+
+    def _schema_call(self, call, op) -> str:
+        """A call of an op with a schema: arguments positionally, then every attribute in
+        TVM's order (defaults filled), ``double`` attributes with TVM's 17 digits."""
+        parts = self._args(call.args)
+        attrs = op.complete_attrs(call.attrs, call.args)
+        hook = self._attr_text
+        for a in op.schema.attrs:
+            v = attrs[a.name]
+            if a.kind == "float" and type(v) is float:
+                parts.append(f"{a.name}={format_float_attr(v)}")
+            else:
+                parts.append(f"{a.name}={format_attr_value(v, hook)}")
+        parts += self._ty_args(call)
+        return f"{op.script_name}(" + ", ".join(parts) + ")"
 
     def _callee_args(self, args) -> list:
         """Arguments of a call to a function value: TVM's parser does not convert plain

@@ -1,0 +1,186 @@
+"""Helpers shared by the type rules of :mod:`memcore_py.ir.ops` and its ``op_rules_*``
+sibling modules: argument checks, attribute reading, axis normalisation, constant folding of
+dims and numpy broadcasting over possibly symbolic dims. No op is registered here."""
+from __future__ import annotations
+
+from ..errors import IRError
+from .expr import Expr, PrimValue, ShapeExpr
+from .prim import Add, FloorDiv, IntImm, Mul, Sub, prove_equal, simplify_const
+from .types import ShapeType, TensorType, Type
+
+__all__ = [
+    "tensor_arg", "int_attr", "int_list", "norm_axis", "static", "broadcast", "fmt_shape", "shape_values",
+    "product", "dim_add", "dim_sub", "dim_mul", "dim_floordiv", "dim_ceildiv",
+]
+
+
+def _tensor(t, opname, i=0) -> TensorType:
+    if not isinstance(t, TensorType):
+        raise IRError(f"{opname} expects a tensor as argument {i}; got {t!r}")
+    return t
+
+
+def _int_attr(call, key, default=None):
+    v = call.attrs.get(key, default)
+    if isinstance(v, IntImm):
+        return v.value
+    if isinstance(v, PrimValue):
+        return _int_attr_value(v.value)
+    return v
+
+
+def _int_attr_value(v):
+    return v.value if isinstance(v, IntImm) else v
+
+
+def _int_list(v):
+    if v is None:
+        return None
+    if isinstance(v, (int, IntImm)):
+        return [_int_attr_value(v)]
+    return [_int_attr_value(x) for x in v]
+
+
+def _norm_axis(axis, ndim, opname):
+    if not -ndim <= axis < max(ndim, 1):
+        raise IRError(f"{opname}: axis {axis} is out of range for a tensor of rank {ndim}")
+    return axis + ndim if axis < 0 else axis
+
+
+def _dims_equal(a, b) -> bool:
+    return prove_equal(a, b)
+
+
+def _static(d):
+    return d.value if isinstance(d, IntImm) else simplify_const(d)
+
+
+def _broadcast(opname, a: TensorType, b: TensorType):
+    if a.ndim == -1 or b.ndim == -1:
+        return None, -1
+    if a.shape is None or b.shape is None:
+        return None, max(a.ndim, b.ndim)
+    out = []
+    ra, rb = list(reversed(a.shape)), list(reversed(b.shape))
+    for i in range(max(len(ra), len(rb))):
+        x = ra[i] if i < len(ra) else None
+        y = rb[i] if i < len(rb) else None
+        if x is None:
+            out.append(y)
+            continue
+        if y is None:
+            out.append(x)
+            continue
+        sx, sy = _static(x), _static(y)
+        if sx == 1:
+            out.append(y)
+        elif sy == 1:
+            out.append(x)
+        elif sx is not None and sy is not None:
+            if sx != sy:
+                raise IRError(
+                    f"{opname}: shapes {_fmt_shape(a.shape)} and {_fmt_shape(b.shape)} cannot be broadcast "
+                    f"(dim {sx} vs {sy})"
+                )
+            out.append(x)
+        elif _dims_equal(x, y):
+            out.append(x)
+        else:
+            return None, max(a.ndim, b.ndim)  # not provable: rank only (as TVM)
+    return tuple(reversed(out)), len(out)
+
+
+def _fmt_shape(shape):
+    return "(" + ", ".join(repr(_static(d)) if _static(d) is not None else repr(d) for d in shape) + ")"
+
+
+def _shape_values(e: Expr, t: Type, opname: str):
+    if isinstance(e, ShapeExpr):
+        return e.values
+    if isinstance(t, ShapeType) and t.values is not None:
+        return t.values
+    if isinstance(t, ShapeType):
+        return None
+    raise IRError(f"{opname} expects a shape (R.shape([...]) or a Shape value); got {t!r}")
+
+
+def _product(dims):
+    const = 1
+    sym = None
+    for d in dims:
+        s = _static(d)
+        if s is not None:
+            const *= s
+        else:
+            sym = d if sym is None else Mul(sym, d)
+    if sym is None:
+        return IntImm(const)
+    return sym if const == 1 else Mul(sym, IntImm(const))
+
+
+
+def dim_add(a, b):
+    """``a + b`` over dims, folded when both are constant (``x + 0`` is ``x``)."""
+    sa, sb = _static(a), _static(b)
+    if sa is not None and sb is not None:
+        return IntImm(sa + sb)
+    if sb == 0:
+        return a
+    if sa == 0:
+        return b
+    return Add(a, b)
+
+
+def dim_sub(a, b):
+    """``a - b`` over dims, folded when both are constant."""
+    sa, sb = _static(a), _static(b)
+    if sa is not None and sb is not None:
+        return IntImm(sa - sb)
+    if sb == 0:
+        return a
+    return Sub(a, b)
+
+
+def dim_mul(a, b):
+    """``a * b`` over dims, folded when both are constant (``x * 1`` is ``x``)."""
+    sa, sb = _static(a), _static(b)
+    if sa is not None and sb is not None:
+        return IntImm(sa * sb)
+    if sb == 1:
+        return a
+    if sa == 1:
+        return b
+    return Mul(a, b)
+
+
+def dim_floordiv(a, b):
+    """``a // b`` over dims, folded when both are constant (``x // 1`` is ``x``)."""
+    sa, sb = _static(a), _static(b)
+    if sa is not None and sb is not None:
+        if sb == 0:
+            raise IRError("division by zero in a shape")
+        return IntImm(sa // sb)
+    if sb == 1:
+        return a
+    return FloorDiv(a, b)
+
+
+def dim_ceildiv(a, b):
+    """``ceil(a / b)`` over dims: ``(a + b - 1) // b``, folded when constant."""
+    sa, sb = _static(a), _static(b)
+    if sa is not None and sb is not None:
+        return IntImm(-(-sa // sb))
+    if sb == 1:
+        return a
+    return FloorDiv(dim_add(a, dim_sub(b, IntImm(1))), b)
+
+
+tensor_arg = _tensor
+int_attr = _int_attr
+int_list = _int_list
+norm_axis = _norm_axis
+static = _static
+broadcast = _broadcast
+fmt_shape = _fmt_shape
+shape_values = _shape_values
+product = _product
