@@ -1,0 +1,234 @@
+"""AttachAttrLayoutFreeBuffers: tell each ``call_tir`` PrimFunc which inputs are weights.
+
+Port of TVM 0.27's ``relax.transform.AttachAttrLayoutFreeBuffers()`` (src/relax/transform/
+attach_attr_layout_free_buffers.cc; spec §4): ``Sequential([module pass
+"_AttachAttrLayoutFreeBuffers", DeadCodeElimination()], name "AttachAttrLayoutFreeBuffers")``.
+Layout-free buffers are model weights and Relax constants; a tuning pipeline may then
+rewrite their layout ahead of time. TVM's docstring advises CanonicalizeBindings first.
+
+Stage 1 (module pass ``_AttachAttrLayoutFreeBuffers``), per top-level Relax function
+---------------------------------------------------------------------------------
+- *Layout-free expressions* (a set by object identity, emptied for each top-level function):
+  the weight parameters ``params[num_input:]`` of a function whose int attribute
+  ``num_input`` is set, and every :class:`~memcore_py.ir.Constant` node the walk visits.
+  Only these exact objects count: a weight re-bound ``wa = w`` is not recognised, nor a
+  constant bound to a variable. Meeting a nested function with ``num_input`` while the set is
+  not empty is an error (TVM: "meet a non-global function with num_input attr").
+- Each ``R.call_tir(f, (a0, a1, ...), ...)``, after its arguments are visited: the positions
+  ``i`` whose ``ai`` is layout-free form ``layout_free_buffers`` (a tuple of ints, also
+  when empty, replacing any previous value). The PrimFunc ``f`` *of the input module* gets
+  that attribute (:func:`~memcore_py.ir.prim_func_text.with_attrs`, text synced) and is
+  added with :meth:`~memcore_py.ir.builder.BlockBuilder.add_func`, which returns the
+  GlobalVar of an equal function already in the module (so call sites with the same set
+  share one copy) or adds it under a fresh name from the builder's name table, which skips
+  names in use (``matmul`` -> ``matmul1``, then ``matmul2``; the old ``matmul`` is still in
+  the module). The call keeps its attrs, ``ty_args`` and type; its callee becomes the new
+  GlobalVar.
+- Other calls (``call_tir_inplace``, ``call_dps_packed``, lowered calls) are left alone.
+
+Stage 2: :class:`~memcore_py.transform.dead_code_elimination.DeadCodeElimination` removes
+the originals no entry function reaches any more (public PrimFuncs survive) and unused pure
+bindings of every Relax function.
+
+PrimFunc equality for sharing is :func:`~memcore_py.ir.structural.structural_equal`: same
+parameter dtypes and shapes (names positional), same attrs (``layout_free_buffers``
+included), same ``private``, and the same text up to the function's own name and
+whitespace. For the copies this pass makes that is exactly TVM's structural equality (two
+copies of one PrimFunc differ only in the attribute); TVM would also equate an *existing*
+function whose TIR differs from a copy only in variable and buffer names, where memcore
+adds a new copy instead (DIFFERENCES.md).
+
+Where TVM is unsound (DIFFERENCES.md, "AttachAttrLayoutFreeBuffers keeps tir_vars")
+---------------------------------------------------------------------------------
+TVM rebuilds the call with exactly two arguments, so a third ``tir_vars`` argument
+(``R.call_tir(f, (x,), out_ty, tir_vars=R.shape([n]))``) is dropped and the PrimFunc's
+scalar parameters are left without values. memcore keeps it.
+``AttachAttrLayoutFreeBuffers(tvm_compat=True)`` drops it as TVM does (for differential
+tests only).
+
+Bad input (each a :class:`~memcore_py.errors.PassError` naming the function and binding,
+where TVM aborts): a ``call_tir`` callee that is not a GlobalVar, that the module does not
+define, or that is not a PrimFunc; an argument list that is not a tuple literal; a
+non-integer ``num_input``; a nested function with ``num_input`` as above.
+
+Performance: one new PrimFunc per distinct (callee, layout-free positions) pair; later call
+sites reuse it from a dict, so the cost per call site is one rebuilt call.
+"""
+from __future__ import annotations
+
+from ..errors import PassError
+from ..ir.builder import BlockBuilder
+from ..ir.construct import new_call
+from ..ir.expr import Call, Constant, Function, GlobalVar, PrimFunc, Tuple
+from ..ir.functor import OPAQUE_NON_PRIM_LEAVES
+from ..ir.module import IRModule
+from ..ir.op import get_op
+from ..ir.prim import IntImm
+from ..ir.prim_func_text import with_attrs
+from ._lowering_utils import BindingTrackingMutator
+from .dead_code_elimination import DeadCodeElimination
+from .pass_infra import ModulePass, PassContext, Sequential
+
+__all__ = ["AttachAttrLayoutFreeBuffers", "attach_attr_layout_free_buffers", "layout_free_positions"]
+
+_CALL_TIR = get_op("relax.call_tir")
+_ATTR = "layout_free_buffers"
+_NUM_INPUT = "num_input"
+#: Leaves the mutator passes over without a visit: all of ExprMutator's but Constant, which
+#: it must see (a visited constant is layout-free) and shapes/prim values (harmless).
+_OPAQUE = frozenset(OPAQUE_NON_PRIM_LEAVES - {Constant})
+
+
+def _num_input(func: Function, where: str):
+    """The int ``num_input`` attribute of ``func`` or None."""
+    v = func.attrs.get(_NUM_INPUT)
+    if v is None:
+        return None
+    if type(v) is IntImm:
+        v = v.value
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise PassError(f"AttachAttrLayoutFreeBuffers: {where}: attribute 'num_input' must be an int; got {v!r}")
+    return v
+
+
+def layout_free_positions(fields, layout_free: set) -> tuple:
+    """Positions of ``fields`` whose object is in ``layout_free`` or is a Constant."""
+    return tuple(i for i, f in enumerate(fields) if type(f) is Constant or f in layout_free)
+
+
+class _Attacher(BindingTrackingMutator):
+    """Stage 1 over every top-level Relax function; owns the module's builder."""
+
+    pass_name = "AttachAttrLayoutFreeBuffers"
+    opaque_leaves = _OPAQUE
+
+    def __init__(self, mod: IRModule, keep_tir_vars: bool):
+        super().__init__()
+        self.mod = mod
+        self.keep_tir_vars = keep_tir_vars
+        self.bb = BlockBuilder(mod)
+        self.copies: dict = {}
+        """(callee name, positions) -> GlobalVar of the attributed copy."""
+        self.layout_free: set = set()
+        """Weight params of the function being visited (by identity)."""
+        self.seen_constant = False
+        """Whether a Constant was visited in the current top-level function."""
+
+    def run_function(self, gv: GlobalVar, func: Function) -> Function:
+        self.func_name = gv.name
+        self.layout_free = set()
+        self.seen_constant = False
+        return self.visit_function(func)
+
+    def visit_function(self, func: Function) -> Function:
+        k = _num_input(func, f"function {self.func_name!r}")
+        if k is not None:
+            if self.layout_free or self.seen_constant:
+                raise self._fail("met a non-global function with a num_input attr "
+                                 "(TVM: 'meet a non-global function with num_input attr')")
+            if k >= 0:
+                self.layout_free.update(func.params[k:])
+        return super().visit_function(func)
+
+    def visit_expr(self, e):
+        if type(e) is Constant:
+            self.seen_constant = True
+            return e
+        return super().visit_expr(e)
+
+    def visit_call(self, call: Call):
+        new = self.visit_call_default(call)
+        if new.op is not _CALL_TIR:
+            return new
+        args = new.args
+        if len(args) < 2:
+            raise self._fail(f"R.call_tir takes a PrimFunc and an argument tuple; got {len(args)} argument(s)")
+        gv, tup = args[0], args[1]
+        if type(gv) is not GlobalVar:
+            raise self._fail(f"the callee of R.call_tir must be a GlobalVar; got {type(gv).__name__}")
+        if type(tup) is not Tuple:
+            raise self._fail(f"the arguments of R.call_tir must be a tuple literal; got {type(tup).__name__}")
+        positions = layout_free_positions(tup.fields, self.layout_free)
+        key = (gv.name, positions)
+        new_gv = self.copies.get(key)
+        if new_gv is None:
+            if gv.name not in self.mod:
+                raise self._fail(f"R.call_tir calls {gv.name!r}, which the module does not define")
+            func = self.mod[gv.name]
+            if type(func) is not PrimFunc:
+                raise self._fail(f"R.call_tir calls {gv.name!r}, which is a {type(func).__name__}, not a PrimFunc")
+            copy = with_attrs(func, {**func.attrs, _ATTR: positions})
+            new_gv = self.copies[key] = self.bb.add_func(copy, gv.name)
+        rest = args[2:] if self.keep_tir_vars else ()
+        return new_call(_CALL_TIR, (new_gv, tup) + rest, call.attrs, call.ty_args, call.ty)
+
+
+def attach_attr_layout_free_buffers(mod: IRModule, *, tvm_compat: bool = False) -> IRModule:
+    """Stage 1 of the module docstring (TVM's module pass ``_AttachAttrLayoutFreeBuffers``,
+    without the DeadCodeElimination that follows it in the Sequential).
+
+    Parameters
+    ----------
+    mod : IRModule
+    tvm_compat : bool, default False
+        Drop a ``tir_vars`` argument of rewritten calls, as TVM does.
+
+    Returns
+    -------
+    IRModule
+        The attributed copies are added; the originals stay (stage 2 removes them).
+
+    Raises
+    ------
+    PassError
+        Bad input, see the module docstring.
+    """
+    if not isinstance(mod, IRModule):
+        raise PassError(f"AttachAttrLayoutFreeBuffers expects an IRModule; got {type(mod).__name__}")
+    m = _Attacher(mod, keep_tir_vars=not tvm_compat)
+    changed = False
+    for gv, func in mod.functions.items():
+        if type(func) is Function:
+            new = m.run_function(gv, func)
+            if new is not func:
+                m.bb.update_func(gv, new)
+                changed = True
+    return m.bb.get() if changed else mod
+
+
+class _AttachAttrModulePass(ModulePass):
+    """Module pass ``_AttachAttrLayoutFreeBuffers``: :func:`attach_attr_layout_free_buffers`."""
+
+    name = "_AttachAttrLayoutFreeBuffers"
+
+    def __init__(self, *, tvm_compat: bool = False):
+        self.tvm_compat = bool(tvm_compat)
+
+    def transform(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        return attach_attr_layout_free_buffers(mod, tvm_compat=self.tvm_compat)
+
+
+class AttachAttrLayoutFreeBuffers(Sequential):
+    """``Sequential([_AttachAttrLayoutFreeBuffers, DeadCodeElimination()],
+    name="AttachAttrLayoutFreeBuffers")``, as TVM builds it (see the module docstring).
+
+    Parameters
+    ----------
+    tvm_compat : bool, default False
+        Drop ``tir_vars`` arguments as TVM does (unsound; for differential tests).
+
+    Examples
+    --------
+    >>> mod = AttachAttrLayoutFreeBuffers()(mod)  # doctest: +SKIP
+    """
+
+    name = "attach-attr-layout-free-buffers"
+
+    def __init__(self, *, tvm_compat: bool = False):
+        self.tvm_compat = bool(tvm_compat)
+        super().__init__([_AttachAttrModulePass(tvm_compat=self.tvm_compat), DeadCodeElimination()],
+                         name="AttachAttrLayoutFreeBuffers")
+
+    def __repr__(self):
+        return "AttachAttrLayoutFreeBuffers(tvm_compat=True)" if self.tvm_compat else "AttachAttrLayoutFreeBuffers()"
+

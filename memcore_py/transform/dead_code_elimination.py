@@ -1,0 +1,457 @@
+"""DeadCodeElimination: drop unreachable functions and unused pure bindings.
+
+Port of TVM 0.27's ``relax.transform.DeadCodeElimination(entry_functions=None)`` (module
+pass ``DeadCodeElimination``; src/relax/transform/dead_code_elimination.cc, with
+``RemoveAllUnused`` of src/relax/ir/binding_rewrite.cc and ``CollectVarUsage`` of
+src/relax/analysis/udchain.cc), as TVM 0.27.0.post1 behaves.
+
+Stages
+------
+0. *Entry functions*: the functions named in ``entry_functions`` plus every function with
+   external linkage: a Relax function with a ``global_symbol`` attribute (``@R.function``
+   without ``private=True``), a PrimFunc that is not private (or has a ``global_symbol``
+   attribute).
+1. :func:`remove_unreachable_functions`: every function not reachable from an entry
+   through GlobalVar references is removed. A Relax function references every GlobalVar
+   written anywhere in it (callee or argument, nested scopes included); a PrimFunc the
+   ``cls.<name>`` callees of its text (memcore does not read TIR bodies otherwise). As in
+   TVM, when a reachable function refers to a name the module does not define, nothing is
+   removed.
+2. :func:`remove_all_unused` on every Relax function: a ``VarBinding`` is removed when its
+   variable is *unused*, the greatest fixpoint of "not externally exposed, and every binding
+   that reads it is removed". Externally exposed: a variable read where no binding is being
+   evaluated (a function's or nested function's result, a ``match_cast`` value at function
+   level) and every variable whose bound value contains an impure call. ``MatchCast``
+   bindings are never removed. Uses are attributed as TVM's use-def chain does: a variable
+   read inside an If branch (outside the branch's own bindings) is read by the binding of
+   the If; a variable read inside a nested function's bindings by those bindings.
+   Every SeqExpr then has its empty blocks dropped and adjacent blocks of one kind merged
+   (TVM's normalizer).
+3. :func:`remove_unreachable_functions` again (callers may have gone in stage 2).
+
+Purity (TVM ``IsImpureCall``): a call of an :class:`~memcore_py.ir.op.Op` is impure when the
+op is not registered ``pure`` (the op table, :mod:`memcore_py.ir.op`); a call of a Relax
+function's GlobalVar is pure when that function is pure; a call of a variable, whose type is
+a function type, as that type says; a call of an ExternFunc (``R.call_packed``) or of a
+PrimFunc's GlobalVar is impure. ``ContainsImpureCall`` looks through nested calls and If
+branches but not into nested functions, except that a bound nested function is judged by its
+own body.
+
+Deliberate differences from TVM
+-------------------------------
+- A direct call of a PrimFunc is always impure here; TVM asks ``IsPureFunction`` of the TIR
+  body (pure only for a PrimFunc without buffer stores), which memcore does not read.
+- TVM aborts when an entry name is not in the module; here it is a :class:`PassError`.
+
+Example::
+
+    @R.function
+    def main(x: R.Tensor((4,), "float32")):
+        with R.dataflow():
+            y = R.add(x, x)           # unused: removed
+            z = R.multiply(x, x)
+            R.output(z)
+        return z
+
+becomes ``main`` without ``y``; a private function that no entry reaches any more is removed.
+"""
+from __future__ import annotations
+
+import re
+
+from ..errors import PassError
+from ..ir.construct import function_with_body, new_block, new_if, new_seq
+from ..ir.expr import (
+    Call,
+    DataflowVar,
+    ExternFunc,
+    Function,
+    GlobalVar,
+    If,
+    MatchCast,
+    PrimFunc,
+    SeqExpr,
+    Tuple,
+    TupleGetItem,
+    Var,
+    VarBinding,
+)
+from ..ir.functor import normalize_blocks
+from ..ir.module import IRModule
+from ..ir.op import Op
+from ..ir._util import gc_paused
+from ..ir.types import FuncType
+from .pass_infra import ModulePass, PassContext
+
+__all__ = [
+    "DeadCodeElimination",
+    "dead_code_elimination",
+    "entry_function_names",
+    "remove_unreachable_functions",
+    "remove_all_unused",
+    "is_impure_call",
+    "contains_impure_call",
+]
+
+_VARS = (Var, DataflowVar)
+_CLS_REF = re.compile(r"\bcls\.([A-Za-z_][A-Za-z0-9_]*)")
+
+
+# ------------------------------------------------------------------------ stage 0 and 1
+def _is_external(func) -> bool:
+    if type(func) is PrimFunc:
+        return not func.private or "global_symbol" in func.attrs
+    return "global_symbol" in func.attrs
+
+
+def entry_function_names(mod: IRModule, entry_functions=None) -> list:
+    """Names of ``mod``'s entry functions: ``entry_functions`` plus every function with
+    external linkage (see the module docstring), in module order after the given ones.
+
+    Raises
+    ------
+    PassError
+        A name in ``entry_functions`` that ``mod`` does not define (TVM aborts).
+    """
+    names = []
+    for name in entry_functions or ():
+        if not isinstance(name, str):
+            raise PassError(f"DeadCodeElimination: entry function names must be str; got {type(name).__name__} {name!r}")
+        if name not in mod:
+            raise PassError(f"DeadCodeElimination: entry function {name!r} is not in the module; "
+                            f"it has {sorted(gv.name for gv in mod.functions)}")
+        names.append(name)
+    for gv, func in mod.functions.items():
+        if _is_external(func) and gv.name not in names:
+            names.append(gv.name)
+    return names
+
+
+def _callees(func) -> list:
+    """Names of the GlobalVars ``func`` refers to (TVM ``CollectCallees``)."""
+    if type(func) is PrimFunc:
+        text = func.text
+        return _CLS_REF.findall(text) if text and "cls." in text else []
+    out = []
+    stack = [func.body]
+    while stack:
+        e = stack.pop()
+        cls = type(e)
+        if cls is GlobalVar:
+            out.append(e.name)
+        elif cls is Call:
+            stack.extend(e.args)
+            op = e.op
+            if type(op) is not Op:
+                stack.append(op)
+        elif cls is Tuple:
+            stack.extend(e.fields)
+        elif cls is TupleGetItem:
+            stack.append(e.tuple_value)
+        elif cls is SeqExpr:
+            stack.append(e.body)
+            for blk in e.blocks:
+                for b in blk.bindings:
+                    stack.append(b.value)
+        elif cls is If:
+            stack.append(e.cond)
+            stack.append(e.true_branch)
+            stack.append(e.false_branch)
+        elif cls is Function:
+            stack.append(e.body)
+    return out
+
+
+def remove_unreachable_functions(mod: IRModule, entries) -> IRModule:
+    """``mod`` without the functions no entry reaches (TVM ``RemoveUnusedFunctions``).
+
+    Parameters
+    ----------
+    mod : IRModule
+    entries : iterable of str
+        Names of the entry functions (all in ``mod``).
+
+    Returns
+    -------
+    IRModule
+        ``mod`` itself when nothing is removed, or when a reachable function refers to a
+        name ``mod`` does not define (TVM then removes nothing either).
+    """
+    by_name = {gv.name: f for gv, f in mod.functions.items()}
+    reachable = set(entries)
+    todo = list(reachable)
+    while todo:
+        name = todo.pop()
+        func = by_name.get(name)
+        if func is None:
+            return mod
+        for callee in _callees(func):
+            if callee not in reachable:
+                reachable.add(callee)
+                todo.append(callee)
+    remove = [gv for gv in mod.functions if gv.name not in reachable]
+    return mod.with_functions({}, remove=remove) if remove else mod
+
+
+# ------------------------------------------------------------------------ purity
+def is_impure_call(call: Call, mod: IRModule | None = None) -> bool:
+    """Whether ``call`` may have a visible side effect (TVM ``IsImpureCall``; see the module
+    docstring for the rule of each kind of callee). ``mod`` resolves GlobalVar callees."""
+    op = call.op
+    cls = type(op)
+    if cls is Op:
+        return not op.pure
+    if cls is GlobalVar:
+        func = mod.functions.get(mod.get_global_var(op.name)) if mod is not None and op.name in mod else None
+        if type(func) is Function:
+            return not func.is_pure
+        if func is None and isinstance(op.ty, FuncType):
+            return not op.ty.purity
+        return True
+    if cls is ExternFunc:
+        return True
+    ty = getattr(op, "ty", None)
+    if isinstance(ty, FuncType):
+        return not ty.purity
+    return True
+
+
+def contains_impure_call(expr, mod: IRModule | None = None) -> bool:
+    """Whether ``expr`` evaluates an impure call (TVM ``ContainsImpureCall``): nested calls
+    and If branches are searched, nested functions are not, except that a Function given
+    as ``expr`` is judged by its body."""
+    if type(expr) is Function:
+        expr = expr.body
+    stack = [expr]
+    while stack:
+        e = stack.pop()
+        cls = type(e)
+        if cls is Call:
+            if is_impure_call(e, mod):
+                return True
+            stack.extend(e.args)
+        elif cls is Tuple:
+            stack.extend(e.fields)
+        elif cls is TupleGetItem:
+            stack.append(e.tuple_value)
+        elif cls is If:
+            stack.append(e.cond)
+            stack.append(e.true_branch)
+            stack.append(e.false_branch)
+        elif cls is SeqExpr:
+            stack.append(e.body)
+            for blk in e.blocks:
+                for b in blk.bindings:
+                    stack.append(b.value)
+    return False
+
+
+# ------------------------------------------------------------------------ stage 2
+class _Usage:
+    """TVM ``CollectVarUsage`` reduced to what the fixpoint needs: for every VarBinding
+    variable the set of binding variables that read it, the exposed variables."""
+
+    __slots__ = ("reads", "users", "exposed", "bound", "mod")
+
+    def __init__(self, mod):
+        self.mod = mod
+        self.reads: dict = {}
+        """VarBinding var -> set of variables its evaluation reads (its 'uses')."""
+        self.users: dict = {}
+        """VarBinding var -> number of distinct VarBinding vars reading it."""
+        self.exposed: set = set()
+        """Variables read outside any binding, and vars bound to an impure value."""
+        self.bound: list = []
+        """Every VarBinding, in visit order."""
+
+    def seq(self, seq, user):
+        for blk in seq.blocks:
+            for b in blk.bindings:
+                value = b.value
+                if type(b) is VarBinding:
+                    var = b.var
+                    self.bound.append(b)
+                    self.users.setdefault(var, 0)
+                    self.expr(value, var)
+                    if contains_impure_call(value, self.mod):
+                        self.exposed.add(var)
+                else:
+                    self.expr(value, user)
+        self.expr(seq.body, user)
+
+    def expr(self, e, user):
+        stack = [e]
+        while stack:
+            e = stack.pop()
+            cls = type(e)
+            if cls is Var or cls is DataflowVar:
+                if user is None:
+                    self.exposed.add(e)
+                else:
+                    reads = self.reads.get(user)
+                    if reads is None:
+                        reads = self.reads[user] = set()
+                    reads.add(e)
+            elif cls is Call:
+                stack.extend(e.args)
+                op = e.op
+                if type(op) is Var or type(op) is DataflowVar:
+                    stack.append(op)
+            elif cls is Tuple:
+                stack.extend(e.fields)
+            elif cls is TupleGetItem:
+                stack.append(e.tuple_value)
+            elif cls is If:
+                stack.append(e.cond)
+                self.seq(e.true_branch, user)
+                self.seq(e.false_branch, user)
+            elif cls is SeqExpr:
+                self.seq(e, user)
+            elif cls is Function:
+                self.seq(e.body, None)
+
+    def unused(self) -> set:
+        """The greatest fixpoint of TVM ``GetUnusedVars`` (a worklist over reader counts)."""
+        users = self.users
+        for reads in self.reads.values():
+            for v in reads:
+                if v in users:
+                    users[v] += 1
+        exposed = self.exposed
+        todo = [v for v, n in users.items() if n == 0 and v not in exposed]
+        dead = set(todo)
+        reads_of = self.reads
+        while todo:
+            u = todo.pop()
+            for v in reads_of.get(u, ()):
+                n = users.get(v)
+                if n is None:
+                    continue
+                n -= 1
+                users[v] = n
+                if n == 0 and v not in exposed and v not in dead:
+                    dead.add(v)
+                    todo.append(v)
+        return dead
+
+
+def _drop(seq, dead):
+    """``seq`` without the VarBindings of ``dead`` vars, every SeqExpr normalized."""
+    new_blocks = []
+    changed = False
+    for blk in seq.blocks:
+        kept = []
+        blk_changed = False
+        for b in blk.bindings:
+            if type(b) is VarBinding and b.var in dead:
+                blk_changed = True
+                continue
+            v = b.value
+            cv = type(v)
+            if cv is If or cv is Function or cv is SeqExpr:
+                nv = _drop_expr(v, dead)
+                if nv is not v:
+                    blk_changed = True
+                    b = VarBinding(b.var, nv) if type(b) is VarBinding else MatchCast(b.var, nv, b.ty)
+            kept.append(b)
+        if blk_changed:
+            changed = True
+            new_blocks.append(new_block(type(blk), kept))
+        else:
+            new_blocks.append(blk)
+    body = _drop_expr(seq.body, dead)
+    normalized = normalize_blocks(new_blocks)
+    if not changed and body is seq.body and len(normalized) == len(seq.blocks):
+        return seq
+    return new_seq(normalized, body, seq.ty)
+
+
+def _drop_expr(e, dead):
+    cls = type(e)
+    if cls is SeqExpr:
+        return _drop(e, dead)
+    if cls is If:
+        tb, fb = _drop(e.true_branch, dead), _drop(e.false_branch, dead)
+        if tb is e.true_branch and fb is e.false_branch:
+            return e
+        return new_if(e.cond, tb, fb, e.ty)
+    if cls is Function:
+        body = _drop(e.body, dead)
+        return e if body is e.body else function_with_body(e, body)
+    return e
+
+
+def remove_all_unused(func: Function, mod: IRModule | None = None) -> Function:
+    """``func`` without its unused pure VarBindings (TVM ``RemoveAllUnused``; stage 2 of
+    the module docstring); ``func`` itself when nothing changes.
+
+    Parameters
+    ----------
+    func : Function
+    mod : IRModule, optional
+        Resolves the purity of calls of GlobalVars (without it they count as impure unless
+        their type says they are pure).
+    """
+    if type(func) is not Function:
+        raise PassError(f"remove_all_unused expects a Relax Function; got {type(func).__name__}")
+    usage = _Usage(mod)
+    usage.seq(func.body, None)
+    dead = usage.unused()
+    return _drop_expr(func, dead)
+
+
+# ------------------------------------------------------------------------ the pass
+def dead_code_elimination(mod: IRModule, entry_functions=None) -> IRModule:
+    """Stages 0-3 of the module docstring.
+
+    Parameters
+    ----------
+    mod : IRModule
+    entry_functions : list of str, optional
+        Extra entry functions (besides those with external linkage).
+
+    Returns
+    -------
+    IRModule
+        ``mod`` itself when nothing is removed.
+
+    Raises
+    ------
+    PassError
+        An entry name ``mod`` does not define.
+    """
+    if not isinstance(mod, IRModule):
+        raise PassError(f"DeadCodeElimination expects an IRModule; got {type(mod).__name__}")
+    entries = entry_function_names(mod, entry_functions)
+    with gc_paused():
+        mod = remove_unreachable_functions(mod, entries)
+        updates = {}
+        for gv, func in mod.functions.items():
+            if type(func) is Function:
+                new = remove_all_unused(func, mod)
+                if new is not func:
+                    updates[gv] = new
+        if updates:
+            mod = mod.with_functions(updates)
+        return remove_unreachable_functions(mod, entries)
+
+
+class DeadCodeElimination(ModulePass):
+    """Module pass: :func:`dead_code_elimination` (TVM ``relax.transform.DeadCodeElimination``).
+
+    Parameters
+    ----------
+    entry_functions : list of str, optional
+        Names kept (with what they reach) besides the functions with external linkage.
+    """
+
+    name = "dead-code-elimination"
+
+    def __init__(self, entry_functions=None):
+        self.entry_functions = None if entry_functions is None else list(entry_functions)
+
+    def transform(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        return dead_code_elimination(mod, self.entry_functions)
+
+    def __repr__(self):
+        return f"DeadCodeElimination(entry_functions={self.entry_functions!r})"
