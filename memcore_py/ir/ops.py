@@ -8,9 +8,14 @@ defined here too, above the registrations: adding an op touches this module only
 A type rule is ``rule(call, arg_types) -> Type``: ``call`` is the :class:`Call`, whose
 argument count :func:`~memcore_py.ir.infer.infer_type` has checked against ``n_args``,
 and ``arg_types`` the types of its arguments. It raises :class:`IRError` naming the op for
-ill-typed calls. Where TVM's analyzer would simplify a new dim (``n + n`` -> ``n * 2`` in
-concat), the rules build the plain tree instead (``n + n``); sizes that are constant fold
-to integers. Results were checked against TVM 0.27's ``BlockBuilder.normalize`` for the
+ill-typed calls. Sizes that are constant fold to integers; symbolic ones are written as
+TVM's simplifier writes them where that is simple (reshape's ``n * 4 // 2`` is ``n * 2``), else
+as the plain tree (concat's ``n + n``, which TVM writes ``n * 2``: equal by arithmetic, and
+what TVM prints is kept when a text carries the annotation). The high-level ops' rules
+live in the sibling modules :mod:`~memcore_py.ir.op_rules_tensor` and
+:mod:`~memcore_py.ir.op_rules_nn` (shared helpers: :mod:`~memcore_py.ir.op_rules_common`); their
+schemas (arguments, attributes in TVM's order, defaults) are declared here with each
+registration. Results were checked against TVM 0.27's ``BlockBuilder.normalize`` for the
 cases in the tests.
 
 This module is imported by ``memcore_py.ir``, so the ops exist once the package is imported.
@@ -128,6 +133,9 @@ def _reshape(call, ts):
             if sp == 0 or st % sp:
                 raise IRError(f"{name}: cannot reshape {_fmt_shape(t.shape)} to {_fmt_shape(values)}")
             missing = IntImm(st // sp)
+        elif sp is not None and isinstance(total, Mul) and type(total.b) is IntImm and total.b.value % sp == 0:
+            q = total.b.value // sp  # n * 4 // 2 is n * 2, as TVM's simplifier writes it
+            missing = total.a if q == 1 else Mul(total.a, IntImm(q))
         else:
             missing = FloorDiv(total, part)
         values = tuple(missing if _static(v) == -1 else v for v in values)

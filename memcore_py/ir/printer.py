@@ -155,6 +155,11 @@ _PACKED_OPS = frozenset({"relax.call_pure_packed", "relax.call_inplace_packed"})
 _NO_TY_ARGS_OPS = frozenset({"relax.builtin.alloc_tensor"})
 
 
+def _float_imm(p) -> str:
+    """A FloatImm as TVM prints it: ``T.float32(0.54000000000000004)`` (17 digits)."""
+    return f"T.{p.dtype}({format_float_attr(p.value)})"
+
+
 def _prim_names(e, out: dict) -> None:
     """Collect PrimVar name -> dtype of ``e`` into ``out`` (first occurrence order)."""
     stack = [e]
@@ -415,6 +420,8 @@ class _FunctionPrinter:
     def _prim(self, p) -> str:
         if type(p) is IntImm and p.dtype == "int64":
             return str(p.value)
+        if type(p) is FloatImm:
+            return _float_imm(p)
         if type(p) is not IntImm and type(p) is not FloatImm:
             _prim_names(p, self.body_prims)
         return format_prim(p, False, self.prim_rename)
@@ -544,6 +551,10 @@ class _FunctionPrinter:
             v = attrs[a.name]
             if a.kind == "float" and type(v) is float:
                 parts.append(f"{a.name}={format_float_attr(v)}")
+            elif type(v) is FloatImm:
+                parts.append(f"{a.name}={_float_imm(v)}")
+            elif a.kind == "fimms" and type(v) is tuple and all(type(x) is FloatImm for x in v):
+                parts.append(f"{a.name}=[" + ", ".join(_float_imm(x) for x in v) + "]")
             else:
                 parts.append(f"{a.name}={format_attr_value(v, hook)}")
         parts += self._ty_args(call)
