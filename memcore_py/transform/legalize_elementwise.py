@@ -20,6 +20,8 @@ of TE or TOPI is needed, because these six ops are one loop nest each (two for `
 - broadcasting as TOPI's ``InputIndexFromBroadcast``: operand dims aligned to the right, a
   dim equal to the result dim is indexed by its block var, a constant 1 by
   ``T.int64(0)``, missing leading dims are dropped;
+- an integer constant folded into an ``add``/``multiply`` is written on the right
+  (``x + 7`` for ``add(7, x)``), as TIR's expression constructor does; float ones stay;
 - block names ``T_add``, ``T_subtract``, ``T_multiply``, ``T_divide``, ``compute``; integer
   division is ``T.Div``; scalars spelled as TVM prints them (``T.float32(0.5)`` with
   17 significant digits, bare int32 literals).
@@ -235,14 +237,19 @@ def prim_func_text(call: ElementwiseCall, func_name: str, inplace_index=None, *,
     out = (out_name, call.shape)
     if call.op in _BINARY:
         sym_op = _BINARY[call.op][0]
-        int_div = call.op == "relax.divide" and not dtype.startswith(("float", "bfloat"))
+        is_float = dtype.startswith(("float", "bfloat"))
+        int_div = call.op == "relax.divide" and not is_float
         reads = [(n, o.shape) for n, o in zip(names, call.operands) if n is not None]
 
         def value_of(bvars):
             terms = []
             for n, o in zip(names, call.operands):
                 terms.append(n + _index(o.shape, call.shape, bvars) if n is not None else scalar_text(o.value, dtype))
-            return f"T.Div({terms[0]}, {terms[1]})" if int_div else f"{terms[0]} {sym_op} {terms[1]}"
+            if int_div:
+                return f"T.Div({terms[0]}, {terms[1]})"
+            if not is_float and sym_op in "+*" and not call.operands[0].is_buffer:
+                terms.reverse()  # TIR's constructor moves an integer constant to the right
+            return f"{terms[0]} {sym_op} {terms[1]}"
 
         _block(lines, ind, block_name, out_dims, "ax", reads, out, value_of)
     elif call.op == "relax.nn.relu":
