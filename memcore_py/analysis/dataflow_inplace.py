@@ -42,6 +42,8 @@ entry point) reproduces TVM.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from memcore import live_intervals
@@ -333,6 +335,15 @@ def _candidate_types(ty) -> list:
     return []
 
 
+def _static_dims(shape):
+    out = []
+    for d in shape:
+        if type(d) is not IntImm:
+            return None
+        out.append(d.value)
+    return out
+
+
 def _numel(shape):
     out = IntImm(1)
     for d in shape:
@@ -361,6 +372,11 @@ def _size_matches(target, arg):
             return False, False
         if target.dtype != arg.dtype:
             return False, False
+        ts, as_ = _static_dims(target.shape), _static_dims(arg.shape)
+        if ts is not None and as_ is not None:  # constant shapes: plain integers
+            if math.prod(as_) < math.prod(ts):
+                return False, False
+            return True, ts == as_
         if not _provably_nonneg_difference(_numel(arg.shape), _numel(target.shape)):
             return False, False
         if len(target.shape) != len(arg.shape):
@@ -429,7 +445,7 @@ def _conditions_met(live, alias, tuples, current, target, i, tvm_tuple_capture) 
             orange = live.get(other)
             if oset is None or orange is None or orange[1] <= i:
                 continue
-            if not tvm_tuple_capture:
+            if tuples and not tvm_tuple_capture:
                 oset = _captured_ids(tuples, oset)
             if not check.isdisjoint(oset):
                 return False

@@ -79,6 +79,7 @@ class _Rewriter(ExprMutator):
         self.inplace: dict = {}  # structure key -> GlobalVar of the in-place function
         self.legal_added: list = []
         self.chosen: dict = {}
+        self.by_types: dict = {}  # (op, type ids, index) -> (legalization, in-place GlobalVar)
 
     # -- blocks -------------------------------------------------------------------
     def visit_block(self, blk):
@@ -106,55 +107,75 @@ class _Rewriter(ExprMutator):
     def _fail(self, b, msg):
         return PassError(f"DataflowUseInplaceCalls: binding '{b.var.name}' in function '{self.func_name}': {msg}")
 
-    def _describe(self, b, call: Call):
-        """The ElementwiseCall of ``call`` and the Relax arguments its PrimFunc takes."""
+    def _parts(self, b, call: Call):
+        """The result type, which operands TVM folds (scalar constants) and the Relax
+        arguments the PrimFunc takes."""
         op = call.op
         if op.name not in SUPPORTED:
             raise self._fail(b, f"{op.name} is registered in-place capable but has no legalization here")
-        try:
-            rty = call.ty if isinstance(call.ty, TensorType) else infer_type(call, self.mod)
-        except IRError as e:
-            raise self._fail(b, str(e)) from None
+        rty = call.ty
+        if not isinstance(rty, TensorType):
+            try:
+                rty = infer_type(call, self.mod)
+            except IRError as e:
+                raise self._fail(b, str(e)) from None
         if not isinstance(rty, TensorType) or rty.shape is None or not rty.dtype:
             raise self._fail(b, f"the result type of {op.name} is not a tensor of known shape and dtype: {rty!r}")
-        args = list(call.args)
+        args = call.args
         folded = [False] * len(args)
         if len(args) == 2:  # TVM: fold args[1] if it is a scalar constant, else args[0]
             if _scalar_constant(args[1]):
                 folded[1] = True
             elif _scalar_constant(args[0]):
                 folded[0] = True
-        operands, kept = [], []
         for k, a in enumerate(args):
-            if folded[k]:
-                if a.data is None:
-                    raise self._fail(b, "the scalar constant folded into the PrimFunc has no data (metadata not supplied)")
-                operands.append(Operand(None, value=scalar_of(a.data)))
-                continue
-            t = getattr(a, "ty", None)
-            if not isinstance(t, TensorType) or t.shape is None:
-                raise self._fail(b, f"argument {k} of {op.name} is not a tensor of known shape: {t!r}")
-            operands.append(Operand(tuple(t.shape), a.name if isinstance(a, Var) else "A"))
-            kept.append(a)
-        return ElementwiseCall(op.name, rty.dtype, tuple(rty.shape), tuple(operands)), kept, folded, rty
+            if folded[k] and a.data is None:
+                raise self._fail(b, "the scalar constant folded into the PrimFunc has no data (metadata not supplied)")
+            if not folded[k]:
+                t = getattr(a, "ty", None)
+                if not isinstance(t, TensorType) or t.shape is None:
+                    raise self._fail(b, f"argument {k} of {op.name} is not a tensor of known shape: {t!r}")
+        return rty, folded
 
-    def _add(self, table: dict, key, text: str, hint: str):
+    @staticmethod
+    def _describe(call: Call, rty, folded) -> ElementwiseCall:
+        operands = []
+        for k, a in enumerate(call.args):
+            if folded[k]:
+                operands.append(Operand(None, value=scalar_of(a.data)))
+            else:
+                operands.append(Operand(tuple(a.ty.shape), a.name if isinstance(a, Var) else "A"))
+        return ElementwiseCall(call.op.name, rty.dtype, tuple(rty.shape), tuple(operands))
+
+    def _function(self, table: dict, ec: ElementwiseCall, index, hint: str):
+        """The GlobalVar of the PrimFunc of ``ec`` (in place of ``index``, or the
+        legalization for None): shared by structure, added under ``hint`` if new."""
+        key = structure_key(ec, index)
         gv = table.get(key)
         if gv is None:
-            _name, func = read_prim_func(text)
+            _name, func = read_prim_func(prim_func_text(ec, hint, index))
             gv = self.bb.add_func(func, hint)
             table[key] = gv
         return gv
 
     def _inplace_call(self, b, j: int) -> Call:
         call = b.value
-        ec, kept, folded, rty = self._describe(b, call)
-        legal_name = call.op.legalize
-        gv_legal = self._add(self.legal, structure_key(ec), prim_func_text(ec, legal_name), legal_name)
+        rty, folded = self._parts(b, call)
+        # Types are shared objects, so a call of the same op on the same types (and the same
+        # folded constants) needs no new text: a cheap key before the structural one.
+        fast = (call.op.name, id(rty), j, tuple(
+            ("c", repr(scalar_of(a.data)), a.ty.dtype) if folded[k] else id(a.ty) for k, a in enumerate(call.args)))
+        hit = self.by_types.get(fast)
+        if hit is None:
+            ec = self._describe(call, rty, folded)
+            gv_legal = self._function(self.legal, ec, None, call.op.legalize)
+            gv = self._function(self.inplace, ec, j, gv_legal.name + "_inplace")
+            keep = (rty,) + tuple(a.ty for a in call.args)  # keeps the ids of the key valid
+            hit = self.by_types[fast] = (gv_legal, gv, keep)
+        gv_legal, gv, _keep = hit
         self.legal_added.append(gv_legal)
+        kept = [a for k, a in enumerate(call.args) if not folded[k]]
         idx = j - sum(folded[:j])  # position among the PrimFunc's inputs (folded constants skipped)
-        name = gv_legal.name + "_inplace"
-        gv = self._add(self.inplace, (structure_key(ec, j),), prim_func_text(ec, name, j), name)
         fields = tuple(self.visit_expr(a) for a in kept)
         args_tuple = Tuple(fields)
         return Call(_CALL_TIR_INPLACE, (gv, args_tuple), {"inplace_indices": (idx,)}, (rty,))
