@@ -36,6 +36,13 @@ are parameters (a frozen batch norm module), the rotary cos/sin tables and the c
 masks are parameters, position embeddings are parameters added directly (fixed sequence
 length).
 
+With ``--highlevel`` (or ``--highlevel-only``) it also writes, for the models in
+``HIGHLEVEL_MODELS``, the module exactly as TVM's importer prints it *before* any lowering
+(step 2 above: ``R.nn.conv2d``, ``R.matmul``, ``R.nn.layer_norm`` ..., weights as parameters,
+``num_input`` kept, ``params`` dropped) to ``memcore_py/examples/models/highlevel/<name>.py.gz``;
+the text must read back through TVM's parser into a module structurally equal to the one
+printed.
+
 With ``--vm-check`` the script also runs each model end to end on TVM's VM (llvm, real
 PrimFunc bodies, random weights): TVM's full default pipeline is the reference, and the same
 lowered module planned by memcore (parsed from TVM's text; ``StaticPlanBlockMemory`` in TVM
@@ -47,6 +54,7 @@ Usage::
 
     python tools/make_models.py [NAME ...]       # default: all models
     python tools/make_models.py --vm-check llama_small resnet50
+    python tools/make_models.py --highlevel-only          # only the high-level texts
 """
 from __future__ import annotations
 
@@ -64,6 +72,7 @@ from torch import nn
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT_DIR = os.path.join(HERE, os.pardir, "memcore_py", "examples", "models")
+HIGHLEVEL_DIR = os.path.join(OUT_DIR, "highlevel")
 
 torch.manual_seed(0)
 
@@ -326,6 +335,10 @@ MODELS = {
 }
 
 
+#: Models whose pre-lowering (importer) text is shipped in ``examples/models/highlevel/``.
+HIGHLEVEL_MODELS = ("resnet50", "bert_base", "gpt2_small", "llama_small")
+
+
 # ---------------------------------------------------------------------------------------------
 # TVM lowering
 # ---------------------------------------------------------------------------------------------
@@ -510,21 +523,56 @@ def vm_check(name: str, lowered, inputs) -> None:
         print(f"  {name}: memcore {mode} mode: same outputs ({seconds:.1f} s)", flush=True)
 
 
-def build_one(name: str, check_vm: bool = False) -> dict:
-    import tvm
+def import_model(name: str):
+    """``(module, inputs)``: model ``name`` exported with ``torch.export`` and imported by TVM's
+    ``from_exported_program(ep, keep_params_as_input=True)``, the ``params`` attribute dropped."""
     from tvm.relax.frontend.torch import from_exported_program
 
     ctor, make_inputs = MODELS[name]
     model = ctor().eval()
     inputs = make_inputs()
-    t0 = time.perf_counter()
     with torch.no_grad():
         ep = torch.export.export(model, inputs)
     mod = from_exported_program(ep, keep_params_as_input=True)
     main = mod["main"]
     if main.attrs is not None and "params" in main.attrs:
         mod["main"] = main.without_attr("params")
-    del model, ep
+    return mod, inputs
+
+
+def _write_gz(path: str, text: str) -> None:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    # mtime=0: byte-identical output for identical text.
+    with open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, filename="") as fh:
+        fh.write(text.encode())
+
+
+def build_highlevel(name: str, mod=None) -> str:
+    """Write model ``name``'s importer module (before legalization) as TVM prints it to
+    ``highlevel/<name>.py.gz``; TVM must read the text back into an equal module."""
+    import tvm
+
+    t0 = time.perf_counter()
+    if mod is None:
+        mod, _ = import_model(name)
+    text = mod.script()
+    if "metadata[" in text:
+        raise RuntimeError(f"{name}: the high-level module references metadata constants")
+    tvm.ir.assert_structural_equal(tvm.script.from_source(text), mod)
+    _write_gz(os.path.join(HIGHLEVEL_DIR, f"{name}.py.gz"), text)
+    n_bindings = sum(len(b.bindings) for b in mod["main"].body.blocks)
+    print(f"{name} (high-level): {len(text) / 1e3:.0f} kB text, {n_bindings} bindings "
+          f"({time.perf_counter() - t0:.1f} s)", flush=True)
+    return text
+
+
+def build_one(name: str, check_vm: bool = False, highlevel: bool = False) -> dict:
+    import tvm
+
+    t0 = time.perf_counter()
+    mod, inputs = import_model(name)
+    if highlevel and name in HIGHLEVEL_MODELS:
+        build_highlevel(name, mod)
     lowered = lower(mod)
     if check_vm:
         vm_check(name, lowered, inputs)
@@ -543,11 +591,7 @@ def build_one(name: str, check_vm: bool = False) -> dict:
     counts = count_allocs(reparsed)
     for fname, info in functions.items():
         info.update(counts.get(fname, {}))
-    os.makedirs(OUT_DIR, exist_ok=True)
-    path = os.path.join(OUT_DIR, f"{name}.py.gz")
-    # mtime=0: byte-identical output for identical text.
-    with open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, filename="") as fh:
-        fh.write(text.encode())
+    _write_gz(os.path.join(OUT_DIR, f"{name}.py.gz"), text)
     oracle = {
         "model": name,
         "producer": f"tvm {tvm.__version__} relax.transform.StaticPlanBlockMemory",
@@ -574,13 +618,21 @@ def main(argv=None) -> int:
     parser.add_argument("names", nargs="*", help=f"models to build (default: all of {', '.join(MODELS)})")
     parser.add_argument("--vm-check", action="store_true",
                         help="also run each model on TVM's VM planned by TVM and by memcore (slow)")
+    parser.add_argument("--highlevel", action="store_true",
+                        help=f"also write the importer's (pre-lowering) text of {', '.join(HIGHLEVEL_MODELS)}")
+    parser.add_argument("--highlevel-only", action="store_true",
+                        help="write only the importer's (pre-lowering) texts (no lowering, no oracle)")
     args = parser.parse_args(argv)
     unknown = [n for n in args.names if n not in MODELS]
     if unknown:
         parser.error(f"unknown model(s) {unknown}; choose from {list(MODELS)}")
     torch.set_num_threads(1)
+    if args.highlevel_only:
+        for name in args.names or HIGHLEVEL_MODELS:
+            build_highlevel(name)
+        return 0
     for name in args.names or MODELS:
-        build_one(name, check_vm=args.vm_check)
+        build_one(name, check_vm=args.vm_check, highlevel=args.highlevel)
     return 0
 
 

@@ -124,7 +124,6 @@ from .ops import builtin_alloc_own_type
 from .prim import BinaryOp, FloatImm, IntImm, PrimVar
 from .prim_func_text import (
     RESERVED_NAMES,
-    float_literal as _float_lit,
     format_attr_dict,
     format_attr_value,
     format_prim,
@@ -700,7 +699,7 @@ def _scalar_lit(v) -> str:
     if isinstance(v, int):
         return str(v)
     if isinstance(v, float):
-        return _float_lit(v)
+        return format_float_attr(v)  # TVM's 17 significant digits
     if isinstance(v, complex):
         raise IRError(f"printer: complex constants are not supported; got {v!r}")
     return repr(v)

@@ -10,7 +10,15 @@ Each model ``<name>`` is two files in this folder:
     TVM's own StaticPlanBlockMemory result on that module (bytes of every storage per
     function, counts, time): the oracle tests and benchmarks compare against.
 
-``tools/make_models.py`` (needs torch and tvm) rebuilds both and documents the pipeline.
+``highlevel/<name>.py.gz``
+    The same model's module exactly as TVM 0.27's torch importer prints it, *before* any
+    lowering (``from_exported_program(ep, keep_params_as_input=True)``: ``R.nn.conv2d``,
+    ``R.matmul``, ``R.nn.layer_norm`` ..., weights as parameters, ``num_input`` kept, the
+    ``params`` attribute dropped), for ResNet-50, BERT-base, GPT-2 and the Llama-style
+    decoder: the input of the high-level passes (DataflowUseInplaceCalls, LegalizeOps).
+
+``tools/make_models.py`` (needs torch and tvm) rebuilds them and documents the pipeline
+(``--highlevel-only`` rebuilds the high-level texts alone).
 Its ``--vm-check`` runs the models with their real PrimFunc bodies on TVM's VM (llvm, random
 weights): planned by memcore in TVM mode and in arena mode, all five give TVM's own
 pipeline's outputs.
@@ -21,6 +29,9 @@ Examples
 >>> list_models()  # doctest: +SKIP
 ['bert_base', 'gpt2_small', 'llama_small', 'resnet50', 'vit_b16']
 >>> mod = load_model("resnet50")  # doctest: +SKIP
+>>> list_highlevel_models()  # doctest: +SKIP
+['bert_base', 'gpt2_small', 'llama_small', 'resnet50']
+>>> hl = load_highlevel_model("bert_base")  # doctest: +SKIP
 """
 from __future__ import annotations
 
@@ -28,9 +39,13 @@ import gzip
 import json
 import os
 
-__all__ = ["list_models", "model_text", "load_model", "tvm_oracle"]
+__all__ = [
+    "list_models", "model_text", "load_model", "tvm_oracle",
+    "list_highlevel_models", "highlevel_model_text", "load_highlevel_model",
+]
 
 _DIR = os.path.dirname(os.path.abspath(__file__))
+_HIGHLEVEL_DIR = os.path.join(_DIR, "highlevel")
 _TEXT_SUFFIX = ".py.gz"
 _ORACLE_SUFFIX = ".tvm.json"
 
@@ -77,3 +92,31 @@ def tvm_oracle(name: str) -> dict:
     """
     with open(_path(name, _ORACLE_SUFFIX), encoding="utf-8") as fh:
         return json.load(fh)
+
+
+def list_highlevel_models() -> list[str]:
+    """Names of the shipped high-level (importer, pre-lowering) model texts, sorted."""
+    if not os.path.isdir(_HIGHLEVEL_DIR):
+        return []
+    return sorted(f[: -len(_TEXT_SUFFIX)] for f in os.listdir(_HIGHLEVEL_DIR) if f.endswith(_TEXT_SUFFIX))
+
+
+def highlevel_model_text(name: str) -> str:
+    """The TVMScript text of model ``name`` as TVM's torch importer prints it.
+
+    Raises
+    ------
+    KeyError
+        If no such high-level model is shipped (the message lists the ones that are).
+    """
+    if not isinstance(name, str) or name not in list_highlevel_models():
+        raise KeyError(f"unknown high-level model {name!r}; shipped high-level models are {list_highlevel_models()}")
+    with gzip.open(os.path.join(_HIGHLEVEL_DIR, name + _TEXT_SUFFIX), "rt", encoding="utf-8") as fh:
+        return fh.read()
+
+
+def load_highlevel_model(name: str):
+    """Parse the high-level text of model ``name`` into an :class:`~memcore_py.ir.IRModule`."""
+    from ... import parse
+
+    return parse(highlevel_model_text(name))
