@@ -473,11 +473,25 @@ class PrimFunc(BaseFunc):
         these); it prints as a valid PrimFunc with that signature and an empty body.
     private : bool
         ``@T.prim_func(private=True)``.
+    source : object or None
+        The foreign object this PrimFunc stands for, carried opaque and never read by memcore:
+        the ``tvm.tirx.PrimFunc`` that :func:`memcore_py.tvm.from_tvm` converted it from
+        (:func:`memcore_py.tvm.to_tvm` writes that object back untouched). None otherwise.
+
+    Notes
+    -----
+    :meth:`lazy` makes a PrimFunc whose ``params``, ``attrs``, ``text`` and ``private`` are
+    computed on first access (the TVM bridge reads a TVM PrimFunc's signature only when a
+    pass, the printer or structural equality asks for it, since planning never does). The
+    fields are slots left unset until then; ``__getattr__``, which Python calls only for an
+    unset slot, fills all four at once, so a loaded PrimFunc costs nothing extra.
     """
 
-    __slots__ = ("params", "text", "private")
+    __slots__ = ("params", "text", "private", "source", "_load")
 
-    def __init__(self, params, attrs=None, text: str | None = None, private: bool = False):
+    _LAZY_FIELDS = ("params", "attrs", "text", "private")
+
+    def __init__(self, params, attrs=None, text: str | None = None, private: bool = False, source=None):
         params = tuple(params)
         for i, p in enumerate(params):
             if not isinstance(p, PrimFuncParam):
@@ -486,4 +500,32 @@ class PrimFunc(BaseFunc):
         _set(self, "attrs", dict(attrs) if attrs else {})
         _set(self, "text", text)
         _set(self, "private", bool(private))
+        _set(self, "source", source)
+        _set(self, "_load", None)
         _set(self, "ty", ObjectType())
+
+    @classmethod
+    def lazy(cls, load, source) -> "PrimFunc":
+        """A PrimFunc whose ``params``, ``attrs``, ``text`` and ``private`` are
+        ``load() -> (params, attrs, text, private)``, called once on first access (checked
+        as the constructor checks them)."""
+        if not callable(load):
+            raise IRError(f"PrimFunc.lazy needs a callable loader; got {type(load).__name__}")
+        f = object.__new__(cls)
+        _set(f, "source", source)
+        _set(f, "_load", load)
+        _set(f, "ty", ObjectType())
+        return f
+
+    def __getattr__(self, name):
+        if name not in PrimFunc._LAZY_FIELDS:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        load = object.__getattribute__(self, "_load")
+        if load is None:
+            raise AttributeError(f"PrimFunc field {name!r} is not set")
+        params, attrs, text, private = load()
+        checked = PrimFunc(params, attrs, text, private)
+        for k in PrimFunc._LAZY_FIELDS:
+            _set(self, k, object.__getattribute__(checked, k))
+        _set(self, "_load", None)
+        return object.__getattribute__(self, name)

@@ -1,0 +1,570 @@
+"""``from_tvm``: a ``tvm.IRModule`` -> a memcore :class:`~memcore_py.ir.IRModule`, object by
+object through TVM's Python API (no TVMScript text).
+
+Node mapping (TVM 0.27 -> memcore), the inverse of :mod:`memcore_py.tvm.to_tvm`:
+
+=====================================================  =========================================
+TVM                                                    memcore
+=====================================================  =========================================
+``relax.expr.Function`` / ``tirx.PrimFunc``            ``Function`` / ``PrimFunc.lazy`` (the TVM
+                                                       object carried as ``source``)
+``VarBinding`` / ``MatchCast``, ``(Dataflow)Block``    same names
+``ir.Var`` / ``relax.expr.DataflowVar``                ``Var`` / ``DataflowVar``; an undefined
+                                                       ``ir.Var`` of a prim type is a symbolic
+                                                       dim: ``PrimValue(PrimVar)``
+``ir.Call`` (``Op``, ``GlobalVar``, ``ExternFunc``,    ``Call``; attributes through the op
+``Var`` callee)                                        table's schema (:mod:`.values`)
+``ir.IntImm`` / ``ir.FloatImm`` / ``prim.Add`` ...     ``PrimValue`` of the ``PrimExpr``
+``ir.StringImm`` / ``ir.GenericConst`` (dtype)         ``StringImm`` / ``DataTypeImm``
+``ir.GenericConst`` (tensor)                           ``Constant`` with its numpy data
+``relax.expr.ShapeExpr``, ``ir.Tuple``,                ``ShapeExpr``, ``Tuple``, ``TupleGetItem``,
+``ir.TupleGetItem``, ``relax.expr.If``,                ``If``, ``SeqExpr``, ``ExternFunc``,
+``relax.expr.SeqExpr``, ``ExternFunc``, ``GlobalVar``  ``GlobalVar``
+``relax.TensorType`` / ``ShapeType`` / ``AnyType`` /   ``TensorType`` / ``ShapeType`` /
+``ir.TupleType`` / ``ir.PrimType`` / ``FuncType``      ``ObjectType`` / ``TupleType`` /
+                                                       ``PrimType`` / ``FuncType``
+missing type (``ir.Type``)                             None
+``relax.VDevice`` in ``global_infos["vdevice"]``       ``VDevice``; a tensor's vdevice is
+                                                       ``"kind:index:scope"`` as TVM prints it
+=====================================================  =========================================
+
+Anything else (``ir.StringType`` as a value's type, a ``TensorType`` whose shape is a
+variable, nested functions, TIR nodes memcore's symbolic arithmetic lacks such as
+``prim.Select``, an op missing from memcore's op table, an attribute field outside an op's
+schema) raises :class:`~memcore_py.tvm._api.TVMConversionError` naming it and the function
+it sits in.
+
+Speed: the converter reads each TVM field once (FFI field reads cost ~0.1-0.2 us, while
+iterating a ``tvm_ffi.Array`` through its Python ``__iter__`` costs ~0.7 us per element, so
+arrays are read with the FFI's size/get-item functions). Types, dtypes, ops and symbolic
+vars are memoised by the address of their TVM object (``__chandle__``), valid while the
+source module is alive (it is, for the whole call). A binding's value type is usually the
+same object as its var's type, so it is converted once.
+"""
+from __future__ import annotations
+
+from ..ir.construct import (
+    EMPTY_ATTRS,
+    new_binding,
+    new_block,
+    new_call,
+    new_if,
+    new_match_cast,
+    new_seq,
+    new_shape_expr,
+    new_shape_type,
+    new_tuple,
+    new_tuple_get_item,
+    new_var,
+)
+from ..ir.expr import (
+    BindingBlock,
+    Call,
+    Constant,
+    DataflowBlock,
+    DataflowVar,
+    DataTypeImm,
+    ExternFunc,
+    Function,
+    GlobalVar,
+    PrimFunc,
+    PrimFuncParam,
+    PrimValue,
+    StringImm,
+    Var,
+)
+from ..ir.module import IRModule, VDevice
+from ..ir.op import get_op, is_registered
+from ..ir.ops import builtin_alloc_own_type
+from ..ir.prim import Add, FloatImm, FloorDiv, FloorMod, IntImm, Max, Min, Mul, PrimVar, Sub
+from ..ir.types import FuncType, ObjectType, PrimType, ShapeType, TensorType, TupleType
+from ._api import TVMConversionError, tvm_api
+from .values import _type_key, call_attrs_from_tvm, dict_attrs_from_tvm
+
+__all__ = ["from_tvm"]
+
+#: TVM PrimFunc attribute spelled in the decorator (``@T.prim_func(s_tir=True)``), which
+#: memcore keeps in the PrimFunc's text rather than in ``attrs``.
+_DECORATOR_ATTRS = ("s_tir",)
+_OBJECT = ObjectType()
+_BUILTIN_ALLOC = get_op("relax.builtin.alloc_tensor")
+
+
+def _binary_classes(api):
+    p = api.prim
+    return {p.Add: Add, p.Sub: Sub, p.Mul: Mul, p.FloorDiv: FloorDiv, p.FloorMod: FloorMod, p.Min: Min, p.Max: Max}
+
+
+class _Reader:
+    """One conversion: the memo tables and the per-kind readers."""
+
+    def __init__(self, api, tvm_mod, record=None):
+        from tvm_ffi import _ffi_api as ffi
+
+        self.record = record
+        self.api = api
+        self.size = ffi.ArraySize
+        self.get = ffi.ArrayGetItem
+        self.vars = {}
+        self.gvars = {}
+        self.types = {}
+        self.dtypes = {}
+        self.ops = {}
+        self.prims = {}
+        self.ints = {}
+        self.interned = {}
+        self.where = "the module"
+        self.binary = _binary_classes(api)
+        self.vdevices = self._vdevice_list(tvm_mod)
+        self.expr_readers = {
+            api.Var: self.var_ref,
+            api.DataflowVar: self.var_ref,
+            api.Call: self.call,
+            api.ShapeExpr: self.shape_expr,
+            api.StringImm: self.string_imm,
+            api.GenericConst: self.generic_const,
+            api.Tuple: self.tuple_expr,
+            api.TupleGetItem: self.tuple_get_item,
+            api.If: self.if_expr,
+            api.SeqExpr: self.seq,
+            api.GlobalVar: self.gvar,
+            api.ExternFunc: self.extern_func,
+            api.IntImm: self.prim_value,
+            api.FloatImm: self.prim_value,
+        }
+        for cls in self.binary:
+            self.expr_readers[cls] = self.prim_value
+
+    # ------------------------------------------------------------------ helpers
+    def items(self, arr) -> list:
+        get = self.get
+        return [get(arr, i) for i in range(self.size(arr))]
+
+    def fail(self, what: str):
+        raise TVMConversionError(f"{what} (in {self.where}) is not modelled by memcore")
+
+    def dtype(self, prim_type) -> str:
+        h = prim_type.__chandle__()
+        s = self.dtypes.get(h)
+        if s is None:
+            if type(prim_type) is not self.api.PrimType:
+                self.fail(f"dtype {_type_key(prim_type)} {prim_type!r}")
+            s = str(prim_type.dtype)
+            if s == "void":
+                s = ""
+            self.dtypes[h] = s
+        return s
+
+    # ------------------------------------------------------------------ PrimExpr
+    def prim(self, e):
+        cls = type(e)
+        api = self.api
+        if cls is api.IntImm:
+            dt = self.dtype(e.ty)
+            v = e.value
+            key = (v, dt)
+            r = self.ints.get(key)
+            if r is None:
+                r = self.ints[key] = IntImm(v, dt)
+            return r
+        if cls is api.Var:
+            h = e.__chandle__()
+            r = self.prims.get(h)
+            if r is None:
+                ty = e.ty
+                if type(ty) is not api.PrimType:
+                    self.fail(f"variable {e.name!r} of type {_type_key(ty)} inside a symbolic expression")
+                r = self.prims[h] = PrimVar(str(e.name), self.dtype(ty))
+            return r
+        b = self.binary.get(cls)
+        if b is not None:
+            return b(self.prim(e.a), self.prim(e.b))
+        if cls is api.FloatImm:
+            return FloatImm(e.value, self.dtype(e.ty))
+        self.fail(f"symbolic expression node {_type_key(e)} ({e})")
+
+    def prims_of(self, arr) -> tuple:
+        """The PrimExprs of a TVM array; int64 ``IntImm`` (most dims) inline and interned."""
+        get = self.get
+        int_cls = self.api.IntImm
+        ints = self.ints
+        out = []
+        for i in range(self.size(arr)):
+            e = get(arr, i)
+            if type(e) is int_cls:
+                v = e.value
+                r = ints.get((v, e.ty.__chandle__()))
+                if r is None:
+                    r = self.prim(e)
+                    ints[(v, e.ty.__chandle__())] = r
+                out.append(r)
+            else:
+                out.append(self.prim(e))
+        return tuple(out)
+
+    def shape_type(self, dims):
+        key = ("shape", dims)
+        r = self.interned.get(key)
+        if r is None:
+            r = self.interned[key] = new_shape_type(dims)
+        return r
+
+    # ------------------------------------------------------------------ types
+    def ty(self, t):
+        if t is None:
+            return None
+        h = t.__chandle__()
+        r = self.types.get(h)
+        if r is not None:
+            return r
+        api = self.api
+        cls = type(t)
+        if cls is api.TensorType:
+            shape = t.shape
+            if shape is None:
+                dims = None
+            elif type(shape) is api.ShapeExpr:
+                dims = self.prims_of(shape.values)
+            else:
+                self.fail(f"a tensor type whose shape is {_type_key(shape)} {shape}")
+            vd = t.vdevice
+            key = (dims, self.dtype(t.dtype), t.ndim, None if vd is None else self.vdevice_name(vd))
+            r = self.interned.get(key)
+            if r is None:
+                r = self.interned[key] = TensorType(*key)
+        elif cls is api.TupleType:
+            r = TupleType(tuple([self.ty(f) for f in self.items(t.fields)]))
+        elif cls is api.AnyType:
+            r = _OBJECT
+        elif cls is api.ShapeType:
+            vals = t.values
+            r = ShapeType(None if vals is None else self.prims_of(vals), t.ndim)
+        elif cls is api.PrimType:
+            r = PrimType(self.dtype(t))
+        elif cls is api.FuncType:
+            params = t.params
+            if t.derive_func is not None:
+                self.fail(f"a function type with a derive_func ({t})")
+            r = FuncType(None if params is None else [self.ty(p) for p in self.items(params)], self.ty(t.ret),
+                         bool(t.purity))
+        elif cls is api.Type:
+            return None  # TVM's "missing" type
+        else:
+            self.fail(f"type {_type_key(t)} ({t})")
+        self.types[h] = r
+        return r
+
+    # ------------------------------------------------------------------ vdevices
+    def _vdevice_list(self, tvm_mod) -> list:
+        infos = tvm_mod.global_infos
+        if infos is None or "vdevice" not in infos:
+            return []
+        return self.items(infos["vdevice"])
+
+    def vdevice_name(self, vd) -> str:
+        for i, x in enumerate(self.vdevices):
+            if x.same_as(vd):
+                return f"{x.target.kind.name}:{i}:{x.memory_scope}"
+        self.fail(f"a tensor vdevice {vd} that is not in the module's global_infos['vdevice']")
+
+    def global_infos(self, tvm_mod) -> dict:
+        infos = tvm_mod.global_infos
+        out = {}
+        if infos is None:
+            return out
+        for key in infos:
+            key = str(key)
+            if key != "vdevice":
+                self.fail(f"module global info {key!r}")
+            out[key] = [VDevice(_target_dict(vd.target), int(vd.vdevice_id), str(vd.memory_scope))
+                        for vd in self.vdevices]
+        return out
+
+    # ------------------------------------------------------------------ expressions
+    def expr(self, e):
+        f = self.expr_readers.get(type(e))
+        if f is None:
+            self.fail(f"expression {_type_key(e)}")
+        return f(e)
+
+    def var_ref(self, v):
+        r = self.vars.get(v.__chandle__())
+        if r is not None:
+            return r
+        if type(v) is self.api.Var and type(v.ty) is self.api.PrimType:
+            return PrimValue(self.prim(v))
+        self.fail(f"use of variable {v.name!r} outside its scope")
+
+    def def_var(self, v):
+        cls = DataflowVar if type(v) is self.api.DataflowVar else Var
+        r = new_var(cls, str(v.name), self.ty(v.ty))
+        self.vars[v.__chandle__()] = r
+        if self.record is not None:
+            self.record[r] = v
+        return r
+
+    def gvar(self, g):
+        r = self.gvars.get(g.__chandle__())
+        if r is None:
+            self.fail(f"reference to the GlobalVar {g.name_hint!r} of another module")
+        return r
+
+    def op(self, op):
+        h = op.__chandle__()
+        r = self.ops.get(h)
+        if r is None:
+            name = str(op.name)
+            if not is_registered(name):
+                self.fail(f"operator {name!r}")
+            r = self.ops[h] = get_op(name)
+        return r
+
+    def call(self, c):
+        api = self.api
+        op = c.op
+        oc = type(op)
+        if oc is api.Op:
+            callee = self.op(op)
+        elif oc is api.GlobalVar:
+            callee = self.gvar(op)
+        elif oc is api.ExternFunc:
+            callee = ExternFunc(str(op.global_symbol))
+        else:
+            callee = self.expr(op)
+        expr = self.expr
+        get = self.get
+        a = c.args
+        tvm_args = [get(a, i) for i in range(self.size(a))]
+        args = tuple([expr(x) for x in tvm_args])
+        record = self.record
+        if record is not None:
+            for m, t in zip(args, tvm_args):
+                record[m] = t
+        attrs = c.attrs
+        if attrs is None:
+            attrs = EMPTY_ATTRS
+        elif oc is api.Op:
+            attrs = call_attrs_from_tvm(callee, attrs, f"a call to {callee.name} in {self.where}")
+        else:
+            attrs = dict_attrs_from_tvm(attrs, f"a call in {self.where}")
+        ta = c.ty_args
+        n = self.size(ta)
+        ty_args = tuple([self.ty(get(ta, i)) for i in range(n)]) if n else ()
+        return new_call(callee, args, attrs, ty_args, self.ty(c.ty))
+
+    def shape_expr(self, e):
+        dims = self.prims_of(e.values)
+        return new_shape_expr(dims, self.shape_type(dims))
+
+    def prim_value(self, e):
+        return PrimValue(self.prim(e))
+
+    def string_imm(self, e):
+        return StringImm(str(e.value))
+
+    def generic_const(self, e):
+        v = e.value
+        if type(v).__name__ == "dtype":
+            return DataTypeImm(str(v))
+        if isinstance(v, self.api.Tensor):
+            return Constant(v.numpy(), self.ty(e.ty))
+        self.fail(f"constant of {type(v).__name__} {v!r}")
+
+    def tuple_expr(self, e):
+        return new_tuple(tuple([self.expr(f) for f in self.items(e.fields)]), self.ty(e.ty))
+
+    def tuple_get_item(self, e):
+        return new_tuple_get_item(self.expr(e.tuple_value), int(e.index), self.ty(e.ty))
+
+    def if_expr(self, e):
+        return new_if(self.expr(e.cond), self.seq(e.true_branch), self.seq(e.false_branch), self.ty(e.ty))
+
+    def extern_func(self, e):
+        return ExternFunc(str(e.global_symbol))
+
+    # ------------------------------------------------------------------ blocks
+    def seq(self, s):
+        if type(s) is not self.api.SeqExpr:
+            self.fail(f"a branch body of {_type_key(s)} (TVM normalises branches to SeqExpr)")
+        blocks = tuple([self.block(b) for b in self.items(s.blocks)])
+        r = new_seq(blocks, self.expr(s.body), self.ty(s.ty))
+        if self.record is not None:
+            self.record[r] = s
+        return r
+
+    def block(self, b):
+        api = self.api
+        cls = type(b)
+        if cls is api.DataflowBlock:
+            kind = DataflowBlock
+        elif cls is api.BindingBlock:
+            kind = BindingBlock
+        else:
+            self.fail(f"block {_type_key(b)}")
+        out = []
+        append = out.append
+        expr = self.expr
+        def_var = self.def_var
+        record = self.record
+        vb, mc = api.VarBinding, api.MatchCast
+        for bd in self.items(b.bindings):
+            t = type(bd)
+            if t is vb:
+                tv = bd.value
+                value = expr(tv)
+                if type(value) is Call and value.op is _BUILTIN_ALLOC and not value.ty_args:
+                    value = self.implied_alloc_ty_args(value, bd.var)
+                nb = new_binding(def_var(bd.var), value)
+                if record is not None:
+                    record[nb] = bd
+                    record[value] = tv
+                append(nb)
+            elif t is mc:
+                value = expr(bd.value)
+                ty = self.ty(bd.ty)
+                nb = new_match_cast(def_var(bd.var), value, ty)
+                if record is not None:
+                    record[nb] = bd
+                append(nb)
+            else:
+                self.fail(f"binding {_type_key(bd)}")
+        nb = new_block(kind, tuple(out))
+        if record is not None:
+            record[nb] = b
+        return nb
+
+    def implied_alloc_ty_args(self, call, var):
+        """``R.builtin.alloc_tensor`` as memcore's parser reads it: ``ty_args`` are the
+        binding's tensor annotation (TVM stores none; its text implies them)."""
+        ty = var.ty if type(var.ty) is TensorType else builtin_alloc_own_type(call.args[0], call.args[1])
+        return new_call(call.op, call.args, call.attrs, (ty,), call.ty)
+
+    # ------------------------------------------------------------------ functions
+    def function(self, name, f):
+        self.where = f"function {name!r}"
+        self.prims = {}
+        params = [self.def_var(p) for p in self.items(f.params)]
+        body = self.seq(f.body)
+        attrs = dict_attrs_from_tvm(f.attrs, self.where)
+        r = Function(params, body, self.ty(f.ret_ty), attrs, bool(f.is_pure))
+        if self.record is not None:
+            self.record[r] = f
+        return r
+
+    def module(self, tvm_mod) -> IRModule:
+        api = self.api
+        pairs = list(tvm_mod.functions.items())
+        gvars = {}
+        for gv, _ in pairs:
+            g = GlobalVar(str(gv.name_hint))
+            self.gvars[gv.__chandle__()] = g
+            if self.record is not None:
+                self.record[g] = gv
+            gvars[g] = None
+        funcs = {}
+        for gv, f in pairs:
+            g = self.gvars[gv.__chandle__()]
+            cls = type(f)
+            if cls is api.Function:
+                funcs[g] = self.function(g.name, f)
+            elif cls is api.PrimFunc:
+                funcs[g] = PrimFunc.lazy(_PrimFuncSignature(f, g.name), f)
+            else:
+                raise TVMConversionError(f"module function {g.name!r} of {_type_key(f)} is not modelled by memcore")
+        self.where = "the module"
+        attrs = dict_attrs_from_tvm(tvm_mod.attrs, "the module")
+        return IRModule(funcs, attrs, self.global_infos(tvm_mod))
+
+
+def _target_dict(target) -> dict:
+    """A TVM target as memcore reads ``I.vdevice({...})`` from TVM's text: its exported dict
+    with keys sorted and lists as tuples."""
+    return _sorted_value(dict(target.export()))
+
+
+def _sorted_value(v):
+    if isinstance(v, dict):
+        return {str(k): _sorted_value(v[k]) for k in sorted(v)}
+    if isinstance(v, (list, tuple)):
+        return tuple(_sorted_value(x) for x in v)
+    return v
+
+
+class _PrimFuncSignature:
+    """Loader of a TVM PrimFunc's memcore fields (``PrimFunc.lazy``): params from the
+    parameter vars' buffer types, attrs without decorator keywords, ``private`` when there is
+    no ``global_symbol``, and the text TVM prints for it (decorator to last line)."""
+
+    __slots__ = ("func", "name")
+
+    def __init__(self, func, name):
+        self.func = func
+        self.name = name
+
+    def __call__(self):
+        api = tvm_api()
+        reader = _Reader.__new__(_Reader)
+        reader.api = api
+        reader.dtypes = {}
+        reader.prims = {}
+        reader.ints = {}
+        reader.binary = _binary_classes(api)
+        reader.where = f"PrimFunc {self.name!r}"
+        reader.record = None
+        params = []
+        for p in self.func.params:
+            ty = p.ty
+            if type(ty) is api.PrimType:
+                params.append(PrimFuncParam(str(p.name), reader.dtype(ty), None))
+            elif hasattr(ty, "shape") and hasattr(ty, "dtype"):
+                params.append(PrimFuncParam(str(p.name), reader.dtype(ty.dtype), tuple(reader.prim(d) for d in ty.shape)))
+            else:
+                params.append(PrimFuncParam(str(p.name), "handle", None))
+        attrs = dict_attrs_from_tvm(self.func.attrs, reader.where)
+        private = "global_symbol" not in attrs
+        for k in _DECORATOR_ATTRS:
+            attrs.pop(k, None)
+        attrs.pop("global_symbol", None)
+        return params, attrs, _prim_func_text(self.func, self.name, params, attrs, private), private
+
+
+def _prim_func_text(func, name, params, attrs, private):
+    """The PrimFunc's TVMScript as memcore's parser keeps it: TVM's printed text from the
+    decorator to the last line, named ``name``; None when that is exactly the
+    signature-only form (``prim_func_text.read_prim_func``'s rule)."""
+    from ..ir.prim_func_text import renamed_text, signature_only_text
+
+    lines = func.script().split("\n")
+    start = next((i for i, ln in enumerate(lines) if ln.startswith("@")), 0)
+    text = renamed_text("\n".join(lines[start:]).rstrip("\n") + "\n", name)
+    if text.endswith("T.evaluate(0)\n") and text == signature_only_text(name, PrimFunc(params, attrs, None, private)):
+        return None
+    return text
+
+
+def from_tvm(tvm_mod) -> IRModule:
+    """Convert a ``tvm.IRModule`` into a memcore :class:`~memcore_py.ir.IRModule`.
+
+    Objects are read through TVM's Python API (no TVMScript text); PrimFuncs are carried as
+    the TVM objects themselves (``PrimFunc.source``) with their signature read on demand.
+
+    Parameters
+    ----------
+    tvm_mod : tvm.IRModule
+
+    Returns
+    -------
+    IRModule
+        Structurally equal to ``memcore_py.parse(tvm_mod.script())``.
+
+    Raises
+    ------
+    TVMConversionError
+        (an :class:`~memcore_py.errors.IRError`) for anything memcore does not model, naming
+        it and the function it is in.
+    """
+    api = tvm_api()
+    if not isinstance(tvm_mod, api.IRModule):
+        raise TVMConversionError(f"from_tvm takes a tvm.IRModule; got {type(tvm_mod).__name__}")
+    return _Reader(api, tvm_mod).module(tvm_mod)
+

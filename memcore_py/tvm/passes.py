@@ -1,0 +1,161 @@
+"""memcore's memory passes as ``tvm.transform.Pass`` objects, and TVM's default build
+pipeline with them swapped in.
+
+Each native pass is a TVM module pass (``tvm.transform.module_pass``) that converts the
+``tvm.IRModule`` with :func:`~memcore_py.tvm.from_tvm` (recording which memcore node came from
+which TVM object), runs the memcore pass of the same name (:mod:`memcore_py.transform`), and
+writes the result back with :func:`~memcore_py.tvm.to_tvm.to_tvm_reusing`: every node the
+memcore pass kept is written back as the TVM object it was read from, so only what the pass
+changed is rebuilt. PrimFuncs are never read or rebuilt (they are carried as TVM objects).
+"""
+from __future__ import annotations
+
+from ..transform import KillAfterLastUse as _KillAfterLastUse
+from ..transform import LowerAllocTensor as _LowerAllocTensor
+from ..transform import StaticPlanBlockMemory as _StaticPlanBlockMemory
+from ._api import tvm_api
+from .from_tvm import _Reader
+from .to_tvm import to_tvm_reusing
+
+__all__ = ["StaticPlanBlockMemory", "KillAfterLastUse", "LowerAllocTensor", "pipeline", "apply_memcore_pass"]
+
+
+def apply_memcore_pass(memcore_pass, tvm_mod):
+    """Run ``memcore_pass`` (a :class:`memcore_py.transform.Pass`) on a ``tvm.IRModule``:
+    convert, transform, write back (module docstring). Returns a new ``tvm.IRModule``."""
+    api = tvm_api()
+    reuse = {}
+    mod = _Reader(api, tvm_mod, record=reuse).module(tvm_mod)
+    return to_tvm_reusing(memcore_pass(mod), reuse)
+
+
+def _module_pass(memcore_pass, name: str):
+    api = tvm_api()
+
+    def transform(mod, _ctx):
+        return apply_memcore_pass(memcore_pass, mod)
+
+    return api.tvm.transform.module_pass(transform, opt_level=0, name=name)
+
+
+def StaticPlanBlockMemory(mode: str = "tvm", **options):  # noqa: N802 - TVM's pass name
+    """memcore's StaticPlanBlockMemory as a ``tvm.transform.Pass``.
+
+    Parameters
+    ----------
+    mode : {"tvm", "arena"}, default "tvm"
+        ``"tvm"``: TVM's plan (memcore's documented fixes aside, DIFFERENCES.md);
+        ``"arena"``: one offset-packed storage per (function, scope, device) pool.
+    **options
+        ``alignment``, ``time_limit``, ``zero_offset_views``: as
+        :class:`memcore_py.transform.StaticPlanBlockMemory`.
+
+    Returns
+    -------
+    tvm.transform.Pass
+        A module pass named ``"memcore.StaticPlanBlockMemory"``.
+    """
+    return _module_pass(_StaticPlanBlockMemory(mode=mode, **options), "memcore.StaticPlanBlockMemory")
+
+
+def KillAfterLastUse(tvm_scoping: bool = False):  # noqa: N802 - TVM's pass name
+    """memcore's KillAfterLastUse as a ``tvm.transform.Pass`` (``tvm_scoping`` as
+    :class:`memcore_py.transform.KillAfterLastUse`: True reproduces TVM's placement in nested
+    scopes and dataflow blocks, for differential tests)."""
+    return _module_pass(_KillAfterLastUse(tvm_scoping=tvm_scoping), "memcore.KillAfterLastUse")
+
+
+def LowerAllocTensor():  # noqa: N802 - TVM's pass name
+    """memcore's LowerAllocTensor as a ``tvm.transform.Pass``."""
+    return _module_pass(_LowerAllocTensor(), "memcore.LowerAllocTensor")
+
+
+#: TVM passes replaced by memcore's in :func:`pipeline`, by TVM pass name.
+SWAPPED = ("StaticPlanBlockMemory", "LowerAllocTensor", "KillAfterLastUse")
+
+
+def _swap(passes, mode, options):
+    memcore = {
+        "StaticPlanBlockMemory": lambda: StaticPlanBlockMemory(mode=mode, **options),
+        "LowerAllocTensor": LowerAllocTensor,
+        "KillAfterLastUse": KillAfterLastUse,
+    }
+    out, seen = [], set()
+    for p in passes:
+        name = p.info.name
+        make = memcore.get(name)
+        if make is not None:
+            seen.add(name)
+            out.append(make())
+        else:
+            out.append(p)
+    missing = [n for n in SWAPPED if n not in seen]
+    if missing:
+        from ..errors import PassError
+
+        raise PassError(f"TVM's default pipeline has no {missing} pass to replace; is this TVM 0.27?")
+    return out
+
+
+def _default_build_passes(api):
+    """The passes of TVM 0.27's ``relax.pipeline.default_build_pipeline`` (what
+    ``tvm.compile(..., relax_pipeline="default")`` runs on a CPU target), in its order."""
+    t = api.tvm.relax.transform
+    b = api.tvm.relax.backend
+    return [
+        b.DispatchSampling(),
+        b.DispatchSortScan(),
+        t.LegalizeOps(),
+        t.RewriteDataflowReshape(),
+        t.ToNonDataflow(),
+        t.RemovePurityChecking(),
+        t.CallTIRRewrite(),
+        t.StaticPlanBlockMemory(),
+        t.RewriteCUDAGraph(),
+        t.LowerAllocTensor(),
+        t.KillAfterLastUse(),
+        t.LowerRuntimeBuiltin(),
+        t.ComputePrimValue(),
+        t.VMShapeLower(),
+        t.AttachGlobalSymbol(),
+    ]
+
+
+def pipeline(target, mode: str = "tvm", **options):
+    """TVM 0.27's default Relax build pipeline for ``target``, with memcore's
+    StaticPlanBlockMemory (in ``mode``), LowerAllocTensor and KillAfterLastUse in place of
+    TVM's.
+
+    The pipeline is the one ``tvm.compile(mod, target)`` would pick: for a GPU target,
+    ``tvm.relax.get_default_pipeline(target)`` (library dispatch, legalization, dataflow
+    lowering and finalization passes of the target's backend); otherwise TVM's
+    ``default_build_pipeline``. Every other pass is TVM's own.
+
+    Parameters
+    ----------
+    target : str or tvm.target.Target
+    mode : {"tvm", "arena"}, default "tvm"
+    **options
+        Passed to :func:`StaticPlanBlockMemory`.
+
+    Returns
+    -------
+    tvm.transform.Pass
+        For ``tvm.compile(mod, target=target, relax_pipeline=pipeline(target, "arena"))``.
+    """
+    api = tvm_api()
+    tvm = api.tvm
+    target = tvm.target.Target(target) if isinstance(target, str) else target
+    _StaticPlanBlockMemory(mode=mode, **options)  # validate the options now, not at compile time
+    if "gpu" in target.keys:
+        rp = tvm.relax.pipeline
+        passes = (rp.library_dispatch_passes(target) + rp.legalize_passes(target)
+                  + rp.dataflow_lower_passes(target) + _swap(rp.finalize_passes(target), mode, options))
+    else:
+        passes = _swap(_default_build_passes(api), mode, options)
+
+    def run(mod, _ctx):
+        with target:
+            return tvm.transform.Sequential(passes)(mod)
+
+    return tvm.transform.module_pass(run, opt_level=0, name=f"memcore.pipeline[{mode}]")

@@ -1,0 +1,425 @@
+"""``to_tvm``: a memcore :class:`~memcore_py.ir.IRModule` -> a ``tvm.IRModule``, node by node
+through TVM's FFI constructors (no TVMScript text for Relax functions).
+
+The mapping is :mod:`memcore_py.tvm.from_tvm`'s, inverted. Conventions TVM's parser applies
+to text and that are applied here too, so that ``to_tvm(m)`` equals
+``tvm.script.from_source(m.script())``:
+
+- a ``PrimValue`` is its ``PrimExpr`` itself; ``DataTypeImm`` is an ``ir.GenericConst`` of
+  the dtype typed ``R.Any``; a ``Constant`` is ``MakeTensorConst`` of its array;
+- ``R.builtin.alloc_tensor``'s ``ty_args`` are left out when the parser would imply them
+  (the binding's annotation, or the arguments' own tensor type), as TVM never stores them;
+- call attributes are built by TVM's own constructor of the op (:mod:`.values`);
+- symbolic dims are one ``ir.Var`` per name and function (TVM's parser binds a name once
+  per function), typed ``PrimType(dtype)``;
+- a tensor's vdevice ``"kind:index:scope"`` is the module's ``global_infos["vdevice"][index]``.
+
+PrimFuncs: a PrimFunc carried from TVM (``PrimFunc.source``) is written back as that very
+object. A PrimFunc memcore made itself (importers, tests) has no TVM object; its text (or its
+signature-only text) is the one thing parsed with TVM's script parser, function by function.
+
+``reuse`` (internal, used by the TVM-native passes): a map from memcore nodes to the TVM
+objects :func:`~memcore_py.tvm.from_tvm` read them from. A node found there is written back
+as that TVM object instead of being rebuilt, so a pass that changed a few bindings pays for
+those only; every memcore pass keeps unchanged nodes identical, so this is exact.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir.expr import (
+    BindingBlock,
+    Call,
+    Constant,
+    DataflowBlock,
+    DataflowVar,
+    DataTypeImm,
+    ExternFunc,
+    Function,
+    GlobalVar,
+    If,
+    MatchCast,
+    PrimFunc,
+    PrimValue,
+    SeqExpr,
+    ShapeExpr,
+    StringImm,
+    Tuple,
+    TupleGetItem,
+    Var,
+    VarBinding,
+)
+from ..ir.module import IRModule
+from ..ir.op import Op
+from ..ir.ops import builtin_alloc_own_type
+from ..ir.prim import Add, FloatImm, FloorDiv, FloorMod, IntImm, Max, Min, Mul, PrimVar, Sub
+from ..ir.types import FuncType, ObjectType, PrimType, ShapeType, TensorType, TupleType, type_equal
+from ._api import TVMConversionError, tvm_api
+from .values import call_attrs_to_tvm, to_tvm_value
+
+__all__ = ["to_tvm"]
+
+_BUILTIN_ALLOC = "relax.builtin.alloc_tensor"
+
+
+class _Writer:
+    """One conversion: memo tables and the per-kind writers."""
+
+    def __init__(self, api, mod: IRModule, reuse=None):
+        self.api = api
+        self.ir_ffi = api.ir_ffi
+        self.rx_ffi = api.rx_ffi
+        pf = api.prim_ffi
+        self.binary = {Add: pf.Add, Sub: pf.Sub, Mul: pf.Mul, FloorDiv: pf.FloorDiv, FloorMod: pf.FloorMod,
+                       Min: pf.Min, Max: pf.Max}
+        self.reuse = reuse if reuse is not None else {}
+        self.vars = {}
+        self.gvars = {}
+        self.types = {}
+        self.dtypes = {}
+        self.ops = {}
+        self.prims = {}
+        self.where = "the module"
+        self.missing = api.ir_ffi.TypeMissing()
+        self.any = api.rx_ffi.AnyType(None)
+        self.vdevices = [api.VDevice(_target(vd.target), vd.vdevice_id, vd.memory_scope)
+                         for vd in mod.global_infos.get("vdevice", ())]
+        self.writers = {
+            Var: self.var_ref,
+            DataflowVar: self.var_ref,
+            Call: self.call,
+            ShapeExpr: self.shape_expr,
+            PrimValue: self.prim_value,
+            StringImm: self.string_imm,
+            DataTypeImm: self.dtype_imm,
+            Constant: self.constant,
+            Tuple: self.tuple_expr,
+            TupleGetItem: self.tuple_get_item,
+            If: self.if_expr,
+            SeqExpr: self.seq,
+            GlobalVar: self.gvar,
+            ExternFunc: self.extern_func,
+        }
+
+    def fail(self, what: str):
+        raise TVMConversionError(f"{what} (in {self.where}) cannot be converted to TVM")
+
+    def dtype(self, s: str):
+        r = self.dtypes.get(s)
+        if r is None:
+            r = self.dtypes[s] = self.ir_ffi.PrimType(s or "void")
+        return r
+
+    # ------------------------------------------------------------------ PrimExpr
+    def prim(self, e):
+        t = type(e)
+        if t is IntImm:
+            return self.api.IntImm(e.dtype, e.value)
+        if t is PrimVar:
+            r = self.prims.get(e.name)
+            if r is None:
+                r = self.prims[e.name] = self.ir_ffi.Var(e.name, self.dtype(e.dtype), None)
+            return r
+        b = self.binary.get(t)
+        if b is not None:
+            return b(self.prim(e.a), self.prim(e.b), None)
+        if t is FloatImm:
+            return self.api.FloatImm(e.dtype, e.value)
+        self.fail(f"symbolic expression {e!r}")
+
+    # ------------------------------------------------------------------ types
+    def ty(self, t):
+        if t is None:
+            return self.missing
+        r = self.types.get(t)
+        if r is not None:
+            return r
+        cls = type(t)
+        if cls is TensorType:
+            shape = None if t.shape is None else self.rx_ffi.ShapeExpr([self.prim(d) for d in t.shape], None)
+            vd = None if t.vdevice is None else self.vdevice(t.vdevice)
+            ndim = -1 if shape is not None else t.ndim
+            r = self.rx_ffi.TensorType(shape, self.dtype(t.dtype) if t.dtype else None, ndim, vd, None)
+        elif cls is TupleType:
+            r = self.ir_ffi.TupleType([self.ty(f) for f in t.fields], None)
+        elif cls is ObjectType:
+            r = self.any
+        elif cls is ShapeType:
+            vals = None if t.values is None else [self.prim(d) for d in t.values]
+            r = self.rx_ffi.ShapeType(vals, -1 if vals is not None else t.ndim, None)
+        elif cls is PrimType:
+            r = self.dtype(t.dtype)
+        elif cls is FuncType:
+            params = None if t.params is None else [self.ty(p) for p in t.params]
+            if params is None:
+                r = self.rx_ffi.FuncTypeOpaqueFunc(self.ty(t.ret), None, t.purity, None)
+            else:
+                r = self.rx_ffi.FuncType(params, self.ty(t.ret), t.purity, None)
+        else:
+            self.fail(f"type {t!r}")
+        self.types[t] = r
+        return r
+
+    def vdevice(self, name: str):
+        parts = name.split(":")
+        if len(parts) >= 2 and parts[1].lstrip("-").isdigit():
+            i = int(parts[1])
+            if 0 <= i < len(self.vdevices):
+                return self.vdevices[i]
+        self.fail(f"tensor vdevice {name!r} (not an index into the module's global_infos['vdevice'])")
+
+    # ------------------------------------------------------------------ expressions
+    def expr(self, e):
+        r = self.reuse.get(e)
+        if r is not None:
+            return r
+        f = self.writers.get(type(e))
+        if f is None:
+            self.fail(f"expression {type(e).__name__}")
+        return f(e)
+
+    def var_ref(self, v):
+        r = self.vars.get(v)
+        if r is None:
+            r = self.reuse.get(v)
+            if r is None:
+                self.fail(f"use of variable {v.name!r} outside its scope")
+        return r
+
+    def def_var(self, v):
+        r = self.reuse.get(v)
+        if r is None:
+            if type(v) is DataflowVar:
+                r = self.rx_ffi.DataflowVar(v.name, self.ty(v.ty), None)
+            else:
+                r = self.ir_ffi.Var(v.name, self.ty(v.ty), None)
+        self.vars[v] = r
+        return r
+
+    def gvar(self, g):
+        r = self.gvars.get(g)
+        if r is None:
+            self.fail(f"reference to a GlobalVar {g.name!r} that is not in the module")
+        return r
+
+    def op(self, op):
+        r = self.ops.get(op)
+        if r is None:
+            try:
+                r = self.ops[op] = self.ir_ffi.GetOp(op.name)
+            except Exception as exc:  # noqa: BLE001 - TVM has no such op
+                raise TVMConversionError(f"operator {op.name!r} (in {self.where}) is not registered in TVM") from exc
+        return r
+
+    def call(self, c, bound_ty=None):
+        callee = c.op
+        ct = type(callee)
+        args = [self.expr(a) for a in c.args]
+        ty_args = c.ty_args
+        if ct is Op:
+            tvm_op = self.op(callee)
+            if callee.name == _BUILTIN_ALLOC and _alloc_ty_args_implied(c, bound_ty):
+                ty_args = ()
+            attrs = call_attrs_to_tvm(callee, tvm_op, c.attrs, args, f"a call to {callee.name} in {self.where}")
+            op = tvm_op
+        else:
+            if ct is GlobalVar:
+                op = self.gvar(callee)
+            elif ct is ExternFunc:
+                op = self.extern_func(callee)
+            else:
+                op = self.expr(callee)
+            attrs = None
+            if c.attrs:
+                attrs = self.api.ir.make_node("ir.DictAttrs", **{k: to_tvm_value(v, self.where) for k, v in c.attrs.items()})
+        return self.ir_ffi.Call(self.ty(c.ty), op, args, attrs, [self.ty(t) for t in ty_args], None)
+
+    def shape_expr(self, e):
+        return self.rx_ffi.ShapeExpr([self.prim(d) for d in e.values], None)
+
+    def prim_value(self, e):
+        return self.prim(e.value)
+
+    def string_imm(self, e):
+        return self.ir_ffi.StringImm(e.value, None)
+
+    def dtype_imm(self, e):
+        return self.ir_ffi.GenericConst(self.api.tvm.DataType(e.value), self.any, None)
+
+    def constant(self, e):
+        if e.data is None:
+            self.fail(f"constant {e!r} without data (a metadata reference whose array was not given)")
+        arr = e.data if e.data.flags.c_contiguous else np.array(e.data, order="C")  # keeps 0-d arrays 0-d
+        data = self.api.tvm.runtime.tensor(arr)
+        return self.rx_ffi.MakeTensorConst(data, self.ty(e.ty), None)
+
+    def _typed(self, node, ty):
+        if ty is not None:
+            self.rx_ffi.UpdateType(node, self.ty(ty))
+        return node
+
+    def tuple_expr(self, e):
+        node = self.ir_ffi.Tuple([self.expr(f) for f in e.fields], None)
+        return self._typed(node, e.ty) if node.ty.is_missing() else node
+
+    def tuple_get_item(self, e):
+        node = self.ir_ffi.TupleGetItem(self.expr(e.tuple_value), e.index, None)
+        return self._typed(node, e.ty) if node.ty.is_missing() else node
+
+    def if_expr(self, e):
+        node = self.rx_ffi.If(self.expr(e.cond), self.seq(e.true_branch), self.seq(e.false_branch), None)
+        return self._typed(node, e.ty) if node.ty.is_missing() else node
+
+    def extern_func(self, e):
+        return self.rx_ffi.ExternFunc(e.global_symbol, None, None)
+
+    # ------------------------------------------------------------------ blocks
+    def seq(self, s):
+        r = self.reuse.get(s)
+        if r is not None:
+            return r
+        blocks = [self.block(b) for b in s.blocks]
+        node = self.rx_ffi.SeqExpr(blocks, self.expr(s.body), None)
+        return self._typed(node, s.ty) if node.ty.is_missing() else node
+
+    def block(self, b):
+        r = self.reuse.get(b)
+        if r is not None:
+            return r
+        reuse = self.reuse
+        rx = self.rx_ffi
+        out = []
+        for bd in b.bindings:
+            old = reuse.get(bd)
+            if old is not None:
+                self.vars[bd.var] = reuse[bd.var]
+                out.append(old)
+                continue
+            value = bd.value
+            if type(value) is Call and value not in reuse:
+                tv = self.call(value, bd.var.ty)
+            else:
+                tv = self.expr(value)
+            if type(bd) is VarBinding:
+                out.append(rx.VarBinding(self.def_var(bd.var), tv, None))
+            elif type(bd) is MatchCast:
+                out.append(rx.MatchCast(self.def_var(bd.var), tv, self.ty(bd.ty), None))
+            else:
+                self.fail(f"binding {type(bd).__name__}")
+        if type(b) is DataflowBlock:
+            return rx.DataflowBlock(out, None)
+        if type(b) is BindingBlock:
+            return rx.BindingBlock(out, None)
+        self.fail(f"block {type(b).__name__}")
+
+    # ------------------------------------------------------------------ functions
+    def function(self, name, f):
+        r = self.reuse.get(f)
+        if r is not None:
+            return r
+        self.where = f"function {name!r}"
+        self.prims = {}
+        params = [self.def_var(p) for p in f.params]
+        body = self.seq(f.body)
+        attrs = self.api.ir.make_node("ir.DictAttrs", **{k: to_tvm_value(v, f"attribute {k!r} of {self.where}")
+                                                        for k, v in f.attrs.items()})
+        ret = self.missing if f.ret_ty is None else self.ty(f.ret_ty)
+        return self.rx_ffi.Function(params, body, ret, f.is_pure, attrs, None)
+
+    def prim_func(self, name, f):
+        src = f.source
+        if src is not None and isinstance(src, self.api.PrimFunc):
+            return src
+        from ..ir.prim_func_text import renamed_text, signature_only_text, synced_text
+
+        text = signature_only_text(name, f) if f.text is None else synced_text(renamed_text(f.text, name), f.attrs, f.private)
+        header = "# from tvm.script import tirx as T\n\n"
+        try:
+            return self.api.tvm.script.from_source(header + text)
+        except Exception as exc:  # noqa: BLE001 - TVM's parser refused memcore's PrimFunc text
+            raise TVMConversionError(f"TVM could not read the text of PrimFunc {name!r}: {exc}") from exc
+
+    def module(self, mod: IRModule):
+        for gv in mod.functions:
+            g = self.reuse.get(gv)
+            self.gvars[gv] = g if g is not None else self.ir_ffi.GlobalVar(gv.name)
+        funcs = {}
+        for gv, f in mod.functions.items():
+            if type(f) is Function:
+                funcs[self.gvars[gv]] = self.function(gv.name, f)
+            elif type(f) is PrimFunc:
+                funcs[self.gvars[gv]] = self.prim_func(gv.name, f)
+            else:
+                self.fail(f"module function {gv.name!r} of {type(f).__name__}")
+        self.where = "the module"
+        attrs = None
+        if mod.attrs:
+            attrs = self.api.ir.make_node("ir.DictAttrs", **{k: to_tvm_value(v, "module attrs") for k, v in mod.attrs.items()})
+        infos = {}
+        for key in mod.global_infos:
+            if key != "vdevice":
+                self.fail(f"module global info {key!r}")
+            infos[key] = self.vdevices
+        return self.ir_ffi.IRModule(funcs, attrs, infos)
+
+
+def _alloc_ty_args_implied(call, bound_ty) -> bool:
+    """Whether TVM's parser would give ``R.builtin.alloc_tensor`` these ``ty_args`` without
+    them being written (memcore's printer decides the same way): none, the binding's tensor
+    annotation, or the arguments' own tensor type."""
+    ty_args = call.ty_args
+    if not ty_args:
+        return True
+    if len(ty_args) != 1:
+        return False
+    if type(bound_ty) is TensorType:
+        return type_equal(ty_args[0], bound_ty)
+    args = call.args
+    return len(args) >= 2 and type_equal(ty_args[0], builtin_alloc_own_type(args[0], args[1]))
+
+
+def _target(target):
+    """A TVM target from memcore's ``VDevice.target`` (a target dict or a string)."""
+    from tvm.target import Target
+
+    if isinstance(target, dict):
+        return Target(_plain(target))
+    return Target(target)
+
+
+def _plain(v):
+    if isinstance(v, dict):
+        return {k: _plain(x) for k, x in v.items()}
+    if isinstance(v, tuple):
+        return [_plain(x) for x in v]
+    return v
+
+
+def to_tvm(mod: IRModule):
+    """Convert a memcore :class:`~memcore_py.ir.IRModule` into a ``tvm.IRModule``.
+
+    Parameters
+    ----------
+    mod : IRModule
+
+    Returns
+    -------
+    tvm.IRModule
+        Structurally equal (``tvm.ir.assert_structural_equal``) to the module TVM's parser
+        makes of ``mod.script()``; for ``mod = from_tvm(m)``, equal to ``m``.
+
+    Raises
+    ------
+    TVMConversionError
+        (an :class:`~memcore_py.errors.IRError`) for what TVM cannot hold: a constant without
+        data, a vdevice not in the module, an op TVM does not register, ...
+    """
+    if not isinstance(mod, IRModule):
+        raise TVMConversionError(f"to_tvm takes a memcore IRModule; got {type(mod).__name__}")
+    return _Writer(tvm_api(), mod).module(mod)
+
+
+def to_tvm_reusing(mod: IRModule, reuse: dict):
+    """:func:`to_tvm`, writing every node found in ``reuse`` (memcore node -> TVM object)
+    back as that object (module docstring)."""
+    return _Writer(tvm_api(), mod, reuse).module(mod)
