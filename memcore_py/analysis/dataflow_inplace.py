@@ -425,7 +425,35 @@ def _captured_ids(tuples, ids) -> set:
     return out
 
 
-def _conditions_met(live, alias, tuples, current, target, i, tvm_tuple_capture) -> bool:
+class _LiveAliases:
+    """The variables live at the current binding, indexed by the memory ids they may hold
+    (TVM's ``currently_live`` set, searched by id instead of scanned)."""
+
+    def __init__(self, alias, tuples, expand_tuples: bool):
+        self.alias, self.tuples, self.expand = alias, tuples, expand_tuples and bool(tuples)
+        self.by_id: dict = {}
+        self.held: dict = {}
+
+    def add(self, v) -> None:
+        ids = self.alias.get(v)
+        if ids is None:
+            return  # not represented: TVM skips such variables
+        if self.expand:
+            ids = _captured_ids(self.tuples, ids)
+        self.held[v] = ids
+        for k in ids:
+            holders = self.by_id.get(k)
+            if holders is None:
+                self.by_id[k] = {v}
+            else:
+                holders.add(v)
+
+    def remove(self, v) -> None:
+        for k in self.held.pop(v, ()):
+            self.by_id[k].discard(v)
+
+
+def _conditions_met(live, alias, tuples, current: _LiveAliases, target, i) -> bool:
     if isinstance(target, Var):
         r = live.get(target)
         if r is not None and r[1] > i:
@@ -437,21 +465,15 @@ def _conditions_met(live, alias, tuples, current, target, i, tvm_tuple_capture) 
         for k in aset:
             if not _gather_sets(tuples, sets, k):
                 return False
-        check = set().union(*sets)
-        for other in current:
-            if other is target:
-                continue
-            oset = alias.get(other)
-            orange = live.get(other)
-            if oset is None or orange is None or orange[1] <= i:
-                continue
-            if tuples and not tvm_tuple_capture:
-                oset = _captured_ids(tuples, oset)
-            if not check.isdisjoint(oset):
-                return False
+        by_id = current.by_id
+        for s in sets:
+            for k in s:
+                for other in by_id.get(k, ()):
+                    if other is not target and live[other][1] > i:
+                        return False
         return True
     if isinstance(target, Tuple):
-        return all(_conditions_met(live, alias, tuples, current, f, i, tvm_tuple_capture) for f in target.fields)
+        return all(_conditions_met(live, alias, tuples, current, f, i) for f in target.fields)
     return True
 
 
@@ -508,13 +530,19 @@ def inplace_opportunities(block, inputs=(), *, tvm_tuple_capture: bool = True):
     live = dataflow_liveness(block, tuple_get_item_is_use=not tvm_tuple_capture)
     alias, tuples = _AliasAnalyzer().run(block, inputs)
     by_start: dict = {}
-    for v, (s, _e) in live.items():
+    by_end: dict = {}
+    for v, (s, e) in live.items():
         by_start.setdefault(s, []).append(v)
-    current: list = list(by_start.get(-1, ()))
+        by_end.setdefault(e, []).append(v)
+    current = _LiveAliases(alias, tuples, not tvm_tuple_capture)
+    for v in by_start.get(-1, ()):
+        current.add(v)
     size_list, exact_list = [], []
     for i, b in enumerate(block.bindings):
-        current.extend(by_start.get(i, ()))
-        current = [v for v in current if live[v][1] >= i]
+        for v in by_start.get(i, ()):
+            current.add(v)
+        for v in by_end.get(i - 1, ()):
+            current.remove(v)
         value = b.value
         if type(value) is not Call or type(value.op) is not Op or not value.op.inplace:
             continue
@@ -534,7 +562,7 @@ def inplace_opportunities(block, inputs=(), *, tvm_tuple_capture: bool = True):
         if not fits:
             continue
         kept = [j for j in fits
-                if _conditions_met(live, alias, tuples, current, value.args[j], i, tvm_tuple_capture)
+                if _conditions_met(live, alias, tuples, current, value.args[j], i)
                 and _disjoint_from_other_args(value, j, alias)]
         if not kept:
             continue

@@ -79,7 +79,6 @@ class _Rewriter(ExprMutator):
         self.inplace: dict = {}  # structure key -> GlobalVar of the in-place function
         self.legal_added: list = []
         self.chosen: dict = {}
-        self.by_types: dict = {}  # (op, type ids, index) -> (legalization, in-place GlobalVar)
 
     # -- blocks -------------------------------------------------------------------
     def visit_block(self, blk):
@@ -161,18 +160,9 @@ class _Rewriter(ExprMutator):
     def _inplace_call(self, b, j: int) -> Call:
         call = b.value
         rty, folded = self._parts(b, call)
-        # Types are shared objects, so a call of the same op on the same types (and the same
-        # folded constants) needs no new text: a cheap key before the structural one.
-        fast = (call.op.name, id(rty), j, tuple(
-            ("c", repr(scalar_of(a.data)), a.ty.dtype) if folded[k] else id(a.ty) for k, a in enumerate(call.args)))
-        hit = self.by_types.get(fast)
-        if hit is None:
-            ec = self._describe(call, rty, folded)
-            gv_legal = self._function(self.legal, ec, None, call.op.legalize)
-            gv = self._function(self.inplace, ec, j, gv_legal.name + "_inplace")
-            keep = (rty,) + tuple(a.ty for a in call.args)  # keeps the ids of the key valid
-            hit = self.by_types[fast] = (gv_legal, gv, keep)
-        gv_legal, gv, _keep = hit
+        ec = self._describe(call, rty, folded)
+        gv_legal = self._function(self.legal, ec, None, call.op.legalize)
+        gv = self._function(self.inplace, ec, j, gv_legal.name + "_inplace")
         self.legal_added.append(gv_legal)
         kept = [a for k, a in enumerate(call.args) if not folded[k]]
         idx = j - sum(folded[:j])  # position among the PrimFunc's inputs (folded constants skipped)

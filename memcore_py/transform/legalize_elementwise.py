@@ -35,7 +35,8 @@ The oracle tests parse both with TVM and compare them structurally with TVM's
 :func:`structure_key` gives a key equal for two calls exactly when TVM's structural
 equality would find their PrimFuncs equal (names do not matter, symbolic variables are
 numbered by first appearance), which the pass uses to share functions as TVM's
-``BlockBuilder.AddFunction`` does.
+``BlockBuilder.AddFunction`` does; the text is the same function of the key, so equal keys
+mean equal text up to names (``canonical=True`` writes that name-free text).
 """
 from __future__ import annotations
 
@@ -45,7 +46,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..ir.prim import free_prim_vars, prove_equal, simplify_const
+from ..ir.prim import IntImm, free_prim_vars, prove_equal, simplify_const
 from ..ir.prim_func_text import format_prim
 
 __all__ = ["ElementwiseCall", "Operand", "prim_func_text", "structure_key", "SUPPORTED"]
@@ -127,8 +128,8 @@ def _index(operand_shape, out_shape, vars_) -> str:
         return "[()]"
     idx = []
     for i in range(r - k, r):
-        d = operand_shape[i - (r - k)]
-        if prove_equal(d, out_shape[i]):
+        d, o = operand_shape[i - (r - k)], out_shape[i]
+        if d is o or (type(d) is IntImm and type(o) is IntImm and d.value == o.value) or prove_equal(d, o):
             idx.append(vars_[i])
         elif simplify_const(d) == 1:
             idx.append("T.int64(0)")
@@ -269,10 +270,28 @@ def prim_func_text(call: ElementwiseCall, func_name: str, inplace_index=None, *,
     return "\n".join(lines) + "\n"
 
 
-def structure_key(call: ElementwiseCall, inplace_index=None) -> str:
+def structure_key(call: ElementwiseCall, inplace_index=None) -> tuple:
     """A key equal for two calls exactly when their PrimFuncs (legalized, or in place of
-    ``inplace_index``) are structurally equal: the canonical-name text."""
-    return prim_func_text(call, "f", inplace_index, canonical=True)
+    ``inplace_index``) are structurally equal, i.e. when :func:`prim_func_text` writes the
+    same text up to names: op, dtype, dims (symbolic variables numbered by first
+    appearance, expressions compared as written, as TVM's structural equality does),
+    folded constants and the index."""
+    rename: dict = {}
+
+    def dims(shape):
+        out = []
+        for d in shape:
+            if type(d) is IntImm:
+                out.append(d.value)
+            else:
+                for v in free_prim_vars(d):
+                    rename.setdefault(v, f"s{len(rename)}")
+                out.append(format_prim(d, tir=True, rename=rename))
+        return tuple(out)
+
+    out_dims = dims(call.shape)
+    ops = tuple(dims(o.shape) if o.is_buffer else ("const", repr(o.value)) for o in call.operands)
+    return call.op, call.dtype, out_dims, ops, inplace_index
 
 
 def scalar_of(data) -> object:
