@@ -5,6 +5,9 @@
   (:class:`~.storage_tokens.AllocationSites`).
 - :mod:`.last_usage` — KillAfterLastUse's last-use analysis.
 - :mod:`.arith` — TVM's bound and size arithmetic for symbolic shapes.
+- :mod:`.dataflow_inplace` — DataflowUseInplaceCalls' analyses of one dataflow block:
+  :func:`dataflow_liveness`, :func:`dataflow_aliases`, :func:`inplace_opportunities`
+  (TVM's testing entry points, same results and shapes).
 
 Step numberings
 ---------------
@@ -25,3 +28,6 @@ Three numberings of binding positions are in use; each array or field says which
   one event program covers the whole module; a token never outlives its block, so lifetimes
   of different blocks or functions never overlap.
 """
+from .dataflow_inplace import dataflow_aliases, dataflow_liveness, inplace_opportunities  # noqa: F401,E402
+
+__all__ = ["dataflow_aliases", "dataflow_liveness", "inplace_opportunities"]
