@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from ..errors import IRError
 from .expr import Expr, PrimValue, ShapeExpr
-from .prim import Add, FloorDiv, IntImm, Mul, Sub, prove_equal, simplify_const
+from .prim import Add, BinaryOp, FloorDiv, IntImm, Mul, Sub, prim_equal, prove_equal, simplify_const
 from .types import ShapeType, TensorType, Type
 
 __all__ = [
     "tensor_arg", "int_attr", "int_list", "norm_axis", "static", "broadcast", "fmt_shape", "shape_values",
-    "product", "dim_add", "dim_sub", "dim_mul", "dim_floordiv", "dim_ceildiv",
+    "product", "dim_add", "dim_sub", "dim_mul", "dim_floordiv", "dim_ceildiv", "simplify_dim",
 ]
 
 
@@ -173,6 +173,66 @@ def dim_ceildiv(a, b):
     if sb == 1:
         return a
     return FloorDiv(dim_add(a, dim_sub(b, IntImm(1))), b)
+
+
+def _linear_terms(e, coef, terms):
+    """Add ``coef * e`` to ``terms`` (a list of [term, coefficient]; the key ``None`` holds
+    the constant), looking through ``+``, ``-`` and multiplication by a constant."""
+    t = type(e)
+    if t is IntImm:
+        terms[0][1] += coef * e.value
+    elif t is Add:
+        _linear_terms(e.a, coef, terms)
+        _linear_terms(e.b, coef, terms)
+    elif t is Sub:
+        _linear_terms(e.a, coef, terms)
+        _linear_terms(e.b, -coef, terms)
+    elif t is Mul and type(e.b) is IntImm:
+        _linear_terms(e.a, coef * e.b.value, terms)
+    elif t is Mul and type(e.a) is IntImm:
+        _linear_terms(e.b, coef * e.a.value, terms)
+    else:
+        if isinstance(e, BinaryOp):
+            e = type(e)(simplify_dim(e.a), simplify_dim(e.b))
+            if type(e) is FloorDiv and _static(e.b) == 1:
+                _linear_terms(e.a, coef, terms)
+                return
+        for item in terms[1:]:
+            if prim_equal(item[0], e):
+                item[1] += coef
+                return
+        terms.append([e, coef])
+
+
+def simplify_dim(e):
+    """A symbolic dim written as TVM's simplifier writes the common cases: a constant folds to
+    an ``IntImm``; a sum of terms collects equal terms and constants (``h + 2 - 3 + 1`` is
+    ``h``, ``n + n`` is ``n * 2``), terms in first-occurrence order, the constant last
+    (``h - 1``); operands of ``//``, ``min`` ... are simplified in place."""
+    if type(e) is IntImm or not isinstance(e, BinaryOp):
+        return e
+    c = _static(e)
+    if c is not None:
+        return IntImm(c)
+    terms = [[None, 0]]
+    _linear_terms(e, 1, terms)
+    out = None
+    for term, coef in terms[1:]:
+        if coef == 0:
+            continue
+        piece = term if abs(coef) == 1 else Mul(term, IntImm(abs(coef)))
+        if out is None:
+            out = piece if coef > 0 else Mul(term, IntImm(coef))
+        else:
+            out = Add(out, piece) if coef > 0 else Sub(out, piece)
+    const = terms[0][1]
+    if out is None:
+        return IntImm(const)
+    if const > 0:
+        out = Add(out, IntImm(const))
+    elif const < 0:
+        out = Sub(out, IntImm(-const))
+    return out
 
 
 tensor_arg = _tensor

@@ -12,7 +12,7 @@ folded when constant and built as plain trees over symbolic dims.
 from __future__ import annotations
 
 from ..errors import IRError
-from .op_rules_common import dim_add, dim_floordiv, dim_mul, dim_sub, shape_values, static, tensor_arg
+from .op_rules_common import dim_add, dim_floordiv, dim_mul, dim_sub, shape_values, simplify_dim, static, tensor_arg
 from .prim import IntImm
 from .types import TensorType, TupleType
 
@@ -37,11 +37,14 @@ def _check_layout(call, key, want):
 
 
 def _spatial_out(size, lo, hi, k, stride, dilation, ceil_mode=False):
-    eff_k = dilation * (static(k) - 1) + 1 if static(k) is not None else dim_add(dim_mul(IntImm(dilation), dim_sub(k, IntImm(1))), IntImm(1))
+    if static(k) is not None:
+        eff_k = IntImm(dilation * (static(k) - 1) + 1)
+    else:
+        eff_k = dim_add(dim_mul(IntImm(dilation), dim_sub(k, IntImm(1))), IntImm(1))
     num = dim_sub(dim_add(size, IntImm(lo + hi)), eff_k)
     if ceil_mode:
         num = dim_add(num, IntImm(stride - 1))
-    return dim_add(dim_floordiv(num, IntImm(stride)), IntImm(1))
+    return simplify_dim(dim_add(dim_floordiv(num, IntImm(stride)), IntImm(1)))
 
 
 def conv(nd):
@@ -88,7 +91,7 @@ def conv_transpose(nd):
             size = dim_mul(dim_sub(data.shape[2 + i], IntImm(1)), IntImm(strides[i]))
             size = dim_sub(size, IntImm(padding[i] + padding[nd + i]))
             size = dim_add(size, dim_mul(IntImm(dilation[i]), dim_sub(k, IntImm(1))))
-            out.append(dim_add(size, IntImm(out_pad[i] + 1)))
+            out.append(simplify_dim(dim_add(size, IntImm(out_pad[i] + 1))))
         return TensorType(tuple(out), dtype, vdevice=data.vdevice)
 
     return rule

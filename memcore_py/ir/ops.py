@@ -29,7 +29,7 @@ from . import op_rules_nn as rn
 from . import op_rules_tensor as rt
 from .op import get_op, list_ops, register_op
 from .op_schema import ABSENT, REQUIRED, Attr, make_schema
-from .prim import Add, FloatImm, FloorDiv, IntImm, Mul, Sub
+from .prim import Add, FloatImm, FloorDiv, IntImm, Max, Min, Mul, Sub
 from .types import VOID, ObjectType, ShapeType, TensorType, TupleType
 from .op_rules_common import (
     _broadcast,
@@ -177,12 +177,15 @@ def _split(call, ts):
         bounds = [0] + idx
         sizes = []
         for i, lo in enumerate(bounds):
-            if i + 1 < len(bounds):
-                sizes.append(IntImm(bounds[i + 1] - lo))
-            elif sdim is not None:
-                sizes.append(IntImm(sdim - lo))
-            else:
-                sizes.append(Sub(dim, IntImm(lo)) if lo else dim)
+            if sdim is not None:
+                hi = bounds[i + 1] if i + 1 < len(bounds) else sdim
+                sizes.append(IntImm(max(min(hi, sdim) - min(lo, sdim), 0)))
+            elif i + 1 == len(bounds):  # TVM: max(n - lo, 0)
+                sizes.append(Max(Sub(dim, IntImm(lo)), IntImm(0)) if lo else dim)
+            elif lo == 0:  # TVM: min(hi, n)
+                sizes.append(Min(IntImm(bounds[i + 1]), dim) if bounds[i + 1] else IntImm(0))
+            else:  # TVM: max(min(hi, n) - min(lo, n), 0)
+                sizes.append(Max(Sub(Min(IntImm(bounds[i + 1]), dim), Min(IntImm(lo), dim)), IntImm(0)))
     fields = []
     for s in sizes:
         shape = list(t.shape)
