@@ -51,10 +51,9 @@ from ..ir.functor import ExprMutator
 from ..ir.infer import infer_type
 from ..ir.module import IRModule
 from ..ir.op import Op, get_op
-from ..ir.prim_func_text import read_prim_func
 from ..ir.types import TensorType, TupleType
 from ..analysis.dataflow_inplace import inplace_opportunities
-from .legalize_elementwise import SUPPORTED, ElementwiseCall, Operand, prim_func_text, scalar_of, structure_key
+from .legalize_elementwise import SUPPORTED, ElementwiseCall, Operand, prim_func, scalar_of, structure_key
 from .pass_infra import ModulePass, PassContext
 
 __all__ = ["DataflowUseInplaceCalls", "dataflow_use_inplace_calls"]
@@ -112,8 +111,9 @@ class _Rewriter(ExprMutator):
         op = call.op
         if op.name not in SUPPORTED:
             raise self._fail(b, f"{op.name} is registered in-place capable but has no legalization here")
-        rty = call.ty
-        if not isinstance(rty, TensorType):
+        # The call's own type (TVM's legalized out_ty): a VarBinding's var has it already.
+        rty = call.ty if call.ty is not None else (b.var.ty if type(b) is VarBinding else None)
+        if not isinstance(rty, TensorType) or rty.shape is None or not rty.dtype:
             try:
                 rty = infer_type(call, self.mod)
             except IRError as e:
@@ -152,8 +152,7 @@ class _Rewriter(ExprMutator):
         key = structure_key(ec, index)
         gv = table.get(key)
         if gv is None:
-            _name, func = read_prim_func(prim_func_text(ec, hint, index))
-            gv = self.bb.add_func(func, hint)
+            gv = self.bb.add_func(prim_func(ec, hint, index), hint)
             table[key] = gv
         return gv
 

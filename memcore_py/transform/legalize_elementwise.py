@@ -46,10 +46,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..ir.expr import PrimFunc, PrimFuncParam
 from ..ir.prim import IntImm, free_prim_vars, prove_equal, simplify_const
 from ..ir.prim_func_text import format_prim
 
-__all__ = ["ElementwiseCall", "Operand", "prim_func_text", "structure_key", "SUPPORTED"]
+__all__ = ["ElementwiseCall", "Operand", "prim_func", "prim_func_text", "structure_key", "SUPPORTED"]
 
 _BINARY = {"relax.add": ("+", "T_add"), "relax.subtract": ("-", "T_subtract"),
            "relax.multiply": ("*", "T_multiply"), "relax.divide": ("/", "T_divide")}
@@ -182,6 +183,14 @@ def _unique_names(call: ElementwiseCall, reserved: set, canonical: bool) -> list
     return names
 
 
+def prim_func(call: ElementwiseCall, func_name: str, inplace_index=None) -> PrimFunc:
+    """The PrimFunc node of :func:`prim_func_text` (private, ``tirx.noalias``), its
+    signature taken from what was written (no parsing)."""
+    text, params = _write(call, func_name, inplace_index, False)
+    return PrimFunc([PrimFuncParam(n, call.dtype, shape) for n, shape in params], {"tirx.noalias": True},
+                    text=text, private=True)
+
+
 def prim_func_text(call: ElementwiseCall, func_name: str, inplace_index=None, *, canonical: bool = False) -> str:
     """The TVMScript text of the legalized PrimFunc of ``call`` (``inplace_index`` None) or
     of its in-place variant writing operand ``inplace_index``.
@@ -203,6 +212,11 @@ def prim_func_text(call: ElementwiseCall, func_name: str, inplace_index=None, *,
         An op outside :data:`SUPPORTED`, or an ``inplace_index`` that is not a buffer
         operand of the result's shape.
     """
+    return _write(call, func_name, inplace_index, canonical)[0]
+
+
+def _write(call: ElementwiseCall, func_name: str, inplace_index, canonical: bool):
+    """``(text, [(param name, shape)])`` of :func:`prim_func_text`."""
     if call.op not in SUPPORTED:
         raise ValueError(f"no elementwise legalization for {call.op}")
     rename = None
@@ -229,9 +243,10 @@ def prim_func_text(call: ElementwiseCall, func_name: str, inplace_index=None, *,
         out_name = names[inplace_index]
     else:
         out_name = "T_multiply" if call.op == "relax.nn.silu" else block_name
-    params = [_buffer_decl(n, _dims(o.shape, rename), dtype) for n, o in zip(names, call.operands) if n is not None]
+    signature = [(n, o.shape) for n, o in zip(names, call.operands) if n is not None]
     if inplace_index is None:
-        params.append(_buffer_decl(out_name, out_dims, dtype))
+        signature.append((out_name, call.shape))
+    params = [_buffer_decl(n, _dims(shape, rename), dtype) for n, shape in signature]
     lines = ["@T.prim_func(private=True, s_tir=True)", f"def {func_name}({', '.join(params)}):",
              f'{_INDENT}T.func_attr({{"tirx.noalias": True}})', f'{_INDENT}# with T.sblock("root"):']
     ind = _INDENT
@@ -267,7 +282,7 @@ def prim_func_text(call: ElementwiseCall, func_name: str, inplace_index=None, *,
                lambda v: f"T.sigmoid({x[0]}{_index(x[1], call.shape, v)})")
         _block(lines, ind, "T_multiply", out_dims, "ax", [x, comp], out,
                lambda v: f"{x[0]}{_index(x[1], call.shape, v)} * compute{_index(call.shape, call.shape, v)}")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n", signature
 
 
 def structure_key(call: ElementwiseCall, inplace_index=None) -> tuple:
