@@ -78,6 +78,7 @@ class _Rewriter(ExprMutator):
         self.inplace: dict = {}  # structure key -> GlobalVar of the in-place function
         self.legal_added: list = []
         self.chosen: dict = {}
+        self.by_types: dict = {}  # (op, type ids, index) -> (legalization, in-place GlobalVar, types)
 
     # -- blocks -------------------------------------------------------------------
     def visit_block(self, blk):
@@ -159,9 +160,17 @@ class _Rewriter(ExprMutator):
     def _inplace_call(self, b, j: int) -> Call:
         call = b.value
         rty, folded = self._parts(b, call)
-        ec = self._describe(call, rty, folded)
-        gv_legal = self._function(self.legal, ec, None, call.op.legalize)
-        gv = self._function(self.inplace, ec, j, gv_legal.name + "_inplace")
+        # Types are shared objects: a call of the same op on the same type objects (and the
+        # same folded constants) has the same functions, found without building any key.
+        fast = (call.op, id(rty), j, tuple(
+            ("c", repr(scalar_of(a.data))) if folded[k] else id(a.ty) for k, a in enumerate(call.args)))
+        hit = self.by_types.get(fast)
+        if hit is None:
+            ec = self._describe(call, rty, folded)
+            gv_legal = self._function(self.legal, ec, None, call.op.legalize)
+            gv = self._function(self.inplace, ec, j, gv_legal.name + "_inplace")
+            hit = self.by_types[fast] = (gv_legal, gv, (rty,) + tuple(a.ty for a in call.args))  # keeps the ids valid
+        gv_legal, gv = hit[0], hit[1]
         self.legal_added.append(gv_legal)
         kept = [a for k, a in enumerate(call.args) if not folded[k]]
         idx = j - sum(folded[:j])  # position among the PrimFunc's inputs (folded constants skipped)
