@@ -32,9 +32,19 @@ text                                            node
 ``if c: ... r = a  else: ... r = b``            ``VarBinding(Var("r", T), If(c, SeqExpr(.., a),
                                                 SeqExpr(.., b)))``; the branch's last assignment
                                                 is the branch result (not a binding)
-``R.add(x, y, axis=0)``                         ``Call(get_op("relax.add"), (x, y), attrs={"axis": 0})``;
-                                                positional args past the op's ``n_args`` fill its
-                                                ``attr_names`` in order; lists become tuples
+``R.nn.softmax(x, axis=1)``                      ``Call(get_op("relax.nn.softmax"), (x,), attrs={"axis": 1})``;
+                                                an op with a schema (every high-level op,
+                                                :mod:`~memcore_py.ir.op_schema`): values bound
+                                                in its wrapper's signature order or by name,
+                                                arguments converted by kind (``(1, 2)`` -> a
+                                                ``Tuple`` or a ``ShapeExpr``, ``0`` -> a
+                                                ``PrimValue``), every attribute checked,
+                                                converted (lists -> tuples, ``padding=1`` ->
+                                                ``(1, 1, 1, 1)``) and present (TVM's defaults
+                                                filled in); unknown names, wrong kinds, wrong
+                                                arity are ParseErrors naming the op. Ops
+                                                without a schema: positional args past
+                                                ``n_args`` fill ``attr_names`` in order
 ``R.call_tir(cls.f, (a, b), out_ty=T)``         ``Call(relax.call_tir, (GlobalVar f, Tuple(a, b)),
                                                 ty_args=(T,))``; ``out_ty=[T1, T2]`` gives
                                                 ``ty_args=(R.Tuple(T1, T2),)``; ``tir_vars=S``

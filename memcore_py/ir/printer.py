@@ -48,6 +48,11 @@ prints ``R.const(1.5, "float32")`` (non-finite: ``R.const(float("-inf"), "float3
 where TVM prints ``R.const("-inf", ...)`` that its parser rejects); a tensor constant read
 as a metadata reference prints that reference back, one with data prints as a nested
 list ``R.const([[1.0, 2.0]], "float32")`` (TVM accepts it); ``ObjectType`` is ``R.Any``.
+A call of an op with a schema (every high-level op) prints its arguments positionally and then
+*every* attribute in TVM's order, defaults included (``R.nn.conv2d(x, w, strides=[1, 1], ...,
+out_dtype=None)``), as TVM does; ``double`` attributes, float constants and ``FloatImm``
+values are written with TVM's 17 significant digits (``epsilon=1.0000000000000001e-05``), so
+the importer's text of a real model prints back byte for byte.
 
 A PrimFunc read from text is printed from that text, except that its decorator's
 ``private=`` and its ``T.func_attr`` line are made to agree with the node (a pass may have
