@@ -164,7 +164,7 @@ from .expr import (
 )
 from .functor import value_type
 from .module import IRModule, VDevice
-from .op import get_op, is_registered
+from .op import Op, get_op, is_registered
 from .op_schema import ABSENT, REQUIRED, convert_attr
 from .ops import builtin_alloc_own_type
 from .prim_func_text import (
@@ -334,6 +334,7 @@ class _Parser:
         self.used_var = False
         self.value_cache = {}
         self.templates = {}
+        self.op_type_cache = {}
 
     # ================================================================== errors
     def error(self, msg, line=None, col=None):
@@ -1853,12 +1854,20 @@ class _Parser:
                 return None
             if value.ty_args and hasattr(op, "name") and op.name in _TY_ARG_RESULT_OPS:
                 return value.ty_args[0] if len(value.ty_args) == 1 else TupleType(value.ty_args)
+            key = _op_type_key(value) if type(op) is Op and op.schema is not None else None
+            if key is not None:
+                hit = self.op_type_cache.get(key, _MISSING)
+                if hit is not _MISSING:
+                    return hit
             try:
                 from .infer import infer_type
 
-                return infer_type(value, _Lookup(self.funcs))
+                ty = infer_type(value, _Lookup(self.funcs))
             except Exception:  # noqa: BLE001 - unknown: TVM would infer; we leave it open
-                return None
+                ty = None
+            if key is not None:
+                self.op_type_cache[key] = ty
+            return ty
         if t is PrimValue:
             return PrimType(value.value.dtype)
         if t is ExternFunc:
@@ -2556,6 +2565,48 @@ def _make_packed_op_handler(opname, tok, attr_names):
         return Call(get_op(opname), [callee] + [p.as_expr(a, pos) for a in args[1:]], attrs, ty_args)
 
     return handler
+
+
+_MISSING = object()
+
+
+def _arg_key(a):
+    """A hashable key of a call argument that determines its part in the call's type: a
+    variable by its (interned, per-function) type object, literal shapes, tuples and scalars
+    by value; None when the argument cannot be keyed (nested calls, constants)."""
+    t = type(a)
+    if t is Var or t is DataflowVar:
+        return ("v", id(a.ty)) if a.ty is not None else None
+    if t is PrimValue:
+        v = a.value
+        return ("p", v.value, v.dtype) if type(v) is IntImm else None
+    if t is ShapeExpr:
+        vals = a.values
+        return ("s",) + tuple(d.value for d in vals) if all(type(d) is IntImm for d in vals) else None
+    if t is Tuple:
+        keys = tuple(_arg_key(f) for f in a.fields)
+        return None if None in keys else ("t",) + keys
+    return None
+
+
+def _op_type_key(call):
+    """The key under which the type of a schema op's call is cached within one parse: the op,
+    its arguments' keys and its attributes (None when something cannot be keyed). Calls with
+    equal keys have equal types (the type rule reads nothing else)."""
+    keys = tuple(_arg_key(a) for a in call.args)
+    if None in keys:
+        return None
+    attrs = []
+    for k, v in call.attrs.items():
+        if type(v) not in (int, float, bool, str, tuple, type(None)):
+            return None
+        attrs.append((k, v))
+    key = (call.op, keys, tuple(attrs))
+    try:
+        hash(key)
+    except TypeError:  # an unhashable attribute value
+        return None
+    return key
 
 
 def _h_call_tir_dyn(p, args, kwargs, pos):
