@@ -464,6 +464,12 @@ def _eye_prepare(bound):
         bound["m"] = bound["n"]
 
 
+def _square_size_prepare(bound):
+    """``R.image.resize2d(x, 4)`` is ``size=(4, 4)`` (TVM's wrapper widens a single size)."""
+    if type(bound.get("size")) is int:
+        bound["size"] = (bound["size"], bound["size"])
+
+
 _NORM_TAIL = (Attr("epsilon", "float", 1e-5), Attr("center", "bool", True), Attr("scale", "bool", True))
 _ROI_ZERO = tuple(FloatImm(0.0, "float32") for _ in range(4))
 _PRIM = "prim"
@@ -628,12 +634,12 @@ register_op("relax.image.resize2d", type_rule=rn.resize2d, schema=_sig(("data", 
     Attr("roi", "fimms", _ROI_ZERO), Attr("layout", "str", "NCHW"), Attr("method", "str", "linear"),
     Attr("coordinate_transformation_mode", "str", "half_pixel"), Attr("rounding_method", "str", "round"),
     Attr("cubic_alpha", "float", -0.75), Attr("cubic_exclude", "int", 0), Attr("extrapolation_value", "float", 0.0),
-    Attr("out_dtype", "dtype?", None))))
+    Attr("out_dtype", "dtype?", None)), prepare=_square_size_prepare))
 register_op("relax.image.grid_sample", type_rule=rn.grid_sample, schema=_sig(("data", "grid"), (
     Attr("method", "str", "bilinear"), Attr("layout", "str", "NCHW"), Attr("padding_mode", "str", "zeros"),
     Attr("align_corners", "bool", False))))
 register_op("relax.image.affine_grid", type_rule=rn.affine_grid,
-            schema=_sig(("data", ("size", "shape")), (Attr("align_corners", "bool", True),)))
+            schema=_sig(("data", ("size", "shape")), (Attr("align_corners", "bool", True),), prepare=_square_size_prepare))
 register_op("relax.vision.roi_align", type_rule=rn.roi_align, schema=_sig(("data", "rois"), (
     Attr("pooled_size", "ints", REQUIRED, ("repeat", 2)), Attr("spatial_scale", "float"), Attr("sample_ratio", "int", -1),
     Attr("aligned", "bool", False), Attr("layout", "str", "NCHW"), Attr("mode", "str", "avg"))))

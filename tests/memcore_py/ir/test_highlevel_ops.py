@@ -343,10 +343,23 @@ def test_schema_markers():
 
 
 # ------------------------------------------------------------------------------ real models
-def test_high_level_models_are_shipped_and_parse():
-    assert {"resnet50", "bert_base", "gpt2_small", "llama_small"} <= set(list_highlevel_models())
-    mod = load_highlevel_model("llama_small")
+_ANNOTATION = re.compile(r"^(\s+[A-Za-z_]\w*): .*? = ", re.M)
+
+
+@pytest.mark.parametrize("name", ["resnet50", "bert_base", "gpt2_small", "llama_small"])
+def test_high_level_models_parse_print_back_and_type_check(name):
+    """TVM's importer text: parses, prints back byte for byte, and with every binding
+    annotation removed our type rules give back exactly TVM's annotations."""
+    assert name in list_highlevel_models()
+    text = highlevel_model_text(name)
+    mod = load_highlevel_model(name)
     assert mod["main"].attrs.get("num_input") == 1
-    assert mod.script().rstrip("\n") == highlevel_model_text("llama_small").rstrip("\n")
+    assert mod.script().rstrip("\n") == text.rstrip("\n")
+    bare = _ANNOTATION.sub(r"\1 = ", text)
+    assert bare.count(": R.") < text.count(": R.")
+    assert parse(bare).script().rstrip("\n") == text.rstrip("\n")
+
+
+def test_unknown_high_level_model():
     with pytest.raises(KeyError, match="unknown high-level model"):
         highlevel_model_text("alexnet")
