@@ -17,23 +17,16 @@ Run: ``pytest bench/bench_parse_highlevel.py --benchmark-only`` (results: bench/
 "IR text", high-level rows).
 """
 import re
-import time
 
 import pytest
+from _passes_common import tvm_or_none as _tvm
+from bench_ir_text import _record, _timed
 
 from memcore_py import parse
 from memcore_py.examples.models import highlevel_model_text, list_highlevel_models
 
 MODELS = list_highlevel_models()
 _BINDING = re.compile(r"^\s+[A-Za-z_]\w*(?::| =)", re.M)
-
-
-def _tvm():
-    try:
-        import tvm
-    except ImportError:
-        return None
-    return tvm
 
 
 def _n_bindings(text):
@@ -72,22 +65,6 @@ def workload(name):
 
 
 WORKLOADS = MODELS + ["bert_x16"]
-
-
-def _timed(fn, times):
-    def run(*args):
-        t0 = time.perf_counter()
-        out = fn(*args)
-        times.append(time.perf_counter() - t0)
-        return out
-
-    return run
-
-
-def _record(benchmark, n_bindings, times, text):
-    best = min(times)
-    benchmark.extra_info.update(n_bindings=n_bindings, bindings_per_s=round(n_bindings / best), best_seconds=best,
-                                text_bytes=len(text))
 
 
 @pytest.mark.benchmark(group="ir-text-highlevel-parse")

@@ -47,16 +47,23 @@ def _spatial_out(size, lo, hi, k, stride, dilation, ceil_mode=False):
     return simplify_dim(dim_add(dim_floordiv(num, IntImm(stride)), IntImm(1)))
 
 
+def _conv_operands(call, ts, nd, kernel_layouts):
+    """(data, weight, result dtype) of an ``nd``-D (transposed) convolution whose layouts are
+    the defaults the rules support."""
+    name = call.op.name
+    data, weight = tensor_arg(ts[0], name, 0), tensor_arg(ts[1], name, 1)
+    _check_layout(call, "data_layout", _DATA_LAYOUTS[nd])
+    _check_layout(call, "kernel_layout", kernel_layouts[nd])
+    _check_layout(call, "out_layout", _DATA_LAYOUTS[nd])
+    return data, weight, _attr(call, "out_dtype") or data.dtype
+
+
 def conv(nd):
     """The rule of an ``nd``-D convolution (``R.nn.conv1d/2d/3d``)."""
 
     def rule(call, ts):
         name = call.op.name
-        data, weight = tensor_arg(ts[0], name, 0), tensor_arg(ts[1], name, 1)
-        _check_layout(call, "data_layout", _DATA_LAYOUTS[nd])
-        _check_layout(call, "kernel_layout", _KERNEL_LAYOUTS[nd])
-        _check_layout(call, "out_layout", _DATA_LAYOUTS[nd])
-        dtype = _attr(call, "out_dtype") or data.dtype
+        data, weight, dtype = _conv_operands(call, ts, nd, _KERNEL_LAYOUTS)
         if data.shape is None or weight.shape is None:
             return TensorType(None, dtype, nd + 2, data.vdevice)
         if len(data.shape) != nd + 2 or len(weight.shape) != nd + 2:
@@ -75,12 +82,7 @@ def conv_transpose(nd):
     """The rule of an ``nd``-D transposed convolution (``R.nn.conv1d_transpose/conv2d_transpose``)."""
 
     def rule(call, ts):
-        name = call.op.name
-        data, weight = tensor_arg(ts[0], name, 0), tensor_arg(ts[1], name, 1)
-        _check_layout(call, "data_layout", _DATA_LAYOUTS[nd])
-        _check_layout(call, "kernel_layout", _KERNEL_T_LAYOUTS[nd])
-        _check_layout(call, "out_layout", _DATA_LAYOUTS[nd])
-        dtype = _attr(call, "out_dtype") or data.dtype
+        data, weight, dtype = _conv_operands(call, ts, nd, _KERNEL_T_LAYOUTS)
         if data.shape is None or weight.shape is None:
             return TensorType(None, dtype, nd + 2, data.vdevice)
         strides, padding, dilation = _attr(call, "strides"), _attr(call, "padding"), _attr(call, "dilation")
