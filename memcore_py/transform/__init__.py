@@ -2,7 +2,8 @@
 
 Public names (fixed): StaticPlanBlockMemory, KillAfterLastUse, DataflowUseInplaceCalls,
 AttachAttrLayoutFreeBuffers, DeadCodeElimination, LowerAllocTensor, CallTIRRewrite,
-ToNonDataflow, RemovePurityChecking, CanonicalizeBindings, Sequential, PassContext.
+ToNonDataflow, RemovePurityChecking, CanonicalizeBindings, LowerForPlanning, Sequential,
+PassContext.
 """
 from .pass_infra import PASS_REGISTRY, FunctionPass, ModulePass, Pass, PassContext, Sequential, get_pass  # noqa: F401
 from .call_tir_rewrite import CallTIRRewrite  # noqa: F401,E402
@@ -15,3 +16,4 @@ from .static_plan_block_memory import StaticPlanBlockMemory  # noqa: F401,E402
 from .dataflow_use_inplace_calls import DataflowUseInplaceCalls  # noqa: F401,E402
 from .dead_code_elimination import DeadCodeElimination  # noqa: F401,E402
 from .attach_attr_layout_free_buffers import AttachAttrLayoutFreeBuffers  # noqa: F401,E402
+from .lower_for_planning import LowerForPlanning  # noqa: F401,E402

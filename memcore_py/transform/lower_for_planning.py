@@ -1,0 +1,253 @@
+"""LowerForPlanning: high-level Relax to ``call_tir`` of signature-only PrimFuncs, without TVM.
+
+Why
+---
+StaticPlanBlockMemory plans the outputs of ``call_tir`` (after CallTIRRewrite). A module
+from TVM's torch importer holds high-level op calls (``R.matmul``, ``R.nn.conv2d``, ...);
+TVM turns them into ``call_tir`` with ``LegalizeOps`` (which writes real TIR, slow and
+TVM-only). For *planning* only the interface of each kernel matters: which tensors it
+reads, and the type of what it writes. This pass produces exactly that interface, the way
+TVM's unfused pipeline (``LegalizeOps, AnnotateTIROpPattern, FoldConstant,
+RewriteDataflowReshape``) leaves it, so that ``LowerForPlanning -> ToNonDataflow ->
+RemovePurityChecking -> CallTIRRewrite -> StaticPlanBlockMemory`` plans the same tensors
+with the same bytes as TVM's pipeline on the same module.
+
+Rewrite (per binding of a high-level op call; other bindings unchanged)
+------------------------------------------------------------------------
+- ``y = R.op(args...)`` -> ``y = R.call_tir(cls.<name>, (inputs...), out_ty=type(y))``:
+  ``inputs`` are the tensor arguments in order, a tuple literal argument contributing its
+  fields (``concat``); shape, prim-value, string and dtype arguments are dropped (they are
+  baked into the kernel); for the binary element-wise ops a scalar constant operand is
+  folded into the kernel as TVM's legalization folds it (``args[1]`` first, else
+  ``args[0]``); ``zeros_like``/``ones_like`` read only their input's shape (no input).
+- An op whose kernel moves elements as a reshape does (``reshape``, ``squeeze``,
+  ``expand_dims``, ``flatten``; ``broadcast_to`` adding only unit dims; ``permute_dims``
+  moving only unit dims; ``strided_slice`` keeping every element), bound to a DataflowVar,
+  with its input's dtype and element count, becomes ``R.reshape(x, R.shape([...]))``: a view
+  of ``x``, as TVM's RewriteDataflowReshape makes it from the TIR (an output var keeps its
+  own kernel and allocation).
+- The PrimFunc is signature-only (inputs then the outputs, ``tirx.noalias``, private), one
+  per op and signature, named after TVM's legalized kernel (``transpose`` for
+  ``permute_dims``, ``cast`` for ``astype``, ``tir_exp`` for ``exp``; the op's short name
+  otherwise), uniquified ``matmul``, ``matmul1``, ... against the module.
+
+An op call whose type is unknown, or whose argument is a tuple-typed variable, raises
+:class:`~memcore_py.errors.PassError` naming the binding.
+"""
+from __future__ import annotations
+
+from ..errors import IRError, PassError
+from ..ir.builder import NameTable
+from ..ir.expr import (
+    Call,
+    Constant,
+    DataflowBlock,
+    DataflowVar,
+    Function,
+    GlobalVar,
+    MatchCast,
+    PrimFunc,
+    PrimFuncParam,
+    ShapeExpr,
+    Tuple,
+    Var,
+    VarBinding,
+)
+from ..ir.functor import ExprMutator
+from ..ir.infer import infer_type
+from ..ir.module import IRModule
+from ..ir.op import Op, get_op
+from ..ir.prim import IntImm, prove_equal
+from ..ir.types import TensorType, TupleType
+from .pass_infra import ModulePass, PassContext
+
+__all__ = ["LowerForPlanning", "lower_for_planning", "KERNEL_NAMES"]
+
+_CALL_TIR = get_op("relax.call_tir")
+_RESHAPE = get_op("relax.reshape")
+
+#: Ops whose kernel TVM's LegalizeOps names differently from the op's short name.
+KERNEL_NAMES = {
+    "relax.astype": "cast",
+    "relax.concat": "concatenate",
+    "relax.permute_dims": "transpose",
+    "relax.zeros_like": "zeros",
+    "relax.ones_like": "ones",
+    **{f"relax.{n}": f"tir_{n}" for n in (
+        "exp", "log", "sqrt", "rsqrt", "sigmoid", "tanh", "negative", "sin", "cos", "erf", "floor", "ceil",
+        "round", "abs", "log2", "log10", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh",
+        "atanh", "isnan", "isinf", "isfinite", "square", "sign", "trunc", "bitwise_not", "logical_not")},
+}
+#: Binary element-wise ops whose legalization folds a scalar constant operand.
+_FOLDING = frozenset(f"relax.{n}" for n in (
+    "add", "subtract", "multiply", "divide", "floor_divide", "power", "maximum", "minimum", "equal",
+    "not_equal", "less", "less_equal", "greater", "greater_equal", "mod", "floor_mod", "bitwise_and",
+    "bitwise_or", "bitwise_xor", "logical_and", "logical_or", "logical_xor", "left_shift", "right_shift",
+    "atan2", "log_add_exp"))
+_SHAPE_ONLY = frozenset({"relax.zeros_like", "relax.ones_like"})
+_RESHAPE_LIKE = frozenset({"relax.reshape", "relax.squeeze", "relax.expand_dims", "relax.flatten"})
+#: Calls that already are kernels, memory operations or views: left alone.
+_KEEP_PREFIXES = ("relax.call_", "relax.builtin.", "relax.memory.", "relax.vm.")
+_KEEP = frozenset({"relax.shape_of", "relax.null_value"})
+
+
+def _numel(shape):
+    out = IntImm(1)
+    for d in shape:
+        out = out * d if not isinstance(out, IntImm) or out.value != 1 else d
+    return out
+
+
+def _scalar_constant(e) -> bool:
+    t = getattr(e, "ty", None)
+    return type(e) is Constant and isinstance(t, TensorType) and t.ndim == 0
+
+
+class _Lowerer(ExprMutator):
+    def __init__(self, mod: IRModule):
+        super().__init__()
+        self.mod = mod
+        self.names = NameTable()
+        for gv in mod.functions:
+            self.names.reserve(gv.name)
+        self.kernels: dict = {}  # (op, input types, output type) -> GlobalVar
+        self.new_funcs: dict = {}
+
+    def _fail(self, b, msg):
+        return PassError(f"LowerForPlanning: binding '{b.var.name}' in function '{self.func_name}': {msg}")
+
+    def visit_binding(self, b, out):
+        value = b.value
+        op = getattr(value, "op", None)
+        if type(value) is not Call or type(op) is not Op or op.name in _KEEP or op.name.startswith(_KEEP_PREFIXES):
+            return super().visit_binding(b, out)
+        value = self.visit_expr(value)
+        new = self._lower(b, value)
+        out.append(MatchCast(b.var, new, b.ty) if type(b) is MatchCast else VarBinding(b.var, new))
+
+    def _out_type(self, b, call):
+        ty = call.ty if call.ty is not None else (b.var.ty if type(b) is VarBinding else None)
+        if not _known(ty):
+            try:
+                ty = infer_type(call, self.mod)
+            except IRError as e:
+                raise self._fail(b, str(e)) from None
+        if not _known(ty):
+            raise self._fail(b, f"{call.op.name}: the result type must be tensors of known shape and dtype; got {ty!r}")
+        return ty
+
+    def _lower(self, b, call: Call):
+        op = call.op
+        out_ty = self._out_type(b, call)
+        if self.in_dataflow and type(b.var) is DataflowVar and _is_reshape_pattern(call, out_ty):
+            return Call(_RESHAPE, (call.args[0], ShapeExpr(out_ty.shape)))
+        inputs = []
+        args = call.args
+        folded = -1
+        if op.name in _FOLDING and len(args) == 2:
+            folded = 1 if _scalar_constant(args[1]) else (0 if _scalar_constant(args[0]) else -1)
+        if op.name not in _SHAPE_ONLY:
+            for k, a in enumerate(args):
+                if k == folded:
+                    continue
+                if type(a) is Tuple:
+                    inputs.extend(f for f in a.fields if isinstance(getattr(f, "ty", None), TensorType))
+                    continue
+                t = getattr(a, "ty", None)
+                if isinstance(t, TensorType):
+                    inputs.append(a)
+                elif isinstance(t, TupleType) and isinstance(a, Var):
+                    raise self._fail(b, f"{op.name}: a tuple-typed variable argument ({a.name}) is not supported; "
+                                        "pass a tuple literal")
+        gv = self._kernel(op, inputs, out_ty)
+        return Call(_CALL_TIR, (gv, Tuple(inputs)), None, (out_ty,))
+
+    def _kernel(self, op: Op, inputs, out_ty) -> GlobalVar:
+        outs = list(out_ty.fields) if isinstance(out_ty, TupleType) else [out_ty]
+        key = (op, tuple(_type_key(a.ty) for a in inputs), tuple(_type_key(t) for t in outs))
+        gv = self.kernels.get(key)
+        if gv is None:
+            params = [PrimFuncParam(f"A{i}", a.ty.dtype, a.ty.shape) for i, a in enumerate(inputs)]
+            params += [PrimFuncParam(f"out{i}", t.dtype, t.shape) for i, t in enumerate(outs)]
+            name = self.names.fresh(KERNEL_NAMES.get(op.name, op.name.rsplit(".", 1)[-1]))
+            gv = GlobalVar(name)
+            self.new_funcs[gv] = PrimFunc(params, {"tirx.noalias": True}, text=None, private=True)
+            self.kernels[key] = gv
+        return gv
+
+
+def _is_reshape_pattern(call: Call, out_ty) -> bool:
+    """Whether TVM's legalized kernel of ``call`` moves elements as a reshape does (same
+    dtype and element count, row-major order kept), which RewriteDataflowReshape detects on
+    the TIR: reshape-like ops; ``broadcast_to`` that adds only unit dims; ``permute_dims``
+    that moves only unit dims; ``strided_slice`` that keeps every element."""
+    name = call.op.name
+    if not call.args or not isinstance(out_ty, TensorType):
+        return False
+    st = getattr(call.args[0], "ty", None)
+    if not isinstance(st, TensorType) or st.shape is None or st.dtype != out_ty.dtype:
+        return False
+    if not prove_equal(_numel(st.shape), _numel(out_ty.shape)):
+        return False
+    if name in _RESHAPE_LIKE or name in ("relax.broadcast_to", "relax.strided_slice"):
+        return True  # equal element counts: a broadcast of unit dims, a slice of everything
+    if name == "relax.permute_dims":
+        axes = call.attrs.get("axes")
+        if axes is None:
+            axes = range(len(st.shape) - 1, -1, -1)
+        moved = [a.value if isinstance(a, IntImm) else int(a) for a in axes]
+        kept = [a for a in moved if not (type(st.shape[a]) is IntImm and st.shape[a].value == 1)]
+        return kept == sorted(kept)
+    return False
+
+
+def _known(ty) -> bool:
+    if isinstance(ty, TensorType):
+        return ty.shape is not None and bool(ty.dtype)
+    if isinstance(ty, TupleType):
+        return bool(ty.fields) and all(isinstance(f, TensorType) and _known(f) for f in ty.fields)
+    return False
+
+
+def _type_key(t: TensorType):
+    from ..ir.prim import canonical
+
+    return t.dtype, tuple(d.value if type(d) is IntImm else canonical(d) for d in t.shape)
+
+
+def lower_for_planning(mod: IRModule) -> IRModule:
+    """``mod`` with its high-level op calls replaced by kernels and views (module docstring).
+
+    Raises
+    ------
+    PassError
+        An op call of unknown result type or with a tuple-typed variable argument.
+    """
+    if not isinstance(mod, IRModule):
+        raise PassError(f"LowerForPlanning expects an IRModule; got {type(mod).__name__}")
+    lw = _Lowerer(mod)
+    updates = {}
+    for gv, func in mod.functions.items():
+        if isinstance(func, Function):
+            lw.func_name = gv.name
+            new = lw.visit_function(func)
+            if new is not func:
+                updates[gv] = new
+    if not updates:
+        return mod
+    return mod.with_functions({**updates, **lw.new_funcs})
+
+
+class LowerForPlanning(ModulePass):
+    """Module pass: :func:`lower_for_planning`."""
+
+    name = "lower-for-planning"
+
+    def transform(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        return lower_for_planning(mod)
+
+    def __repr__(self):
+        return "LowerForPlanning()"
+
+
+
