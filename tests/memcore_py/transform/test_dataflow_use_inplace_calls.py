@@ -215,16 +215,34 @@ def test_inplace_size_match_is_not_exact_for_broadcast_operand():
     assert exact == [(2, [1])] and size == [(2, [1])]
 
 
-def test_inplace_views_of_one_value_are_never_targets():
-    mod = module("""
+_VIEWS = {  # a view of a (2, 3) tensor, as TVM's IsViewMemoryOp lists them
+    "expand_dims": ("R.expand_dims({}, axis=[0])", "(1, 2, 3)"),
+    "squeeze": ("R.squeeze(R.expand_dims({}, axis=[0]), axis=[0])", "(2, 3)"),
+    "reshape": ("R.reshape({}, R.shape([3, 2]))", "(3, 2)"),
+    "permute_dims": ("R.permute_dims({}, axes=[1, 0])", "(3, 2)"),
+    "flatten": ("R.flatten({})", "(6,)"),
+    "batch_flatten": ("R.nn.batch_flatten({})", "(2, 3)"),
+}
+
+
+@pytest.mark.parametrize("view", sorted(_VIEWS))
+def test_inplace_two_views_of_one_value_are_never_targets(view):
+    # v1 and v2 share a's memory ids (views alias their input), so neither may be
+    # overwritten while the other is an operand (InplaceArgDisjointFromOtherCallArgs).
+    expr, _shape = _VIEWS[view]
+    mod = module(f"""
         a = R.add(x, x)
-        v1 = R.expand_dims(a, axis=[0])
-        v2 = R.expand_dims(a, axis=[0])
+        v1 = {expr.format("a")}
+        v2 = {expr.format("a")}
         b = R.multiply(v1, v2)
         R.output(b)
     """, params='x: R.Tensor((2, 3), dtype="float32")')
+    sets, _ = dataflow_aliases(block_of(mod))
+    named = by_name(sets)
+    assert named["v2"] == named["a"] == named[[k for k in named if k.startswith("v1") or k == "v1"][0]]
     _size, exact = inplace_opportunities(block_of(mod))
-    assert exact == []
+    assert [i for i, _ in exact] == []
+    assert _ops(dataflow_use_inplace_calls(mod))["b"] == "relax.multiply"
 
 
 # ----------------------------------------------------------------------------- the pass
