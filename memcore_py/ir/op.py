@@ -45,7 +45,7 @@ from __future__ import annotations
 
 from ..errors import IRError
 from .expr import ExternFunc
-from .op_schema import ABSENT, REQUIRED, Schema, complete_attrs
+from .op_schema import ABSENT, REQUIRED, Schema, complete_attrs, convert_attr
 
 __all__ = ["Op", "register_op", "get_op", "is_registered", "list_ops", "shares_storage", "RESHAPE_PACKED"]
 
@@ -145,6 +145,23 @@ class Op:
         if self.schema is None:
             return attrs
         return complete_attrs(self.name, self.schema, attrs, args)
+
+    def convert_attrs(self, attrs: dict, args=()) -> dict:
+        """``attrs`` as the parser would store them: every value converted to its kind's one
+        representation (:func:`~memcore_py.ir.op_schema.convert_attr`: ``IntImm`` -> int, a
+        list -> a tuple, ``padding=1`` -> ``(1, 1, 1, 1)``, ...) and every attribute present
+        (:meth:`complete_attrs`). For code that builds calls from other sources (the TVM
+        bridge). Ops without a schema: ``attrs`` unchanged. :class:`IRError` naming the op
+        and the attribute when a value does not fit."""
+        schema = self.schema
+        if schema is None:
+            return attrs
+        specs = {a.name: a for a in schema.attrs}
+        out = {}
+        for k, v in attrs.items():
+            spec = specs.get(k)
+            out[k] = convert_attr(self.name, spec, v) if spec is not None else v
+        return self.complete_attrs(out, args)
 
     def _properties(self) -> tuple:
         return tuple(getattr(self, k) for k in Op.__slots__)

@@ -210,6 +210,18 @@ def test_a_call_built_without_attributes_prints_the_defaults():
     assert format_expr(call) == "R.sum(x, axis=[1], keepdims=False)"
 
 
+def test_convert_attrs_gives_the_parsers_representation():
+    op = get_op("relax.nn.conv2d")
+    got = op.convert_attrs({"strides": [IntImm(2), IntImm(2)], "padding": 1, "groups": IntImm(1)})
+    call, _ = call_of("R.nn.conv2d(img, w, strides=[2, 2], padding=1)")
+    assert got == call.attrs
+    with pytest.raises(IRError, match="relax.nn.conv2d: attribute 'groups' must be an int"):
+        op.convert_attrs({"groups": "one"})
+    with pytest.raises(IRError, match="relax.nn.conv2d has no attribute 'stride'"):
+        op.convert_attrs({"stride": (1, 1)})
+    assert get_op("relax.call_tir").convert_attrs({"x": 1}) == {"x": 1}
+
+
 def test_round_trip_keeps_every_attribute():
     text = text_of('r = R.nn.max_pool2d(img, pool_size=[3, 3], strides=[2, 2], padding=[1, 1, 1, 1], ceil_mode=True)')
     mod = parse(text)
