@@ -36,6 +36,7 @@ SUBCOMMANDS = {
     "check": "memcore_py.cli.check",
     "fmt": "memcore_py.cli.fmt",
     "plan": "memcore_py.cli.plan",
+    "show": "memcore_py.cli.show",
 }
 
 

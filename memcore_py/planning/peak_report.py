@@ -134,6 +134,8 @@ class FunctionTimeline:
     """Mode -> :class:`ModePlacement`."""
     n_symbolic: int = 0
     """Planned tensors of symbolic size (not in the arrays)."""
+    symbolic_bindings: list = field(default_factory=list, repr=False)
+    """Their allocation bindings."""
     binding_steps: list = field(default_factory=list, repr=False)
     """``(binding, step)`` of every binding of the function in step order (for annotation)."""
 
@@ -293,7 +295,7 @@ def timelines(source, *, modes=MODES, time_limit=ARENA_TIME_LIMIT, alignment: in
         if functions is not None and entry.gv.name not in functions:
             continue
         toks = np.flatnonzero(program.tok_func == f)
-        n_sym = int(np.count_nonzero(program.tok_const[toks] < 0))
+        sym = [sites.tok_binding[t] for t in toks[program.tok_const[toks] < 0].tolist()]
         toks = toks[program.tok_const[toks] >= 0]
         start = program.tok_start[toks] - f0
         end = program.tok_end[toks] - f0
@@ -315,7 +317,8 @@ def timelines(source, *, modes=MODES, time_limit=ARENA_TIME_LIMIT, alignment: in
             profile=profile,
             lower_bound=bounds.get(entry.gv.name),
             placements={m: _placement(p, m, f, toks) for m, p in plans.items()},
-            n_symbolic=n_sym,
+            n_symbolic=len(sym),
+            symbolic_bindings=sym,
             binding_steps=order,
         ))
     return out
