@@ -62,6 +62,8 @@ __all__ = [
     "FunctionPeak",
     "PeakReport",
     "timelines",
+    "as_timelines",
+    "peak_of",
     "report",
     "format_report",
     "format_bytes",
@@ -450,8 +452,9 @@ def report(source, *, top: int | None = 10, modes=MODES, functions=None, time_li
 
     Parameters
     ----------
-    source : IRModule, PlannedModule or list of PlannedModule
-        As :func:`timelines` (an IRModule after ``CallTIRRewrite`` is planned in ``modes``).
+    source : IRModule, PlannedModule, list of PlannedModule, or list of FunctionTimeline
+        As :func:`timelines` (an IRModule after ``CallTIRRewrite`` is planned in ``modes``),
+        or its result (planned once, shared with :func:`memcore_py.planning.plot.plot_plan`).
     top : int or None, default 10
         Most tensors listed per function (largest first); None lists all live ones.
     modes, functions, time_limit, alignment
@@ -477,8 +480,22 @@ def report(source, *, top: int | None = 10, modes=MODES, functions=None, time_li
     """
     if top is not None and (isinstance(top, bool) or not isinstance(top, int) or top < 0):
         raise PlanningError(f"top must be a non-negative int or None; got {top!r}")
-    tls = timelines(source, modes=modes, time_limit=time_limit, alignment=alignment, functions=functions)
+    tls = as_timelines(source, modes=modes, time_limit=time_limit, alignment=alignment, functions=functions)
     return PeakReport(tuple(peak_of(tl, top) for tl in tls), top)
+
+
+def as_timelines(source, *, functions=None, **options) -> list:
+    """``source`` itself when it is a list of :class:`FunctionTimeline` (only ``functions``
+    applies), else :func:`timelines` of it."""
+    if isinstance(source, (list, tuple)) and source and all(isinstance(t, FunctionTimeline) for t in source):
+        if functions is None:
+            return list(source)
+        known = [t.function for t in source]
+        unknown = [f for f in functions if f not in known]
+        if unknown:
+            raise PlanningError(f"no timeline of function {unknown[0]!r}; got {known}")
+        return [t for t in source if t.function in functions]
+    return timelines(source, functions=functions, **options)
 
 
 # ---------------------------------------------------------------------------------------------

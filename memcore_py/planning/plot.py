@@ -34,7 +34,7 @@ import numpy as np
 from ..errors import MemcoreError, PlanningError
 from .allocate import MODES
 from .arena_options import ARENA_TIME_LIMIT
-from .peak_report import FunctionTimeline, format_bytes, timelines
+from .peak_report import FunctionTimeline, as_timelines, format_bytes
 
 __all__ = ["PlotDependencyError", "plot_plan", "plot_offsets", "COLOR_BY", "MAX_ARTISTS"]
 
@@ -242,16 +242,7 @@ def plot_plan(source, *, modes=MODES, functions=None, color_by: str = "storage",
     """
     Figure = _matplotlib()
     _check_common(color_by, max_artists, out)
-    if isinstance(source, (list, tuple)) and source and all(isinstance(t, FunctionTimeline) for t in source):
-        tls = list(source)
-        if functions is not None:
-            known = {t.function for t in tls}
-            unknown = [f for f in functions if f not in known]
-            if unknown:
-                raise PlanningError(f"no timeline of function {unknown[0]!r}; got {sorted(known)}")
-            tls = [t for t in tls if t.function in functions]
-    else:
-        tls = timelines(source, modes=modes, time_limit=time_limit, alignment=alignment, functions=functions)
+    tls = as_timelines(source, modes=modes, time_limit=time_limit, alignment=alignment, functions=functions)
     if functions is None:
         tls = [t for t in tls if t.n_tensors] or tls[:1]
     if not tls:

@@ -167,3 +167,11 @@ def test_bad_source():
     mod = chain()
     with pytest.raises(PlanningError, match="same module"):
         report([plan_block_memory(mod, "tvm"), plan_block_memory(load_model("resnet50"), "arena")])
+
+
+def test_timelines_as_source():
+    tls = timelines(chain(), modes=("tvm",))
+    assert report(tls, top=None).to_dict() == report(chain(), top=None, modes=("tvm",)).to_dict()
+    assert [f.function for f in report(tls, functions=["main"])] == ["main"]
+    with pytest.raises(PlanningError, match="no timeline of function 'nope'"):
+        report(tls, functions=["nope"])
