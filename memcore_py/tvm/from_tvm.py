@@ -262,8 +262,14 @@ class _Reader:
         return self.items(infos["vdevice"])
 
     def vdevice_name(self, vd) -> str:
+        h = vd.__chandle__()  # (VDevice.same_as recurses forever in TVM 0.27)
         for i, x in enumerate(self.vdevices):
-            if x.same_as(vd):
+            if x.__chandle__() == h:
+                return f"{x.target.kind.name}:{i}:{x.memory_scope}"
+        from tvm_ffi import structural_equal
+
+        for i, x in enumerate(self.vdevices):
+            if structural_equal(x, vd):
                 return f"{x.target.kind.name}:{i}:{x.memory_scope}"
         self.fail(f"a tensor vdevice {vd} that is not in the module's global_infos['vdevice']")
 
@@ -478,15 +484,16 @@ class _Reader:
 
 def _target_dict(target) -> dict:
     """A TVM target as memcore reads ``I.vdevice({...})`` from TVM's text: its exported dict
-    with keys sorted and lists as tuples."""
-    return _sorted_value(dict(target.export()))
+    with keys sorted (TVM prints them so), lists kept as lists."""
+    return _sorted_value(target.export())
 
 
 def _sorted_value(v):
-    if isinstance(v, dict):
-        return {str(k): _sorted_value(v[k]) for k in sorted(v)}
-    if isinstance(v, (list, tuple)):
-        return tuple(_sorted_value(x) for x in v)
+    api = tvm_api()
+    if isinstance(v, (dict, api.Map)):
+        return {str(k): _sorted_value(v[k]) for k in sorted(v, key=str)}
+    if isinstance(v, (list, tuple, api.Array)):
+        return [_sorted_value(x) for x in v]
     return v
 
 

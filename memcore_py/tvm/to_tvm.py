@@ -49,6 +49,8 @@ from ..ir.expr import (
     Var,
     VarBinding,
 )
+from ..errors import IRError
+from ..ir.infer import infer_type
 from ..ir.module import IRModule
 from ..ir.op import Op
 from ..ir.ops import builtin_alloc_own_type
@@ -73,6 +75,7 @@ class _Writer:
         self.binary = {Add: pf.Add, Sub: pf.Sub, Mul: pf.Mul, FloorDiv: pf.FloorDiv, FloorMod: pf.FloorMod,
                        Min: pf.Min, Max: pf.Max}
         self.reuse = reuse if reuse is not None else {}
+        self.mod = mod
         self.vars = {}
         self.gvars = {}
         self.types = {}
@@ -232,7 +235,19 @@ class _Writer:
             attrs = None
             if c.attrs:
                 attrs = self.api.ir.make_node("ir.DictAttrs", **{k: to_tvm_value(v, self.where) for k, v in c.attrs.items()})
-        return self.ir_ffi.Call(self.ty(c.ty), op, args, attrs, [self.ty(t) for t in ty_args], None)
+        ty = c.ty
+        if ty is None:  # memcore keeps a bound value's type on its var; TVM stores it on the call too
+            ty = self.inferred_type(c, bound_ty)
+        return self.ir_ffi.Call(self.ty(ty), op, args, attrs, [self.ty(t) for t in ty_args], None)
+
+    def inferred_type(self, c, bound_ty):
+        """The type TVM's normaliser gives a call memcore left untyped: memcore's type rule of
+        the callee (``ir.infer.infer_type``, checked against TVM's), else the binding's."""
+        try:
+            ty = infer_type(c, self.mod)
+        except IRError:
+            ty = None
+        return ty if ty is not None else bound_ty
 
     def shape_expr(self, e):
         return self.rx_ffi.ShapeExpr([self.prim(d) for d in e.values], None)
@@ -330,10 +345,11 @@ class _Writer:
         src = f.source
         if src is not None and isinstance(src, self.api.PrimFunc):
             return src
-        from ..ir.prim_func_text import renamed_text, signature_only_text, synced_text
+        from ..ir.prim_func_text import renamed_text, signature_only_text, signature_typevars, synced_text
 
         text = signature_only_text(name, f) if f.text is None else synced_text(renamed_text(f.text, name), f.attrs, f.private)
-        header = "# from tvm.script import tirx as T\n\n"
+        typevars = "".join(f'{n} = TypeVar("{n}")\n' for n in signature_typevars(text))
+        header = "# from typing import TypeVar\n# from tvm.script import tirx as T\n\n" + typevars
         try:
             return self.api.tvm.script.from_source(header + text)
         except Exception as exc:  # noqa: BLE001 - TVM's parser refused memcore's PrimFunc text

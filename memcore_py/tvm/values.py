@@ -112,14 +112,19 @@ def call_attrs_from_tvm(op, attrs, where: str) -> dict:
         return {}
     names = op.attr_names
     fields = _attr_fields(attrs)
-    if fields == ("__dict__",):  # DictAttrs: free-form attributes
-        return dict_attrs_from_tvm(attrs, where) if len(attrs.keys()) else {}
+    if fields == ("__dict__",):  # DictAttrs: free-form attributes, still checked against the schema
+        out = dict_attrs_from_tvm(attrs, where)
+        fields = tuple(out)
+    else:
+        out = None
     extra = [f for f in fields if f not in names]
     if extra:
         raise TVMConversionError(
             f"attribute {extra[0]!r} of {_type_key(attrs)} on {where} is not in memcore's schema of "
             f"{op.name} (attr_names {names!r})"
         )
+    if out is not None:
+        return out
     return {k: from_tvm_value(getattr(attrs, k), f"attribute {k!r} of {where}") for k in fields}
 
 
