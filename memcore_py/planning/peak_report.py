@@ -63,6 +63,7 @@ __all__ = [
     "PeakReport",
     "timelines",
     "as_timelines",
+    "graph_timeline",
     "peak_of",
     "report",
     "format_report",
@@ -324,6 +325,64 @@ def timelines(source, *, modes=MODES, time_limit=ARENA_TIME_LIMIT, alignment: in
             binding_steps=order,
         ))
     return out
+
+
+def graph_timeline(*plans) -> FunctionTimeline:
+    """The :class:`FunctionTimeline` of a graph-executor graph from its
+    :class:`~memcore_py.planning.graph_memory_plan.GraphMemoryPlan` (one per mode, ``"relay"``
+    and/or ``"arena"``, all of the same graph; :func:`~memcore_py.planning.graph_plan_memory.graph_plan_memory`).
+
+    Tensors are the flat (non-texture) tokens, lifetimes are the planner's node intervals
+    shifted by one (step 0 = before the first node: inputs and parameters are live from
+    there; step ``n_nodes + 1`` = after the graph). Names are the producing node's name, or
+    ``name:k`` for its k-th output; ``bindings`` are ``node N`` (its position in the graph). In relay mode the storages are
+    Relay's flat storage ids, in arena mode the arenas.
+
+    Raises
+    ------
+    PlanningError
+        No plan, a plan without its graph, two plans of one mode, or plans of different graphs.
+    """
+    import memcore
+
+    from .graph_plan_memory import _intervals, relay_token_program
+
+    if not plans or any(getattr(p, "graph", None) is None or not hasattr(p, "storage_id") for p in plans):
+        raise PlanningError("graph_timeline takes GraphMemoryPlans (graph_plan_memory's results) with their graph")
+    g = plans[0].graph
+    if any(p.graph is not g for p in plans) or len({p.mode for p in plans}) != len(plans):
+        raise PlanningError("graph_timeline takes one plan per mode, all of the same graph")
+    prog = relay_token_program(g)
+    start, end = _intervals(g, prog)
+    toks = np.flatnonzero((prog.entry_tok == np.arange(g.n_entries)) & ~prog.is_texture)
+    start, end, size = start[toks] + 1, end[toks] + 1, np.ascontiguousarray(g.entry_bytes[toks])
+    n_steps = g.n_nodes + 1
+    node_of = g.node_of_entry()[toks]
+    n_out = np.diff(g.node_row_ptr)
+    names = []
+    for e, n in zip(toks.tolist(), node_of.tolist()):
+        node = g.node_names[n] if n < len(g.node_names) else f"node{n}"
+        names.append(node if n_out[n] == 1 else f"{node}:{e - int(g.node_row_ptr[n])}")
+    placements = {}
+    for p in plans:
+        if p.mode == "arena":
+            storage = np.ascontiguousarray(p.arena_of[toks])
+            offset = np.ascontiguousarray(p.tok_offset[toks])
+            sizes = [int(b) for b in p.arena_bytes]
+        else:
+            ids, storage = np.unique(p.storage_id[toks], return_inverse=True)
+            offset = np.zeros(toks.shape[0], dtype=np.int64)
+            sizes = p.relay_storage_bytes[ids].tolist()
+        base = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)])[:-1].tolist() if sizes else []
+        placements[p.mode] = ModePlacement(p.mode, storage.astype(np.int64), offset, sizes, base, int(sum(sizes)))
+    return FunctionTimeline(
+        function=g.name, n_steps=n_steps, token=toks, start=start, end=end, size=size, names=names,
+        shapes=[tuple(g.entry_shape[e]) for e in toks.tolist()] if g.entry_shape else [()] * toks.shape[0],
+        dtypes=[g.entry_dtype[e] for e in toks.tolist()] if g.entry_dtype else [""] * toks.shape[0],
+        bindings=[f"node {n}" for n in node_of.tolist()],
+        profile=memcore.live_profile(start, end, size, n_steps), lower_bound=int(plans[0].lower_bound),
+        placements=placements,
+    )
 
 
 # ---------------------------------------------------------------------------------------------

@@ -202,7 +202,7 @@ def _title(tl: FunctionTimeline, mode: str) -> str:
     return text
 
 
-def plot_plan(source, *, modes=MODES, functions=None, color_by: str = "storage", max_artists: int = MAX_ARTISTS,
+def plot_plan(source, *, modes=None, functions=None, color_by: str = "storage", max_artists: int = MAX_ARTISTS,
               out=None, dpi: int = 120, time_limit=ARENA_TIME_LIMIT, alignment: int = 64, figsize=None):
     """Draw each function's memory timeline, one column per mode (see the module docstring).
 
@@ -210,9 +210,12 @@ def plot_plan(source, *, modes=MODES, functions=None, color_by: str = "storage",
     ----------
     source : IRModule, PlannedModule, list of PlannedModule, or list of FunctionTimeline
         What :func:`~memcore_py.planning.peak_report.timelines` takes (an IRModule after
-        ``CallTIRRewrite`` is planned in ``modes``), or its result.
-    modes : sequence of {"tvm", "arena"}, default ("tvm", "arena")
-        Columns, left to right (for a planned source: its own modes, in this order).
+        ``CallTIRRewrite`` is planned in ``modes``), or its result; for a graph-executor
+        graph, ``[graph_timeline(relay_plan, arena_plan)]``
+        (:func:`~memcore_py.planning.peak_report.graph_timeline`).
+    modes : sequence of {"tvm", "arena"}, optional
+        Columns, left to right. Default: every mode of the source (an IRModule is planned in
+        ``("tvm", "arena")``; a graph's timeline has ``"relay"`` and/or ``"arena"``).
     functions : sequence of str, optional
         Rows: these functions. Default: every function with a constant-size planned tensor
         (or the first function when none has one).
@@ -242,14 +245,18 @@ def plot_plan(source, *, modes=MODES, functions=None, color_by: str = "storage",
     """
     Figure = _matplotlib()
     _check_common(color_by, max_artists, out)
-    tls = as_timelines(source, modes=modes, time_limit=time_limit, alignment=alignment, functions=functions)
+    tls = as_timelines(source, modes=MODES if modes is None else modes, time_limit=time_limit, alignment=alignment,
+                       functions=functions)
     if functions is None:
         tls = [t for t in tls if t.n_tensors] or tls[:1]
     if not tls:
         raise PlanningError("nothing to plot: the module has no Relax function")
-    cols = [m for m in dict.fromkeys(modes) if m in tls[0].placements]
+    planned = tuple(tls[0].placements)
+    cols = list(planned) if modes is None else [m for m in dict.fromkeys(modes) if m in planned]
     if not cols:
-        raise PlanningError(f"none of the modes {tuple(modes)} was planned; the source has {tuple(tls[0].placements)}")
+        raise PlanningError(f"none of the modes {tuple(modes)} was planned; the source has {planned}")
+    if len(cols) > 1 and "arena" in cols:  # the reference mode (tvm, relay) on the left
+        cols = [m for m in cols if m != "arena"] + ["arena"]
     fig = Figure(figsize=figsize or (6.4 * len(cols), 3.8 * len(tls)), layout="constrained")
     axes = fig.subplots(len(tls), len(cols), squeeze=False, sharey="row")
     for r, tl in enumerate(tls):

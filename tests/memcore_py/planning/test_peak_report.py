@@ -175,3 +175,52 @@ def test_timelines_as_source():
     assert [f.function for f in report(tls, functions=["main"])] == ["main"]
     with pytest.raises(PlanningError, match="no timeline of function 'nope'"):
         report(tls, functions=["nope"])
+
+
+def _resnet18_graph():
+    import gzip
+    import json
+
+    from _helpers import REPO_ROOT
+    from memcore_py.frontend import read_graph_json
+
+    with gzip.open(REPO_ROOT / "tests" / "data" / "relay" / "resnet18_O3.json.gz", "rt") as fh:
+        return read_graph_json(json.dumps(json.load(fh)["graph_json"]))
+
+
+def test_graph_timeline():
+    import memcore
+    from memcore_py.planning.graph_plan_memory import graph_plan_memory
+    from memcore_py.planning.peak_report import graph_timeline
+
+    g = _resnet18_graph()
+    relay, arena = graph_plan_memory(g, mode="relay"), graph_plan_memory(g, mode="arena")
+    tl = graph_timeline(relay, arena)
+    assert tl.n_steps == g.n_nodes + 1 and set(tl.placements) == {"relay", "arena"}
+    assert tl.placements["relay"].total_bytes == relay.relay_bytes
+    assert tl.placements["arena"].total_bytes == sum(arena.arena_bytes)
+    # one pool: the peak of the profile is the planner's bound, and the profile is a sweep's
+    assert tl.peak_bytes == tl.lower_bound == relay.lower_bound
+    assert tl.profile.tolist() == ref.live_profile(tl.start.tolist(), tl.end.tolist(), tl.size.tolist(), tl.n_steps)
+    # addresses: tensors live together never share bytes, in either mode (independent check)
+    for p in tl.placements.values():
+        memcore.verify_offsets(tl.start, tl.end, tl.size, p.address, p.stacked_bytes)
+    # the entries Relay gives one storage id share a storage here
+    sid = relay.storage_id[tl.token]
+    st = tl.placements["relay"].storage
+    assert all((sid == sid[i]).tolist() == (st == st[i]).tolist() for i in range(0, tl.n_tensors, 7))
+    f = report([tl], top=3)[g.name]
+    assert [m.mode for m in f.modes] == ["relay", "arena"] and len(f.tensors) == 3
+
+
+def test_graph_timeline_bad_input():
+    from memcore_py.planning.graph_plan_memory import graph_plan_memory
+    from memcore_py.planning.peak_report import graph_timeline
+
+    with pytest.raises(PlanningError, match="takes GraphMemoryPlans"):
+        graph_timeline()
+    with pytest.raises(PlanningError, match="takes GraphMemoryPlans"):
+        graph_timeline(plan_block_memory(chain(), "tvm").plan)
+    g = _resnet18_graph()
+    with pytest.raises(PlanningError, match="one plan per mode, all of the same graph"):
+        graph_timeline(graph_plan_memory(g, mode="relay"), graph_plan_memory(g, mode="relay"))

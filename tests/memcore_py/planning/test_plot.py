@@ -165,3 +165,21 @@ def test_missing_matplotlib(monkeypatch):
     assert isinstance(info.value, MemcoreError) and isinstance(info.value, ImportError)
     with pytest.raises(PlotDependencyError):
         plot_offsets([0], [1], [4], [0])
+
+
+def test_graph_plan_relay_and_arena():
+    import gzip
+    import json
+
+    from _helpers import REPO_ROOT
+    from memcore_py.frontend import read_graph_json
+    from memcore_py.planning.graph_plan_memory import graph_plan_memory
+    from memcore_py.planning.peak_report import graph_timeline
+
+    with gzip.open(REPO_ROOT / "tests" / "data" / "relay" / "resnet18_O3.json.gz", "rt") as fh:
+        g = read_graph_json(json.dumps(json.load(fh)["graph_json"]))
+    tl = graph_timeline(graph_plan_memory(g, mode="arena"), graph_plan_memory(g, mode="relay"))
+    relay_ax, arena_ax = plot_plan([tl]).axes  # the reference mode on the left
+    assert "| relay:" in relay_ax.get_title() and "| arena:" in arena_ax.get_title()
+    assert len(rectangles(relay_ax)) == len(rectangles(arena_ax)) == tl.n_tensors
+    assert list(line(arena_ax, "lower bound").get_ydata()) == [tl.lower_bound] * 2
