@@ -35,7 +35,11 @@ Sources accepted by :func:`timelines` and :func:`report`:
   ``CallTIRRewrite``): analysed once, planned in each requested mode;
 - a ``PlannedModule`` (:func:`memcore_py.transform.static_plan_block_memory.plan_block_memory`'s
   result, anything with ``.plan`` and ``.tokens``), or a list/tuple of such results made from
-  the same module: no re-planning.
+  the same module: no re-planning;
+- (:func:`report` and the plots) a list of :class:`FunctionTimeline`, e.g. :func:`timelines`'
+  result, or ``[graph_timeline(relay_plan, arena_plan)]`` for a graph-executor graph
+  (:func:`graph_timeline`: Relay's GraphPlanMemory and its arena mode, modes ``"relay"`` and
+  ``"arena"``).
 """
 from __future__ import annotations
 
