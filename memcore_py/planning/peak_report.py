@@ -48,9 +48,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import PlanningError
-from ..ir.expr import Call, ExternFunc, Function, GlobalVar, If, Tuple, Var
+from ..ir.expr import Call, Function, If, Tuple, Var
 from ..ir.module import IRModule
-from ..ir.op import Op
 from ..ir.prim import IntImm
 from ..ir.prim_func_text import format_prim
 from ..ir.types import TensorType
@@ -168,16 +167,6 @@ def _shape(ty) -> tuple:
     if not isinstance(ty, TensorType) or ty.shape is None:
         return ()
     return tuple(d.value if type(d) is IntImm else format_prim(d) for d in ty.shape)
-
-
-def _callee(op) -> str:
-    if isinstance(op, GlobalVar):
-        return op.name
-    if isinstance(op, Op):
-        return op.name
-    if isinstance(op, ExternFunc):
-        return op.global_symbol
-    return type(op).__name__
 
 
 def _walk_function(func: Function):
