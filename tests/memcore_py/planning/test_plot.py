@@ -6,19 +6,25 @@ import sys
 import numpy as np
 import pytest
 
-matplotlib = pytest.importorskip("matplotlib")
-matplotlib.use("Agg")
+import memcore
+from memcore_py.errors import MemcoreError, PlanningError
+from memcore_py.examples.models import load_model
+from memcore_py.planning.peak_report import timelines
+from memcore_py.planning.plot import PlotDependencyError, plot_offsets, plot_plan
+from memcore_py.testing.memory_programs import chain_module
+from memcore_py.transform.static_plan_block_memory import plan_block_memory
 
-from matplotlib.collections import PolyCollection  # noqa: E402
-from matplotlib.image import AxesImage  # noqa: E402
+try:  # the plot extra
+    import matplotlib
 
-import memcore  # noqa: E402
-from memcore_py.errors import MemcoreError, PlanningError  # noqa: E402
-from memcore_py.examples.models import load_model  # noqa: E402
-from memcore_py.planning.peak_report import timelines  # noqa: E402
-from memcore_py.planning.plot import PlotDependencyError, plot_offsets, plot_plan  # noqa: E402
-from memcore_py.testing.memory_programs import chain_module  # noqa: E402
-from memcore_py.transform.static_plan_block_memory import plan_block_memory  # noqa: E402
+    matplotlib.use("Agg")
+    from matplotlib.collections import PolyCollection
+    from matplotlib.image import AxesImage
+except ImportError:
+    matplotlib = None
+
+#: Every test but the missing-matplotlib one needs the extra.
+needs_matplotlib = pytest.mark.skipif(matplotlib is None, reason="matplotlib (the plot extra) is not installed")
 
 
 def rectangles(ax):
@@ -36,6 +42,7 @@ def line(ax, prefix):
     return ln
 
 
+@needs_matplotlib
 def test_chain_rectangles_and_lines(tmp_path):
     # chain_module(4, width=4): alloc 16 B live [0, 7], alloc1 8 B [3, 7], alloc2 16 B
     # [6, 10] (alloc3 is returned: not planned). All three live at step 6, so TVM mode gives
@@ -56,6 +63,7 @@ def test_chain_rectangles_and_lines(tmp_path):
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 1000
 
 
+@needs_matplotlib
 def test_modes_side_by_side_share_the_byte_axis():
     mod = load_model("resnet50")
     fig = plot_plan(mod)
@@ -75,6 +83,7 @@ def test_modes_side_by_side_share_the_byte_axis():
     assert line(tvm_ax, "allocated").get_ydata()[0] > 1.5 * tl.lower_bound
 
 
+@needs_matplotlib
 def test_planned_modules_and_timelines_as_sources():
     mod = chain_module(6, width=8)
     planned = [plan_block_memory(mod, "tvm"), plan_block_memory(mod, "arena")]
@@ -84,6 +93,7 @@ def test_planned_modules_and_timelines_as_sources():
     assert len(plot_plan(planned, modes=("arena",)).axes) == 1
 
 
+@needs_matplotlib
 def test_rasterised_above_max_artists():
     fig = plot_plan(chain_module(4, width=4), modes=("tvm",), max_artists=2)
     (ax,) = fig.axes
@@ -98,6 +108,7 @@ def test_rasterised_above_max_artists():
     assert not painted[:, 11:].any()  # nothing after step 10
 
 
+@needs_matplotlib
 def test_flat_problem():
     # three buffers: a [0, 2] 100 B at 0, b [1, 3] 50 B at 100, c [3, 4] 100 B at 0
     start, end, size, offset = [0, 1, 3], [2, 3, 4], [100, 50, 100], [0, 100, 0]
@@ -109,6 +120,7 @@ def test_flat_problem():
     assert {t.get_text() for t in ax.texts} == {"a", "b", "c"}
 
 
+@needs_matplotlib
 def test_large_flat_plan_is_a_few_artists(tmp_path):
     rng = np.random.default_rng(1)
     n = 5_000
@@ -123,6 +135,7 @@ def test_large_flat_plan_is_a_few_artists(tmp_path):
     assert (tmp_path / "big.png").stat().st_size > 1000
 
 
+@needs_matplotlib
 @pytest.mark.parametrize("suffix, magic", [(".svg", b"<?xml"), (".pdf", b"%PDF")])
 def test_vector_formats(tmp_path, suffix, magic):
     out = tmp_path / f"plan{suffix}"
@@ -137,16 +150,19 @@ def test_vector_formats(tmp_path, suffix, magic):
     ({"functions": ["nope"]}, "no Relax function named 'nope'"),
     ({"modes": ("fast",)}, "planning mode must be one of"),
 ])
+@needs_matplotlib
 def test_bad_options(kwargs, match):
     with pytest.raises(PlanningError, match=match):
         plot_plan(chain_module(2, width=4), **kwargs)
 
 
+@needs_matplotlib
 def test_unwritable_file(tmp_path):
     with pytest.raises(PlanningError, match="cannot write plot"):
         plot_plan(chain_module(2, width=4), out=tmp_path / "missing" / "x.png")
 
 
+@needs_matplotlib
 def test_bad_flat_arrays():
     with pytest.raises(memcore.InvalidArrayError):
         plot_offsets([0, 1], [1], [4, 4], [0, 0])
@@ -167,6 +183,7 @@ def test_missing_matplotlib(monkeypatch):
         plot_offsets([0], [1], [4], [0])
 
 
+@needs_matplotlib
 def test_graph_plan_relay_and_arena():
     import gzip
     import json
