@@ -29,7 +29,7 @@ _TYPES = {
     "boolean": lambda v: isinstance(v, bool),
 }
 _KNOWN = {"$schema", "$id", "$defs", "$ref", "version", "title", "description", "$comment", "type", "enum",
-          "const", "required", "properties", "additionalProperties", "items", "minItems", "minimum",
+          "const", "required", "properties", "additionalProperties", "items", "minItems", "maxItems", "minimum",
           "exclusiveMinimum", "oneOf"}
 
 
@@ -76,6 +76,8 @@ def subset_errors(value, schema, root=SCHEMA, path="$"):
     if isinstance(value, list):
         if len(value) < schema.get("minItems", 0):
             errors.append(f"{path}: fewer than {schema['minItems']} items")
+        if len(value) > schema.get("maxItems", len(value)):
+            errors.append(f"{path}: more than {schema['maxItems']} items")
         if "items" in schema:
             for i, v in enumerate(value):
                 errors += subset_errors(v, schema["items"], root, f"{path}[{i}]")
@@ -203,4 +205,18 @@ def _first_function(doc):
 def test_schema_refuses(shipped_doc, breakage):
     doc = copy.deepcopy(shipped_doc)
     breakage(doc)
+    assert refused(doc)
+
+
+@pytest.mark.parametrize("name", list_models())
+def test_peak_report_fits_the_module_entry(shipped_doc, name):
+    """``--top`` output (PeakReport.to_dict()) as the optional ``peak`` of a module entry."""
+    from memcore_py.examples.models import load_model
+    from memcore_py.planning.peak_report import report
+
+    doc = copy.deepcopy(shipped_doc)
+    (entry,) = [m for m in doc["modules"] if m["name"] == name]
+    entry["peak"] = json.loads(json.dumps(report(load_model(name), top=3, time_limit=None).to_dict()))
+    check(doc)
+    entry["peak"]["functions"][0]["tensors"][0]["lifetime"] = [1, 2, 3]
     assert refused(doc)
