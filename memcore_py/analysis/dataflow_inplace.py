@@ -102,12 +102,20 @@ def _bound_vars(expr):
     return out
 
 
+_LEAVES = frozenset({Var, DataflowVar, Constant, PrimValue})
+
+
 def _used_vars(value, tuple_get_item_is_use=False):
     """TVM's "used vars" of a binding value (§3.3): every variable in it, but none for a
     TupleGetItem (unless ``tuple_get_item_is_use``) and only the free ones for a function
     literal."""
-    if isinstance(value, TupleGetItem) and not tuple_get_item_is_use:
+    cls = type(value)
+    if cls is TupleGetItem and not tuple_get_item_is_use:
         return []
+    if cls is Call and type(value.op) is Op:  # the common case: variables among the arguments
+        args = value.args
+        if all(type(a) in _LEAVES for a in args):
+            return [a for a in args if type(a) is Var or type(a) is DataflowVar]
     uses = var_uses(value)
     if isinstance(value, Function):
         bound = _bound_vars(value)

@@ -46,7 +46,8 @@ from __future__ import annotations
 
 from ..errors import IRError, PassError
 from ..ir.builder import BlockBuilder
-from ..ir.expr import Call, Constant, DataflowBlock, Function, MatchCast, Tuple, Var, VarBinding
+from ..ir.expr import (Call, Constant, DataflowBlock, DataflowVar, Function, MatchCast, PrimValue, ShapeExpr, Tuple,
+                       TupleGetItem, Var, VarBinding)
 from ..ir.functor import ExprMutator
 from ..ir.infer import infer_type
 from ..ir.module import IRModule
@@ -59,6 +60,10 @@ from .pass_infra import ModulePass, PassContext
 __all__ = ["DataflowUseInplaceCalls", "dataflow_use_inplace_calls"]
 
 _CALL_TIR_INPLACE = get_op("relax.call_tir_inplace")
+
+
+#: Binding values without nested scopes (no dataflow block can be inside them).
+_FLAT_VALUES = frozenset({Call, Tuple, TupleGetItem, Var, DataflowVar, Constant, ShapeExpr, PrimValue})
 
 
 def _scalar_constant(e) -> bool:
@@ -95,6 +100,9 @@ class _Rewriter(ExprMutator):
     def visit_binding(self, b, out):
         j = self.chosen.get(b)
         if j is None:
+            if type(b.value) in _FLAT_VALUES:
+                out.append(b)  # no variable is ever renamed, and no scope to enter: as is
+                return None
             return super().visit_binding(b, out)
         new_value = self._inplace_call(b, j)
         if type(b) is MatchCast:
