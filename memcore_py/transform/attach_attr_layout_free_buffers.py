@@ -24,6 +24,9 @@ Stage 1 (module pass ``_AttachAttrLayoutFreeBuffers``), per top-level Relax func
   names in use (``matmul`` -> ``matmul1``, then ``matmul2``; the old ``matmul`` is still in
   the module). The call keeps its attrs, ``ty_args`` and type; its callee becomes the new
   GlobalVar.
+- The copy of a *public* PrimFunc keeps the original's ``global_symbol`` (``matmul``), so
+  it is public too and DeadCodeElimination keeps every copy: TVM's output, reproduced
+  although the copies then share one external symbol.
 - Other calls (``call_tir_inplace``, ``call_dps_packed``, lowered calls) are left alone.
 
 Stage 2: :class:`~memcore_py.transform.dead_code_elimination.DeadCodeElimination` removes
@@ -58,15 +61,16 @@ from __future__ import annotations
 
 from ..errors import PassError
 from ..ir.builder import BlockBuilder
-from ..ir.construct import new_call
-from ..ir.expr import Call, Constant, Function, GlobalVar, PrimFunc, Tuple
-from ..ir.functor import OPAQUE_NON_PRIM_LEAVES
+from ..ir._util import gc_paused
+from ..ir.construct import function_with_body, new_binding, new_block, new_call, new_match_cast, new_seq
+from ..ir.expr import Call, Constant, Function, GlobalVar, PrimFunc, Tuple, VarBinding
+from ..ir.functor import OPAQUE_NON_PRIM_LEAVES, normalize_blocks
 from ..ir.module import IRModule
 from ..ir.op import get_op
 from ..ir.prim import IntImm
 from ..ir.prim_func_text import with_attrs
 from ._lowering_utils import BindingTrackingMutator
-from .dead_code_elimination import DeadCodeElimination
+from .dead_code_elimination import DeadCodeElimination, is_flat
 from .pass_infra import ModulePass, PassContext, Sequential
 
 __all__ = ["AttachAttrLayoutFreeBuffers", "attach_attr_layout_free_buffers", "layout_free_positions"]
@@ -93,7 +97,13 @@ def _num_input(func: Function, where: str):
 
 def layout_free_positions(fields, layout_free: set) -> tuple:
     """Positions of ``fields`` whose object is in ``layout_free`` or is a Constant."""
-    return tuple(i for i, f in enumerate(fields) if type(f) is Constant or f in layout_free)
+    out = []
+    i = 0
+    for f in fields:
+        if f in layout_free or type(f) is Constant:
+            out.append(i)
+        i += 1
+    return tuple(out)
 
 
 class _Attacher(BindingTrackingMutator):
@@ -118,7 +128,40 @@ class _Attacher(BindingTrackingMutator):
         self.func_name = gv.name
         self.layout_free = set()
         self.seen_constant = False
+        if is_flat(func):
+            return self._flat_function(func)
         return self.visit_function(func)
+
+    def _flat_function(self, func: Function) -> Function:
+        """The rewrite of a function whose bindings open no scope and hold no nested call
+        (:func:`is_flat`): one loop over the bindings, same result as the mutator (no nested
+        function can meet a num_input there, no variable is re-typed, so only the call_tir
+        bindings change)."""
+        k = _num_input(func, f"function {self.func_name!r}")
+        if k is not None and k >= 0:
+            self.layout_free.update(func.params[k:])
+        blocks = func.body.blocks
+        new_blocks = None
+        for bi, blk in enumerate(blocks):
+            bindings = blk.bindings
+            new_bindings = None
+            for i, b in enumerate(bindings):
+                v = b.value
+                if type(v) is Call and v.op is _CALL_TIR:
+                    self._binding = b
+                    nv = self._rewrite(v)
+                    self._binding = None
+                    if new_bindings is None:
+                        new_bindings = list(bindings)
+                    new_bindings[i] = new_binding(b.var, nv) if type(b) is VarBinding else new_match_cast(b.var, nv, b.ty)
+            if new_bindings is not None:
+                if new_blocks is None:
+                    new_blocks = list(blocks)
+                new_blocks[bi] = new_block(type(blk), new_bindings)
+        normalized = normalize_blocks(blocks if new_blocks is None else new_blocks)
+        if new_blocks is None and len(normalized) == len(blocks):
+            return func
+        return function_with_body(func, new_seq(normalized, func.body.body, func.body.ty))
 
     def visit_function(self, func: Function) -> Function:
         k = _num_input(func, f"function {self.func_name!r}")
@@ -140,6 +183,10 @@ class _Attacher(BindingTrackingMutator):
         new = self.visit_call_default(call)
         if new.op is not _CALL_TIR:
             return new
+        return self._rewrite(new)
+
+    def _rewrite(self, new: Call) -> Call:
+        """``new`` (a call_tir whose arguments are visited) calling the attributed copy."""
         args = new.args
         if len(args) < 2:
             raise self._fail(f"R.call_tir takes a PrimFunc and an argument tuple; got {len(args)} argument(s)")
@@ -157,10 +204,14 @@ class _Attacher(BindingTrackingMutator):
             func = self.mod[gv.name]
             if type(func) is not PrimFunc:
                 raise self._fail(f"R.call_tir calls {gv.name!r}, which is a {type(func).__name__}, not a PrimFunc")
-            copy = with_attrs(func, {**func.attrs, _ATTR: positions})
+            attrs = dict(func.attrs)
+            if not func.private:  # TVM copies the implicit global_symbol of a public PrimFunc
+                attrs.setdefault("global_symbol", gv.name)
+            attrs[_ATTR] = positions
+            copy = with_attrs(func, attrs)
             new_gv = self.copies[key] = self.bb.add_func(copy, gv.name)
         rest = args[2:] if self.keep_tir_vars else ()
-        return new_call(_CALL_TIR, (new_gv, tup) + rest, call.attrs, call.ty_args, call.ty)
+        return new_call(_CALL_TIR, (new_gv, tup) + rest, new.attrs, new.ty_args, new.ty)
 
 
 def attach_attr_layout_free_buffers(mod: IRModule, *, tvm_compat: bool = False) -> IRModule:
@@ -187,12 +238,13 @@ def attach_attr_layout_free_buffers(mod: IRModule, *, tvm_compat: bool = False) 
         raise PassError(f"AttachAttrLayoutFreeBuffers expects an IRModule; got {type(mod).__name__}")
     m = _Attacher(mod, keep_tir_vars=not tvm_compat)
     changed = False
-    for gv, func in mod.functions.items():
-        if type(func) is Function:
-            new = m.run_function(gv, func)
-            if new is not func:
-                m.bb.update_func(gv, new)
-                changed = True
+    with gc_paused():
+        for gv, func in mod.functions.items():
+            if type(func) is Function:
+                new = m.run_function(gv, func)
+                if new is not func:
+                    m.bb.update_func(gv, new)
+                    changed = True
     return m.bb.get() if changed else mod
 
 

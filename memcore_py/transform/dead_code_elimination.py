@@ -63,20 +63,25 @@ from ..errors import PassError
 from ..ir.construct import function_with_body, new_block, new_if, new_seq
 from ..ir.expr import (
     Call,
+    Constant,
     DataflowVar,
+    DataTypeImm,
     ExternFunc,
     Function,
     GlobalVar,
     If,
     MatchCast,
     PrimFunc,
+    PrimValue,
     SeqExpr,
+    ShapeExpr,
+    StringImm,
     Tuple,
     TupleGetItem,
     Var,
     VarBinding,
 )
-from ..ir.functor import normalize_blocks
+from ..ir.functor import normalize_blocks, var_uses
 from ..ir.module import IRModule
 from ..ir.op import Op
 from ..ir._util import gc_paused
@@ -91,10 +96,46 @@ __all__ = [
     "remove_all_unused",
     "is_impure_call",
     "contains_impure_call",
+    "is_flat",
 ]
 
 _VARS = (Var, DataflowVar)
 _CLS_REF = re.compile(r"\bcls\.([A-Za-z_][A-Za-z0-9_]*)")
+_SCOPES = (If, Function, SeqExpr)
+_NESTING = frozenset((Call, If, Function, SeqExpr))
+#: Expressions that hold no GlobalVar and no variable use.
+_LEAVES = frozenset((Constant, ShapeExpr, PrimValue, StringImm, DataTypeImm, ExternFunc))
+
+
+def is_flat(func: Function) -> bool:
+    """Whether no binding value of ``func`` opens a scope (If, SeqExpr, nested function) or
+    holds a call inside its top-level call, tuple or get-item (normal form has none): the
+    functions the passes here rewrite with one loop over the bindings."""
+    nesting = _NESTING
+    for blk in func.body.blocks:
+        for b in blk.bindings:
+            v = b.value
+            cls = type(v)
+            if cls is Call:
+                for a in v.args:
+                    ca = type(a)
+                    if ca is Tuple:
+                        for f in a.fields:
+                            tf = type(f)
+                            if tf in nesting or tf is Tuple:
+                                return False
+                    elif ca in nesting:
+                        return False
+            elif cls is Tuple:
+                for f in v.fields:
+                    if type(f) in nesting:
+                        return False
+            elif cls in nesting or (cls is TupleGetItem and type(v.tuple_value) in nesting):
+                return False
+    result = func.body.body
+    if type(result) is Tuple:
+        return not any(type(f) in nesting for f in result.fields)
+    return type(result) not in nesting
 
 
 # ------------------------------------------------------------------------ stage 0 and 1
@@ -134,10 +175,37 @@ def _callees(func) -> list:
         return _CLS_REF.findall(text) if text and "cls." in text else []
     out = []
     stack = [func.body]
+    leaves = _LEAVES
     while stack:
         e = stack.pop()
         cls = type(e)
-        if cls is GlobalVar:
+        if cls is SeqExpr:
+            stack.append(e.body)
+            for blk in e.blocks:
+                for b in blk.bindings:
+                    v = b.value
+                    if type(v) is Call:  # the common case, inline: no push per argument
+                        op = v.op
+                        if type(op) is GlobalVar:
+                            out.append(op.name)
+                        elif type(op) is not Op:
+                            stack.append(op)
+                        for a in v.args:
+                            ta = type(a)
+                            if ta is GlobalVar:
+                                out.append(a.name)
+                            elif ta is Tuple:
+                                for f in a.fields:
+                                    tf = type(f)
+                                    if tf is GlobalVar:
+                                        out.append(f.name)
+                                    elif tf is not Var and tf is not DataflowVar and tf not in leaves:
+                                        stack.append(f)
+                            elif ta is not Var and ta is not DataflowVar and ta not in leaves:
+                                stack.append(a)
+                    else:
+                        stack.append(v)
+        elif cls is GlobalVar:
             out.append(e.name)
         elif cls is Call:
             stack.extend(e.args)
@@ -148,11 +216,6 @@ def _callees(func) -> list:
             stack.extend(e.fields)
         elif cls is TupleGetItem:
             stack.append(e.tuple_value)
-        elif cls is SeqExpr:
-            stack.append(e.body)
-            for blk in e.blocks:
-                for b in blk.bindings:
-                    stack.append(b.value)
         elif cls is If:
             stack.append(e.cond)
             stack.append(e.true_branch)
@@ -394,10 +457,53 @@ def remove_all_unused(func: Function, mod: IRModule | None = None) -> Function:
     """
     if type(func) is not Function:
         raise PassError(f"remove_all_unused expects a Relax Function; got {type(func).__name__}")
-    usage = _Usage(mod)
-    usage.seq(func.body, None)
-    dead = usage.unused()
+    if is_flat(func):
+        dead = _flat_unused(func, mod)
+        if not dead:
+            normalized = normalize_blocks(func.body.blocks)
+            if len(normalized) == len(func.body.blocks):
+                return func
+    else:
+        usage = _Usage(mod)
+        usage.seq(func.body, None)
+        dead = usage.unused()
     return _drop_expr(func, dead)
+
+
+def _flat_unused(func: Function, mod) -> set:
+    """The unused variables of a flat function (:func:`is_flat`) in one backward pass: in
+    straight-line SSA code every reader of a variable comes after it, so deciding the
+    bindings last to first gives the fixpoint of :meth:`_Usage.unused`."""
+    live = set(var_uses(func.body.body))
+    dead = set()
+    for blk in reversed(func.body.blocks):
+        for b in reversed(blk.bindings):
+            v = b.value
+            cv = type(v)
+            if type(b) is VarBinding and b.var not in live:
+                if cv is not Call or not is_impure_call(v, mod):
+                    dead.add(b.var)
+                    continue
+            if cv is Call:
+                op = v.op
+                if type(op) is Var or type(op) is DataflowVar:
+                    live.add(op)
+                for a in v.args:
+                    ta = type(a)
+                    if ta is Var or ta is DataflowVar:
+                        live.add(a)
+                    elif ta is Tuple:
+                        for f in a.fields:
+                            tf = type(f)
+                            if tf is Var or tf is DataflowVar:
+                                live.add(f)
+                            elif tf not in _LEAVES:
+                                live.update(var_uses(f))
+            elif cv is Var or cv is DataflowVar:
+                live.add(v)
+            elif cv not in _LEAVES:
+                live.update(var_uses(v))
+    return dead
 
 
 # ------------------------------------------------------------------------ the pass
