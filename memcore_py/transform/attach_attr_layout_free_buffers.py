@@ -112,8 +112,9 @@ class _Attacher(BindingTrackingMutator):
     pass_name = "AttachAttrLayoutFreeBuffers"
     opaque_leaves = _OPAQUE
 
-    def __init__(self, mod: IRModule, keep_tir_vars: bool):
+    def __init__(self, mod: IRModule, keep_tir_vars: bool, allow_flat: bool = True):
         super().__init__()
+        self.allow_flat = allow_flat
         self.mod = mod
         self.keep_tir_vars = keep_tir_vars
         self.bb = BlockBuilder(mod)
@@ -128,7 +129,7 @@ class _Attacher(BindingTrackingMutator):
         self.func_name = gv.name
         self.layout_free = set()
         self.seen_constant = False
-        if is_flat(func):
+        if self.allow_flat and is_flat(func):
             return self._flat_function(func)
         return self.visit_function(func)
 
@@ -234,9 +235,15 @@ def attach_attr_layout_free_buffers(mod: IRModule, *, tvm_compat: bool = False) 
     PassError
         Bad input, see the module docstring.
     """
+    return _attach(mod, tvm_compat, True)
+
+
+def _attach(mod, tvm_compat, allow_flat):
+    """:func:`attach_attr_layout_free_buffers`; ``allow_flat=False`` sends every function
+    through the general mutator (tests check both paths agree)."""
     if not isinstance(mod, IRModule):
         raise PassError(f"AttachAttrLayoutFreeBuffers expects an IRModule; got {type(mod).__name__}")
-    m = _Attacher(mod, keep_tir_vars=not tvm_compat)
+    m = _Attacher(mod, keep_tir_vars=not tvm_compat, allow_flat=allow_flat)
     changed = False
     with gc_paused():
         for gv, func in mod.functions.items():

@@ -455,9 +455,15 @@ def remove_all_unused(func: Function, mod: IRModule | None = None) -> Function:
         Resolves the purity of calls of GlobalVars (without it they count as impure unless
         their type says they are pure).
     """
+    return _remove_all_unused(func, mod, True)
+
+
+def _remove_all_unused(func, mod, allow_flat):
+    """:func:`remove_all_unused`; ``allow_flat=False`` always takes the general fixpoint
+    (tests check both paths agree)."""
     if type(func) is not Function:
         raise PassError(f"remove_all_unused expects a Relax Function; got {type(func).__name__}")
-    if is_flat(func):
+    if allow_flat and is_flat(func):
         dead = _flat_unused(func, mod)
         if not dead:
             normalized = normalize_blocks(func.body.blocks)
@@ -526,6 +532,10 @@ def dead_code_elimination(mod: IRModule, entry_functions=None) -> IRModule:
     PassError
         An entry name ``mod`` does not define.
     """
+    return _dead_code_elimination(mod, entry_functions, True)
+
+
+def _dead_code_elimination(mod, entry_functions, allow_flat):
     if not isinstance(mod, IRModule):
         raise PassError(f"DeadCodeElimination expects an IRModule; got {type(mod).__name__}")
     entries = entry_function_names(mod, entry_functions)
@@ -534,7 +544,7 @@ def dead_code_elimination(mod: IRModule, entry_functions=None) -> IRModule:
         updates = {}
         for gv, func in mod.functions.items():
             if type(func) is Function:
-                new = remove_all_unused(func, mod)
+                new = _remove_all_unused(func, mod, allow_flat)
                 if new is not func:
                     updates[gv] = new
         if updates:
