@@ -135,7 +135,7 @@ def live_intervals(def_pos, use_ptr, use_pos, is_output, n_steps):
     return start, end
 
 
-def max_live_bytes(start, end, size, *, alignment=1):
+def max_live_bytes(start, end, size, *, alignment=1, check=True):
     """Return the LOAD lower bound: the maximum over time of the bytes live at once.
 
     Parameters
@@ -147,6 +147,10 @@ def max_live_bytes(start, end, size, *, alignment=1):
         Bytes of each buffer, ``>= 0``.
     alignment : int, default=1
         Each size is first rounded up to a multiple of ``alignment`` (``>= 1``).
+    check : bool, default=True
+        Validate the arrays. ``False`` is for internal callers that build them (memcore_py's
+        planning layer): C-contiguous int64 arrays of one length, ``start <= end``, sizes
+        ``>= 0`` whose sum fits in int64, ``alignment == 1``.
 
     Returns
     -------
@@ -175,7 +179,8 @@ def max_live_bytes(start, end, size, *, alignment=1):
     >>> max_live_bytes([0, 1, 3], [1, 2, 4], [10, 20, 30], alignment=16)
     48
     """
-    start, end, size = as_aligned_interval_arrays(start, end, size, alignment)
+    if check or alignment != 1:
+        start, end, size = as_aligned_interval_arrays(start, end, size, alignment)
     return int(_liveness._py_max_live_bytes(start, end, size))
 
 

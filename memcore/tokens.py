@@ -31,6 +31,10 @@ EV_REQUEST = 0
 #: Event kind: one reader of the token has run (TVM: ``ref_counter -= 1`` after a call).
 EV_DECREF = 1
 
+#: the kernels' "no symbolic sizes" tok_sym (read-only, shared)
+_NO_SYM = np.empty(0, dtype=np.int64)
+_NO_SYM.setflags(write=False)
+
 #: kernel error code -> its name in ``SEQUENCE_ERRORS`` (memcore._validate)
 _ERROR_NAMES = {code: name for name, code in _tokens.ERROR_CODES.items()}
 
@@ -95,6 +99,7 @@ def plan_tokens(
     tok_sym=None,
     match_range=16,
     release_zero_ref=False,
+    check=True,
 ):
     """Assign a storage to every token of an event program, reusing freed storages.
 
@@ -121,6 +126,12 @@ def plan_tokens(
         False: Relax rules, a token with no readers gets fresh storage that is never
         released. True: Relay rules, it takes part in reuse and its storage is released
         right after the request.
+    check : bool, default=True
+        Validate the arrays (dtypes, lengths, value ranges). ``False`` is for internal
+        callers that build the arrays themselves (memcore_py's planning layer): they must
+        be C-contiguous int64 (``ev_kind`` int8) of consistent lengths with values in range
+        and ``match_range`` an int ``>= 0``; the event *sequence* is still checked. Saves
+        about 10 us a call, which is most of the cost on small programs.
 
     Returns
     -------
@@ -165,10 +176,13 @@ def plan_tokens(
     >>> plan.storage_of.tolist(), plan.storage_bytes.tolist()
     ([0, 0], [48])
     """
-    tok_bytes, tok_pool, tok_refs, ev_kind, ev_tok, tok_sym = as_token_program(
-        tok_bytes, tok_pool, tok_refs, ev_kind, ev_tok, tok_sym
-    )
-    match_range = as_int_scalar("match_range", match_range, low=0)
+    if check:
+        tok_bytes, tok_pool, tok_refs, ev_kind, ev_tok, tok_sym = as_token_program(
+            tok_bytes, tok_pool, tok_refs, ev_kind, ev_tok, tok_sym
+        )
+        match_range = as_int_scalar("match_range", match_range, low=0)
+    elif tok_sym is None:
+        tok_sym = _NO_SYM
     dense, n_pools, pool_ids = _dense_pools(tok_pool)
     code, bad_event, storage_of, storage_bytes, storage_dense = _tokens._py_plan_tokens(
         tok_bytes,

@@ -60,6 +60,7 @@ __all__ = [
     "tensor_bytes",
     "dynamic_output_bytes",
     "size_class_key",
+    "SizePolynomial",
     "fold_add",
     "fold_sub",
     "fold_mul",
@@ -816,3 +817,144 @@ def size_class_key(size: PrimExpr):
     keys = [_factor_key(f) for f in factors]
     first = tuple(sorted(keys[:2], key=repr))
     return ("prod", coeff, first, tuple(keys[2:]))
+
+
+# --------------------------------------------------------------------------------------
+# Symbolic byte totals (reports): a sum of sizes as a polynomial, printed and evaluated
+# --------------------------------------------------------------------------------------
+_OPAQUE_EVAL = {
+    "floordiv": lambda a, b: a // b if b else None,
+    "floormod": lambda a, b: a % b if b else None,
+    "min": min,
+    "max": max,
+}
+
+
+class SizePolynomial:
+    """A sum of byte sizes in canonical polynomial form (:func:`memcore_py.ir.prim.canonical`):
+    what a report prints for a symbolic total (``3072*n + 1536``) and evaluates at given
+    shape-variable values.
+
+    Parameters
+    ----------
+    exprs : iterable of PrimExpr or int
+        The sizes to add up.
+    """
+
+    __slots__ = ("terms",)
+
+    def __init__(self, exprs=()):
+        terms: dict = {}
+        for e in exprs:
+            for mono, c in canonical(e):
+                v = terms.get(mono, 0) + c
+                if v:
+                    terms[mono] = v
+                else:
+                    terms.pop(mono, None)
+        self.terms = terms
+
+    @classmethod
+    def _of(cls, terms):
+        out = cls()
+        out.terms = terms
+        return out
+
+    @property
+    def value(self) -> int | None:
+        """The int value when the polynomial is constant, else None."""
+        if not self.terms:
+            return 0
+        if len(self.terms) == 1 and () in self.terms:
+            return self.terms[()]
+        return None
+
+    def variables(self) -> set:
+        """Names of the shape variables it depends on."""
+        out: set = set()
+        for mono in self.terms:
+            for f in mono:
+                _factor_vars(f, out)
+        return out
+
+    def bind(self, values: dict) -> "SizePolynomial":
+        """The polynomial with the variables named in ``values`` (name -> int) replaced by
+        their values; the others stay symbolic."""
+        terms: dict = {}
+        for mono, c in self.terms.items():
+            for rest, k in _bind_monomial(mono, values):
+                v = terms.get(rest, 0) + c * k
+                if v:
+                    terms[rest] = v
+                else:
+                    terms.pop(rest, None)
+        return SizePolynomial._of(terms)
+
+    def __str__(self):
+        return _poly_text(self.terms)
+
+    def __repr__(self):
+        return f"SizePolynomial({str(self)!r})"
+
+
+def _factor_vars(f, out):
+    if f[0] == "v":
+        out.add(f[1])
+        return
+    for side in f[1:]:
+        for mono, _c in side:
+            for g in mono:
+                _factor_vars(g, out)
+
+
+def _bind_factor(f, values):
+    """``(int, None)`` when factor ``f`` evaluates under ``values``, else ``(None, f')``."""
+    if f[0] == "v":
+        v = values.get(f[1])
+        return (v, None) if v is not None else (None, f)
+    kind, fa, fb = f
+    a = SizePolynomial._of(dict(fa)).bind(values)
+    b = SizePolynomial._of(dict(fb)).bind(values)
+    va, vb = a.value, b.value
+    if va is not None and vb is not None:
+        r = _OPAQUE_EVAL[kind](va, vb)
+        if r is not None:
+            return r, None
+    return None, (kind, tuple(sorted(a.terms.items())), tuple(sorted(b.terms.items())))
+
+
+def _bind_monomial(mono, values):
+    """``[(remaining monomial, coefficient)]`` of one monomial under ``values``."""
+    coeff = 1
+    rest = []
+    for f in mono:
+        v, g = _bind_factor(f, values)
+        if g is None:
+            coeff *= v
+        else:
+            rest.append(g)
+    return [(tuple(sorted(rest)), coeff)] if coeff else []
+
+
+def _factor_text(f) -> str:
+    if f[0] == "v":
+        return f[1]
+    kind, fa, fb = f
+    return f"{kind}({_poly_text(dict(fa))}, {_poly_text(dict(fb))})"
+
+
+def _poly_text(terms: dict) -> str:
+    if not terms:
+        return "0"
+    # highest degree first, the constant last
+    items = sorted(terms.items(), key=lambda kv: (-len(kv[0]), [_factor_text(f) for f in kv[0]]))
+    out = []
+    for mono, c in items:
+        body = "*".join(_factor_text(f) for f in mono)
+        mag = abs(c)
+        text = str(mag) if not body else (body if mag == 1 else f"{mag}*{body}")
+        if not out:
+            out.append(text if c > 0 else f"-{text}")
+        else:
+            out.append(f"+ {text}" if c > 0 else f"- {text}")
+    return " ".join(out)

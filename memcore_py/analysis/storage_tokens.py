@@ -100,6 +100,16 @@ _CARRIERS = frozenset((Tuple, TupleGetItem, Call, If))
 #: when full.
 _CONST_TYPE_INFO: dict = {}
 _CONST_TYPE_INFO_MAX = 4096
+#: Across calls: ``(TensorType with a symbolic dim, bounds key)`` -> :class:`TokenInfo` of a
+#: validated allocation of it under those ``tir_var_*`` bounds (:func:`_bounds_key`). The
+#: upper-bounded size of a symbolic shape depends on the type's dims and the function's var
+#: bounds only, so it is computed once per distinct (type, bounds) instead of once per
+#: function and call (sizing a symbolic shape runs the bound arithmetic of
+#: :mod:`~memcore_py.analysis.arith`: 10-20 us a type). Bounded: cleared when full.
+_SYM_TYPE_INFO: dict = {}
+#: Across calls: symbolic size expression (by identity, kept alive by the key) -> its
+#: :func:`~memcore_py.analysis.arith.size_class_key` (canonicalisation costs 10-50 us).
+_SIZE_CLASS_KEY: dict = {}
 
 
 class TokenInfo(NamedTuple):
@@ -288,9 +298,16 @@ class TokenProgram:
             return out
         ids: dict = {}
         pools = tok_pool.tolist()
-        tok_info = self.tok_info
+        tok_info = self.tok_info.tolist()
+        infos = self.infos
         for t in sym.tolist():
-            key = (pools[t], size_class_key(self.infos[tok_info[t]].nbytes))
+            nbytes = infos[tok_info[t]].nbytes
+            skey = _SIZE_CLASS_KEY.get(nbytes)
+            if skey is None:
+                if len(_SIZE_CLASS_KEY) >= _CONST_TYPE_INFO_MAX:
+                    _SIZE_CLASS_KEY.clear()
+                skey = _SIZE_CLASS_KEY[nbytes] = size_class_key(nbytes)
+            key = (pools[t], skey)
             cid = ids.get(key)
             if cid is None:
                 cid = ids[key] = len(ids)
@@ -339,6 +356,13 @@ class StorageTokens:
     tvm_check_failures: list = field(default_factory=list)
     """Names of the functions on which TVM's pass fails an internal check (ours does not):
     a token allocated in another block appears twice in one call argument."""
+
+
+def _bounds_key(bounds: VarBounds):
+    """Hashable form of a function's var bounds (the sizes of symbolic shapes depend on it)."""
+    if not bounds:
+        return None
+    return (tuple(sorted(bounds.ranges.items())), frozenset(bounds.non_negative))
 
 
 class _StorageAllocatorInit:
@@ -398,6 +422,7 @@ class _StorageAllocatorInit:
         self._func_name = ""
         self._func_idx = -1
         self._bounds = None
+        self._bounds_key = None
 
     # ------------------------------------------------------------------ entry
     def run(self) -> StorageTokens:
@@ -410,6 +435,7 @@ class _StorageAllocatorInit:
         self._func_name = gv.name
         self._func_idx = len(self.functions)
         self._bounds = read_var_bounds(func, gv.name)
+        self._bounds_key = _bounds_key(self._bounds)
         self.walk.begin_function(self._func_idx)
         sid = self._new_scope(-1, None)
         self.functions.append(FunctionEntry(gv, func, self._bounds, sid))
@@ -620,6 +646,11 @@ class _StorageAllocatorInit:
         if info is not None and (args[1:] == info.args or self._same_alloc_args(args, info)):
             return walk.new_token(info, binding, bid, index, self.step)
         cached = _CONST_TYPE_INFO.get(ty)
+        if cached is None:
+            sym_key = (ty, self._bounds_key)
+            cached = _SYM_TYPE_INFO.get(sym_key)
+        else:
+            sym_key = None
         if cached is not None and self._same_alloc_args(args, cached):
             info = _token_info((cached.const_bytes, cached.nbytes, cached.dtype, cached.scope, cached.device,
                                 self._func_idx, args[1:], len(self.infos)))
@@ -642,6 +673,10 @@ class _StorageAllocatorInit:
                 if len(_CONST_TYPE_INFO) >= _CONST_TYPE_INFO_MAX:
                     _CONST_TYPE_INFO.clear()
                 _CONST_TYPE_INFO[ty] = info
+            elif sym_key is not None:
+                if len(_SYM_TYPE_INFO) >= _CONST_TYPE_INFO_MAX:
+                    _SYM_TYPE_INFO.clear()
+                _SYM_TYPE_INFO[sym_key] = info
         self.infos.append(info)
         walk.size_cache[ty] = info
         return walk.new_token(info, binding, bid, index, self.step)

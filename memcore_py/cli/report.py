@@ -16,6 +16,18 @@ two :class:`~memcore_py.transform.static_plan_block_memory.PlannedModule` result
 - **Lower bound**: the plan's own (:func:`memcore_py.planning.lower_bound.function_lower_bounds`),
   the max-live bytes of the planned tensors per (scope, device) pool, summed over pools.
 
+Symbolic sizes (a dynamic dim without ``tir_var_upper_bound``): the byte totals are printed
+as a polynomial in the shape variables (``3072*n + 1536``, the sum of the plan's storage
+sizes, :class:`~memcore_py.analysis.arith.SizePolynomial`) instead of a number. With
+``bind`` (``memcore plan --bind n=512``) every figure is evaluated at the given values: the
+totals, and the lower bound (the max-live bytes of all planned tensors at those sizes,
+:func:`~memcore_py.planning.lower_bound.function_lower_bounds_at`); a figure that still
+depends on an unbound variable stays an expression (the lower bound, ``?``).
+
+Times are steady state: :func:`memcore_py.cli.plan.plan_and_report` runs each mode several
+times and reports the fastest run (the first, cold call costs several times more: imports,
+caches); the table header says how many runs.
+
 This module sits above ``transform`` (it formats, it does not plan); the table is plain text.
 """
 from __future__ import annotations
@@ -25,7 +37,9 @@ from dataclasses import dataclass, field
 from ..ir.expr import Call, Function, If, SeqExpr
 from ..ir.module import IRModule
 from ..ir.op import get_op
+from ..analysis.arith import SizePolynomial
 from ..planning.check import collect_planned_tensors
+from ..planning.lower_bound import function_lower_bounds_at
 
 __all__ = ["FunctionReport", "PlanReport", "build_report", "format_bytes", "format_table"]
 
@@ -45,14 +59,20 @@ class FunctionReport:
     """Tensors StaticPlanBlockMemory placed in storages (TVM mode)."""
     tvm_storages: int
     tvm_bytes: int | None
-    """TVM mode: sum of storage sizes; None when a size is symbolic."""
+    """TVM mode: sum of storage sizes; None when a size is symbolic (see ``tvm_expr``)."""
     arena_storages: int
     arena_bytes: int | None
     lower_bound: int | None
-    """Max-live bytes of the planned tensors, summed over (scope, device) pools."""
+    """Max-live bytes of the planned tensors, summed over (scope, device) pools; None when
+    a planned size is symbolic and not bound."""
     reference_bytes: int | None = None
     """Apache TVM's own StaticPlanBlockMemory bytes for this function, when known (the
     shipped models record it)."""
+    tvm_expr: str | None = None
+    """TVM mode total as an expression in the shape variables when it is symbolic
+    (``tvm_bytes`` is None then), e.g. ``"3072*n + 1536"``."""
+    arena_expr: str | None = None
+    """Arena mode total as an expression, when symbolic."""
 
     def excess(self, nbytes: int | None) -> float | None:
         """``nbytes`` relative to the lower bound: 0.10 means 10 % above it."""
@@ -66,8 +86,8 @@ class FunctionReport:
             "n_bindings": self.n_bindings,
             "n_allocs": self.n_allocs,
             "n_planned": self.n_planned,
-            "tvm": {"n_storages": self.tvm_storages, "bytes": self.tvm_bytes},
-            "arena": {"n_storages": self.arena_storages, "bytes": self.arena_bytes},
+            "tvm": {"n_storages": self.tvm_storages, "bytes": self.tvm_bytes, "expr": self.tvm_expr},
+            "arena": {"n_storages": self.arena_storages, "bytes": self.arena_bytes, "expr": self.arena_expr},
             "lower_bound": self.lower_bound,
             "reference_bytes": self.reference_bytes,
         }
@@ -81,17 +101,25 @@ class PlanReport:
     functions: tuple
     """Tuple of :class:`FunctionReport`, in module order."""
     tvm_seconds: float
-    """Wall time of ``StaticPlanBlockMemory(mode="tvm")`` on the whole module."""
+    """Wall time of ``StaticPlanBlockMemory(mode="tvm")`` on the whole module (the fastest
+    of ``runs``)."""
     arena_seconds: float
-    """Wall time of ``StaticPlanBlockMemory(mode="arena")`` on the whole module."""
+    """Wall time of ``StaticPlanBlockMemory(mode="arena")`` on the whole module (the
+    fastest of ``runs``)."""
     tvm_module: IRModule = field(repr=False, compare=False)
     arena_module: IRModule = field(repr=False, compare=False)
+    runs: int = 1
+    """Runs per mode the times are the best of."""
+    bind: dict = field(default_factory=dict)
+    """Shape variable values the figures are evaluated at."""
 
     def to_dict(self) -> dict:
         return {
             "name": self.name,
             "tvm_seconds": self.tvm_seconds,
             "arena_seconds": self.arena_seconds,
+            "timing": f"best of {self.runs} runs",
+            "bind": dict(self.bind),
             "functions": [f.to_dict() for f in self.functions],
         }
 
@@ -112,8 +140,17 @@ def _count_bindings(seq: SeqExpr) -> tuple[int, int]:
     return n_bindings, n_allocs
 
 
+def _symbolic_total(plan, func_index: int, bind: dict):
+    """``(bytes, expr)`` of the storages of one function of ``plan`` (a MemoryPlan): the int
+    total when it is constant at ``bind``, else None and the total as text."""
+    poly = SizePolynomial([s.nbytes for s in plan.storages if s.func == func_index]).bind(bind)
+    value = poly.value
+    return (value, None) if value is not None else (None, str(poly))
+
+
 def build_report(mod: IRModule, tvm, arena, *, name: str = "module", tvm_seconds: float = 0.0,
-                 arena_seconds: float = 0.0, reference: dict | None = None) -> PlanReport:
+                 arena_seconds: float = 0.0, reference: dict | None = None, runs: int = 1,
+                 bind: dict | None = None) -> PlanReport:
     """The per-function report of ``mod`` planned in both modes.
 
     Parameters
@@ -129,10 +166,17 @@ def build_report(mod: IRModule, tvm, arena, *, name: str = "module", tvm_seconds
         Planning times to report.
     reference : dict, optional
         Function name -> bytes of Apache TVM's own plan, copied into the report.
+    runs : int, default 1
+        Runs per mode the times are the best of (recorded for the header).
+    bind : dict, optional
+        Shape variable name -> int: evaluate symbolic figures at these values.
     """
+    bind = dict(bind or {})
     lower_bounds = tvm.plan.function_lower_bounds
     if lower_bounds is None:
         lower_bounds = arena.plan.function_lower_bounds or {}
+    bound_lower = None
+    func_index = {n: i for i, n in enumerate(tvm.plan.function_names or ())}
     reports = []
     for gv, func in mod.functions.items():
         if not isinstance(func, Function):
@@ -140,6 +184,18 @@ def build_report(mod: IRModule, tvm, arena, *, name: str = "module", tvm_seconds
         n_bindings, n_allocs = _count_bindings(func.body)
         tvm_plan = collect_planned_tensors(tvm.module[gv.name], gv.name)
         arena_plan = collect_planned_tensors(arena.module[gv.name], gv.name)
+        tvm_bytes, arena_bytes = tvm_plan.total_bytes, arena_plan.total_bytes
+        tvm_expr = arena_expr = None
+        f = func_index.get(gv.name)
+        if tvm_bytes is None and f is not None:
+            tvm_bytes, tvm_expr = _symbolic_total(tvm.plan, f, bind)
+        if arena_bytes is None and f is not None:
+            arena_bytes, arena_expr = _symbolic_total(arena.plan, f, bind)
+        lower_bound = lower_bounds.get(gv.name, 0)
+        if lower_bound is None and bind:
+            if bound_lower is None:
+                bound_lower = function_lower_bounds_at(tvm.tokens.program, bind)
+            lower_bound = bound_lower.get(gv.name)
         reports.append(
             FunctionReport(
                 name=gv.name,
@@ -147,14 +203,17 @@ def build_report(mod: IRModule, tvm, arena, *, name: str = "module", tvm_seconds
                 n_allocs=n_allocs,
                 n_planned=tvm_plan.n_planned,
                 tvm_storages=len(tvm_plan.storages),
-                tvm_bytes=tvm_plan.total_bytes,
+                tvm_bytes=tvm_bytes,
                 arena_storages=len(arena_plan.storages),
-                arena_bytes=arena_plan.total_bytes,
-                lower_bound=lower_bounds.get(gv.name, 0),
+                arena_bytes=arena_bytes,
+                lower_bound=lower_bound,
                 reference_bytes=(reference or {}).get(gv.name),
+                tvm_expr=tvm_expr,
+                arena_expr=arena_expr,
             )
         )
-    return PlanReport(name, tuple(reports), tvm_seconds, arena_seconds, tvm.module, arena.module)
+    return PlanReport(name, tuple(reports), tvm_seconds, arena_seconds, tvm.module, arena.module, runs=runs,
+                      bind=bind)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -162,10 +221,11 @@ def build_report(mod: IRModule, tvm, arena, *, name: str = "module", tvm_seconds
 # ---------------------------------------------------------------------------------------------
 
 
-def format_bytes(n: int | None) -> str:
-    """``12.34 MiB`` style; ``?`` for unknown (symbolic)."""
+def format_bytes(n: int | None, expr: str | None = None) -> str:
+    """``12.34 MiB`` style; ``expr`` (the symbolic total, in bytes) when ``n`` is unknown;
+    ``?`` when neither is known."""
     if n is None:
-        return "?"
+        return expr if expr is not None else "?"
     for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
         if n >= scale:
             return f"{n / scale:.2f} {unit}"
@@ -181,27 +241,31 @@ def format_table(reports) -> str:
 
     ``storages`` is TVM mode's count; ``tvm/lb`` and ``arena/lb`` are the excess over the
     lower bound; ``TVM 0.27`` is Apache TVM's own result when recorded; the times are those
-    of the whole module's StaticPlanBlockMemory run in each mode.
+    of the whole module's StaticPlanBlockMemory run in each mode, the fastest of the report's
+    runs (steady state), as the time column headers say. A symbolic total is printed as an
+    expression in bytes.
     """
+    runs = max((rep.runs for rep in reports), default=1)
+    columns = _COLUMNS[:-2] + (f"tvm ms (best of {runs})", f"arena ms (best of {runs})")
     rows = []
     for rep in reports:
         for f in rep.functions:
             tvm_x, arena_x = f.excess(f.tvm_bytes), f.excess(f.arena_bytes)
             rows.append((
                 rep.name, f.name, str(f.n_bindings), str(f.n_allocs), str(f.n_planned),
-                str(f.tvm_storages), format_bytes(f.tvm_bytes), format_bytes(f.arena_bytes),
+                str(f.tvm_storages), format_bytes(f.tvm_bytes, f.tvm_expr), format_bytes(f.arena_bytes, f.arena_expr),
                 format_bytes(f.lower_bound),
                 "-" if tvm_x is None else f"{tvm_x:+.1%}",
                 "-" if arena_x is None else f"{arena_x:+.1%}",
                 "-" if f.reference_bytes is None else format_bytes(f.reference_bytes),
                 f"{rep.tvm_seconds * 1e3:.1f}", f"{rep.arena_seconds * 1e3:.1f}",
             ))
-    widths = [max(len(c), *(len(r[i]) for r in rows)) if rows else len(c) for i, c in enumerate(_COLUMNS)]
+    widths = [max(len(c), *(len(r[i]) for r in rows)) if rows else len(c) for i, c in enumerate(columns)]
     left = {0, 1}
 
     def fmt(cells):
         return "  ".join(c.ljust(w) if i in left else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
 
-    lines = [fmt(_COLUMNS), fmt(tuple("-" * w for w in widths))]
+    lines = [fmt(columns), fmt(tuple("-" * w for w in widths))]
     lines.extend(fmt(r) for r in rows)
     return "\n".join(lines)

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..analysis.arith import SizePolynomial
 from ..analysis.storage_tokens import TokenProgram
 
-__all__ = ["max_live_by_pool", "pool_groups", "pool_lower_bounds", "function_lower_bounds"]
+__all__ = ["max_live_by_pool", "pool_groups", "pool_lower_bounds", "function_lower_bounds",
+           "function_lower_bounds_at"]
 
 
 def max_live_by_pool(start, end, size, pool_keys) -> dict:
@@ -59,7 +61,9 @@ def pool_lower_bounds(program: TokenProgram, groups: list | None = None) -> dict
 
     out = {}
     for key, idx in pool_groups(program) if groups is None else groups:
-        out[key] = int(memcore.max_live_bytes(program.tok_start[idx], program.tok_end[idx], program.tok_const[idx]))
+        # int64 arrays of the analysis, start <= end, constant sizes >= 0: no re-validation
+        out[key] = memcore.max_live_bytes(program.tok_start[idx], program.tok_end[idx], program.tok_const[idx],
+                                          check=False)
     return out
 
 
@@ -73,3 +77,28 @@ def function_lower_bounds(program: TokenProgram, pool_bounds: dict | None = None
     for f in np.unique(program.tok_func[program.tok_const < 0]).tolist():
         totals[f] = None
     return {program.function_names[f]: b for f, b in totals.items()}
+
+
+def function_lower_bounds_at(program: TokenProgram, values: dict) -> dict:
+    """:func:`function_lower_bounds` with the symbolic sizes evaluated at ``values`` (shape
+    variable name -> int): function name -> the max-live bytes of all its planned tensors
+    (symbolic ones included) at those values, None for a function with a size that still
+    depends on an unbound variable."""
+    sizes = program.tok_const.copy()
+    infos, tok_info = program.infos, program.tok_info
+    at: dict = {}
+    unresolved: set = set()
+    for t in np.flatnonzero(sizes < 0).tolist():
+        i = int(tok_info[t])
+        v = at.get(i, -1)
+        if v == -1:
+            v = at[i] = SizePolynomial([infos[i].nbytes]).bind(values).value
+        if v is None or v < 0:
+            unresolved.add(int(program.tok_func[t]))
+            v = 0
+        sizes[t] = v
+    group, keys = program.group_ids(lambda info: (info.func, info.scope, info.device))
+    totals: dict = {f: 0 for f in range(len(program.function_names))}
+    for key, b in max_live_by_pool(program.tok_start, program.tok_end, sizes, [keys[g] for g in group.tolist()]).items():
+        totals[key[0]] += b
+    return {program.function_names[f]: (None if f in unresolved else b) for f, b in totals.items()}

@@ -167,6 +167,13 @@ _MEM_ALLOC_TENSOR = get_op("relax.memory.alloc_tensor")
 _ENSURE_ZERO_OFFSET = get_op("relax.memory.ensure_zero_offset")
 _OBJECT = ObjectType()
 _ZERO = PrimValue(IntImm(0))
+#: Leaf nodes of the rewritten allocations, shared across calls (IR nodes are immutable):
+#: dtype -> DataTypeImm, scope -> StringImm, offset -> PrimValue. Cleared when larger than
+#: _IMM_CACHE_MAX.
+_DTYPE_IMMS: dict = {}
+_SCOPE_IMMS: dict = {}
+_OFFSET_IMMS: dict = {0: _ZERO}
+_IMM_CACHE_MAX = 4096
 
 
 # --------------------------------------------------------------------------------------
@@ -226,9 +233,13 @@ class _StorageAllocationRewriter:
                 sid = sites.scope_parent[sid]
         self.dirty = dirty
         self.storage_var: list = [None] * len(plan.storages)
-        self._dtype_imm: dict = {}
-        self._scope_imm: dict = {}
-        self._offset_imm: dict = {0: _ZERO}
+        # immutable leaf nodes, shared across calls (bounded caches)
+        for cache in (_DTYPE_IMMS, _SCOPE_IMMS, _OFFSET_IMMS):
+            if len(cache) > _IMM_CACHE_MAX:
+                cache.clear()
+        self._dtype_imm: dict = _DTYPE_IMMS
+        self._scope_imm: dict = _SCOPE_IMMS
+        self._offset_imm: dict = _OFFSET_IMMS
         self._shape_imm: dict = {}
         self.tok_storage = plan.tok_storage.tolist()
         self.tok_offset = plan.tok_offset.tolist() if plan.mode == "arena" else [0] * len(self.tok_storage)

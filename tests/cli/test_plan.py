@@ -27,7 +27,8 @@ def test_plan_file_prints_table(capsys, model_file):
     header, rule, row, footer = out.strip().splitlines()
     assert header.split()[:5] == ["module", "function", "bindings", "allocs", "planned"]
     assert row.split()[1] == "main"
-    assert footer == "mode: arena; passes: static-plan-block-memory,lower-alloc-tensor,kill-after-last-use"
+    assert footer == ("mode: arena; passes: static-plan-block-memory,lower-alloc-tensor,kill-after-last-use; "
+                      "times: best of 5 runs per mode (steady state)")
 
 
 def test_plan_without_argument_plans_shipped_models(capsys):
@@ -56,10 +57,10 @@ def test_json_schema(capsys, model_file, mode):
     assert doc["mode"] == mode
     assert doc["passes"] == ["static-plan-block-memory", "lower-alloc-tensor", "kill-after-last-use"]
     (module,) = doc["modules"]
-    assert set(module) == {"name", "tvm_seconds", "arena_seconds", "functions"}
+    assert set(module) == {"name", "tvm_seconds", "arena_seconds", "timing", "bind", "functions"}
     (func,) = module["functions"]
     assert set(func) == {"name", "n_bindings", "n_allocs", "n_planned", "tvm", "arena", "lower_bound", "reference_bytes"}
-    assert set(func["tvm"]) == set(func["arena"]) == {"n_storages", "bytes"}
+    assert set(func["tvm"]) == set(func["arena"]) == {"n_storages", "bytes", "expr"}
     assert func["name"] == "main"
     assert func["lower_bound"] <= func["arena"]["bytes"] <= func["tvm"]["bytes"]
     assert func["reference_bytes"] is None  # only the shipped models carry TVM's own result

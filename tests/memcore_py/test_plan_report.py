@@ -108,14 +108,23 @@ def test_chain_lifetimes_from_the_planned_ir():
     assert planned.lower_bound() == 48
 
 
-def test_symbolic_sizes_are_unknown():
+def test_symbolic_sizes_are_expressions():
+    # alloc and alloc1 (4*n bytes each) are live together at the second call: two storages
     report = plan_and_report(memcore_py.parse(DYNAMIC))
     (f,) = report.functions
     assert f.n_planned == 2
-    assert f.tvm_bytes is None and f.lower_bound is None
+    assert f.tvm_bytes is None and f.tvm_expr == "8*n" and f.lower_bound is None
     assert f.excess(f.tvm_bytes) is None
     row = format_table([report]).splitlines()[2]
-    assert row.split()[6] == "?"
+    assert row.split()[6] == "8*n"
+    assert row.split()[8] == "?"  # the lower bound at unknown n
+
+
+def test_symbolic_sizes_bound():
+    report = plan_and_report(memcore_py.parse(DYNAMIC), bind={"n": 5})
+    (f,) = report.functions
+    assert f.tvm_bytes == f.arena_bytes == 40 and f.tvm_expr is None
+    assert f.lower_bound == 40
 
 
 def test_verify_planned_catches_shared_live_bytes():
