@@ -127,7 +127,7 @@ def arena_plan(program: TokenProgram, alignment: int = 64, time_limit=None) -> M
             packed = memcore.plan_offsets(start, end, size, alignment=alignment, time_limit=time_limit)
         if packed.arena_bytes > tvm_bytes:
             continue
-        dtypes = {program.infos[i].dtype for i in np.unique(program.tok_info[idx]).tolist()}
+        dtypes = {program.infos[i].dtype for i in set(program.tok_info[idx].tolist())}
         dtype = dtypes.pop() if len(dtypes) == 1 else "uint8"
         for s in used:
             keep[s] = False

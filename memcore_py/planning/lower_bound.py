@@ -43,6 +43,8 @@ def pool_groups(program: TokenProgram) -> list:
     """
     group, keys = program.group_ids(lambda info: (info.func, info.scope, info.device))
     toks = np.flatnonzero(program.tok_const >= 0)
+    if len(keys) == 1:  # one pool (the common case): no grouping needed
+        return [(keys[0], toks)] if toks.shape[0] else []
     g = group[toks]
     order = np.argsort(g, kind="stable")
     bounds = np.searchsorted(g[order], np.arange(len(keys) + 1))
@@ -74,8 +76,10 @@ def function_lower_bounds(program: TokenProgram, pool_bounds: dict | None = None
     totals: dict = {f: 0 for f in range(len(program.function_names))}
     for (f, _scope, _dev), b in (pool_lower_bounds(program) if pool_bounds is None else pool_bounds).items():
         totals[f] += b
-    for f in np.unique(program.tok_func[program.tok_const < 0]).tolist():
-        totals[f] = None
+    sym = program.tok_const < 0
+    if sym.any():
+        for f in np.unique(program.tok_func[sym]).tolist():
+            totals[f] = None
     return {program.function_names[f]: b for f, b in totals.items()}
 
 
