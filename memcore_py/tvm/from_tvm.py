@@ -87,6 +87,8 @@ __all__ = ["from_tvm"]
 #: memcore keeps in the PrimFunc's text rather than in ``attrs``.
 _DECORATOR_ATTRS = ("s_tir",)
 _OBJECT = ObjectType()
+#: Key of a function's symbolic vars (name -> TVM var) in a ``record`` map.
+_SYMBOLIC = "symbolic-vars"
 _BUILTIN_ALLOC = get_op("relax.builtin.alloc_tensor")
 
 
@@ -102,6 +104,7 @@ class _Reader:
         from tvm_ffi import _ffi_api as ffi
 
         self.record = record
+        self.prim_sources = {}
         self.api = api
         self.size = ffi.ArraySize
         self.get = ffi.ArrayGetItem
@@ -175,6 +178,8 @@ class _Reader:
                 if type(ty) is not api.PrimType:
                     self.fail(f"variable {e.name!r} of type {_type_key(ty)} inside a symbolic expression")
                 r = self.prims[h] = PrimVar(str(e.name), self.dtype(ty))
+                if self.record is not None:
+                    self.prim_sources[h] = e
             return r
         b = self.binary.get(cls)
         if b is not None:
@@ -455,6 +460,8 @@ class _Reader:
         r = Function(params, body, self.ty(f.ret_ty), attrs, bool(f.is_pure))
         if self.record is not None:
             self.record[r] = f
+            # the function's symbolic vars by name: new nodes a pass builds must use these
+            self.record[(_SYMBOLIC, name)] = {pv.name: self.prim_sources[h] for h, pv in self.prims.items()}
         return r
 
     def module(self, tvm_mod) -> IRModule:

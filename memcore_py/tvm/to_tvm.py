@@ -57,6 +57,7 @@ from ..ir.ops import builtin_alloc_own_type
 from ..ir.prim import Add, FloatImm, FloorDiv, FloorMod, IntImm, Max, Min, Mul, PrimVar, Sub
 from ..ir.types import FuncType, ObjectType, PrimType, ShapeType, TensorType, TupleType, type_equal
 from ._api import TVMConversionError, tvm_api
+from .from_tvm import _SYMBOLIC
 from .values import call_attrs_to_tvm, to_tvm_value
 
 __all__ = ["to_tvm"]
@@ -333,7 +334,7 @@ class _Writer:
         if r is not None:
             return r
         self.where = f"function {name!r}"
-        self.prims = {}
+        self.prims = dict(self.reuse.get((_SYMBOLIC, name), ()))  # the TVM vars reused nodes hold
         params = [self.def_var(p) for p in f.params]
         body = self.seq(f.body)
         attrs = self.api.ir.make_node("ir.DictAttrs", **{k: to_tvm_value(v, f"attribute {k!r} of {self.where}")
