@@ -189,6 +189,9 @@ def test_attach_synthetic_ours(benchmark, request, attach_inputs, n):
 def test_attach_synthetic_tvm(benchmark, request, attach_inputs, n):
     if _tvm() is None:
         pytest.skip("apache-tvm is not installed")
+    if n > SIZES[0]:
+        pytest.skip("TVM's pass grows quadratically here (0.37 s at 3k, 44 s at 30k bindings): "
+                    "300k would take over an hour")
     n = _size(request, n)
     from tvm import relax
 

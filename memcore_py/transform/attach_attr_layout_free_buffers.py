@@ -18,10 +18,10 @@ Stage 1 (module pass ``_AttachAttrLayoutFreeBuffers``), per top-level Relax func
   ``i`` whose ``ai`` is layout-free form ``layout_free_buffers`` (a tuple of ints, also
   when empty, replacing any previous value). The PrimFunc ``f`` *of the input module* gets
   that attribute (:func:`~memcore_py.ir.prim_func_text.with_attrs`, text synced) and is
-  added with :meth:`~memcore_py.ir.builder.BlockBuilder.add_func`, which returns the
-  GlobalVar of an equal function already in the module (so call sites with the same set
-  share one copy) or adds it under a fresh name from the builder's name table, which skips
-  names in use (``matmul`` -> ``matmul1``, then ``matmul2``; the old ``matmul`` is still in
+  added with :meth:`~memcore_py.transform._prim_func_registry.PrimFuncRegistry.add` (TVM
+  ``BlockBuilder::AddFunction``), which returns the GlobalVar of an equal function already
+  in the module (so call sites with the same set share one copy) or adds it under a fresh
+  name from TVM's name-supply rule, which skips names in use (``matmul`` -> ``matmul1``, then ``matmul2``; the old ``matmul`` is still in
   the module). The call keeps its attrs, ``ty_args`` and type; its callee becomes the new
   GlobalVar.
 - The copy of a *public* PrimFunc keeps the original's ``global_symbol`` (``matmul``), so
@@ -60,7 +60,6 @@ sites reuse it from a dict, so the cost per call site is one rebuilt call.
 from __future__ import annotations
 
 from ..errors import PassError
-from ..ir.builder import BlockBuilder
 from ..ir._util import gc_paused
 from ..ir.construct import function_with_body, new_binding, new_block, new_call, new_match_cast, new_seq
 from ..ir.expr import Call, Constant, Function, GlobalVar, PrimFunc, Tuple, VarBinding
@@ -70,6 +69,7 @@ from ..ir.op import get_op
 from ..ir.prim import IntImm
 from ..ir.prim_func_text import with_attrs
 from ._lowering_utils import BindingTrackingMutator
+from ._prim_func_registry import PrimFuncRegistry
 from .dead_code_elimination import DeadCodeElimination, is_flat
 from .pass_infra import ModulePass, PassContext, Sequential
 
@@ -117,7 +117,7 @@ class _Attacher(BindingTrackingMutator):
         self.allow_flat = allow_flat
         self.mod = mod
         self.keep_tir_vars = keep_tir_vars
-        self.bb = BlockBuilder(mod)
+        self.registry = PrimFuncRegistry(mod)
         self.copies: dict = {}
         """(callee name, positions) -> GlobalVar of the attributed copy."""
         self.layout_free: set = set()
@@ -210,7 +210,7 @@ class _Attacher(BindingTrackingMutator):
                 attrs.setdefault("global_symbol", gv.name)
             attrs[_ATTR] = positions
             copy = with_attrs(func, attrs)
-            new_gv = self.copies[key] = self.bb.add_func(copy, gv.name)
+            new_gv = self.copies[key] = self.registry.add(copy, gv.name)
         rest = args[2:] if self.keep_tir_vars else ()
         return new_call(_CALL_TIR, (new_gv, tup) + rest, new.attrs, new.ty_args, new.ty)
 
@@ -244,15 +244,14 @@ def _attach(mod, tvm_compat, allow_flat):
     if not isinstance(mod, IRModule):
         raise PassError(f"AttachAttrLayoutFreeBuffers expects an IRModule; got {type(mod).__name__}")
     m = _Attacher(mod, keep_tir_vars=not tvm_compat, allow_flat=allow_flat)
-    changed = False
+    updates = {}
     with gc_paused():
         for gv, func in mod.functions.items():
             if type(func) is Function:
                 new = m.run_function(gv, func)
                 if new is not func:
-                    m.bb.update_func(gv, new)
-                    changed = True
-    return m.bb.get() if changed else mod
+                    updates[gv] = new
+        return m.registry.module(updates)
 
 
 class _AttachAttrModulePass(ModulePass):

@@ -336,3 +336,42 @@ def test_flat_path_equals_general_mutator_on_random_programs(tir_vars):
         assert structural_equal(fast, slow), seed
         assert_structural_equal(_dead_code_elimination(mod, None, True), _dead_code_elimination(mod, None, False))
     assert flat > 150
+
+
+# ------------------------------------------------------------------ shared helpers
+def test_prim_func_registry_dedup_and_names():
+    """PrimFuncRegistry: an equal function (module's or added) is shared; otherwise TVM's
+    name-supply names skip the module's names; the module gets the additions appended."""
+    from memcore_py.ir.prim_func_text import with_attrs
+    from memcore_py.transform._prim_func_registry import PrimFuncRegistry
+
+    mod = module_from_text(module(matmul() + matmul("matmul1", LF1) + main(f"x: {T32}, y: {T32}", call("matmul", "x, y"))))
+    reg = PrimFuncRegistry(mod)
+    orig = mod["matmul"]
+    assert reg.add(with_attrs(orig, {"layout_free_buffers": (1,)}), "matmul").name == "matmul1"  # equal to the module's
+    gv0 = reg.add(with_attrs(orig, {"layout_free_buffers": (0,)}), "matmul")
+    assert gv0.name == "matmul2"  # 'matmul' and 'matmul1' are taken
+    assert reg.add(with_attrs(orig, {"layout_free_buffers": [0]}), "matmul") is gv0  # list == tuple
+    gv_empty = reg.add(with_attrs(orig, {"layout_free_buffers": ()}), "matmul")
+    assert gv_empty.name == "matmul3"
+    out = reg.module()
+    assert [gv.name for gv in out.functions] == ["matmul", "matmul1", "main", "matmul2", "matmul3"]
+    with pytest.raises(PassError, match="expects a PrimFunc"):
+        reg.add(mod["main"], "main")
+    with pytest.raises(PassError, match="expects an IRModule"):
+        PrimFuncRegistry(None)
+
+
+def test_synced_text_key_shortcut():
+    """prim_func_text._states_attrs skips its ast read when a key is not spelled in the line;
+    a line stating the attrs in another spelling is still kept."""
+    from memcore_py.ir import prim_func_text as pft
+
+    text = "@T.prim_func\ndef f(A: T.Buffer((4,), \"float32\")):\n    T.func_attr({'tirx.noalias': True})\n    A[0] = T.float32(1)\n"
+    assert pft.synced_text(text, {"tirx.noalias": True}, False) is text
+    new = pft.synced_text(text, {"tirx.noalias": True, "layout_free_buffers": (1,)}, False)
+    assert 'T.func_attr({"layout_free_buffers": [1], "tirx.noalias": True})' in new or \
+        'T.func_attr({"tirx.noalias": True, "layout_free_buffers": [1]})' in new
+    assert new.count("T.func_attr") == 1
+    assert pft._states_attrs("T.func_attr({'layout_free_buffers': [1]})", {"layout_free_buffers": (1,)})
+    assert not pft._states_attrs('T.func_attr({"tirx.noalias": True})', {"layout_free_buffers": (1,)})

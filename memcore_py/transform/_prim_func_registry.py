@@ -1,0 +1,114 @@
+"""Add PrimFuncs to a module the way TVM's ``BlockBuilder::AddFunction`` does, with an index
+that makes the structural-dedup lookup cheap. Shared by the passes that add PrimFuncs
+(AttachAttrLayoutFreeBuffers; DataflowUseInplaceCalls may use it too).
+
+API
+---
+``reg = PrimFuncRegistry(mod)``
+    A registry over the functions of ``mod`` (never mutated).
+``reg.add(func, hint) -> GlobalVar``
+    If the module, or an earlier ``add``, holds a PrimFunc structurally equal to ``func``
+    (:func:`~memcore_py.ir.structural.structural_equal`: parameter dtypes and shapes, attrs,
+    ``private``, text up to the function's name and whitespace), its GlobalVar; otherwise
+    ``func`` is added under ``hint`` made unique by a
+    :class:`~memcore_py.ir.builder.NameTable` (TVM's ``NameSupply``: ``matmul``, ``matmul1``,
+    ``matmul2``, ... skipping every name already in the module), exactly the names
+    :meth:`~memcore_py.ir.builder.BlockBuilder.add_func` gives.
+``reg.module(updates=None) -> IRModule``
+    ``mod`` with ``updates`` (GlobalVar -> function, replacing functions of ``mod``) applied
+    and the added PrimFuncs appended in the order they were added.
+
+Why not ``BlockBuilder.add_func`` itself: it fingerprints every function of the module by
+its whole normalized text on the first call. Functions with different attributes or
+signatures can never be equal, so this registry buckets PrimFuncs by (``private``,
+attributes, parameter signature) and reads texts only inside a bucket; a pass that adds one
+copy per distinct attribute list (most of them unlike anything in the module) then never
+normalizes the module's texts.
+"""
+from __future__ import annotations
+
+from ..errors import PassError
+from ..ir.builder import NameTable
+from ..ir.expr import GlobalVar, PrimFunc
+from ..ir.module import IRModule
+from ..ir.prim import IntImm
+from ..ir.structural import structural_equal
+
+__all__ = ["PrimFuncRegistry"]
+
+
+def _canon(v):
+    """A hashable form of an attribute value, equal for values structural equality equates
+    (lists and tuples alike; ``1``, ``True`` and ``IntImm(1)`` apart)."""
+    if isinstance(v, (list, tuple)):
+        return ("seq",) + tuple(_canon(x) for x in v)
+    if isinstance(v, dict):
+        return ("dict",) + tuple(sorted(((repr(k), _canon(x)) for k, x in v.items())))
+    if isinstance(v, IntImm):
+        return ("IntImm", v.value, v.dtype)
+    try:
+        hash(v)
+    except TypeError:
+        return (type(v).__name__, repr(v))
+    return (type(v).__name__, v)
+
+
+def _bucket(func: PrimFunc):
+    """Equal for structurally equal PrimFuncs (symbolic dims, matched by position, as '?')."""
+    sig = tuple((p.dtype, None if p.shape is None else tuple(d.value if type(d) is IntImm else "?" for d in p.shape))
+                for p in func.params)
+    return (func.private, _canon(func.attrs), sig)
+
+
+class PrimFuncRegistry:
+    """See the module docstring.
+
+    Parameters
+    ----------
+    mod : IRModule
+        The module the PrimFuncs are added to (not mutated).
+    """
+
+    def __init__(self, mod: IRModule):
+        if not isinstance(mod, IRModule):
+            raise PassError(f"PrimFuncRegistry expects an IRModule; got {type(mod).__name__}")
+        self.mod = mod
+        self.names = NameTable()
+        self._taken = {gv.name for gv in mod.functions}
+        self.added: dict = {}
+        """GlobalVar -> PrimFunc, in the order :meth:`add` added them."""
+        self._index = None  # bucket -> [(GlobalVar, PrimFunc)], built on first add
+
+    def _build_index(self):
+        index = {}
+        for gv, f in self.mod.functions.items():
+            if type(f) is PrimFunc:
+                index.setdefault(_bucket(f), []).append((gv, f))
+        return index
+
+    def add(self, func: PrimFunc, hint: str) -> GlobalVar:
+        """The GlobalVar of a function equal to ``func`` (added under a fresh name from
+        ``hint`` when there is none)."""
+        if type(func) is not PrimFunc:
+            raise PassError(f"PrimFuncRegistry.add expects a PrimFunc; got {type(func).__name__}")
+        if self._index is None:
+            self._index = self._build_index()
+        key = _bucket(func)
+        bucket = self._index.setdefault(key, [])
+        for gv, other in bucket:
+            if structural_equal(other, func):
+                return gv
+        name = self.names.fresh(hint)
+        while name in self._taken:
+            name = self.names.fresh(hint)
+        self._taken.add(name)
+        gv = GlobalVar(name, func.ty)
+        bucket.append((gv, func))
+        self.added[gv] = func
+        return gv
+
+    def module(self, updates=None) -> IRModule:
+        """``mod`` with ``updates`` applied and the added PrimFuncs appended."""
+        merged = dict(updates or {})
+        merged.update(self.added)
+        return self.mod.with_functions(merged) if merged else self.mod
