@@ -1,0 +1,165 @@
+"""memcore's TVM-native passes (memcore_py.tvm, conversion included) against TVM's own
+StaticPlanBlockMemory + KillAfterLastUse on the same ``tvm.IRModule``, in the same run.
+
+Per workload (the shipped real models; synthetic chains of 30k and 300k bindings,
+``_passes_common.tvm_chain_module``), one group with three benchmarks:
+
+- ``tvm``: TVM 0.27's ``StaticPlanBlockMemory`` then ``KillAfterLastUse`` on the TVM module;
+- ``native-<mode>``: ``memcore_py.tvm.StaticPlanBlockMemory(mode)`` then
+  ``memcore_py.tvm.KillAfterLastUse()`` on the same TVM module: each pass converts the
+  module from TVM and writes its result back (what a TVM user pays);
+- ``pure-<mode>``: memcore's own two passes on the memcore module (no conversion).
+
+``extra_info``: bindings, planned bytes (TVM's plan, memcore's TVM mode and arena mode), the
+max-live lower bound, and each benchmark's ratio to TVM's time measured here. A separate
+group times one pass call on a 20-binding module (the fixed cost per call).
+
+Run: ``pytest bench/bench_tvm_bridge.py --benchmark-only`` (results: bench/README.md,
+"TVM bridge"). Needs apache-tvm; skipped without it.
+"""
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from _passes_common import tvm_chain_module, tvm_or_none
+
+tvm = tvm_or_none()
+pytestmark = pytest.mark.skipif(tvm is None, reason="apache-tvm is not installed")
+
+from memcore_py.examples.models import list_models, model_text  # noqa: E402
+
+CHAINS = {"chain_30k": 10_000, "chain_300k": 100_000}  # element-wise ops, three bindings each
+WORKLOADS = list_models() + list(CHAINS)
+MODES = ("tvm", "arena")
+
+
+def _best(fn, repeat: int) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def _n_bindings(mod) -> int:
+    from memcore_py.testing import count_bindings
+
+    return count_bindings(mod)
+
+
+def _planned_bytes(mod) -> int:
+    from memcore_py.planning.check import collect_planned_tensors
+
+    return sum(collect_planned_tensors(f, gv.name).total_bytes for gv, f in mod.items() if hasattr(f, "body"))
+
+
+@pytest.fixture(scope="session")
+def workloads():
+    """name -> {"tvm": tvm.IRModule, "mod": memcore IRModule, facts...}, built once."""
+    import memcore_py.tvm as mtvm
+    from memcore_py.transform import StaticPlanBlockMemory
+    from memcore_py.transform.static_plan_block_memory import plan_statistics
+
+    out = {}
+    for name in WORKLOADS:
+        tmod = tvm.script.from_source(model_text(name)) if name not in CHAINS else tvm_chain_module(CHAINS[name])
+        mod = mtvm.from_tvm(tmod)
+        stats = plan_statistics(mod, "arena")
+        out[name] = {
+            "tvm": tmod,
+            "mod": mod,
+            "facts": {
+                "n_bindings": _n_bindings(mod),
+                "tvm_bytes": _planned_bytes(mtvm.from_tvm(tvm.relax.transform.StaticPlanBlockMemory()(tmod))),
+                "memcore_tvm_mode_bytes": _planned_bytes(StaticPlanBlockMemory()(mod)),
+                "memcore_arena_bytes": stats["planned_bytes"],
+                "lower_bound": stats["lower_bound"],
+            },
+        }
+    return out
+
+
+def _tvm_passes():
+    from tvm import relax
+
+    return tvm.transform.Sequential([relax.transform.StaticPlanBlockMemory(), relax.transform.KillAfterLastUse()])
+
+
+def _record(benchmark, w, tvm_seconds, label):
+    benchmark.extra_info.update(w["facts"])
+    benchmark.extra_info["variant"] = label
+    benchmark.extra_info["tvm_seconds_same_run"] = tvm_seconds
+    stats = getattr(benchmark, "stats", None)
+    if stats is not None and tvm_seconds:
+        benchmark.extra_info["ratio_to_tvm"] = stats.stats.min / tvm_seconds
+
+
+def _rounds(name):
+    return 1 if name == "chain_300k" else 5
+
+
+@pytest.mark.parametrize("name", WORKLOADS)
+def test_tvm_spbm_kill(benchmark, workloads, name):
+    w = workloads[name]
+    seq = _tvm_passes()
+    benchmark.group = f"tvm-bridge:{name}"
+    benchmark.pedantic(seq, args=(w["tvm"],), rounds=_rounds(name), iterations=1, warmup_rounds=0)
+    _record(benchmark, w, None, "tvm")
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", WORKLOADS)
+def test_native_spbm_kill(benchmark, workloads, name, mode):
+    import memcore_py.tvm as mtvm
+
+    w = workloads[name]
+    seq = tvm.transform.Sequential([mtvm.StaticPlanBlockMemory(mode=mode), mtvm.KillAfterLastUse()])
+    tvm_seconds = _best(lambda: _tvm_passes()(w["tvm"]), _rounds(name))
+    benchmark.group = f"tvm-bridge:{name}"
+    out = benchmark.pedantic(seq, args=(w["tvm"],), rounds=_rounds(name), iterations=1, warmup_rounds=0)
+    _record(benchmark, w, tvm_seconds, f"native-{mode}")
+    benchmark.extra_info["native_planned_bytes"] = _planned_bytes(mtvm.from_tvm(out))
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", WORKLOADS)
+def test_pure_memcore_spbm_kill(benchmark, workloads, name, mode):
+    from memcore_py.transform import KillAfterLastUse, StaticPlanBlockMemory
+
+    w = workloads[name]
+    spbm, kill = StaticPlanBlockMemory(mode=mode), KillAfterLastUse()
+    tvm_seconds = _best(lambda: _tvm_passes()(w["tvm"]), _rounds(name))
+    benchmark.group = f"tvm-bridge:{name}"
+    benchmark.pedantic(lambda m: kill(spbm(m)), args=(w["mod"],), rounds=_rounds(name), iterations=1, warmup_rounds=0)
+    _record(benchmark, w, tvm_seconds, f"pure-{mode}")
+
+
+# ------------------------------------------------------------------------------ fixed cost
+SMALL_OPS = 7  # 21 bindings
+
+
+@pytest.fixture(scope="session")
+def small_module():
+    return tvm_chain_module(SMALL_OPS, width=64)
+
+
+def test_fixed_cost_tvm_spbm(benchmark, small_module):
+    from tvm import relax
+
+    benchmark.group = "tvm-bridge:fixed-cost-20-bindings"
+    benchmark(relax.transform.StaticPlanBlockMemory(), small_module)
+    benchmark.extra_info["n_bindings"] = 3 * SMALL_OPS
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_fixed_cost_native_spbm(benchmark, small_module, mode):
+    import memcore_py.tvm as mtvm
+    from tvm import relax
+
+    tvm_seconds = _best(lambda: relax.transform.StaticPlanBlockMemory()(small_module), 50)
+    benchmark.group = "tvm-bridge:fixed-cost-20-bindings"
+    benchmark(mtvm.StaticPlanBlockMemory(mode=mode), small_module)
+    benchmark.extra_info.update(n_bindings=3 * SMALL_OPS, variant=f"native-{mode}", tvm_seconds_same_run=tvm_seconds)
