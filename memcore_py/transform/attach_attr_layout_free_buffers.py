@@ -107,7 +107,7 @@ def layout_free_positions(fields, layout_free: set) -> tuple:
 
 
 class _Attacher(BindingTrackingMutator):
-    """Stage 1 over every top-level Relax function; owns the module's builder."""
+    """Stage 1 over every top-level Relax function; owns the registry of added PrimFuncs."""
 
     pass_name = "AttachAttrLayoutFreeBuffers"
     opaque_leaves = _OPAQUE

@@ -138,6 +138,27 @@ def is_flat(func: Function) -> bool:
     return type(result) not in nesting
 
 
+def _children(e) -> list:
+    """The expressions evaluating ``e`` reads directly: a call's arguments (and a callee that
+    is not an Op), tuple fields, the tuple of a get-item, an If's condition and branches, a
+    SeqExpr's binding values and result, a function's body; nothing for leaves."""
+    cls = type(e)
+    if cls is Call:
+        op = e.op
+        return list(e.args) if type(op) is Op else [op, *e.args]
+    if cls is Tuple:
+        return list(e.fields)
+    if cls is TupleGetItem:
+        return [e.tuple_value]
+    if cls is If:
+        return [e.cond, e.true_branch, e.false_branch]
+    if cls is SeqExpr:
+        return [b.value for blk in e.blocks for b in blk.bindings] + [e.body]
+    if cls is Function:
+        return [e.body]
+    return []
+
+
 # ------------------------------------------------------------------------ stage 0 and 1
 def _is_external(func) -> bool:
     if type(func) is PrimFunc:
@@ -207,21 +228,8 @@ def _callees(func) -> list:
                         stack.append(v)
         elif cls is GlobalVar:
             out.append(e.name)
-        elif cls is Call:
-            stack.extend(e.args)
-            op = e.op
-            if type(op) is not Op:
-                stack.append(op)
-        elif cls is Tuple:
-            stack.extend(e.fields)
-        elif cls is TupleGetItem:
-            stack.append(e.tuple_value)
-        elif cls is If:
-            stack.append(e.cond)
-            stack.append(e.true_branch)
-            stack.append(e.false_branch)
-        elif cls is Function:
-            stack.append(e.body)
+        else:
+            stack.extend(_children(e))
     return out
 
 
@@ -289,23 +297,10 @@ def contains_impure_call(expr, mod: IRModule | None = None) -> bool:
     while stack:
         e = stack.pop()
         cls = type(e)
-        if cls is Call:
-            if is_impure_call(e, mod):
-                return True
-            stack.extend(e.args)
-        elif cls is Tuple:
-            stack.extend(e.fields)
-        elif cls is TupleGetItem:
-            stack.append(e.tuple_value)
-        elif cls is If:
-            stack.append(e.cond)
-            stack.append(e.true_branch)
-            stack.append(e.false_branch)
-        elif cls is SeqExpr:
-            stack.append(e.body)
-            for blk in e.blocks:
-                for b in blk.bindings:
-                    stack.append(b.value)
+        if cls is Call and is_impure_call(e, mod):
+            return True
+        if cls is not Function:  # nested functions are not evaluated here
+            stack.extend(_children(e))
     return False
 
 
