@@ -166,3 +166,64 @@ def test_tir_vars_random_programs_differ_only_in_the_kept_argument():
         assert "tir_vars=" not in compat.script()
         assert_structural_equal(_Drop().visit_module(ours), compat)
     assert kept >= 15  # programs whose output still calls the scalar-taking PrimFunc
+
+
+_IF_PROGRAMS = {
+    "unused_pure_if": """
+        a = R.add(x, x)
+        if c:
+            t = R.multiply(a, a)
+            r = t
+        else:
+            r = a
+        u = R.add(x, x)
+        return x""",
+    "branch_reads_outer": """
+        a = R.add(x, x)
+        b = R.multiply(x, x)
+        if c:
+            t = R.multiply(a, a)
+            dead = R.add(b, b)
+            r = t
+        else:
+            r = x
+        return r""",
+    "impure_branch_kept": """
+        a = R.add(x, x)
+        if c:
+            p = cls.side(a)
+            r = x
+        else:
+            r = x
+        return x""",
+    "match_cast_in_branch": """
+        a = R.add(x, x)
+        if c:
+            m = R.match_cast(a, R.Tensor((4,), dtype="float32"))
+            r = x
+        else:
+            r = x
+        return x""",
+}
+
+
+@pytest.mark.parametrize("case", sorted(_IF_PROGRAMS))
+def test_dead_code_elimination_with_if_equals_tvm(case):
+    """The general (non-flat) path: uses inside If branches belong to the If's binding, an
+    impure branch keeps its If, a match_cast in a branch keeps what it reads."""
+    import textwrap
+
+    body = textwrap.indent(textwrap.dedent(_IF_PROGRAMS[case]).strip("\n"), "        ")
+    text = HEADER + f"""@I.ir_module(s_tir=True)
+class Module:
+    @R.function(private=True, pure=False)
+    def side(y: R.Tensor((4,), dtype="float32")) -> R.Tensor((4,), dtype="float32"):
+        return y
+
+    @R.function(pure=False)
+    def main(x: R.Tensor((4,), dtype="float32"), c: R.Tensor((), dtype="bool")) -> R.Tensor((4,), dtype="float32"):
+        cls = Module
+{body}
+"""
+    mm = memcore_py.parse(text)
+    _assert_same(DeadCodeElimination()(mm), relax.transform.DeadCodeElimination()(tvm.script.from_source(text)), case)
