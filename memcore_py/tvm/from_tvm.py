@@ -43,6 +43,7 @@ same object as its var's type, so it is converted once.
 """
 from __future__ import annotations
 
+from ..ir._util import gc_paused
 from ..ir.construct import (
     EMPTY_ATTRS,
     new_binding,
@@ -116,6 +117,7 @@ class _Reader:
         self.prims = {}
         self.ints = {}
         self.interned = {}
+        self.callees = {}
         self.where = "the module"
         self.binary = _binary_classes(api)
         self.vdevices = self._vdevice_list(tvm_mod)
@@ -333,24 +335,31 @@ class _Reader:
     def call(self, c):
         api = self.api
         op = c.op
+        callee = self.callees.get(op.__chandle__())  # ops and GlobalVars, by address
         oc = type(op)
-        if oc is api.Op:
-            callee = self.op(op)
-        elif oc is api.GlobalVar:
-            callee = self.gvar(op)
-        elif oc is api.ExternFunc:
-            callee = ExternFunc(str(op.global_symbol))
-        else:
-            callee = self.expr(op)
-        expr = self.expr
+        if callee is None:
+            if oc is api.Op:
+                callee = self.callees[op.__chandle__()] = self.op(op)
+            elif oc is api.GlobalVar:
+                callee = self.gvar(op)
+            elif oc is api.ExternFunc:
+                callee = ExternFunc(str(op.global_symbol))
+            else:
+                callee = self.expr(op)
         get = self.get
         a = c.args
-        tvm_args = [get(a, i) for i in range(self.size(a))]
-        args = tuple([expr(x) for x in tvm_args])
+        vars_get = self.vars.get
         record = self.record
-        if record is not None:
-            for m, t in zip(args, tvm_args):
-                record[m] = t
+        args = []
+        for i in range(self.size(a)):
+            x = get(a, i)
+            m = vars_get(x.__chandle__())  # most arguments are variables (recorded where defined)
+            if m is None:
+                m = self.expr(x)
+                if record is not None:
+                    record[m] = x
+            args.append(m)
+        args = tuple(args)
         attrs = c.attrs
         if attrs is None:
             attrs = EMPTY_ATTRS
@@ -471,6 +480,7 @@ class _Reader:
         for gv, _ in pairs:
             g = GlobalVar(str(gv.name_hint))
             self.gvars[gv.__chandle__()] = g
+            self.callees[gv.__chandle__()] = g
             if self.record is not None:
                 self.record[g] = gv
             gvars[g] = None
@@ -580,5 +590,6 @@ def from_tvm(tvm_mod) -> IRModule:
     api = tvm_api()
     if not isinstance(tvm_mod, api.IRModule):
         raise TVMConversionError(f"from_tvm takes a tvm.IRModule; got {type(tvm_mod).__name__}")
-    return _Reader(api, tvm_mod).module(tvm_mod)
+    with gc_paused():
+        return _Reader(api, tvm_mod).module(tvm_mod)
 

@@ -10,6 +10,7 @@ changed is rebuilt. PrimFuncs are never read or rebuilt (they are carried as TVM
 """
 from __future__ import annotations
 
+from ..ir._util import gc_paused
 from ..transform import KillAfterLastUse as _KillAfterLastUse
 from ..transform import LowerAllocTensor as _LowerAllocTensor
 from ..transform import StaticPlanBlockMemory as _StaticPlanBlockMemory
@@ -20,13 +21,63 @@ from .to_tvm import to_tvm_reusing
 __all__ = ["StaticPlanBlockMemory", "KillAfterLastUse", "LowerAllocTensor", "pipeline", "apply_memcore_pass"]
 
 
+class _Handoff:
+    """The last module a native pass wrote, with its memcore form and node map, so that the
+    next native pass given exactly that module skips reading it (a pipeline's consecutive
+    memcore passes convert once). Valid only while the ``tvm.IRModule`` is the same object
+    holding the same function objects (checked by address on every use; a module changed in
+    place through ``mod[gv] = f`` is read again). Holds one module alive; not thread-safe."""
+
+    __slots__ = ("tvm_mod", "funcs", "mod", "reuse")
+
+    def __init__(self):
+        self.tvm_mod = None
+
+    def take(self, tvm_mod):
+        """``(memcore module, reuse map)`` when ``tvm_mod`` is the module last written."""
+        last = self.tvm_mod
+        if last is None or last.__chandle__() != tvm_mod.__chandle__():
+            return None
+        funcs = {gv.__chandle__(): f.__chandle__() for gv, f in tvm_mod.functions.items()}
+        if funcs != self.funcs:
+            return None
+        self.tvm_mod = None  # the reuse map is handed over (the next write extends it)
+        return self.mod, self.reuse
+
+    def keep(self, tvm_mod, mod, reuse):
+        self.tvm_mod = tvm_mod
+        self.funcs = {gv.__chandle__(): f.__chandle__() for gv, f in tvm_mod.functions.items()}
+        self.mod = mod
+        self.reuse = reuse
+
+
+_HANDOFF = _Handoff()
+
+
 def apply_memcore_pass(memcore_pass, tvm_mod):
     """Run ``memcore_pass`` (a :class:`memcore_py.transform.Pass`) on a ``tvm.IRModule``:
-    convert, transform, write back (module docstring). Returns a new ``tvm.IRModule``."""
+    convert, transform, write back (module docstring). Returns a new ``tvm.IRModule``.
+
+    When ``tvm_mod`` is the unchanged output of the previous native pass, its memcore form is
+    taken from that pass instead of being read again (:class:`_Handoff`)."""
+    with gc_paused():  # acyclic IR: the collector's passes over the heap would cost more than the work
+        return _apply(memcore_pass, tvm_mod)
+
+
+def _apply(memcore_pass, tvm_mod):
     api = tvm_api()
-    reuse = {}
-    mod = _Reader(api, tvm_mod, record=reuse).module(tvm_mod)
-    return to_tvm_reusing(memcore_pass(mod), reuse)
+    handed = _HANDOFF.take(tvm_mod)
+    if handed is None:
+        reuse = {}
+        mod = _Reader(api, tvm_mod, record=reuse).module(tvm_mod)
+    else:
+        mod, reuse = handed
+    out = memcore_pass(mod)
+    written = {}
+    tvm_out = to_tvm_reusing(out, reuse, record=written)
+    reuse.update(written)
+    _HANDOFF.keep(tvm_out, out, reuse)
+    return tvm_out
 
 
 def _module_pass(memcore_pass, name: str):

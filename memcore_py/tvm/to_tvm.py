@@ -50,6 +50,7 @@ from ..ir.expr import (
     VarBinding,
 )
 from ..errors import IRError
+from ..ir._util import gc_paused
 from ..ir.infer import infer_type
 from ..ir.module import IRModule
 from ..ir.op import Op
@@ -68,7 +69,7 @@ _BUILTIN_ALLOC = "relax.builtin.alloc_tensor"
 class _Writer:
     """One conversion: memo tables and the per-kind writers."""
 
-    def __init__(self, api, mod: IRModule, reuse=None):
+    def __init__(self, api, mod: IRModule, reuse=None, record=None):
         self.api = api
         self.ir_ffi = api.ir_ffi
         self.rx_ffi = api.rx_ffi
@@ -77,6 +78,9 @@ class _Writer:
                        Min: pf.Min, Max: pf.Max}
         self.reuse = reuse if reuse is not None else {}
         self.mod = mod
+        #: memcore node -> the TVM object written for it (every node, reused or new), when
+        #: the caller wants to hand the result to another native pass (passes.py)
+        self.record = record
         self.vars = {}
         self.gvars = {}
         self.types = {}
@@ -180,7 +184,10 @@ class _Writer:
         f = self.writers.get(type(e))
         if f is None:
             self.fail(f"expression {type(e).__name__}")
-        return f(e)
+        r = f(e)
+        if self.record is not None:
+            self.record[e] = r
+        return r
 
     def var_ref(self, v):
         r = self.vars.get(v)
@@ -198,6 +205,8 @@ class _Writer:
             else:
                 r = self.ir_ffi.Var(v.name, self.ty(v.ty), None)
         self.vars[v] = r
+        if self.record is not None:
+            self.record[v] = r
         return r
 
     def gvar(self, g):
@@ -296,7 +305,10 @@ class _Writer:
             return r
         blocks = [self.block(b) for b in s.blocks]
         node = self.rx_ffi.SeqExpr(blocks, self.expr(s.body), None)
-        return self._typed(node, s.ty) if node.ty.is_missing() else node
+        node = self._typed(node, s.ty) if node.ty.is_missing() else node
+        if self.record is not None:
+            self.record[s] = node
+        return node
 
     def block(self, b):
         r = self.reuse.get(b)
@@ -314,19 +326,28 @@ class _Writer:
             value = bd.value
             if type(value) is Call and value not in reuse:
                 tv = self.call(value, bd.var.ty)
+                if self.record is not None:
+                    self.record[value] = tv
             else:
                 tv = self.expr(value)
             if type(bd) is VarBinding:
-                out.append(rx.VarBinding(self.def_var(bd.var), tv, None))
+                nb = rx.VarBinding(self.def_var(bd.var), tv, None)
             elif type(bd) is MatchCast:
-                out.append(rx.MatchCast(self.def_var(bd.var), tv, self.ty(bd.ty), None))
+                nb = rx.MatchCast(self.def_var(bd.var), tv, self.ty(bd.ty), None)
             else:
                 self.fail(f"binding {type(bd).__name__}")
+            if self.record is not None:
+                self.record[bd] = nb
+            out.append(nb)
         if type(b) is DataflowBlock:
-            return rx.DataflowBlock(out, None)
-        if type(b) is BindingBlock:
-            return rx.BindingBlock(out, None)
-        self.fail(f"block {type(b).__name__}")
+            node = rx.DataflowBlock(out, None)
+        elif type(b) is BindingBlock:
+            node = rx.BindingBlock(out, None)
+        else:
+            self.fail(f"block {type(b).__name__}")
+        if self.record is not None:
+            self.record[b] = node
+        return node
 
     # ------------------------------------------------------------------ functions
     def function(self, name, f):
@@ -340,7 +361,11 @@ class _Writer:
         attrs = self.api.ir.make_node("ir.DictAttrs", **{k: to_tvm_value(v, f"attribute {k!r} of {self.where}")
                                                         for k, v in f.attrs.items()})
         ret = self.missing if f.ret_ty is None else self.ty(f.ret_ty)
-        return self.rx_ffi.Function(params, body, ret, f.is_pure, attrs, None)
+        node = self.rx_ffi.Function(params, body, ret, f.is_pure, attrs, None)
+        if self.record is not None:
+            self.record[f] = node
+            self.record[(_SYMBOLIC, name)] = dict(self.prims)
+        return node
 
     def prim_func(self, name, f):
         src = f.source
@@ -360,6 +385,8 @@ class _Writer:
         for gv in mod.functions:
             g = self.reuse.get(gv)
             self.gvars[gv] = g if g is not None else self.ir_ffi.GlobalVar(gv.name)
+            if self.record is not None:
+                self.record[gv] = self.gvars[gv]
         funcs = {}
         for gv, f in mod.functions.items():
             if type(f) is Function:
@@ -433,10 +460,12 @@ def to_tvm(mod: IRModule):
     """
     if not isinstance(mod, IRModule):
         raise TVMConversionError(f"to_tvm takes a memcore IRModule; got {type(mod).__name__}")
-    return _Writer(tvm_api(), mod).module(mod)
+    with gc_paused():
+        return _Writer(tvm_api(), mod).module(mod)
 
 
-def to_tvm_reusing(mod: IRModule, reuse: dict):
+def to_tvm_reusing(mod: IRModule, reuse: dict, record: dict | None = None):
     """:func:`to_tvm`, writing every node found in ``reuse`` (memcore node -> TVM object)
-    back as that object (module docstring)."""
-    return _Writer(tvm_api(), mod, reuse).module(mod)
+    back as that object (module docstring). ``record``, when given, receives memcore node ->
+    TVM object for every node of the result (the ``reuse`` map of a next pass)."""
+    return _Writer(tvm_api(), mod, reuse, record).module(mod)
