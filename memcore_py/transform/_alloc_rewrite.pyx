@@ -32,6 +32,7 @@ cdef Py_ssize_t O_ATTRS = slot_offset(Call.attrs)
 cdef Py_ssize_t O_TY_ARGS = slot_offset(Call.ty_args)
 if slot_offset(Var.ty) != O_TY:
     raise ImportError("memcore_py.transform._alloc_rewrite: unexpected slot layout of the IR nodes")
+cdef Py_ssize_t O_VAR_NAME = slot_offset(Var.name)
 cdef Py_ssize_t O_TT_SHAPE = slot_offset(TensorType.shape)
 cdef Py_ssize_t O_TT_DTYPE = slot_offset(TensorType.dtype)
 cdef Py_ssize_t O_SE_VALUES = slot_offset(ShapeExpr.values)
@@ -42,6 +43,23 @@ cdef PyTypeObject* T_TENSOR_TYPE = <PyTypeObject*>TensorType
 cdef PyTypeObject* T_SHAPE_EXPR = <PyTypeObject*>ShapeExpr
 cdef PyTypeObject* T_CALL = <PyTypeObject*>Call
 cdef PyTypeObject* T_VAR_BINDING = <PyTypeObject*>VarBinding
+
+
+cdef object _binding(PyTypeObject* call_type, op, tuple args, ty, var):
+    """``VarBinding(var, Call(op, args, ty=ty))``, built as construct.new_call / new_binding do."""
+    cdef PyObject* c = alloc_node(call_type)
+    put_slot(c, O_OP, op)
+    put_slot(c, O_ARGS, args)
+    put_slot(c, O_ATTRS, EMPTY_ATTRS)
+    put_slot(c, O_TY_ARGS, ())
+    put_slot(c, O_TY, ty)
+    cdef PyObject* nb = alloc_node(T_VAR_BINDING)
+    put_slot(nb, O_VAR, var)
+    put_slot(nb, O_VALUE, <object>c)
+    Py_DECREF(<object>c)
+    out = <object>nb
+    Py_DECREF(out)
+    return out
 
 
 def same_shape(values, shape):
@@ -183,3 +201,51 @@ cdef class AllocRewrite:
             Py_DECREF(<object>c)
             out[i] = <object>nb
             Py_DECREF(<object>nb)
+
+    def rebuild_views(self, list out, dict allocs, set skip, make_args, view_op, var_cls, dict offset_imm):
+        """Zero-offset views (arena mode): each planned allocation ``i -> token`` of
+        ``allocs`` at a non-zero offset and not in ``skip`` becomes
+        ``var_raw = R.memory.alloc_tensor(storage, offset, ...)`` (returned, to be inserted
+        before position ``i``) and ``var = view_op(var_raw)`` (written to ``out[i]``); ``i`` is
+        added to ``skip``. ``var_cls``: the class of the new ``*_raw`` var (``DataflowVar``
+        in a dataflow block); ``offset_imm``: offset -> its shared ``PrimValue`` (arguments are
+        built directly when it, the dtype's ``DataTypeImm`` and the emitted storage are known
+        and the call's shape argument is the type's shape, else by ``make_args``). Returns
+        ``[(i, raw binding), ...]`` in ``allocs`` order."""
+        cdef list tok_storage = self.tok_storage
+        cdef list tok_offset = self.tok_offset
+        cdef list inserts = []
+        cdef PyObject* raw
+        cdef PyObject* dp
+        cdef PyObject* op_
+        cdef PyTypeObject* vcls = <PyTypeObject*>var_cls
+        op = self.op
+        for i, t in allocs.items():
+            offset = tok_offset[t]
+            if not offset or i in skip:
+                continue
+            b = out[i]
+            var = <object>get_slot(b, O_VAR)
+            ty = <object>get_slot(var, O_TY)
+            call = <object>get_slot(b, O_VALUE)
+            args = <object>get_slot(call, O_ARGS)
+            new_args = None
+            if Py_TYPE(ty) is T_TENSOR_TYPE:
+                storage = self.storage_var[tok_storage[t]]
+                arg0 = args[0]
+                dp = PyDict_GetItem(self.dtype_imm, <object>get_slot(ty, O_TT_DTYPE))
+                op_ = PyDict_GetItem(offset_imm, offset)
+                if (storage is not None and dp is not NULL and op_ is not NULL and Py_TYPE(arg0) is T_SHAPE_EXPR
+                        and _same_shape(<object>get_slot(arg0, O_SE_VALUES), <object>get_slot(ty, O_TT_SHAPE))):
+                    new_args = (storage, <object>op_, arg0, <object>dp, args[2])
+            if new_args is None:
+                new_args = self.args_for((tok_storage[t], offset, ty, args[2]), call, make_args)
+            raw = alloc_node(vcls)
+            put_slot(raw, O_VAR_NAME, <object>get_slot(var, O_VAR_NAME) + "_raw")
+            put_slot(raw, O_TY, ty)
+            raw_var = <object>raw
+            Py_DECREF(raw_var)
+            inserts.append((i, _binding(T_CALL, op, new_args, ty, raw_var)))
+            out[i] = _binding(T_CALL, view_op, (raw_var,), ty, var)
+            skip.add(i)
+        return inserts

@@ -337,53 +337,45 @@ class _StorageAllocationRewriter:
         dynamic = dynamic or {}
         dirty_ifs = dirty_ifs or {}
         zero_offset_views = self.zero_offset_views
-        tok_storage = self.tok_storage
-        tok_offset = self.tok_offset
-        if zero_offset_views:
-            # allocations at a non-zero offset get a view binding: general loop below
-            special.update([i for i, t in allocs.items() if tok_offset[t]])
-        # Only the special positions go through the loop below; every planned allocation but
-        # the zero-offset views is rebuilt afterwards by AllocRewrite.rebuild (its storage is emitted
-        # at a special position of this block or of an enclosing one, so before it is needed).
+        # Only the special positions go through the loop below; the planned allocations are
+        # rebuilt afterwards by AllocRewrite (their storage is emitted at a special position of
+        # this block or of an enclosing one, so before it is needed).
         positions = sorted(special)
         out = list(bindings)
         inserts = []  # (position, bindings to insert before it), increasing positions
-        handled = set()  # planned allocations rebuilt in this loop (zero-offset views)
+        handled = set()  # planned allocations already rebuilt (zero-offset views)
         for i in positions:
             b = out[i]
-            if special and i in special:
-                pre = emit.get(i)
-                if pre is not None:
-                    inserts.append((i, self._emit_storages(pre)))
-                if i in dynamic:
-                    storage_binding, nb = self._dynamic_output(b, is_df)
-                    if storage_binding is not None:
-                        inserts.append((i, [storage_binding]))
-                    out[i] = nb
-                    continue
-                sids = dirty_ifs.get(i)
-                if sids is not None:
-                    value = b.value
-                    t_b, f_b = self._seq(value.true_branch, sids[0]), self._seq(value.false_branch, sids[1])
-                    if t_b is not value.true_branch or f_b is not value.false_branch:
-                        node = new_if(value.cond, t_b, f_b, value.ty)
-                        out[i] = new_match_cast(b.var, node, b.ty) if type(b) is MatchCast else new_binding(b.var, node)
-                    continue
-            t = allocs.get(i)
-            if t is None or not (zero_offset_views and tok_offset[t]):
-                continue  # none, or rebuilt by AllocRewrite.rebuild below (its storage is emitted now)
-            # a planned allocation at a non-zero offset, reached through R.memory.ensure_zero_offset:
-            # TVM's kernels reject a tensor with a non-zero byte_offset; the view advances the
-            # data pointer instead (no copy when the offset is a multiple of 64)
-            handled.add(i)
-            var = b.var
-            ty = var.ty
-            new_args = self._allocs_rewrite.args_for((tok_storage[t], tok_offset[t], ty, b.value.args[2]), b.value,
-                                                     self._alloc_tensor_args)
-            raw = new_var(DataflowVar if is_df else Var, var.name + "_raw", ty)
-            inserts.append((i, [new_binding(raw, new_call(_MEM_ALLOC_TENSOR, new_args, None, (), ty))]))
-            out[i] = new_binding(var, new_call(_ENSURE_ZERO_OFFSET, (raw,), None, (), ty))
+            pre = emit.get(i)
+            if pre is not None:
+                inserts.append((i, self._emit_storages(pre)))
+            if i in dynamic:
+                storage_binding, nb = self._dynamic_output(b, is_df)
+                if storage_binding is not None:
+                    inserts.append((i, [storage_binding]))
+                out[i] = nb
+                continue
+            sids = dirty_ifs.get(i)
+            if sids is not None:
+                value = b.value
+                t_b, f_b = self._seq(value.true_branch, sids[0]), self._seq(value.false_branch, sids[1])
+                if t_b is not value.true_branch or f_b is not value.false_branch:
+                    node = new_if(value.cond, t_b, f_b, value.ty)
+                    out[i] = new_match_cast(b.var, node, b.ty) if type(b) is MatchCast else new_binding(b.var, node)
+                continue
         if allocs:
+            if zero_offset_views:
+                # a planned allocation at a non-zero offset is reached through
+                # R.memory.ensure_zero_offset: TVM's kernels reject a tensor with a non-zero
+                # byte_offset; the view advances the data pointer instead (no copy when the
+                # offset is a multiple of 64). The raw allocation goes right before the view,
+                # after any storage emitted at that position (sort is stable).
+                views = self._allocs_rewrite.rebuild_views(out, allocs, handled, self._alloc_tensor_args,
+                                                           _ENSURE_ZERO_OFFSET, DataflowVar if is_df else Var,
+                                                           self._offset_imm)
+                if views:
+                    inserts.extend((i, [rb]) for i, rb in views)
+                    inserts.sort(key=_first)
             self._allocs_rewrite.rebuild(out, allocs, handled, self._alloc_tensor_args)
         if inserts:
             merged = []
@@ -441,6 +433,10 @@ class _StorageAllocationRewriter:
                          None, (), ty)
         return sb, new_binding(b.var, alloc)
 
+
+
+def _first(pair):
+    return pair[0]
 
 
 def _truthy(v) -> bool:
