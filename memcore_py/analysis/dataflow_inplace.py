@@ -446,7 +446,7 @@ class _LiveAliases:
         ids = self.alias.get(v)
         if ids is None:
             return  # not represented: TVM skips such variables
-        if self.expand:
+        if self.expand and not self.tuples.keys().isdisjoint(ids):
             ids = _captured_ids(self.tuples, ids)
         self.held[v] = ids
         for k in ids:

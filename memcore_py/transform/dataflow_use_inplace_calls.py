@@ -45,7 +45,6 @@ unknown dtype or shape are left alone, as in TVM.
 from __future__ import annotations
 
 from ..errors import IRError, PassError
-from ..ir.builder import BlockBuilder
 from ..ir.expr import (Call, Constant, DataflowBlock, DataflowVar, Function, MatchCast, PrimValue, ShapeExpr, Tuple,
                        TupleGetItem, Var, VarBinding)
 from ..ir.functor import ExprMutator
@@ -55,6 +54,7 @@ from ..ir.op import Op, get_op
 from ..ir.types import TensorType, TupleType
 from ..analysis.dataflow_inplace import inplace_opportunities
 from .legalize_elementwise import SUPPORTED, ElementwiseCall, Operand, prim_func, scalar_of, structure_key
+from ._prim_func_registry import PrimFuncRegistry
 from .pass_infra import ModulePass, PassContext
 
 __all__ = ["DataflowUseInplaceCalls", "dataflow_use_inplace_calls"]
@@ -78,7 +78,7 @@ class _Rewriter(ExprMutator):
         super().__init__()
         self.mod = mod
         self.tvm_compat = tvm_compat
-        self.bb = BlockBuilder(mod)
+        self.registry = PrimFuncRegistry(mod)
         self.legal: dict = {}  # structure key -> GlobalVar of the legalization
         self.inplace: dict = {}  # structure key -> GlobalVar of the in-place function
         self.legal_added: list = []
@@ -161,7 +161,7 @@ class _Rewriter(ExprMutator):
         key = structure_key(ec, index)
         gv = table.get(key)
         if gv is None:
-            gv = self.bb.add_func(prim_func(ec, hint, index), hint)
+            gv = self.registry.add(prim_func(ec, hint, index), hint)
             table[key] = gv
         return gv
 
@@ -186,8 +186,8 @@ class _Rewriter(ExprMutator):
         args_tuple = Tuple(fields)
         return Call(_CALL_TIR_INPLACE, (gv, args_tuple), {"inplace_indices": (idx,)}, (rty,))
 
-    def result(self) -> IRModule:
-        out = self.bb.get()
+    def result(self, updates: dict) -> IRModule:
+        out = self.registry.module(updates)
         remove = []
         for gv in dict.fromkeys(self.legal_added):
             if gv in self.mod.functions and not self.tvm_compat:
@@ -230,9 +230,7 @@ def dataflow_use_inplace_calls(mod: IRModule, *, tvm_compat: bool = False) -> IR
                 updates[gv] = new
     if not updates:
         return mod
-    for gv, f in updates.items():
-        rw.bb.update_func(gv, f)
-    return rw.result()
+    return rw.result(updates)
 
 
 class DataflowUseInplaceCalls(ModulePass):
