@@ -84,6 +84,17 @@ def test_native_passes_compose_like_tvm(models):
     tvm.ir.assert_structural_equal(ours, theirs)
 
 
+def test_module_changed_in_place_between_passes_is_read_again(models):
+    """The hand-over between consecutive native passes must not use a stale memcore form
+    when the user replaced a function of the written module in place."""
+    m = models["resnet50"]
+    planned = mtvm.StaticPlanBlockMemory()(m)
+    gv = planned.get_global_var("main")
+    planned[gv] = m["main"]  # in place: same module object, the unplanned function back
+    out = mtvm.LowerAllocTensor()(planned)
+    tvm.ir.assert_structural_equal(out, TVM_LOWER()(planned))
+
+
 def test_prim_funcs_pass_through_untouched(models):
     m = models["resnet50"]
     out = mtvm.StaticPlanBlockMemory(mode="arena")(m)
