@@ -336,7 +336,7 @@ def _search_ils(prob, order, first_fit, best_arena, lb, deadline, cost, seed=0):
 # -------------------------------------------------------------------------------------------
 
 
-def plan_offsets(start, end, size, *, alignment=1, algorithm="auto", time_limit=None):
+def plan_offsets(start, end, size, *, alignment=1, algorithm="auto", time_limit=None, check=True):
     """Assign every buffer a byte offset in one arena so that live buffers never overlap.
 
     Parameters
@@ -355,6 +355,10 @@ def plan_offsets(start, end, size, *, alignment=1, algorithm="auto", time_limit=
         Seconds (from the call) for an anytime search that starts from the heuristic's plan
         and keeps the best plan found; the result is never worse than without it. ``None``:
         no search.
+    check : bool, default=True
+        Validate the arrays. ``False`` is for internal callers that build them (memcore_py's
+        planning layer): C-contiguous int64 arrays of one length, ``start <= end``, sizes
+        ``>= 0`` whose aligned sum fits in int64, ``alignment`` an int ``>= 1``.
 
     Returns
     -------
@@ -439,8 +443,11 @@ def plan_offsets(start, end, size, *, alignment=1, algorithm="auto", time_limit=
     """
     t0 = _offsets._py_monotonic()
     # Step 1. Validate once, at the boundary (the same checks as max_live_bytes).
-    start, end, aligned = as_aligned_interval_arrays(start, end, size, alignment)
-    alignment = as_int_scalar("alignment", alignment, low=1)
+    if check:
+        start, end, aligned = as_aligned_interval_arrays(start, end, size, alignment)
+        alignment = as_int_scalar("alignment", alignment, low=1)
+    else:
+        aligned = (size + (alignment - 1)) // alignment * alignment if alignment > 1 else size
     algorithm = _check_algorithm(algorithm)
     time_limit = _check_time_limit(time_limit)
     n = start.shape[0]

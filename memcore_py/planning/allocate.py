@@ -124,7 +124,8 @@ def arena_plan(program: TokenProgram, alignment: int = 64, time_limit=None) -> M
         packed = _stacked_storages(storages, used, tok_storage[idx], alignment,
                                    bounds[(func, scope, device)], tvm_bytes)
         if packed is None:
-            packed = memcore.plan_offsets(start, end, size, alignment=alignment, time_limit=time_limit)
+            # int64 arrays of the analysis, start <= end, sizes >= 0: no re-validation
+            packed = memcore.plan_offsets(start, end, size, alignment=alignment, time_limit=time_limit, check=False)
         if packed.arena_bytes > tvm_bytes:
             continue
         dtypes = {program.infos[i].dtype for i in set(program.tok_info[idx].tolist())}
