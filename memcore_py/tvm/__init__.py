@@ -44,11 +44,15 @@ StaticPlanBlockMemory + KillAfterLastUse on the ``tvm.IRModule`` take 8.2 ms):
    mutator's floor. One code path for planning (TVM-exact by the same tests), and the
    conversion is the public :func:`from_tvm` / :func:`to_tvm` pair.
 
-Where the time goes, and the gap: converting a fresh module costs more than TVM's own two
-passes (bench/bench_tvm_bridge.py: ~1.3x TVM per pass call, ~3.5x for both passes on real
-models, each pass call converting the whole module); the memcore passes themselves are
-4-5x faster than TVM's (``pure`` column). The remaining cost is Python-level reading of
-FFI objects; a compiled reader is the next step (see the report in bench/README.md).
+Where the time goes, and the gap (bench/bench_tvm_bridge.py, one run, best times): on the
+real models the native StaticPlanBlockMemory + KillAfterLastUse, conversion included, take
+2.2-2.5x TVM's two passes (bert_base 18.6 ms vs 8.6 ms); converting the module once is most of
+it (from_tvm ~10 ms on bert_base), since the memcore passes themselves are 4-5x faster than
+TVM's. Consecutive native passes convert once (the second one takes the first one's written
+module, :class:`~memcore_py.tvm.passes._Handoff`). On 300k-binding chains the native passes are
+1.5x faster than TVM's (6.6 s vs 10.1 s), on 30k about even; a pass call on a 21-binding module
+costs ~0.55 ms against TVM's 0.05 ms. The cost left is Python-level reading of FFI objects
+(~10 us per binding); a compiled reader is the next step.
 """
 from ._api import TVMConversionError  # noqa: F401
 from .from_tvm import from_tvm  # noqa: F401
