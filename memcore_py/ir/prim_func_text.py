@@ -414,9 +414,21 @@ def _bracket_depth(toks) -> int:
     return sum([_DEPTH_CHANGE.get(tok, 0) for tok in toks])
 
 
-def _signature_end(lines, d: int):
+def _signature_end(lines, d: int, tokens: bool = True):
     """``(index of the last line, tokens)`` of the ``def`` signature starting at line ``d``
-    (it ends where the brackets opened on it close); the index is None if they never do."""
+    (it ends where the brackets opened on it close); the index is None if they never do.
+    With ``tokens=False`` the tokens may be None (a one-line signature is then checked by
+    counting brackets outside its strings, without tokenizing)."""
+    line = lines[d]
+    if not tokens and "'" not in line and "#" not in line and "\\" not in line:
+        # one-line signature whose strings (dtypes, string dims) hold no bracket: count them
+        parts = line.split('"')
+        if len(parts) % 2 == 1 and not any(c in parts[i] for i in range(1, len(parts), 2) for c in "()[]{}"):
+            code = "".join(parts[0::2])
+            opened = code.count("(") + code.count("[") + code.count("{")
+            closed = code.count(")") + code.count("]") + code.count("}")
+            if opened == closed and opened:
+                return d, None
     depth = 0
     toks = []
     for k in range(d, len(lines)):
@@ -1178,7 +1190,7 @@ def _synced_lines(lines, attrs, private):
     d = next((i for i, line in enumerate(lines) if line.lstrip().startswith("def ")), None)
     if d is None:
         return lines
-    end = _signature_end(lines, d)[0]
+    end = _signature_end(lines, d, tokens=False)[0]
     if end is None:
         return lines
     body = _body_lines(lines, end + 1, _ATTR_SEARCH_LINES)

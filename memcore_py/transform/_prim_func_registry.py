@@ -20,10 +20,10 @@ API
 
 Why not ``BlockBuilder.add_func`` itself: it fingerprints every function of the module by
 its whole normalized text on the first call. Functions with different attributes or
-signatures can never be equal, so this registry buckets PrimFuncs by (``private``,
-attributes, parameter signature) and reads texts only inside a bucket; a pass that adds one
-copy per distinct attribute list (most of them unlike anything in the module) then never
-normalizes the module's texts.
+signatures can never be equal, so this registry buckets PrimFuncs by ``private``, parameter
+count and attribute names, then compares attribute values and parameter signatures, and
+reads texts only when all of those agree; a pass that adds one copy per distinct attribute
+list (most of them unlike anything in the module) then never normalizes the module's texts.
 """
 from __future__ import annotations
 
@@ -53,6 +53,11 @@ def _canon(v):
     return (type(v).__name__, v)
 
 
+def _coarse(func: PrimFunc):
+    """A first, cheap key: ``private``, the parameter count and the attribute names."""
+    return (func.private, len(func.params), tuple(sorted(map(str, func.attrs))))
+
+
 def _bucket(func: PrimFunc):
     """Equal for structurally equal PrimFuncs (symbolic dims, matched by position, as '?')."""
     sig = tuple((p.dtype, None if p.shape is None else tuple(d.value if type(d) is IntImm else "?" for d in p.shape))
@@ -77,14 +82,25 @@ class PrimFuncRegistry:
         self._taken = {gv.name for gv in mod.functions}
         self.added: dict = {}
         """GlobalVar -> PrimFunc, in the order :meth:`add` added them."""
-        self._index = None  # bucket -> [(GlobalVar, PrimFunc)], built on first add
+        self._index = None  # coarse key -> [(GlobalVar, PrimFunc)] not yet in a group
+        self._groups: dict = {}  # coarse key -> {bucket -> [(GlobalVar, PrimFunc)]}
 
     def _build_index(self):
         index = {}
         for gv, f in self.mod.functions.items():
             if type(f) is PrimFunc:
-                index.setdefault(_bucket(f), []).append((gv, f))
+                index.setdefault(_coarse(f), []).append((gv, f))
         return index
+
+    def _group(self, coarse) -> dict:
+        """bucket -> [(GlobalVar, PrimFunc)] of the functions whose coarse key is ``coarse``
+        (their fine keys computed once, when the group is first asked for)."""
+        group = self._groups.get(coarse)
+        if group is None:
+            group = self._groups[coarse] = {}
+            for gv, f in self._index.pop(coarse, ()):
+                group.setdefault(_bucket(f), []).append((gv, f))
+        return group
 
     def add(self, func: PrimFunc, hint: str) -> GlobalVar:
         """The GlobalVar of a function equal to ``func`` (added under a fresh name from
@@ -93,9 +109,8 @@ class PrimFuncRegistry:
             raise PassError(f"PrimFuncRegistry.add expects a PrimFunc; got {type(func).__name__}")
         if self._index is None:
             self._index = self._build_index()
-        key = _bucket(func)
-        bucket = self._index.setdefault(key, [])
-        for gv, other in bucket:
+        candidates = self._group(_coarse(func)).setdefault(_bucket(func), [])
+        for gv, other in candidates:
             if structural_equal(other, func):
                 return gv
         name = self.names.fresh(hint)
@@ -103,7 +118,7 @@ class PrimFuncRegistry:
             name = self.names.fresh(hint)
         self._taken.add(name)
         gv = GlobalVar(name, func.ty)
-        bucket.append((gv, func))
+        candidates.append((gv, func))
         self.added[gv] = func
         return gv
 

@@ -375,3 +375,19 @@ def test_synced_text_key_shortcut():
     assert new.count("T.func_attr") == 1
     assert pft._states_attrs("T.func_attr({'layout_free_buffers': [1]})", {"layout_free_buffers": (1,)})
     assert not pft._states_attrs('T.func_attr({"tirx.noalias": True})', {"layout_free_buffers": (1,)})
+
+
+def test_synced_text_signature_end_without_tokens():
+    """prim_func_text._signature_end(tokens=False) counts brackets of a one-line signature
+    outside its strings; multi-line signatures and strings with brackets still tokenize."""
+    from memcore_py.ir import prim_func_text as pft
+
+    one = ['def f(A: T.Buffer((4,), "float32")):', "    T.evaluate(0)"]
+    assert pft._signature_end(one, 0, tokens=False)[0] == pft._signature_end(one, 0)[0] == 0
+    multi = ['def f(A: T.Buffer((4,), "float32"),', '      B: T.Buffer((4,), "float32")):', "    T.evaluate(0)"]
+    assert pft._signature_end(multi, 0, tokens=False)[0] == pft._signature_end(multi, 0)[0] == 1
+    tricky = ['def f(A: T.Buffer(("(n", 4), "float32"),', '      B: T.Buffer((4,), "float32")):', "    pass"]
+    assert pft._signature_end(tricky, 0, tokens=False)[0] == pft._signature_end(tricky, 0)[0] == 1
+    text = "@T.prim_func\n" + "\n".join(multi) + "\n"
+    synced = pft.synced_text(text, {"layout_free_buffers": (0,)}, False)
+    assert synced.split("\n")[3] == '    T.func_attr({"layout_free_buffers": [0]})'
