@@ -179,8 +179,9 @@ def pipeline(target, mode: str = "tvm", **options):
 
     The pipeline is the one ``tvm.compile(mod, target)`` would pick: for a GPU target,
     ``tvm.relax.get_default_pipeline(target)`` (library dispatch, legalization, dataflow
-    lowering and finalization passes of the target's backend); otherwise TVM's
-    ``default_build_pipeline``. Every other pass is TVM's own.
+    lowering and finalization passes of the target's backend) when the backend has them
+    (TVM 0.27's CUDA backend lacks ``dataflow_lower_passes``; ``tvm.compile`` then falls back
+    as this does); otherwise TVM's ``default_build_pipeline``. Every other pass is TVM's own.
 
     Parameters
     ----------
@@ -198,12 +199,15 @@ def pipeline(target, mode: str = "tvm", **options):
     tvm = api.tvm
     target = tvm.target.Target(target) if isinstance(target, str) else target
     _StaticPlanBlockMemory(mode=mode, **options)  # validate the options now, not at compile time
+    passes = None
     if "gpu" in target.keys:
         rp = tvm.relax.pipeline
-        passes = (rp.library_dispatch_passes(target) + rp.legalize_passes(target)
-                  + rp.dataflow_lower_passes(target) + _swap(rp.finalize_passes(target), mode, options))
-    else:
-        passes = _swap(_default_build_passes(api), mode, options)
+        try:
+            passes = (rp.library_dispatch_passes(target) + rp.legalize_passes(target)
+                      + rp.dataflow_lower_passes(target) + rp.finalize_passes(target))
+        except (ValueError, AttributeError):  # tvm.compile falls back the same way
+            passes = None
+    passes = _swap(passes if passes is not None else _default_build_passes(api), mode, options)
 
     def run(mod, _ctx):
         with target:

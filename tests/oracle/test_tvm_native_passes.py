@@ -191,3 +191,23 @@ def test_arena_pipeline_plans_fewer_bytes_than_tvm():
     tvm_bytes = planned_bytes(TVM_SPBM()(before_planning))
     arena_bytes = planned_bytes(mtvm.StaticPlanBlockMemory(mode="arena")(before_planning))
     assert 0 < arena_bytes < tvm_bytes, (arena_bytes, tvm_bytes)
+
+
+def test_pipeline_refuses_a_bad_mode_when_built():
+    from memcore_py import PassError
+
+    with pytest.raises(PassError, match="mode must be one of"):
+        mtvm.pipeline("llvm", mode="best")
+
+
+def test_pipeline_for_a_gpu_target_swaps_the_same_passes():
+    """TVM 0.27's CUDA backend has no dataflow_lower_passes; like tvm.compile, the default
+    build pipeline is used, with memcore's three passes in it (checked by running its
+    memory passes' part on a module that needs no GPU: the pass names are what is swapped)."""
+    from memcore_py.tvm.passes import SWAPPED, _default_build_passes, _swap
+    from memcore_py.tvm._api import tvm_api
+
+    swapped = [p.info.name for p in _swap(_default_build_passes(tvm_api()), "arena", {})]
+    assert [n for n in swapped if n.startswith("memcore.")] == [f"memcore.{n}" for n in SWAPPED]
+    assert not set(SWAPPED) & set(swapped)
+    assert mtvm.pipeline("cuda", mode="arena").info.name == "memcore.pipeline[arena]"
