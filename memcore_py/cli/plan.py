@@ -15,6 +15,12 @@ A byte total that depends on an unbounded shape variable is printed as an expres
 bytes (``3072*n + 1536``); ``--bind n=512`` (repeatable, or ``n=512,m=4``) evaluates every
 figure at the given values (the lower bound too).
 
+A module with high-level op calls (TVM's torch importer output) is first lowered for planning
+(``LowerForPlanning, ToNonDataflow, RemovePurityChecking, CallTIRRewrite``) without TVM.
+``--top N`` adds the tensors live at each function's peak (per mode; in the JSON as
+``peak``), ``--plot OUT.png`` draws the memory timelines
+(:mod:`memcore_py.planning.plot`, extra ``plot``).
+
 The pipeline is ``--passes`` (kebab-case pass names, default
 ``static-plan-block-memory,lower-alloc-tensor,kill-after-last-use``); it must contain
 ``static-plan-block-memory``, which runs in ``--mode`` (``arena`` by default). The table is
@@ -65,6 +71,11 @@ def add_arguments(parser) -> None:
     parser.add_argument("--print-ir", action="store_true",
                         help="print the module after the pipeline (TVMScript) instead of the table")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("--top", type=_positive_int, default=None, metavar="N",
+                        help="also list the N largest tensors live at each function's peak, per mode")
+    parser.add_argument("--plot", metavar="OUT.png", default=None,
+                        help="draw each function's memory timeline, TVM and arena mode side by side "
+                             "(.png, .svg or .pdf; needs the 'plot' extra; several models: OUT-<model>.png)")
     parser.add_argument("--write-plan", metavar="OUT.json", default=None,
                         help="graph-executor JSON input (*.json[.gz]): write the graph with memcore's "
                              "storage_id (and arena offsets with --mode arena) to OUT.json")
@@ -81,6 +92,28 @@ def _positive_float(text: str) -> float:
     if not (value > 0 and math.isfinite(value)):
         raise argparse.ArgumentTypeError(f"must be a positive number of seconds; got {text!r}")
     return value
+
+
+def _positive_int(text: str) -> int:
+    import argparse
+
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer; got {text!r}")
+    return value
+
+
+def _plot_path(path: str, label: str, several: bool) -> str:
+    """``OUT.png`` for one input; ``OUT-<label>.png`` when several are planned."""
+    if not several:
+        return path
+    import os
+
+    stem, ext = os.path.splitext(path)
+    return f"{stem}-{os.path.basename(label)}{ext}"
 
 
 def parse_bind(items) -> dict:
@@ -222,6 +255,12 @@ def _plan_one(label: str, text: str, reference, before, after, mode: str, time_l
 
     mod = parse_text(text, label)
     try:
+        from ..transform.lower_for_planning import has_high_level_calls
+
+        if has_high_level_calls(mod):  # TVM importer output: lower for planning first
+            from ..transform import CallTIRRewrite, LowerForPlanning, RemovePurityChecking, ToNonDataflow
+
+            mod = Sequential([LowerForPlanning(), ToNonDataflow(), RemovePurityChecking(), CallTIRRewrite()])(mod)
         if before:
             mod = Sequential(before)(mod)
         report = plan_and_report(mod, name=label, reference=reference, time_limit=time_limit, bind=bind)
@@ -230,7 +269,31 @@ def _plan_one(label: str, text: str, reference, before, after, mode: str, time_l
             planned = Sequential(after)(planned)
     except MemcoreError as exc:
         raise InputError(f"{label}: {exc}") from exc
-    return report, planned
+    return report, planned, mod
+
+
+def _views(args, results, out, doc=None) -> None:
+    """``--top`` and ``--plot``: the peak report and the timeline plot of each input (module
+    entering StaticPlanBlockMemory, planned again in both modes)."""
+    from ..errors import MemcoreError
+    from ..planning.peak_report import format_report, report as peak_report, timelines
+    from ..planning.plot import plot_plan
+
+    for k, (rep, _planned, mod) in enumerate(results):
+        try:
+            tls = timelines(mod, time_limit=args.time_limit)
+            if args.top:
+                peak = peak_report(tls, top=args.top)
+                if doc is not None:
+                    doc["modules"][k]["peak"] = peak.to_dict()
+                else:
+                    if len(results) > 1:
+                        out.write(f"# {rep.name}\n")
+                    out.write(format_report(peak).rstrip("\n") + "\n")
+            if args.plot:
+                plot_plan(tls, out=_plot_path(args.plot, rep.name, len(results) > 1))
+        except MemcoreError as exc:
+            raise InputError(f"{rep.name}: {exc}") from exc
 
 
 def run(args, out=None) -> int:
@@ -241,6 +304,9 @@ def run(args, out=None) -> int:
     out = out or sys.stdout
     from .plan_graph import is_graph_json, run_graph
 
+    plot = getattr(args, "plot", None)
+    if plot and not plot.lower().endswith((".png", ".svg", ".pdf")):
+        return fail("plan", f"--plot: {plot!r} must end in .png, .svg or .pdf", 2)
     if is_graph_json(args.file):
         return run_graph(args, out)
     if getattr(args, "write_plan", None):
@@ -252,34 +318,44 @@ def run(args, out=None) -> int:
             _plan_one(label, text, ref, before, after, args.mode, args.time_limit, bind)
             for label, text, ref in _inputs(args.file)
         ]
-        _check_bind_names(bind, [report.tvm_module for report, _ in results])
+        _check_bind_names(bind, [report.tvm_module for report, _, _ in results])
     except UsageError as exc:
         return fail("plan", str(exc), 2)
     except InputError as exc:
         return fail("plan", str(exc), 1)
     names = [p.name for p in (*before, spbm, *after)]
-    if args.json:
-        doc = {"mode": args.mode, "time_limit": args.time_limit, "passes": names, "bind": bind,
-               "timing": f"best of {TIMING_RUNS} runs per mode (steady state)", "modules": []}
-        for report, planned in results:
-            entry = report.to_dict()
-            if args.print_ir:
-                entry["ir"] = planned.script()
-            doc["modules"].append(entry)
-        out.write(json.dumps(doc, indent=2) + "\n")
-    elif args.print_ir:
-        for report, planned in results:
-            if len(results) > 1:
-                out.write(f"# {report.name}\n")
-            out.write(planned.script().rstrip("\n") + "\n")
-    else:
-        from .report import format_table
+    top, plot = getattr(args, "top", None), getattr(args, "plot", None)
+    try:
+        if args.json:
+            doc = {"mode": args.mode, "time_limit": args.time_limit, "passes": names, "bind": bind,
+                   "timing": f"best of {TIMING_RUNS} runs per mode (steady state)", "modules": []}
+            for report, planned, _ in results:
+                entry = report.to_dict()
+                if args.print_ir:
+                    entry["ir"] = planned.script()
+                doc["modules"].append(entry)
+            if top or plot:
+                _views(args, results, out, doc)
+            out.write(json.dumps(doc, indent=2) + "\n")
+        elif args.print_ir:
+            for report, planned, _ in results:
+                if len(results) > 1:
+                    out.write(f"# {report.name}\n")
+                out.write(planned.script().rstrip("\n") + "\n")
+            if plot:
+                _views(args, results, out)
+        else:
+            from .report import format_table
 
-        out.write(format_table([r for r, _ in results]) + "\n")
-        out.write(f"mode: {args.mode}; passes: {','.join(names)}; times: best of {TIMING_RUNS} runs per mode "
-                  "(steady state)\n")
-        if bind:
-            out.write("bound: " + ", ".join(f"{k}={v}" for k, v in bind.items()) + "\n")
+            out.write(format_table([r for r, _, _ in results]) + "\n")
+            out.write(f"mode: {args.mode}; passes: {','.join(names)}; times: best of {TIMING_RUNS} runs per mode "
+                      "(steady state)\n")
+            if bind:
+                out.write("bound: " + ", ".join(f"{k}={v}" for k, v in bind.items()) + "\n")
+            if top or plot:
+                _views(args, results, out)
+    except InputError as exc:
+        return fail("plan", str(exc), 1)
     return 0
 
 

@@ -84,6 +84,19 @@ def run_graph(args, out=None) -> int:
     except MemcoreError as exc:
         return fail("plan", str(exc), 1)
     chosen = arena if args.mode == "arena" else relay
+    top, plot = getattr(args, "top", None), getattr(args, "plot", None)
+    peak = None
+    if top or plot:
+        from ..planning.peak_report import format_report, graph_timeline, report
+        from ..planning.plot import plot_plan
+
+        try:
+            tl = graph_timeline(relay, arena)
+            peak = report([tl], top=top) if top else None
+            if plot:
+                plot_plan([tl], out=plot)
+        except MemcoreError as exc:
+            return fail("plan", f"{args.file}: {exc}", 1)
     if args.write_plan:
         try:
             with open(args.write_plan, "w", encoding="utf-8") as fh:
@@ -95,9 +108,13 @@ def run_graph(args, out=None) -> int:
                "graphs": [{**arena.summary(), "mode": None, "relay_storages": relay.n_relay_storages,
                            "relay_seconds": relay.seconds, "arena_seconds": arena.seconds,
                            "seconds": None}]}
+        if peak is not None:
+            doc["graphs"][0]["peak"] = peak.to_dict()
         out.write(json.dumps(doc, indent=2) + "\n")
     else:
         out.write(format_graph_table([(relay, arena)]) + "\n")
         written = f"; plan written to {args.write_plan}" if args.write_plan else ""
         out.write(f"mode: {'arena' if args.mode == 'arena' else 'relay'}{written}\n")
+        if peak is not None:
+            out.write(format_report(peak).rstrip("\n") + "\n")
     return 0

@@ -61,7 +61,7 @@ from ..ir.prim import IntImm, prove_equal
 from ..ir.types import TensorType, TupleType
 from .pass_infra import ModulePass, PassContext
 
-__all__ = ["LowerForPlanning", "lower_for_planning", "KERNEL_NAMES"]
+__all__ = ["LowerForPlanning", "lower_for_planning", "has_high_level_calls", "KERNEL_NAMES"]
 
 _CALL_TIR = get_op("relax.call_tir")
 _RESHAPE = get_op("relax.reshape")
@@ -118,8 +118,7 @@ class _Lowerer(ExprMutator):
 
     def visit_binding(self, b, out):
         value = b.value
-        op = getattr(value, "op", None)
-        if type(value) is not Call or type(op) is not Op or op.name in _KEEP or op.name.startswith(_KEEP_PREFIXES):
+        if not _is_high_level(value):
             return super().visit_binding(b, out)
         value = self.visit_expr(value)
         new = self._lower(b, value)
@@ -213,6 +212,26 @@ def _type_key(t: TensorType):
     from ..ir.prim import canonical
 
     return t.dtype, tuple(d.value if type(d) is IntImm else canonical(d) for d in t.shape)
+
+
+def _is_high_level(value) -> bool:
+    op = getattr(value, "op", None)
+    return (type(value) is Call and type(op) is Op and op.name not in _KEEP
+            and not op.name.startswith(_KEEP_PREFIXES))
+
+
+def has_high_level_calls(mod: IRModule) -> bool:
+    """Whether a Relax function of ``mod`` binds a high-level op call (what this pass
+    lowers; e.g. TVM's torch importer output), at the top level of its blocks.
+    ``R.reshape`` alone does not count: lowered modules keep it as a view (what
+    RewriteDataflowReshape leaves)."""
+    for f in mod.functions.values():
+        if isinstance(f, Function):
+            for blk in f.body.blocks:
+                for b in blk.bindings:
+                    if _is_high_level(b.value) and b.value.op is not _RESHAPE:
+                        return True
+    return False
 
 
 def lower_for_planning(mod: IRModule) -> IRModule:

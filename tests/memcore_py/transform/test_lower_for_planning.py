@@ -112,3 +112,11 @@ class Module:
     mod = memcore_py.parse(text)
     assert lower_for_planning(mod) is mod
     assert isinstance(Call, type)
+
+
+def test_high_level_detection():
+    from memcore_py.examples.models import list_highlevel_models, list_models, load_highlevel_model, load_model
+    from memcore_py.transform.lower_for_planning import has_high_level_calls
+
+    assert not any(has_high_level_calls(load_model(n)) for n in list_models())  # lowered: R.reshape views only
+    assert all(has_high_level_calls(load_highlevel_model(n)) for n in list_highlevel_models())
