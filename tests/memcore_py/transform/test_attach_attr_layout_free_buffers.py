@@ -96,7 +96,7 @@ def test_multiple_same_func():
     before = module(matmul() + main(params, call("matmul", "x, w1", "lv1") + call("matmul", "lv1, w2")))
     expected = module(matmul("matmul1", LF1) + main(params, call("matmul1", "x, w1", "lv1") + call("matmul1", "lv1, w2")))
     after = assert_pass_output(AttachAttrLayoutFreeBuffers(), before, expected)
-    assert [gv.name for gv in after.functions] == ["matmul1", "main"] or [gv.name for gv in after.functions] == ["main", "matmul1"]
+    assert sorted(gv.name for gv in after.functions) == ["main", "matmul1"]
 
 
 def test_multiple_same_func_with_different_free_buffers():
@@ -289,11 +289,7 @@ def test_non_prim_func_callee_names_binding():
                 gv = R.call_tir(cls.helper, (x, y), out_ty={T32})
                 return gv
 """)
-    try:
-        mod = module_from_text(text)
-    except Exception as exc:  # the parser may refuse it already: then it must say why
-        assert "helper" in str(exc)
-        return
+    mod = module_from_text(text)  # memcore's parser reads it (well-formedness would refuse it)
     with pytest.raises(PassError, match=r"'helper', which is a Function, not a PrimFunc.*binding gv"):
         attach_attr_layout_free_buffers(mod)
 
