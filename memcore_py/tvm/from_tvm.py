@@ -548,7 +548,8 @@ class _PrimFuncSignature:
         private = "global_symbol" not in attrs
         for k in _DECORATOR_ATTRS:
             attrs.pop(k, None)
-        attrs.pop("global_symbol", None)
+        if attrs.get("global_symbol") == self.name:  # implied by the name (TVM does not print it)
+            del attrs["global_symbol"]
         return params, attrs, _prim_func_text(self.func, self.name, params, attrs, private), private
 
 
@@ -556,11 +557,13 @@ def _prim_func_text(func, name, params, attrs, private):
     """The PrimFunc's TVMScript as memcore's parser keeps it: TVM's printed text from the
     decorator to the last line, named ``name``; None when that is exactly the
     signature-only form (``prim_func_text.read_prim_func``'s rule)."""
-    from ..ir.prim_func_text import renamed_text, signature_only_text
+    from ..ir.prim_func_text import renamed_text, signature_only_text, synced_text
 
     lines = func.script().split("\n")
     start = next((i for i, ln in enumerate(lines) if ln.startswith("@")), 0)
-    text = renamed_text("\n".join(lines[start:]).rstrip("\n") + "\n", name)
+    # TVM prints a function alone without the attrs its module context implies (e.g. a
+    # global_symbol other than its name): sync the text with the attrs read from the object
+    text = synced_text(renamed_text("\n".join(lines[start:]).rstrip("\n") + "\n", name), attrs, private)
     if text.endswith("T.evaluate(0)\n") and text == signature_only_text(name, PrimFunc(params, attrs, None, private)):
         return None
     return text

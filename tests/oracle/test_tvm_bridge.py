@@ -139,6 +139,11 @@ class Module:
     def public_kernel(A: T.Buffer((T.int64(4),), "float32"), n: T.int64):
         T.evaluate(0)
 
+    @T.prim_func
+    def renamed_kernel(A: T.Buffer((T.int64(4),), "float32")):
+        T.func_attr({"global_symbol": "kernel_symbol"})
+        T.evaluate(0)
+
     @R.function
     def helper(x: R.Tensor((4,), "float32")) -> R.Tensor((4,), "float32"):
         R.func_attr({"relax.force_pure": True})
@@ -193,6 +198,7 @@ def test_feature_module_round_trip():
     assert mod.attrs == {"system_lib_prefix": "lib_"}
     assert [vd.vdevice_id for vd in mod.global_infos["vdevice"]] == [0]
     assert mod["public_kernel"].private is False and mod["add"].private is True
+    assert mod["renamed_kernel"].attrs == {"global_symbol": "kernel_symbol"}  # kept: not implied by the name
 
 
 def _constants_module():
