@@ -13,7 +13,8 @@ Public API
   the object back untouched. What memcore does not model raises
   :class:`TVMConversionError` (an :class:`~memcore_py.errors.IRError`) naming it.
 - :func:`StaticPlanBlockMemory` ``(mode="tvm" | "arena", ...)``, :func:`KillAfterLastUse`,
-  :func:`LowerAllocTensor`: TVM module passes running memcore's passes.
+  :func:`LowerAllocTensor`, :func:`DataflowUseInplaceCalls`,
+  :func:`AttachAttrLayoutFreeBuffers`: TVM module passes running memcore's passes.
 - :func:`pipeline` ``(target, mode)``: TVM 0.27's default Relax build pipeline with those
   three swapped in, for ``tvm.compile(mod, target, relax_pipeline=pipeline(target, "arena"))``.
 
@@ -56,7 +57,14 @@ costs ~0.55 ms against TVM's 0.05 ms. The cost left is Python-level reading of F
 """
 from ._api import TVMConversionError  # noqa: F401
 from .from_tvm import from_tvm  # noqa: F401
-from .passes import KillAfterLastUse, LowerAllocTensor, StaticPlanBlockMemory, pipeline  # noqa: F401
+from .passes import (  # noqa: F401
+    AttachAttrLayoutFreeBuffers,
+    DataflowUseInplaceCalls,
+    KillAfterLastUse,
+    LowerAllocTensor,
+    StaticPlanBlockMemory,
+    pipeline,
+)
 from .to_tvm import to_tvm  # noqa: F401
 
 __all__ = [
@@ -65,6 +73,8 @@ __all__ = [
     "StaticPlanBlockMemory",
     "KillAfterLastUse",
     "LowerAllocTensor",
+    "DataflowUseInplaceCalls",
+    "AttachAttrLayoutFreeBuffers",
     "pipeline",
     "TVMConversionError",
 ]

@@ -475,7 +475,11 @@ class _Reader:
 
     def module(self, tvm_mod) -> IRModule:
         api = self.api
-        pairs = list(tvm_mod.functions.items())
+        # In the order TVM prints them (PrimFuncs, then Relax functions, "main" last, by name;
+        # memcore's printer sorts the same way), so that from_tvm(m) has parse(m.script())'s
+        # order: passes that name new functions (NameSupply) then name them alike.
+        pairs = sorted(tvm_mod.functions.items(),
+                       key=lambda p: (type(p[1]) is not api.PrimFunc, p[0].name_hint == "main", p[0].name_hint))
         gvars = {}
         for gv, _ in pairs:
             g = GlobalVar(str(gv.name_hint))

@@ -18,7 +18,15 @@ from ._api import tvm_api
 from .from_tvm import _Reader
 from .to_tvm import to_tvm_reusing
 
-__all__ = ["StaticPlanBlockMemory", "KillAfterLastUse", "LowerAllocTensor", "pipeline", "apply_memcore_pass"]
+__all__ = [
+    "StaticPlanBlockMemory",
+    "KillAfterLastUse",
+    "LowerAllocTensor",
+    "DataflowUseInplaceCalls",
+    "AttachAttrLayoutFreeBuffers",
+    "pipeline",
+    "apply_memcore_pass",
+]
 
 
 class _Handoff:
@@ -119,6 +127,24 @@ def KillAfterLastUse(tvm_scoping: bool = False):  # noqa: N802 - TVM's pass name
 def LowerAllocTensor():  # noqa: N802 - TVM's pass name
     """memcore's LowerAllocTensor as a ``tvm.transform.Pass``."""
     return _module_pass(_LowerAllocTensor(), "memcore.LowerAllocTensor")
+
+
+def DataflowUseInplaceCalls(tvm_compat: bool = False):  # noqa: N802 - TVM's pass name
+    """memcore's DataflowUseInplaceCalls as a ``tvm.transform.Pass`` (``tvm_compat`` as
+    :class:`memcore_py.transform.DataflowUseInplaceCalls`). The in-place PrimFuncs it adds are
+    memcore-made: they reach TVM through TVM's script parser, one function each."""
+    from ..transform import DataflowUseInplaceCalls as _Pass
+
+    return _module_pass(_Pass(tvm_compat=tvm_compat), "memcore.DataflowUseInplaceCalls")
+
+
+def AttachAttrLayoutFreeBuffers(tvm_compat: bool = False):  # noqa: N802 - TVM's pass name
+    """memcore's AttachAttrLayoutFreeBuffers as a ``tvm.transform.Pass`` (``tvm_compat`` as
+    :class:`memcore_py.transform.AttachAttrLayoutFreeBuffers`). PrimFuncs it changes reach TVM
+    through TVM's script parser, one function each."""
+    from ..transform import AttachAttrLayoutFreeBuffers as _Pass
+
+    return _module_pass(_Pass(tvm_compat=tvm_compat), "memcore.AttachAttrLayoutFreeBuffers")
 
 
 #: TVM passes replaced by memcore's in :func:`pipeline`, by TVM pass name.

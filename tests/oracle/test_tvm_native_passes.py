@@ -23,6 +23,8 @@ from memcore_py import transform as mc  # noqa: E402
 from memcore_py.examples.models import list_models, model_text  # noqa: E402
 from memcore_py.ir import Call, assert_structural_equal  # noqa: E402
 from memcore_py.testing import random_lowered_module  # noqa: E402
+from memcore_py.testing.inplace_programs import random_inplace_program  # noqa: E402
+from memcore_py.testing.layout_free_programs import random_layout_free_program  # noqa: E402
 from memcore_py.testing.memory_programs import random_memory_module  # noqa: E402
 from memcore_py.transform.static_plan_block_memory import differences_from_tvm  # noqa: E402
 
@@ -211,3 +213,18 @@ def test_pipeline_for_a_gpu_target_swaps_the_same_passes():
     assert [n for n in swapped if n.startswith("memcore.")] == [f"memcore.{n}" for n in SWAPPED]
     assert not set(SWAPPED) & set(swapped)
     assert mtvm.pipeline("cuda", mode="arena").info.name == "memcore.pipeline[arena]"
+
+
+# ------------------------------------------------------------------------------ the other two passes
+@pytest.mark.parametrize("seed", range(10))
+def test_random_dataflow_use_inplace_calls(seed):
+    """New in-place PrimFuncs are memcore-made (TVM's parser reads their text); the rest of
+    the module is written back by reuse."""
+    m = tvm.script.from_source(random_inplace_program(seed))
+    same_as_memcore(mtvm.DataflowUseInplaceCalls()(m), mc.DataflowUseInplaceCalls(), m)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_random_attach_attr_layout_free_buffers(seed):
+    m = tvm.script.from_source(random_layout_free_program(seed))
+    same_as_memcore(mtvm.AttachAttrLayoutFreeBuffers()(m), mc.AttachAttrLayoutFreeBuffers(), m)
