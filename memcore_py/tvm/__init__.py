@@ -45,15 +45,17 @@ StaticPlanBlockMemory + KillAfterLastUse on the ``tvm.IRModule`` take 8.2 ms):
    mutator's floor. One code path for planning (TVM-exact by the same tests), and the
    conversion is the public :func:`from_tvm` / :func:`to_tvm` pair.
 
-Where the time goes, and the gap (bench/bench_tvm_bridge.py, one run, best times): on the
-real models the native StaticPlanBlockMemory + KillAfterLastUse, conversion included, take
-2.2-2.5x TVM's two passes (bert_base 18.6 ms vs 8.6 ms); converting the module once is most of
-it (from_tvm ~10 ms on bert_base), since the memcore passes themselves are 4-5x faster than
-TVM's. Consecutive native passes convert once (the second one takes the first one's written
-module, :class:`~memcore_py.tvm.passes._Handoff`). On 300k-binding chains the native passes are
-1.5x faster than TVM's (6.6 s vs 10.1 s), on 30k about even; a pass call on a 21-binding module
-costs ~0.55 ms against TVM's 0.05 ms. The cost left is Python-level reading of FFI objects
-(~10 us per binding); a compiled reader is the next step.
+Where the time goes, and the gap (bench/bench_tvm_bridge.py, best times, TVM's best of its
+same-run measurements): on the real models the native StaticPlanBlockMemory +
+KillAfterLastUse, conversion included, take 2.2-2.9x TVM's two passes (bert_base 18.6-20.1 ms
+vs 8.4-8.6 ms over two runs); converting the module once is most of it (from_tvm ~10 ms on
+bert_base), since the memcore passes themselves are 4-5x faster than TVM's. Consecutive native
+passes convert once (the second takes the first one's written module,
+:class:`~memcore_py.tvm.passes._Handoff`). On 300k-binding chains the native passes are
+1.2-1.5x faster than TVM's, on 30k 1.3x slower than TVM's best run; a pass call on a
+21-binding module costs ~0.56 ms against TVM's 0.05 ms. The cost left is Python-level reading
+of FFI objects (~10 us per binding, ~60 % of it FFI field reads); a compiled reader is the
+next step.
 """
 from ._api import TVMConversionError  # noqa: F401
 from .from_tvm import from_tvm  # noqa: F401
