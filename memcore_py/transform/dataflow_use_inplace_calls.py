@@ -82,6 +82,7 @@ class _Rewriter(ExprMutator):
         self.legal: dict = {}  # structure key -> GlobalVar of the legalization
         self.inplace: dict = {}  # structure key -> GlobalVar of the in-place function
         self.legal_added: list = []
+        self.named: dict = {}  # legalization key -> the call whose names its buffers carry
         self.chosen: dict = {}
         self.by_types: dict = {}  # (op, type ids, index) -> (legalization, in-place GlobalVar, types)
 
@@ -161,6 +162,9 @@ class _Rewriter(ExprMutator):
         key = structure_key(ec, index)
         gv = table.get(key)
         if gv is None:
+            # TVM derives the in-place function from the legalization it found, whose buffers
+            # are named after the arguments of the call that first created it.
+            ec = self.named.setdefault(structure_key(ec), ec)
             gv = self.registry.add(prim_func(ec, hint, index), hint)
             table[key] = gv
         return gv

@@ -415,3 +415,14 @@ def test_repeated_structure_shares_prim_funcs_and_names_follow_legalizations():
 def test_bad_input_is_a_typed_error():
     with pytest.raises(PassError, match="IRModule"):
         DataflowUseInplaceCalls()("not a module")
+
+
+def test_spec_6_4_equals_tvm_recorded_output_text_for_text():
+    """TVM 0.27's own output of §6.4, recorded in tests/data/tvm_printed (no TVM needed):
+    equal as memcore compares PrimFuncs, i.e. their TIR text too, buffer names included
+    (``add_inplace1`` keeps the names ``b, c`` of the legalization it was derived from)."""
+    from _helpers import TVM_PRINTED_DIR
+
+    src = memcore_py.parse((TVM_PRINTED_DIR / "6_4_inplace_source.txt").read_text())
+    want = memcore_py.parse((TVM_PRINTED_DIR / "6_4_inplace_after.txt").read_text())
+    assert structural_equal(dataflow_use_inplace_calls(src), want)
