@@ -220,3 +220,13 @@ def test_peak_report_fits_the_module_entry(shipped_doc, name):
     check(doc)
     entry["peak"]["functions"][0]["tensors"][0]["lifetime"] = [1, 2, 3]
     assert refused(doc)
+
+
+def test_plan_top_json_validates(capsys):
+    """``memcore plan --top N --json`` (the peak report inside each module entry)."""
+    rc, out, _ = run_cli(capsys, "plan", REPO_ROOT / "memcore_py" / "examples" / "models" / "llama_small.py.gz",
+                         "--top", "4", "--json", "--no-search")
+    assert rc == 0
+    doc = json.loads(out)
+    assert "peak" in doc["modules"][0]
+    check(doc)
