@@ -45,7 +45,7 @@ from .expr import (
 )
 from .op import Op
 from .prim import BinaryOp, IntImm, PrimExpr, PrimVar, free_prim_vars, prove_equal, simplify_const
-from .types import VOID, FuncType, ObjectType, PrimType, ShapeType, TensorType, TupleType, Type, substitute_type, type_equal
+from .types import VOID, FuncType, ObjectType, PrimType, ShapeType, TensorType, TupleType, Type, substitute_type, type_contradiction, type_equal
 
 # VOID (``R.Tuple()``) lives in memcore_py.ir.types; re-exported here for older importers.
 __all__ = ["infer_type", "join_types", "erase_to_well_defined", "packed_call_type", "VOID"]
@@ -181,6 +181,19 @@ def erase_to_well_defined(ty: Type, defined) -> Type:
     return ty
 
 
+def _check_call_args(name: str, func: Function, arg_types) -> None:
+    """TVM's normalizer refuses a call of a Relax function whose arity differs or whose
+    argument can never have its parameter's type (``StructInfoBaseCheck == kFailL0``,
+    :func:`~memcore_py.ir.types.type_contradiction`): "Argument 0 type mismatch"."""
+    if len(arg_types) != len(func.params):
+        raise IRError(f"call to {name!r}: it takes {len(func.params)} arguments; got {len(arg_types)}")
+    for i, (p, at) in enumerate(zip(func.params, arg_types)):
+        why = type_contradiction(p.ty, at)
+        if why is not None:
+            raise IRError(f"call to {name!r}: argument {i} type mismatch: parameter {p.name!r} expects "
+                          f"{p.ty!r}, given {at!r} ({why})")
+
+
 def _derive_call_ret(func: Function, arg_types) -> Type:
     """Return type of a call to ``func``: symbolic vars bound by its params' bare dims are
     replaced by the arguments' dims; what stays unknown is erased (TVM
@@ -237,7 +250,9 @@ def _infer_call(call: Call, mod) -> Type:
         if isinstance(func, PrimFunc):
             return VOID
         if isinstance(func, Function):
-            return _derive_call_ret(func, [_ty(a, mod) for a in call.args])
+            arg_types = [_ty(a, mod) for a in call.args]
+            _check_call_args(op.name, func, arg_types)
+            return _derive_call_ret(func, arg_types)
         if isinstance(op.ty, FuncType):
             return op.ty.ret
         raise IRError(f"call to GlobalVar {op.name!r}, which is not a function of the module")

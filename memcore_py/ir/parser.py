@@ -1780,7 +1780,10 @@ class _Parser:
                     value = self.as_expr(v, 0)
             except Exception as e:  # noqa: BLE001
                 raise self._located(e)
-            ty = value.ty if type(value) is Call and value.ty is not None else self.derive_type(value)
+            try:
+                ty = value.ty if type(value) is Call and value.ty is not None else self.derive_type(value)
+            except IRError as e:
+                raise self.error(str(e), ln) from None
             if ty is not None and not (type(ty) is TupleType and not ty.fields):
                 # TVM: "Non-void relax expressions must be bound to a variable"
                 raise self.error("a non-void expression is used as a statement; bind it to a variable", ln)
@@ -1805,10 +1808,13 @@ class _Parser:
                 return MatchCast(var, self.as_expr(value.value, 0), value.ty)
             except Exception as e:  # noqa: BLE001
                 raise self._located(e)
-        if ann is None:
-            ty = self.derive_type(value)
-        else:
+        try:
             derived = self.derive_type(value)
+        except IRError as e:
+            raise self.error(str(e), ln) from None
+        if ann is None:
+            ty = derived
+        else:
             why = type_contradiction(ann, derived)
             if why is not None:
                 raise self.error(f"the annotation of {name!r} contradicts its value: {why}", ln)
@@ -1850,6 +1856,9 @@ class _Parser:
                     return VOID
                 f = self.funcs.get(op.name)
                 if isinstance(f, Function):
+                    from .infer import _check_call_args
+
+                    _check_call_args(op.name, f, [getattr(a, "ty", None) for a in value.args])
                     return f.ty.ret
                 return None
             if value.ty_args and hasattr(op, "name") and op.name in _TY_ARG_RESULT_OPS:
