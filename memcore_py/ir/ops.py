@@ -666,6 +666,10 @@ register_op("relax.vm.alloc_storage", type_rule=_object, n_args=(3, 4))
 register_op("relax.vm.alloc_tensor", type_rule=_alloc_tensor(2, 3), n_args=(4, 5))
 register_op("relax.vm.kill_object", type_rule=_void, pure=False, n_args=(1, 1))
 register_op("relax.null_value", type_rule=_object, n_args=(0, 0))
+# ``R.assert_op(cond, *format_args, format=R.str("..."))``: arguments stored as TVM stores
+# them, ``(cond, format, *format_args)``; impure, void (a statement). The parser and the
+# printer spell it (its keyword sits after the variadic arguments).
+register_op("relax.assert_op", type_rule=_void, pure=False, n_args=(2, None))
 
 
 # ---------------------------------------------------------------------------- derived sets

@@ -2627,6 +2627,20 @@ def _h_call_tir_dyn(p, args, kwargs, pos):
     return Call(get_op("relax.vm.call_tir_dyn"), [callee, _dps_args(p, args[1], pos, "R.vm.call_tir_dyn")])
 
 
+def _h_assert_op(p, args, kwargs, pos):
+    """``R.assert_op(cond, *format_args, format=R.str("..."))`` -> ``(cond, format, *format_args)``."""
+    kwargs = dict(kwargs)
+    if not args:
+        raise _Err("R.assert_op needs a condition", pos)
+    fmt = kwargs.pop("format", "")
+    _no_more(kwargs, "R.assert_op", pos)
+    if isinstance(fmt, str):
+        fmt = StringImm(fmt)
+    if not isinstance(fmt, StringImm):
+        raise _Err(f"R.assert_op: format must be a string (R.str(...)); got {_describe(fmt)}", pos)
+    return Call(get_op("relax.assert_op"), [p.as_expr(args[0], pos), fmt] + [p.as_expr(a, pos) for a in args[1:]])
+
+
 def _h_min_max(name):
     def handler(p, args, kwargs, pos):
         if kwargs or len(args) != 2:
@@ -2731,6 +2745,7 @@ _HANDLERS = {
         "relax.call_inplace_packed", "R.call_inplace_packed", ("inplace_indices",)
     ),
     "R.vm.call_tir_dyn": _h_call_tir_dyn,
+    "R.assert_op": _h_assert_op,
     "T.min": _h_min_max("T.min"),
     "T.max": _h_min_max("T.max"),
     "I.vdevice": _h_vdevice,

@@ -528,6 +528,10 @@ class _FunctionPrinter:
                 return self._dps_call(call, op)
             if name in _PACKED_OPS:
                 return self._packed_op_call(call, op)
+            if name == "relax.assert_op" and len(call.args) >= 2:
+                # stored (cond, format, *format_args); written with format as a keyword
+                parts = self._args((call.args[0],) + tuple(call.args[2:]))
+                return "R.assert_op(" + ", ".join(parts + [f"format={self.expr(call.args[1])}"]) + ")"
             if op.schema is not None:
                 return self._schema_call(call, op)
             parts = self._args(call.args)

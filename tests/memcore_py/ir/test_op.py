@@ -72,10 +72,10 @@ def test_inplace_set_is_tvm_supported_ops_and_each_has_its_legalized_name():
     assert get_op("relax.nn.relu").legalize == "relu"
 
 
-def test_impure_ops_are_the_kills_and_call_tir_dyn():
+def test_impure_ops_are_the_kills_call_tir_dyn_and_assert_op():
     impure = {n for n in list_ops() if not get_op(n).pure}
     assert impure == {"relax.memory.kill_storage", "relax.memory.kill_tensor", "relax.vm.kill_object",
-                      "relax.vm.call_tir_dyn"}
+                      "relax.vm.call_tir_dyn", "relax.assert_op"}
 
 
 def test_shares_storage_predicate():
