@@ -42,6 +42,7 @@ entry point) reproduces TVM.
 """
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -155,24 +156,41 @@ def dataflow_liveness(block, *, tuple_get_item_is_use: bool = False) -> dict:
     bindings = block.bindings
     n_steps = len(bindings)
 
-    def slot(v):
+    leaves = _LEAVES
+    for i, b in enumerate(bindings):
+        value = b.value
+        if type(value) is Call and type(value.op) is Op and all(type(a) in leaves for a in value.args):
+            used = value.args  # the common case: a plain op call (non-variables skipped below)
+        else:
+            used = _used_vars(value, tuple_get_item_is_use)
+        for v in used:
+            tv = type(v)
+            if tv is not Var and tv is not DataflowVar:
+                continue
+            k = index.get(v)
+            if k is None:
+                index[v] = len(order)
+                order.append(v)
+                def_pos.append(-1)
+                uses.append([i])
+            else:
+                uses[k].append(i)
+        v = b.var
         k = index.get(v)
         if k is None:
-            k = index[v] = len(order)
+            index[v] = len(order)
             order.append(v)
-            def_pos.append(-1)
+            def_pos.append(i)
             uses.append([])
-        return k
-
-    for i, b in enumerate(bindings):
-        for v in _used_vars(b.value, tuple_get_item_is_use):
-            uses[slot(v)].append(i)
-        def_pos[slot(b.var)] = i
+        else:
+            def_pos[k] = i
     n = len(order)
+    counts = [len(u) for u in uses]
     use_ptr = np.zeros(n + 1, dtype=np.int64)
-    use_ptr[1:] = np.cumsum([len(u) for u in uses], dtype=np.int64) if n else []
-    use_pos = np.fromiter((p for u in uses for p in u), dtype=np.int64, count=int(use_ptr[-1]))
-    is_output = np.fromiter((type(v) is not DataflowVar for v in order), dtype=np.uint8, count=n)
+    if n:
+        np.cumsum(counts, out=use_ptr[1:])
+    use_pos = np.fromiter(itertools.chain.from_iterable(uses), dtype=np.int64, count=int(use_ptr[-1]))
+    is_output = np.fromiter([type(v) is not DataflowVar for v in order], dtype=np.uint8, count=n)
     start, end = live_intervals(np.asarray(def_pos, dtype=np.int64), use_ptr, use_pos, is_output, n_steps)
     return {v: (int(s), int(e)) for v, s, e in zip(order, start.tolist(), end.tolist())}
 
