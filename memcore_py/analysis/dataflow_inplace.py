@@ -339,10 +339,6 @@ def dataflow_aliases(block, inputs=()):
 
 
 # ---------------------------------------------------------------------------- opportunities
-def _known_shape(t):
-    return isinstance(t, TensorType) and t.shape is not None
-
-
 def _candidate_types(ty) -> list:
     """TVM ``GatherCandidateType``: the result types an argument may be written into."""
     if isinstance(ty, TensorType):
@@ -370,7 +366,9 @@ def _static_dims(shape):
     return out
 
 
-def _numel(shape):
+def element_count(shape):
+    """The number of elements of a tensor of ``shape``: the product of its dims (a
+    PrimExpr; ``IntImm(1)`` for a 0-d tensor)."""
     out = IntImm(1)
     for d in shape:
         out = Mul(out, d)
@@ -403,7 +401,7 @@ def _size_matches(target, arg):
             if math.prod(as_) < math.prod(ts):
                 return False, False
             return True, ts == as_
-        if not _provably_nonneg_difference(_numel(arg.shape), _numel(target.shape)):
+        if not _provably_nonneg_difference(element_count(arg.shape), element_count(target.shape)):
             return False, False
         if len(target.shape) != len(arg.shape):
             return True, False

@@ -273,15 +273,15 @@ def _plan_one(label: str, text: str, reference, before, after, mode: str, time_l
 
 
 def _views(args, results, out, doc=None) -> None:
-    """``--top`` and ``--plot``: the peak report and the timeline plot of each input (module
-    entering StaticPlanBlockMemory, planned again in both modes)."""
+    """``--top`` and ``--plot``: the peak report and the timeline plot of each input, from
+    the two plans the table was built from (no second planning)."""
     from ..errors import MemcoreError
     from ..planning.peak_report import format_report, report as peak_report, timelines
     from ..planning.plot import plot_plan
 
     for k, (rep, _planned, mod) in enumerate(results):
         try:
-            tls = timelines(mod, time_limit=args.time_limit)
+            tls = timelines(list(rep.planned)) if rep.planned else timelines(mod, time_limit=args.time_limit)
             if args.top:
                 peak = peak_report(tls, top=args.top)
                 if doc is not None:

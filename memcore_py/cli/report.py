@@ -112,6 +112,9 @@ class PlanReport:
     """Runs per mode the times are the best of."""
     bind: dict = field(default_factory=dict)
     """Shape variable values the figures are evaluated at."""
+    planned: tuple = field(default=(), repr=False, compare=False)
+    """The two ``PlannedModule`` results (TVM mode, arena mode) the report was built from,
+    so that the peak report and the plots reuse them instead of planning again."""
 
     def to_dict(self) -> dict:
         return {
@@ -213,7 +216,7 @@ def build_report(mod: IRModule, tvm, arena, *, name: str = "module", tvm_seconds
             )
         )
     return PlanReport(name, tuple(reports), tvm_seconds, arena_seconds, tvm.module, arena.module, runs=runs,
-                      bind=bind)
+                      bind=bind, planned=(tvm, arena))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -53,7 +53,8 @@ from ..ir.module import IRModule
 from ..ir.op import Op, get_op
 from ..ir.types import TensorType, TupleType
 from ..analysis.dataflow_inplace import inplace_opportunities
-from .legalize_elementwise import SUPPORTED, ElementwiseCall, Operand, prim_func, scalar_of, structure_key
+from .legalize_elementwise import (SUPPORTED, ElementwiseCall, Operand, folded_operand, prim_func, scalar_of,
+                                   structure_key)
 from ._prim_func_registry import PrimFuncRegistry
 from .pass_infra import ModulePass, PassContext
 
@@ -64,11 +65,6 @@ _CALL_TIR_INPLACE = get_op("relax.call_tir_inplace")
 
 #: Binding values without nested scopes (no dataflow block can be inside them).
 _FLAT_VALUES = frozenset({Call, Tuple, TupleGetItem, Var, DataflowVar, Constant, ShapeExpr, PrimValue})
-
-
-def _scalar_constant(e) -> bool:
-    t = getattr(e, "ty", None)
-    return type(e) is Constant and isinstance(t, TensorType) and t.ndim == 0
 
 
 class _Rewriter(ExprMutator):
@@ -131,12 +127,8 @@ class _Rewriter(ExprMutator):
         if not isinstance(rty, TensorType) or rty.shape is None or not rty.dtype:
             raise self._fail(b, f"the result type of {op.name} is not a tensor of known shape and dtype: {rty!r}")
         args = call.args
-        folded = [False] * len(args)
-        if len(args) == 2:  # TVM: fold args[1] if it is a scalar constant, else args[0]
-            if _scalar_constant(args[1]):
-                folded[1] = True
-            elif _scalar_constant(args[0]):
-                folded[0] = True
+        k_folded = folded_operand(args)
+        folded = [k == k_folded for k in range(len(args))]
         for k, a in enumerate(args):
             if folded[k] and a.data is None:
                 raise self._fail(b, "the scalar constant folded into the PrimFunc has no data (metadata not supplied)")

@@ -46,11 +46,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..ir.expr import PrimFunc, PrimFuncParam
+from ..ir.expr import Constant, PrimFunc, PrimFuncParam
+from ..ir.types import TensorType
 from ..ir.prim import IntImm, free_prim_vars, prove_equal, simplify_const
 from ..ir.prim_func_text import format_prim
 
-__all__ = ["ElementwiseCall", "Operand", "prim_func", "prim_func_text", "structure_key", "SUPPORTED"]
+__all__ = ["ElementwiseCall", "Operand", "folded_operand", "prim_func", "prim_func_text", "structure_key", "SUPPORTED"]
 
 _BINARY = {"relax.add": ("+", "T_add"), "relax.subtract": ("-", "T_subtract"),
            "relax.multiply": ("*", "T_multiply"), "relax.divide": ("/", "T_divide")}
@@ -307,6 +308,20 @@ def structure_key(call: ElementwiseCall, inplace_index=None) -> tuple:
     out_dims = dims(call.shape)
     ops = tuple(dims(o.shape) if o.is_buffer else ("const", repr(o.value)) for o in call.operands)
     return call.op, call.dtype, out_dims, ops, inplace_index
+
+
+def folded_operand(args) -> int:
+    """The operand TVM's binary legalization folds into the kernel as a literal
+    (``_try_convert_to_scalar_const``): ``args[1]`` if it is a 0-d Constant, else ``args[0]``
+    if it is one; -1 when none is (or the call does not have two operands)."""
+    if len(args) != 2:
+        return -1
+    for k in (1, 0):
+        a = args[k]
+        t = getattr(a, "ty", None)
+        if type(a) is Constant and isinstance(t, TensorType) and t.ndim == 0:
+            return k
+    return -1
 
 
 def scalar_of(data) -> object:

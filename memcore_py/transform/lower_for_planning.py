@@ -40,8 +40,6 @@ from ..errors import IRError, PassError
 from ..ir.builder import NameTable
 from ..ir.expr import (
     Call,
-    Constant,
-    DataflowBlock,
     DataflowVar,
     Function,
     GlobalVar,
@@ -59,6 +57,8 @@ from ..ir.module import IRModule
 from ..ir.op import Op, get_op
 from ..ir.prim import IntImm, prove_equal
 from ..ir.types import TensorType, TupleType
+from ..analysis.dataflow_inplace import element_count
+from .legalize_elementwise import folded_operand
 from .pass_infra import ModulePass, PassContext
 
 __all__ = ["LowerForPlanning", "lower_for_planning", "has_high_level_calls", "KERNEL_NAMES"]
@@ -89,18 +89,6 @@ _RESHAPE_LIKE = frozenset({"relax.reshape", "relax.squeeze", "relax.expand_dims"
 #: Calls that already are kernels, memory operations or views: left alone.
 _KEEP_PREFIXES = ("relax.call_", "relax.builtin.", "relax.memory.", "relax.vm.")
 _KEEP = frozenset({"relax.shape_of", "relax.null_value"})
-
-
-def _numel(shape):
-    out = IntImm(1)
-    for d in shape:
-        out = out * d if not isinstance(out, IntImm) or out.value != 1 else d
-    return out
-
-
-def _scalar_constant(e) -> bool:
-    t = getattr(e, "ty", None)
-    return type(e) is Constant and isinstance(t, TensorType) and t.ndim == 0
 
 
 class _Lowerer(ExprMutator):
@@ -142,9 +130,7 @@ class _Lowerer(ExprMutator):
             return Call(_RESHAPE, (call.args[0], ShapeExpr(out_ty.shape)))
         inputs = []
         args = call.args
-        folded = -1
-        if op.name in _FOLDING and len(args) == 2:
-            folded = 1 if _scalar_constant(args[1]) else (0 if _scalar_constant(args[0]) else -1)
+        folded = folded_operand(args) if op.name in _FOLDING else -1
         if op.name not in _SHAPE_ONLY:
             for k, a in enumerate(args):
                 if k == folded:
@@ -186,7 +172,7 @@ def _is_reshape_pattern(call: Call, out_ty) -> bool:
     st = getattr(call.args[0], "ty", None)
     if not isinstance(st, TensorType) or st.shape is None or st.dtype != out_ty.dtype:
         return False
-    if not prove_equal(_numel(st.shape), _numel(out_ty.shape)):
+    if not prove_equal(element_count(st.shape), element_count(out_ty.shape)):
         return False
     if name in _RESHAPE_LIKE or name in ("relax.broadcast_to", "relax.strided_slice"):
         return True  # equal element counts: a broadcast of unit dims, a slice of everything
