@@ -46,6 +46,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import PassError
 from ..ir.expr import Constant, PrimFunc, PrimFuncParam
 from ..ir.types import TensorType
 from ..ir.prim import IntImm, free_prim_vars, prove_equal, simplify_const
@@ -209,7 +210,7 @@ def prim_func_text(call: ElementwiseCall, func_name: str, inplace_index=None, *,
 
     Raises
     ------
-    ValueError
+    PassError
         An op outside :data:`SUPPORTED`, or an ``inplace_index`` that is not a buffer
         operand of the result's shape.
     """
@@ -219,7 +220,7 @@ def prim_func_text(call: ElementwiseCall, func_name: str, inplace_index=None, *,
 def _write(call: ElementwiseCall, func_name: str, inplace_index, canonical: bool):
     """``(text, [(param name, shape)])`` of :func:`prim_func_text`."""
     if call.op not in SUPPORTED:
-        raise ValueError(f"no elementwise legalization for {call.op}")
+        raise PassError(f"no elementwise legalization for {call.op}")
     rename = None
     if canonical:
         order = {}
@@ -238,9 +239,12 @@ def _write(call: ElementwiseCall, func_name: str, inplace_index, canonical: bool
     out_dims = _dims(call.shape, rename)
     dtype = call.dtype
     if inplace_index is not None:
+        if type(inplace_index) is not int or not 0 <= inplace_index < len(call.operands):
+            raise PassError(f"{call.op}: in-place index {inplace_index!r} is not an operand index "
+                            f"(0..{len(call.operands) - 1})")
         o = call.operands[inplace_index]
         if not o.is_buffer or len(o.shape) != r or not all(prove_equal(a, b) for a, b in zip(o.shape, call.shape)):
-            raise ValueError(f"operand {inplace_index} cannot hold the result of {call.op} in place")
+            raise PassError(f"operand {inplace_index} cannot hold the result of {call.op} in place")
         out_name = names[inplace_index]
     else:
         out_name = "T_multiply" if call.op == "relax.nn.silu" else block_name

@@ -211,6 +211,8 @@ def has_high_level_calls(mod: IRModule) -> bool:
     lowers; e.g. TVM's torch importer output), at the top level of its blocks.
     ``R.reshape`` alone does not count: lowered modules keep it as a view (what
     RewriteDataflowReshape leaves)."""
+    if not isinstance(mod, IRModule):
+        raise PassError(f"has_high_level_calls expects an IRModule; got {type(mod).__name__}")
     for f in mod.functions.values():
         if isinstance(f, Function):
             for blk in f.body.blocks:

@@ -426,3 +426,26 @@ def test_spec_6_4_equals_tvm_recorded_output_text_for_text():
     src = memcore_py.parse((TVM_PRINTED_DIR / "6_4_inplace_source.txt").read_text())
     want = memcore_py.parse((TVM_PRINTED_DIR / "6_4_inplace_after.txt").read_text())
     assert structural_equal(dataflow_use_inplace_calls(src), want)
+
+
+def test_analyses_and_emitter_refuse_bad_input():
+    from memcore_py.ir.prim import IntImm
+    from memcore_py.transform.legalize_elementwise import ElementwiseCall, Operand, prim_func_text
+
+    mod = module("""
+        a = R.add(x, y)
+        R.output(a)
+    """)
+    for f in (dataflow_liveness, inplace_opportunities):
+        with pytest.raises(IRError, match="DataflowBlock"):
+            f(mod["main"].body)
+    with pytest.raises(IRError, match=r"inputs\[0\] must be a Var"):
+        inplace_opportunities(block_of(mod), [3])
+    s = (IntImm(2), IntImm(3))
+    add = ElementwiseCall("relax.add", "float32", s, (Operand(s, "a"), Operand((IntImm(3),), "b")))
+    with pytest.raises(PassError, match="no elementwise legalization for relax.exp"):
+        prim_func_text(ElementwiseCall("relax.exp", "float32", s, (Operand(s, "a"),)), "f")
+    with pytest.raises(PassError, match="cannot hold the result"):
+        prim_func_text(add, "f", 1)  # the (3,) operand is smaller than the (2, 3) result
+    with pytest.raises(PassError, match="not an operand index"):
+        prim_func_text(add, "f", 2)

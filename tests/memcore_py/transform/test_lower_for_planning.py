@@ -120,3 +120,10 @@ def test_high_level_detection():
 
     assert not any(has_high_level_calls(load_model(n)) for n in list_models())  # lowered: R.reshape views only
     assert all(has_high_level_calls(load_highlevel_model(n)) for n in list_highlevel_models())
+
+
+def test_high_level_detection_refuses_a_non_module():
+    from memcore_py.transform.lower_for_planning import has_high_level_calls
+
+    with pytest.raises(PassError, match="IRModule"):
+        has_high_level_calls("text")
