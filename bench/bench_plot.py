@@ -90,3 +90,16 @@ def test_resnet50_png(benchmark, tmp_path):
     benchmark.pedantic(plot_plan, args=(tls,), kwargs={"out": out}, rounds=3, iterations=1)
     (tl,) = tls
     benchmark.extra_info.update(tensors=tl.n_tensors, png_bytes=out.stat().st_size, lower_bound=tl.lower_bound)
+
+
+@pytest.mark.benchmark(group="plot")
+def test_flat_50k_one_artist_per_tensor_baseline(benchmark, tmp_path):
+    """Baseline, same run: the same 50k-tensor plot drawn with one polygon per tensor (the
+    vector path ``plot_offsets`` takes below ``max_artists``), which the rasterised default
+    replaces at this size."""
+    start, end, size, plan = flat(N)
+    out = tmp_path / "flat-vector.png"
+    benchmark.pedantic(plot_offsets, args=(start, end, size, plan.offset),
+                       kwargs={"arena_bytes": plan.arena_bytes, "out": out, "max_artists": 10 * N},
+                       rounds=1, iterations=1)
+    benchmark.extra_info.update(tensors=int(len(start)), png_bytes=out.stat().st_size, baseline="vector")
