@@ -12,6 +12,9 @@ __all__ = [
     "ParseError",
     "PassError",
     "PlanningError",
+    "FrontendError",
+    "UnsupportedOperatorError",
+    "FrontendDependencyError",
 ]
 
 
@@ -52,3 +55,30 @@ class PassError(MemcoreError):
 
 class PlanningError(MemcoreError):
     """A memory plan could not be made for a well-formed input."""
+
+
+class FrontendError(IRError):
+    """A model from another framework could not be imported (``memcore_py.frontend``): an
+    input, argument or output the importer cannot represent; the message names it and the
+    graph node where it occurs."""
+
+
+class UnsupportedOperatorError(FrontendError):
+    """The graph uses operators the importer has no converter for; all of them are listed at
+    once.
+
+    Attributes
+    ----------
+    ops : dict of str to tuple of str
+        Operator name (``"aten.cumsum.default"``) -> names of the graph nodes calling it, in
+        graph order.
+    """
+
+    def __init__(self, message, ops=None):
+        self.ops = dict(ops or {})
+        super().__init__(message)
+
+
+class FrontendDependencyError(MemcoreError, ImportError):
+    """An importer needs an optional package that is not installed (``torch`` for
+    :func:`memcore_py.frontend.exported_program.from_exported_program`)."""
