@@ -1,0 +1,163 @@
+"""Small plain-PyTorch programs for the ``torch.export`` importer's tests and benchmark.
+
+Design
+------
+:func:`torch_programs` returns, for each name, a model in eval mode, its example inputs and
+its ``dynamic_shapes`` (None for static exports). Together they reach the ATen targets the
+importer converts after ``run_decompositions()``: convolutions with bias, batch norm with
+buffers, pooling, linear layers, layer norm, embeddings, attention with a causal mask built
+from ``arange``/``full``/``triu``, element-wise arithmetic and comparisons, views and
+slicing, creation ops, dtype conversions, a buffer mutation, and ``torch.export.Dim``
+dimensions with and without an upper bound. The models are built on call (torch is imported
+then), with fixed seeds, so importing this module needs no torch.
+"""
+from __future__ import annotations
+
+__all__ = ["torch_programs", "export_program"]
+
+
+def export_program(model, args, dynamic_shapes=None):
+    """``torch.export.export(model, args, dynamic_shapes=...)``."""
+    import torch
+
+    return torch.export.export(model, args, dynamic_shapes=dynamic_shapes)
+
+
+def torch_programs() -> dict:
+    """name -> (model, example args, dynamic_shapes); see the module docstring."""
+    import torch
+    import torch.nn.functional as F
+    from torch import nn
+    from torch.export import Dim
+
+    torch.manual_seed(0)
+
+    class ConvNet(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 8, 3, padding=1)
+            self.bn = nn.BatchNorm2d(8)
+            self.conv2 = nn.Conv2d(8, 8, 3, stride=2, groups=2, bias=False)
+            self.fc = nn.Linear(8, 4)
+
+        def forward(self, x):
+            x = F.max_pool2d(F.relu(self.bn(self.conv(x))), 2)
+            x = F.avg_pool2d(F.relu6(self.conv2(x)), 2)
+            return self.fc(F.adaptive_avg_pool2d(x, 1).flatten(1))
+
+    class Conv1dNet(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv1d(4, 6, 3, padding=2, dilation=2)
+
+        def forward(self, x):
+            return torch.sigmoid(self.conv(x))
+
+    class Activations(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.l1 = nn.Linear(8, 16)
+            self.l2 = nn.Linear(16, 8)
+            self.drop = nn.Dropout(0.1)
+
+        def forward(self, x):
+            h = self.drop(F.gelu(self.l1(x)))
+            h = F.silu(h) + F.gelu(h, approximate="tanh") - torch.tanh(h)
+            h = F.leaky_relu(h, 0.2) * F.hardtanh(h)
+            y = self.l2(h.clamp(-2.0, 2.0))
+            return F.softmax(y, dim=-1), F.log_softmax(y, dim=1), torch.exp(-y.abs())
+
+    class Arithmetic(nn.Module):
+        def forward(self, x, y):
+            a = (x + 2.0) * y / 3.0 - 1
+            b = torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)
+            c = torch.where(x > y, torch.maximum(x, y), torch.minimum(x, y))
+            d = (1.0 - x).sum(dim=0) + y.sum()
+            e = (x >= 0.5).to(torch.float32) + (y != 0).float() + torch.sqrt(torch.abs(y))
+            return a * b, c, d, e, x.neg().exp()
+
+    class Manipulation(nn.Module):
+        def forward(self, x):
+            a, b = x.split(4, dim=-1)
+            c = torch.cat([b, a, x[:, 1:3, :4]], dim=1)
+            d = torch.stack([a, b], dim=0).permute(1, 0, 2, 3)
+            e = x.unsqueeze(1).expand(2, 3, 6, 8).reshape(2, 18, 8)
+            f = x.transpose(1, 2)[:, :, 0].contiguous()
+            g = x.chunk(2, dim=-1)[0].narrow(1, 1, 2).flatten()
+            h = x[0:1, 0:6:2, :].repeat(1, 2, 1).squeeze(0)
+            return c, d, e, f, g, h, x.view(2, 12, 4)[:, :, None].squeeze(2)
+
+    class Creation(nn.Module):
+        def forward(self, x):
+            n = x.shape[-1]
+            ar = torch.arange(n, dtype=torch.float32) * 0.5
+            z = torch.zeros(2, n) + torch.ones(2, n) + torch.full((2, n), 3.0)
+            m = torch.tril(torch.ones(n, n)) + torch.ones_like(x).triu(1)[0]
+            k = x.new_zeros(2, n) + torch.zeros_like(x) + torch.tensor(2.0)
+            i = torch.arange(1, 2 * n, 2) + 1
+            return x + ar, z, m, k, i, x.to(torch.int32) // 2, (x * 4).type_as(i)
+
+    class EmbeddingNorm(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = nn.Embedding(50, 16)
+            self.ln = nn.LayerNorm(16)
+            self.ln2 = nn.LayerNorm(16, elementwise_affine=False)
+            self.out = nn.Linear(16, 50, bias=False)
+
+        def forward(self, ids):
+            h = self.ln(self.emb(ids))
+            return self.out(self.ln2(h)), h[:, -1], h.select(1, 0)
+
+    class CausalAttention(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = nn.Embedding(100, 32)
+            self.qkv = nn.Linear(32, 96)
+            self.proj = nn.Linear(32, 32)
+
+        def forward(self, ids):
+            x = self.emb(ids)
+            b, s, d = x.shape
+            q, k, v = self.qkv(x).reshape(b, s, 3, 4, 8).permute(2, 0, 3, 1, 4)
+            mask = torch.full((s, s), -1e4).triu(1)
+            att = torch.softmax(q @ k.transpose(-1, -2) * 0.25 + mask, dim=-1)
+            keep = torch.arange(s) >= 1
+            att = att.masked_fill(~keep[:, None], 0.0)
+            out = (att @ v).transpose(1, 2).reshape(b, s, d)
+            return self.proj(out), torch.arange(s)
+
+    class BufferMutation(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("count", torch.zeros(4))
+            self.register_buffer("scale", torch.linspace(0.5, 2.0, 4))
+
+        def forward(self, x):
+            self.count.add_(1.0)
+            return x * self.scale + self.count
+
+    class DynamicBatch(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(6, 3)
+
+        def forward(self, x):
+            return F.relu(self.fc(x)).sum(-1), x.reshape(-1, 2)
+
+    seq = Dim("seq", min=2, max=512)
+    programs = {
+        "convnet": (ConvNet(), (torch.randn(2, 3, 16, 16),), None),
+        "conv1d": (Conv1dNet(), (torch.randn(1, 4, 10),), None),
+        "activations": (Activations(), (torch.randn(2, 3, 8),), None),
+        "arithmetic": (Arithmetic(), (torch.rand(4, 6), torch.randn(4, 6)), None),
+        "manipulation": (Manipulation(), (torch.randn(2, 6, 8),), None),
+        "creation": (Creation(), (torch.randn(2, 5),), None),
+        "embedding_norm": (EmbeddingNorm(), (torch.randint(0, 50, (2, 7)),), None),
+        "causal_attention_dynamic": (CausalAttention(), (torch.randint(0, 100, (1, 16)),), ({1: seq},)),
+        "buffer_mutation": (BufferMutation(), (torch.randn(3, 4),), None),
+        "dynamic_batch_unbounded": (DynamicBatch(), (torch.randn(4, 6),), ({0: Dim("batch", min=2)},)),
+    }
+    for model, _, _ in programs.values():
+        model.eval()
+    return programs

@@ -1,0 +1,122 @@
+"""Oracle: memcore's torch.export importer against TVM 0.27's ``from_exported_program`` on the
+same ExportedProgram.
+
+For small plain ``torch.nn`` programs (:mod:`memcore_py.testing.torch_programs`, static and
+``torch.export.Dim`` exports) and the four real models of tools/make_models.py (ResNet-50,
+BERT, GPT-2, the Llama-style decoder; reduced sizes, same code), both importers run on one
+export and memcore's module, converted to TVM (``memcore_py.tvm.to_tvm``), must be
+structurally equal to TVM's: ops, attributes, binding order, names, struct info, symbolic
+vars, ``num_input`` and the ``tir_var_*_bound`` attributes. The one documented difference,
+TVM's ``params`` attribute (the weight arrays), is dropped from TVM's module before comparing
+and checked separately against :func:`exported_program_params`.
+"""
+import functools
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+tvm = pytest.importorskip("tvm")
+
+from tvm.relax.frontend.torch import from_exported_program as tvm_from_exported_program  # noqa: E402
+
+from memcore_py.frontend.exported_program import exported_program_params, from_exported_program  # noqa: E402
+from memcore_py.testing.torch_programs import export_program, torch_programs  # noqa: E402
+from memcore_py.tvm import to_tvm  # noqa: E402
+
+pytestmark = pytest.mark.oracle
+
+ROOT = Path(__file__).resolve().parents[2]
+
+#: Programs TVM imports only after decomposition, or that use an op memcore has no Relax op for.
+NO_DECOMPOSITION_SKIP = {
+    "convnet": "F.relu6 stays aten.relu6 without decomposition; memcore's op table has no relax.nn.relu6",
+    "embedding_norm": "TVM's layer_norm.default converter fails on a LayerNorm without affine weights",
+}
+
+
+@functools.lru_cache(maxsize=None)
+def _programs():
+    return torch_programs()
+
+
+@functools.lru_cache(maxsize=None)
+def _make_models():
+    spec = importlib.util.spec_from_file_location("_memcore_make_models", ROOT / "tools" / "make_models.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _tvm_import(ep, **kwargs):
+    mod = tvm_from_exported_program(ep, **kwargs)
+    main = mod["main"]
+    params = main.attrs["params"] if main.attrs is not None and "params" in main.attrs else None
+    if params is not None:
+        mod["main"] = main.without_attr("params")
+    return mod, params
+
+
+def _assert_same(ep, **kwargs):
+    expected, _ = _tvm_import(ep, **kwargs)
+    ours = from_exported_program(ep, **kwargs)
+    tvm.ir.assert_structural_equal(to_tvm(ours), expected)
+    return ours
+
+
+@pytest.mark.parametrize("name", sorted(_programs()))
+def test_small_programs_match_tvm(name):
+    model, args, dynamic = _programs()[name]
+    ours = _assert_same(export_program(model, args, dynamic), keep_params_as_input=True)
+    if dynamic is not None:
+        assert "tir_var_lower_bound" in ours["main"].attrs
+
+
+@pytest.mark.parametrize("name", sorted(_programs()))
+def test_small_programs_without_decomposition_match_tvm(name):
+    if name in NO_DECOMPOSITION_SKIP:
+        pytest.skip(NO_DECOMPOSITION_SKIP[name])
+    model, args, dynamic = _programs()[name]
+    _assert_same(export_program(model, args, dynamic), keep_params_as_input=True, run_ep_decomposition=False)
+
+
+@pytest.mark.parametrize("name", ["convnet", "embedding_norm", "activations"])
+def test_params_bound_as_constants_match_tvm(name):
+    model, args, dynamic = _programs()[name]
+    _assert_same(export_program(model, args, dynamic), keep_params_as_input=False)
+
+
+def _small_real_models():
+    mm = _make_models()
+    ids = lambda: mm._ids(16, 100)  # noqa: E731
+    return {
+        "resnet50": (lambda: mm.ResNet50(num_classes=10), lambda: (torch.randn(1, 3, 64, 64),)),
+        "bert_base": (lambda: mm.BertBase(vocab=100, dim=64, n_layers=2, n_heads=4, ffn=128, seq=16), ids),
+        "gpt2_small": (lambda: mm.GPT2Small(vocab=100, dim=64, n_layers=2, n_heads=4, seq=16), ids),
+        "llama_small": (lambda: mm.LlamaSmall(vocab=100, dim=64, n_layers=2, n_heads=4, n_kv_heads=2,
+                                              ffn=96, seq=16), ids),
+    }
+
+
+@pytest.mark.parametrize("name", ["resnet50", "bert_base", "gpt2_small", "llama_small"])
+def test_real_models_match_tvm(name):
+    assert name in _make_models().HIGHLEVEL_MODELS
+    ctor, inputs = _small_real_models()[name]
+    ep = torch.export.export(ctor().eval(), inputs())
+    _assert_same(ep, keep_params_as_input=True)
+
+
+def test_params_attribute_is_exported_program_params():
+    """The documented difference: TVM's ``params`` attribute holds the arrays memcore returns
+    from exported_program_params, in the order of main's weight parameters."""
+    model, args, dynamic = _programs()["convnet"]
+    ep = export_program(model, args, dynamic)
+    expected, tvm_params = _tvm_import(ep, keep_params_as_input=True)
+    ours = exported_program_params(ep)
+    main = expected["main"]
+    assert [p.name for p in main.params[int(main.attrs["num_input"]):]] == list(ours)
+    assert len(tvm_params) == len(ours)
+    for t, (name, arr) in zip(tvm_params, ours.items()):
+        np.testing.assert_array_equal(t.numpy(), arr, err_msg=name)
