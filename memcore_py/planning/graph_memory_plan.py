@@ -58,10 +58,9 @@ class GraphMemoryPlan(MemoryPlan):
     relay_storage_bytes: np.ndarray | None = field(default=None, repr=False)
     """int64[n_relay_storages]: bytes of each Relay storage (textures: width x height x
     channel x element bytes of the final texture)."""
-    relay_storage_device: np.ndarray | None = field(default=None, repr=False)
-    """int64[n_relay_storages]: device of each Relay storage."""
-    relay_storage_scope: list = field(default_factory=list, repr=False)
-    """Scope of each Relay storage."""
+    storage_creator: np.ndarray | None = field(default=None, repr=False)
+    """int64[n_relay_storages]: the entry that created each Relay storage (for a texture, the
+    entry of the token that owns it last); its device and scope are the storage's."""
     texture_shapes: dict = field(default_factory=dict, repr=False)
     """Relay storage id -> (width, height, channel) of each texture."""
     texture_bytes: int = 0
@@ -74,6 +73,30 @@ class GraphMemoryPlan(MemoryPlan):
     """Arena mode: bytes of each arena (one per (device, scope) pool of flat tensors)."""
     seconds: float = 0.0
     """Wall time of planning."""
+
+    @property
+    def lower_bound(self) -> int:
+        """Max-live bytes of the flat tensors, summed over (device, scope) pools (computed on
+        first read when the planner passed a function)."""
+        value = self._lower_bound
+        if callable(value):
+            value = self._lower_bound = int(value())
+        return value
+
+    @lower_bound.setter
+    def lower_bound(self, value) -> None:
+        self._lower_bound = value
+
+    @property
+    def relay_storage_device(self) -> np.ndarray:
+        """int64[n_relay_storages]: device of each Relay storage."""
+        return self.graph.entry_device[self.storage_creator]
+
+    @property
+    def relay_storage_scope(self) -> list:
+        """Scope of each Relay storage."""
+        names = self.graph.scope_names
+        return [names[i] for i in self.graph.entry_scope[self.storage_creator].tolist()]
 
     @property
     def n_entries(self) -> int:

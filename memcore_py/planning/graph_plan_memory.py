@@ -6,30 +6,36 @@ spec tvm_passes.md §1.8, behaviours in relay_graph_plan_memory.md §2-3.
 
 Design
 ------
-Stages: :func:`relay_token_program` (graph -> event program, vectorised) ->
-:func:`memcore.plan_tokens` with ``release_zero_ref=True`` (the flat tokens) -> the 2-D
-allocator (:mod:`.texture`, texture tokens only) -> storage ids merged in creation order ->
-:class:`~.graph_memory_plan.GraphMemoryPlan`; arena mode then packs each (device, scope)
-pool of flat tokens with :func:`memcore.plan_offsets`.
+Stages: the compiled walk :func:`memcore_py.planning._graph_plan.plan_relay` (flat tokens:
+aliases, reference counts and Relay's 1-D allocator in one pass over the graph's arrays, per
+entry and per storage results in one output block) -> the 2-D allocator (:mod:`.texture`,
+texture tokens only, in Python) -> storage ids merged in creation order ->
+:class:`~.graph_memory_plan.GraphMemoryPlan`. Arena mode then packs each (device, scope)
+pool of flat tokens with :func:`memcore.plan_offsets`. The plan's lower bound (max-live bytes
+per pool, :func:`memcore.max_live_bytes`), its per-storage scope names and its
+:class:`StoragePlan` objects are built when first read: on a small graph each costs more
+than planning it.
 
-How Relay's rules become an event program (nodes in order, which is Relay's visiting order):
+Relay's rules as the walk applies them (nodes in order, which is Relay's visiting order):
 
 - Every node entry is a token, except the output of a ``__nop`` (reshape-only), which *is*
-  its input's token (``ReuseInputToken``; chains resolved by pointer jumping). A token's
-  reference count is the number of input slots reading any of its entries, plus one per
-  graph head (heads are never freed).
-- Inputs, parameters and constants (``"null"`` nodes) are requested where they appear, in a
-  pool class of their own that never gets a free storage (their count never reaches 0):
-  Relay's ``Alloc`` with ``can_realloc=false``, fresh storage, never reused.
-- An operator node: ``EV_REQUEST`` of each output in order; then ``EV_DECREF`` of each
-  input slot in order. A 0-reference output is released at once: for a single output that
-  is ``release_zero_ref``; for a multi-output node Relay first requests *all* outputs and then
-  releases the 0-reference ones, so those get a count of 1 and an explicit ``EV_DECREF``
-  right after the node's requests (otherwise a later output could reuse an earlier one).
-- A ``__nop`` node: ``EV_DECREF`` of its input (its own readers were added to the count).
-- Pool class of a flat token: (device, scope). Relay keeps one free list for all dtypes
-  and skips incompatible (other-device) tokens while scanning its window; per-device free
-  lists give the same picks.
+  its input's token (``ReuseInputToken``). A token's reference count is the number of input
+  slots reading any of its entries, plus one per graph head (heads are never freed).
+- Inputs, parameters and constants (``"null"`` nodes) get fresh storage where they appear
+  and one extra reference, so they are never released: Relay's ``Alloc`` with
+  ``can_realloc=false``.
+- An operator node: a storage for each output in order (a free one of the same (device,
+  scope) pool within the ``match_range`` window, else fresh); then its 0-reference outputs
+  are released (Relay requests *all* outputs first, so a later output cannot take an
+  earlier one's storage); then one reference of each input slot's token is dropped in order,
+  releasing storages that reach 0.
+- A ``__nop`` node: one reference of its input is dropped (its own readers were counted).
+- Relay keeps one free list for all devices and skips incompatible (other-device) tokens
+  while scanning its window; per-pool free lists give the same picks.
+
+:func:`relay_token_program` is the same walk written out as an event program for
+:func:`memcore.plan_tokens` (``release_zero_ref=True``) and :func:`memcore.verify_tokens`:
+the verification view, and the engine's plan of it equals this one (tested).
 
 Storage ids: Relay numbers storages in creation order across the 1-D and 2-D allocators.
 The flat plan does not depend on textures, so it runs first; each storage's creating entry
@@ -43,6 +49,7 @@ of their fields; a graph has only node entries), ``If`` (Relay refuses it), symb
 """
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -50,11 +57,13 @@ from dataclasses import dataclass
 import numpy as np
 
 import memcore
+from memcore._validate import as_int_scalar
 
+from .._compiled import load_compiled
 from ..ir.prim import IntImm
 from ..ir.types import dtype_bytes
 from .graph_memory_plan import GraphMemoryPlan
-from .graph_model import KIND_INPUT, KIND_NOP, KIND_OP, GraphError, GraphModel, is_texture_scope
+from .graph_model import KIND_INPUT, KIND_OP, GraphError, GraphModel, is_texture_scope
 from .memory_plan import StoragePlan
 from .texture import Token2D, TokenAllocator2D
 
@@ -69,7 +78,8 @@ class RelayTokenProgram:
     """The event program of a graph under Relay's rules (arguments of :func:`memcore.plan_tokens`).
 
     Token ``t`` is entry ``t``; entries aliased by a ``__nop`` and texture entries are
-    never requested here.
+    never requested here. Pool classes are the (device, scope) pools of operator outputs,
+    numbered as first seen, then one class for inputs, parameters and constants.
     """
 
     tok_bytes: np.ndarray
@@ -87,40 +97,73 @@ class RelayTokenProgram:
     """int64[n_req]: the flat tokens in request order (ascending)."""
     pinned: np.ndarray
     """bool[n_entries]: input/parameter/constant entries."""
-    pool_device: np.ndarray
-    """int64[n_pools + 1]: device of each pool class (the last one is the pinned class)."""
-    pool_scope: np.ndarray
-    """int64[n_pools + 1]: scope index of each pool class."""
 
 
-def _resolve_aliases(graph: GraphModel) -> np.ndarray:
-    """Token of each entry: itself, or (through ``__nop`` chains) the entry it aliases."""
-    tok = np.arange(graph.n_entries, dtype=np.int64)
-    nops = np.flatnonzero(graph.node_kind == KIND_NOP)
-    if nops.size:
-        out_e = graph.node_row_ptr[nops]
-        tok[out_e] = graph.input_entry[graph.input_ptr[nops]]
-        while True:  # pointer jumping: O(n log depth)
-            nxt = tok[tok]
-            if np.array_equal(nxt, tok):
-                break
-            tok = nxt
-    return tok
+@functools.lru_cache(maxsize=64)
+def _scope_tex(scope_names: tuple) -> tuple:
+    """``(uint8 flag per scope, 1 for a texture scope; whether any is one)``."""
+    out = np.array([is_texture_scope(s) for s in scope_names], dtype=np.uint8)
+    out.setflags(write=False)
+    return out, bool(out.any())
 
 
-def _within_rank(owner: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Rank of each item among the items of its owner (items sorted by owner)."""
-    ptr = np.zeros(counts.shape[0] + 1, dtype=np.int64)
-    np.cumsum(counts, out=ptr[1:])
-    return np.arange(owner.shape[0], dtype=np.int64) - ptr[owner]
+def _entry_texture(g: GraphModel, entry_tok: np.ndarray) -> np.ndarray:
+    """bool per entry: its token lives in a texture scope."""
+    flags, any_tex = _scope_tex(g.scope_names)
+    return flags.astype(bool)[g.entry_scope[entry_tok]] if any_tex else np.zeros(g.n_entries, dtype=bool)
 
 
-def relay_token_program(graph: GraphModel) -> RelayTokenProgram:
-    """Build the event program of ``graph`` under Relay's GraphPlanMemory rules.
+def _kernel_error(g: GraphModel, kernel, code: int, bad: int) -> GraphError:
+    """The GraphError for a kernel code (a GraphModel not built by ``from_arrays``)."""
+    names = {v: k for k, v in kernel.ERROR_CODES.items()}
+    what = names[code]
+    if what in ("ERR_KIND", "ERR_INPUT_WITH_INPUTS", "ERR_NOP_ARITY"):
+        why = {"ERR_KIND": f"unknown node kind {int(g.node_kind[bad])}",
+               "ERR_INPUT_WITH_INPUTS": "an input node (op 'null') has inputs",
+               "ERR_NOP_ARITY": "a reshape-only '__nop' must have one input and one output"}[what]
+        return GraphError(f"{g.node_label(bad)}: {why}")
+    if what == "ERR_INPUT_ORDER":
+        n = int(np.searchsorted(g.input_ptr, bad, side="right") - 1)
+        return GraphError(f"{g.node_label(n)}: input {bad - int(g.input_ptr[n])} reads entry "
+                          f"{int(g.input_entry[bad])}, which is not an output of an earlier node")
+    if what == "ERR_HEAD":
+        return GraphError(f"head {bad} names entry {int(g.head_entry[bad])}, out of range [0, {g.n_entries})")
+    if what == "ERR_SCOPE":
+        return GraphError(f"entry {bad}: storage scope index {int(g.entry_scope[bad])} is not one of "
+                          f"{len(g.scope_names)} scopes")
+    if what == "ERR_BYTES":
+        return GraphError(f"entry {bad}: negative size {int(g.entry_bytes[bad])}")
+    ptr = "node_row_ptr" if what == "ERR_ROW_PTR" else "input_ptr"
+    return GraphError(f"{ptr} is not a CSR pointer over the graph's {'entries' if ptr == 'node_row_ptr' else 'input slots'} "
+                      f"(at node {bad})")
+
+
+def _walk(g: GraphModel, match_range: int, record: bool):
+    """Run the compiled walk on ``g``; raise GraphError for an inconsistent model."""
+    kernel = load_compiled("memcore_py.planning._graph_plan")
+    res = kernel.plan_relay(g.node_kind, g.node_row_ptr, g.input_ptr, g.input_entry, g.head_entry,
+                            g.entry_bytes, g.entry_device, g.entry_scope, _scope_tex(g.scope_names)[0],
+                            match_range, record)
+    if res[0]:
+        raise _kernel_error(g, kernel, res[0], res[1])
+    return kernel, res
+
+
+def _as_match_range(match_range) -> int:
+    if type(match_range) is int and 0 <= match_range < 2**63:
+        return match_range
+    return as_int_scalar("match_range", match_range, low=0)  # raises InvalidArrayError
+
+
+def relay_token_program(graph: GraphModel, *, match_range: int = 16) -> RelayTokenProgram:
+    """The event program of ``graph`` under Relay's GraphPlanMemory rules.
 
     Parameters
     ----------
     graph : GraphModel
+    match_range : int, default 16
+        Only decides which pool a released 0-reader output goes back to in the walk that
+        writes the program; the program itself does not depend on it.
 
     Returns
     -------
@@ -128,87 +171,24 @@ def relay_token_program(graph: GraphModel) -> RelayTokenProgram:
         Ready for ``memcore.plan_tokens(..., release_zero_ref=True)`` (see the module
         docstring for the encoding).
 
-    Notes
-    -----
-    Vectorised: O(n_entries + n_inputs) numpy work, plus a ``np.unique`` over
-    (device, scope) keys when there is more than one pool.
+    Raises
+    ------
+    GraphError
+        A :class:`GraphModel` whose arrays are inconsistent (one not built by ``from_arrays``).
     """
     g = graph
-    n_nodes, n_entries = g.n_nodes, g.n_entries
-    kind = g.node_kind
-    n_out = np.diff(g.node_row_ptr)
-    n_in = np.diff(g.input_ptr)
-    node_of = np.repeat(np.arange(n_nodes, dtype=np.int64), n_out)
-    consumer = np.repeat(np.arange(n_nodes, dtype=np.int64), n_in)
-    tok = _resolve_aliases(g)
-    entries = np.arange(n_entries, dtype=np.int64)
-
-    proto_refs = np.bincount(g.input_entry, minlength=n_entries).astype(np.int64)
-    if g.head_entry.size:
-        proto_refs += np.bincount(g.head_entry, minlength=n_entries)
-    slot_tok = tok[g.input_entry]
-    refs = np.bincount(slot_tok, minlength=n_entries).astype(np.int64)
-    if g.head_entry.size:
-        refs += np.bincount(tok[g.head_entry], minlength=n_entries)
-    pinned = kind[node_of] == KIND_INPUT
-    refs[pinned] += 1
-
-    tex_scope = np.array([is_texture_scope(s) for s in g.scope_names], dtype=bool)
-    is_texture = tex_scope[g.entry_scope][tok] if tex_scope.any() else np.zeros(n_entries, dtype=bool)
-
-    # Pool classes: (device, scope) of flat tokens; the pinned class last.
-    dev, scope = g.entry_device, g.entry_scope
-    if n_entries == 0 or (dev.min() == dev.max() and scope.min() == scope.max()):
-        pool = np.zeros(n_entries, dtype=np.int64)
-        pool_device = dev[:1].astype(np.int64)
-        pool_scope = scope[:1].astype(np.int64)
-    else:
-        n_scopes = len(g.scope_names)
-        key = (dev - dev.min()) * n_scopes + scope
-        uniq, pool = np.unique(key, return_inverse=True)
-        pool = pool.astype(np.int64).reshape(-1)
-        pool_device = uniq // n_scopes + dev.min()
-        pool_scope = uniq % n_scopes
-    n_pools = int(pool_device.shape[0])
-    pool = np.where(pinned, n_pools, pool)
-    pool_device = np.append(pool_device, -1)
-    pool_scope = np.append(pool_scope, 0)
-
-    # Events per node: requests (outputs), extra decrefs (0-ref outputs of multi-output
-    # nodes), decrefs (input slots), each group in order.
-    req_mask = (tok == entries) & ~is_texture
-    requested = np.flatnonzero(req_mask)
-    extra_mask = req_mask & (refs == 0) & (n_out[node_of] > 1)
-    extra = np.flatnonzero(extra_mask)
-    refs[extra] = 1
-    dec_slots = np.flatnonzero(~is_texture[slot_tok]) if is_texture.any() else np.arange(slot_tok.shape[0])
-
-    req_node = node_of[requested]
-    extra_node = node_of[extra]
-    dec_node = consumer[dec_slots]
-    n_req = np.bincount(req_node, minlength=n_nodes)
-    n_extra = np.bincount(extra_node, minlength=n_nodes)
-    n_dec = np.bincount(dec_node, minlength=n_nodes)
-    ev_ptr = np.zeros(n_nodes + 1, dtype=np.int64)
-    np.cumsum(n_req + n_extra + n_dec, out=ev_ptr[1:])
-    n_events = int(ev_ptr[-1])
-    ev_kind = np.empty(n_events, dtype=np.int8)
-    ev_tok = np.empty(n_events, dtype=np.int64)
-
-    pos = ev_ptr[req_node] + _within_rank(req_node, n_req)
-    ev_kind[pos] = memcore.EV_REQUEST
-    ev_tok[pos] = requested
-    pos = ev_ptr[extra_node] + n_req[extra_node] + _within_rank(extra_node, n_extra)
-    ev_kind[pos] = memcore.EV_DECREF
-    ev_tok[pos] = extra
-    pos = ev_ptr[dec_node] + n_req[dec_node] + n_extra[dec_node] + _within_rank(dec_node, n_dec)
-    ev_kind[pos] = memcore.EV_DECREF
-    ev_tok[pos] = slot_tok[dec_slots]
-
+    kernel, (_, _, out, st, _, n_pools, _, _, ev_kind, ev_tok) = _walk(g, _as_match_range(match_range), True)
+    tok = out[kernel.ROW_TOKEN]
+    node_of = g.node_of_entry()
+    pinned = g.node_kind[node_of] == KIND_INPUT
+    is_texture = _entry_texture(g, tok)
+    # pool of a never-requested entry (aliased, texture): any valid class
+    pool = np.where(pinned, n_pools, np.maximum(st[kernel.ST_POOL], 0))
+    requested = np.flatnonzero((tok == np.arange(g.n_entries)) & ~is_texture)
     return RelayTokenProgram(
-        tok_bytes=g.entry_bytes, tok_pool=pool, tok_refs=refs, ev_kind=ev_kind, ev_tok=ev_tok,
-        entry_tok=tok, proto_refs=proto_refs, is_texture=is_texture, requested=requested,
-        pinned=pinned, pool_device=pool_device, pool_scope=pool_scope,
+        tok_bytes=g.entry_bytes, tok_pool=pool, tok_refs=out[kernel.ROW_REFS].copy(), ev_kind=ev_kind,
+        ev_tok=ev_tok, entry_tok=tok, proto_refs=out[kernel.ROW_PROTO], is_texture=is_texture,
+        requested=requested, pinned=pinned,
     )
 
 
@@ -219,23 +199,27 @@ class _TexturePlan:
     creators: list
     """creating entry of each texture storage, ascending."""
     storages: dict
-    """storage id -> (bytes, device, scope name, (width, height, channel))."""
+    """storage id -> (bytes, entry whose device and scope the storage has, (width, height, channel))."""
     owner_entry: dict
     """token entry -> entry whose token object it maps to (for the device)."""
 
 
-def _plan_textures(g: GraphModel, prog: RelayTokenProgram, flat_creators: np.ndarray) -> _TexturePlan:
-    """Run Relay's 2-D allocator over the texture tokens, in node order, with the real ids."""
+def _plan_textures(g: GraphModel, tok: np.ndarray, tex: np.ndarray, proto_refs: np.ndarray,
+                   flat_creators: np.ndarray) -> _TexturePlan:
+    """Run Relay's 2-D allocator over the texture tokens, in node order, with the real ids.
+
+    ``tok``: token of each entry; ``tex``: bool, the entry's token is a texture;
+    ``proto_refs``: Relay's Init count of each entry; ``flat_creators``: creating entry of
+    each flat storage, ascending.
+    """
     alloc = TokenAllocator2D()
-    tok, tex = prog.entry_tok, prog.is_texture
     row_ptr, in_ptr, in_entry = g.node_row_ptr, g.input_ptr, g.input_entry
     objs: dict = {}
     creators: list = []
-    owner: dict = {}
 
     def make(e):
         where = f"{g.node_label(int(np.searchsorted(row_ptr, e, side='right') - 1))} entry {e}"
-        return Token2D(int(prog.proto_refs[e]), g.entry_dtype[e], g.scope_names[g.entry_scope[e]],
+        return Token2D(int(proto_refs[e]), g.entry_dtype[e], g.scope_names[g.entry_scope[e]],
                        tuple(g.entry_shape[e]), where=where, entry=e)
 
     def new_id(e):
@@ -275,7 +259,7 @@ def _plan_textures(g: GraphModel, prog: RelayTokenProgram, flat_creators: np.nda
             r = int(tok[in_entry[in_ptr[n]]])
             if tex[r]:
                 t = objs[r]
-                t.ref_counter += int(prog.proto_refs[row_ptr[n]])
+                t.ref_counter += int(proto_refs[row_ptr[n]])
                 alloc.check_for_release(t)
                 t.ref_counter -= 1
                 alloc.check_for_release(t)
@@ -284,7 +268,7 @@ def _plan_textures(g: GraphModel, prog: RelayTokenProgram, flat_creators: np.nda
         t = block.token
         _, _, channel = t.size_2d()
         nbytes = block.x * block.y * channel * dtype_bytes(t.dtype)
-        storages[sid] = (nbytes, int(g.entry_device[t.entry]), t.scope, (block.x, block.y, channel))
+        storages[sid] = (nbytes, t.entry, (block.x, block.y, channel))
     return _TexturePlan(
         entry_sid={e: t.storage_id for e, t in objs.items()},
         creators=creators,
@@ -293,8 +277,8 @@ def _plan_textures(g: GraphModel, prog: RelayTokenProgram, flat_creators: np.nda
     )
 
 
-def _intervals(g: GraphModel, prog: RelayTokenProgram):
-    """``(start, end)`` per flat token (inclusive node steps), for the arena and the bound.
+def _token_intervals(g: GraphModel, entry_tok: np.ndarray, pinned: np.ndarray):
+    """``(start, end)`` per token (inclusive node steps), for the arena and the bound.
 
     A token lives from its defining node to the last node reading it (through aliases);
     heads and pinned tokens to ``n_nodes``; pinned tokens from -1.
@@ -303,12 +287,31 @@ def _intervals(g: GraphModel, prog: RelayTokenProgram):
     consumer = np.repeat(np.arange(g.n_nodes, dtype=np.int64), np.diff(g.input_ptr))
     start = node_of.copy()
     end = node_of.copy()
-    np.maximum.at(end, prog.entry_tok[g.input_entry], consumer)
+    np.maximum.at(end, entry_tok[g.input_entry], consumer)
     if g.head_entry.size:
-        end[prog.entry_tok[g.head_entry]] = g.n_nodes
-    start[prog.pinned] = -1
-    end[prog.pinned] = g.n_nodes
+        end[entry_tok[g.head_entry]] = g.n_nodes
+    start[pinned] = -1
+    end[pinned] = g.n_nodes
     return start, end
+
+
+def _intervals(g: GraphModel, prog: RelayTokenProgram):
+    """:func:`_token_intervals` of a program's tokens (``peak_report`` reads them)."""
+    return _token_intervals(g, prog.entry_tok, prog.pinned)
+
+
+def _pool_intervals(g: GraphModel, entry_tok: np.ndarray, flat_entries: np.ndarray):
+    """Intervals of the flat tokens and the tokens of each (device, scope) pool."""
+    pinned = g.node_kind[g.node_of_entry()] == KIND_INPUT
+    start, end = _token_intervals(g, entry_tok, pinned)
+    flat_tok = np.flatnonzero((entry_tok == np.arange(g.n_entries)) & flat_entries)
+    return start, end, _flat_pools(g, flat_tok)
+
+
+def _lower_bound(g: GraphModel, entry_tok: np.ndarray, flat_entries: np.ndarray) -> int:
+    """Max-live bytes of the flat tokens per (device, scope) pool, summed."""
+    start, end, per_pool = _pool_intervals(g, entry_tok, flat_entries)
+    return int(sum(memcore.max_live_bytes(start[t], end[t], g.entry_bytes[t]) for t in per_pool))
 
 
 def graph_plan_memory(graph, *, match_range: int = 16, mode: str = "relay", alignment: int = 64,
@@ -340,15 +343,17 @@ def graph_plan_memory(graph, *, match_range: int = 16, mode: str = "relay", alig
         (and in arena mode ``arena_of``, ``tok_offset``); per storage:
         ``relay_storage_bytes``, ``relay_storage_device``, ``relay_storage_scope``;
         ``relay_bytes`` (flat total), ``texture_bytes``, ``pinned_bytes``, ``lower_bound``
-        (max-live bytes of the flat tensors per (device, scope) pool, summed),
-        ``arena_bytes`` (arena mode).
+        (max-live bytes of the flat tensors per (device, scope) pool, summed; computed when
+        first read in Relay mode), ``arena_bytes`` (arena mode).
 
     Raises
     ------
     GraphError
-        A graph the reader let through but Relay cannot plan (texture scope or rank errors).
+        A graph the reader let through but Relay cannot plan (texture scope or rank errors),
+        or a :class:`GraphModel` whose arrays are inconsistent (not built by ``from_arrays``).
     InvalidArrayError
-        ``match_range < 0`` or a bad ``alignment``/``time_limit`` (from the engine).
+        ``match_range`` not an integer ``>= 0``, or a bad ``alignment``/``time_limit`` (from
+        the engine).
     ValueError
         An unknown ``mode``.
 
@@ -364,115 +369,40 @@ def graph_plan_memory(graph, *, match_range: int = 16, mode: str = "relay", alig
     >>> graph_plan_memory(g).storage_id.tolist()
     [0, 1, 2, 1]
     """
-    if mode not in GRAPH_MODES:
+    t0 = time.perf_counter()
+    if mode != "relay" and mode not in GRAPH_MODES:
         raise ValueError(f"mode must be one of {GRAPH_MODES}; got {mode!r}")
-    if not isinstance(graph, GraphModel):
+    if type(graph) is not GraphModel and not isinstance(graph, GraphModel):
         from .graph_from_ir import graph_from_ir
 
         graph = graph_from_ir(graph)
-    t0 = time.perf_counter()
     g = graph
-    prog = relay_token_program(g)
-    tp = memcore.plan_tokens(prog.tok_bytes, prog.tok_pool, prog.tok_refs, prog.ev_kind, prog.ev_tok,
-                             match_range=match_range, release_zero_ref=True)
-    storage_of = tp.storage_of
-    # The creating (first) token of each flat storage: requests come in ascending entry order
-    # and storages are numbered in creation order.
-    st_req = storage_of[prog.requested]
-    if st_req.size:
-        prev = np.maximum.accumulate(np.concatenate(([-1], st_req[:-1])))
-        flat_creators = prog.requested[st_req > prev]
-    else:
-        flat_creators = np.zeros(0, dtype=np.int64)
-    n_flat = int(tp.storage_bytes.shape[0])
-
-    tok = prog.entry_tok
-    tex = _plan_textures(g, prog, flat_creators) if prog.is_texture.any() else None
-    if tex is None or not tex.creators:
-        flat_gid = np.arange(n_flat, dtype=np.int64)
-        n_tex = 0
-    else:
-        flat_gid = np.arange(n_flat, dtype=np.int64) + np.searchsorted(np.asarray(tex.creators), flat_creators)
-        n_tex = len(tex.creators)
-    n_storages = n_flat + n_tex
-
-    storage_id = np.empty(g.n_entries, dtype=np.int64)
-    flat_entries = ~prog.is_texture
-    storage_id[flat_entries] = flat_gid[storage_of[tok[flat_entries]]]
-    creator_of_entry = np.empty(g.n_entries, dtype=np.int64)
-    creator_of_entry[flat_entries] = flat_creators[storage_of[tok[flat_entries]]]
-    first_bytes = np.zeros(g.n_entries, dtype=np.int64)
-    first_bytes[flat_entries] = g.entry_bytes[creator_of_entry[flat_entries]]
-
-    st_bytes = np.zeros(n_storages, dtype=np.int64)
-    st_device = np.zeros(n_storages, dtype=np.int64)
-    st_bytes[flat_gid] = tp.storage_bytes
-    st_device[flat_gid] = g.entry_device[flat_creators]
-    st_scope_idx = np.zeros(n_storages, dtype=np.int64)
-    st_scope_idx[flat_gid] = g.entry_scope[flat_creators]
-    st_scope = [g.scope_names[i] for i in st_scope_idx.tolist()]
-    texture_shapes = {}
-    if tex is not None:
-        for e in np.flatnonzero(prog.is_texture).tolist():
-            r = int(tok[e])
-            storage_id[e] = tex.entry_sid[r]
-            creator_of_entry[e] = tex.owner_entry[r]
-        for sid, (nbytes, dev, scope, shape) in tex.storages.items():
-            st_bytes[sid], st_device[sid] = nbytes, dev
-            st_scope[sid] = scope
-            texture_shapes[sid] = shape
-    entry_device = g.entry_device[creator_of_entry] if g.n_entries else np.zeros(0, dtype=np.int64)
-    storage_bytes = st_bytes[storage_id]
-
-    is_tex_storage = np.zeros(n_storages, dtype=bool)
-    if texture_shapes:
-        is_tex_storage[list(texture_shapes)] = True
-    relay_bytes = int(st_bytes[~is_tex_storage].sum(dtype=np.int64))
-    texture_bytes = int(st_bytes[is_tex_storage].sum(dtype=np.int64))
-    pinned_roots = prog.pinned & flat_entries
-    pinned_bytes = int(g.entry_bytes[pinned_roots].sum(dtype=np.int64))
-
-    # Lower bound (and arena mode): flat tokens per pool, live [start, end].
-    start, end = _intervals(g, prog)
-    flat_tok = np.flatnonzero((tok == np.arange(g.n_entries)) & flat_entries)
-    per_pool = _flat_pools(g, flat_tok)
-    lower_bound = 0
-    arena_bytes = None
-    arena_of = None
-    tok_offset = np.zeros(g.n_entries, dtype=np.int64)
-    arena_plans = []
-    for toks in per_pool:
-        if toks.size == 0:
-            arena_plans.append(None)
-            continue
-        lower_bound += memcore.max_live_bytes(start[toks], end[toks], g.entry_bytes[toks])
-        if mode == "arena":
-            arena_plans.append(memcore.plan_offsets(start[toks], end[toks], g.entry_bytes[toks],
-                                                    alignment=alignment, time_limit=time_limit))
-    storages = []
+    kernel, (_, _, out, st, n_flat, _, relay_bytes, pinned_bytes, _, _) = _walk(g, _as_match_range(match_range), False)
+    storage_id = out[kernel.ROW_STORAGE]
+    tok_offset = out[kernel.ROW_OFFSET]
+    st_bytes = st[kernel.ST_BYTES, :n_flat]
+    st_creator = st[kernel.ST_CREATOR, :n_flat]
+    entry_tok = out[kernel.ROW_TOKEN]
+    texture_shapes: dict = {}
+    texture_bytes = 0
+    flat = None  # bool per entry: its token is flat (None: all are)
+    if _scope_tex(g.scope_names)[1]:
+        st_bytes, st_creator, texture_bytes, flat = _merge_textures(g, kernel, out, st_bytes, st_creator,
+                                                                    texture_shapes)
+    arena_of = arena_bytes = None
     if mode == "arena":
-        arena_of = np.full(g.n_entries, -1, dtype=np.int64)
-        arena_bytes = []
-        tok_arena = np.full(g.n_entries, -1, dtype=np.int64)
-        for toks, ap in zip(per_pool, arena_plans):
-            if ap is None:
-                continue
-            a = len(arena_bytes)
-            arena_bytes.append(int(ap.arena_bytes))
-            tok_arena[toks] = a
-            tok_offset[toks] = ap.offset
-            head = int(toks[0])
-            storages.append(StoragePlan(IntImm(int(ap.arena_bytes)), "uint8", g.scope_names[g.entry_scope[head]],
-                                        int(g.entry_device[head]), 0, toks.tolist()))
-        arena_of[flat_entries] = tok_arena[tok[flat_entries]]
-        tok_offset = tok_offset[tok]
+        flat = np.ones(g.n_entries, dtype=bool) if flat is None else flat
+        storages, arena_of, arena_bytes, tok_offset, lower_bound = _arenas(g, entry_tok, flat, alignment, time_limit)
         tok_storage = arena_of.copy()
         planned = int(sum(arena_bytes))
     else:
         tok_storage = storage_id
         planned = relay_bytes
-        storages = _relay_storages(g, storage_id, st_bytes, st_device, st_scope, creator_of_entry, n_storages)
-    seconds = time.perf_counter() - t0
+        storages = _RelayStorages(g, storage_id, st_bytes, st_creator)
+
+        def lower_bound():
+            return _lower_bound(g, entry_tok, np.ones(g.n_entries, dtype=bool) if flat is None else flat)
+
     return GraphMemoryPlan(
         mode=mode,
         storages=storages,
@@ -480,23 +410,78 @@ def graph_plan_memory(graph, *, match_range: int = 16, mode: str = "relay", alig
         tok_offset=tok_offset,
         tvm_bytes=relay_bytes,
         planned_bytes=planned,
-        lower_bound=int(lower_bound),
+        lower_bound=lower_bound,
         function_names=[g.name],
         graph=g,
         storage_id=storage_id,
-        entry_device=entry_device,
-        first_bytes=first_bytes,
-        storage_bytes=storage_bytes,
+        entry_device=out[kernel.ROW_DEVICE],
+        first_bytes=out[kernel.ROW_FIRST],
+        storage_bytes=out[kernel.ROW_BYTES],
         relay_storage_bytes=st_bytes,
-        relay_storage_device=st_device,
-        relay_storage_scope=st_scope,
+        storage_creator=st_creator,
         texture_shapes=texture_shapes,
         texture_bytes=texture_bytes,
         pinned_bytes=pinned_bytes,
         arena_of=arena_of,
         arena_bytes=arena_bytes,
-        seconds=seconds,
+        seconds=time.perf_counter() - t0,
     )
+
+
+def _merge_textures(g, kernel, out, flat_bytes, flat_creators, texture_shapes):
+    """Plan the texture tokens and number all storages in creation order, in place in ``out``.
+
+    Returns the per-storage bytes and creating entries of all storages, the texture bytes and
+    which entries are flat; fills ``texture_shapes``.
+    """
+    tok = out[kernel.ROW_TOKEN]
+    tex = _entry_texture(g, tok)
+    tp = _plan_textures(g, tok, tex, out[kernel.ROW_PROTO], flat_creators)
+    n_flat, n_tex = flat_bytes.shape[0], len(tp.creators)
+    flat_gid = np.arange(n_flat, dtype=np.int64)
+    if n_tex:
+        flat_gid += np.searchsorted(np.asarray(tp.creators), flat_creators)
+    st_bytes = np.zeros(n_flat + n_tex, dtype=np.int64)
+    st_creator = np.zeros(n_flat + n_tex, dtype=np.int64)
+    st_bytes[flat_gid] = flat_bytes
+    st_creator[flat_gid] = flat_creators
+    storage_id, device = out[kernel.ROW_STORAGE], out[kernel.ROW_DEVICE]
+    flat = ~tex
+    storage_id[flat] = flat_gid[storage_id[flat]]
+    for sid, (nbytes, creator, shape) in tp.storages.items():
+        st_bytes[sid], st_creator[sid] = nbytes, creator
+        texture_shapes[sid] = shape
+    for e in np.flatnonzero(tex).tolist():
+        r = int(tok[e])
+        storage_id[e] = tp.entry_sid[r]
+        device[e] = g.entry_device[tp.owner_entry[r]]
+    out[kernel.ROW_BYTES][tex] = st_bytes[storage_id[tex]]
+    return st_bytes, st_creator, int(sum(nb for nb, _, _ in tp.storages.values())), flat
+
+
+def _arenas(g, entry_tok, flat_entries, alignment, time_limit):
+    """Arena mode: one arena per (device, scope) pool of flat tokens, packed by plan_offsets.
+
+    Returns ``(storages, arena_of, arena_bytes, tok_offset, lower_bound)``.
+    """
+    start, end, per_pool = _pool_intervals(g, entry_tok, flat_entries)
+    arena_of = np.full(g.n_entries, -1, dtype=np.int64)
+    tok_arena = np.full(g.n_entries, -1, dtype=np.int64)
+    tok_offset = np.zeros(g.n_entries, dtype=np.int64)
+    arena_bytes, storages, lower_bound = [], [], 0
+    for toks in per_pool:
+        s, e, b = start[toks], end[toks], g.entry_bytes[toks]
+        lower_bound += memcore.max_live_bytes(s, e, b)
+        ap = memcore.plan_offsets(s, e, b, alignment=alignment, time_limit=time_limit)
+        a = len(arena_bytes)
+        arena_bytes.append(int(ap.arena_bytes))
+        tok_arena[toks] = a
+        tok_offset[toks] = ap.offset
+        head = int(toks[0])
+        storages.append(StoragePlan(IntImm(int(ap.arena_bytes)), "uint8", g.scope_names[g.entry_scope[head]],
+                                    int(g.entry_device[head]), 0, toks.tolist()))
+    arena_of[flat_entries] = tok_arena[entry_tok[flat_entries]]
+    return storages, arena_of, arena_bytes, tok_offset[entry_tok], int(lower_bound)
 
 
 def _flat_pools(g: GraphModel, flat_tok: np.ndarray) -> list:
@@ -512,18 +497,13 @@ def _flat_pools(g: GraphModel, flat_tok: np.ndarray) -> list:
     return np.split(flat_tok[order], bounds)
 
 
-def _relay_storages(g, storage_id, st_bytes, st_device, st_scope, creator_of_entry, n_storages):
-    """The Relay storages as a lazy sequence of :class:`StoragePlan` (built on access: a
-    million-entry plan should not pay for objects nobody reads)."""
-    return _RelayStorages(g, storage_id, st_bytes, st_device, st_scope, creator_of_entry, n_storages)
-
-
 class _RelayStorages(Sequence):
-    """One :class:`StoragePlan` per Relay storage id, its entries in program order."""
+    """One :class:`StoragePlan` per Relay storage id, its entries in program order, built on
+    access (a million-entry plan should not pay for objects nobody reads)."""
 
-    def __init__(self, g, storage_id, st_bytes, st_device, st_scope, creator_of_entry, n_storages):
-        self._g, self._sid, self._bytes, self._device = g, storage_id, st_bytes, st_device
-        self._scope, self._creator, self._n = st_scope, creator_of_entry, n_storages
+    def __init__(self, g, storage_id, st_bytes, st_creator):
+        self._g, self._sid, self._bytes, self._creator = g, storage_id, st_bytes, st_creator
+        self._n = int(st_bytes.shape[0])
         self._bounds = None
 
     def __len__(self):
@@ -539,9 +519,8 @@ class _RelayStorages(Sequence):
         if self._bounds is None:
             self._order = np.argsort(self._sid, kind="stable")
             self._bounds = np.searchsorted(self._sid[self._order], np.arange(self._n + 1))
+        g, c = self._g, int(self._creator[i])
         members = self._order[self._bounds[i]:self._bounds[i + 1]]
-        dtypes = self._g.entry_dtype
-        first = int(members[0]) if members.size else -1
-        dtype = dtypes[int(self._creator[first])] if dtypes is not None and first >= 0 else ""
-        return StoragePlan(IntImm(int(self._bytes[i])), dtype, self._scope[i], int(self._device[i]), 0,
-                           members.tolist())
+        dtype = g.entry_dtype[c] if g.entry_dtype is not None else ""
+        return StoragePlan(IntImm(int(self._bytes[i])), dtype, g.scope_names[g.entry_scope[c]],
+                           int(g.entry_device[c]), 0, members.tolist())

@@ -6,7 +6,7 @@
   different structure from memcore's per-pool engine.
 - The event program passes ``memcore.verify_tokens``; arena mode passes
   ``memcore.verify_offsets`` with lifetimes computed here from the node list, and is never
-  below the max-live bound.
+  below the max-live bound, which equals the one computed here from those lifetimes.
 """
 from bisect import bisect_left, insort
 from itertools import count
@@ -219,3 +219,11 @@ def test_arena_offsets_verify(case, alignment):
     # aliases sit where their root sits
     assert all(plan.tok_offset[e] == plan.tok_offset[root[e]] for e in range(g.n_entries))
     assert total >= plan.lower_bound
+    # the bound: max over node steps of the live root bytes, per device, summed (both modes;
+    # Relay mode computes it when first read)
+    want = 0
+    for d in set(devices):
+        roots = [e for e in range(g.n_entries) if root[e] == e and devices[e] == d]
+        want += max(sum(size[e] for e in roots if start[e] <= t <= end[e]) for t in range(-1, len(nodes) + 1))
+    assert plan.lower_bound == want
+    assert graph_plan_memory(g).lower_bound == want
