@@ -1,0 +1,423 @@
+"""ATen converters for element-wise math and neural-network layers (TVM 0.27's mapping).
+
+Design
+------
+Unary and binary element-wise ops (with TVM's dtype promotion of two tensor operands and
+scalar operands as constants of the tensor's dtype; on two symbolic sizes, ``tirx``
+arithmetic), activations, convolutions, batch and layer norm, linear/addmm/matmul, pooling,
+embedding and the mean/sum reductions. Each converter emits what TVM's converter of the same
+target emits, in the same order (see :mod:`._aten_ops` for the conventions).
+"""
+from __future__ import annotations
+
+import math
+import operator
+
+from ._aten_common import add_folded, arg, mul_folded, registrar, relax_dtype, static_dim
+
+__all__ = ["CONVERTERS"]
+
+CONVERTERS: dict = {}
+_register = registrar(CONVERTERS)
+
+
+# ------------------------------------------------------------------------------------ unary
+_UNARY = {
+    "abs": "abs", "acos": "acos", "acosh": "acosh", "asin": "asin", "asinh": "asinh",
+    "atan": "atan", "atanh": "atanh", "bitwise_not": "bitwise_not", "ceil": "ceil", "cos": "cos",
+    "cosh": "cosh", "erf": "erf", "exp": "exp", "floor": "floor", "isfinite": "isfinite",
+    "isinf": "isinf", "isnan": "isnan", "log": "log", "neg": "negative", "relu": "nn.relu",
+    "relu_": "nn.relu", "selu": "nn.selu", "sigmoid": "sigmoid", "sign": "sign",
+    "silu": "nn.silu", "silu_": "nn.silu", "sin": "sin", "sinh": "sinh", "square": "square",
+    "tan": "tan", "tanh": "tanh", "trunc": "trunc", "max": "max", "min": "min",
+}
+
+
+def _unary(op_name):
+    def convert(ctx, node):
+        return ctx.op(op_name, ctx.env[node.args[0]])
+    return convert
+
+
+for _torch_name, _relax_name in _UNARY.items():
+    CONVERTERS[_torch_name + ".default"] = _unary(_relax_name)
+
+
+@_register("sqrt.default", "rsqrt.default")
+def _sqrt_like(ctx, node):
+    x = ctx.env[node.args[0]]
+    if ctx.dtype_of(x) in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"):
+        x = ctx.op("astype", x, dtype="float32")
+    return ctx.op(node.target.__name__.split(".")[0], x)
+
+
+@_register("dropout.default", "dropout_.default", "native_dropout.default", "clone.default",
+           "contiguous.default", "alias.default", "detach.default", "detach_.default",
+           "_assert_tensor_metadata.default", "bernoulli.p", "sym_constrain_range_for_size.default",
+           "_assert_scalar.default")
+def _identity(ctx, node):
+    return ctx.env.get(node.args[0], node.args[0]) if node.args else None
+
+
+@_register("gelu.default")
+def _gelu(ctx, node):
+    approximate = node.kwargs.get("approximate", "none")
+    x = ctx.env[node.args[0]]
+    if approximate == "none":
+        return ctx.op("nn.gelu", x)
+    if approximate == "tanh":
+        return ctx.op("nn.gelu_tanh", x)
+    raise ctx.error(f"unknown gelu approximation {approximate!r} (expected 'none' or 'tanh')")
+
+
+@_register("softmax.int", "_softmax.default")
+def _softmax(ctx, node):
+    return ctx.op("nn.softmax", ctx.env[node.args[0]], axis=arg(node, 1, "dim", -1))
+
+
+@_register("log_softmax.int", "_log_softmax.default")
+def _log_softmax(ctx, node):
+    return ctx.op("nn.log_softmax", ctx.env[node.args[0]], axis=arg(node, 1, "dim", -1))
+
+
+def _tri(op_name):
+    def convert(ctx, node):
+        k = arg(node, 1, "diagonal", 0)
+        if not isinstance(k, int):
+            raise ctx.error(f"the diagonal must be an int; got {k!r}")
+        return ctx.op(op_name, ctx.env[node.args[0]], k)
+    return convert
+
+
+CONVERTERS["tril.default"] = _tri("tril")
+CONVERTERS["triu.default"] = _tri("triu")
+
+
+@_register("leaky_relu.default", "leaky_relu_.default")
+def _leaky_relu(ctx, node):
+    return ctx.op("nn.leakyrelu", ctx.env[node.args[0]], alpha=arg(node, 1, "negative_slope", 0.01))
+
+
+@_register("hardtanh.default", "hardtanh_.default")
+def _hardtanh(ctx, node):
+    args = ctx.args(node)
+    lo = node.args[1] if len(args) > 1 else node.kwargs.get("min_val", -1.0)
+    hi = node.args[2] if len(args) > 2 else node.kwargs.get("max_val", 1.0)
+    return ctx.op("clip", args[0], lo, hi)
+
+
+def _clamp_bound(ctx, x, bound, combine):
+    """A tensor bound of clamp: broadcast and combined with ``x`` (TVM's tensor path)."""
+    b = ctx.op("broadcast_to", bound, ctx.shape_of(x))
+    return ctx.op(combine, x, b)
+
+
+@_register("clamp.default", "clamp.Tensor", "clamp_min.default", "clamp_max.default")
+def _clamp(ctx, node):
+    args = ctx.args(node)
+    x = args[0]
+    name = node.target.__name__
+    lo = -math.inf if name == "clamp_max.default" else (args[1] if len(args) > 1 else node.kwargs.get("min", -math.inf))
+    if name == "clamp_min.default":
+        hi = math.inf
+    else:
+        hi = args[2] if len(args) > 2 else node.kwargs.get("max", math.inf)
+    lo = -math.inf if lo is None else lo
+    hi = math.inf if hi is None else hi
+    if not isinstance(lo, (int, float)):
+        x, lo = _clamp_bound(ctx, x, lo, "maximum"), -math.inf
+    if not isinstance(hi, (int, float)):
+        x, hi = _clamp_bound(ctx, x, hi, "minimum"), math.inf
+    return ctx.op("clip", x, lo, hi)
+
+
+# ------------------------------------------------------------------------------------ binary
+_TORCH_PROMOTION = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64")
+
+
+def _promote(ctx, a: str, b: str):
+    """torch.promote_types over the dtypes TVM's importer maps, else None (as TVM)."""
+    if a == b or a not in _TORCH_PROMOTION or b not in _TORCH_PROMOTION:
+        return None
+    torch = ctx.torch
+    ta, tb = getattr(torch, a), getattr(torch, b)
+    out = str(torch.promote_types(ta, tb))[len("torch."):]
+    return out if out in _TORCH_PROMOTION else None
+
+
+def _binary_emit(ctx, op_name, lhs, rhs):
+    if ctx.is_tensor(lhs) and ctx.is_tensor(rhs):
+        target = _promote(ctx, lhs.ty.dtype, rhs.ty.dtype)
+        if target is not None:
+            if lhs.ty.dtype != target:
+                lhs = ctx.op("astype", lhs, dtype=target)
+            if rhs.ty.dtype != target:
+                rhs = ctx.op("astype", rhs, dtype=target)
+    elif ctx.is_tensor(lhs):
+        rhs = ctx.const(rhs, lhs.ty.dtype)
+    elif ctx.is_tensor(rhs):
+        lhs = ctx.const(lhs, rhs.ty.dtype)
+    else:
+        raise ctx.error(f"{op_name} needs a tensor operand; got {lhs!r} and {rhs!r}")
+    return ctx.op(op_name, lhs, rhs)
+
+
+def _binary(op_name, scalar_op):
+    def convert(ctx, node):
+        lhs, rhs = ctx.args(node)[:2]
+        if ctx.is_tensor(lhs) or ctx.is_tensor(rhs):
+            return _binary_emit(ctx, op_name, lhs, rhs)
+        return scalar_op(lhs, rhs)
+    return convert
+
+
+def _matmul_op(ctx, node):
+    lhs, rhs = ctx.args(node)[:2]
+    return ctx.op("matmul", lhs, rhs, out_dtype="float32")
+
+
+_BINARY = {
+    ("add", "add.Tensor", "add.Scalar", "add_.Tensor"): ("add", add_folded),
+    ("sub", "sub.Tensor", "sub.Scalar"): ("subtract", operator.sub),
+    ("mul", "mul.Tensor", "mul.Scalar", "mul_.Tensor"): ("multiply", mul_folded),
+    ("div.Tensor", "div.Scalar"): ("divide", operator.truediv),
+    ("floordiv", "floor_divide.default"): ("floor_divide", operator.floordiv),
+    ("mod", "remainder.Tensor", "remainder.Scalar"): ("floor_mod", operator.mod),
+    ("eq.Tensor", "eq.Scalar"): ("equal", operator.eq),
+    ("ne.Tensor", "ne.Scalar"): ("not_equal", operator.ne),
+    ("ge.Tensor", "ge.Scalar"): ("greater_equal", operator.ge),
+    ("gt.Tensor", "gt.Scalar"): ("greater", operator.gt),
+    ("le.Tensor", "le.Scalar"): ("less_equal", operator.le),
+    ("lt.Tensor", "lt.Scalar"): ("less", operator.lt),
+    ("maximum.default", "max.other"): ("maximum", max),
+    ("minimum.default", "min.other"): ("minimum", min),
+    ("pow.Scalar", "pow.Tensor_Tensor"): ("power", operator.pow),
+    ("bitwise_and.Tensor", "bitwise_and.Scalar", "__and__.Tensor", "__and__.Scalar"): ("bitwise_and", operator.and_),
+    ("bitwise_or.Tensor", "bitwise_or.Scalar", "bitwise_or_.Tensor", "bitwise_or_.Scalar",
+     "__or__.Tensor", "__or__.Scalar"): ("bitwise_or", operator.or_),
+    ("bitwise_xor.Tensor", "bitwise_xor.Scalar", "__xor__.Tensor", "__xor__.Scalar"): ("bitwise_xor", operator.xor),
+}
+for _names, (_relax_name, _scalar) in _BINARY.items():
+    for _n in _names:
+        CONVERTERS[_n] = _binary(_relax_name, _scalar)
+for _n in ("matmul.default", "mm.default", "bmm.default"):
+    CONVERTERS[_n] = _matmul_op
+
+
+@_register("pow.Tensor_Scalar")
+def _pow(ctx, node):
+    lhs, rhs = ctx.args(node)[:2]
+    if (ctx.is_tensor(lhs) and lhs.ty.dtype.startswith(("int", "uint")) and isinstance(rhs, int)
+            and not isinstance(rhs, bool) and rhs >= 0):
+        if rhs == 0:
+            return ctx.op("ones_like", lhs)
+        out = lhs
+        for _ in range(rhs - 1):
+            out = ctx.op("multiply", out, lhs)
+        return out
+    return _binary("power", operator.pow)(ctx, node)
+
+
+@_register("div.Tensor_mode")
+def _div_mode(ctx, node):
+    args = ctx.args(node)
+    a, b = args[0], args[1]
+    if isinstance(b, (int, float)):
+        b = ctx.const(b)
+    mode = args[2] if len(node.args) > 2 else node.kwargs.get("rounding_mode")
+    if mode is None:
+        return ctx.op("divide", a, b)
+    if mode == "floor":
+        return ctx.op("floor_divide", a, b)
+    if mode == "trunc":
+        return ctx.op("trunc", ctx.op("divide", a, b))
+    raise ctx.error(f"unknown rounding_mode {mode!r}")
+
+
+@_register("rsub.Tensor", "rsub.Scalar")
+def _rsub(ctx, node):
+    args = ctx.args(node)
+    lhs, rhs = args[0], args[1]
+    if isinstance(rhs, (int, float)):
+        rhs = ctx.const(rhs)
+    return ctx.op("subtract", rhs, lhs)
+
+
+@_register("where.self")
+def _where(ctx, node):
+    return ctx.op("where", ctx.env[node.args[0]], ctx.env[node.args[1]], ctx.env[node.args[2]])
+
+
+# ------------------------------------------------------------------------------------ nn
+def _conv(ctx, x, weight, bias, stride, padding, dilation, groups):
+    nd = len(ctx.shape_of(x)) - 2
+    layouts = {1: ("NCW", "OIW"), 2: ("NCHW", "OIHW"), 3: ("NCDHW", "OIDHW")}.get(nd)
+    if layouts is None:
+        raise ctx.error(f"convolution of a rank-{nd + 2} input is not supported (1-D, 2-D and 3-D are)")
+    out = ctx.op(f"nn.conv{nd}d", x, weight, strides=stride, padding=padding, dilation=dilation, groups=groups,
+                 data_layout=layouts[0], kernel_layout=layouts[1], out_dtype="float32")
+    if bias is None:
+        return out
+    if len(ctx.shape_of(bias)) != 1:
+        raise ctx.error("the convolution bias must be 1-D")
+    return ctx.op("add", out, ctx.call("reshape", bias, (1, -1) + (1,) * nd))
+
+
+@_register("convolution.default")
+def _convolution(ctx, node):
+    args = ctx.args(node)
+    get = lambda i, d: args[i] if len(args) > i else d  # noqa: E731
+    if get(6, False):
+        raise ctx.error("transposed convolution is not supported by memcore's importer")
+    return _conv(ctx, args[0], args[1], get(2, None), get(3, 1), get(4, 0), get(5, 1), get(8, 1))
+
+
+@_register("conv1d.default", "conv2d.default", "conv3d.default")
+def _conv_nd(ctx, node):
+    args = ctx.args(node)
+    get = lambda i, d: args[i] if len(args) > i else d  # noqa: E731
+    return _conv(ctx, args[0], args[1], get(2, None), get(3, 1), get(4, 0), get(5, 1), get(6, 1))
+
+
+@_register("_native_batch_norm_legit_no_training.default", "batch_norm.default")
+def _batch_norm(ctx, node):
+    x = ctx.env[node.args[0]]
+    channel = static_dim(ctx.shape_of(x)[1])
+    dtype = ctx.dtype_of(x)
+
+    def param(i, fill):
+        a = node.args[i] if len(node.args) > i else None
+        if a is not None:
+            return ctx.env[a]
+        if channel is None:
+            raise ctx.error("batch_norm without affine parameters needs a static channel count")
+        return ctx.const([fill] * channel, dtype)
+
+    weight, bias, mean, var = param(1, 1.0), param(2, 0.0), param(3, 0.0), param(4, 1.0)
+    momentum = arg(node, 5, "momentum", 0.1)
+    eps = arg(node, 6, "eps", 1e-05)
+    bn = ctx.op("nn.batch_norm", x, weight, bias, mean, var, axis=1, epsilon=eps,
+                scale=len(node.args) > 1 and node.args[1] is not None,
+                center=len(node.args) > 2 and node.args[2] is not None, momentum=momentum, training=False)
+    return ctx.emit(ctx.item(bn, 0))
+
+
+@_register("native_layer_norm.default", "layer_norm.default")
+def _layer_norm(ctx, node):
+    import numpy as np
+
+    x = ctx.env[node.args[0]]
+    normalized = tuple(node.args[1])
+    gamma = ctx.env[node.args[2]] if len(node.args) > 2 and node.args[2] is not None else None
+    beta = ctx.env[node.args[3]] if len(node.args) > 3 and node.args[3] is not None else None
+    eps = node.args[4] if len(node.args) > 4 else 1e-05
+    if gamma is None:
+        gamma = ctx.const(np.ones([int(s) for s in normalized]), ctx.dtype_of(x))
+    if beta is None:
+        beta = ctx.const(np.zeros([int(s) for s in normalized]), ctx.dtype_of(x))
+    return ctx.op("nn.layer_norm", x, gamma, beta, axes=list(range(-len(normalized), 0)), epsilon=eps)
+
+
+@_register("linear.default")
+def _linear(ctx, node):
+    args = ctx.args(node)
+    x, weight = args[0], args[1]
+    bias = args[2] if len(args) > 2 else None
+    out = ctx.call("matmul", x, ctx.call("permute_dims", weight), out_dtype="float32")
+    return ctx.emit(out if bias is None else ctx.call("add", out, bias))
+
+
+@_register("addmm.default")
+def _addmm(ctx, node):
+    x, y, z = (ctx.env[a] for a in node.args[:3])
+    alpha = node.kwargs.get("alpha", 1)
+    beta = node.kwargs.get("beta", 1)
+    res = None
+    if alpha != 0:
+        res = ctx.op("matmul", y, z, out_dtype="float32")
+        if alpha != 1:
+            res = ctx.op("multiply", res, ctx.const(alpha, ctx.dtype_of(res)))
+    if beta != 0:
+        bias = x if beta == 1 else ctx.op("multiply", x, ctx.const(beta, ctx.dtype_of(x)))
+        res = bias if res is None else ctx.op("add", bias, res)
+    return res
+
+
+def _batched_pool(ctx, x, rank, emit_pool):
+    """TVM's pooling wrapper: a missing batch dim is added before and removed after (the
+    squeeze is returned unemitted, as TVM does)."""
+    unbatched = x.ty.ndim == rank - 1
+    if unbatched:
+        x = ctx.call("expand_dims", x, axis=0)
+    out = emit_pool(x)
+    return ctx.call("squeeze", out, axis=[0]) if unbatched else out
+
+
+@_register("max_pool2d.default", "max_pool2d_with_indices.default")
+def _max_pool2d(ctx, node):
+    args = ctx.args(node)
+    get = lambda i, d: args[i] if len(args) > i else d  # noqa: E731
+    kernel = args[1]
+    stride = get(2, None)
+    stride = kernel if stride is None or stride == [] else stride
+    out = _batched_pool(ctx, args[0], 4, lambda x: ctx.op(
+        "nn.max_pool2d", x, pool_size=kernel, strides=stride, padding=get(3, 0), dilation=get(4, 1),
+        ceil_mode=get(5, False), layout="NCHW"))
+    if node.target.__name__ == "max_pool2d.default":
+        return out
+    return ctx.emit(ctx.tuple([out, ctx.call("zeros_like", out)]))
+
+
+@_register("avg_pool2d.default")
+def _avg_pool2d(ctx, node):
+    args = ctx.args(node)
+    get = lambda i, key, d: args[i] if len(args) > i else node.kwargs.get(key, d)  # noqa: E731
+    kernel = get(1, "kernel_size", None)
+    stride = get(2, "stride", None)
+    stride = kernel if stride is None or stride == [] else stride
+    return _batched_pool(ctx, args[0], 4, lambda x: ctx.op(
+        "nn.avg_pool2d", x, pool_size=kernel, strides=stride, padding=get(3, "padding", 0),
+        ceil_mode=get(4, "ceil_mode", False), count_include_pad=get(5, "count_include_pad", True), layout="NCHW"))
+
+
+@_register("adaptive_avg_pool2d.default", "_adaptive_avg_pool2d.default")
+def _adaptive_avg_pool2d(ctx, node):
+    x = ctx.env[node.args[0]]
+    size = node.args[1]
+    return _batched_pool(ctx, x, 4, lambda x: ctx.op("nn.adaptive_avg_pool2d", x, output_size=size, layout="NCHW"))
+
+
+@_register("embedding.default")
+def _embedding(ctx, node):
+    weight, ids = ctx.env[node.args[0]], ctx.env[node.args[1]]
+    ids = ctx.op("astype", ids, dtype="int32")
+    if ids.ty.ndim == 1:
+        return ctx.op("take", weight, ids, axis=0)
+    shape = ctx.shape_of(ids)
+    flat = ctx.op("reshape", ids, [-1])
+    taken = ctx.op("take", weight, flat, axis=0)
+    return ctx.op("reshape", taken, [*shape, ctx.shape_of(weight)[-1]])
+
+
+# ------------------------------------------------------------------------------------ reductions
+def _reduce(op_name, widen_ints=False):
+    def convert(ctx, node):
+        args = ctx.args(node)
+        x = args[0]
+        dim = args[1] if len(node.args) > 1 else node.kwargs.get("dim")
+        if widen_ints and isinstance(dim, (list, tuple)) and len(dim) == 0:
+            dim = None
+        keepdim = args[2] if len(node.args) > 2 else node.kwargs.get("keepdim", False)
+        dtype = node.kwargs.get("dtype")
+        if dtype is not None:
+            x = ctx.op("astype", x, dtype=relax_dtype(ctx, dtype))
+        elif widen_ints:
+            d = ctx.dtype_of(x)
+            if d == "bool" or (d.startswith(("int", "uint")) and d != "int64"):
+                x = ctx.op("astype", x, dtype="int64")
+        return ctx.op(op_name, x, axis=dim, keepdims=keepdim)
+    return convert
+
+
+CONVERTERS["mean.dim"] = CONVERTERS["mean.default"] = _reduce("mean")
+CONVERTERS["sum.dim_IntList"] = CONVERTERS["sum.default"] = _reduce("sum", widen_ints=True)
