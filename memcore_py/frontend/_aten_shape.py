@@ -380,7 +380,9 @@ def _copy(ctx, node):
     dest, src = ctx.env[node.args[0]], ctx.env[node.args[1]]
     if ctx.dtype_of(src) != ctx.dtype_of(dest):
         src = ctx.op("astype", src, dtype=ctx.dtype_of(dest))
-    if not same_dims(ctx.shape_of(dest), ctx.shape_of(src)):
+    # TVM compares the two shape objects by identity (``dest_shape != src_shape`` on Relax
+    # ShapeExprs), so it broadcasts unless both values carry the very same shape object
+    if ctx.shape_of(dest) is not ctx.shape_of(src):
         src = ctx.op("broadcast_to", src, ctx.shape_of(dest))
     ctx.env[node.args[0]] = src
     return src

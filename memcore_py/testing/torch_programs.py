@@ -7,7 +7,9 @@ its ``dynamic_shapes`` (None for static exports). Together they reach the ATen t
 importer converts after ``run_decompositions()``: convolutions with bias, batch norm with
 buffers, pooling, linear layers, layer norm, embeddings, attention with a causal mask built
 from ``arange``/``full``/``triu``, element-wise arithmetic and comparisons, views and
-slicing, creation ops, dtype conversions, a buffer mutation, and ``torch.export.Dim``
+slicing, creation ops, dtype conversions, a buffer mutation, in-place ops (``masked_fill_``,
+``fill_``, ``zero_``, ``copy_``, ``relu_``, ``add_``: kept by an export that is not
+decomposed), and ``torch.export.Dim``
 dimensions with and without an upper bound. The models are built on call (torch is imported
 then), with fixed seeds, so importing this module needs no torch.
 """
@@ -137,6 +139,22 @@ def torch_programs() -> dict:
             self.count.add_(1.0)
             return x * self.scale + self.count
 
+    class InPlace(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("state", torch.zeros(2, 4))
+
+        def forward(self, x):
+            y = x * 2.0
+            y.masked_fill_(x > 0.5, 0.0)
+            z = x + 1.0
+            z.fill_(3.0)
+            w = x - 1.0
+            w.zero_()
+            self.state.copy_(y)
+            u = torch.relu_(x * 3.0)
+            return y + z + w, self.state * 2.0, u.add_(1.0)
+
     class DynamicBatch(nn.Module):
         def __init__(self):
             super().__init__()
@@ -156,6 +174,7 @@ def torch_programs() -> dict:
         "embedding_norm": (EmbeddingNorm(), (torch.randint(0, 50, (2, 7)),), None),
         "causal_attention_dynamic": (CausalAttention(), (torch.randint(0, 100, (1, 16)),), ({1: seq},)),
         "buffer_mutation": (BufferMutation(), (torch.randn(3, 4),), None),
+        "inplace": (InPlace(), (torch.rand(2, 4),), None),
         "dynamic_batch_unbounded": (DynamicBatch(), (torch.randn(4, 6),), ({0: Dim("batch", min=2)},)),
     }
     for model, _, _ in programs.values():

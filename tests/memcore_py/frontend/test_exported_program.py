@@ -222,3 +222,26 @@ def test_multi_output_node_reads_tuple_items(torch):
     assert ops == ["relax.nn.max_pool2d", "relax.zeros_like", "Tuple", "TupleGetItem", "Tuple"]
     assert isinstance(bindings[3].value, TupleGetItem) and bindings[3].value.index == 0
     assert [b.var.name for b in bindings] == ["lv", "lv1", "lv2", "lv3", "gv"]
+
+
+def test_inplace_ops_rebind_their_destination(torch):
+    """Without decomposition the in-place ops stay; copy_/fill_/masked_fill_/zero_ rebind the
+    destination node (later readers see the new value), add_/relu_ do not (TVM's rule)."""
+    from memcore_py.testing.torch_programs import torch_programs
+
+    model, args, _ = torch_programs()["inplace"]
+    main = from_exported_program(_export(torch, model, args), run_ep_decomposition=False)["main"]
+    bindings = main.body.blocks[0].bindings
+    value = {b.var: b.value for b in bindings}
+
+    def op(v):
+        return getattr(getattr(value.get(v), "op", None), "name", None)
+
+    out = value[main.body.body].fields  # gv = (y + z + w, state * 2, u + 1)
+    yz, w = value[out[0]].args
+    y, z = value[yz].args
+    assert (op(y), op(z), op(w)) == ("relax.where", "relax.full", "relax.zeros_like")
+    state = value[out[1]].args[0]  # self.state.copy_(y): the buffer now reads the copied y
+    assert op(state) == "relax.broadcast_to" and value[state].args[0] is y
+    u = value[out[2]].args[0]  # torch.relu_(x * 3) is read as relu's result, add_ is a plain add
+    assert op(u) == "relax.nn.relu" and op(out[2]) == "relax.add"
