@@ -5,8 +5,13 @@ workloads and on a 1M-entry synthetic graph.
   oracle under tools/relay_oracle.py) in per-expression form, the very function the oracle's
   ``relay.backend.GraphPlanMemory`` planned; the oracle's best-of-5 time is recorded in the
   same file, measured on this machine kind. ``extra_info``: entries, Relay bytes, arena
-  bytes, the max-live lower bound, memcore's best time, the oracle's and their ratio.
+  bytes, the max-live lower bound, memcore's best time, the oracle's and their ratio, and
+  memcore's time when the plan's lower bound (computed on first read) is read too.
   Graph-JSON form (relay.build's graph) in ``graph-plan-memory-graph-json``.
+- ``graph-plan-memory-floor``: what a call costs that is not planning, on the smallest
+  workload (dcgan, 38 entries): an empty Python call with the same signature, the compiled
+  walk alone (argument checks, output block, the plan), building the result object, and
+  the whole call.
 - ``graph-plan-memory-1m``: a synthetic graph-executor graph of 1M nodes (~1.04M entries:
   3 % inputs, 3 % reshape-only ``__nop``, 3 % multi-output ops, 1-3 inputs read from the 8
   previous nodes, sizes log-uniform 64 B..4 MiB), Relay mode and arena mode. The oracle
@@ -28,9 +33,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from memcore_py._compiled import load_compiled
 from memcore_py.frontend import read_graph_json
 from memcore_py.planning import graph_plan_memory
+from memcore_py.planning.graph_memory_plan import GraphMemoryPlan
 from memcore_py.planning.graph_model import KIND_INPUT, KIND_NOP, KIND_OP, GraphModel
+from memcore_py.planning.graph_plan_memory import _scope_tex
 
 ROOT = Path(__file__).resolve().parents[1]
 RELAY_DIR = ROOT / "tests" / "data" / "relay"
@@ -93,9 +101,41 @@ def test_workload_per_expression(benchmark, name):
     plan = benchmark(graph_plan_memory, graph)
     assert plan.storage_id.tolist() == doc["expr_plan"]["storage_id"]  # still Relay-exact
     _quality(benchmark, graph, plan)
-    ours = _best(lambda: graph_plan_memory(graph))
+    ours = _best(lambda: graph_plan_memory(graph), repeat=200)
+    with_bound = _best(lambda: graph_plan_memory(graph).lower_bound, repeat=200)
     oracle = doc["oracle_seconds"]["graph_plan_memory"]
-    benchmark.extra_info.update(memcore_s=ours, oracle_s=oracle, speedup_vs_oracle=oracle / ours)
+    benchmark.extra_info.update(memcore_s=ours, oracle_s=oracle, speedup_vs_oracle=oracle / ours,
+                                memcore_with_lower_bound_s=with_bound)
+
+
+def _empty_call(graph, *, match_range=16, mode="relay", alignment=64, time_limit=None):
+    return None
+
+
+@pytest.mark.benchmark(group="graph-plan-memory-floor")
+def test_call_floor(benchmark):
+    """The fixed costs of a call on the smallest workload (see the module docstring)."""
+    name = "dcgan_O0"
+    doc = _load(name)
+    graph = read_graph_json(doc["expr_graph"])
+    plan = benchmark(graph_plan_memory, graph)
+    kernel = load_compiled("memcore_py.planning._graph_plan")
+    args = (graph.node_kind, graph.node_row_ptr, graph.input_ptr, graph.input_entry, graph.head_entry,
+            graph.entry_bytes, graph.entry_device, graph.entry_scope, _scope_tex(graph.scope_names)[0], 16, False)
+    fields = {name: getattr(plan, name) for name in (
+        "mode", "storages", "tok_storage", "tok_offset", "tvm_bytes", "planned_bytes", "function_names", "graph",
+        "storage_id", "entry_device", "first_bytes", "storage_bytes", "relay_storage_bytes", "storage_creator",
+        "texture_shapes", "texture_bytes", "pinned_bytes", "arena_of", "arena_bytes", "seconds")}
+    n = 20000
+    benchmark.extra_info.update(
+        workload=name, n_entries=graph.n_entries, oracle_s=doc["oracle_seconds"]["graph_plan_memory"],
+        empty_call_s=_best(lambda: _empty_call(graph), repeat=n),
+        walk_s=_best(lambda: kernel.plan_relay(*args), repeat=n),
+        result_object_s=_best(lambda: GraphMemoryPlan(lower_bound=0, **fields), repeat=n),
+        call_s=_best(lambda: graph_plan_memory(graph), repeat=n),
+        lower_bound_s=_best(lambda: graph_plan_memory(graph).lower_bound, repeat=2000),
+    )
+    assert plan.storage_id.tolist() == doc["expr_plan"]["storage_id"]
 
 
 @pytest.mark.benchmark(group="graph-plan-memory-graph-json")

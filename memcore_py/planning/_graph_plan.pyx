@@ -8,11 +8,13 @@ does (spec tvm_passes.md §1.8; the rules in words are in
 :mod:`memcore_py.planning.graph_plan_memory`):
 
 1. checks every index it will read (node kinds, CSR pointers, inputs of earlier nodes, heads,
-   scope indices, sizes ``>= 0``): a :class:`GraphModel` built by ``from_arrays`` has passed
-   these already, one built by hand has not, and the kernel never reads out of bounds;
-2. resolves ``__nop`` aliases (an input is always an earlier entry, so one forward pass) and
+   scope indices, sizes ``>= 0`` whose total fits in int64, so no byte sum below can wrap):
+   a :class:`GraphModel` built by ``from_arrays`` has passed most of these already, one built
+   by hand has not, and the kernel never reads out of bounds;
+2. resolves ``__nop`` aliases (an input is always an earlier entry, so one forward pass),
    counts each token's readers (input slots and heads, through aliases; +1 for inputs,
-   parameters and constants, which are never freed);
+   parameters and constants, which are never freed) and writes each token's live interval
+   in node steps (for the lower bound and arena mode);
 3. runs the nodes: an input node gets fresh storages; an operator requests a storage for
    each flat output (the best free one of its (device, scope) pool within the
    ``match_range`` window, else a fresh one), then releases its 0-reader outputs, then drops
@@ -45,7 +47,7 @@ Relay's whole run on a 40-entry graph. This walk needs no event program, no setu
 output block, and is checked against the engine on the recorded program (the tests run both
 on the same graphs) and against a pure-Python reading of Relay.
 
-Arrays are read as raw pointers after :func:`_int64_view` checked dtype, dimension,
+Arrays are read as raw pointers after ``_view`` checked dtype, dimension,
 contiguity and length; nothing is allocated inside ``nogil`` except the free-list vectors.
 """
 cimport cython
@@ -81,6 +83,7 @@ cdef enum:
     ERR_HEAD = 7
     ERR_SCOPE = 8
     ERR_BYTES = 9
+    ERR_BYTES_TOTAL = 10
 
 ERROR_CODES = {
     "ERR_ROW_PTR": ERR_ROW_PTR,
@@ -92,6 +95,7 @@ ERROR_CODES = {
     "ERR_HEAD": ERR_HEAD,
     "ERR_SCOPE": ERR_SCOPE,
     "ERR_BYTES": ERR_BYTES,
+    "ERR_BYTES_TOTAL": ERR_BYTES_TOTAL,
 }
 
 #: Rows of the per-entry output block (``out[ROW_*]``):
@@ -100,10 +104,14 @@ ERROR_CODES = {
 #: creating entry (Relay's storage_sizes); ROW_BYTES final bytes of the entry's storage;
 #: ROW_TOKEN the entry's token (itself, or the entry a __nop chain aliases); ROW_PROTO Relay's
 #: Init count of the entry (readers + heads); ROW_REFS the event program's count of a token;
-#: ROW_OFFSET zeros (the byte offset of every entry in a Relay storage).
+#: ROW_OFFSET zeros (the byte offset of every entry in a Relay storage); ROW_START /
+#: ROW_END the inclusive live interval of a token in node steps (defining node to last
+#: reading node through aliases; heads to n_nodes; inputs, parameters and constants
+#: [-1, n_nodes]), meaningful for token entries only.
 #: Rows of the per-storage block (``st[ST_*]``): ST_BYTES final bytes and ST_CREATOR creating
 #: entry (first n_storages columns); ST_LEFT (scratch) references a token still holds;
-#: ST_POOL dense (device, scope) pool of an operator's flat output, else -1.
+#: ST_POOL dense (device, scope) pool of a flat token, else -1; ST_TOKENS the flat tokens
+#: in request order (first n_tokens columns).
 cdef enum:
     C_ROW_STORAGE = 0
     C_ROW_DEVICE = 1
@@ -113,16 +121,20 @@ cdef enum:
     C_ROW_PROTO = 5
     C_ROW_REFS = 6
     C_ROW_OFFSET = 7
-    C_N_ROWS = 8
+    C_ROW_START = 8
+    C_ROW_END = 9
+    C_N_ROWS = 10
     C_ST_BYTES = 0
     C_ST_CREATOR = 1
     C_ST_LEFT = 2
     C_ST_POOL = 3
-    C_N_ST_ROWS = 4
+    C_ST_TOKENS = 4
+    C_N_ST_ROWS = 5
 
 ROW_STORAGE, ROW_DEVICE, ROW_FIRST, ROW_BYTES = C_ROW_STORAGE, C_ROW_DEVICE, C_ROW_FIRST, C_ROW_BYTES
 ROW_TOKEN, ROW_PROTO, ROW_REFS, ROW_OFFSET = C_ROW_TOKEN, C_ROW_PROTO, C_ROW_REFS, C_ROW_OFFSET
-ST_BYTES, ST_CREATOR, ST_LEFT, ST_POOL = C_ST_BYTES, C_ST_CREATOR, C_ST_LEFT, C_ST_POOL
+ROW_START, ROW_END = C_ROW_START, C_ROW_END
+ST_BYTES, ST_CREATOR, ST_LEFT, ST_POOL, ST_TOKENS = C_ST_BYTES, C_ST_CREATOR, C_ST_LEFT, C_ST_POOL, C_ST_TOKENS
 
 cdef enum:
     BLOCK_CAP = 64
@@ -255,6 +267,9 @@ cdef struct Walk:
     int64_t* proto
     int64_t* refs
     int64_t* offset
+    int64_t* start
+    int64_t* end
+    int64_t* tokens
     int64_t* st_bytes
     int64_t* st_creator
     # scratch: per token its remaining count and pool
@@ -265,7 +280,7 @@ cdef struct Walk:
     int64_t* ev_tok
     Py_ssize_t n_events
     # results
-    Py_ssize_t n_storages, n_pools
+    Py_ssize_t n_storages, n_pools, n_tokens
     int64_t relay_bytes, pinned_bytes
     Py_ssize_t bad
 
@@ -277,7 +292,7 @@ cdef inline bint _is_tex(const Walk* w, int64_t e) noexcept nogil:
 cdef int _check_and_count(Walk* w) noexcept nogil:
     """Steps 1 and 2: validate, resolve aliases, count readers. Returns an error code (w.bad: where)."""
     cdef Py_ssize_t n, e, s, e0, e1, s0, s1
-    cdef int64_t x
+    cdef int64_t x, total = 0
     cdef int8_t k
     if w.row_ptr[0] != 0 or w.row_ptr[w.n_nodes] != w.n_entries:
         w.bad = 0
@@ -304,6 +319,9 @@ cdef int _check_and_count(Walk* w) noexcept nogil:
             if x < 0 or x >= e0:
                 w.bad = s
                 return ERR_INPUT_ORDER
+            x = w.tok[x]
+            if w.end[x] < n:
+                w.end[x] = n
         for e in range(e0, e1):
             if w.scope[e] < 0 or w.scope[e] >= w.n_scopes:
                 w.bad = e
@@ -311,16 +329,27 @@ cdef int _check_and_count(Walk* w) noexcept nogil:
             if w.nbytes[e] < 0:
                 w.bad = e
                 return ERR_BYTES
+            if w.nbytes[e] > INT64_MAX - total:
+                w.bad = e
+                return ERR_BYTES_TOTAL
+            total += w.nbytes[e]
             w.tok[e] = e
             w.proto[e] = 0
             w.refs[e] = 0
             w.pool[e] = -1
+            if k == KIND_INPUT:
+                w.start[e] = -1
+                w.end[e] = w.n_nodes
+            else:
+                w.start[e] = n
+                w.end[e] = n
         if k == KIND_NOP:
             w.tok[e0] = w.tok[w.in_entry[s0]]
     for s in range(w.n_heads):
         if w.heads[s] < 0 or w.heads[s] >= w.n_entries:
             w.bad = s
             return ERR_HEAD
+        w.end[w.tok[w.heads[s]]] = w.n_nodes
     for s in range(w.n_slots):
         x = w.in_entry[s]
         w.proto[x] += 1
@@ -361,17 +390,21 @@ cdef inline void _decref(Walk* w, vector[FreeList]* lists, int64_t t) noexcept n
 
 
 cdef void _assign_pools(Walk* w) noexcept nogil:
-    """Dense (device, scope) pool id of each flat token of an operator (first seen, first numbered)."""
+    """Dense (device, scope) pool id of each flat token (first seen, first numbered); the flat
+    tokens in order. Input tokens get a pool too (the lower bound's pools), never a free one."""
     cdef cpp_map[pool_key_t, int64_t] ids
     cdef pool_key_t key, last
     cdef int64_t last_id = -1, n
     cdef Py_ssize_t e
+    w.n_tokens = 0
     for n in range(w.n_nodes):
-        if w.kind[n] != KIND_OP:
+        if w.kind[n] == KIND_NOP:
             continue
         for e in range(w.row_ptr[n], w.row_ptr[n + 1]):
             if w.scope_tex[w.scope[e]]:
                 continue
+            w.tokens[w.n_tokens] = e
+            w.n_tokens += 1
             key = pool_key_t(w.device[e], w.scope[e])
             if last_id < 0 or key != last:
                 if ids.count(key):
@@ -491,12 +524,13 @@ def plan_relay(kind, row_ptr, in_ptr, in_entry, heads, nbytes, device, scope, sc
     Returns
     -------
     tuple
-        ``(code, bad, out, st, n_storages, n_pools, relay_bytes, pinned_bytes, ev_kind, ev_tok)``:
-        ``code`` 0 or an ``ERROR_CODES`` value with ``bad`` the node / slot / entry / head at
-        fault; ``out`` int64[N_ROWS, n_entries] (rows ``ROW_*``); ``st`` int64[N_ST_ROWS,
-        n_entries] whose rows ``ST_BYTES`` / ``ST_CREATOR`` hold the storages in their first
-        ``n_storages`` columns and ``ST_POOL`` the pool of each token; the event program
-        (``None`` unless ``record``).
+        ``(code, bad, out, st, n_storages, n_pools, n_tokens, relay_bytes, pinned_bytes, ev_kind,
+        ev_tok)``: ``code`` 0 or an ``ERROR_CODES`` value with ``bad`` the node / slot / entry /
+        head at fault; ``out`` int64[N_ROWS, n_entries] (rows ``ROW_*``); ``st``
+        int64[N_ST_ROWS, n_entries] whose rows ``ST_BYTES`` / ``ST_CREATOR`` hold the storages
+        in their first ``n_storages`` columns, ``ST_TOKENS`` the flat tokens in its first
+        ``n_tokens`` and ``ST_POOL`` the pool of each token; the event program (``None``
+        unless ``record``).
     """
     cdef Walk w
     cdef Py_ssize_t n_nodes, n_entries
@@ -538,10 +572,13 @@ def plan_relay(kind, row_ptr, in_ptr, in_entry, heads, nbytes, device, scope, sc
     w.proto = o + C_ROW_PROTO * n_entries
     w.refs = o + C_ROW_REFS * n_entries
     w.offset = o + C_ROW_OFFSET * n_entries
+    w.start = o + C_ROW_START * n_entries
+    w.end = o + C_ROW_END * n_entries
     w.st_bytes = so + C_ST_BYTES * n_entries
     w.st_creator = so + C_ST_CREATOR * n_entries
     w.left = so + C_ST_LEFT * n_entries
     w.pool = so + C_ST_POOL * n_entries
+    w.tokens = so + C_ST_TOKENS * n_entries
     w.ev_kind = NULL
     w.ev_tok = NULL
     w.n_events = 0
@@ -557,8 +594,8 @@ def plan_relay(kind, row_ptr, in_ptr, in_entry, heads, nbytes, device, scope, sc
         if code == OK:
             _walk(&w)
     if code != OK:
-        return code, w.bad, None, None, 0, 0, 0, 0, None, None
+        return code, w.bad, None, None, 0, 0, 0, 0, 0, None, None
     if record:
         ev_kind = ev_kind[:w.n_events]
         ev_tok = ev_tok[:w.n_events]
-    return (code, 0, out, st, w.n_storages, w.n_pools, w.relay_bytes, w.pinned_bytes, ev_kind, ev_tok)
+    return (code, 0, out, st, w.n_storages, w.n_pools, w.n_tokens, w.relay_bytes, w.pinned_bytes, ev_kind, ev_tok)

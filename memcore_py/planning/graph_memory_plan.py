@@ -15,6 +15,11 @@ input's storage), with the per-entry figures Relay reports beside it:
 a graph executor loads; in arena mode it adds ``storage_arena``, ``storage_offset`` (per
 entry) and ``arena_bytes`` (per arena) as ``list_int`` attrs, which a stock graph executor
 skips and a runtime that packs one buffer per device reads.
+
+What a report reads but planning does not need is derived when first read: the max-live
+``lower_bound`` (the planner may pass a function that computes it; a small graph plans in a
+few microseconds and its bound costs ten times that), and each storage's device and scope
+(from ``storage_creator``, the entry that created it).
 """
 from __future__ import annotations
 

@@ -97,6 +97,11 @@ class RelayTokenProgram:
     """int64[n_req]: the flat tokens in request order (ascending)."""
     pinned: np.ndarray
     """bool[n_entries]: input/parameter/constant entries."""
+    tok_start: np.ndarray
+    """int64[n_entries]: first node step a token is live at (-1 for a pinned one)."""
+    tok_end: np.ndarray
+    """int64[n_entries]: last node step a token is live at, inclusive (``n_nodes`` for heads
+    and pinned tokens). Aliased entries: their node, not meaningful."""
 
 
 @functools.lru_cache(maxsize=64)
@@ -133,17 +138,18 @@ def _kernel_error(g: GraphModel, kernel, code: int, bad: int) -> GraphError:
                           f"{len(g.scope_names)} scopes")
     if what == "ERR_BYTES":
         return GraphError(f"entry {bad}: negative size {int(g.entry_bytes[bad])}")
+    if what == "ERR_BYTES_TOTAL":
+        return GraphError(f"entry {bad}: the entry sizes add up past 2**63 - 1 bytes")
     ptr = "node_row_ptr" if what == "ERR_ROW_PTR" else "input_ptr"
     return GraphError(f"{ptr} is not a CSR pointer over the graph's {'entries' if ptr == 'node_row_ptr' else 'input slots'} "
                       f"(at node {bad})")
 
 
-def _walk(g: GraphModel, match_range: int, record: bool):
+def _walk(g: GraphModel, scope_tex: np.ndarray, match_range: int, record: bool):
     """Run the compiled walk on ``g``; raise GraphError for an inconsistent model."""
     kernel = load_compiled("memcore_py.planning._graph_plan")
     res = kernel.plan_relay(g.node_kind, g.node_row_ptr, g.input_ptr, g.input_entry, g.head_entry,
-                            g.entry_bytes, g.entry_device, g.entry_scope, _scope_tex(g.scope_names)[0],
-                            match_range, record)
+                            g.entry_bytes, g.entry_device, g.entry_scope, scope_tex, match_range, record)
     if res[0]:
         raise _kernel_error(g, kernel, res[0], res[1])
     return kernel, res
@@ -177,18 +183,17 @@ def relay_token_program(graph: GraphModel, *, match_range: int = 16) -> RelayTok
         A :class:`GraphModel` whose arrays are inconsistent (one not built by ``from_arrays``).
     """
     g = graph
-    kernel, (_, _, out, st, _, n_pools, _, _, ev_kind, ev_tok) = _walk(g, _as_match_range(match_range), True)
+    kernel, (_, _, out, st, _, n_pools, n_tokens, _, _, ev_kind, ev_tok) = _walk(
+        g, _scope_tex(g.scope_names)[0], _as_match_range(match_range), True)
     tok = out[kernel.ROW_TOKEN]
-    node_of = g.node_of_entry()
-    pinned = g.node_kind[node_of] == KIND_INPUT
-    is_texture = _entry_texture(g, tok)
+    pinned = g.node_kind[g.node_of_entry()] == KIND_INPUT
     # pool of a never-requested entry (aliased, texture): any valid class
     pool = np.where(pinned, n_pools, np.maximum(st[kernel.ST_POOL], 0))
-    requested = np.flatnonzero((tok == np.arange(g.n_entries)) & ~is_texture)
     return RelayTokenProgram(
         tok_bytes=g.entry_bytes, tok_pool=pool, tok_refs=out[kernel.ROW_REFS].copy(), ev_kind=ev_kind,
-        ev_tok=ev_tok, entry_tok=tok, proto_refs=out[kernel.ROW_PROTO], is_texture=is_texture,
-        requested=requested, pinned=pinned,
+        ev_tok=ev_tok, entry_tok=tok, proto_refs=out[kernel.ROW_PROTO], is_texture=_entry_texture(g, tok),
+        requested=st[kernel.ST_TOKENS, :n_tokens], pinned=pinned, tok_start=out[kernel.ROW_START],
+        tok_end=out[kernel.ROW_END],
     )
 
 
@@ -277,41 +282,33 @@ def _plan_textures(g: GraphModel, tok: np.ndarray, tex: np.ndarray, proto_refs: 
     )
 
 
-def _token_intervals(g: GraphModel, entry_tok: np.ndarray, pinned: np.ndarray):
-    """``(start, end)`` per token (inclusive node steps), for the arena and the bound.
-
-    A token lives from its defining node to the last node reading it (through aliases);
-    heads and pinned tokens to ``n_nodes``; pinned tokens from -1.
-    """
-    node_of = g.node_of_entry()
-    consumer = np.repeat(np.arange(g.n_nodes, dtype=np.int64), np.diff(g.input_ptr))
-    start = node_of.copy()
-    end = node_of.copy()
-    np.maximum.at(end, entry_tok[g.input_entry], consumer)
-    if g.head_entry.size:
-        end[entry_tok[g.head_entry]] = g.n_nodes
-    start[pinned] = -1
-    end[pinned] = g.n_nodes
-    return start, end
-
-
 def _intervals(g: GraphModel, prog: RelayTokenProgram):
-    """:func:`_token_intervals` of a program's tokens (``peak_report`` reads them)."""
-    return _token_intervals(g, prog.entry_tok, prog.pinned)
+    """``(start, end)`` per token (inclusive node steps; see :class:`RelayTokenProgram`),
+    for ``peak_report``."""
+    return prog.tok_start, prog.tok_end
 
 
-def _pool_intervals(g: GraphModel, entry_tok: np.ndarray, flat_entries: np.ndarray):
-    """Intervals of the flat tokens and the tokens of each (device, scope) pool."""
-    pinned = g.node_kind[g.node_of_entry()] == KIND_INPUT
-    start, end = _token_intervals(g, entry_tok, pinned)
-    flat_tok = np.flatnonzero((entry_tok == np.arange(g.n_entries)) & flat_entries)
-    return start, end, _flat_pools(g, flat_tok)
+def _pools(g: GraphModel, tokens: np.ndarray, n_pools: int) -> list:
+    """The flat tokens split by (device, scope): one arena (and one bound) per pool."""
+    if tokens.size == 0:
+        return []
+    if n_pools == 1:
+        return [tokens]
+    dev, scope = g.entry_device[tokens], g.entry_scope[tokens]
+    key = (dev - dev.min()) * len(g.scope_names) + scope
+    order = np.argsort(key, kind="stable")
+    bounds = np.flatnonzero(np.diff(key[order])) + 1
+    return np.split(tokens[order], bounds)
 
 
-def _lower_bound(g: GraphModel, entry_tok: np.ndarray, flat_entries: np.ndarray) -> int:
-    """Max-live bytes of the flat tokens per (device, scope) pool, summed."""
-    start, end, per_pool = _pool_intervals(g, entry_tok, flat_entries)
-    return int(sum(memcore.max_live_bytes(start[t], end[t], g.entry_bytes[t]) for t in per_pool))
+def _lower_bound(g: GraphModel, start, end, tokens, n_pools) -> int:
+    """Max-live bytes of the flat tokens per (device, scope) pool, summed.
+
+    The walk's intervals and sizes are valid input of the engine's kernel (``start <= end``,
+    sizes ``>= 0`` with a total the walk checked fits in int64), so it runs unchecked.
+    """
+    return int(sum(memcore.max_live_bytes(start[t], end[t], g.entry_bytes[t], check=False)
+                   for t in _pools(g, tokens, n_pools)))
 
 
 def graph_plan_memory(graph, *, match_range: int = 16, mode: str = "relay", alignment: int = 64,
@@ -377,31 +374,30 @@ def graph_plan_memory(graph, *, match_range: int = 16, mode: str = "relay", alig
 
         graph = graph_from_ir(graph)
     g = graph
-    kernel, (_, _, out, st, n_flat, _, relay_bytes, pinned_bytes, _, _) = _walk(g, _as_match_range(match_range), False)
+    scope_tex, any_texture = _scope_tex(g.scope_names)
+    kernel, (_, _, out, st, n_flat, n_pools, n_tokens, relay_bytes, pinned_bytes, _, _) = _walk(
+        g, scope_tex, _as_match_range(match_range), False)
     storage_id = out[kernel.ROW_STORAGE]
     tok_offset = out[kernel.ROW_OFFSET]
     st_bytes = st[kernel.ST_BYTES, :n_flat]
     st_creator = st[kernel.ST_CREATOR, :n_flat]
-    entry_tok = out[kernel.ROW_TOKEN]
+    tokens = st[kernel.ST_TOKENS, :n_tokens]
     texture_shapes: dict = {}
     texture_bytes = 0
-    flat = None  # bool per entry: its token is flat (None: all are)
-    if _scope_tex(g.scope_names)[1]:
-        st_bytes, st_creator, texture_bytes, flat = _merge_textures(g, kernel, out, st_bytes, st_creator,
-                                                                    texture_shapes)
+    if any_texture:
+        st_bytes, st_creator, texture_bytes = _merge_textures(g, kernel, out, st_bytes, st_creator, texture_shapes)
     arena_of = arena_bytes = None
     if mode == "arena":
-        flat = np.ones(g.n_entries, dtype=bool) if flat is None else flat
-        storages, arena_of, arena_bytes, tok_offset, lower_bound = _arenas(g, entry_tok, flat, alignment, time_limit)
+        storages, arena_of, arena_bytes, tok_offset, lower_bound = _arenas(
+            g, out[kernel.ROW_TOKEN], out[kernel.ROW_START], out[kernel.ROW_END], tokens, n_pools, alignment,
+            time_limit)
         tok_storage = arena_of.copy()
         planned = int(sum(arena_bytes))
     else:
         tok_storage = storage_id
         planned = relay_bytes
         storages = _RelayStorages(g, storage_id, st_bytes, st_creator)
-
-        def lower_bound():
-            return _lower_bound(g, entry_tok, np.ones(g.n_entries, dtype=bool) if flat is None else flat)
+        lower_bound = functools.partial(_lower_bound, g, out[kernel.ROW_START], out[kernel.ROW_END], tokens, n_pools)
 
     return GraphMemoryPlan(
         mode=mode,
@@ -431,8 +427,8 @@ def graph_plan_memory(graph, *, match_range: int = 16, mode: str = "relay", alig
 def _merge_textures(g, kernel, out, flat_bytes, flat_creators, texture_shapes):
     """Plan the texture tokens and number all storages in creation order, in place in ``out``.
 
-    Returns the per-storage bytes and creating entries of all storages, the texture bytes and
-    which entries are flat; fills ``texture_shapes``.
+    Returns the per-storage bytes and creating entries of all storages and the texture bytes;
+    fills ``texture_shapes``.
     """
     tok = out[kernel.ROW_TOKEN]
     tex = _entry_texture(g, tok)
@@ -456,22 +452,21 @@ def _merge_textures(g, kernel, out, flat_bytes, flat_creators, texture_shapes):
         storage_id[e] = tp.entry_sid[r]
         device[e] = g.entry_device[tp.owner_entry[r]]
     out[kernel.ROW_BYTES][tex] = st_bytes[storage_id[tex]]
-    return st_bytes, st_creator, int(sum(nb for nb, _, _ in tp.storages.values())), flat
+    return st_bytes, st_creator, int(sum(nb for nb, _, _ in tp.storages.values()))
 
 
-def _arenas(g, entry_tok, flat_entries, alignment, time_limit):
+def _arenas(g, entry_tok, start, end, tokens, n_pools, alignment, time_limit):
     """Arena mode: one arena per (device, scope) pool of flat tokens, packed by plan_offsets.
 
     Returns ``(storages, arena_of, arena_bytes, tok_offset, lower_bound)``.
     """
-    start, end, per_pool = _pool_intervals(g, entry_tok, flat_entries)
     arena_of = np.full(g.n_entries, -1, dtype=np.int64)
     tok_arena = np.full(g.n_entries, -1, dtype=np.int64)
     tok_offset = np.zeros(g.n_entries, dtype=np.int64)
     arena_bytes, storages, lower_bound = [], [], 0
-    for toks in per_pool:
+    for toks in _pools(g, tokens, n_pools):
         s, e, b = start[toks], end[toks], g.entry_bytes[toks]
-        lower_bound += memcore.max_live_bytes(s, e, b)
+        lower_bound += memcore.max_live_bytes(s, e, b, check=False)
         ap = memcore.plan_offsets(s, e, b, alignment=alignment, time_limit=time_limit)
         a = len(arena_bytes)
         arena_bytes.append(int(ap.arena_bytes))
@@ -480,21 +475,8 @@ def _arenas(g, entry_tok, flat_entries, alignment, time_limit):
         head = int(toks[0])
         storages.append(StoragePlan(IntImm(int(ap.arena_bytes)), "uint8", g.scope_names[g.entry_scope[head]],
                                     int(g.entry_device[head]), 0, toks.tolist()))
-    arena_of[flat_entries] = tok_arena[entry_tok[flat_entries]]
+    arena_of[:] = tok_arena[entry_tok]  # texture entries stay -1: their tokens are in no pool
     return storages, arena_of, arena_bytes, tok_offset[entry_tok], int(lower_bound)
-
-
-def _flat_pools(g: GraphModel, flat_tok: np.ndarray) -> list:
-    """The flat tokens split by (device, scope): one arena (and one bound) per pool."""
-    if flat_tok.size == 0:
-        return []
-    dev, scope = g.entry_device[flat_tok], g.entry_scope[flat_tok]
-    if dev.min() == dev.max() and scope.min() == scope.max():
-        return [flat_tok]
-    key = (dev - dev.min()) * len(g.scope_names) + scope
-    order = np.argsort(key, kind="stable")
-    bounds = np.flatnonzero(np.diff(key[order])) + 1
-    return np.split(flat_tok[order], bounds)
 
 
 class _RelayStorages(Sequence):

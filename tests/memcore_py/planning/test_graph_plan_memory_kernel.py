@@ -139,6 +139,17 @@ def test_hand_built_model_is_checked(change, message):
         relay_token_program(g)
 
 
+def test_sizes_past_int64_are_refused():
+    """No byte total (Relay bytes, pinned bytes, the bound) can wrap: the sizes' sum is checked."""
+    g = GraphModel.from_arrays([KIND_INPUT, KIND_OP, KIND_OP], [1, 1, 1], [0, 0, 1, 2], [0, 1], [0, 0],
+                               [2], [0], [2**62, 2**62, 1])
+    with pytest.raises(GraphError, match=r"entry 1: the entry sizes add up past 2\*\*63 - 1 bytes"):
+        graph_plan_memory(g)
+    fits = GraphModel.from_arrays([KIND_INPUT, KIND_OP, KIND_OP], [1, 1, 1], [0, 0, 1, 2], [0, 1], [0, 0],
+                                  [2], [0], [2**62, 2**62 - 2, 1])
+    assert graph_plan_memory(fits).relay_bytes == 2**63 - 1
+
+
 def test_hand_built_model_that_is_consistent_plans():
     g = _good()
     same = dataclasses.replace(g, entry_bytes=_ro([16, 16, 16]))

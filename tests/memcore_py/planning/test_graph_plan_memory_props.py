@@ -227,3 +227,7 @@ def test_arena_offsets_verify(case, alignment):
         want += max(sum(size[e] for e in roots if start[e] <= t <= end[e]) for t in range(-1, len(nodes) + 1))
     assert plan.lower_bound == want
     assert graph_plan_memory(g).lower_bound == want
+    prog = relay_token_program(g)  # the walk's intervals (peak_report's), on the token entries
+    roots = [e for e in range(g.n_entries) if root[e] == e]
+    assert prog.tok_start[roots].tolist() == [start[e] for e in roots]
+    assert prog.tok_end[roots].tolist() == [end[e] for e in roots]
