@@ -164,3 +164,56 @@ def test_match_range_is_validated(bad):
 
 def test_match_range_numpy_integer():
     assert graph_plan_memory(_good(), match_range=np.int64(0)).storage_id.tolist() == [0, 1, 2]
+
+
+def _texture_graph():
+    """test_plan_2d_memory's graph: four flat buffers, three textures, one flat buffer."""
+    nchw, nchw4c = (1, 32, 40, 40), (1, 8, 40, 40, 4)
+    f32 = "float32"
+    nodes = [{"kind": "input", "name": "data1", "outputs": [(nchw, f32)]},
+             {"kind": "input", "name": "data2", "outputs": [(nchw, f32)]},
+             {"kind": "op", "name": "lt1", "inputs": [(0, 0)], "outputs": [(nchw4c, f32)]},
+             {"kind": "op", "name": "lt2", "inputs": [(1, 0)], "outputs": [(nchw4c, f32)]},
+             {"kind": "op", "name": "add6", "inputs": [(2, 0), (3, 0)], "outputs": [(nchw4c, f32)]},
+             {"kind": "op", "name": "add8", "inputs": [(4, 0), (3, 0)], "outputs": [(nchw4c, f32)]},
+             {"kind": "op", "name": "add10", "inputs": [(4, 0), (5, 0)], "outputs": [(nchw4c, f32)]},
+             {"kind": "op", "name": "lt11", "inputs": [(6, 0)], "outputs": [(nchw, f32)]}]
+    scopes = ["global"] * 4 + ["global.texture"] * 3 + ["global"]
+    return make_graph(nodes, heads=[(7, 0)], scopes=scopes, devices=[3] * 8), scopes
+
+
+def test_storage_plans_are_built_on_read():
+    """plan.storages[i]: the entries of Relay storage i in order, its final bytes, the dtype,
+    scope and device of its creating entry (derived here from the per-entry arrays)."""
+    g, scopes = _texture_graph()
+    plan = graph_plan_memory(g)
+    sid = plan.storage_id.tolist()
+    assert len(plan.storages) == plan.n_relay_storages == len(set(sid))
+    for i, sp in enumerate(plan.storages):
+        members = [e for e in range(g.n_entries) if sid[e] == i]
+        assert sp.tokens == members
+        assert sp.const_bytes == plan.relay_storage_bytes[i] == max(plan.storage_bytes[members])
+        assert (sp.scope, sp.device, sp.dtype) == (scopes[members[0]], 3, "float32")
+    assert [sp.tokens for sp in plan.storages[-2:]] == [sp.tokens for sp in plan.storages[5:7]]
+    with pytest.raises(IndexError, match="storage 7 out of range"):
+        plan.storages[7]
+    assert plan.relay_storage_device.tolist() == [3] * 7
+    # bytes of a flat storage are its largest tensor's; of a texture, width x height x channel x 4
+    assert plan.relay_storage_bytes[:4].tolist() == [32 * 40 * 40 * 4] * 4
+    assert plan.relay_storage_bytes[4:].tolist() == [40 * 8 * 40 * 4 * 4] * 3
+    assert plan.texture_bytes == 3 * 40 * 8 * 40 * 4 * 4
+    assert plan.relay_bytes == 4 * 32 * 40 * 40 * 4
+
+
+def test_arena_mode_with_textures():
+    """Arena mode packs the flat tensors; textures keep Relay's 2-D storages and no arena."""
+    g, scopes = _texture_graph()
+    relay = graph_plan_memory(g)
+    arena = graph_plan_memory(g, mode="arena", alignment=1)
+    assert arena.storage_id.tolist() == relay.storage_id.tolist()
+    tex = [s == "global.texture" for s in scopes]
+    assert [a == -1 for a in arena.arena_of.tolist()] == tex
+    assert len(arena.arena_bytes) == 1
+    # data1, data2 pinned; lt1 and lt2 live until add6/add8; lt11 after them: 4 buffers at once
+    assert arena.lower_bound == relay.lower_bound == 4 * 32 * 40 * 40 * 4
+    assert arena.arena_bytes[0] == arena.lower_bound
