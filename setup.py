@@ -34,6 +34,7 @@ EXTENSIONS = {
     "memcore._verify": {"sources": ["memcore/_verify.pyx"], "language": "c++"},
     # compiled helpers of the Python layer, in the package whose job they do; no fallback
     "memcore_py.analysis._storage_walk": {"sources": ["memcore_py/analysis/_storage_walk.pyx"], "language": "c"},
+    "memcore_py.analysis._inplace_walk": {"sources": ["memcore_py/analysis/_inplace_walk.pyx"], "language": "c"},
     "memcore_py.transform._alloc_rewrite": {"sources": ["memcore_py/transform/_alloc_rewrite.pyx"], "language": "c"},
     "memcore_py.planning._graph_plan": {"sources": ["memcore_py/planning/_graph_plan.pyx"], "language": "c++"},
 }

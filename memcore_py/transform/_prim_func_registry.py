@@ -6,14 +6,18 @@ API
 ---
 ``reg = PrimFuncRegistry(mod)``
     A registry over the functions of ``mod`` (never mutated).
-``reg.add(func, hint) -> GlobalVar``
+``reg.add(func, hint, key=None) -> GlobalVar``
     If the module, or an earlier ``add``, holds a PrimFunc structurally equal to ``func``
     (:func:`~memcore_py.ir.structural.structural_equal`: parameter dtypes and shapes, attrs,
     ``private``, text up to the function's name and whitespace), its GlobalVar; otherwise
     ``func`` is added under ``hint`` made unique by a
     :class:`~memcore_py.ir.builder.NameTable` (TVM's ``NameSupply``: ``matmul``, ``matmul1``,
     ``matmul2``, ... skipping every name already in the module), exactly the names
-    :meth:`~memcore_py.ir.builder.BlockBuilder.add_func` gives.
+    :meth:`~memcore_py.ir.builder.BlockBuilder.add_func` gives. ``key`` is the caller's
+    structure key of a function it wrote (DataflowUseInplaceCalls passes
+    :func:`~.legalize_elementwise.structure_key`): two keyed functions are equal exactly
+    when their keys are, so their texts are never compared; a keyed function is still
+    compared structurally with the module's own functions.
 ``reg.module(updates=None) -> IRModule``
     ``mod`` with ``updates`` (GlobalVar -> function, replacing functions of ``mod``) applied
     and the added PrimFuncs appended in the order they were added.
@@ -58,11 +62,16 @@ def _coarse(func: PrimFunc):
     return (func.private, len(func.params), tuple(sorted(map(str, func.attrs))))
 
 
-def _bucket(func: PrimFunc):
-    """Equal for structurally equal PrimFuncs (symbolic dims, matched by position, as '?')."""
-    sig = tuple((p.dtype, None if p.shape is None else tuple(d.value if type(d) is IntImm else "?" for d in p.shape))
-                for p in func.params)
-    return (func.private, _canon(func.attrs), sig)
+def _signature(params) -> tuple:
+    """Parameter dtypes and shapes (symbolic dims, matched by position, as '?')."""
+    return tuple((p.dtype, None if p.shape is None else tuple(d.value if type(d) is IntImm else "?" for d in p.shape))
+                 for p in params)
+
+
+def _bucket(func: PrimFunc, sig=None):
+    """Equal for structurally equal PrimFuncs; ``sig``: :func:`_signature` of its params if
+    known."""
+    return (func.private, _canon(func.attrs), _signature(func.params) if sig is None else sig)
 
 
 class PrimFuncRegistry:
@@ -84,6 +93,8 @@ class PrimFuncRegistry:
         """GlobalVar -> PrimFunc, in the order :meth:`add` added them."""
         self._index = None  # coarse key -> [(GlobalVar, PrimFunc)] not yet in a group
         self._groups: dict = {}  # coarse key -> {bucket -> [(GlobalVar, PrimFunc)]}
+        self._keys: dict = {}  # GlobalVar -> the caller's structure key (added functions only)
+        self._signatures: dict = {}  # id(params) -> (params, signature); params kept alive
 
     def _build_index(self):
         index = {}
@@ -102,16 +113,24 @@ class PrimFuncRegistry:
                 group.setdefault(_bucket(f), []).append((gv, f))
         return group
 
-    def add(self, func: PrimFunc, hint: str) -> GlobalVar:
+    def add(self, func: PrimFunc, hint: str, key=None) -> GlobalVar:
         """The GlobalVar of a function equal to ``func`` (added under a fresh name from
-        ``hint`` when there is none)."""
+        ``hint`` when there is none); ``key``: see the module docstring."""
         if type(func) is not PrimFunc:
             raise PassError(f"PrimFuncRegistry.add expects a PrimFunc; got {type(func).__name__}")
         if self._index is None:
             self._index = self._build_index()
-        candidates = self._group(_coarse(func)).setdefault(_bucket(func), [])
+        params = func.params  # copies of one function share its params tuple: one signature
+        hit = self._signatures.get(id(params))
+        if hit is None or hit[0] is not params:
+            hit = self._signatures[id(params)] = (params, _signature(params))
+        candidates = self._group(_coarse(func)).setdefault(_bucket(func, hit[1]), [])
         for gv, other in candidates:
-            if structural_equal(other, func):
+            other_key = self._keys.get(gv)
+            if key is not None and other_key is not None:
+                if other_key == key:
+                    return gv
+            elif structural_equal(other, func):
                 return gv
         name = self.names.fresh(hint)
         while name in self._taken:
@@ -120,6 +139,8 @@ class PrimFuncRegistry:
         gv = GlobalVar(name, func.ty)
         candidates.append((gv, func))
         self.added[gv] = func
+        if key is not None:
+            self._keys[gv] = key
         return gv
 
     def module(self, updates=None) -> IRModule:

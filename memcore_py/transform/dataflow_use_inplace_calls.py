@@ -47,6 +47,7 @@ from __future__ import annotations
 from ..errors import IRError, PassError
 from ..ir.expr import (Call, Constant, DataflowBlock, DataflowVar, Function, MatchCast, PrimValue, ShapeExpr, Tuple,
                        TupleGetItem, Var, VarBinding)
+from ..ir.construct import new_binding, new_call, new_match_cast, new_tuple
 from ..ir.functor import ExprMutator
 from ..ir.infer import infer_type
 from ..ir.module import IRModule
@@ -103,9 +104,9 @@ class _Rewriter(ExprMutator):
             return super().visit_binding(b, out)
         new_value = self._inplace_call(b, j)
         if type(b) is MatchCast:
-            out.append(MatchCast(b.var, new_value, b.ty))
+            out.append(new_match_cast(b.var, new_value, b.ty))
         else:
-            out.append(VarBinding(b.var, new_value))
+            out.append(new_binding(b.var, new_value))
 
     # -- the rewrite of one call ----------------------------------------------------
     def _fail(self, b, msg):
@@ -156,8 +157,8 @@ class _Rewriter(ExprMutator):
         if gv is None:
             # TVM derives the in-place function from the legalization it found, whose buffers
             # are named after the arguments of the call that first created it.
-            ec = self.named.setdefault(structure_key(ec), ec)
-            gv = self.registry.add(prim_func(ec, hint, index), hint)
+            ec = self.named.setdefault(key if index is None else structure_key(ec), ec)
+            gv = self.registry.add(prim_func(ec, hint, index), hint, key)
             table[key] = gv
         return gv
 
@@ -168,19 +169,21 @@ class _Rewriter(ExprMutator):
         # same folded constants) has the same functions, found without building any key.
         fast = (call.op, id(rty), j, tuple(
             ("c", repr(scalar_of(a.data))) if folded[k] else id(a.ty) for k, a in enumerate(call.args)))
+        kept = tuple(a for k, a in enumerate(call.args) if not folded[k])
         hit = self.by_types.get(fast)
         if hit is None:
             ec = self._describe(call, rty, folded)
             gv_legal = self._function(self.legal, ec, None, call.op.legalize)
             gv = self._function(self.inplace, ec, j, gv_legal.name + "_inplace")
-            hit = self.by_types[fast] = (gv_legal, gv, (rty,) + tuple(a.ty for a in call.args))  # keeps the ids valid
-        gv_legal, gv = hit[0], hit[1]
+            idx = j - sum(folded[:j])  # position among the PrimFunc's inputs (folded constants skipped)
+            hit = self.by_types[fast] = (gv_legal, gv, TupleType([a.ty for a in kept]), {"inplace_indices": (idx,)},
+                                         (rty,), (rty,) + tuple(a.ty for a in call.args))  # the last keeps ids valid
+        gv_legal, gv, args_ty, attrs, ty_args = hit[:5]
         self.legal_added.append(gv_legal)
-        kept = [a for k, a in enumerate(call.args) if not folded[k]]
-        idx = j - sum(folded[:j])  # position among the PrimFunc's inputs (folded constants skipped)
-        fields = tuple(self.visit_expr(a) for a in kept)
-        args_tuple = Tuple(fields)
-        return Call(_CALL_TIR_INPLACE, (gv, args_tuple), {"inplace_indices": (idx,)}, (rty,))
+        if self.var_remap:
+            kept = tuple(self.visit_expr(a) for a in kept)
+        # Parts taken from a checked call and types of its arguments: built unchecked.
+        return new_call(_CALL_TIR_INPLACE, (gv, new_tuple(kept, args_ty)), attrs, ty_args)
 
     def result(self, updates: dict) -> IRModule:
         out = self.registry.module(updates)

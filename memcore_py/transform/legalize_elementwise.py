@@ -40,6 +40,7 @@ mean equal text up to names (``canonical=True`` writes that name-free text).
 """
 from __future__ import annotations
 
+import functools
 import keyword
 import math
 from dataclasses import dataclass
@@ -124,15 +125,26 @@ def _buffer_decl(name, dims, dtype) -> str:
     return f'{name}: T.Buffer({_shape_tuple(dims)}, "{dtype}")'
 
 
+def _same_dim(d, o) -> bool:
+    """Whether two dims are provably equal (constants compared without the prover)."""
+    if d is o:
+        return True
+    if type(d) is IntImm and type(o) is IntImm:
+        return d.value == o.value
+    return prove_equal(d, o)
+
+
 def _index(operand_shape, out_shape, vars_) -> str:
     """TOPI's broadcast index of an operand inside the result's loop nest."""
     r, k = len(out_shape), len(operand_shape)
     if k == 0:
         return "[()]"
+    if operand_shape is out_shape:
+        return "[" + ", ".join(vars_) + "]"
     idx = []
     for i in range(r - k, r):
         d, o = operand_shape[i - (r - k)], out_shape[i]
-        if d is o or (type(d) is IntImm and type(o) is IntImm and d.value == o.value) or prove_equal(d, o):
+        if _same_dim(d, o):
             idx.append(vars_[i])
         elif simplify_const(d) == 1:
             idx.append("T.int64(0)")
@@ -162,9 +174,16 @@ def _block(lines, ind, name, dims, loop_prefix, reads, write, value_of):
     else:
         lines.append(f'{ind}{", ".join(bvars)} = T.axis.remap("{"S" * r}", [{", ".join(loops)}])')
     out_shape = write[1]
+    target = write[0] + _index(out_shape, out_shape, bvars)
     lines.append(f"{ind}T.reads({', '.join(b + _index(s, out_shape, bvars) for b, s in reads)})")
-    lines.append(f"{ind}T.writes({write[0]}{_index(out_shape, out_shape, bvars)})")
-    lines.append(f"{ind}{write[0]}{_index(out_shape, out_shape, bvars)} = {value_of(bvars)}")
+    lines.append(f"{ind}T.writes({target})")
+    lines.append(f"{ind}{target} = {value_of(bvars)}")
+
+
+@functools.lru_cache(maxsize=None)
+def _loop_names(rank: int) -> frozenset:
+    """The loop and block variable names of a rank-``rank`` loop nest."""
+    return frozenset(f"{p}{k}" for p in ("ax", "v_ax", "i", "v_i") for k in range(rank))
 
 
 def _unique_names(call: ElementwiseCall, reserved: set, canonical: bool) -> list:
@@ -221,20 +240,17 @@ def _write(call: ElementwiseCall, func_name: str, inplace_index, canonical: bool
     """``(text, [(param name, shape)])`` of :func:`prim_func_text`."""
     if call.op not in SUPPORTED:
         raise PassError(f"no elementwise legalization for {call.op}")
-    rename = None
-    if canonical:
-        order = {}
-        for d in list(call.shape) + [d for o in call.operands if o.is_buffer for d in o.shape]:
-            for v in free_prim_vars(d):
-                order.setdefault(v, f"s{len(order)}")
-        rename = order
-    sym = set()
-    for d in list(call.shape) + [d for o in call.operands if o.is_buffer for d in o.shape]:
-        sym.update(free_prim_vars(d))
+    sym: dict = {}  # symbolic variable -> canonical name, by first appearance
+    for shape in (call.shape, *(o.shape for o in call.operands if o.is_buffer)):
+        for d in shape:
+            if type(d) is not IntImm:
+                for v in free_prim_vars(d):
+                    sym.setdefault(v, f"s{len(sym)}")
+    rename = sym if canonical else None
     block_name = _BINARY[call.op][1] if call.op in _BINARY else "compute"
-    reserved = {"compute", "T_multiply", block_name, "vi"} | sym | set((rename or {}).values())
+    reserved = {"compute", "T_multiply", block_name, "vi"} | sym.keys() | set((rename or {}).values())
     r = len(call.shape)
-    reserved |= {f"{p}{k}" for p in ("ax", "v_ax", "i", "v_i") for k in range(r)}
+    reserved |= _loop_names(r)
     names = _unique_names(call, reserved, canonical)
     out_dims = _dims(call.shape, rename)
     dtype = call.dtype
@@ -243,7 +259,7 @@ def _write(call: ElementwiseCall, func_name: str, inplace_index, canonical: bool
             raise PassError(f"{call.op}: in-place index {inplace_index!r} is not an operand index "
                             f"(0..{len(call.operands) - 1})")
         o = call.operands[inplace_index]
-        if not o.is_buffer or len(o.shape) != r or not all(prove_equal(a, b) for a, b in zip(o.shape, call.shape)):
+        if not o.is_buffer or len(o.shape) != r or not all(_same_dim(a, b) for a, b in zip(o.shape, call.shape)):
             raise PassError(f"operand {inplace_index} cannot hold the result of {call.op} in place")
         out_name = names[inplace_index]
     else:
@@ -251,7 +267,13 @@ def _write(call: ElementwiseCall, func_name: str, inplace_index, canonical: bool
     signature = [(n, o.shape) for n, o in zip(names, call.operands) if n is not None]
     if inplace_index is None:
         signature.append((out_name, call.shape))
-    params = [_buffer_decl(n, _dims(shape, rename), dtype) for n, shape in signature]
+    shape_text = {id(call.shape): out_dims}  # shapes are often one shared tuple: format once
+    params = []
+    for n, shape in signature:
+        dims = shape_text.get(id(shape))
+        if dims is None:
+            dims = shape_text[id(shape)] = _dims(shape, rename)
+        params.append(_buffer_decl(n, dims, dtype))
     lines = ["@T.prim_func(private=True, s_tir=True)", f"def {func_name}({', '.join(params)}):",
              f'{_INDENT}T.func_attr({{"tirx.noalias": True}})', f'{_INDENT}# with T.sblock("root"):']
     ind = _INDENT

@@ -449,3 +449,31 @@ def test_analyses_and_emitter_refuse_bad_input():
         prim_func_text(add, "f", 1)  # the (3,) operand is smaller than the (2, 3) result
     with pytest.raises(PassError, match="not an operand index"):
         prim_func_text(add, "f", 2)
+
+
+def test_inplace_sizes_beyond_int64_are_compared_exactly():
+    # numel = 2**80 does not fit a C integer: the exact (polynomial) comparison decides.
+    big = 'R.Tensor((1099511627776, 1099511627776), dtype="float32")'
+    mod = module("""
+        a = R.add(x, x)
+        b = R.multiply(a, a)
+        c = R.add(b, y)
+        R.output(c)
+    """, params=f"x: {big}, y: R.Tensor((1099511627776,), dtype=\"float32\")")
+    size, exact = inplace_opportunities(block_of(mod), mod["main"].params)
+    # b (dead after c) holds c exactly; y is a live parameter; a dies at b: both operands.
+    assert size == exact == [(1, [1, 0]), (2, [0])]
+
+
+def test_liveness_reads_variables_inside_tuple_and_shape_arguments():
+    # concat((a, b)) uses a and b through its tuple argument; reshape's shape holds none.
+    # x, y (parameters) and d (the output) are non-dataflow Vars: live after the block (4).
+    mod = module("""
+        a = R.add(x, y)
+        b = R.multiply(x, y)
+        c = R.concat((a, b), axis=0)
+        d = R.reshape(c, R.shape([12]))
+        R.output(d)
+    """)
+    live = by_name(dataflow_liveness(block_of(mod)))
+    assert live == {"x": (-1, 4), "y": (-1, 4), "a": (0, 2), "b": (1, 2), "c": (2, 3), "d": (3, 4)}
