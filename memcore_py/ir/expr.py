@@ -485,9 +485,10 @@ class PrimFunc(BaseFunc):
     pass, the printer or structural equality asks for it, since planning never does). The
     fields are slots left unset until then; ``__getattr__``, which Python calls only for an
     unset slot, fills all four at once, so a loaded PrimFunc costs nothing extra.
+    :meth:`lazy_text` defers only the text.
     """
 
-    __slots__ = ("params", "text", "private", "source", "_load")
+    __slots__ = ("params", "text", "private", "source", "_load", "_base")
 
     _LAZY_FIELDS = ("params", "attrs", "text", "private")
 
@@ -502,6 +503,7 @@ class PrimFunc(BaseFunc):
         _set(self, "private", bool(private))
         _set(self, "source", source)
         _set(self, "_load", None)
+        _set(self, "_base", None)
         _set(self, "ty", ObjectType())
 
     @classmethod
@@ -514,8 +516,37 @@ class PrimFunc(BaseFunc):
         f = object.__new__(cls)
         _set(f, "source", source)
         _set(f, "_load", load)
+        _set(f, "_base", None)
         _set(f, "ty", ObjectType())
         return f
+
+    @classmethod
+    def lazy_text(cls, params, attrs, private: bool, text_of, base: "PrimFunc") -> "PrimFunc":
+        """A PrimFunc whose ``params``, ``attrs`` and ``private`` are set (and checked) now
+        and whose ``text`` is ``text_of()``, called once on first access: for a text that an
+        edit of the decorator and attribute line derives from ``base``'s
+        (:func:`~memcore_py.ir.prim_func_text.with_attrs`), which a pass need not write unless
+        the text is read (printing, structural equality); see :meth:`reference_text`."""
+        if not callable(text_of):
+            raise IRError(f"PrimFunc.lazy_text needs a callable; got {type(text_of).__name__}")
+        if type(base) is not PrimFunc:
+            raise IRError(f"PrimFunc.lazy_text needs the PrimFunc the text derives from; got {type(base).__name__}")
+        f = cls(params, attrs, None, private)
+        p, a, pr = f.params, f.attrs, f.private
+        cls.text.__delete__(f)
+        _set(f, "_load", lambda: (p, a, text_of(), pr))
+        _set(f, "_base", base)
+        return f
+
+    def reference_text(self):
+        """A text with the same references to other functions (``cls.name``) as ``text``:
+        ``text`` itself, or, while a :meth:`lazy_text` function's text is unwritten, the
+        reference text of the function it derives from (an edit of the decorator and the
+        attribute line leaves the body, and what it calls, as it was)."""
+        f = self
+        while object.__getattribute__(f, "_base") is not None and object.__getattribute__(f, "_load") is not None:
+            f = object.__getattribute__(f, "_base")
+        return f.text
 
     def __getattr__(self, name):
         if name not in PrimFunc._LAZY_FIELDS:
@@ -528,4 +559,5 @@ class PrimFunc(BaseFunc):
         for k in PrimFunc._LAZY_FIELDS:
             _set(self, k, object.__getattribute__(checked, k))
         _set(self, "_load", None)
+        _set(self, "_base", None)
         return object.__getattribute__(self, name)

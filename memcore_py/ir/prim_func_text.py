@@ -1239,8 +1239,11 @@ def _comparable(v):
 
 
 def with_attrs(func: PrimFunc, attrs: dict, private: bool | None = None) -> PrimFunc:
-    """A copy of ``func`` with ``attrs`` (and ``private``, default unchanged), its text
-    already synced (:func:`synced_text`), so the node and its text agree.
+    """A copy of ``func`` with ``attrs`` (and ``private``, default unchanged) whose text is
+    ``func``'s synced to them (:func:`synced_text`), so the node and its text agree. The
+    text is written when first read (:meth:`PrimFunc.lazy_text`): TVM's ``WithAttr`` copies
+    only the attribute map, and a pass that attaches attributes to many copies should not
+    pay for text nobody reads.
 
     Examples
     --------
@@ -1254,8 +1257,10 @@ def with_attrs(func: PrimFunc, attrs: dict, private: bool | None = None) -> Prim
     if not isinstance(attrs, dict):
         raise IRError(f"PrimFunc attrs must be a dict; got {type(attrs).__name__}")
     private = func.private if private is None else bool(private)
-    text = None if func.text is None else synced_text(func.text, attrs, private)
-    return PrimFunc(func.params, attrs, text=text, private=private)
+    attrs = dict(attrs)  # the text is written later: from these values, whatever the caller does
+    if func.reference_text() is None:  # a signature-only function (no unwritten text either)
+        return PrimFunc(func.params, attrs, text=None, private=private)
+    return PrimFunc.lazy_text(func.params, attrs, private, lambda: synced_text(func.text, attrs, private), func)
 
 
 # ------------------------------------------------------------------------------ comparing

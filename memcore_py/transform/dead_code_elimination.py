@@ -192,7 +192,7 @@ def entry_function_names(mod: IRModule, entry_functions=None) -> list:
 def _callees(func) -> list:
     """Names of the GlobalVars ``func`` refers to (TVM ``CollectCallees``)."""
     if type(func) is PrimFunc:
-        text = func.text
+        text = func.reference_text()  # a copy's unwritten text refers to what its base does
         return _CLS_REF.findall(text) if text and "cls." in text else []
     out = []
     stack = [func.body]

@@ -267,6 +267,31 @@ def test_with_attrs_copies_with_synced_text():
     assert not public.private and public.text.startswith("@T.prim_func(s_tir=True)\n") and "T.func_attr" not in public.text
 
 
+def test_with_attrs_writes_the_text_when_first_read():
+    _, f = pft.read_prim_func(BODY_TEXT)
+    attrs = {**f.attrs, "layout_free_buffers": (0,)}
+    g = pft.with_attrs(f, attrs)
+    attrs["layout_free_buffers"] = (1,)  # the caller's dict changing afterwards changes nothing
+    assert object.__getattribute__(g, "_load") is not None  # unwritten yet
+    assert g.reference_text() is BODY_TEXT  # scans for references read the base, not the copy
+    assert g.attrs == {"tirx.noalias": True, "layout_free_buffers": (0,)}
+    assert g.text == pft.synced_text(BODY_TEXT, {"tirx.noalias": True, "layout_free_buffers": (0,)}, True)
+    assert object.__getattribute__(g, "_load") is None and g.reference_text() is g.text
+    # a copy of a copy: references still come from the first text while both are unwritten
+    h = pft.with_attrs(pft.with_attrs(f, {"a": 1}), {"b": 2})
+    assert h.reference_text() is BODY_TEXT and h.text == pft.synced_text(BODY_TEXT, {"b": 2}, True)
+
+
+def test_lazy_text_checks_its_arguments():
+    _, f = pft.read_prim_func(BODY_TEXT)
+    with pytest.raises(IRError, match="needs a callable; got str"):
+        PrimFunc.lazy_text(f.params, {}, True, "text", f)
+    with pytest.raises(IRError, match="the PrimFunc the text derives from; got NoneType"):
+        PrimFunc.lazy_text(f.params, {}, True, lambda: BODY_TEXT, None)
+    with pytest.raises(IRError, match="parameter 0 must be a PrimFuncParam"):
+        PrimFunc.lazy_text([1], {}, True, lambda: BODY_TEXT, f)
+
+
 def test_with_attrs_of_a_signature_only_prim_func():
     g = pft.with_attrs(sig_func({"a": 1}), {"b": 2})
     assert g.text is None and g.attrs == {"b": 2}

@@ -358,6 +358,28 @@ def test_prim_func_registry_dedup_and_names():
         PrimFuncRegistry(None)
 
 
+def test_prim_func_registry_keys():
+    """Keyed additions are told apart by key alone (no text comparison); a keyed function is
+    still compared structurally with the module's own functions."""
+    from memcore_py.ir.prim_func_text import with_attrs
+    from memcore_py.transform._prim_func_registry import PrimFuncRegistry
+
+    mod = module_from_text(module(matmul() + matmul("matmul1", LF1) + main(f"x: {T32}, y: {T32}", call("matmul", "x, y"))))
+    reg = PrimFuncRegistry(mod)
+    orig = mod["matmul"]
+    # equal to the module's matmul1 structurally: found although keyed
+    assert reg.add(with_attrs(orig, {"layout_free_buffers": (1,)}), "matmul", key="k1").name == "matmul1"
+    a = with_attrs(orig, {"layout_free_buffers": (0,)})
+    gv_a = reg.add(a, "matmul", key="k0")
+    b = with_attrs(orig, {"layout_free_buffers": (0,)})
+    assert reg.add(b, "matmul", key="k0") is gv_a  # same key: the same function
+    assert reg.add(b, "matmul", key="other").name == "matmul3"  # another key: never compared, added
+    # the keyed lookups did not need the copies' texts
+    assert object.__getattribute__(a, "_load") is not None
+    assert reg.add(b, "matmul") is gv_a  # unkeyed: compared by structure (texts written)
+    assert object.__getattribute__(a, "_load") is None
+
+
 def test_synced_text_key_shortcut():
     """prim_func_text._states_attrs skips its ast read when a key is not spelled in the line;
     a line stating the attrs in another spelling is still kept."""
