@@ -27,6 +27,7 @@ import numpy as np
 
 from ..errors import FrontendError, IRError
 from ..ir.builder import BlockBuilder
+from ..ir.construct import new_call
 from ..ir.expr import Call, Constant, Expr, PrimValue, ShapeExpr, Tuple, TupleGetItem
 from ..ir.infer import infer_type
 from ..ir.op import get_op
@@ -129,12 +130,13 @@ class AtenContext:
                 raise IRError(f"relax.{name} needs the argument {spec.name!r}")
             exprs.append(_as_arg(spec.kind, v))
         attrs = op.convert_attrs(attrs, exprs)
-        ty = infer_type(Call(op, exprs, attrs), self.bb)
+        exprs = tuple(exprs)  # all Relax expressions (_as_arg): the unchecked constructor fits
+        ty = infer_type(new_call(op, exprs, attrs), self.bb)
         if name == "reshape" and _has_minus_one(exprs[1]) and ty.shape is not None:
             # TVM's reshape constructor (ConvertNewShapeToExpr) stores the -1 resolved
-            exprs[1] = ShapeExpr([_simplified(d) for d in ty.shape])
-            ty = infer_type(Call(op, exprs, attrs), self.bb)
-        return Call(op, exprs, attrs, (), ty)
+            exprs = (exprs[0], ShapeExpr([_simplified(d) for d in ty.shape]))
+            ty = infer_type(new_call(op, exprs, attrs), self.bb)
+        return new_call(op, exprs, attrs, (), ty)
 
     def emit(self, value: Expr):
         """Bind ``value`` in the open (dataflow) block; its nested calls first."""
@@ -242,4 +244,5 @@ def _describe(v) -> str:
 def target_name(node) -> str:
     """The converter key of a ``call_function`` node: ``"add.Tensor"``, ``"getitem"``, ...
     (``target.__name__``, the name TVM's importer dispatches on)."""
-    return getattr(node.target, "__name__", str(node.target))
+    name = getattr(node.target, "__name__", None)
+    return name if name is not None else str(node.target)

@@ -39,6 +39,7 @@ from __future__ import annotations
 import math
 
 from ..errors import FrontendDependencyError, FrontendError, IRError, UnsupportedOperatorError
+from ..ir._util import gc_paused
 from ..ir.expr import Expr, Tuple, Var
 from ..ir.prim import IntImm, PrimVar
 from ..ir.types import TensorType
@@ -123,7 +124,9 @@ def from_exported_program(ep, *, keep_params_as_input: bool = True, run_ep_decom
     by_name = {v.name: v for v in user_vars + param_vars}
     by_name.update(bound_values)
     bb = ctx.bb
-    with bb.function("main", user_vars + param_vars, attrs=attrs):
+    # the IR built here is acyclic; the collector's passes over torch's large live heap
+    # would otherwise cost as much as the import itself
+    with gc_paused(), bb.function("main", user_vars + param_vars, attrs=attrs):
         with bb.dataflow():
             outputs = _translate(ctx, nodes, by_name)
             outputs = _user_outputs(torch, ep, outputs)
