@@ -43,9 +43,10 @@ small block.
 Why the engine's allocator is not called: :func:`memcore.plan_tokens` runs the same rule (its
 ``release_zero_ref`` mode) with 64 size buckets per pool, tuned for millions of events; its
 setup (the bucket tables, output arrays, argument views) costs about 5 us a call, more than
-Relay's whole run on a 40-entry graph. This walk needs no event program, no setup beyond one
-output block, and is checked against the engine on the recorded program (the tests run both
-on the same graphs) and against a pure-Python reading of Relay.
+Relay's whole run on a 40-entry graph. This walk needs no event program and no setup beyond
+its output arrays (made with numpy's C API) and one scratch block, and is checked against
+the engine on the recorded program (the tests run both on the same graphs) and against a
+pure-Python reading of Relay.
 
 Arrays are read as raw pointers after ``_view`` checked dtype, dimension,
 contiguity and length; nothing is allocated inside ``nogil`` except the free-list vectors.
@@ -53,6 +54,7 @@ contiguity and length; nothing is allocated inside ``nogil`` except the free-lis
 cimport cython
 cimport numpy as cnp
 from libc.stdint cimport int8_t, int64_t, uint8_t
+from libc.string cimport memcpy
 from libcpp.map cimport map as cpp_map
 from libcpp.pair cimport pair
 from libcpp.vector cimport vector
@@ -98,43 +100,20 @@ ERROR_CODES = {
     "ERR_BYTES_TOTAL": ERR_BYTES_TOTAL,
 }
 
-#: Rows of the per-entry output block (``out[ROW_*]``):
-#: ROW_STORAGE flat storage id (creation order), -1 for a texture entry; ROW_DEVICE device of
-#: the storage's creating entry (-1 for a texture: the caller fills it); ROW_FIRST bytes of the
-#: creating entry (Relay's storage_sizes); ROW_BYTES final bytes of the entry's storage;
-#: ROW_TOKEN the entry's token (itself, or the entry a __nop chain aliases); ROW_PROTO Relay's
-#: Init count of the entry (readers + heads); ROW_REFS the event program's count of a token;
-#: ROW_OFFSET zeros (the byte offset of every entry in a Relay storage); ROW_START /
-#: ROW_END the inclusive live interval of a token in node steps (defining node to last
-#: reading node through aliases; heads to n_nodes; inputs, parameters and constants
-#: [-1, n_nodes]), meaningful for token entries only.
-#: Rows of the per-storage block (``st[ST_*]``): ST_BYTES final bytes and ST_CREATOR creating
-#: entry (first n_storages columns); ST_LEFT (scratch) references a token still holds;
-#: ST_POOL dense (device, scope) pool of a flat token, else -1; ST_TOKENS the flat tokens
-#: in request order (first n_tokens columns).
+#: Rows of the scratch block (int64[C_N_ROWS, n_entries]): per entry Relay's Init count
+#: (readers + heads), the event program's count of a token, the references a token still
+#: holds, the (device, scope) pool of a flat token (-1 for others); per storage (first
+#: n_storages columns) its final bytes and creating entry; the flat tokens in request order
+#: (first n_tokens columns).
 cdef enum:
-    C_ROW_STORAGE = 0
-    C_ROW_DEVICE = 1
-    C_ROW_FIRST = 2
-    C_ROW_BYTES = 3
-    C_ROW_TOKEN = 4
-    C_ROW_PROTO = 5
-    C_ROW_REFS = 6
-    C_ROW_OFFSET = 7
-    C_ROW_START = 8
-    C_ROW_END = 9
-    C_N_ROWS = 10
-    C_ST_BYTES = 0
-    C_ST_CREATOR = 1
-    C_ST_LEFT = 2
-    C_ST_POOL = 3
-    C_ST_TOKENS = 4
-    C_N_ST_ROWS = 5
-
-ROW_STORAGE, ROW_DEVICE, ROW_FIRST, ROW_BYTES = C_ROW_STORAGE, C_ROW_DEVICE, C_ROW_FIRST, C_ROW_BYTES
-ROW_TOKEN, ROW_PROTO, ROW_REFS, ROW_OFFSET = C_ROW_TOKEN, C_ROW_PROTO, C_ROW_REFS, C_ROW_OFFSET
-ROW_START, ROW_END = C_ROW_START, C_ROW_END
-ST_BYTES, ST_CREATOR, ST_LEFT, ST_POOL, ST_TOKENS = C_ST_BYTES, C_ST_CREATOR, C_ST_LEFT, C_ST_POOL, C_ST_TOKENS
+    C_ROW_PROTO = 0
+    C_ROW_REFS = 1
+    C_ROW_LEFT = 2
+    C_ROW_POOL = 3
+    C_ROW_ST_BYTES = 4
+    C_ROW_ST_CREATOR = 5
+    C_ROW_TOKENS = 6
+    C_N_ROWS = 7
 
 cdef enum:
     BLOCK_CAP = 64
@@ -524,13 +503,22 @@ def plan_relay(kind, row_ptr, in_ptr, in_entry, heads, nbytes, device, scope, sc
     Returns
     -------
     tuple
-        ``(code, bad, out, st, n_storages, n_pools, n_tokens, relay_bytes, pinned_bytes, ev_kind,
-        ev_tok)``: ``code`` 0 or an ``ERROR_CODES`` value with ``bad`` the node / slot / entry /
-        head at fault; ``out`` int64[N_ROWS, n_entries] (rows ``ROW_*``); ``st``
-        int64[N_ST_ROWS, n_entries] whose rows ``ST_BYTES`` / ``ST_CREATOR`` hold the storages
-        in their first ``n_storages`` columns, ``ST_TOKENS`` the flat tokens in its first
-        ``n_tokens`` and ``ST_POOL`` the pool of each token; the event program (``None``
-        unless ``record``).
+        ``(code, bad, storage_id, device, first_bytes, storage_bytes, offset, token, start, end,
+        st_bytes, st_creator, tokens, n_pools, relay_bytes, pinned_bytes, program)``.
+        ``code`` is 0 or an ``ERROR_CODES`` value with ``bad`` the node / slot / entry / head
+        at fault (then the rest is None). Per entry (int64[n_entries]): the flat storage id
+        (creation order; -1 for a texture entry), the device of the storage's creating entry
+        (-1 for a texture: the caller fills it), the creating entry's bytes (Relay's
+        storage_sizes), the storage's final bytes, zeros (the offset of every entry in a
+        Relay storage), the entry's token (itself, or the entry a ``__nop`` chain aliases),
+        and the token's inclusive live interval in node steps (defining node to last reading
+        node through aliases; heads to n_nodes; inputs, parameters and constants
+        [-1, n_nodes]; meaningful for tokens only). Per flat storage: final bytes and
+        creating entry. ``tokens``: the flat tokens in request order; ``n_pools``: the
+        number of their (device, scope) pools. ``program`` (``record`` only, else None):
+        ``(proto_refs, tok_refs, tok_pool, ev_kind, ev_tok)``, the per-entry Init counts,
+        the event program's counts, the pool of each flat token (-1 for other entries) and
+        the events.
     """
     cdef Walk w
     cdef Py_ssize_t n_nodes, n_entries
@@ -559,30 +547,28 @@ def plan_relay(kind, row_ptr, in_ptr, in_entry, heads, nbytes, device, scope, sc
     cdef cnp.npy_intp dims[2]
     dims[0] = C_N_ROWS
     dims[1] = n_entries
-    out = cnp.PyArray_EMPTY(2, dims, cnp.NPY_INT64, 0)
-    dims[0] = C_N_ST_ROWS
-    st = cnp.PyArray_EMPTY(2, dims, cnp.NPY_INT64, 0)
-    cdef int64_t* o = <int64_t*>cnp.PyArray_DATA(<cnp.ndarray>out)
-    cdef int64_t* so = <int64_t*>cnp.PyArray_DATA(<cnp.ndarray>st)
-    w.storage = o + C_ROW_STORAGE * n_entries
-    w.dev_out = o + C_ROW_DEVICE * n_entries
-    w.first = o + C_ROW_FIRST * n_entries
-    w.st_of_entry_bytes = o + C_ROW_BYTES * n_entries
-    w.tok = o + C_ROW_TOKEN * n_entries
-    w.proto = o + C_ROW_PROTO * n_entries
-    w.refs = o + C_ROW_REFS * n_entries
-    w.offset = o + C_ROW_OFFSET * n_entries
-    w.start = o + C_ROW_START * n_entries
-    w.end = o + C_ROW_END * n_entries
-    w.st_bytes = so + C_ST_BYTES * n_entries
-    w.st_creator = so + C_ST_CREATOR * n_entries
-    w.left = so + C_ST_LEFT * n_entries
-    w.pool = so + C_ST_POOL * n_entries
-    w.tokens = so + C_ST_TOKENS * n_entries
+    scratch = cnp.PyArray_EMPTY(2, dims, cnp.NPY_INT64, 0)
+    cdef int64_t* sc = <int64_t*>cnp.PyArray_DATA(<cnp.ndarray>scratch)
+    storage_id, dev_out, first, entry_st_bytes = _empty(n_entries), _empty(n_entries), _empty(n_entries), _empty(n_entries)
+    offset, tok, start, end = _empty(n_entries), _empty(n_entries), _empty(n_entries), _empty(n_entries)
+    w.storage = _data(storage_id)
+    w.dev_out = _data(dev_out)
+    w.first = _data(first)
+    w.st_of_entry_bytes = _data(entry_st_bytes)
+    w.offset = _data(offset)
+    w.tok = _data(tok)
+    w.start = _data(start)
+    w.end = _data(end)
+    w.proto = sc + C_ROW_PROTO * n_entries
+    w.refs = sc + C_ROW_REFS * n_entries
+    w.left = sc + C_ROW_LEFT * n_entries
+    w.pool = sc + C_ROW_POOL * n_entries
+    w.st_bytes = sc + C_ROW_ST_BYTES * n_entries
+    w.st_creator = sc + C_ROW_ST_CREATOR * n_entries
+    w.tokens = sc + C_ROW_TOKENS * n_entries
     w.ev_kind = NULL
     w.ev_tok = NULL
     w.n_events = 0
-    ev_kind = ev_tok = None
     if record:
         ev_kind = np.empty(2 * n_entries + w.n_slots, dtype=np.int8)
         ev_tok = np.empty(2 * n_entries + w.n_slots, dtype=np.int64)
@@ -594,8 +580,31 @@ def plan_relay(kind, row_ptr, in_ptr, in_entry, heads, nbytes, device, scope, sc
         if code == OK:
             _walk(&w)
     if code != OK:
-        return code, w.bad, None, None, 0, 0, 0, 0, 0, None, None
+        return (code, w.bad) + (None,) * 15
+    st_bytes = _copy(w.st_bytes, w.n_storages)
+    st_creator = _copy(w.st_creator, w.n_storages)
+    tokens = _copy(w.tokens, w.n_tokens)
+    program = None
     if record:
-        ev_kind = ev_kind[:w.n_events]
-        ev_tok = ev_tok[:w.n_events]
-    return (code, 0, out, st, w.n_storages, w.n_pools, w.n_tokens, w.relay_bytes, w.pinned_bytes, ev_kind, ev_tok)
+        program = (scratch[C_ROW_PROTO], scratch[C_ROW_REFS], scratch[C_ROW_POOL], ev_kind[:w.n_events],
+                   ev_tok[:w.n_events])
+    return (code, 0, storage_id, dev_out, first, entry_st_bytes, offset, tok, start, end, st_bytes, st_creator,
+            tokens, w.n_pools, w.relay_bytes, w.pinned_bytes, program)
+
+
+cdef inline object _empty(Py_ssize_t n):
+    """A new int64[n] array."""
+    cdef cnp.npy_intp dim = n
+    return cnp.PyArray_EMPTY(1, &dim, cnp.NPY_INT64, 0)
+
+
+cdef inline int64_t* _data(object a) noexcept:
+    return <int64_t*>cnp.PyArray_DATA(<cnp.ndarray>a)
+
+
+cdef object _copy(const int64_t* src, Py_ssize_t n):
+    """A new int64[n] array holding src[:n]."""
+    out = _empty(n)
+    if n:
+        memcpy(_data(out), src, n * sizeof(int64_t))
+    return out

@@ -7,8 +7,8 @@ spec tvm_passes.md §1.8, behaviours in relay_graph_plan_memory.md §2-3.
 Design
 ------
 Stages: the compiled walk :func:`memcore_py.planning._graph_plan.plan_relay` (flat tokens:
-aliases, reference counts and Relay's 1-D allocator in one pass over the graph's arrays, per
-entry and per storage results in one output block) -> the 2-D allocator (:mod:`.texture`,
+aliases, reference counts, live intervals and Relay's 1-D allocator in one pass over the
+graph's arrays, writing the per-entry and per-storage arrays of the plan) -> the 2-D allocator (:mod:`.texture`,
 texture tokens only, in Python) -> storage ids merged in creation order ->
 :class:`~.graph_memory_plan.GraphMemoryPlan`. Arena mode then packs each (device, scope)
 pool of flat tokens with :func:`memcore.plan_offsets`. The plan's lower bound (max-live bytes
@@ -153,14 +153,15 @@ def _kernel_error(g: GraphModel, kernel, code: int, bad: int) -> GraphError:
                       f"(at node {bad})")
 
 
-def _walk(g: GraphModel, scope_tex: np.ndarray, match_range: int, record: bool):
-    """Run the compiled walk on ``g``; raise GraphError for an inconsistent model."""
+def _walk(g: GraphModel, scope_tex: np.ndarray, match_range: int, record: bool) -> tuple:
+    """Run the compiled walk on ``g`` (its results, see ``plan_relay``); raise GraphError for an
+    inconsistent model."""
     kernel = load_compiled("memcore_py.planning._graph_plan")
     res = kernel.plan_relay(g.node_kind, g.node_row_ptr, g.input_ptr, g.input_entry, g.head_entry,
                             g.entry_bytes, g.entry_device, g.entry_scope, scope_tex, match_range, record)
     if res[0]:
         raise _kernel_error(g, kernel, res[0], res[1])
-    return kernel, res
+    return res
 
 
 def _as_match_range(match_range) -> int:
@@ -191,17 +192,16 @@ def relay_token_program(graph: GraphModel, *, match_range: int = 16) -> RelayTok
         A :class:`GraphModel` whose arrays are inconsistent (one not built by ``from_arrays``).
     """
     g = graph
-    kernel, (_, _, out, st, _, n_pools, n_tokens, _, _, ev_kind, ev_tok) = _walk(
-        g, _scope_tex(g.scope_names)[0], _as_match_range(match_range), True)
-    tok = out[kernel.ROW_TOKEN]
+    res = _walk(g, _scope_tex(g.scope_names)[0], _as_match_range(match_range), True)
+    tok, start, end, tokens, n_pools = res[7], res[8], res[9], res[12], res[13]
+    proto_refs, tok_refs, tok_pool, ev_kind, ev_tok = res[16]
     pinned = g.node_kind[g.node_of_entry()] == KIND_INPUT
     # pool of a never-requested entry (aliased, texture): any valid class
-    pool = np.where(pinned, n_pools, np.maximum(st[kernel.ST_POOL], 0))
+    pool = np.where(pinned, n_pools, np.maximum(tok_pool, 0))
     return RelayTokenProgram(
-        tok_bytes=g.entry_bytes, tok_pool=pool, tok_refs=out[kernel.ROW_REFS].copy(), ev_kind=ev_kind,
-        ev_tok=ev_tok, entry_tok=tok, proto_refs=out[kernel.ROW_PROTO], is_texture=_entry_texture(g, tok),
-        requested=st[kernel.ST_TOKENS, :n_tokens], pinned=pinned, tok_start=out[kernel.ROW_START],
-        tok_end=out[kernel.ROW_END],
+        tok_bytes=g.entry_bytes, tok_pool=pool, tok_refs=tok_refs, ev_kind=ev_kind, ev_tok=ev_tok,
+        entry_tok=tok, proto_refs=proto_refs, is_texture=_entry_texture(g, tok), requested=tokens,
+        pinned=pinned, tok_start=start, tok_end=end,
     )
 
 
@@ -383,29 +383,25 @@ def graph_plan_memory(graph, *, match_range: int = 16, mode: str = "relay", alig
         graph = graph_from_ir(graph)
     g = graph
     scope_tex, any_texture = _scope_tex(g.scope_names)
-    kernel, (_, _, out, st, n_flat, n_pools, n_tokens, relay_bytes, pinned_bytes, _, _) = _walk(
-        g, scope_tex, _as_match_range(match_range), False)
-    storage_id = out[kernel.ROW_STORAGE]
-    tok_offset = out[kernel.ROW_OFFSET]
-    st_bytes = st[kernel.ST_BYTES, :n_flat]
-    st_creator = st[kernel.ST_CREATOR, :n_flat]
-    tokens = st[kernel.ST_TOKENS, :n_tokens]
+    (_, _, storage_id, entry_device, first_bytes, storage_bytes, tok_offset, entry_tok, start, end, st_bytes,
+     st_creator, tokens, n_pools, relay_bytes, pinned_bytes, program) = _walk(
+        g, scope_tex, _as_match_range(match_range), any_texture)
     texture_shapes: dict = {}
     texture_bytes = 0
     if any_texture:
-        st_bytes, st_creator, texture_bytes = _merge_textures(g, kernel, out, st_bytes, st_creator, texture_shapes)
+        st_bytes, st_creator, texture_bytes = _merge_textures(
+            g, entry_tok, program[0], storage_id, entry_device, storage_bytes, st_bytes, st_creator, texture_shapes)
     arena_of = arena_bytes = None
     if mode == "arena":
         storages, arena_of, arena_bytes, tok_offset, lower_bound = _arenas(
-            g, out[kernel.ROW_TOKEN], out[kernel.ROW_START], out[kernel.ROW_END], tokens, n_pools, alignment,
-            time_limit)
+            g, entry_tok, start, end, tokens, n_pools, alignment, time_limit)
         tok_storage = arena_of.copy()
         planned = int(sum(arena_bytes))
     else:
         tok_storage = storage_id
         planned = relay_bytes
         storages = _RelayStorages(g, storage_id, st_bytes, st_creator)
-        lower_bound = functools.partial(_lower_bound, g, out[kernel.ROW_START], out[kernel.ROW_END], tokens, n_pools)
+        lower_bound = functools.partial(_lower_bound, g, start, end, tokens, n_pools)
 
     return GraphMemoryPlan(
         mode=mode,
@@ -418,9 +414,9 @@ def graph_plan_memory(graph, *, match_range: int = 16, mode: str = "relay", alig
         function_names=[g.name],
         graph=g,
         storage_id=storage_id,
-        entry_device=out[kernel.ROW_DEVICE],
-        first_bytes=out[kernel.ROW_FIRST],
-        storage_bytes=out[kernel.ROW_BYTES],
+        entry_device=entry_device,
+        first_bytes=first_bytes,
+        storage_bytes=storage_bytes,
         relay_storage_bytes=st_bytes,
         storage_creator=st_creator,
         texture_shapes=texture_shapes,
@@ -432,15 +428,16 @@ def graph_plan_memory(graph, *, match_range: int = 16, mode: str = "relay", alig
     )
 
 
-def _merge_textures(g, kernel, out, flat_bytes, flat_creators, texture_shapes):
-    """Plan the texture tokens and number all storages in creation order, in place in ``out``.
+def _merge_textures(g, tok, proto_refs, storage_id, device, storage_bytes, flat_bytes, flat_creators,
+                    texture_shapes):
+    """Plan the texture tokens and number all storages in creation order.
 
-    Returns the per-storage bytes and creating entries of all storages and the texture bytes;
-    fills ``texture_shapes``.
+    Fills the texture entries of the walk's per-entry ``storage_id``, ``device`` and
+    ``storage_bytes`` and renumbers the flat ones, in place; fills ``texture_shapes``.
+    Returns the per-storage bytes and creating entries of all storages and the texture bytes.
     """
-    tok = out[kernel.ROW_TOKEN]
     tex = _entry_texture(g, tok)
-    tp = _plan_textures(g, tok, tex, out[kernel.ROW_PROTO], flat_creators)
+    tp = _plan_textures(g, tok, tex, proto_refs, flat_creators)
     n_flat, n_tex = flat_bytes.shape[0], len(tp.creators)
     flat_gid = np.arange(n_flat, dtype=np.int64)
     if n_tex:
@@ -449,7 +446,6 @@ def _merge_textures(g, kernel, out, flat_bytes, flat_creators, texture_shapes):
     st_creator = np.zeros(n_flat + n_tex, dtype=np.int64)
     st_bytes[flat_gid] = flat_bytes
     st_creator[flat_gid] = flat_creators
-    storage_id, device = out[kernel.ROW_STORAGE], out[kernel.ROW_DEVICE]
     flat = ~tex
     storage_id[flat] = flat_gid[storage_id[flat]]
     for sid, (nbytes, creator, shape) in tp.storages.items():
@@ -459,7 +455,7 @@ def _merge_textures(g, kernel, out, flat_bytes, flat_creators, texture_shapes):
         r = int(tok[e])
         storage_id[e] = tp.entry_sid[r]
         device[e] = g.entry_device[tp.owner_entry[r]]
-    out[kernel.ROW_BYTES][tex] = st_bytes[storage_id[tex]]
+    storage_bytes[tex] = st_bytes[storage_id[tex]]
     return st_bytes, st_creator, int(sum(nb for nb, _, _ in tp.storages.values()))
 
 
