@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import operator
 
+from ..ir.expr import Var
 from ._aten_common import add_folded, arg, mul_folded, registrar, relax_dtype, static_dim
 
 __all__ = ["CONVERTERS"]
@@ -57,6 +58,25 @@ def _sqrt_like(ctx, node):
            "_assert_scalar.default")
 def _identity(ctx, node):
     return ctx.env.get(node.args[0], node.args[0]) if node.args else None
+
+
+@_register("reciprocal.default")
+def _reciprocal(ctx, node):
+    x = ctx.env[node.args[0]]
+    return ctx.op("divide", ctx.const(1.0, ctx.dtype_of(x)), x)
+
+
+@_register("elu.default")
+def _elu(ctx, node):
+    x = ctx.env[node.args[0]]
+    alpha = arg(node, 1, "alpha", 1.0)
+    dtype = ctx.dtype_of(x)
+    if not isinstance(alpha, (int, float)):
+        raise ctx.error(f"elu's alpha must be a number; got {alpha!r}")
+    # TVM: -alpha * relu(1 - exp(x)) + relu(x), one nested expression
+    neg = ctx.call("multiply", ctx.const(-alpha, dtype),
+                   ctx.call("nn.relu", ctx.call("subtract", ctx.const(1, dtype), ctx.call("exp", x))))
+    return ctx.emit(ctx.call("add", neg, ctx.call("nn.relu", x)))
 
 
 @_register("gelu.default")
@@ -294,11 +314,21 @@ def _batch_norm(ctx, node):
         return ctx.const([fill] * channel, dtype)
 
     weight, bias, mean, var = param(1, 1.0), param(2, 0.0), param(3, 0.0), param(4, 1.0)
-    momentum = arg(node, 5, "momentum", 0.1)
-    eps = arg(node, 6, "eps", 1e-05)
+    if node.target.__name__ == "batch_norm.default":
+        # aten.batch_norm(x, w, b, mean, var, training, momentum, eps, cudnn_enabled). TVM reads
+        # it as the decomposed op's (.., momentum, eps): momentum = the training flag, epsilon =
+        # the momentum, training=True. memcore reads the schema (a documented difference; the
+        # op only appears without decomposition).
+        training = bool(arg(node, 5, "training", False))
+        momentum = arg(node, 6, "momentum", 0.1)
+        eps = arg(node, 7, "eps", 1e-05)
+    else:  # _native_batch_norm_legit_no_training(x, w, b, mean, var, momentum, eps)
+        training = False
+        momentum = arg(node, 5, "momentum", 0.1)
+        eps = arg(node, 6, "eps", 1e-05)
     bn = ctx.op("nn.batch_norm", x, weight, bias, mean, var, axis=1, epsilon=eps,
                 scale=len(node.args) > 1 and node.args[1] is not None,
-                center=len(node.args) > 2 and node.args[2] is not None, momentum=momentum, training=False)
+                center=len(node.args) > 2 and node.args[2] is not None, momentum=momentum, training=training)
     return ctx.emit(ctx.item(bn, 0))
 
 
@@ -365,6 +395,9 @@ def _max_pool2d(ctx, node):
         ceil_mode=get(5, False), layout="NCHW"))
     if node.target.__name__ == "max_pool2d.default":
         return out
+    if not isinstance(out, Var):
+        # TVM's normalizer binds the unemitted squeeze once for both tuple fields
+        out = ctx.emit(out)
     return ctx.emit(ctx.tuple([out, ctx.call("zeros_like", out)]))
 
 

@@ -77,7 +77,7 @@ def _reshape_chain(ctx, x, dims):
 
 
 
-@_register("view.default", "reshape.default", "_unsafe_view.default")
+@_register("view.default", "reshape.default")
 def _reshape(ctx, node):
     args = ctx.args(node)
     x = args[0]
@@ -392,7 +392,7 @@ def _creation_dtype(ctx, node):
     return relax_dtype(ctx, node.kwargs.get("dtype", ctx.torch.get_default_dtype()))
 
 
-@_register("zeros.default", "empty.default", "empty.memory_format")
+@_register("zeros.default", "empty.default", "empty.memory_format", "empty_permuted.default")
 def _zeros(ctx, node):
     args = ctx.args(node)
     size = args[0] if isinstance(args[0], (list, tuple)) else (args[0],)

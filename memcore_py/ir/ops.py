@@ -283,11 +283,9 @@ def _squeeze(call, ts):
     if axis is None:
         shape = [d for d in t.shape if _static(d) != 1]
     else:
+        # TVM keeps a listed axis whose static extent is not 1 (torch's squeeze(dim) no-op)
         drop = {_norm_axis(a, t.ndim, name) for a in axis}
-        for a in drop:
-            s = _static(t.shape[a])
-            if s is not None and s != 1:
-                raise IRError(f"{name}: dim {a} has extent {s}, not 1")
+        drop = {a for a in drop if _static(t.shape[a]) in (None, 1)}
         shape = [d for i, d in enumerate(t.shape) if i not in drop]
     return TensorType(tuple(shape), t.dtype, vdevice=t.vdevice)
 

@@ -15,7 +15,7 @@ then), with fixed seeds, so importing this module needs no torch.
 """
 from __future__ import annotations
 
-__all__ = ["torch_programs", "export_program"]
+__all__ = ["torch_programs", "op_sweep_programs", "export_program"]
 
 
 def export_program(model, args, dynamic_shapes=None):
@@ -178,5 +178,97 @@ def torch_programs() -> dict:
         "dynamic_batch_unbounded": (DynamicBatch(), (torch.randn(4, 6),), ({0: Dim("batch", min=2)},)),
     }
     for model, _, _ in programs.values():
+        model.eval()
+    return programs
+
+
+def op_sweep_programs() -> dict:
+    """name -> (model, example args): one small program per converter family (unary math,
+    clamps, comparisons and integer/boolean arithmetic, reductions, convolutions and pooling
+    of less common ranks and options, norms without affine weights, linear algebra variants,
+    views, slicing and joins, creation ops and dtype conversions), static shapes. Built on
+    call with a fixed seed, like :func:`torch_programs`."""
+    import torch
+    import torch.nn.functional as F
+    from torch import nn
+
+    torch.manual_seed(0)
+
+    class Fn(nn.Module):
+        def __init__(self, fn, **children):
+            super().__init__()
+            self.fn = fn
+            for k, v in children.items():
+                setattr(self, k, v)
+
+        def forward(self, *args):
+            return self.fn(self, *args)
+
+    x = torch.rand(2, 3, 4) * 0.8 + 0.1  # in (0, 1): acos, asin, atanh, log are defined
+    ints = torch.randint(-5, 5, (3, 4))
+    img = torch.randn(1, 2, 6, 6)
+    unary = ("abs", "acos", "asin", "asinh", "atan", "atanh", "ceil", "cos", "cosh", "erf", "exp",
+             "floor", "log", "neg", "sigmoid", "sign", "sin", "sinh", "sqrt", "square", "tan", "tanh",
+             "trunc", "isfinite", "isinf", "isnan", "rsqrt")
+    programs = {
+        "unary": (Fn(lambda m, x: tuple(getattr(torch, n)(x) for n in unary) + (torch.acosh(x + 1.5),)), (x,)),
+        "unary_int": (Fn(lambda m, i: (torch.sqrt(i.abs()), torch.rsqrt(i.abs() + 1), ~i, ~(i > 0), F.selu(i.float()))),
+                      (ints,)),
+        "clamps": (Fn(lambda m, x, lo: (x.clamp(min=0.2), x.clamp(max=0.7), torch.clamp_min(x, 0.3),
+                                        torch.clamp_max(x, 0.6), x.clamp(lo, lo + 0.5),
+                                        F.hardtanh(x, -0.5, 0.5), F.leaky_relu(x))), (x, torch.full((4,), 0.25))),
+        "relu6": (Fn(lambda m, x: F.relu6(x)), (x,)),
+        "compare": (Fn(lambda m, x, y: (x == y, x != 0.5, x < y, x <= 0.5, x > y, x >= y, torch.eq(x, 0.3),
+                                        torch.max(x, y), torch.min(x, y), torch.maximum(x, y))), (x, x.flip(-1))),
+        "int_arith": (Fn(lambda m, i, j: (i % 3, torch.remainder(i, j.abs() + 1), torch.floor_divide(i, j.abs() + 1),
+                                          i & j, i | 1, i ^ j, (i > 0) & (j > 0), (i > 0) | (j < 0), i ** 2, i ** 0,
+                                          i + 0.5, i * j.float())),
+                      (ints, ints.flip(0))),
+        "float_arith": (Fn(lambda m, x, y: (1.0 - x, 2.0 ** x, x ** y, torch.pow(x, 0.5), torch.rsub(x, y),
+                                            x / y, 3 / x, x - y * 2, torch.div(x, y, rounding_mode="trunc"))),
+                        (x, x + 0.5)),
+        "reductions": (Fn(lambda m, x, i: (x.mean(), x.sum(), x.max(), x.min(), x.mean(dim=(0, 2)),
+                                           x.sum(-1, keepdim=True), i.sum(), (i > 0).sum(1), x.sum(dtype=torch.float64))),
+                       (x, ints)),
+        "conv_pool": (Fn(lambda m, img, vol: (m.c3(vol), m.c2s(img), F.max_pool2d(img[0], 2),
+                                              F.avg_pool2d(img[0], 3, 1, 1), F.adaptive_avg_pool2d(img, (2, 3)),
+                                              F.avg_pool2d(img, 2, ceil_mode=True, count_include_pad=False),
+                                              F.max_pool2d(img, 3, 2, 1, ceil_mode=True), m.c1(img[0]))),
+                      (img, torch.randn(1, 2, 4, 4, 4))) ,
+        "norms": (Fn(lambda m, img, seq: (m.bn(img), m.ln(seq), F.layer_norm(seq, (3, 4)))), (img, x)),
+        "linear_algebra": (Fn(lambda m, x, w, b: (m.lin(x), torch.addmm(b, x[0], w, beta=0.5, alpha=2.0),
+                                                  torch.addmm(b, x[0], w, beta=0.0), x @ w, x[0] @ w,
+                                                  torch.bmm(x, w.expand(2, 4, 5)), torch.mm(x[1], w))),
+                           (x, torch.randn(4, 5), torch.randn(5))),
+        "views": (Fn(lambda m, x: (x.expand(3, 2, 3, 4), x[:, :1].expand(-1, 3, -1), x[:1].expand_as(x),
+                                   x.flatten(0, 1), x.permute(2, 0, 1), x.transpose(-1, -2), x.unsqueeze(-1),
+                                   x[:, :1].squeeze(), x[:, :1].squeeze(1), x.view(-1), x.reshape(4, -1),
+                                   x.reshape(2, 3, 4))), (x,)),
+        "slicing": (Fn(lambda m, x, idx: (x[:, -1], x[..., 1:4:2], x[:, -2:], x.narrow(2, 1, 2),
+                                          x.select(-1, 2), torch.index_select(x, 2, idx), x[:, 1:2, 1:3],
+                                          m.emb(idx))),
+                    (x, torch.tensor([0, 3, 1])), ),
+        "joins": (Fn(lambda m, x: (torch.cat([x, x], -1), torch.stack([x, x], 1), x.split([1, 3], -1),
+                                   x.chunk(3, 2), x.unbind(1), x[:1].unbind(0), x.repeat(1, 2, 1),
+                                   torch.tile(x, (2,)), x.split(3, dim=-1))), (x,)),
+        "creation": (Fn(lambda m, x, i: (torch.zeros(2, 3, dtype=torch.int32), torch.ones(3, dtype=torch.float16),
+                                         torch.empty(2, 2).fill_(1.0) * 0, torch.empty_like(x) * 0,
+                                         torch.full_like(x, 7, dtype=torch.int64), torch.full_like(i, 2),
+                                         x.new_ones(2, 2), x.new_zeros((3,)), torch.arange(0.0, 2.0, 0.5),
+                                         torch.arange(2, 11, 3, dtype=torch.float32), torch.ones_like(i),
+                                         torch.zeros_like(x, dtype=torch.bool), torch.full((2,), True),
+                                         torch.full((2, 2), 3), i.masked_fill(i > 0, 1),
+                                         torch.where(x > 0.5, x, torch.zeros_like(x)))), (x, ints)),
+        "dtypes": (Fn(lambda m, x, i: (x.to(torch.float16), x.double(), i.to(torch.int8), x.int(), i.type_as(x),
+                                       x.to(dtype=torch.int64) + i[0, 0], x.half().float(), i.bool())), (x, ints)),
+    }
+    programs["conv_pool"][0].c3 = nn.Conv3d(2, 3, 3, padding=1)
+    programs["conv_pool"][0].c2s = nn.Conv2d(2, 4, (3, 1), stride=(2, 1), padding=(1, 0), dilation=(1, 2), bias=False)
+    programs["conv_pool"][0].c1 = nn.Conv1d(6, 2, 3, bias=False)
+    programs["norms"][0].bn = nn.BatchNorm2d(2, affine=False)
+    programs["norms"][0].ln = nn.LayerNorm(4, bias=False)
+    programs["linear_algebra"][0].lin = nn.Linear(4, 3, bias=False)
+    programs["slicing"][0].emb = nn.Embedding(5, 3)
+    for model, _ in programs.values():
         model.eval()
     return programs

@@ -12,6 +12,7 @@ and checked separately against :func:`exported_program_params`.
 """
 import functools
 import importlib.util
+import re
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +24,10 @@ tvm = pytest.importorskip("tvm")
 from tvm.relax.frontend.torch import from_exported_program as tvm_from_exported_program  # noqa: E402
 
 from memcore_py.frontend.exported_program import exported_program_params, from_exported_program  # noqa: E402
-from memcore_py.testing.torch_programs import export_program, torch_programs  # noqa: E402
+from memcore_py import parse  # noqa: E402
+from memcore_py.errors import UnsupportedOperatorError  # noqa: E402
+from memcore_py.frontend._aten_ops import CONVERTERS  # noqa: E402
+from memcore_py.testing.torch_programs import export_program, op_sweep_programs, torch_programs  # noqa: E402
 from memcore_py.tvm import to_tvm  # noqa: E402
 
 pytestmark = pytest.mark.oracle
@@ -40,6 +44,11 @@ NO_DECOMPOSITION_SKIP = {
 @functools.lru_cache(maxsize=None)
 def _programs():
     return torch_programs()
+
+
+@functools.lru_cache(maxsize=None)
+def _sweep():
+    return op_sweep_programs()
 
 
 @functools.lru_cache(maxsize=None)
@@ -120,3 +129,52 @@ def test_params_attribute_is_exported_program_params():
     assert len(tvm_params) == len(ours)
     for t, (name, arr) in zip(tvm_params, ours.items()):
         np.testing.assert_array_equal(t.numpy(), arr, err_msg=name)
+
+
+def test_converters_are_a_subset_of_tvms():
+    """memcore never imports a target TVM's importer rejects."""
+    from tvm.relax.frontend.torch.exported_program_translator import ExportedProgramImporter
+
+    assert set(CONVERTERS) <= set(ExportedProgramImporter().convert_map)
+
+
+@pytest.mark.parametrize("decompose", [True, False], ids=["decomposed", "aten"])
+@pytest.mark.parametrize("name", sorted(_sweep()))
+def test_op_sweep_matches_tvm(name, decompose):
+    """One program per converter family. Without decomposition two programs fail on purpose:
+    ``relu6`` (aten.relu6 has no Relax op in memcore's table: memcore reports it) and
+    ``norms`` (TVM's layer_norm.default fails on a LayerNorm without bias; memcore imports it)."""
+    model, args = _sweep()[name]
+    ep = export_program(model, args)
+    if not decompose and name == "relu6":
+        with pytest.raises(UnsupportedOperatorError, match="aten.relu6.default"):
+            from_exported_program(ep, run_ep_decomposition=False)
+        return
+    if not decompose and name == "norms":
+        with pytest.raises(KeyError):
+            tvm_from_exported_program(ep, run_ep_decomposition=False)
+        from_exported_program(ep, run_ep_decomposition=False)  # memcore imports it
+        return
+    _assert_same(ep, keep_params_as_input=True, run_ep_decomposition=decompose)
+
+
+def test_batch_norm_without_decomposition_reads_the_schema():
+    """The one converter that differs on purpose: TVM reads aten.batch_norm (undecomposed) with
+    the argument positions of the decomposed op, so its momentum is the training flag, its
+    epsilon the momentum, and training is True; memcore reads the schema (training, momentum,
+    eps). Everything else is equal."""
+    bn = torch.nn.BatchNorm2d(3, eps=1e-3, momentum=0.2).eval()
+    ep = export_program(bn, (torch.randn(1, 3, 4, 4),))
+    assert any(n.target is torch.ops.aten.batch_norm.default for n in ep.graph.nodes if n.op == "call_function")
+    expected, _ = _tvm_import(ep, keep_params_as_input=True, run_ep_decomposition=False)
+    ours = from_exported_program(ep, run_ep_decomposition=False)
+    (tvm_call,) = [b.value for b in expected["main"].body.blocks[0].bindings if isinstance(b.value, tvm.relax.Call)]
+    (our_call,) = [b.value for b in ours["main"].body.blocks[0].bindings if getattr(b.value, "op", None) is not None]
+    assert (float(tvm_call.attrs.epsilon), float(tvm_call.attrs.momentum), bool(tvm_call.attrs.training)) == (
+        pytest.approx(0.2), 0.0, True)
+    assert (our_call.attrs["epsilon"], our_call.attrs["momentum"], our_call.attrs["training"]) == (1e-3, 0.2, False)
+    # with TVM's three values (momentum = the training flag) written into memcore's module,
+    # the modules are equal
+    text = re.sub(r"epsilon=[^,]+", "epsilon=0.20000000000000001", ours.script())
+    text = re.sub(r"momentum=[^,]+", "momentum=0.0", text).replace("training=False", "training=True")
+    tvm.ir.assert_structural_equal(to_tvm(parse(text)), expected)
