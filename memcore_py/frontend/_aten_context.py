@@ -99,12 +99,12 @@ class AtenContext:
             raise self.error(f"expected a tensor operand; got {_describe(v)}")
         return v
 
-    @staticmethod
-    def shape_of(expr) -> tuple:
-        """The (possibly symbolic) shape of a tensor expression."""
+    def shape_of(self, expr) -> tuple:
+        """The (possibly symbolic) shape of a tensor expression; a :class:`FrontendError`
+        naming the node when it is unknown (memcore's type rule could not derive it)."""
         ty = expr.ty
         if not isinstance(ty, TensorType) or ty.shape is None:
-            raise FrontendError(f"expected a tensor of known shape; got {ty!r}")
+            raise self.error(f"expected a tensor of known shape; got {_describe(expr)}")
         return ty.shape
 
     @staticmethod
