@@ -29,10 +29,21 @@ The import follows TVM's importer step by step:
    is what TVM's ``BindParams`` makes of them. With ``keep_params_as_input=True`` the
    attribute ``num_input`` is the number of user inputs.
 
-Difference from TVM, on purpose: TVM also attaches the weight arrays as the function
-attribute ``params`` (a list of ``tvm.runtime.Tensor``); memcore leaves it out (its IR keeps no
-runtime arrays in attributes and its passes never read it).
-:func:`exported_program_params` returns the same arrays, in the same order, as numpy arrays.
+Differences from TVM (tests/oracle/test_exported_program_oracle.py checks each):
+
+- TVM also attaches the weight arrays as the function attribute ``params`` (a list of
+  ``tvm.runtime.Tensor``); memcore leaves it out (its IR keeps no runtime arrays in
+  attributes and its passes never read it). :func:`exported_program_params` returns the same
+  arrays, in the same order, as numpy arrays;
+- without decomposition only: TVM reads ``aten.batch_norm`` with the decomposed op's
+  argument positions (its momentum is the training flag, its epsilon the momentum, training
+  True); memcore reads the op's schema;
+- targets TVM converts but memcore does not (no converter, or no Relax op in memcore's op
+  table, such as ``aten.relu6`` left undecomposed) are an
+  :class:`~memcore_py.errors.UnsupportedOperatorError`; a slice whose end is a symbolic size
+  on a static dimension (a rotary table sliced to the sequence length) has no shape in
+  memcore's ``strided_slice`` rule (TVM writes ``T.min(s, 64)``), which stops the import
+  with a :class:`~memcore_py.errors.FrontendError` naming the node.
 """
 from __future__ import annotations
 
