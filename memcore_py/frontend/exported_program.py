@@ -40,10 +40,12 @@ Differences from TVM (tests/oracle/test_exported_program_oracle.py checks each):
   True); memcore reads the op's schema;
 - targets TVM converts but memcore does not (no converter, or no Relax op in memcore's op
   table, such as ``aten.relu6`` left undecomposed) are an
-  :class:`~memcore_py.errors.UnsupportedOperatorError`; a slice whose end is a symbolic size
-  on a static dimension (a rotary table sliced to the sequence length) has no shape in
-  memcore's ``strided_slice`` rule (TVM writes ``T.min(s, 64)``), which stops the import
-  with a :class:`~memcore_py.errors.FrontendError` naming the node.
+  :class:`~memcore_py.errors.UnsupportedOperatorError`;
+- a slice whose end is a symbolic size on a static dimension (a rotary table sliced to the
+  sequence length) gets no shape from memcore's ``strided_slice`` rule, only its rank (TVM
+  writes ``T.min(s, 64)``); values computed from it lose their shape too, and a converter
+  that needs the shape stops the import with a :class:`~memcore_py.errors.FrontendError`
+  naming its node.
 """
 from __future__ import annotations
 

@@ -25,7 +25,7 @@ from tvm.relax.frontend.torch import from_exported_program as tvm_from_exported_
 
 from memcore_py.frontend.exported_program import exported_program_params, from_exported_program  # noqa: E402
 from memcore_py import parse  # noqa: E402
-from memcore_py.errors import UnsupportedOperatorError  # noqa: E402
+from memcore_py.errors import FrontendError, UnsupportedOperatorError  # noqa: E402
 from memcore_py.frontend._aten_ops import CONVERTERS  # noqa: E402
 from memcore_py.testing.torch_programs import export_program, op_sweep_programs, torch_programs  # noqa: E402
 from memcore_py.tvm import to_tvm  # noqa: E402
@@ -188,3 +188,36 @@ def test_batch_norm_without_decomposition_reads_the_schema():
     text = re.sub(r"epsilon=[^,]+", "epsilon=0.20000000000000001", ours.script())
     text = re.sub(r"momentum=[^,]+", "momentum=0.0", text).replace("training=False", "training=True")
     tvm.ir.assert_structural_equal(to_tvm(parse(text)), expected)
+
+
+def test_symbolic_slice_of_static_dim_is_a_documented_gap():
+    """A table sliced to a ``Dim`` size: TVM's strided_slice writes the extent ``T.min(s, 16)``;
+    memcore's rule gives the slice (and what is computed from it) no shape, only a rank, and
+    a converter that needs the shape stops the import naming its node."""
+    from torch.export import Dim
+
+    class Rotary(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.table = torch.nn.Parameter(torch.randn(1, 16, 4), requires_grad=False)
+
+        def forward(self, x):
+            return x * self.table[:, : x.shape[1]].repeat(1, 1, 2)[:, :, :4]
+
+    ep = export_program(Rotary().eval(), (torch.randn(1, 8, 4),), ({1: Dim("seq", min=2, max=15)},))
+    expected, _ = _tvm_import(ep, keep_params_as_input=True)
+    tvm_slice = expected["main"].body.blocks[0].bindings[0]
+    assert "T.min(" in str(tvm_slice.var.ty)
+    ours = from_exported_program(ep)
+    our_slice = ours["main"].body.blocks[0].bindings[0]
+    assert our_slice.value.op.name == "relax.strided_slice"
+    assert our_slice.var.ty.shape is None and our_slice.var.ty.ndim == 3
+
+    class Stops(Rotary):
+        def forward(self, x):
+            return x * self.table[:, : x.shape[1]].expand(1, -1, 4)
+
+    ep = export_program(Stops().eval(), (torch.randn(1, 8, 4),), ({1: Dim("seq", min=2, max=15)},))
+    _tvm_import(ep, keep_params_as_input=True)  # TVM imports it
+    with pytest.raises(FrontendError, match=r"node 'expand' \(expand.default\): expected a tensor of known shape"):
+        from_exported_program(ep)
