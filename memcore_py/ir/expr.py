@@ -538,14 +538,21 @@ class PrimFunc(BaseFunc):
         _set(f, "_base", base)
         return f
 
+    def unwritten_base(self):
+        """The PrimFunc a :meth:`lazy_text` function's text derives from while that text is
+        unwritten; None otherwise."""
+        if object.__getattribute__(self, "_load") is None:
+            return None
+        return object.__getattribute__(self, "_base")
+
     def reference_text(self):
         """A text with the same references to other functions (``cls.name``) as ``text``:
         ``text`` itself, or, while a :meth:`lazy_text` function's text is unwritten, the
         reference text of the function it derives from (an edit of the decorator and the
         attribute line leaves the body, and what it calls, as it was)."""
         f = self
-        while object.__getattribute__(f, "_base") is not None and object.__getattribute__(f, "_load") is not None:
-            f = object.__getattribute__(f, "_base")
+        while f.unwritten_base() is not None:
+            f = f.unwritten_base()
         return f.text
 
     def __getattr__(self, name):

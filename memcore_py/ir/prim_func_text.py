@@ -145,7 +145,6 @@ _DEF_RE = re.compile(r"\bdef\s+([A-Za-z_][A-Za-z_0-9]*)\s*\(")
 _DEF_LINE_RE = re.compile(r"[ \t]*def[ \t]+([A-Za-z_][A-Za-z_0-9]*)[ \t]*\(")
 _PRIVATE_KW = re.compile(r"\bprivate\s*=\s*(True|False)\s*,?\s*")  # \b, not \s*: linear
 _DECL_LINE_RE = re.compile(r"[A-Za-z_][A-Za-z_0-9]*\s*=\s*T\.[a-z0-9_]+\(\)$")
-_WS = re.compile(r"\s+")
 _IDENT_RE = re.compile(r"[A-Za-z_][A-Za-z_0-9]*\Z")
 _BAD_CHARS = re.compile(r"[^A-Za-z_0-9]")
 
@@ -1269,7 +1268,9 @@ def normalized_text(text):
     whitespace made one space (None stays None)."""
     if text is None:
         return None
-    return _WS.sub(" ", _DEF_RE.sub("def (", text, count=1)).strip()
+    # str.split() splits at the runs of the characters \s matches (str.isspace) and drops the
+    # ends: the same as substituting them and stripping, several times faster.
+    return " ".join(_DEF_RE.sub("def (", text, count=1).split())
 
 
 # ------------------------------------------------------------------------------ names

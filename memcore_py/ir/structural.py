@@ -511,6 +511,22 @@ class _Comparer:
         except _Mismatch as m:
             m.path.append("attrs")
             raise
+        self._prim_text(a, b)
+
+    def _prim_text(self, a, b):
+        """Texts of two PrimFuncs whose attrs and ``private`` are equal. Two copies whose texts
+        are unwritten (:meth:`PrimFunc.lazy_text`) and whose bases agree in attrs and
+        ``private`` are compared through their bases: the same edit of the decorator and the
+        attribute line makes equal bases equal copies, and leaves different bodies different
+        (bases that differ only in how they spell the same attrs count as different)."""
+        base_a, base_b = a.unwritten_base(), b.unwritten_base()
+        if base_a is not None and base_b is not None and base_a.private == base_b.private:
+            try:
+                self.attrs(base_a.attrs, base_b.attrs)
+            except _Mismatch:
+                pass
+            else:
+                return self._prim_text(base_a, base_b)
         if a.text is not b.text and normalized_text(a.text) != normalized_text(b.text):
             raise _Mismatch("PrimFunc text differs", a.text, b.text)
 

@@ -542,9 +542,9 @@ def _dead_code_elimination(mod, entry_functions, allow_flat):
                 new = _remove_all_unused(func, mod, allow_flat)
                 if new is not func:
                     updates[gv] = new
-        if updates:
-            mod = mod.with_functions(updates)
-        return remove_unreachable_functions(mod, entries)
+        if not updates:  # nothing unreachable became so: the second sweep would find nothing
+            return mod
+        return remove_unreachable_functions(mod.with_functions(updates), entries)
 
 
 class DeadCodeElimination(ModulePass):

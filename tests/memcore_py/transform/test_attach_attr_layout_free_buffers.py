@@ -376,8 +376,35 @@ def test_prim_func_registry_keys():
     assert reg.add(b, "matmul", key="other").name == "matmul3"  # another key: never compared, added
     # the keyed lookups did not need the copies' texts
     assert object.__getattribute__(a, "_load") is not None
-    assert reg.add(b, "matmul") is gv_a  # unkeyed: compared by structure (texts written)
-    assert object.__getattribute__(a, "_load") is None
+    assert reg.add(b, "matmul") is gv_a  # unkeyed: compared by structure, here through the bases
+    assert a.unwritten_base() is orig and b.unwritten_base() is orig
+
+
+def test_structural_equality_of_unwritten_copies():
+    """Copies whose texts are unwritten compare through their bases, with the answer the
+    written texts give; a copy compared with a written function is written."""
+    from memcore_py.ir import structural_equal
+    from memcore_py.ir.prim_func_text import with_attrs
+
+    mod = module_from_text(module(matmul() + matmul("matmul1", LF1) + main(f"x: {T32}, y: {T32}", call("matmul", "x, y"))))
+    orig = mod["matmul"]
+    other_body = module_from_text(module(matmul().replace("T.float32(0)", "T.float32(1)")
+                                         + main(f"x: {T32}, y: {T32}", call("matmul", "x, y"))))["matmul"]
+    assert not structural_equal(orig, other_body)
+
+    def copies():
+        return (with_attrs(orig, {"layout_free_buffers": (0,)}), with_attrs(orig, {"layout_free_buffers": (0,)}),
+                with_attrs(other_body, {"layout_free_buffers": (0,)}))
+
+    a, b, c = copies()
+    assert structural_equal(a, b) and not structural_equal(a, c)
+    assert all(f.unwritten_base() is not None for f in (a, b, c))
+    written = copies()
+    for f in written:
+        assert f.text  # write them
+    assert structural_equal(written[0], written[1]) and not structural_equal(written[0], written[2])
+    assert structural_equal(a, written[0]) and not structural_equal(c, written[0])
+    assert a.unwritten_base() is None and written[0].unwritten_base() is None
 
 
 def test_synced_text_key_shortcut():
