@@ -34,8 +34,10 @@ def test_plan_file_prints_table(capsys, model_file):
 def test_plan_without_argument_plans_shipped_models(capsys):
     rc, out, err = run_cli(capsys, "plan")
     assert rc == 0, err
-    rows = out.strip().splitlines()[2:-1]
-    assert [r.split()[0] for r in rows] == list_models()
+    lines = out.strip().splitlines()
+    rows, rule, totals = lines[2:-3], lines[-3], lines[-2]
+    assert [r.split()[0] for r in rows] == sorted(list_models())
+    assert set(rule) <= {"-", " "} and totals.split()[:3] == ["total", str(len(rows)), "functions"]
 
 
 def test_plan_gzipped_file(capsys, tmp_path):

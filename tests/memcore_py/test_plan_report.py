@@ -158,3 +158,61 @@ def test_storage_arrays_are_int64():
     for s in planned.storages:
         for arr in (s.start, s.end, s.size, s.offset):
             assert arr.dtype == np.int64 and arr.flags.c_contiguous
+
+
+# ----------------------------------------------------------------------------- the table
+def _two_reports():
+    from memcore_py.examples.models import model_text
+
+    return [plan_and_report(memcore_py.parse(model_text(n)), name=n, runs=1) for n in ("resnet50", "llama_small")]
+
+
+def test_table_rows_are_sorted_and_totals_are_the_sums():
+    reports = _two_reports()
+    lines = format_table(reports).splitlines()
+    body = [ln.split() for ln in lines[2:] if not ln.startswith("-")]
+    rows, totals = body[:-1], body[-1]
+    assert [r[0] for r in rows] == sorted(rep.name for rep in reports)  # given resnet50 first
+    funcs = [f for rep in reports for f in rep.functions]
+    assert totals[:3] == ["total", str(len(funcs)), "functions"]
+    assert int(totals[3]) == sum(f.n_bindings for f in funcs) == sum(int(r[2]) for r in rows)
+    assert int(totals[6]) == sum(f.tvm_storages for f in funcs)
+    lb = sum(f.lower_bound for f in funcs)
+    assert " ".join(totals[7:9]) == format_bytes(sum(f.tvm_bytes for f in funcs))
+    assert " ".join(totals[11:13]) == format_bytes(lb)
+    assert totals[13] == f"{sum(f.tvm_bytes for f in funcs) / lb - 1:+.1%}"
+    # one function: no totals row
+    single = format_table(reports[:1]).splitlines()
+    assert len(single) == 3 and not single[-1].startswith("total")
+
+
+def test_table_total_of_a_symbolic_column_is_unknown():
+    reports = [plan_and_report(memcore_py.parse(DYNAMIC), name="dyn"), plan_and_report(memcore_py.parse(CHAIN), name="chain")]
+    totals = format_table(reports).splitlines()[-1].split()
+    assert totals[0] == "total" and totals[7] == "-"  # 8*n + a number: no single total
+
+
+class _Terminal(__import__("io").StringIO):
+    def isatty(self):
+        return True
+
+
+def test_write_table_plain_when_piped_rich_on_a_terminal(monkeypatch):
+    from memcore_py.cli.report import write_table
+
+    reports = _two_reports()
+    piped = __import__("io").StringIO()
+    write_table(reports, piped)
+    assert piped.getvalue() == format_table(reports) + "\n"
+    pytest.importorskip("rich")
+    term = _Terminal()
+    write_table(reports, term)
+    drawn = __import__("re").sub(r"\x1b\[[0-9;]*m", "", term.getvalue())  # without the colours
+    assert "┃" in drawn and "│ total" in drawn and "llama_small" in drawn
+    assert drawn.index("llama_small") < drawn.index("resnet50")
+    # without rich, a terminal gets the plain table
+    monkeypatch.setitem(__import__("sys").modules, "rich", None)
+    monkeypatch.setitem(__import__("sys").modules, "rich.console", None)
+    plain = _Terminal()
+    write_table(reports, plain)
+    assert plain.getvalue() == format_table(reports) + "\n"
