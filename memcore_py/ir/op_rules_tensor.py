@@ -26,7 +26,8 @@ from .op_rules_common import (
     static,
     tensor_arg,
 )
-from .prim import FloatImm, IntImm, Min, PrimExpr
+from .op_rules_slice import slice_extent
+from .prim import FloatImm, IntImm
 from .types import PrimType, ShapeType, TensorType, TupleType
 
 __all__ = [
@@ -130,25 +131,6 @@ def _int_values(e, opname, what):
     return out
 
 
-def _slice_extent(dim, begin, end, stride, inbound):
-    """Extent of ``dim[begin:end:stride]`` (TVM's strided_slice inference)."""
-    sd, sb, se, ss = static(dim), static(begin), static(end), static(stride)
-    if ss is None:
-        return None
-    if ss == 0:
-        raise IRError("strided_slice: a stride must not be 0")
-    if sd is not None and sb is not None and se is not None:
-        return IntImm(len(range(sd)[slice(sb, se, ss)]))
-    if ss < 0 or sb is None or se is None or sb < 0 or se < 0:
-        return None
-    if inbound:
-        b, e = begin, end
-    else:
-        b = Min(begin, dim) if isinstance(begin, PrimExpr) else begin
-        e = Min(end, dim) if isinstance(end, PrimExpr) else end
-    return dim_ceildiv(dim_sub(e, b), IntImm(ss))
-
-
 def strided_slice(call, ts):
     name = call.op.name
     t = tensor_arg(ts[0], name)
@@ -168,7 +150,10 @@ def strided_slice(call, ts):
         if sa is None:
             return _like(t, None, ndim=t.ndim)
         i = norm_axis(sa, t.ndim, name)
-        ext = _slice_extent(t.shape[i], b, e, s, inbound)
+        ss = static(s)
+        if ss == 0:
+            raise IRError(f"{name}: a stride must not be 0")
+        ext = None if ss is None else slice_extent(t.shape[i], b, e, ss, inbound)
         if ext is None:
             return _like(t, None, ndim=t.ndim)
         shape[i] = ext

@@ -260,6 +260,8 @@ CASES += [
     ("nn.softmax", "R.nn.softmax(sq)"),
     ("nn.layer_norm", "R.nn.layer_norm(sq, sv, sv, axes=[-1])"),
     ("strided_slice", "R.strided_slice(sq, (1,), (0,), (2,), assume_inbound=True)"),
+    ("strided_slice", "R.strided_slice(s, (0,), (1,), (n,))"),
+    ("strided_slice", "R.strided_slice(sq, (1,), (0,), (n,), (2,))"),
     ("split", "R.split(sq, indices_or_sections=[1], axis=0)"),
     ("split", "R.split(sq, indices_or_sections=[1, 3], axis=0)"),
     ("split", "R.split(sq, indices_or_sections=3, axis=0)"),
