@@ -9,11 +9,21 @@ from __future__ import annotations
 import gzip
 import sys
 
-__all__ = ["InputError", "read_text", "parse_text", "fail", "one_line", "error_text"]
+__all__ = ["SPBM", "DEFAULT_PASSES", "InputError", "UsageError", "read_text", "parse_text", "fail", "one_line",
+           "error_text"]
+
+
+#: The pass ``memcore plan`` measures, and its default pipeline (kebab-case pass names).
+SPBM = "static-plan-block-memory"
+DEFAULT_PASSES = (SPBM, "lower-alloc-tensor", "kill-after-last-use")
 
 
 class InputError(Exception):
     """Bad input (exit status 1): unreadable file, parse error, ill-formed module."""
+
+
+class UsageError(Exception):
+    """Bad command-line usage found after argparse (exit status 2)."""
 
 
 def read_text(path: str) -> str:

@@ -1,7 +1,16 @@
 """Plan memory and print a per-function report.
 
-A ``FILE`` named ``*.json`` / ``*.json.gz`` is a graph-executor graph, planned with Relay's
-GraphPlanMemory and in arena mode (:mod:`memcore_py.cli.plan_graph`; ``--write-plan``).
+The kind of ``FILE`` is decided by its name (:func:`memcore_py.cli.plan_inputs.input_kind`):
+``*.json`` / ``*.json.gz`` is a graph-executor graph, planned with Relay's GraphPlanMemory
+and in arena mode (:mod:`memcore_py.cli.plan_graph`; ``--write-plan``); ``*.csv`` is a flat
+MiniMalloc problem packed by :func:`memcore.plan_offsets` (:mod:`memcore_py.cli.plan_flat`);
+``*.pt2`` (``torch.export.save``) and ``pkg.module:function`` (a callable returning
+``(nn.Module, example_inputs)``, exported with ``torch.export.export``; ``--dynamic
+NAME=INPUT:DIM[:MIN[:MAX]]`` makes dimensions symbolic) are imported with
+:func:`~memcore_py.frontend.exported_program.from_exported_program` after
+``run_decompositions()`` and planned like the high-level text below, the table followed by
+the time of each stage (torch's load or export and decompositions, memcore's import and
+lowering); ``*.onnx`` is not implemented yet (an error).
 
 ``memcore plan [FILE]`` parses a TVMScript module (``FILE``; ``-`` = stdin, ``*.gz``
 decompressed) or, with no ``FILE``, every real model shipped in
@@ -38,24 +47,24 @@ import time
 
 from ..planning.allocate import MODES
 from ..planning.arena_options import ARENA_TIME_LIMIT
-from ._common import InputError, fail, parse_text, read_text
+from ._common import DEFAULT_PASSES, SPBM, InputError, UsageError, fail, parse_text, read_text
 
-SPBM = "static-plan-block-memory"
-DEFAULT_PASSES = (SPBM, "lower-alloc-tensor", "kill-after-last-use")
 #: Runs of each mode per module; the report's times are the fastest (steady state).
 TIMING_RUNS = 5
 
 __all__ = ["add_arguments", "run", "main", "plan_and_report", "parse_bind", "DEFAULT_PASSES", "TIMING_RUNS"]
 
 
-class UsageError(Exception):
-    """Bad command-line usage found after argparse (exit status 2)."""
-
-
 def add_arguments(parser) -> None:
     """Add ``plan``'s arguments to an :class:`argparse.ArgumentParser`."""
     parser.add_argument("file", nargs="?", metavar="FILE",
-                        help="TVMScript module to plan ('-' = stdin; default: the shipped real models)")
+                        help="what to plan: a TVMScript module ('-' = stdin), a torch.export .pt2 file, "
+                             "module:function returning (nn.Module, example_inputs), a graph-executor .json, "
+                             "a MiniMalloc .csv problem (default: the shipped real models)")
+    parser.add_argument("--dynamic", action="append", default=[], metavar="NAME=INPUT:DIM[:MIN[:MAX]]",
+                        help="module:function input: export dimension DIM of example input INPUT (position or "
+                             "forward() argument name) as the symbol NAME, optionally bounded (repeatable; "
+                             "e.g. --dynamic seq=0:1:2:512)")
     parser.add_argument("--mode", choices=MODES, default="arena",
                         help="StaticPlanBlockMemory mode for the pipeline's output (default: arena)")
     parser.add_argument("--passes", default=",".join(DEFAULT_PASSES), metavar="A,B,C",
@@ -183,16 +192,30 @@ def _build_passes(spec: str, mode: str, time_limit=None):
     return passes[:i], passes[i], passes[i + 1:]
 
 
-def _inputs(path: str | None):
-    """``[(label, text, reference)]``: one file, or the shipped models."""
+def _inputs(path: str | None, dynamic=None):
+    """``[(label, source, reference, stages)]``: one file, or the shipped models; ``source`` is
+    TVMScript text or, for ``.pt2`` / ``module:function`` inputs, the imported module (then
+    ``stages`` holds the import's stage times, :data:`~.plan_inputs.STAGES`)."""
+    from .plan_inputs import input_kind
+
+    if input_kind(path) in ("pt2", "callable"):
+        from ..errors import MemcoreError
+        from .plan_inputs import import_model
+
+        stages: dict = {}
+        try:
+            mod = import_model(path, dynamic=dynamic, timings=stages)
+        except MemcoreError as exc:
+            raise InputError(str(exc)) from exc
+        return [(path, mod, None, stages)]
     if path is not None:
-        return [(path, read_text(path), None)]
+        return [(path, read_text(path), None, {})]
     from ..examples.models import list_models, model_text, tvm_oracle
 
     out = []
     for name in list_models():
         ref = {f: info["total_bytes"] for f, info in tvm_oracle(name)["functions"].items()}
-        out.append((name, model_text(name), ref))
+        out.append((name, model_text(name), ref, {}))
     if not out:
         raise InputError("no FILE given and no shipped models found in memcore_py/examples/models")
     return out
@@ -249,18 +272,23 @@ def plan_and_report(mod, name: str = "module", reference: dict | None = None, ti
                         arena_seconds=best["arena"], reference=reference, runs=runs, bind=bind)
 
 
-def _plan_one(label: str, text: str, reference, before, after, mode: str, time_limit=None, bind=None):
+def _plan_one(label: str, source, reference, before, after, mode: str, time_limit=None, bind=None, stages=None):
+    """Plan one input (``source``: TVMScript text or a module); ``stages`` gets the lowering
+    time when the module is lowered for planning first."""
     from ..errors import MemcoreError
     from ..transform import Sequential
 
-    mod = parse_text(text, label)
+    mod = parse_text(source, label) if isinstance(source, str) else source
     try:
         from ..transform.lower_for_planning import has_high_level_calls
 
         if has_high_level_calls(mod):  # TVM importer output: lower for planning first
             from ..transform import CallTIRRewrite, LowerForPlanning, RemovePurityChecking, ToNonDataflow
 
+            t0 = time.perf_counter()
             mod = Sequential([LowerForPlanning(), ToNonDataflow(), RemovePurityChecking(), CallTIRRewrite()])(mod)
+            if stages is not None:
+                stages["lowering"] = time.perf_counter() - t0
         if before:
             mod = Sequential(before)(mod)
         report = plan_and_report(mod, name=label, reference=reference, time_limit=time_limit, bind=bind)
@@ -302,22 +330,37 @@ def run(args, out=None) -> int:
     Errors are printed to stderr as ``memcore plan: error: ...`` (no traceback).
     """
     out = out or sys.stdout
-    from .plan_graph import is_graph_json, run_graph
+    from .plan_inputs import input_kind, not_implemented, parse_dynamic
 
     plot = getattr(args, "plot", None)
     if plot and not plot.lower().endswith((".png", ".svg", ".pdf")):
         return fail("plan", f"--plot: {plot!r} must end in .png, .svg or .pdf", 2)
-    if is_graph_json(args.file):
+    kind = input_kind(args.file)
+    if getattr(args, "dynamic", None) and kind != "callable":
+        return fail("plan", "--dynamic applies to module:function inputs (an importable callable returning "
+                            "(nn.Module, example_inputs))", 2)
+    if kind == "graph-json":
+        from .plan_graph import run_graph
+
         return run_graph(args, out)
+    if kind == "csv":
+        from .plan_flat import run_flat
+
+        return run_flat(args, out)
+    if kind == "onnx":
+        return fail("plan", str(not_implemented(args.file)), 1)
     if getattr(args, "write_plan", None):
         return fail("plan", "--write-plan needs a graph-executor JSON input (FILE ending in .json or .json.gz)", 2)
     try:
         before, spbm, after = _build_passes(args.passes, args.mode, args.time_limit)
         bind = parse_bind(getattr(args, "bind", None) or [])
+        dynamic = parse_dynamic(getattr(args, "dynamic", None) or [])
+        inputs = _inputs(args.file, dynamic)
         results = [
-            _plan_one(label, text, ref, before, after, args.mode, args.time_limit, bind)
-            for label, text, ref in _inputs(args.file)
+            _plan_one(label, source, ref, before, after, args.mode, args.time_limit, bind, stages)
+            for label, source, ref, stages in inputs
         ]
+        stages = [st for *_, st in inputs]
         _check_bind_names(bind, [report.tvm_module for report, _, _ in results])
     except UsageError as exc:
         return fail("plan", str(exc), 2)
@@ -329,8 +372,10 @@ def run(args, out=None) -> int:
         if args.json:
             doc = {"mode": args.mode, "time_limit": args.time_limit, "passes": names, "bind": bind,
                    "timing": f"best of {TIMING_RUNS} runs per mode (steady state)", "modules": []}
-            for report, planned, _ in results:
+            for (report, planned, _), st in zip(results, stages):
                 entry = report.to_dict()
+                if st:
+                    entry["stages"] = st
                 if args.print_ir:
                     entry["ir"] = planned.script()
                 doc["modules"].append(entry)
@@ -352,6 +397,8 @@ def run(args, out=None) -> int:
                       "(steady state)\n")
             if bind:
                 out.write("bound: " + ", ".join(f"{k}={v}" for k, v in bind.items()) + "\n")
+            if len(stages) == 1 and stages[0]:
+                out.write("stages: " + ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in stages[0].items()) + "\n")
             if top or plot:
                 _views(args, results, out)
     except InputError as exc:

@@ -1,0 +1,360 @@
+"""What ``memcore plan FILE`` reads: the kind of each input, and models from PyTorch.
+
+Design
+------
+:func:`input_kind` decides by name alone (no file is opened) how ``FILE`` is read:
+
+=================  =========================================================================
+``*.json[.gz]``    graph-executor JSON (:mod:`memcore_py.cli.plan_graph`)
+``*.csv``          flat MiniMalloc problem ``id,lower,upper,size`` (:mod:`memcore_py.cli.plan_flat`)
+``*.pt2``          ``torch.export.save`` archive (:func:`load_exported_program`)
+``*.onnx``         ONNX model: not implemented yet (:class:`InputNotImplementedError`)
+``pkg.mod:func``   no such file, and the colon form of an importable callable returning
+                   ``(nn.Module, example_inputs)`` (:func:`export_callable`)
+anything else      TVMScript text (``-`` = stdin, ``*.gz`` decompressed)
+=================  =========================================================================
+
+The two PyTorch forms end in the same place: :func:`import_model` loads or exports the
+program, runs ``ep.run_decompositions()`` and imports it with
+:func:`memcore_py.frontend.exported_program.from_exported_program` (weights kept as
+parameters), giving the high-level module ``memcore plan`` lowers and plans like a TVMScript
+text of TVM's importer. Each stage's wall time is recorded (:data:`STAGES`), so that the
+report can tell torch's own work (loading or exporting, decomposing) from memcore's.
+
+``--dynamic NAME=INPUT:DIM[:MIN[:MAX]]`` (:func:`parse_dynamic`) makes dimension ``DIM`` of the
+example input ``INPUT`` (its position, or the name of its ``forward`` parameter) a
+``torch.export.Dim`` named ``NAME``; one name given for several inputs is one symbol (torch
+then checks those sizes are equal).
+
+Every failure is a typed :class:`~memcore_py.errors.MemcoreError` naming the file or callable
+and what is wrong: a torch error message is cut to its first line (torch's messages run to
+dozens of lines of hints), and torch is imported only for these two kinds.
+"""
+from __future__ import annotations
+
+import contextlib
+import importlib
+import io
+import logging
+import os
+import re
+import sys
+import time
+import warnings
+
+from ..errors import FrontendError, UnsupportedOperatorError
+from ._common import UsageError
+
+__all__ = ["input_kind", "InputNotImplementedError", "DynamicDim", "parse_dynamic", "load_exported_program",
+           "export_callable", "import_model", "not_implemented", "STAGES"]
+
+#: Stages of :func:`import_model`, in order, as recorded in its ``timings``.
+STAGES = ("torch.export.load", "torch.export.export", "run_decompositions", "import")
+
+_CALLABLE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
+#: Longest torch message kept in an error (its first line, cut here).
+_MAX_REASON = 300
+
+
+class InputNotImplementedError(FrontendError, NotImplementedError):
+    """An input format ``memcore plan`` recognises but cannot read yet (``.onnx``)."""
+
+
+def input_kind(path) -> str:
+    """How ``memcore plan`` reads ``path``: ``"graph-json"``, ``"csv"``, ``"pt2"``, ``"onnx"``,
+    ``"callable"`` or ``"tvmscript"`` (module docstring; ``None`` = the shipped models is
+    ``"tvmscript"``)."""
+    if not isinstance(path, str):
+        return "tvmscript"
+    lower = path.lower()
+    if lower.endswith((".json", ".json.gz")):
+        return "graph-json"
+    if lower.endswith(".csv"):
+        return "csv"
+    if lower.endswith(".pt2"):
+        return "pt2"
+    if lower.endswith(".onnx"):
+        return "onnx"
+    if _CALLABLE.match(path) and not os.path.exists(path):
+        return "callable"
+    return "tvmscript"
+
+
+class DynamicDim:
+    """One ``--dynamic`` item: dimension ``dim`` of example input ``input`` (an int position
+    or a ``forward`` parameter name) is the symbol ``name`` in ``[min, max]`` (None: torch's
+    default)."""
+
+    __slots__ = ("name", "input", "dim", "min", "max")
+
+    def __init__(self, name: str, input, dim: int, min=None, max=None):
+        self.name, self.input, self.dim, self.min, self.max = name, input, dim, min, max
+
+    def __repr__(self) -> str:
+        return f"DynamicDim({self.name!r}, {self.input!r}, {self.dim}, min={self.min}, max={self.max})"
+
+
+def _dynamic_int(item: str, what: str, text: str, low: int) -> int:
+    try:
+        value = int(text, 10)
+    except ValueError:
+        raise UsageError(f"--dynamic {item!r}: {what} must be an integer; got {text!r}") from None
+    if value < low:
+        raise UsageError(f"--dynamic {item!r}: {what} must be >= {low}; got {value}")
+    return value
+
+
+def parse_dynamic(items) -> list:
+    """:class:`DynamicDim` list from ``--dynamic`` arguments ``NAME=INPUT:DIM[:MIN[:MAX]]``.
+
+    Raises
+    ------
+    UsageError
+        A malformed item, a negative dimension, ``MIN > MAX``, or a name given twice with
+        different bounds.
+    """
+    out: list = []
+    bounds: dict = {}
+    for item in items or ():
+        name, eq, rest = item.partition("=")
+        name = name.strip()
+        parts = [p.strip() for p in rest.split(":")]
+        if not eq or not name.isidentifier() or not 2 <= len(parts) <= 4 or not parts[0]:
+            raise UsageError(f"--dynamic: expected NAME=INPUT:DIM[:MIN[:MAX]] (e.g. seq=0:1:2:512); got {item!r}")
+        source = int(parts[0]) if parts[0].isdigit() else parts[0]
+        if isinstance(source, str) and not source.isidentifier():
+            raise UsageError(f"--dynamic {item!r}: INPUT must be a position or a forward() argument name; "
+                             f"got {parts[0]!r}")
+        dim = _dynamic_int(item, "DIM", parts[1], 0)
+        lo = _dynamic_int(item, "MIN", parts[2], 0) if len(parts) > 2 and parts[2] else None
+        hi = _dynamic_int(item, "MAX", parts[3], 1) if len(parts) > 3 and parts[3] else None
+        if lo is not None and hi is not None and lo > hi:
+            raise UsageError(f"--dynamic {item!r}: MIN {lo} > MAX {hi}")
+        if bounds.setdefault(name, (lo, hi)) != (lo, hi):
+            raise UsageError(f"--dynamic: {name!r} given twice with different bounds {bounds[name]} and {(lo, hi)}")
+        out.append(DynamicDim(name, source, dim, lo, hi))
+    return out
+
+
+def _torch():
+    """torch, or the importer's :class:`~memcore_py.errors.FrontendDependencyError`."""
+    from ..frontend.exported_program import _torch as frontend_torch
+
+    return frontend_torch()
+
+
+@contextlib.contextmanager
+def _quiet():
+    """No Python warnings, log records or stderr output while torch works: torch logs and
+    prints its failures (tracebacks, graph dumps) before raising them, and the command line
+    reports every error as one line."""
+    previous = logging.root.manager.disable
+    logging.disable(logging.CRITICAL)
+    try:
+        with warnings.catch_warnings(), contextlib.redirect_stderr(io.StringIO()):
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        logging.disable(previous)
+
+
+def _reason(exc: BaseException) -> str:
+    """``Type: first line of the message``, at most :data:`_MAX_REASON` characters."""
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    text = f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
+    return text if len(text) <= _MAX_REASON else text[:_MAX_REASON - 3] + "..."
+
+
+def load_exported_program(path: str):
+    """``torch.export.load(path)``, its failures as a :class:`FrontendError` naming ``path``.
+
+    Raises
+    ------
+    FrontendDependencyError
+        torch is not installed.
+    FrontendError
+        The file is missing, unreadable, truncated or not a ``torch.export.save`` archive.
+    """
+    if not os.path.isfile(path):
+        raise FrontendError(f"cannot read {path!r}: no such file")
+    torch = _torch()
+    try:
+        with _quiet():
+            ep = torch.export.load(path)
+    except Exception as exc:  # noqa: BLE001 - torch raises many kinds (zip, pickle, schema)
+        raise FrontendError(f"{path}: not a readable torch.export archive (.pt2): {_reason(exc)}") from exc
+    if not isinstance(ep, torch.export.ExportedProgram):
+        raise FrontendError(f"{path}: torch.export.load returned a {type(ep).__name__}, not an ExportedProgram")
+    return ep
+
+
+def _resolve_callable(spec: str):
+    module_name, _, attr = spec.partition(":")
+    added = os.getcwd() not in sys.path  # as `python -m`: the current directory is importable
+    if added:
+        sys.path.insert(0, os.getcwd())
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:  # noqa: BLE001 - the user's module may raise anything on import
+        raise FrontendError(f"{spec}: cannot import module {module_name!r}: {_reason(exc)}") from exc
+    finally:
+        if added:
+            sys.path.remove(os.getcwd())
+    target = module
+    for part in attr.split("."):
+        if not hasattr(target, part):
+            raise FrontendError(f"{spec}: module {module_name!r} has no attribute {attr!r}")
+        target = getattr(target, part)
+    if not callable(target):
+        raise FrontendError(f"{spec}: {attr!r} is a {type(target).__name__}, not a callable")
+    return target
+
+
+def _model_and_inputs(torch, spec: str):
+    fn = _resolve_callable(spec)
+    try:
+        result = fn()
+    except Exception as exc:  # noqa: BLE001 - the user's function
+        raise FrontendError(f"{spec}: calling it raised {_reason(exc)}") from exc
+    if not (isinstance(result, tuple) and len(result) == 2 and isinstance(result[0], torch.nn.Module)):
+        got = type(result).__name__ if not isinstance(result, tuple) else f"a tuple of {len(result)}"
+        raise FrontendError(f"{spec}: must return (torch.nn.Module, example_inputs); got {got}")
+    model, args = result
+    if isinstance(args, torch.Tensor):
+        args = (args,)
+    if isinstance(args, list):
+        args = tuple(args)
+    if not isinstance(args, tuple):
+        raise FrontendError(f"{spec}: example_inputs must be a tensor or a tuple of them; got {type(args).__name__}")
+    return model, args
+
+
+def _dynamic_shapes(torch, spec: str, model, args, dynamic) -> tuple | None:
+    """``dynamic_shapes`` for ``torch.export.export``: per example input, ``{dim: Dim}`` or None."""
+    if not dynamic:
+        return None
+    import inspect
+
+    try:
+        names = list(inspect.signature(model.forward).parameters)
+    except (TypeError, ValueError):
+        names = []
+    dims: dict = {}
+    shapes: list = [None] * len(args)
+    for d in dynamic:
+        pos = d.input if isinstance(d.input, int) else (names.index(d.input) if d.input in names else None)
+        if pos is None or pos >= len(args):
+            have = ", ".join(f"{i}" + (f" ({names[i]})" if i < len(names) else "") for i in range(len(args)))
+            raise UsageError(f"--dynamic {d.name}: {spec} has no example input {d.input!r} (it has: {have or 'none'})")
+        arg = args[pos]
+        if not isinstance(arg, torch.Tensor) or d.dim >= arg.dim():
+            what = f"rank {arg.dim()}" if isinstance(arg, torch.Tensor) else f"a {type(arg).__name__}"
+            raise UsageError(f"--dynamic {d.name}: example input {d.input!r} of {spec} has no dimension {d.dim} "
+                             f"({what})")
+        if d.name not in dims:
+            kwargs = {k: v for k, v in (("min", d.min), ("max", d.max)) if v is not None}
+            dims[d.name] = torch.export.Dim(d.name, **kwargs)
+        shapes[pos] = {**(shapes[pos] or {}), d.dim: dims[d.name]}
+    return tuple(shapes)
+
+
+def export_callable(spec: str, dynamic=None):
+    """``torch.export.export`` of the model ``spec`` (``pkg.module:function``) returns.
+
+    Parameters
+    ----------
+    spec : str
+        ``module:function``; ``function()`` returns ``(nn.Module, example_inputs)``, the
+        inputs a tensor or a tuple of them. The current directory is importable.
+    dynamic : list of DynamicDim, optional
+        Dimensions exported as symbols (:func:`parse_dynamic`).
+
+    Raises
+    ------
+    FrontendDependencyError
+        torch is not installed.
+    FrontendError
+        The module cannot be imported, the function is missing, raises or returns something
+        else, or ``torch.export.export`` rejects the model (its first message line quoted).
+    UsageError
+        A ``--dynamic`` item naming an input or dimension the example inputs do not have.
+    """
+    torch = _torch()
+    model, args = _model_and_inputs(torch, spec)
+    shapes = _dynamic_shapes(torch, spec, model, args, dynamic)
+    try:
+        with _quiet():
+            return torch.export.export(model.eval(), args, dynamic_shapes=shapes)
+    except Exception as exc:  # noqa: BLE001 - torch.export raises many kinds (UserError, Unsupported, ...)
+        raise FrontendError(f"{spec}: torch.export.export cannot export the model: {_reason(exc)}") from exc
+
+
+def import_model(source: str, *, dynamic=None, timings: dict | None = None):
+    """The high-level Relax module of a ``.pt2`` file or a ``module:function`` callable.
+
+    Parameters
+    ----------
+    source : str
+        A ``torch.export.save`` file (``*.pt2``) or ``module:function`` (:func:`input_kind`).
+    dynamic : list of DynamicDim, optional
+        Only for ``module:function`` (a saved program's dimensions are fixed at export).
+    timings : dict, optional
+        Filled with stage name (:data:`STAGES`) -> seconds.
+
+    Returns
+    -------
+    IRModule
+        :func:`~memcore_py.frontend.exported_program.from_exported_program`'s module (weights
+        as parameters, ``num_input`` set).
+
+    Raises
+    ------
+    FrontendError
+        From loading or exporting (:func:`load_exported_program`, :func:`export_callable`),
+        decomposing, or importing (an
+        :class:`~memcore_py.errors.UnsupportedOperatorError` lists every operator without a
+        converter); the message names ``source``.
+    FrontendDependencyError
+        torch is not installed.
+    UsageError
+        ``dynamic`` given for a ``.pt2`` file, or naming inputs the model does not have.
+    """
+    from ..frontend.exported_program import from_exported_program
+
+    timings = {} if timings is None else timings
+    kind = input_kind(source)
+    t0 = time.perf_counter()
+    if kind == "pt2":
+        if dynamic:
+            raise UsageError("--dynamic applies to module:function inputs; a .pt2 file's dimensions were fixed "
+                             "when it was exported")
+        ep = load_exported_program(source)
+        timings["torch.export.load"] = time.perf_counter() - t0
+    elif kind == "callable":
+        ep = export_callable(source, dynamic)
+        timings["torch.export.export"] = time.perf_counter() - t0
+    else:
+        raise FrontendError(f"{source}: not a .pt2 file or a module:function callable")
+    t0 = time.perf_counter()
+    try:
+        with _quiet():
+            ep = ep.run_decompositions()
+    except Exception as exc:  # noqa: BLE001 - torch's decomposition of a user program
+        raise FrontendError(f"{source}: torch's run_decompositions() failed: {_reason(exc)}") from exc
+    timings["run_decompositions"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    try:
+        mod = from_exported_program(ep, keep_params_as_input=True, run_ep_decomposition=False)
+    except UnsupportedOperatorError as exc:
+        raise UnsupportedOperatorError(f"{source}: {exc}", exc.ops) from exc
+    except FrontendError as exc:
+        raise FrontendError(f"{source}: {exc}") from exc
+    timings["import"] = time.perf_counter() - t0
+    return mod
+
+
+def not_implemented(path: str):
+    """The :class:`InputNotImplementedError` for a recognised but unreadable format."""
+    return InputNotImplementedError(
+        f"{path}: ONNX import is not implemented yet; export the model with torch.export.save to a .pt2 file, "
+        "or give a module:function that returns (nn.Module, example_inputs)")
