@@ -36,6 +36,7 @@ EXTENSIONS = {
     "memcore_py.analysis._storage_walk": {"sources": ["memcore_py/analysis/_storage_walk.pyx"], "language": "c"},
     "memcore_py.analysis._inplace_walk": {"sources": ["memcore_py/analysis/_inplace_walk.pyx"], "language": "c"},
     "memcore_py.transform._alloc_rewrite": {"sources": ["memcore_py/transform/_alloc_rewrite.pyx"], "language": "c"},
+    "memcore_py.transform._flat_walks": {"sources": ["memcore_py/transform/_flat_walks.pyx"], "language": "c"},
     "memcore_py.planning._graph_plan": {"sources": ["memcore_py/planning/_graph_plan.pyx"], "language": "c++"},
 }
 

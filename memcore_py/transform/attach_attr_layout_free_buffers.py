@@ -59,6 +59,7 @@ sites reuse it from a dict, so the cost per call site is one rebuilt call.
 """
 from __future__ import annotations
 
+from .._compiled import load_compiled
 from ..errors import PassError
 from ..ir._util import gc_paused
 from ..ir.construct import function_with_body, new_binding, new_block, new_call, new_match_cast, new_seq
@@ -143,18 +144,17 @@ class _Attacher(BindingTrackingMutator):
             self.layout_free.update(func.params[k:])
         blocks = func.body.blocks
         new_blocks = None
+        walks = load_compiled("memcore_py.transform._flat_walks")
+
+        def slow(b):  # a copy to make, a MatchCast, or input to reject: the Python path
+            self._binding = b
+            nv = self._rewrite(b.value)
+            self._binding = None
+            return new_binding(b.var, nv) if type(b) is VarBinding else new_match_cast(b.var, nv, b.ty)
+
         for bi, blk in enumerate(blocks):
-            bindings = blk.bindings
-            new_bindings = None
-            for i, b in enumerate(bindings):
-                v = b.value
-                if type(v) is Call and v.op is _CALL_TIR:
-                    self._binding = b
-                    nv = self._rewrite(v)
-                    self._binding = None
-                    if new_bindings is None:
-                        new_bindings = list(bindings)
-                    new_bindings[i] = new_binding(b.var, nv) if type(b) is VarBinding else new_match_cast(b.var, nv, b.ty)
+            new_bindings = walks.attach_bindings(tuple(blk.bindings), _CALL_TIR, self.layout_free, self.copies,
+                                                 self.keep_tir_vars, slow)
             if new_bindings is not None:
                 if new_blocks is None:
                     new_blocks = list(blocks)

@@ -59,6 +59,7 @@ from __future__ import annotations
 
 import re
 
+from .._compiled import load_compiled
 from ..errors import PassError
 from ..ir.construct import function_with_body, new_block, new_if, new_seq
 from ..ir.expr import (
@@ -101,8 +102,6 @@ __all__ = [
 
 _VARS = (Var, DataflowVar)
 _CLS_REF = re.compile(r"\bcls\.([A-Za-z_][A-Za-z0-9_]*)")
-_SCOPES = (If, Function, SeqExpr)
-_NESTING = frozenset((Call, If, Function, SeqExpr))
 #: Expressions that hold no GlobalVar and no variable use.
 _LEAVES = frozenset((Constant, ShapeExpr, PrimValue, StringImm, DataTypeImm, ExternFunc))
 
@@ -110,32 +109,9 @@ _LEAVES = frozenset((Constant, ShapeExpr, PrimValue, StringImm, DataTypeImm, Ext
 def is_flat(func: Function) -> bool:
     """Whether no binding value of ``func`` opens a scope (If, SeqExpr, nested function) or
     holds a call inside its top-level call, tuple or get-item (normal form has none): the
-    functions the passes here rewrite with one loop over the bindings."""
-    nesting = _NESTING
-    for blk in func.body.blocks:
-        for b in blk.bindings:
-            v = b.value
-            cls = type(v)
-            if cls is Call:
-                for a in v.args:
-                    ca = type(a)
-                    if ca is Tuple:
-                        for f in a.fields:
-                            tf = type(f)
-                            if tf in nesting or tf is Tuple:
-                                return False
-                    elif ca in nesting:
-                        return False
-            elif cls is Tuple:
-                for f in v.fields:
-                    if type(f) in nesting:
-                        return False
-            elif cls in nesting or (cls is TupleGetItem and type(v.tuple_value) in nesting):
-                return False
-    result = func.body.body
-    if type(result) is Tuple:
-        return not any(type(f) in nesting for f in result.fields)
-    return type(result) not in nesting
+    functions the passes here rewrite with one loop over the bindings (the loop is compiled:
+    ``memcore_py/transform/_flat_walks.pyx``)."""
+    return load_compiled("memcore_py.transform._flat_walks").is_flat(func)
 
 
 def _children(e) -> list:
@@ -475,36 +451,8 @@ def _flat_unused(func: Function, mod) -> set:
     """The unused variables of a flat function (:func:`is_flat`) in one backward pass: in
     straight-line SSA code every reader of a variable comes after it, so deciding the
     bindings last to first gives the fixpoint of :meth:`_Usage.unused`."""
-    live = set(var_uses(func.body.body))
-    dead = set()
-    for blk in reversed(func.body.blocks):
-        for b in reversed(blk.bindings):
-            v = b.value
-            cv = type(v)
-            if type(b) is VarBinding and b.var not in live:
-                if cv is not Call or not is_impure_call(v, mod):
-                    dead.add(b.var)
-                    continue
-            if cv is Call:
-                op = v.op
-                if type(op) is Var or type(op) is DataflowVar:
-                    live.add(op)
-                for a in v.args:
-                    ta = type(a)
-                    if ta is Var or ta is DataflowVar:
-                        live.add(a)
-                    elif ta is Tuple:
-                        for f in a.fields:
-                            tf = type(f)
-                            if tf is Var or tf is DataflowVar:
-                                live.add(f)
-                            elif tf not in _LEAVES:
-                                live.update(var_uses(f))
-            elif cv is Var or cv is DataflowVar:
-                live.add(v)
-            elif cv not in _LEAVES:
-                live.update(var_uses(v))
-    return dead
+    walks = load_compiled("memcore_py.transform._flat_walks")
+    return walks.flat_unused(func, lambda call: is_impure_call(call, mod), var_uses)
 
 
 # ------------------------------------------------------------------------ the pass

@@ -1,0 +1,180 @@
+"""Compiled binding loops over flat functions, shared by AttachAttrLayoutFreeBuffers and
+DeadCodeElimination (built by ``setup.py``; no fallback).
+
+Design
+------
+Both passes rewrite a *flat* function (no binding opens a scope or nests a call inside its
+top-level call, tuple or get-item: normal form) with one loop over its bindings; in CPython
+those loops were most of the passes' time on real models. The loops, with the rules
+unchanged, live here:
+
+- :func:`is_flat` — the flatness test (:func:`memcore_py.transform.dead_code_elimination.is_flat`).
+- :func:`attach_bindings` — AttachAttrLayoutFreeBuffers' rewrite of one block: a
+  ``R.call_tir(gv, (args...))`` whose (callee, layout-free positions) already has its
+  attributed copy is re-pointed here; anything else (a first copy to make, a MatchCast,
+  malformed input to report) goes to the Python callback ``slow(binding)``, which returns
+  the binding to use.
+- :func:`flat_unused` — DeadCodeElimination's backward pass over a flat function: the
+  variables of pure bindings nobody reads (``is_impure(call)`` and ``var_uses(expr)`` are
+  the Python callbacks for the rare cases).
+
+Nodes are read and built through ``memcore_py/ir/_slots.pxd`` (as ``construct.new_call`` /
+``new_binding`` build them).
+"""
+from cpython.object cimport PyObject, PyTypeObject
+from cpython.ref cimport Py_DECREF
+
+from memcore_py.ir._slots cimport alloc_node, get_slot, put_slot, slot_offset
+
+from memcore_py.ir.expr import (Call, Constant, DataflowVar, DataTypeImm, ExternFunc, Function, GlobalVar, If,
+                                PrimValue, SeqExpr, ShapeExpr, StringImm, Tuple, TupleGetItem, Var, VarBinding)
+
+cdef Py_ssize_t O_VAR = slot_offset(VarBinding.var)
+cdef Py_ssize_t O_VALUE = slot_offset(VarBinding.value)
+cdef Py_ssize_t O_TY = slot_offset(Call.ty)
+cdef Py_ssize_t O_OP = slot_offset(Call.op)
+cdef Py_ssize_t O_ARGS = slot_offset(Call.args)
+cdef Py_ssize_t O_ATTRS = slot_offset(Call.attrs)
+cdef Py_ssize_t O_TY_ARGS = slot_offset(Call.ty_args)
+cdef Py_ssize_t O_FIELDS = slot_offset(Tuple.fields)
+cdef Py_ssize_t O_GV_NAME = slot_offset(GlobalVar.name)
+cdef PyTypeObject* T_CALL = <PyTypeObject*>Call
+cdef PyTypeObject* T_VAR_BINDING = <PyTypeObject*>VarBinding
+
+#: Expressions that open a scope or nest a call (not allowed inside a flat binding value).
+cdef frozenset NESTING = frozenset((Call, If, Function, SeqExpr))
+#: Expressions that hold no GlobalVar and no variable use.
+cdef frozenset LEAVES = frozenset((Constant, ShapeExpr, PrimValue, StringImm, DataTypeImm, ExternFunc))
+
+
+# ---------------------------------------------------------------------------- flatness
+def is_flat(func) -> bool:
+    """Whether no binding value of ``func`` opens a scope (If, SeqExpr, nested function) or
+    holds a call inside its top-level call, tuple or get-item."""
+    cdef tuple args
+    for blk in func.body.blocks:
+        for b in blk.bindings:
+            v = <object>get_slot(b, O_VALUE)
+            cls = type(v)
+            if cls is Call:
+                args = <tuple>get_slot(v, O_ARGS)
+                for a in args:
+                    ca = type(a)
+                    if ca is Tuple:
+                        for f in <tuple>get_slot(a, O_FIELDS):
+                            tf = type(f)
+                            if tf in NESTING or tf is Tuple:
+                                return False
+                    elif ca in NESTING:
+                        return False
+            elif cls is Tuple:
+                for f in <tuple>get_slot(v, O_FIELDS):
+                    if type(f) in NESTING:
+                        return False
+            elif cls in NESTING or (cls is TupleGetItem and type(v.tuple_value) in NESTING):
+                return False
+    result = func.body.body
+    if type(result) is Tuple:
+        for f in <tuple>get_slot(result, O_FIELDS):
+            if type(f) in NESTING:
+                return False
+        return True
+    return type(result) not in NESTING
+
+
+# ---------------------------------------------------------------------------- attach
+cdef object _call_binding(var, op, tuple args, attrs, tuple ty_args, ty):
+    """``VarBinding(var, Call(op, args, attrs, ty_args, ty))``, as construct builds them."""
+    cdef PyObject* c = alloc_node(T_CALL)
+    put_slot(c, O_OP, op)
+    put_slot(c, O_ARGS, args)
+    put_slot(c, O_ATTRS, attrs)
+    put_slot(c, O_TY_ARGS, ty_args)
+    put_slot(c, O_TY, ty)
+    cdef PyObject* nb = alloc_node(T_VAR_BINDING)
+    put_slot(nb, O_VAR, var)
+    put_slot(nb, O_VALUE, <object>c)
+    Py_DECREF(<object>c)
+    out = <object>nb
+    Py_DECREF(out)
+    return out
+
+
+def attach_bindings(tuple bindings, call_tir, set layout_free, dict copies, bint keep_tir_vars, slow):
+    """AttachAttrLayoutFreeBuffers' rewrite of one flat block (module docstring).
+
+    Returns
+    -------
+    list or None
+        The new bindings, or None when no binding is a ``R.call_tir``.
+    """
+    cdef list out = None
+    cdef Py_ssize_t i, n = len(bindings), k
+    cdef tuple args, fields, rest
+    cdef list positions = []
+    for i in range(n):
+        b = bindings[i]
+        v = <object>get_slot(b, O_VALUE)
+        if type(v) is not Call or <object>get_slot(v, O_OP) is not call_tir:
+            continue
+        if out is None:
+            out = list(bindings)
+        args = <tuple>get_slot(v, O_ARGS)
+        new_gv = None
+        if type(b) is VarBinding and len(args) >= 2 and type(args[0]) is GlobalVar and type(args[1]) is Tuple:
+            fields = <tuple>get_slot(args[1], O_FIELDS)
+            positions.clear()
+            for k in range(len(fields)):
+                f = fields[k]
+                if f in layout_free or type(f) is Constant:
+                    positions.append(k)
+            new_gv = copies.get((<object>get_slot(args[0], O_GV_NAME), tuple(positions)))
+        if new_gv is None:
+            out[i] = slow(b)
+            continue
+        rest = args[2:] if keep_tir_vars else ()
+        out[i] = _call_binding(<object>get_slot(b, O_VAR), call_tir, (new_gv, args[1]) + rest,
+                               <object>get_slot(v, O_ATTRS), <tuple>get_slot(v, O_TY_ARGS), <object>get_slot(v, O_TY))
+    return out
+
+
+# ---------------------------------------------------------------------------- DCE
+def flat_unused(func, is_impure, var_uses) -> set:
+    """The unused variables of a flat function in one backward pass (straight-line SSA: every
+    reader of a variable comes after it, so deciding the bindings last to first gives the
+    fixpoint)."""
+    cdef set live = set(var_uses(func.body.body))
+    cdef set dead = set()
+    cdef tuple bindings, args
+    cdef Py_ssize_t i
+    for blk in reversed(func.body.blocks):
+        bindings = tuple(blk.bindings)
+        for i in range(len(bindings) - 1, -1, -1):
+            b = bindings[i]
+            v = <object>get_slot(b, O_VALUE)
+            cv = type(v)
+            if type(b) is VarBinding and <object>get_slot(b, O_VAR) not in live:
+                if cv is not Call or not is_impure(v):
+                    dead.add(<object>get_slot(b, O_VAR))
+                    continue
+            if cv is Call:
+                op = <object>get_slot(v, O_OP)
+                if type(op) is Var or type(op) is DataflowVar:
+                    live.add(op)
+                args = <tuple>get_slot(v, O_ARGS)
+                for a in args:
+                    ta = type(a)
+                    if ta is Var or ta is DataflowVar:
+                        live.add(a)
+                    elif ta is Tuple:
+                        for f in <tuple>get_slot(a, O_FIELDS):
+                            tf = type(f)
+                            if tf is Var or tf is DataflowVar:
+                                live.add(f)
+                            elif tf not in LEAVES:
+                                live.update(var_uses(f))
+            elif cv is Var or cv is DataflowVar:
+                live.add(v)
+            elif cv not in LEAVES:
+                live.update(var_uses(v))
+    return dead
