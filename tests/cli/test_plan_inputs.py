@@ -306,11 +306,15 @@ def test_pt2_table_both_modes_and_stages(capsys, mlp_pt2):
         assert lines[-2].startswith(f"mode: {mode};")
 
 
-def test_pt2_print_ir_and_top(capsys, mlp_pt2):
+def test_pt2_print_ir_top_and_plot(capsys, mlp_pt2):
     rc, out, _ = run_cli(capsys, "plan", mlp_pt2, "--print-ir", "--no-search")
     assert rc == 0 and "R.memory.alloc_storage" in out
     rc, out, _ = run_cli(capsys, "plan", mlp_pt2, "--top", "2", "--no-search")
     assert rc == 0 and "peak" in out
+    pytest.importorskip("matplotlib")
+    png = mlp_pt2.parent / "mlp.png"
+    rc, _, err = run_cli(capsys, "plan", mlp_pt2, "--plot", png, "--no-search")
+    assert rc == 0 and err == "" and png.read_bytes()[:4] == b"\x89PNG"
 
 
 def test_callable_plans_like_its_pt2(capsys, mlp_pt2):
