@@ -80,6 +80,40 @@ cdef object _plain_uses(tuple args):
 
 
 # ---------------------------------------------------------------------------- liveness
+cdef class _VarTable:
+    """The variables of a block in order of first appearance, with their defining step and
+    first and last use (``-1``: none yet) in arrays that grow by doubling."""
+
+    cdef dict index
+    cdef list order
+    cdef Py_ssize_t n, cap
+    cdef object d, f, l
+    cdef idx_t[::1] def_pos, first, last
+
+    def __init__(self, Py_ssize_t cap):
+        self.index, self.order, self.n, self.cap = {}, [], 0, max(cap, 16)
+        self.d = np.empty(self.cap, dtype=np.int64)
+        self.f = np.empty(self.cap, dtype=np.int64)
+        self.l = np.empty(self.cap, dtype=np.int64)
+        self.def_pos, self.first, self.last = self.d, self.f, self.l
+
+    cdef Py_ssize_t slot(self, v) except -1:
+        """The position of ``v``, added (defined outside, no use) when new."""
+        o = self.index.get(v)
+        if o is not None:
+            return <Py_ssize_t>o
+        cdef Py_ssize_t k = self.n
+        if k == self.cap:
+            self.cap *= 2
+            self.d, self.f, self.l = np.resize(self.d, self.cap), np.resize(self.f, self.cap), np.resize(self.l, self.cap)
+            self.def_pos, self.first, self.last = self.d, self.f, self.l
+        self.index[v] = k
+        self.order.append(v)
+        self.def_pos[k] = self.first[k] = self.last[k] = -1
+        self.n = k + 1
+        return k
+
+
 def collect_uses(list bindings, bint tuple_get_item_is_use, used_vars):
     """The arguments of :func:`memcore.live_intervals` for a block's bindings.
 
@@ -94,14 +128,9 @@ def collect_uses(list bindings, bint tuple_get_item_is_use, used_vars):
     is_output : ndarray of uint8
         1 for a non-dataflow ``Var``.
     """
-    cdef Py_ssize_t n_steps = len(bindings), i, k, cap = 2 * n_steps + 16, n = 0
+    cdef Py_ssize_t n_steps = len(bindings), i, k
     cdef object b, value, v, used
-    cdef dict index = {}
-    cdef list order = []
-    d = np.empty(cap, dtype=np.int64)
-    f = np.empty(cap, dtype=np.int64)
-    l = np.empty(cap, dtype=np.int64)
-    cdef idx_t[::1] def_pos = d, first = f, last = l
+    cdef _VarTable t = _VarTable(2 * n_steps)
     for i in range(n_steps):
         b = bindings[i]
         value = <object>get_slot(b, O_VALUE)
@@ -111,40 +140,15 @@ def collect_uses(list bindings, bint tuple_get_item_is_use, used_vars):
         if used is None:
             used = used_vars(value, tuple_get_item_is_use)
         for v in used:
-            if not _is_var(v):
-                continue
-            o = index.get(v)
-            if o is None:
-                if n == cap:
-                    cap *= 2
-                    d, f, l = np.resize(d, cap), np.resize(f, cap), np.resize(l, cap)
-                    def_pos, first, last = d, f, l
-                index[v] = n
-                order.append(v)
-                def_pos[n] = -1
-                first[n] = i
-                last[n] = i
-                n += 1
-            else:
-                k = <Py_ssize_t>o
-                if first[k] < 0:
-                    first[k] = i
-                last[k] = i
-        v = <object>get_slot(b, O_VAR)
-        o = index.get(v)
-        if o is None:
-            if n == cap:
-                cap *= 2
-                d, f, l = np.resize(d, cap), np.resize(f, cap), np.resize(l, cap)
-                def_pos, first, last = d, f, l
-            index[v] = n
-            order.append(v)
-            def_pos[n] = i
-            first[n] = -1
-            last[n] = -1
-            n += 1
-        else:
-            def_pos[<Py_ssize_t>o] = i
+            if _is_var(v):
+                k = t.slot(v)
+                if t.first[k] < 0:
+                    t.first[k] = i
+                t.last[k] = i
+        t.def_pos[t.slot(<object>get_slot(b, O_VAR))] = i
+    cdef Py_ssize_t n = t.n
+    cdef list order = t.order
+    cdef idx_t[::1] first = t.first, last = t.last
     ptr = np.empty(n + 1, dtype=np.int64)
     pos = np.empty(2 * n, dtype=np.int64)
     out = np.empty(n, dtype=np.uint8)
@@ -161,7 +165,7 @@ def collect_uses(list bindings, bint tuple_get_item_is_use, used_vars):
                 m += 1
         use_ptr[k + 1] = m
         is_output[k] = type(order[k]) is not DataflowVar
-    return order, index, d[:n].copy(), ptr, pos[:m].copy(), out
+    return order, t.index, t.d[:n].copy(), ptr, pos[:m].copy(), out
 
 
 # ---------------------------------------------------------------------------- aliases
