@@ -174,6 +174,18 @@ def _check_bind_names(bind: dict, modules) -> None:
                          f"functions (they have: {have})")
 
 
+def _rename_bind(bind: dict, symbols: dict) -> dict:
+    """``--bind`` with each ``--dynamic`` name replaced by torch's symbol for it (``batch=8``
+    -> ``s77=8``); a value given under both names must agree."""
+    out: dict = {}
+    for name, value in bind.items():
+        key = symbols.get(name, name)
+        if out.get(key, value) != value:
+            raise UsageError(f"--bind: {name!r} is {key!r}, given twice with different values ({out[key]} and {value})")
+        out[key] = value
+    return out
+
+
 def _build_passes(spec: str, mode: str, time_limit=None):
     """``(before, spbm, after)`` pass lists from a ``a,b,c`` spec."""
     from ..errors import PassError
@@ -192,10 +204,11 @@ def _build_passes(spec: str, mode: str, time_limit=None):
     return passes[:i], passes[i], passes[i + 1:]
 
 
-def _inputs(path: str | None, dynamic=None):
+def _inputs(path: str | None, dynamic=None, symbols: dict | None = None):
     """``[(label, source, reference, stages)]``: one file, or the shipped models; ``source`` is
     TVMScript text or, for ``.pt2`` / ``module:function`` inputs, the imported module (then
-    ``stages`` holds the import's stage times, :data:`~.plan_inputs.STAGES`)."""
+    ``stages`` holds the import's stage times, :data:`~.plan_inputs.STAGES`, and ``symbols``
+    gets each ``--dynamic`` name's shape variable)."""
     from .plan_inputs import input_kind
 
     if input_kind(path) in ("pt2", "callable"):
@@ -204,7 +217,7 @@ def _inputs(path: str | None, dynamic=None):
 
         stages: dict = {}
         try:
-            mod = import_model(path, dynamic=dynamic, timings=stages)
+            mod = import_model(path, dynamic=dynamic, timings=stages, symbols=symbols)
         except MemcoreError as exc:
             raise InputError(str(exc)) from exc
         return [(path, mod, None, stages)]
@@ -355,7 +368,9 @@ def run(args, out=None) -> int:
         before, spbm, after = _build_passes(args.passes, args.mode, args.time_limit)
         bind = parse_bind(getattr(args, "bind", None) or [])
         dynamic = parse_dynamic(getattr(args, "dynamic", None) or [])
-        inputs = _inputs(args.file, dynamic)
+        symbols: dict = {}
+        inputs = _inputs(args.file, dynamic, symbols)
+        bind = _rename_bind(bind, symbols)
         results = [
             _plan_one(label, source, ref, before, after, args.mode, args.time_limit, bind, stages)
             for label, source, ref, stages in inputs
@@ -376,6 +391,8 @@ def run(args, out=None) -> int:
                 entry = report.to_dict()
                 if st:
                     entry["stages"] = st
+                if symbols:
+                    entry["symbols"] = symbols
                 if args.print_ir:
                     entry["ir"] = planned.script()
                 doc["modules"].append(entry)
@@ -399,6 +416,8 @@ def run(args, out=None) -> int:
                 out.write("bound: " + ", ".join(f"{k}={v}" for k, v in bind.items()) + "\n")
             if len(stages) == 1 and stages[0]:
                 out.write("stages: " + ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in stages[0].items()) + "\n")
+            if symbols:
+                out.write("symbols: " + ", ".join(f"{k} = {v}" for k, v in symbols.items()) + "\n")
             if top or plot:
                 _views(args, results, out)
     except InputError as exc:

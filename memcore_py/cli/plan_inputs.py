@@ -229,10 +229,12 @@ def _model_and_inputs(torch, spec: str):
     return model, args
 
 
-def _dynamic_shapes(torch, spec: str, model, args, dynamic) -> tuple | None:
-    """``dynamic_shapes`` for ``torch.export.export``: per example input, ``{dim: Dim}`` or None."""
+def _dynamic_shapes(torch, spec: str, model, args, dynamic) -> tuple:
+    """``(dynamic_shapes, where)``: for ``torch.export.export``, per example input
+    ``{dim: Dim}`` or None (None for all: no ``dynamic``); ``where`` lists ``(name, input
+    position, dim)`` for each item."""
     if not dynamic:
-        return None
+        return None, []
     import inspect
 
     try:
@@ -241,6 +243,7 @@ def _dynamic_shapes(torch, spec: str, model, args, dynamic) -> tuple | None:
         names = []
     dims: dict = {}
     shapes: list = [None] * len(args)
+    where = []
     for d in dynamic:
         pos = d.input if isinstance(d.input, int) else (names.index(d.input) if d.input in names else None)
         if pos is None or pos >= len(args):
@@ -255,10 +258,32 @@ def _dynamic_shapes(torch, spec: str, model, args, dynamic) -> tuple | None:
             kwargs = {k: v for k, v in (("min", d.min), ("max", d.max)) if v is not None}
             dims[d.name] = torch.export.Dim(d.name, **kwargs)
         shapes[pos] = {**(shapes[pos] or {}), d.dim: dims[d.name]}
-    return tuple(shapes)
+        where.append((d.name, pos, d.dim))
+    return tuple(shapes), where
 
 
-def export_callable(spec: str, dynamic=None):
+def _dynamic_symbols(ep, where) -> dict:
+    """``--dynamic`` name -> the shape variable naming that dimension in the imported module.
+
+    torch names each dimension's symbol itself (``s77``) and the importer keeps that name, as
+    TVM's does; this maps the user's names back, reading the symbol off the shape of the user
+    input placeholder at each ``(name, position, dim)`` of ``where``. A dimension torch
+    specialised to a constant, or expressed as a derived expression, has no entry.
+    """
+    import sympy
+
+    inputs = list(ep.graph_signature.user_inputs)
+    shapes = {n.name: getattr(n.meta.get("val"), "shape", None) for n in ep.graph.nodes if n.op == "placeholder"}
+    out: dict = {}
+    for name, pos, dim in where:
+        shape = shapes.get(inputs[pos]) if pos < len(inputs) else None
+        expr = getattr(getattr(shape[dim], "node", None), "expr", None) if shape is not None else None
+        if isinstance(expr, sympy.Symbol):
+            out[name] = str(expr)
+    return out
+
+
+def export_callable(spec: str, dynamic=None, symbols: dict | None = None):
     """``torch.export.export`` of the model ``spec`` (``pkg.module:function``) returns.
 
     Parameters
@@ -268,6 +293,9 @@ def export_callable(spec: str, dynamic=None):
         inputs a tensor or a tuple of them. The current directory is importable.
     dynamic : list of DynamicDim, optional
         Dimensions exported as symbols (:func:`parse_dynamic`).
+    symbols : dict, optional
+        Filled with each ``dynamic`` name -> the shape variable torch gave that dimension (the
+        name ``--bind`` takes): torch names its symbols itself (``s77``).
 
     Raises
     ------
@@ -281,15 +309,18 @@ def export_callable(spec: str, dynamic=None):
     """
     torch = _torch()
     model, args = _model_and_inputs(torch, spec)
-    shapes = _dynamic_shapes(torch, spec, model, args, dynamic)
+    shapes, where = _dynamic_shapes(torch, spec, model, args, dynamic)
     try:
         with _quiet():
-            return torch.export.export(model.eval(), args, dynamic_shapes=shapes)
+            ep = torch.export.export(model.eval(), args, dynamic_shapes=shapes)
     except Exception as exc:  # noqa: BLE001 - torch.export raises many kinds (UserError, Unsupported, ...)
         raise FrontendError(f"{spec}: torch.export.export cannot export the model: {_reason(exc)}") from exc
+    if symbols is not None:
+        symbols.update(_dynamic_symbols(ep, where))
+    return ep
 
 
-def import_model(source: str, *, dynamic=None, timings: dict | None = None):
+def import_model(source: str, *, dynamic=None, timings: dict | None = None, symbols: dict | None = None):
     """The high-level Relax module of a ``.pt2`` file or a ``module:function`` callable.
 
     Parameters
@@ -300,6 +331,8 @@ def import_model(source: str, *, dynamic=None, timings: dict | None = None):
         Only for ``module:function`` (a saved program's dimensions are fixed at export).
     timings : dict, optional
         Filled with stage name (:data:`STAGES`) -> seconds.
+    symbols : dict, optional
+        Filled as by :func:`export_callable`.
 
     Returns
     -------
@@ -331,7 +364,7 @@ def import_model(source: str, *, dynamic=None, timings: dict | None = None):
         ep = load_exported_program(source)
         timings["torch.export.load"] = time.perf_counter() - t0
     elif kind == "callable":
-        ep = export_callable(source, dynamic)
+        ep = export_callable(source, dynamic, symbols)
         timings["torch.export.export"] = time.perf_counter() - t0
     else:
         raise FrontendError(f"{source}: not a .pt2 file or a module:function callable")

@@ -330,6 +330,20 @@ def test_dynamic_dim_is_symbolic(capsys, models_dir):
     assert fn["tvm"]["bytes"] is None and fn["tvm"]["expr"]  # bytes are an expression in the batch
 
 
+def test_bind_takes_the_dynamic_name(capsys, models_dir):
+    """``--bind batch=64`` evaluates the symbolic plan at the name given to ``--dynamic``
+    (torch calls the symbol ``s<N>``): the figures are the unbound expressions at 64."""
+    doc = _plan_json(capsys, "tinymodels:mlp", "--dynamic", "batch=x:0:2", "--bind", "batch=64")
+    (symbol,) = doc["modules"][0]["symbols"].values()
+    assert list(doc["modules"][0]["symbols"]) == ["batch"] and doc["bind"] == {symbol: 64}
+    unbound = _plan_json(capsys, "tinymodels:mlp", "--dynamic", "batch=x:0:2")["modules"][0]["functions"][0]
+    bound = doc["modules"][0]["functions"][0]
+    for mode in ("tvm", "arena"):
+        assert bound[mode]["bytes"] == eval(unbound[mode]["expr"], {symbol: 64}) > 0  # noqa: S307 - "144*s77 + 512"
+    rc, out, _ = run_cli(capsys, "plan", "tinymodels:mlp", "--dynamic", "batch=x:0:2", "--no-search")
+    assert rc == 0 and f"symbols: batch = {symbol}" in out
+
+
 def test_dynamic_upper_bound_plans_the_largest_batch(capsys, models_dir):
     """With ``MAX``, StaticPlanBlockMemory sizes every tensor at the upper bound: the same
     bytes as a static export at that batch size."""
