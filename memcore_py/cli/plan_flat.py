@@ -149,7 +149,7 @@ def run_flat(args, out=None) -> int:
         try:
             plot_offsets(p.start, p.end, p.size, fp.plan.offset, arena_bytes=int(fp.plan.arena_bytes),
                          lower_bound=int(fp.plan.lower_bound), names=[str(i) for i in p.ids.tolist()],
-                         title=f"{fp.name}: {len(p)} buffers", out=plot)
+                         title=fp.name, out=plot)
         except MemcoreError as exc:
             return fail("plan", f"{args.file}: {exc}", 1)
     if args.json:

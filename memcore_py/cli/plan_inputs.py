@@ -42,7 +42,7 @@ import sys
 import time
 import warnings
 
-from ..errors import FrontendError, UnsupportedOperatorError
+from ..errors import FrontendDependencyError, FrontendError, UnsupportedOperatorError
 from ._common import UsageError
 
 __all__ = ["input_kind", "InputNotImplementedError", "DynamicDim", "parse_dynamic", "load_exported_program",
@@ -136,11 +136,15 @@ def parse_dynamic(items) -> list:
     return out
 
 
-def _torch():
-    """torch, or the importer's :class:`~memcore_py.errors.FrontendDependencyError`."""
+def _torch(source: str):
+    """torch, or the importer's :class:`~memcore_py.errors.FrontendDependencyError` naming
+    ``source``."""
     from ..frontend.exported_program import _torch as frontend_torch
 
-    return frontend_torch()
+    try:
+        return frontend_torch()
+    except FrontendDependencyError as exc:
+        raise FrontendDependencyError(f"{source}: {exc}") from exc
 
 
 @contextlib.contextmanager
@@ -177,7 +181,7 @@ def load_exported_program(path: str):
     """
     if not os.path.isfile(path):
         raise FrontendError(f"cannot read {path!r}: no such file")
-    torch = _torch()
+    torch = _torch(path)
     try:
         with _quiet():
             ep = torch.export.load(path)
@@ -307,7 +311,7 @@ def export_callable(spec: str, dynamic=None, symbols: dict | None = None):
     UsageError
         A ``--dynamic`` item naming an input or dimension the example inputs do not have.
     """
-    torch = _torch()
+    torch = _torch(spec)
     model, args = _model_and_inputs(torch, spec)
     shapes, where = _dynamic_shapes(torch, spec, model, args, dynamic)
     try:

@@ -452,3 +452,16 @@ def test_pt2_without_tvm_and_quiet_failures(mlp_pt2, models_dir):
     assert proc.returncode == 1, proc.stderr
     assert "arena bytes" in proc.stdout
     _one_line_error(proc.stderr, "tinymodels:data_dependent")
+
+
+@pytest.mark.parametrize("kind", ["pt2", "callable"])
+def test_without_torch_is_one_line(capsys, tmp_path, monkeypatch, kind):
+    """Without torch (``import torch`` failing), a ``.pt2`` file or a callable is an error
+    naming the missing extra, not a traceback."""
+    path = tmp_path / "m.pt2"
+    path.write_bytes(b"PK")
+    monkeypatch.setitem(sys.modules, "torch", None)
+    source = str(path) if kind == "pt2" else "somepkg.models:build"
+    rc, out, err = run_cli(capsys, "plan", source)
+    assert rc == 1 and out == ""
+    _one_line_error(err, f"{source}: ", 'pip install "memcore[torch]"')
