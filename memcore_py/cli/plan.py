@@ -61,10 +61,6 @@ def add_arguments(parser) -> None:
                         help="what to plan: a TVMScript module ('-' = stdin), a torch.export .pt2 file, "
                              "module:function returning (nn.Module, example_inputs), a graph-executor .json, "
                              "a MiniMalloc .csv problem (default: the shipped real models)")
-    parser.add_argument("--dynamic", action="append", default=[], metavar="NAME=INPUT:DIM[:MIN[:MAX]]",
-                        help="module:function input: export dimension DIM of example input INPUT (position or "
-                             "forward() argument name) as the symbol NAME, optionally bounded (repeatable; "
-                             "e.g. --dynamic seq=0:1:2:512)")
     parser.add_argument("--mode", choices=MODES, default="arena",
                         help="StaticPlanBlockMemory mode for the pipeline's output (default: arena)")
     parser.add_argument("--passes", default=",".join(DEFAULT_PASSES), metavar="A,B,C",
@@ -76,7 +72,12 @@ def add_arguments(parser) -> None:
                         help="arena mode: best heuristic only (deterministic, no time budget)")
     parser.add_argument("--bind", action="append", default=[], metavar="VAR=INT[,VAR=INT]",
                         help="evaluate symbolic byte figures at these shape-variable values "
-                             "(repeatable; e.g. --bind n=512 --bind m=4, or --bind n=512,m=4)")
+                             "(repeatable; e.g. --bind n=512 --bind m=4, or --bind n=512,m=4; a --dynamic NAME "
+                             "too)")
+    parser.add_argument("--dynamic", action="append", default=[], metavar="NAME=INPUT:DIM[:MIN[:MAX]]",
+                        help="module:function input: export dimension DIM of example input INPUT (position or "
+                             "forward() argument name) as the symbol NAME, optionally bounded (repeatable; "
+                             "e.g. --dynamic seq=0:1:2:512)")
     parser.add_argument("--print-ir", action="store_true",
                         help="print the module after the pipeline (TVMScript) instead of the table")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")

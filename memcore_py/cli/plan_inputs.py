@@ -24,11 +24,16 @@ report can tell torch's own work (loading or exporting, decomposing) from memcor
 ``--dynamic NAME=INPUT:DIM[:MIN[:MAX]]`` (:func:`parse_dynamic`) makes dimension ``DIM`` of the
 example input ``INPUT`` (its position, or the name of its ``forward`` parameter) a
 ``torch.export.Dim`` named ``NAME``; one name given for several inputs is one symbol (torch
-then checks those sizes are equal).
+then checks those sizes are equal). torch names the symbol itself (``s77``) and the importer
+keeps torch's name, as TVM's does; :func:`export_callable` reports which symbol each
+``NAME`` became, so that ``--bind NAME=...`` works.
 
-Every failure is a typed :class:`~memcore_py.errors.MemcoreError` naming the file or callable
-and what is wrong: a torch error message is cut to its first line (torch's messages run to
-dozens of lines of hints), and torch is imported only for these two kinds.
+Every failure of the input is a typed :class:`~memcore_py.errors.MemcoreError`
+(:class:`~memcore_py.errors.FrontendError` and its subclasses) naming the file or callable and
+what is wrong, and a bad ``--dynamic`` a :class:`~._common.UsageError`. A torch error message
+is cut to its first line (torch's messages run to dozens of lines of hints), and what torch
+logs or prints to stderr while it fails is dropped (:func:`_quiet`); torch is imported only
+for these two kinds.
 """
 from __future__ import annotations
 
