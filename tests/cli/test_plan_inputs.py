@@ -465,3 +465,23 @@ def test_without_torch_is_one_line(capsys, tmp_path, monkeypatch, kind):
     rc, out, err = run_cli(capsys, "plan", source)
     assert rc == 1 and out == ""
     _one_line_error(err, f"{source}: ", 'pip install "memcore[torch]"')
+
+
+@pytest.mark.oracle
+def test_pt2_tvm_mode_bytes_are_tvms(capsys, tvm, mlp_pt2):
+    """TVM-mode bytes of a ``.pt2`` equal Apache TVM's: its importer on the same loaded and
+    decomposed program, then its unfused pipeline up to StaticPlanBlockMemory."""
+    import torch
+    from tvm import relax
+    from tvm.relax.frontend.torch import from_exported_program
+
+    ep = torch.export.load(str(mlp_pt2)).run_decompositions()
+    mod = from_exported_program(ep, keep_params_as_input=True, run_ep_decomposition=False)
+    passes = ("LegalizeOps", "AnnotateTIROpPattern", "FoldConstant", "RewriteDataflowReshape", "ToNonDataflow",
+              "RemovePurityChecking", "CallTIRRewrite", "StaticPlanBlockMemory")
+    out = tvm.transform.Sequential([getattr(relax.transform, p)() for p in passes])(mod)
+    sizes = [int(b.value.args[0].values[0]) for blk in out["main"].body.blocks for b in blk.bindings
+             if isinstance(b.value, relax.Call) and isinstance(b.value.op, tvm.ir.Op)
+             and b.value.op.name == "relax.memory.alloc_storage"]
+    fn = _plan_json(capsys, mlp_pt2, "--mode", "tvm")["modules"][0]["functions"][0]
+    assert (fn["tvm"]["bytes"], fn["tvm"]["n_storages"]) == (sum(sizes), len(sizes))
