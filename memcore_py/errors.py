@@ -14,6 +14,7 @@ __all__ = [
     "PlanningError",
     "FrontendError",
     "UnsupportedOperatorError",
+    "InputNotImplementedError",
     "FrontendDependencyError",
 ]
 
@@ -77,6 +78,10 @@ class UnsupportedOperatorError(FrontendError):
     def __init__(self, message, ops=None):
         self.ops = dict(ops or {})
         super().__init__(message)
+
+
+class InputNotImplementedError(FrontendError, NotImplementedError):
+    """An input format memcore recognises but cannot read yet (``.onnx`` models)."""
 
 
 class FrontendDependencyError(MemcoreError, ImportError):

@@ -345,6 +345,7 @@ def run(args, out=None) -> int:
     """
     out = out or sys.stdout
     from .plan_inputs import input_kind, not_implemented, parse_dynamic
+    from .progress import Progress
 
     plot = getattr(args, "plot", None)
     if plot and not plot.lower().endswith((".png", ".svg", ".pdf")):
@@ -372,10 +373,12 @@ def run(args, out=None) -> int:
         symbols: dict = {}
         inputs = _inputs(args.file, dynamic, symbols)
         bind = _rename_bind(bind, symbols)
-        results = [
-            _plan_one(label, source, ref, before, after, args.mode, args.time_limit, bind, stages)
-            for label, source, ref, stages in inputs
-        ]
+        results = []
+        with Progress(len(inputs), "planning") as bar:  # on a terminal's stderr, after 1 s
+            for label, source, ref, stages in inputs:
+                bar.start(label)
+                results.append(_plan_one(label, source, ref, before, after, args.mode, args.time_limit, bind, stages))
+                bar.advance()
         stages = [st for *_, st in inputs]
         _check_bind_names(bind, [report.tvm_module for report, _, _ in results])
     except UsageError as exc:
@@ -408,9 +411,9 @@ def run(args, out=None) -> int:
             if plot:
                 _views(args, results, out)
         else:
-            from .report import format_table
+            from .report import write_table
 
-            out.write(format_table([r for r, _, _ in results]) + "\n")
+            write_table([r for r, _, _ in results], out)  # rich on a terminal when installed
             out.write(f"mode: {args.mode}; passes: {','.join(names)}; times: best of {TIMING_RUNS} runs per mode "
                       "(steady state)\n")
             if bind:

@@ -47,7 +47,7 @@ import sys
 import time
 import warnings
 
-from ..errors import FrontendDependencyError, FrontendError, UnsupportedOperatorError
+from ..errors import FrontendDependencyError, FrontendError, InputNotImplementedError, UnsupportedOperatorError
 from ._common import UsageError
 
 __all__ = ["input_kind", "InputNotImplementedError", "DynamicDim", "parse_dynamic", "load_exported_program",
@@ -59,10 +59,6 @@ STAGES = ("torch.export.load", "torch.export.export", "run_decompositions", "imp
 _CALLABLE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 #: Longest torch message kept in an error (its first line, cut here).
 _MAX_REASON = 300
-
-
-class InputNotImplementedError(FrontendError, NotImplementedError):
-    """An input format ``memcore plan`` recognises but cannot read yet (``.onnx``)."""
 
 
 def input_kind(path) -> str:
@@ -144,7 +140,7 @@ def parse_dynamic(items) -> list:
 def _torch(source: str):
     """torch, or the importer's :class:`~memcore_py.errors.FrontendDependencyError` naming
     ``source``."""
-    from ..frontend.exported_program import _torch as frontend_torch
+    from ..frontend.exported_program import require_torch as frontend_torch
 
     try:
         return frontend_torch()

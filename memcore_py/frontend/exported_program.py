@@ -59,10 +59,12 @@ from ..ir.types import TensorType
 from ._aten_context import AtenContext, target_name, torch_dtype_name
 from ._aten_ops import CONVERTERS
 
-__all__ = ["from_exported_program", "exported_program_params", "unsupported_operators"]
+__all__ = ["from_exported_program", "exported_program_params", "unsupported_operators", "require_torch"]
 
 
-def _torch():
+def require_torch():
+    """The ``torch`` module, or a :class:`~memcore_py.errors.FrontendDependencyError` naming the
+    ``torch`` extra when it is not installed."""
     try:
         import torch
         import torch.export  # noqa: F401
@@ -118,7 +120,7 @@ def from_exported_program(ep, *, keep_params_as_input: bool = True, run_ep_decom
     >>> [p.name for p in mod["main"].params]                               # doctest: +SKIP
     ['input', 'p_weight', 'p_bias']
     """
-    torch = _torch()
+    torch = require_torch()
     _check_program(torch, ep)
     if run_ep_decomposition:
         ep = ep.run_decompositions()
@@ -151,7 +153,7 @@ def from_exported_program(ep, *, keep_params_as_input: bool = True, run_ep_decom
 def unsupported_operators(ep) -> dict:
     """The ATen targets of ``ep``'s graph (as it is, not decomposed) without a converter:
     ``{"aten.cumsum.default": ("cumsum",), ...}`` (target -> calling node names)."""
-    torch = _torch()
+    torch = require_torch()
     _check_program(torch, ep)
     return _missing(list(ep.graph.nodes))
 
@@ -160,7 +162,7 @@ def exported_program_params(ep) -> dict:
     """The weight arrays TVM attaches as the ``params`` attribute (module docstring): name of
     each parameter (``spec.arg.name``, the Relax parameter's name) -> numpy array, in the
     order of ``ep.named_parameters()``."""
-    torch = _torch()
+    torch = require_torch()
     _check_program(torch, ep)
     names = {s.target: s.arg.name for s in ep.graph_signature.input_specs}
     return {names.get(k, k): _to_numpy(v, k) for k, v in ep.named_parameters()}
