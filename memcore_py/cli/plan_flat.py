@@ -21,6 +21,7 @@ import sys
 import time
 
 from ._common import DEFAULT_PASSES, fail
+from .progress import busy
 
 __all__ = ["FlatPlan", "plan_flat_file", "format_flat_table", "run_flat"]
 
@@ -84,9 +85,10 @@ def plan_flat_file(path: str, *, time_limit=None) -> FlatPlan:
             memcore.verify_offsets(problem.start, problem.end, problem.size, problem.offset, file_bytes)
         except memcore.MemcoreError as exc:
             raise memcore.InvalidArrayError(f"{path}: its offset column is not a valid plan: {exc}") from exc
-    t0 = time.perf_counter()
-    plan = memcore.plan_offsets(problem.start, problem.end, problem.size, time_limit=time_limit)
-    seconds = time.perf_counter() - t0
+    with busy(f"searching offsets of {path}"):  # stderr, terminal only, after 1 s
+        t0 = time.perf_counter()
+        plan = memcore.plan_offsets(problem.start, problem.end, problem.size, time_limit=time_limit)
+        seconds = time.perf_counter() - t0
     return FlatPlan(os.path.basename(path), problem, plan, seconds, file_bytes)
 
 

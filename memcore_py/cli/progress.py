@@ -1,4 +1,4 @@
-"""A progress line on stderr for long CLI runs (planning many files).
+"""A progress line on stderr for long CLI runs (planning many files, a long offset search).
 
 Design
 ------
@@ -7,14 +7,18 @@ Design
 before ``delay`` seconds have passed (a run that ends quickly prints nothing); after that it
 redraws one line in place (``\\r``): a bar, ``done/total``, the elapsed time and the item
 being worked on, and :meth:`Progress.close` erases it, so the table that follows starts
-on a clean line. The clock is injectable for tests.
+on a clean line. The clock is injectable for tests. :func:`busy` is the same line for one
+long call without steps (the engine's offset search): a background thread redraws the
+elapsed time until the call returns.
 """
 from __future__ import annotations
 
+import contextlib
 import sys
+import threading
 import time
 
-__all__ = ["Progress"]
+__all__ = ["Progress", "busy"]
 
 
 class Progress:
@@ -98,3 +102,35 @@ class Progress:
             self.stream.write("\r" + " " * self.drawn + "\r")
             self.stream.flush()
             self.drawn = 0
+
+
+@contextlib.contextmanager
+def busy(label: str, stream=None, *, delay: float = 1.0, interval: float = 0.25):
+    """While the ``with`` block runs, redraw ``label ... 1.3s`` on ``stream`` (default
+    ``sys.stderr``) every ``interval`` seconds once ``delay`` has passed; only on a terminal;
+    the line is erased when the block ends.
+
+    Examples
+    --------
+    >>> with busy("searching offsets of p.csv"):  # doctest: +SKIP
+    ...     memcore.plan_offsets(start, end, size, time_limit=30)
+    """
+    line = Progress(0, label, stream, delay=delay)
+    if not line.enabled:
+        yield
+        return
+    line.line = lambda: f"{label} ... {line.clock() - line.t0:.1f}s"  # no count: one call
+    stop = threading.Event()
+
+    def redraw():
+        while not stop.wait(interval):
+            line._draw()
+
+    thread = threading.Thread(target=redraw, name="memcore-busy", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+        line.close()

@@ -2,7 +2,9 @@
 erased at the end."""
 import io
 
-from memcore_py.cli.progress import Progress
+import time
+
+from memcore_py.cli.progress import Progress, busy
 
 
 class _Terminal(io.StringIO):
@@ -57,3 +59,18 @@ def test_draws_after_the_delay_and_erases_at_the_end():
     before = term.getvalue()
     bar.close()  # idempotent
     assert term.getvalue() == before
+
+
+def test_busy_line_while_a_long_call_runs():
+    term, piped = _Terminal(), io.StringIO()
+    with busy("searching offsets of p.csv", term, delay=0.05, interval=0.02):
+        time.sleep(0.3)
+    drawn = term.getvalue()
+    assert "\rsearching offsets of p.csv ... 0." in drawn and drawn.endswith("\r")  # drawn, then erased
+    with busy("searching", piped, delay=0.0, interval=0.01):
+        time.sleep(0.05)
+    assert piped.getvalue() == ""
+    quick = _Terminal()
+    with busy("searching", quick, delay=5.0, interval=0.01):
+        time.sleep(0.05)
+    assert quick.getvalue() == ""
