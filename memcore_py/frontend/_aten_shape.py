@@ -82,7 +82,8 @@ def _reshape(ctx, node):
     args = ctx.args(node)
     x = args[0]
     dims = _dims_arg(ctx, args)
-    if same_dims(ctx.shape_of(x), dims):
+    shape = x.ty.shape if isinstance(x.ty, TensorType) else None  # TVM: no identity test without a shape
+    if shape is not None and same_dims(shape, dims):
         return x
     return _reshape_to(ctx, x, dims)
 
@@ -126,14 +127,24 @@ def _expand(ctx, node):
     args = ctx.args(node)
     x = args[0]
     sizes = args[1:] if len(args) > 2 else args[1]
-    in_shape = ctx.shape_of(x)
-    offset = len(sizes) - len(in_shape)
+    # TVM reads only the rank when the shape is unknown, and a -1 from the FX metadata
+    in_shape = x.ty.shape if isinstance(x.ty, TensorType) else None
+    meta = getattr(node.args[0], "meta", {}).get("val")
+    rank = len(in_shape) if in_shape is not None else x.ty.ndim if isinstance(x.ty, TensorType) else -1
+    if rank < 0:
+        raise ctx.error(f"expected a tensor of known rank; got {x.ty!r}")
+    offset = len(sizes) - rank
     out = []
     for i, s in enumerate(sizes):
         if isinstance(s, int) and s == -1:
             if i - offset < 0:
                 raise ctx.error(f"cannot use -1 in expand for the new leading dim {i}")
-            out.append(in_shape[i - offset])
+            if in_shape is not None:
+                out.append(in_shape[i - offset])
+            elif meta is not None and type(meta.shape[i - offset]) is int:
+                out.append(meta.shape[i - offset])
+            else:
+                raise ctx.error(f"cannot use -1 in expand for dim {i}: the input's shape is unknown")
         else:
             out.append(s)
     return ctx.op("broadcast_to", x, out)
