@@ -26,6 +26,12 @@ Rewrite (per binding of a high-level op call; other bindings unchanged)
   with its input's dtype and element count, becomes ``R.reshape(x, R.shape([...]))``: a view
   of ``x``, as TVM's RewriteDataflowReshape makes it from the TIR (an output var keeps its
   own kernel and allocation).
+- A kernel whose tensor inputs are all constants (none, for creation ops such as
+  ``zeros_like``) and whose outputs have static shapes is what TVM's FoldConstant evaluates:
+  the binding becomes a constant of the output type (a metadata reference without data:
+  only its type matters to planning) and its later uses read that constant, so kernels of
+  constants fold in turn. As TVM's ``ShouldBeFolded``, a kernel without inputs stays when
+  its single output has more than :data:`MAX_FOLD_ELEMENTS` elements.
 - The PrimFunc is signature-only (inputs then the outputs, ``tirx.noalias``, private), one
   per op and signature, named after TVM's legalized kernel (``transpose`` for
   ``permute_dims``, ``cast`` for ``astype``, ``tir_exp`` for ``exp``; the op's short name
@@ -40,6 +46,7 @@ from ..errors import IRError, PassError
 from ..ir.builder import NameTable
 from ..ir.expr import (
     Call,
+    Constant,
     DataflowVar,
     Function,
     GlobalVar,
@@ -61,7 +68,7 @@ from ..analysis.dataflow_inplace import element_count
 from .legalize_elementwise import folded_operand
 from .pass_infra import ModulePass, PassContext
 
-__all__ = ["LowerForPlanning", "lower_for_planning", "has_high_level_calls", "KERNEL_NAMES"]
+__all__ = ["LowerForPlanning", "lower_for_planning", "has_high_level_calls", "KERNEL_NAMES", "MAX_FOLD_ELEMENTS"]
 
 _CALL_TIR = get_op("relax.call_tir")
 _RESHAPE = get_op("relax.reshape")
@@ -100,6 +107,7 @@ class _Lowerer(ExprMutator):
             self.names.reserve(gv.name)
         self.kernels: dict = {}  # (op, input types, output type) -> GlobalVar
         self.new_funcs: dict = {}
+        self.n_folded = 0
 
     def _fail(self, b, msg):
         return PassError(f"LowerForPlanning: binding '{b.var.name}' in function '{self.func_name}': {msg}")
@@ -126,8 +134,26 @@ class _Lowerer(ExprMutator):
     def _lower(self, b, call: Call):
         op = call.op
         out_ty = self._out_type(b, call)
+        inputs = self._inputs(b, call)
+        if _folds(inputs, out_ty):
+            folded = self._folded(out_ty)
+            self.var_remap[b.var] = folded
+            return folded
         if self.in_dataflow and type(b.var) is DataflowVar and _is_reshape_pattern(call, out_ty):
             return Call(_RESHAPE, (call.args[0], ShapeExpr(out_ty.shape)))
+        gv = self._kernel(op, inputs, out_ty)
+        return Call(_CALL_TIR, (gv, Tuple(inputs)), None, (out_ty,))
+
+    def _folded(self, out_ty):
+        """The constant TVM's FoldConstant evaluates the kernel to: its value is not computed
+        here (a metadata reference without data), only its type matters to planning."""
+        if isinstance(out_ty, TupleType):
+            return Tuple([self._folded(t) for t in out_ty.fields])
+        self.n_folded += 1
+        return Constant(None, out_ty, meta=("relax.expr.Constant", self.n_folded - 1))
+
+    def _inputs(self, b, call: Call) -> list:
+        op = call.op
         inputs = []
         args = call.args
         folded = folded_operand(args) if op.name in _FOLDING else -1
@@ -144,8 +170,7 @@ class _Lowerer(ExprMutator):
                 elif isinstance(t, TupleType) and isinstance(a, Var):
                     raise self._fail(b, f"{op.name}: a tuple-typed variable argument ({a.name}) is not supported; "
                                         "pass a tuple literal")
-        gv = self._kernel(op, inputs, out_ty)
-        return Call(_CALL_TIR, (gv, Tuple(inputs)), None, (out_ty,))
+        return inputs
 
     def _kernel(self, op: Op, inputs, out_ty) -> GlobalVar:
         outs = list(out_ty.fields) if isinstance(out_ty, TupleType) else [out_ty]
@@ -159,6 +184,38 @@ class _Lowerer(ExprMutator):
             self.new_funcs[gv] = PrimFunc(params, {"tirx.noalias": True}, text=None, private=True)
             self.kernels[key] = gv
         return gv
+
+
+#: TVM's FoldConstant keeps a kernel without tensor inputs (``zeros``, ``arange`` ...) whose
+#: single static output has more elements than this (``kMaxFoldElements``).
+MAX_FOLD_ELEMENTS = 1024
+
+
+def _static_dims(t):
+    return [d.value if type(d) is IntImm else None for d in t.shape]
+
+
+def _folds(inputs, out_ty) -> bool:
+    """Whether TVM's FoldConstant evaluates the legalized kernel: every input is a constant
+    and every output shape static (``MatchConstArrayArgs``, ``MatchConstShape``), and the
+    kernel is worth folding (``ShouldBeFolded``: a creation kernel, without inputs, only up to
+    :data:`MAX_FOLD_ELEMENTS` output elements)."""
+    if any(type(a) is not Constant for a in inputs):
+        return False
+    outs = list(out_ty.fields) if isinstance(out_ty, TupleType) else [out_ty]
+    if any(None in _static_dims(t) for t in outs):
+        return False
+    if inputs or isinstance(out_ty, TupleType):
+        return True
+    dims = _static_dims(out_ty)
+    return any(d <= 0 for d in dims) or _count(dims) <= MAX_FOLD_ELEMENTS
+
+
+def _count(dims) -> int:
+    n = 1
+    for d in dims:
+        n *= d
+    return n
 
 
 def _is_reshape_pattern(call: Call, out_ty) -> bool:

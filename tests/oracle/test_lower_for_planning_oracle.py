@@ -5,8 +5,10 @@ importer prints them), ``LowerForPlanning -> ToNonDataflow -> RemovePurityChecki
 CallTIRRewrite -> StaticPlanBlockMemory`` (memcore only) and TVM's unfused pipeline
 (``LegalizeOps, AnnotateTIROpPattern, FoldConstant, RewriteDataflowReshape, ToNonDataflow,
 RemovePurityChecking, CallTIRRewrite, StaticPlanBlockMemory``) on the same text must make the
-same storages (same sizes, in the same order), place the same number of tensors in them, and
-leave the same number of allocations unplanned.
+same storages (same sizes, in the same order), place the same tensors in them (each planned
+tensor, in binding order, in the same storage with the same dtype), and leave the same number of
+allocations unplanned. :func:`tvm_unfused_plan` and :func:`memcore_plan` are shared with
+tests/oracle/test_plan_imported_oracle.py.
 """
 from __future__ import annotations
 
@@ -25,47 +27,75 @@ pytestmark = pytest.mark.oracle
 _COUNTED = ("relax.memory.alloc_storage", "relax.memory.alloc_tensor", "relax.builtin.alloc_tensor")
 
 
-def _plan_summary(mod, *, is_function, is_call, op_name, shape_value):
-    """Per Relax function: storage sizes in order, and the count of each allocation op."""
+def _plan_summary(mod, *, is_function, is_call, op_name, shape_value, var_key):
+    """Per Relax function: storage sizes in order, the count of each allocation op, and for
+    every planned tensor (``memory.alloc_tensor`` in binding order) the index of the storage
+    it is placed in and its dtype (which tensors share a storage)."""
     out = {}
     for gv, f in mod.functions.items():
         if not is_function(f):
             continue
-        sizes, counts = [], dict.fromkeys(_COUNTED, 0)
+        sizes, counts, storages, placed = [], dict.fromkeys(_COUNTED, 0), {}, []
         for blk in f.body.blocks:
             for b in blk.bindings:
                 v = b.value
-                if is_call(v) and op_name(v) in counts:
-                    counts[op_name(v)] += 1
-                    if op_name(v) == "relax.memory.alloc_storage":
-                        sizes.append(shape_value(v.args[0]))
-        out[gv.name_hint if hasattr(gv, "name_hint") else gv.name] = (sizes, counts)
+                if not (is_call(v) and op_name(v) in counts):
+                    continue
+                counts[op_name(v)] += 1
+                if op_name(v) == "relax.memory.alloc_storage":
+                    storages[var_key(b.var)] = len(sizes)
+                    sizes.append(shape_value(v.args[0]))
+                elif op_name(v) == "relax.memory.alloc_tensor":
+                    placed.append((storages.get(var_key(v.args[0])), str(v.args[3].value)))
+        out[gv.name_hint if hasattr(gv, "name_hint") else gv.name] = (sizes, counts, placed)
     return out
 
 
-def _tvm_summary(text):
+def tvm_unfused_plan(mod):
+    """TVM's unfused pipeline on a ``tvm.IRModule`` (module docstring), summarised."""
     seq = tvm.transform.Sequential([
         relax.transform.LegalizeOps(), relax.transform.AnnotateTIROpPattern(), relax.transform.FoldConstant(),
         relax.transform.RewriteDataflowReshape(), relax.transform.ToNonDataflow(),
         relax.transform.RemovePurityChecking(), relax.transform.CallTIRRewrite(),
         relax.transform.StaticPlanBlockMemory()])
-    out = seq(tvm.script.from_source(text))
+    out = seq(mod)
+
+    def size(s):
+        v = s.values[0]
+        return int(v) if isinstance(v, tvm.tirx.IntImm) else str(v)
+
     return _plan_summary(
         out, is_function=lambda f: isinstance(f, relax.Function),
         is_call=lambda v: isinstance(v, relax.Call) and isinstance(v.op, tvm.ir.Op),
-        op_name=lambda v: v.op.name, shape_value=lambda s: int(s.values[0]))
+        op_name=lambda v: v.op.name, shape_value=size, var_key=lambda v: v.name)
 
 
-def _our_summary(text):
+def memcore_plan(mod):
+    """memcore's LowerForPlanning path on a memcore IRModule (module docstring), summarised."""
     from memcore_py.ir.expr import Call, Function
+    from memcore_py.ir.printer import format_expr
+    from memcore_py.ir.prim import IntImm
 
     seq = Sequential([LowerForPlanning(), ToNonDataflow(), RemovePurityChecking(), CallTIRRewrite(),
                       StaticPlanBlockMemory(mode="tvm")])
-    out = seq(memcore_py.parse(text))
+    out = seq(mod)
+
+    def size(s):
+        v = s.values[0]
+        return v.value if type(v) is IntImm else format_expr(v)
+
     return _plan_summary(
         out, is_function=lambda f: isinstance(f, Function),
         is_call=lambda v: isinstance(v, Call) and hasattr(v.op, "name"),
-        op_name=lambda v: v.op.name, shape_value=lambda s: s.values[0].value)
+        op_name=lambda v: v.op.name, shape_value=size, var_key=lambda v: v.name)
+
+
+def _tvm_summary(text):
+    return tvm_unfused_plan(tvm.script.from_source(text))
+
+
+def _our_summary(text):
+    return memcore_plan(memcore_py.parse(text))
 
 
 @pytest.mark.parametrize("model", list_highlevel_models())
@@ -73,4 +103,4 @@ def test_plan_without_tvm_equals_tvm_unfused_pipeline(model):
     text = highlevel_model_text(model)
     ours, theirs = _our_summary(text), _tvm_summary(text)
     assert ours == theirs
-    assert sum(len(sizes) for sizes, _ in ours.values()) > 0
+    assert sum(len(sizes) for sizes, _, _ in ours.values()) > 0

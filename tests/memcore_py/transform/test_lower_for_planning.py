@@ -6,8 +6,8 @@ import pytest
 
 import memcore_py
 from memcore_py.errors import PassError
-from memcore_py.ir.expr import Call, PrimFunc
-from memcore_py.transform.lower_for_planning import lower_for_planning
+from memcore_py.ir.expr import Call, Constant, PrimFunc
+from memcore_py.transform.lower_for_planning import MAX_FOLD_ELEMENTS, lower_for_planning
 
 HEADER = """# from tvm.script import ir as I
 # from tvm.script import relax as R
@@ -73,8 +73,25 @@ def test_scalar_constants_are_folded_and_shape_only_ops_read_nothing():
     """, "e")
     assert [v.name for v in b["a"].args[1].fields] == ["x"]
     assert [v.name for v in b["c"].args[1].fields] == ["a"]
-    assert list(b["d"].args[1].fields) == []
-    assert [v.name for v in b["e"].args[1].fields] == ["a", "c", "d"]
+    # zeros_like reads no input: TVM's FoldConstant evaluates its kernel (6 elements), and the
+    # constant replaces d where it is used
+    assert type(b["d"]) is Constant and b["d"].data is None and b["d"].ty.shape[0].value == 2
+    fields = b["e"].args[1].fields
+    assert [getattr(v, "name", None) for v in fields] == ["a", "c", None] and fields[2] is b["d"]
+
+
+def test_kernels_of_constants_fold_as_tvms_fold_constant():
+    """A kernel whose inputs are all constants becomes a constant (any size); one without
+    inputs only up to MAX_FOLD_ELEMENTS output elements (TVM's ShouldBeFolded)."""
+    _, b = lowered("""
+        a = R.zeros(R.shape([32, 32]), dtype="float32")
+        c = R.zeros(R.shape([33, 32]), dtype="float32")
+        d = R.exp(a)
+        e = R.concat((d, c), axis=0)
+    """, "e")
+    assert MAX_FOLD_ELEMENTS == 32 * 32
+    assert type(b["a"]) is Constant and type(b["d"]) is Constant
+    assert b["c"].op.name == "relax.call_tir" and b["e"].op.name == "relax.call_tir"
 
 
 def test_kernels_are_shared_per_signature_and_named_apart():
