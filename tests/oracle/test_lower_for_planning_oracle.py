@@ -73,7 +73,7 @@ def tvm_unfused_plan(mod):
 def memcore_plan(mod):
     """memcore's LowerForPlanning path on a memcore IRModule (module docstring), summarised."""
     from memcore_py.ir.expr import Call, Function
-    from memcore_py.ir.printer import format_expr
+    from memcore_py.ir.prim_func_text import format_prim
     from memcore_py.ir.prim import IntImm
 
     seq = Sequential([LowerForPlanning(), ToNonDataflow(), RemovePurityChecking(), CallTIRRewrite(),
@@ -82,7 +82,7 @@ def memcore_plan(mod):
 
     def size(s):
         v = s.values[0]
-        return v.value if type(v) is IntImm else format_expr(v)
+        return v.value if type(v) is IntImm else format_prim(v, tir=True)  # as str() of TVM's
 
     return _plan_summary(
         out, is_function=lambda f: isinstance(f, Function),

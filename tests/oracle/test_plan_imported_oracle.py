@@ -2,7 +2,8 @@
 
 For each model of :mod:`memcore_py.testing.torch_models` (ResNet-18/50, MobileNetV2, ViT,
 BERT, GPT-2, Llama, a two-layer LSTM; BERT, GPT-2 and Llama also with a bounded
-``torch.export.Dim`` sequence length), one decomposed ``torch.export`` program is
+``torch.export.Dim`` sequence length; the dynamic Llama also without an upper bound, where
+storage sizes are symbolic), one decomposed ``torch.export`` program is
 
 1. imported by memcore (``from_exported_program``) and by TVM 0.27; the two modules must be
    structurally equal;
@@ -83,6 +84,20 @@ def test_imported_model_plans_as_tvm_unfused_pipeline(name):
     assert not _differences(mine, tvms), "\n".join(_differences(mine, tvms))
     sizes = mine["main"][0]
     assert sizes and all(isinstance(s, int) for s in sizes)  # bounded: every storage has a static size
+
+
+def test_unbounded_sequence_plans_symbolic_sizes_as_tvm():
+    """Without an upper bound the storages have symbolic sizes (``T.int64(32) * s``), equal
+    expression for expression."""
+    model, args, _ = torch_model("llama_dynamic")
+    from torch.export import Dim
+
+    ep = torch.export.export(model, args, dynamic_shapes=({1: Dim("seq", min=2)},)).run_decompositions()
+    ours, theirs = _imports(ep)
+    assert "tir_var_upper_bound" not in ours["main"].attrs
+    mine, tvms = memcore_plan(ours), tvm_unfused_plan(theirs)
+    assert not _differences(mine, tvms), "\n".join(_differences(mine, tvms))
+    assert any(isinstance(s, str) and "s" in s for s in mine["main"][0])
 
 
 def test_sliced_rotary_tables_import_as_tvm_but_do_not_lower():
