@@ -112,3 +112,10 @@ def test_sliced_rotary_tables_import_as_tvm_but_do_not_lower():
         tvm_unfused_plan(theirs)
     with pytest.raises(PassError, match="known shape"):
         lower_for_planning(ours)
+
+
+def test_unknown_model_name_is_an_error():
+    from memcore_py.errors import MemcoreError
+
+    with pytest.raises(MemcoreError, match="unknown torch model 'resnet'.*resnet18"):
+        torch_model("resnet")
