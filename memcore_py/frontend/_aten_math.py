@@ -126,6 +126,12 @@ def _hardtanh(ctx, node):
     return ctx.op("clip", args[0], lo, hi)
 
 
+@_register("relu6.default", "relu6_.default")
+def _relu6(ctx, node):
+    # TVM 0.27 has no relax.nn.relu6 op; its importer writes R.clip(x, 0, 6) (int bounds)
+    return ctx.op("clip", ctx.env[node.args[0]], 0, 6)
+
+
 def _clamp_bound(ctx, x, bound, combine):
     """A tensor bound of clamp: broadcast and combined with ``x`` (TVM's tensor path)."""
     b = ctx.op("broadcast_to", bound, ctx.shape_of(x))

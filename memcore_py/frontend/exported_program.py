@@ -38,14 +38,9 @@ Differences from TVM (tests/oracle/test_exported_program_oracle.py checks each):
 - without decomposition only: TVM reads ``aten.batch_norm`` with the decomposed op's
   argument positions (its momentum is the training flag, its epsilon the momentum, training
   True); memcore reads the op's schema;
-- targets TVM converts but memcore does not (no converter, or no Relax op in memcore's op
-  table, such as ``aten.relu6`` left undecomposed) are an
-  :class:`~memcore_py.errors.UnsupportedOperatorError`;
-- a slice whose end is a symbolic size on a static dimension (a rotary table sliced to the
-  sequence length) gets no shape from memcore's ``strided_slice`` rule, only its rank (TVM
-  writes ``T.min(s, 64)``); values computed from it lose their shape too, and a converter
-  that needs the shape stops the import with a :class:`~memcore_py.errors.FrontendError`
-  naming its node.
+- targets TVM converts but memcore does not (no converter) are an
+  :class:`~memcore_py.errors.UnsupportedOperatorError`; ``aten.relu6`` left undecomposed
+  becomes ``R.clip(x, 0, 6)``, as TVM writes it (TVM has no ``relax.nn.relu6`` op).
 """
 from __future__ import annotations
 
