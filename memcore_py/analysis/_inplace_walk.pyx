@@ -17,9 +17,12 @@ pass on BERT-base). The semantics are spec §3.3–§3.5, unchanged:
   checks against the definition.
 - :class:`AliasAnalyzer` — TVM's ``AliasAnalyzer``: abstract memory ids in its order of
   creation, tuple component maps, mystery calls, views.
-- :func:`find_opportunities` — TVM's in-place candidate search, with the live set indexed
-  by memory id (``by_id``) instead of scanned; variables are the indices of
-  :func:`collect_uses`' order. Size checks (``SizeMatches``) read constant shapes as C
+- :func:`find_opportunities` — TVM's in-place candidate search. TVM keeps the set of live
+  variables up to date at every binding and scans it; here each memory id lists the
+  variables that may hold it, and a holder blocks a candidate at step i when its interval
+  says it is live then and still read later (``start <= i < end``), looked up only when a
+  candidate is checked.
+  Variables are the indices of :func:`collect_uses`' order. Size checks (``SizeMatches``) read constant shapes as C
   integers; symbolic ones go through ``prove_equal`` and the canonical polynomial.
 
 Slots of the IR nodes are read through ``memcore_py/ir/_slots.pxd``.
@@ -421,38 +424,34 @@ cdef set _captured_ids(dict tuples, ids):
 
 
 cdef class _Search:
-    """The state of one candidate search: intervals, aliases and the live set by memory id."""
+    """The state of one candidate search: intervals, aliases, and the variables holding each
+    memory id (TVM's ``currently_live`` set, asked as "a holder whose interval contains the
+    step": ``start <= i < end``, instead of being updated binding by binding)."""
 
-    cdef dict index, alias, tuples, by_id, held
-    cdef idx_t[::1] end
-    cdef list order
+    cdef dict index, alias, tuples, by_id
+    cdef idx_t[::1] start, end
     cdef bint expand
 
-    def __init__(self, list order, dict index, end, dict alias, dict tuples, bint expand):
-        self.order, self.index, self.end = order, index, end
+    def __init__(self, list order, dict index, start, end, dict alias, dict tuples, bint expand):
+        cdef Py_ssize_t k
+        self.index, self.start, self.end = index, start, end
         self.alias, self.tuples, self.expand = alias, tuples, expand and bool(tuples)
-        self.by_id, self.held = {}, {}
-
-    cdef void add(self, Py_ssize_t k) except *:
-        ids = self.alias.get(self.order[k])
-        if ids is None:
-            return  # not represented: TVM skips such variables
-        if self.expand and not self.tuples.keys().isdisjoint(ids):
-            ids = _captured_ids(self.tuples, ids)
-        self.held[k] = ids
-        for m in ids:
-            holders = self.by_id.get(m)
-            if holders is None:
-                self.by_id[m] = {k}
-            else:
-                (<set>holders).add(k)
-
-    cdef void remove(self, Py_ssize_t k) except *:
-        for m in self.held.pop(k, ()):
-            (<set>self.by_id[m]).discard(k)
+        self.by_id = {}
+        for k in range(len(order)):
+            ids = alias.get(order[k])
+            if ids is None:
+                continue  # not represented: TVM skips such variables
+            if self.expand and not tuples.keys().isdisjoint(ids):
+                ids = _captured_ids(tuples, ids)
+            for m in ids:
+                holders = self.by_id.get(m)
+                if holders is None:
+                    self.by_id[m] = [k]
+                else:
+                    (<list>holders).append(k)
 
     cdef bint conditions_met(self, target, Py_ssize_t i) except *:
-        cdef Py_ssize_t kt = -1
+        cdef Py_ssize_t kt = -1, k
         cdef list sets
         if _is_var(target):
             o = self.index.get(target)
@@ -472,8 +471,9 @@ cdef class _Search:
                     holders = self.by_id.get(m)
                     if holders is None:
                         continue
-                    for other in <set>holders:
-                        if <Py_ssize_t>other != kt and self.end[<Py_ssize_t>other] > i:
+                    for other in <list>holders:
+                        k = <Py_ssize_t>other
+                        if k != kt and self.start[k] <= i and self.end[k] > i:
                             return False
             return True
         if type(target) is Tuple:
@@ -509,34 +509,12 @@ def find_opportunities(list bindings, list order, dict index, start, end, dict a
     :class:`AliasAnalyzer` result; ``expand``: a live tuple also protects what its fields
     hold. Returns ``(size_matches, exact_matches)`` as documented there.
     """
-    cdef Py_ssize_t n_steps = len(bindings), n = len(order), i, k, j, n_args
-    cdef idx_t[::1] s_ = start, e_ = end
-    cdef list by_start = [None] * (n_steps + 2), by_end = [None] * (n_steps + 2)
+    cdef Py_ssize_t n_steps = len(bindings), i, j, n_args
     cdef list size_list = [], exact_list = [], fits, kept, targets, ex
     cdef set exact
     cdef tuple args
-    cdef _Search search = _Search(order, index, end, alias, tuples, expand)
-    for k in range(n):
-        j = s_[k] + 1
-        if by_start[j] is None:
-            by_start[j] = [k]
-        else:
-            (<list>by_start[j]).append(k)
-        j = e_[k] + 1
-        if by_end[j] is None:
-            by_end[j] = [k]
-        else:
-            (<list>by_end[j]).append(k)
-    if by_start[0] is not None:
-        for k in by_start[0]:
-            search.add(k)
+    cdef _Search search = _Search(order, index, start, end, alias, tuples, expand)
     for i in range(n_steps):
-        if by_start[i + 1] is not None:
-            for k in by_start[i + 1]:
-                search.add(k)
-        if by_end[i] is not None:
-            for k in by_end[i]:
-                search.remove(k)
         b = bindings[i]
         value = <object>get_slot(b, O_VALUE)
         if type(value) is not Call:
