@@ -21,6 +21,21 @@ TVM_PRINTED_FILES = sorted(TVM_PRINTED_DIR.glob("*.txt"))
 #: MiniMalloc's CSV problems, shipped with the benchmarks.
 MINIMALLOC_DIR = REPO_ROOT / "bench" / "data" / "minimalloc"
 
+def load_make_models():
+    """``tools/make_models.py`` as a module (the plain-torch model definitions the shipped
+    high-level texts were made from; a dev script, not part of the package)."""
+    import importlib.util
+    import sys
+
+    name = "_memcore_make_models"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, REPO_ROOT / "tools" / "make_models.py")
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        sys.modules[name] = mod
+    return sys.modules[name]
+
+
 #: The ops a kill binding calls (``KillAfterLastUse`` output).
 KILL_OPS = ("relax.memory.kill_tensor", "relax.memory.kill_storage", "relax.vm.kill_object")
 

@@ -11,12 +11,11 @@ TVM's ``params`` attribute (the weight arrays), is dropped from TVM's module bef
 and checked separately against :func:`exported_program_params`.
 """
 import functools
-import importlib.util
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
+from _helpers import load_make_models
 
 torch = pytest.importorskip("torch")
 tvm = pytest.importorskip("tvm")
@@ -25,14 +24,12 @@ from tvm.relax.frontend.torch import from_exported_program as tvm_from_exported_
 
 from memcore_py.frontend.exported_program import exported_program_params, from_exported_program  # noqa: E402
 from memcore_py import parse  # noqa: E402
-from memcore_py.errors import FrontendError, UnsupportedOperatorError  # noqa: E402
 from memcore_py.frontend._aten_ops import CONVERTERS  # noqa: E402
 from memcore_py.testing.torch_programs import export_program, op_sweep_programs, torch_programs  # noqa: E402
 from memcore_py.tvm import to_tvm  # noqa: E402
 
 pytestmark = pytest.mark.oracle
 
-ROOT = Path(__file__).resolve().parents[2]
 
 #: Programs TVM imports only after decomposition, or that use an op memcore has no Relax op for.
 NO_DECOMPOSITION_FAILS = {
@@ -51,12 +48,8 @@ def _sweep():
     return op_sweep_programs()
 
 
-@functools.lru_cache(maxsize=None)
 def _make_models():
-    spec = importlib.util.spec_from_file_location("_memcore_make_models", ROOT / "tools" / "make_models.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_make_models()
 
 
 def _tvm_import(ep, **kwargs):

@@ -4,13 +4,11 @@ outputs, and its errors (missing torch, bad input, unsupported operators).
 
 The comparison with TVM's importer run live is tests/oracle/test_exported_program_oracle.py.
 """
-import functools
-import importlib.util
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
+from _helpers import load_make_models
 
 from memcore_py import parse
 from memcore_py.errors import FrontendDependencyError, FrontendError, MemcoreError, UnsupportedOperatorError
@@ -21,7 +19,6 @@ from memcore_py.frontend.exported_program import (
 )
 from memcore_py.ir import Constant, PrimVar, TupleGetItem, assert_structural_equal, well_formed
 
-ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(scope="module")
@@ -29,13 +26,8 @@ def torch():
     return pytest.importorskip("torch")
 
 
-@functools.lru_cache(maxsize=None)
 def _make_models():
-    """tools/make_models.py, the definitions the shipped high-level texts were made from."""
-    spec = importlib.util.spec_from_file_location("_memcore_make_models", ROOT / "tools" / "make_models.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_make_models()
 
 
 def _export(torch, model, args, dynamic_shapes=None):
