@@ -37,8 +37,28 @@ Rewrite (per binding of a high-level op call; other bindings unchanged)
   ``permute_dims``, ``cast`` for ``astype``, ``tir_exp`` for ``exp``; the op's short name
   otherwise), uniquified ``matmul``, ``matmul1``, ... against the module.
 
+Fused variant (``fuse=True``)
+----------------------------
+TVM's default CPU pipeline fuses before planning (``LegalizeOps, AnnotateTIROpPattern,
+FoldConstant, FuseOps, FuseTIR, RewriteDataflowReshape``, then the planning passes). With
+``fuse=True`` the lowering above runs with two changes, then
+:func:`~memcore_py.transform.fuse_for_planning.fuse_for_planning` groups the kernels:
+
+- every kernel carries TVM's ``op_pattern`` attribute, the value AnnotateTIROpPattern gives
+  the TIR TVM writes for the op (:func:`~memcore_py.transform._op_patterns.op_pattern`);
+  kernels are shared per op, signature and pattern;
+- reshape-pattern bindings stay kernels through fusion (RewriteDataflowReshape runs after
+  FuseTIR in TVM, so a reshape fuses with its neighbours); those left alone in their group
+  become ``R.reshape`` views afterwards.
+
+Fusion is an option of this pass rather than a pass of its own because it needs what only
+the lowering knows: each kernel's op pattern (read off TIR by TVM; signature-only kernels
+have none) and which kernels are reshapes. ``fuse_for_planning`` alone serves modules whose
+kernels already carry ``op_pattern``.
+
 An op call whose type is unknown, or whose argument is a tuple-typed variable, raises
-:class:`~memcore_py.errors.PassError` naming the binding.
+:class:`~memcore_py.errors.PassError` naming the binding; so does, with ``fuse=True``, an op
+without a known pattern.
 """
 from __future__ import annotations
 
@@ -53,6 +73,7 @@ from ..ir.expr import (
     MatchCast,
     PrimFunc,
     PrimFuncParam,
+    SeqExpr,
     ShapeExpr,
     Tuple,
     Var,
@@ -65,6 +86,8 @@ from ..ir.op import Op, get_op
 from ..ir.prim import IntImm, prove_equal
 from ..ir.types import TensorType, TupleType
 from ..analysis.dataflow_inplace import element_count
+from ._op_patterns import op_pattern
+from .fuse_for_planning import MAX_FUSE_DEPTH, fuse_for_planning
 from .legalize_elementwise import folded_operand
 from .pass_infra import ModulePass, PassContext
 
@@ -99,9 +122,11 @@ _KEEP = frozenset({"relax.shape_of", "relax.null_value"})
 
 
 class _Lowerer(ExprMutator):
-    def __init__(self, mod: IRModule):
+    def __init__(self, mod: IRModule, fuse: bool = False):
         super().__init__()
         self.mod = mod
+        self.fuse = fuse
+        self.views: set = set()  # fuse: bindings RewriteDataflowReshape makes views after fusion
         self.names = NameTable()
         for gv in mod.functions:
             self.names.reserve(gv.name)
@@ -139,9 +164,13 @@ class _Lowerer(ExprMutator):
             folded = self._folded(out_ty)
             self.var_remap[b.var] = folded
             return folded
-        if self.in_dataflow and type(b.var) is DataflowVar and _is_reshape_pattern(call, out_ty):
+        view = self.in_dataflow and type(b.var) is DataflowVar and _is_reshape_pattern(call, out_ty)
+        if view and not self.fuse:
             return Call(_RESHAPE, (call.args[0], ShapeExpr(out_ty.shape)))
-        gv = self._kernel(op, inputs, out_ty)
+        pattern = op_pattern(call, inputs, out_ty) if self.fuse else None
+        gv = self._kernel(op, inputs, out_ty, pattern)
+        if view:
+            self.views.add(b.var)
         return Call(_CALL_TIR, (gv, Tuple(inputs)), None, (out_ty,))
 
     def _folded(self, out_ty):
@@ -172,16 +201,17 @@ class _Lowerer(ExprMutator):
                                         "pass a tuple literal")
         return inputs
 
-    def _kernel(self, op: Op, inputs, out_ty) -> GlobalVar:
+    def _kernel(self, op: Op, inputs, out_ty, pattern) -> GlobalVar:
         outs = list(out_ty.fields) if isinstance(out_ty, TupleType) else [out_ty]
-        key = (op, tuple(_type_key(a.ty) for a in inputs), tuple(_type_key(t) for t in outs))
+        key = (op, tuple(_type_key(a.ty) for a in inputs), tuple(_type_key(t) for t in outs), pattern)
         gv = self.kernels.get(key)
         if gv is None:
             params = [PrimFuncParam(f"A{i}", a.ty.dtype, a.ty.shape) for i, a in enumerate(inputs)]
             params += [PrimFuncParam(f"out{i}", t.dtype, t.shape) for i, t in enumerate(outs)]
             name = self.names.fresh(KERNEL_NAMES.get(op.name, op.name.rsplit(".", 1)[-1]))
             gv = GlobalVar(name)
-            self.new_funcs[gv] = PrimFunc(params, {"tirx.noalias": True}, text=None, private=True)
+            attrs = {"tirx.noalias": True} if pattern is None else {"op_pattern": pattern, "tirx.noalias": True}
+            self.new_funcs[gv] = PrimFunc(params, attrs, text=None, private=True)
             self.kernels[key] = gv
         return gv
 
@@ -279,17 +309,26 @@ def has_high_level_calls(mod: IRModule) -> bool:
     return False
 
 
-def lower_for_planning(mod: IRModule) -> IRModule:
+def lower_for_planning(mod: IRModule, *, fuse: bool = False, max_depth: int = MAX_FUSE_DEPTH) -> IRModule:
     """``mod`` with its high-level op calls replaced by kernels and views (module docstring).
+
+    Parameters
+    ----------
+    mod : IRModule
+    fuse : bool, default False
+        Group the kernels as TVM's fused pipeline does (module docstring, *Fused variant*).
+    max_depth : int, default 256
+        With ``fuse``: TVM's ``relax.FuseOps.max_depth``.
 
     Raises
     ------
     PassError
-        An op call of unknown result type or with a tuple-typed variable argument.
+        An op call of unknown result type or with a tuple-typed variable argument; with
+        ``fuse``, an op whose FuseOps pattern is not known.
     """
     if not isinstance(mod, IRModule):
         raise PassError(f"LowerForPlanning expects an IRModule; got {type(mod).__name__}")
-    lw = _Lowerer(mod)
+    lw = _Lowerer(mod, fuse)
     updates = {}
     for gv, func in mod.functions.items():
         if isinstance(func, Function):
@@ -299,19 +338,57 @@ def lower_for_planning(mod: IRModule) -> IRModule:
                 updates[gv] = new
     if not updates:
         return mod
-    return mod.with_functions({**updates, **lw.new_funcs})
+    out = mod.with_functions({**updates, **lw.new_funcs})
+    if not fuse:
+        return out
+    return _views_after_fusion(fuse_for_planning(out, max_depth=max_depth), lw.views, lw.new_funcs)
+
+
+def _views_after_fusion(mod: IRModule, views: set, kernels: dict) -> IRModule:
+    """TVM's RewriteDataflowReshape after FuseTIR: a reshape-pattern kernel left alone in its
+    group (bound to a DataflowVar, recorded in ``views``) becomes ``R.reshape``; a fused kernel
+    never does (its TIR copies through an intermediate)."""
+    updates = {}
+    for gv, func in mod.functions.items():
+        if not isinstance(func, Function):
+            continue
+        blocks, changed = [], False
+        for blk in func.body.blocks:
+            bindings = []
+            for b in blk.bindings:
+                v = b.value
+                if (b.var in views and type(b) is VarBinding and type(v) is Call and v.op is _CALL_TIR
+                        and v.args[0] in kernels):
+                    b = VarBinding(b.var, Call(_RESHAPE, (v.args[1].fields[0], ShapeExpr(b.var.ty.shape))))
+                    changed = True
+                bindings.append(b)
+            blocks.append(type(blk)(bindings))
+        if changed:
+            updates[gv] = Function(func.params, SeqExpr(blocks, func.body.body), func.ret_ty, func.attrs,
+                                   func.is_pure)
+    return mod.with_functions(updates) if updates else mod
 
 
 class LowerForPlanning(ModulePass):
-    """Module pass: :func:`lower_for_planning`."""
+    """Module pass: :func:`lower_for_planning`.
+
+    Parameters
+    ----------
+    fuse : bool, default False
+    max_depth : int, default 256
+    """
 
     name = "lower-for-planning"
 
+    def __init__(self, fuse: bool = False, max_depth: int = MAX_FUSE_DEPTH):
+        self.fuse = fuse
+        self.max_depth = max_depth
+
     def transform(self, mod: IRModule, ctx: PassContext) -> IRModule:
-        return lower_for_planning(mod)
+        return lower_for_planning(mod, fuse=self.fuse, max_depth=self.max_depth)
 
     def __repr__(self):
-        return "LowerForPlanning()"
+        return f"LowerForPlanning(fuse={self.fuse})" if self.fuse else "LowerForPlanning()"
 
 
 

@@ -1,0 +1,149 @@
+"""The FuseOps op pattern of each kernel LowerForPlanning writes, without TIR.
+
+TVM's ``AnnotateTIROpPattern`` reads the pattern off the TIR that ``LegalizeOps`` wrote
+(src/relax/analysis/tir_op_pattern_kind.cc): per block, a load whose indices are the store's
+is element-wise, one whose indices are a subsequence of the store's (unit dims read at 0)
+is a broadcast, one that uses only store variables in any order is injective; a reduction
+block is ``kCommReduce`` when it is a pure reduction and ``kOutEWiseFusable`` when it is a
+multiply-accumulate (matmul, convolution) or a reduction over shifted indices (pooling); a
+reduction followed by an element-wise output block (mean, softmax, normalisations) is
+``kOutEWiseFusable``; anything else (a load indexed by another load, an index that uses a
+symbolic shape variable) is ``kOpaque``.
+
+Signature-only kernels have no TIR, so :func:`op_pattern` states, per op, what those rules give
+on the TIR TVM 0.27 writes for it; the table was read off TVM (LegalizeOps +
+AnnotateTIROpPattern on every op of the shipped models and on single-op modules) and
+tests/oracle/test_fused_planning_oracle.py checks it kernel by kernel against TVM on every
+model. Shape-dependent cases:
+
+- element-wise ops (unary, binary, ``where``, creation): ``kElemWise`` when a tensor input has
+  the output's shape or there is no tensor input, else ``kBroadcast`` (every load broadcasts);
+- ``broadcast_to``: ``kElemWise`` when it keeps the shape, else ``kBroadcast``;
+- ``reshape``/``flatten`` and ``concat``: ``kInjective``, ``kOpaque`` when a shape is symbolic
+  (the index arithmetic then reads the shape variable);
+- ``strided_slice``: ``kOpaque`` on a symbolic input shape, ``kElemWise`` when every slice
+  starts at 0 with stride 1 (the load indices are the store's), else ``kInjective``.
+
+An op outside the table raises :class:`~memcore_py.errors.PassError`: a wrong guess would fuse
+differently from TVM without saying so.
+"""
+from __future__ import annotations
+
+from ..errors import PassError
+from ..ir.prim import IntImm
+
+__all__ = ["K_ELEM_WISE", "K_BROADCAST", "K_INJECTIVE", "K_COMM_REDUCE", "K_OUT_EWISE_FUSABLE", "K_TUPLE",
+           "K_OPAQUE", "op_pattern"]
+
+#: TVM's ``OpPatternKind`` values (include/tvm/relax/op_attr_types.h).
+K_ELEM_WISE, K_BROADCAST, K_INJECTIVE, K_COMM_REDUCE, K_OUT_EWISE_FUSABLE, K_TUPLE, K_OPAQUE = 0, 1, 2, 3, 4, 7, 8
+
+_UNARY = ("exp", "log", "sqrt", "rsqrt", "sigmoid", "tanh", "negative", "sin", "cos", "erf", "floor", "ceil",
+          "round", "abs", "log2", "log10", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh",
+          "isnan", "isinf", "isfinite", "square", "sign", "trunc", "bitwise_not", "logical_not", "astype", "clip",
+          "tril", "triu", "nn.relu", "nn.gelu", "nn.gelu_tanh", "nn.silu", "nn.leakyrelu", "nn.selu", "nn.elu")
+_BINARY = ("add", "subtract", "multiply", "divide", "floor_divide", "power", "maximum", "minimum", "equal",
+           "not_equal", "less", "less_equal", "greater", "greater_equal", "mod", "floor_mod", "bitwise_and",
+           "bitwise_or", "bitwise_xor", "logical_and", "logical_or", "logical_xor", "left_shift", "right_shift",
+           "atan2", "log_add_exp", "where")
+_CREATION = ("zeros", "ones", "full", "arange", "zeros_like", "ones_like", "full_like")
+_ELEMENT_WISE = frozenset(f"relax.{n}" for n in _UNARY + _BINARY + _CREATION)
+
+_FIXED = {
+    **{f"relax.{n}": K_BROADCAST for n in ("squeeze", "expand_dims")},
+    **{f"relax.{n}": K_INJECTIVE for n in ("permute_dims", "split", "nn.batch_norm", "tile", "repeat", "flip",
+                                             "nn.pad")},
+    **{f"relax.{n}": K_COMM_REDUCE for n in ("sum", "max", "min", "prod")},
+    **{f"relax.{n}": K_OUT_EWISE_FUSABLE for n in (
+        "matmul", "nn.conv1d", "nn.conv2d", "nn.conv3d", "mean", "variance", "std", "argmax", "argmin",
+        "nn.softmax", "nn.log_softmax", "nn.layer_norm", "nn.rms_norm", "nn.group_norm", "nn.max_pool1d",
+        "nn.max_pool2d", "nn.max_pool3d", "nn.avg_pool1d", "nn.avg_pool2d", "nn.avg_pool3d",
+        "nn.adaptive_avg_pool1d", "nn.adaptive_avg_pool2d", "nn.adaptive_avg_pool3d")},
+    **{f"relax.{n}": K_OPAQUE for n in ("take", "gather_elements", "gather_nd", "index_tensor")},
+}
+
+
+def _dims(ty):
+    return tuple(ty.shape)
+
+
+def _same_shape(a, b) -> bool:
+    return len(a) == len(b) and all(_dim_equal(x, y) for x, y in zip(a, b))
+
+
+def _dim_equal(x, y) -> bool:
+    if type(x) is IntImm and type(y) is IntImm:
+        return x.value == y.value
+    from ..ir.prim import prove_equal
+
+    return prove_equal(x, y)
+
+
+def _static(shape) -> bool:
+    return all(type(d) is IntImm for d in shape)
+
+
+def op_pattern(call, inputs, out_ty) -> int:
+    """The ``op_pattern`` TVM's AnnotateTIROpPattern gives the kernel TVM's LegalizeOps writes
+    for ``call`` (module docstring).
+
+    Parameters
+    ----------
+    call : Call
+        The high-level op call.
+    inputs : list of Expr
+        The kernel's tensor inputs (what LowerForPlanning passes to ``call_tir``).
+    out_ty : TensorType or TupleType
+        The kernel's result type.
+
+    Raises
+    ------
+    PassError
+        The op is not in the table.
+    """
+    name = call.op.name
+    if name in _ELEMENT_WISE:
+        if not inputs or any(_same_shape(_dims(a.ty), _dims(out_ty)) for a in inputs):
+            return K_ELEM_WISE
+        return K_BROADCAST
+    if name == "relax.broadcast_to":
+        return K_ELEM_WISE if _same_shape(_dims(inputs[0].ty), _dims(out_ty)) else K_BROADCAST
+    if name in ("relax.reshape", "relax.flatten"):
+        return K_INJECTIVE if _static(_dims(inputs[0].ty)) and _static(_dims(out_ty)) else K_OPAQUE
+    if name == "relax.concat":
+        return K_INJECTIVE if all(_static(_dims(a.ty)) for a in inputs) else K_OPAQUE
+    if name == "relax.strided_slice":
+        return _strided_slice_pattern(call, inputs[0].ty)
+    kind = _FIXED.get(name)
+    if kind is None:
+        raise PassError(f"LowerForPlanning(fuse=True): no FuseOps op pattern is known for '{name}' "
+                        "(memcore_py/transform/_op_patterns.py lists the supported ops)")
+    return kind
+
+
+def _strided_slice_pattern(call, in_ty) -> int:
+    if not _static(_dims(in_ty)):
+        return K_OPAQUE
+    _, axes, begin, _, *strides = call.args
+    shape = _dims(in_ty)
+    begins = _values(begin)
+    steps = _values(strides[0]) if strides else [1] * len(begins)
+    axes = _values(axes)
+    if None in begins or None in steps or None in axes:
+        return K_OPAQUE
+    for ax, b, st in zip(axes, begins, steps):
+        extent = shape[ax].value
+        if b < 0:
+            b += extent
+        if st != 1 or max(b, 0) != 0:
+            return K_INJECTIVE
+    return K_ELEM_WISE
+
+
+def _values(tup) -> list:
+    """The integers of a tuple of PrimValues (None for a symbolic one)."""
+    out = []
+    for f in getattr(tup, "fields", ()):
+        v = getattr(f, "value", None)
+        out.append(v.value if type(v) is IntImm else None)
+    return out
