@@ -1,0 +1,172 @@
+"""The state the ONNX converters share while one ONNX graph is imported.
+
+Design
+------
+:class:`OnnxContext` extends the torch importer's :class:`~._aten_context.AtenContext`, so
+calls are built exactly as there (:meth:`~._aten_context.AtenContext.call`: arguments in
+schema order, attributes completed and converted by memcore's op table, the type inferred,
+a reshape's ``-1`` resolved; :meth:`~._aten_context.AtenContext.const` for constants). What
+is ONNX-specific:
+
+- ``env`` maps ONNX value *names* to Relax values: a variable, a constant, a
+  ``ShapeExpr`` or ``PrimValue`` (shape arithmetic done at import time: ``Shape``,
+  ``Gather`` of a shape, ...), or a *pending* call. TVM 0.27's ONNX importer normalizes
+  each node's result without binding it; the result is bound when a later node first uses
+  it as an argument (and never, when nothing uses it). :meth:`operand` does the same: the
+  first use of a pending call emits it and remembers the variable, so bindings come out in
+  TVM's order and with TVM's names (``lv``, ``lv1``, ...);
+- ``arrays`` holds the numpy value of every initializer and ``Constant`` output, which
+  converters read where ONNX passes an operand that must be constant (a reshape's shape,
+  a reduction's axes, split sizes): :meth:`constant_array`. With the weights kept as
+  parameters, an initializer is still a parameter variable; reading its value does not
+  remove the parameter (TVM's ``get_constant`` behaves the same way);
+- ``node`` (the ONNX node being converted) names errors: :meth:`error`.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import FrontendError
+from ..ir.builder import is_leaf
+from ..ir.expr import Constant, Expr, PrimValue, ShapeExpr, Tuple
+from ..ir.types import TensorType
+from ._aten_context import AtenContext
+
+__all__ = ["OnnxContext", "node_label"]
+
+
+def node_label(node) -> str:
+    """``'name' (OpType)`` of an ONNX node, for messages (``#index`` when it has no name)."""
+    return f"{node.name!r} ({node.op_type})" if node.name else f"unnamed {node.op_type} node"
+
+
+class OnnxContext(AtenContext):
+    """Converters' shared state for one ONNX graph: ``bb``, ``env`` (value name -> Relax
+    value), ``arrays`` (value name -> numpy array of the constant ones), ``node``."""
+
+    def __init__(self):
+        super().__init__(None)
+        self.arrays: dict = {}
+        self._emitted: dict = {}
+        self.opset = 0
+
+    # ----------------------------------------------------------------------------- errors
+    def error(self, what: str) -> FrontendError:
+        """A :class:`FrontendError` naming the ONNX node being converted."""
+        if self.node is None:
+            return FrontendError(what)
+        return FrontendError(f"node {node_label(self.node)}: {what}")
+
+    # ----------------------------------------------------------------------------- operands
+    def raw(self, i: int):
+        """The value of the node's input ``i`` as stored (a pending call stays pending), or
+        None for an omitted optional input."""
+        names = self.node.input
+        if i >= len(names) or names[i] == "":
+            return None
+        return self.env[names[i]]
+
+    def operand(self, i: int):
+        """The node's input ``i`` as a leaf (a pending call is emitted on its first use), or
+        None for an omitted optional input."""
+        value = self.raw(i)
+        if value is None or is_leaf(value) or isinstance(value, Tuple):
+            return value
+        var = self._emitted.get(id(value))
+        if var is None:
+            var = self.bb.emit(value)
+            self._emitted[id(value)] = var
+        self.env[self.node.input[i]] = var
+        return var
+
+    def tensor_operand(self, i: int) -> Expr:
+        """Input ``i``, which must be a tensor (a shape value known at import time becomes an
+        int64 tensor: a constant when static, else ``shape_to_tensor``); a
+        :class:`FrontendError` otherwise."""
+        value = self.operand(i)
+        if isinstance(value, ShapeExpr):
+            dims = [getattr(d, "value", None) if type(d).__name__ == "IntImm" else None for d in value.values]
+            if all(d is not None for d in dims):
+                return self.const(np.asarray(dims, dtype="int64"), "int64")
+            return self.emit(self.call("shape_to_tensor", value))
+        if not self.is_tensor(value):
+            what = "missing" if value is None else f"a {type(value).__name__}"
+            raise self.error(f"input {i} must be a tensor; it is {what}")
+        return value
+
+    def has_input(self, i: int) -> bool:
+        """Whether the node gives its (optional) input ``i``."""
+        return i < len(self.node.input) and self.node.input[i] != ""
+
+    def constant_array(self, i: int, what: str):
+        """The numpy value of input ``i`` (an initializer or a ``Constant``), None when the
+        input is omitted; a :class:`FrontendError` naming ``what`` when it is computed."""
+        if not self.has_input(i):
+            return None
+        arr = self.known_array(i)
+        if arr is not None:
+            return arr
+        name = self.node.input[i]
+        raise self.error(f"{what} (input {i}, {name!r}) must be a constant (an initializer or a Constant "
+                         "node); computed values are not supported there")
+
+    def constant_ints(self, i: int, what: str):
+        """:meth:`constant_array` of input ``i`` as a list of Python ints (None if omitted)."""
+        arr = self.constant_array(i, what)
+        return None if arr is None else [int(v) for v in np.asarray(arr).reshape(-1)]
+
+    def shape_like(self, i: int):
+        """Input ``i`` as a list of dims when it is known at import time (a ``ShapeExpr``, or
+        a constant int64 vector), else None."""
+        value = self.raw(i)
+        if isinstance(value, ShapeExpr):
+            return list(value.values)
+        arr = self.known_array(i)
+        if arr is not None and arr.ndim == 1 and arr.dtype.kind in "iu":
+            return [int(v) for v in arr]
+        return None
+
+    def known_array(self, i: int):
+        """The numpy value of input ``i`` when it is an initializer or a constant, else None."""
+        if not self.has_input(i):
+            return None
+        name = self.node.input[i]
+        if name in self.arrays:
+            return np.asarray(self.arrays[name])
+        value = self.env.get(name)
+        if isinstance(value, Constant) and value.data is not None:
+            return np.asarray(value.data)
+        return None
+
+    def prim_like(self, i: int):
+        """Input ``i`` as one scalar (an int, or a symbolic dim held in a ``PrimValue``) when
+        known at import time, else None."""
+        value = self.raw(i)
+        if isinstance(value, PrimValue):
+            return value.value
+        arr = self.known_array(i)
+        if arr is not None and arr.size == 1:
+            return arr.reshape(-1)[0].item()
+        return None
+
+    # ----------------------------------------------------------------------------- results
+    def rank(self, value) -> int:
+        """The rank of a tensor value (a :class:`FrontendError` when unknown)."""
+        ty = value.ty
+        if not isinstance(ty, TensorType) or ty.ndim is None or ty.ndim < 0:
+            raise self.error(f"the rank of {type(value).__name__} of type {ty!r} is unknown")
+        return ty.ndim
+
+    def attr(self, name: str, default=None):
+        """The node's attribute ``name`` as a Python value (bytes decoded), else ``default``."""
+        from onnx import helper
+
+        for a in self.node.attribute:
+            if a.name == name:
+                value = helper.get_attribute_value(a)
+                if isinstance(value, bytes):
+                    return value.decode("utf-8")
+                if isinstance(value, list):
+                    return [v.decode("utf-8") if isinstance(v, bytes) else v for v in value]
+                return value
+        return default

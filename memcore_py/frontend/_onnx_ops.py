@@ -1,0 +1,611 @@
+"""ONNX operator converters: one function per ``op_type``, TVM 0.27's ONNX mapping.
+
+Design
+------
+A converter takes the :class:`~._onnx_context.OnnxContext` (its ``node`` is the ONNX node)
+and returns the node's value: a call built with ``ctx.call`` (left unemitted: the importer
+normalizes it and binds it on first use, as TVM does), a leaf (a variable, a constant, a
+``ShapeExpr`` / ``PrimValue`` for shape arithmetic done at import time), or a list of values
+for a node with several outputs. The mapping is TVM's ONNX frontend's for the ops the
+exporters of the common model families write (``torch.onnx.export``'s default path folds
+batch norm into the convolutions):
+
+- element-wise ops map one to one (``Relu`` -> ``R.nn.relu``, ``Add`` -> ``R.add``, ...);
+  binary ops on two constants or two scalar shape values are folded at import time;
+- ``Gemm`` -> ``permute_dims`` / ``matmul`` / ``add`` (with ``alpha``/``beta`` scaling),
+  ``Conv`` -> ``conv1d/2d/3d`` plus a reshaped bias ``add``, pools, ``LayerNormalization``,
+  ``Softmax`` (opset >= 13), ``Gelu``;
+- ``Gather`` normalizes negative indices at run time (``where(less(i, 0), add(i, extent),
+  i)`` with the extent read by ``shape_of``), as TVM does;
+- shape operands (``Reshape``'s shape, ``Unsqueeze``/``Squeeze``/``ReduceMean`` axes,
+  ``Split`` sizes, ``Slice`` bounds, ``Expand``'s shape) must be constants or shapes known
+  at import time (``Shape`` gives a ``ShapeExpr`` of the input's, possibly symbolic, shape);
+  a computed one is a :class:`~memcore_py.errors.FrontendError` naming the node.
+
+Differences from TVM's importer are the ops it writes as TE kernels (``Clip`` becomes
+``R.clip`` here, as the torch importer writes ``relu6``; TVM emits ``call_tir`` of
+``topi.maximum``/``minimum``) and the ops it does not convert on dynamic shapes (``Range``,
+``Trilu`` and ``Expand`` with a symbolic extent are converted here by their type rules).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir.expr import Constant, PrimValue, ShapeExpr, Tuple
+from ..ir.prim import IntImm, PrimExpr, as_prim
+from ._aten_common import registrar, static_dim
+
+__all__ = ["CONVERTERS"]
+
+CONVERTERS: dict = {}
+_register = registrar(CONVERTERS)
+
+_ONNX_DTYPES = {1: "float32", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6: "int32", 7: "int64",
+                9: "bool", 10: "float16", 11: "float64", 12: "uint32", 13: "uint64", 16: "bfloat16"}
+
+
+def onnx_dtype(code: int, where: str = "") -> str:
+    """The Relax dtype of an ONNX ``TensorProto`` element type code."""
+    from ..errors import FrontendError
+
+    out = _ONNX_DTYPES.get(int(code))
+    if out is None:
+        raise FrontendError(f"{where + ': ' if where else ''}ONNX element type {code} has no Relax dtype "
+                            f"(supported: {', '.join(sorted(set(_ONNX_DTYPES.values())))})")
+    return out
+
+
+def _is_const(v) -> bool:
+    return isinstance(v, Constant) and v.data is not None
+
+
+# ------------------------------------------------------------------------------------ element-wise
+_UNARY = {
+    "Relu": "nn.relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "Sqrt": "sqrt", "Erf": "erf", "Exp": "exp",
+    "Log": "log", "Cos": "cos", "Sin": "sin", "Abs": "abs", "Floor": "floor", "Ceil": "ceil",
+    "Not": "logical_not", "Sign": "sign", "Softplus": "nn.softplus",
+}
+
+
+def _unary(op_name):
+    def convert(ctx):
+        return ctx.call(op_name, ctx.tensor_operand(0))
+    return convert
+
+
+for _onnx_name, _relax_name in _UNARY.items():
+    CONVERTERS[_onnx_name] = _unary(_relax_name)
+
+
+@_register("Identity")
+def _identity(ctx):
+    return ctx.raw(0)
+
+
+@_register("Neg")
+def _neg(ctx):
+    x = ctx.raw(0)
+    if _is_const(x):
+        return ctx.const(np.negative(x.data), x.ty.dtype)
+    if isinstance(x, PrimValue):
+        return PrimValue(IntImm(0) - x.value)
+    return ctx.call("negative", ctx.operand(0))
+
+
+@_register("Reciprocal")
+def _reciprocal(ctx):
+    x = ctx.tensor_operand(0)
+    return ctx.call("divide", ctx.const(1, ctx.dtype_of(x)), x)
+
+
+_BINARY = {"Add": ("add", np.add), "Sub": ("subtract", np.subtract), "Mul": ("multiply", np.multiply),
+           "Div": ("divide", None), "Pow": ("power", np.power), "Less": ("less", np.less),
+           "Greater": ("greater", np.greater), "LessOrEqual": ("less_equal", np.less_equal),
+           "GreaterOrEqual": ("greater_equal", np.greater_equal), "And": ("logical_and", np.logical_and),
+           "Or": ("logical_or", np.logical_or), "Max": ("maximum", np.maximum), "Min": ("minimum", np.minimum)}
+_PRIM_BINARY = {"Add": lambda a, b: a + b, "Sub": lambda a, b: a - b, "Mul": lambda a, b: a * b,
+                "Div": lambda a, b: a // b}
+
+
+def _binary(onnx_name, op_name, numpy_op):
+    def convert(ctx):
+        if len(ctx.node.input) != 2:
+            raise ctx.error(f"{onnx_name} with {len(ctx.node.input)} inputs is not supported (2 are)")
+        a, b = ctx.raw(0), ctx.raw(1)
+        if isinstance(a, PrimValue) or isinstance(b, PrimValue):  # shape arithmetic (TVM folds it)
+            pa, pb = ctx.prim_like(0), ctx.prim_like(1)
+            if pa is not None and pb is not None and onnx_name in _PRIM_BINARY:
+                return PrimValue(as_prim(_PRIM_BINARY[onnx_name](as_prim(pa), as_prim(pb))))
+        if _is_const(a) and _is_const(b):
+            x, y = np.asarray(a.data), np.asarray(b.data)
+            out = np.true_divide(x, y) if numpy_op is None and x.dtype.kind == "f" else \
+                (np.floor_divide(x, y) if numpy_op is None else numpy_op(x, y))
+            if x.dtype == y.dtype and out.dtype != np.bool_:
+                out = out.astype(x.dtype)
+            return ctx.const(out, str(out.dtype))
+        return ctx.call(op_name, ctx.operand(0), ctx.operand(1))
+    return convert
+
+
+for _onnx_name, (_relax_name, _np_op) in _BINARY.items():
+    CONVERTERS[_onnx_name] = _binary(_onnx_name, _relax_name, _np_op)
+
+
+@_register("Equal")
+def _equal(ctx):
+    a, b = ctx.raw(0), ctx.raw(1)
+    if _is_const(a) and _is_const(b):
+        return ctx.const(np.asarray(a.data) == np.asarray(b.data), "bool")
+    return ctx.call("equal", ctx.operand(0), ctx.operand(1))
+
+
+@_register("Where")
+def _where(ctx):
+    return ctx.call("where", ctx.operand(0), ctx.operand(1), ctx.operand(2))
+
+
+@_register("Clip")
+def _clip(ctx):
+    x = ctx.tensor_operand(0)
+    if ctx.has_input(1) or ctx.has_input(2):  # opset >= 11: bounds are inputs
+        lo, hi = ctx.constant_array(1, "Clip's min"), ctx.constant_array(2, "Clip's max")
+    else:
+        lo, hi = ctx.attr("min"), ctx.attr("max")
+    lo = -float("inf") if lo is None else float(np.asarray(lo).reshape(-1)[0])
+    hi = float("inf") if hi is None else float(np.asarray(hi).reshape(-1)[0])
+    return ctx.call("clip", x, lo, hi)
+
+
+@_register("Cast")
+def _cast(ctx):
+    to = onnx_dtype(ctx.attr("to"), f"node {ctx.node.name!r}")
+    x = ctx.raw(0)
+    if isinstance(x, ShapeExpr):
+        if all(static_dim(d) is not None for d in x.values):
+            return ctx.const([static_dim(d) for d in x.values], to)
+        x = ctx.call("shape_to_tensor", x)
+        return ctx.call("astype", x, dtype=to)
+    if _is_const(x):
+        return ctx.const(np.asarray(x.data).astype(to), to)
+    if isinstance(x, PrimValue):
+        return x
+    return ctx.call("astype", ctx.operand(0), dtype=to)
+
+
+@_register("CastLike")
+def _cast_like(ctx):
+    target = ctx.raw(1)
+    if not ctx.is_tensor(target):
+        raise ctx.error("input 1 (the dtype to cast to) must be a tensor")
+    x = ctx.raw(0)
+    to = ctx.dtype_of(target)
+    if _is_const(x):
+        return ctx.const(np.asarray(x.data).astype(to), to)
+    x = ctx.tensor_operand(0)
+    return x if ctx.dtype_of(x) == to else ctx.call("astype", x, dtype=to)
+
+
+# ------------------------------------------------------------------------------------ nn
+@_register("MatMul")
+def _matmul(ctx):
+    return ctx.call("matmul", ctx.tensor_operand(0), ctx.tensor_operand(1))
+
+
+@_register("Gemm")
+def _gemm(ctx):
+    a, b = ctx.tensor_operand(0), ctx.tensor_operand(1)
+    c = ctx.operand(2)
+    alpha, beta = ctx.attr("alpha"), ctx.attr("beta")
+    dtype = ctx.dtype_of(a)
+    if alpha is not None and alpha != 1.0:
+        a = ctx.call("multiply", a, ctx.const(alpha, dtype))
+    if ctx.attr("transA", 0):
+        a = ctx.call("permute_dims", a, axes=[1, 0])
+    if ctx.attr("transB", 0):
+        b = ctx.call("permute_dims", b, axes=[1, 0])
+    y = ctx.call("matmul", a, b)
+    if c is not None:
+        if beta is not None and beta != 1.0:
+            c = ctx.call("multiply", c, ctx.const(beta, dtype))
+        y = ctx.call("add", y, c)
+    return y
+
+
+_LAYOUTS = {3: ("conv1d", "NCW", "OIW"), 4: ("conv2d", "NCHW", "OIHW"), 5: ("conv3d", "NCDHW", "OIDHW")}
+
+
+def _check_auto_pad(ctx, spatial: int):
+    """``pads`` after ``auto_pad``: NOTSET keeps them, VALID is zero padding; SAME_* is an error."""
+    auto_pad = ctx.attr("auto_pad", "NOTSET")
+    if auto_pad == "VALID":
+        return [0] * spatial
+    if auto_pad != "NOTSET":
+        raise ctx.error(f"auto_pad={auto_pad!r} is not supported (NOTSET and VALID are); export with explicit pads")
+    return ctx.attr("pads", 0)
+
+
+@_register("Conv")
+def _conv(ctx):
+    x, w = ctx.tensor_operand(0), ctx.tensor_operand(1)
+    rank = ctx.rank(x)
+    if rank not in _LAYOUTS:
+        raise ctx.error(f"a convolution of rank {rank} is not supported (1D, 2D and 3D are)")
+    op_name, data_layout, kernel_layout = _LAYOUTS[rank]
+    out = ctx.call("nn." + op_name, x, w, strides=ctx.attr("strides", 1), padding=_check_auto_pad(ctx, rank - 2),
+                   dilation=ctx.attr("dilations", 1), groups=ctx.attr("group", 1), data_layout=data_layout,
+                   kernel_layout=kernel_layout)
+    if ctx.has_input(2):
+        bias = ctx.call("reshape", ctx.tensor_operand(2), [1, -1] + [1] * (rank - 2))
+        out = ctx.call("add", out, bias)
+    return out
+
+
+def _pool(name):
+    def convert(ctx):
+        x = ctx.tensor_operand(0)
+        rank = ctx.rank(x)
+        kernel = ctx.attr("kernel_shape")
+        if kernel is None or len(kernel) not in (1, 2, 3):
+            raise ctx.error(f"kernel_shape {kernel!r} is not supported (1, 2 or 3 dims are)")
+        spatial = rank - 2
+        return ctx.call(f"nn.{name}{len(kernel)}d", x, pool_size=kernel, strides=ctx.attr("strides", [1] * spatial),
+                        padding=_check_auto_pad(ctx, spatial), dilation=ctx.attr("dilations", [1] * spatial),
+                        ceil_mode=bool(ctx.attr("ceil_mode", 0)),
+                        count_include_pad=bool(ctx.attr("count_include_pad", 0)))
+    return convert
+
+
+CONVERTERS["MaxPool"] = _pool("max_pool")
+CONVERTERS["AveragePool"] = _pool("avg_pool")
+
+
+@_register("GlobalAveragePool")
+def _global_avg_pool(ctx):
+    x = ctx.tensor_operand(0)
+    return ctx.call("mean", x, axis=list(range(2, ctx.rank(x))), keepdims=True)
+
+
+@_register("BatchNormalization")
+def _batch_norm(ctx):
+    x = ctx.tensor_operand(0)
+    if ctx.attr("training_mode", 0):
+        raise ctx.error("training_mode=1 is not supported (inference batch norm is)")
+    out = ctx.call("nn.batch_norm", x, ctx.tensor_operand(1), ctx.tensor_operand(2), ctx.tensor_operand(3),
+                   ctx.tensor_operand(4), axis=1, epsilon=ctx.attr("epsilon", 1e-5),
+                   momentum=ctx.attr("momentum", 0.9), training=False)
+    return [ctx.item(out, 0), ctx.item(out, 1), ctx.item(out, 2)]
+
+
+@_register("LayerNormalization")
+def _layer_norm(ctx):
+    x, scale = ctx.tensor_operand(0), ctx.tensor_operand(1)
+    bias = ctx.operand(2)
+    gamma = [static_dim(d) for d in ctx.shape_of(scale)]
+    if bias is None:
+        bias = ctx.const(np.zeros(gamma), ctx.dtype_of(scale))
+    axis = ctx.attr("axis", -1)
+    axes = [axis]
+    if len(axes) < len(gamma):
+        axes.extend(range(axis + 1, axis + 1 + len(gamma) - 1))
+    out = ctx.call("nn.layer_norm", x, scale, bias, axes=axes, epsilon=ctx.attr("epsilon", 1e-5))
+    return [out]
+
+
+@_register("Softmax", "LogSoftmax")
+def _softmax(ctx):
+    if ctx.opset < 13:
+        raise ctx.error(f"{ctx.node.op_type} of opset {ctx.opset} (flattening semantics) is not supported; "
+                        "opset >= 13 is")
+    name = "nn.softmax" if ctx.node.op_type == "Softmax" else "nn.log_softmax"
+    return ctx.call(name, ctx.tensor_operand(0), axis=ctx.attr("axis", -1))
+
+
+@_register("Gelu")
+def _gelu(ctx):
+    approximate = ctx.attr("approximate", "none")
+    if approximate not in ("none", "tanh"):
+        raise ctx.error(f"approximate={approximate!r} is not supported ('none' and 'tanh' are)")
+    return ctx.call("nn.gelu_tanh" if approximate == "tanh" else "nn.gelu", ctx.tensor_operand(0))
+
+
+def _reduce(op_name):
+    def convert(ctx):
+        x = ctx.tensor_operand(0)
+        keepdims = bool(ctx.attr("keepdims", 1))
+        axes = ctx.attr("axes")
+        if axes is None and ctx.has_input(1):
+            axes = ctx.constant_ints(1, "the axes")
+        if not axes:
+            if ctx.attr("noop_with_empty_axes", 0):
+                return x
+            return ctx.call(op_name, x, axis=None, keepdims=keepdims)
+        return ctx.call(op_name, x, axis=list(axes), keepdims=keepdims)
+    return convert
+
+
+for _onnx_name, _relax_name in (("ReduceMean", "mean"), ("ReduceSum", "sum"), ("ReduceMax", "max"),
+                                ("ReduceMin", "min"), ("ReduceProd", "prod")):
+    CONVERTERS[_onnx_name] = _reduce(_relax_name)
+
+
+# ------------------------------------------------------------------------------------ shapes
+@_register("Constant")
+def _constant(ctx):
+    from onnx import numpy_helper
+
+    for a in ctx.node.attribute:
+        if a.name == "value":
+            arr = numpy_helper.to_array(a.t)
+        elif a.name in ("value_float", "value_int"):
+            arr = np.asarray(a.f if a.name == "value_float" else a.i,
+                             dtype="float32" if a.name == "value_float" else "int64")
+        elif a.name in ("value_floats", "value_ints"):
+            arr = np.asarray(list(a.floats) if a.name == "value_floats" else list(a.ints),
+                             dtype="float32" if a.name == "value_floats" else "int64")
+        else:
+            continue
+        ctx.arrays[ctx.node.output[0]] = arr
+        return ctx.const(arr, str(arr.dtype))
+    raise ctx.error("a Constant needs a tensor, float(s) or int(s) value (sparse and string values are "
+                    "not supported)")
+
+
+@_register("Shape")
+def _shape(ctx):
+    x = ctx.raw(0)
+    if isinstance(x, ShapeExpr):
+        return ShapeExpr([len(x.values)])
+    dims = list(ctx.shape_of(x))
+    start, end = ctx.attr("start", 0), ctx.attr("end")
+    return ShapeExpr(dims[start:end])
+
+
+@_register("Reshape")
+def _reshape(ctx):
+    data = ctx.raw(0)
+    target = ctx.shape_like(1)
+    if target is None:
+        raise ctx.error("the target shape (input 1) must be a constant or a shape known at import time")
+    if isinstance(data, ShapeExpr):
+        if target == [-1]:
+            return data
+        data = ctx.call("shape_to_tensor", data)
+    elif _is_const(data) and all(isinstance(d, int) for d in target):
+        arr = np.asarray(data.data)
+        dims = target if ctx.attr("allowzero", 0) else [arr.shape[i] if d == 0 else d for i, d in enumerate(target)]
+        return ctx.const(arr.reshape(dims), str(arr.dtype))
+    else:
+        data = ctx.operand(0)
+    if not ctx.attr("allowzero", 0) and any(static_dim(d) == 0 for d in target):
+        shape = ctx.shape_of(data)
+        target = [shape[i] if static_dim(d) == 0 else d for i, d in enumerate(target)]
+    elif any(static_dim(d) == 0 for d in target):
+        raise ctx.error("allowzero=1 with a zero dimension (an empty tensor) is not supported")
+    return ctx.call("reshape", data, target)
+
+
+@_register("Flatten")
+def _flatten(ctx):
+    x = ctx.tensor_operand(0)
+    shape = list(ctx.shape_of(x))
+    axis = ctx.attr("axis", 1)
+    axis = axis + len(shape) if axis < 0 else axis
+    if not 0 <= axis <= len(shape):
+        raise ctx.error(f"axis {ctx.attr('axis', 1)} is out of range for rank {len(shape)}")
+    if axis == 0:
+        return ctx.call("reshape", x, [1, -1])
+    lead = 1
+    for d in shape[:axis]:
+        lead = lead * d if static_dim(d) is None or static_dim(lead) is None else \
+            IntImm(static_dim(lead) * static_dim(d))
+    return ctx.call("reshape", x, [lead, -1])
+
+
+@_register("Transpose")
+def _transpose(ctx):
+    x = ctx.raw(0)
+    perm = ctx.attr("perm")
+    if _is_const(x):
+        out = np.transpose(np.asarray(x.data), perm)
+        return ctx.const(out, str(out.dtype))
+    x = ctx.tensor_operand(0)
+    if ctx.rank(x) == 0:
+        return x
+    return ctx.call("permute_dims", x, axes=perm)
+
+
+@_register("Concat")
+def _concat(ctx):
+    axis = ctx.attr("axis", 0)
+    n = len(ctx.node.input)
+    shapes = [ctx.shape_like(i) for i in range(n)]
+    int64 = [isinstance(ctx.raw(i), ShapeExpr) or (
+        ctx.node.input[i] in ctx.arrays and np.asarray(ctx.arrays[ctx.node.input[i]]).dtype == np.int64)
+        for i in range(n)]
+    if all(s is not None for s in shapes) and all(int64):
+        return ShapeExpr([d for s in shapes for d in s])
+    raw = [ctx.raw(i) for i in range(n)]
+    if all(_is_const(v) for v in raw):
+        out = np.concatenate([np.asarray(v.data) for v in raw], axis=axis)
+        return ctx.const(out, raw[0].ty.dtype)
+    return ctx.call("concat", [ctx.tensor_operand(i) for i in range(n)], axis=axis)
+
+
+@_register("Gather")
+def _gather(ctx):
+    data, indices = ctx.raw(0), ctx.raw(1)
+    axis = ctx.attr("axis", 0)
+    if _is_const(data) and _is_const(indices):
+        out = np.take(np.asarray(data.data), np.asarray(indices.data), axis=axis)
+        return ctx.const(out, str(out.dtype))
+    if isinstance(data, ShapeExpr):
+        index = ctx.known_array(1)
+        if index is not None and index.ndim == 0:
+            return PrimValue(data.values[int(index)])
+        data = ctx.call("shape_to_tensor", data)
+    else:
+        data = ctx.tensor_operand(0)
+    indices = ctx.call("shape_to_tensor", indices) if isinstance(indices, ShapeExpr) else ctx.tensor_operand(1)
+    dtype = ctx.dtype_of(indices)
+    # the extent of data's axis, read at run time, as TVM's importer reads it (same bindings, same order)
+    shape = ctx.emit(ctx.call("shape_to_tensor", ctx.call("shape_of", data)))
+    extent = ctx.call("take", shape, ctx.const(axis, "int64"), axis=0, mode="wrap")
+    if dtype != "int64":
+        extent = ctx.call("astype", ctx.emit(extent), dtype=dtype)
+    if not dtype.startswith("uint"):
+        indices = ctx.emit(ctx.call("where", ctx.call("less", indices, ctx.const(0, dtype)),
+                                    ctx.call("add", indices, extent), indices))
+    return ctx.call("take", data, indices, axis=axis)
+
+
+@_register("Split")
+def _split(ctx):
+    x = ctx.tensor_operand(0)
+    sizes = ctx.attr("split")
+    if sizes is None and ctx.has_input(1):
+        sizes = ctx.constant_ints(1, "the split sizes")
+    if sizes is not None and len(sizes) > 1:
+        indices = [int(v) for v in np.cumsum(sizes[:-1])]
+    else:
+        indices = len(ctx.node.output)
+    out = ctx.emit(ctx.call("split", x, indices_or_sections=indices, axis=ctx.attr("axis", 0)))
+    return [ctx.emit(ctx.item(out, i)) for i in range(len(out.ty.fields))]
+
+
+def _constant_axes(ctx, what: str):
+    axes = ctx.attr("axes")
+    if axes is None and ctx.has_input(1):
+        axes = ctx.constant_ints(1, what)
+    return None if axes is None else [int(a) for a in axes]
+
+
+def _normalized(ctx, axes, rank: int):
+    out = []
+    for a in axes:
+        n = a + rank if a < 0 else a
+        if not 0 <= n < rank:
+            raise ctx.error(f"axis {a} is out of range for rank {rank}")
+        out.append(n)
+    return out
+
+
+@_register("Unsqueeze")
+def _unsqueeze(ctx):
+    data = ctx.raw(0)
+    axes = _constant_axes(ctx, "the axes")
+    if axes is None:
+        raise ctx.error("Unsqueeze needs its axes")
+    if isinstance(data, PrimValue):
+        if _normalized(ctx, axes, 1) != [0]:
+            raise ctx.error("a scalar shape value can only be unsqueezed at axis 0")
+        return ShapeExpr([data.value])
+    if _is_const(data):
+        arr = np.asarray(data.data)
+        out = np.expand_dims(arr, tuple(sorted(_normalized(ctx, axes, arr.ndim + len(axes)))))
+        return ctx.const(out, data.ty.dtype)
+    out = ctx.tensor_operand(0)
+    for axis in sorted(_normalized(ctx, axes, ctx.rank(out) + len(axes))):
+        out = ctx.call("expand_dims", out, axis=axis)
+    return out
+
+
+@_register("Squeeze")
+def _squeeze(ctx):
+    data = ctx.raw(0)
+    axes = _constant_axes(ctx, "the axes")
+    if _is_const(data):
+        arr = np.asarray(data.data)
+        return ctx.const(np.squeeze(arr, None if axes is None else tuple(axes)), data.ty.dtype)
+    if isinstance(data, ShapeExpr):
+        if len(data.values) == 1 and (axes is None or _normalized(ctx, axes, 1) == [0]):
+            return PrimValue(data.values[0])
+        raise ctx.error("only the sole axis of a one-element shape value can be squeezed")
+    x = ctx.tensor_operand(0)
+    if axes is None:
+        return ctx.call("squeeze", x)
+    return ctx.call("squeeze", x, axis=_normalized(ctx, axes, ctx.rank(x)))
+
+
+@_register("Expand")
+def _expand(ctx):
+    x = ctx.tensor_operand(0)
+    target = ctx.shape_like(1)
+    if target is None:
+        raise ctx.error("the target shape (input 1) must be a constant or a shape known at import time")
+    shape = list(ctx.shape_of(x))
+    rank = max(len(shape), len(target))
+    shape = [IntImm(1)] * (rank - len(shape)) + shape
+    target = [1] * (rank - len(target)) + list(target)
+    out = []
+    for have, want in zip(shape, target):
+        w = static_dim(want)
+        if w == -1 or w == 1:
+            out.append(have)
+        elif static_dim(have) == 1 or static_dim(have) == w or w is None:
+            out.append(want if isinstance(want, PrimExpr) else IntImm(w))
+        else:
+            raise ctx.error(f"cannot broadcast dimension {have} to {want}")
+    if len(out) == ctx.rank(x) and all(static_dim(a) == static_dim(b) if static_dim(a) is not None else a is b
+                                       for a, b in zip(out, ctx.shape_of(x))):
+        return x
+    return ctx.call("broadcast_to", x, out)
+
+
+@_register("Slice")
+def _slice(ctx):
+    x = ctx.tensor_operand(0)
+    starts, ends = ctx.shape_like(1), ctx.shape_like(2)
+    if starts is None or ends is None:
+        raise ctx.error("the starts and ends must be constants or shapes known at import time")
+    rank = ctx.rank(x)
+    axes = ctx.constant_ints(3, "the axes") if ctx.has_input(3) else list(range(len(starts)))
+    steps = ctx.constant_ints(4, "the steps") if ctx.has_input(4) else [1] * len(starts)
+    if not len(starts) == len(ends) == len(axes) == len(steps):
+        raise ctx.error("starts, ends, axes and steps must have the same length")
+    if any(s == 0 for s in steps):
+        raise ctx.error("a slice step must not be zero")
+    inbound = not all(static_dim(v) is not None for v in (*starts, *ends, *steps))
+    return ctx.call("strided_slice", x, _normalized(ctx, axes, rank), [_prim(v) for v in starts],
+                    [_prim(v) for v in ends], [_prim(v) for v in steps], assume_inbound=inbound)
+
+
+def _prim(v):
+    return v if isinstance(v, PrimExpr) else IntImm(int(v))
+
+
+@_register("Range")
+def _range(ctx):
+    values = [ctx.prim_like(i) for i in range(3)]
+    if any(v is None for v in values):
+        raise ctx.error("start, limit and delta must be scalars known at import time")
+    dtype = ctx.dtype_of(ctx.raw(0)) if ctx.is_tensor(ctx.raw(0)) else "int64"
+    if all(not isinstance(v, PrimExpr) for v in values):
+        start, limit, delta = values
+        out = np.arange(start, limit, delta, dtype=dtype)
+        return ctx.const(out, dtype)
+    return ctx.call("arange", *(v if isinstance(v, PrimExpr) else int(v) for v in values), dtype=dtype)
+
+
+@_register("Trilu")
+def _trilu(ctx):
+    x = ctx.tensor_operand(0)
+    k = ctx.prim_like(1) if ctx.has_input(1) else 0
+    if k is None or isinstance(k, PrimExpr):
+        raise ctx.error("the diagonal offset k must be a constant")
+    return ctx.call("triu" if ctx.attr("upper", 1) else "tril", x, int(k))
+
+
+@_register("ConstantOfShape")
+def _constant_of_shape(ctx):
+    from onnx import numpy_helper
+
+    target = ctx.shape_like(0)
+    if target is None:
+        raise ctx.error("the shape (input 0) must be a constant or a shape known at import time")
+    value = np.zeros(1, dtype="float32")
+    for a in ctx.node.attribute:
+        if a.name == "value":
+            value = numpy_helper.to_array(a.t)
+    dtype = str(value.dtype)
+    fill = ctx.const(value.reshape(()), dtype)
+    return ctx.call("full", target, fill, dtype=dtype)

@@ -1,0 +1,366 @@
+"""Import an ONNX model (``onnx.ModelProto``) as a high-level Relax :class:`~memcore_py.ir.IRModule`.
+
+Design
+------
+:func:`from_onnx` produces the module TVM 0.27's ``tvm.relax.frontend.onnx.from_onnx``
+produces for the same model with ``keep_params_in_input=True`` (same ops, attributes,
+binding order and names), for the operators :mod:`._onnx_ops` converts; only the ``onnx``
+package is needed, imported when the function is called. Steps:
+
+1. checks: a ``ModelProto`` of IR version >= 3, nodes of the default (``ai.onnx``) domain,
+   every ``op_type`` with a converter; all the ops without one are listed in one
+   :class:`~memcore_py.errors.UnsupportedOperatorError` (op type -> node names) before
+   anything is built;
+2. ``shape_dict`` replaces the shapes of the named graph inputs (a name the graph does not
+   have is an error), then ``onnx.shape_inference.infer_shapes`` runs (its failure, e.g. on
+   inconsistent shapes, is a :class:`~memcore_py.errors.FrontendError`). A graph input or a
+   node output that still has no shape (not even a rank) is an error naming every such
+   value: memory planning needs the size of every tensor;
+3. parameters: the graph inputs that are not initializers, in graph order (names made
+   valid identifiers as TVM makes them: ``.`` -> ``_``, a leading non-letter prefixed with
+   ``input_``), a ``dim_param`` dimension an int64 :class:`~memcore_py.ir.prim.PrimVar` of
+   that name (one variable per name); then, with ``keep_params_as_input=True``, one
+   parameter per initializer (the name without an ``onnx::`` prefix). The attribute
+   ``num_input`` is the number of graph inputs. With ``keep_params_as_input=False``
+   initializers are constants;
+4. one dataflow block: each node's converter builds its value; the value is normalized
+   (its nested calls bound) but bound itself only when a later node uses it (TVM's order;
+   :class:`~._onnx_context.OnnxContext`); the graph outputs are bound with ``R.output``
+   (several outputs: a tuple).
+
+Differences from TVM (tests/oracle/test_onnx_oracle.py checks each): TVM's ``params``
+attribute (the initializer arrays) is left out (:func:`onnx_params` returns them); ``Clip``
+becomes ``R.clip`` (TVM writes TE kernels); memcore converts ``Range``, ``Trilu`` and
+``Expand``/``Reshape`` on symbolic shapes computed by ``Shape``, where TVM 0.27 fails.
+"""
+from __future__ import annotations
+
+from ..errors import FrontendDependencyError, FrontendError, IRError, UnsupportedOperatorError
+from ..ir._util import gc_paused
+from ..ir.expr import Tuple, Var
+from ..ir.prim import PrimVar
+from ..ir.types import TensorType
+from ._onnx_context import OnnxContext, node_label
+from ._onnx_ops import CONVERTERS, onnx_dtype
+
+__all__ = ["from_onnx", "require_onnx", "load_onnx", "onnx_params", "unsupported_onnx_operators"]
+
+_MIN_IR_VERSION = 3
+
+
+def require_onnx():
+    """The ``onnx`` module, or a :class:`~memcore_py.errors.FrontendDependencyError` naming the
+    ``onnx`` extra when it is not installed."""
+    try:
+        import onnx
+        import onnx.shape_inference  # noqa: F401
+    except ImportError as exc:
+        raise FrontendDependencyError('importing an ONNX model needs the onnx package: install the onnx extra with '
+                                      'pip install "memcore[onnx]" (or pip install onnx)') from exc
+    return onnx
+
+
+def load_onnx(path: str):
+    """``onnx.load(path)``, its failures (missing, truncated or not a model) as a
+    :class:`~memcore_py.errors.FrontendError` naming ``path``."""
+    import os
+
+    onnx = require_onnx()
+    if not os.path.isfile(path):
+        raise FrontendError(f"cannot read {path!r}: no such file")
+    try:
+        model = onnx.load(path)
+    except Exception as exc:  # noqa: BLE001 - protobuf raises DecodeError, onnx ValueError/OSError
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        raise FrontendError(f"{path}: not a readable ONNX model: {type(exc).__name__}"
+                            f"{': ' + first[:200] if first else ''}") from exc
+    if not model.graph.node and not model.graph.output:
+        raise FrontendError(f"{path}: not an ONNX model (no graph: the file is empty, truncated or of another kind)")
+    return model
+
+
+def from_onnx(model, *, shape_dict: dict | None = None, keep_params_as_input: bool = True):
+    """The high-level Relax module of an ONNX model, as TVM 0.27's ONNX importer builds it.
+
+    Parameters
+    ----------
+    model : onnx.ModelProto
+        The model (``onnx.load(path)``); shapes are inferred here
+        (``onnx.shape_inference.infer_shapes``), so inference need not have run.
+    shape_dict : dict, optional
+        Graph input name -> shape (ints; a str is a symbolic dimension of that name),
+        replacing the model's input shape before inference.
+    keep_params_as_input : bool
+        Initializers become parameters after the graph inputs (default; memory planning wants
+        the weights as inputs); False makes them constants.
+
+    Returns
+    -------
+    IRModule
+        One function ``main`` with the attribute ``num_input``.
+
+    Raises
+    ------
+    FrontendDependencyError
+        onnx is not installed.
+    UnsupportedOperatorError
+        Node op types (or domains) without a converter; ``.ops`` maps each to its nodes.
+    FrontendError
+        Anything else: not a ModelProto, shape inference failing, values without a shape,
+        an unknown ``shape_dict`` input, an attribute or operand a converter does not accept
+        (naming the node).
+
+    Examples
+    --------
+    >>> import onnx                                                        # doctest: +SKIP
+    >>> mod = from_onnx(onnx.load("resnet18.onnx"), shape_dict={"x": [1, 3, 224, 224]})  # doctest: +SKIP
+    """
+    onnx = require_onnx()
+    if not isinstance(model, onnx.ModelProto):
+        raise FrontendError(f"from_onnx expects an onnx.ModelProto; got {type(model).__name__}")
+    if model.ir_version < _MIN_IR_VERSION:
+        raise FrontendError(f"ONNX IR version {model.ir_version} is not supported (>= {_MIN_IR_VERSION} is)")
+    graph = model.graph
+    _raise_unsupported(graph)
+    model = _with_shapes(onnx, model, shape_dict)
+    graph = model.graph
+    typed = _typed_values(graph)
+    _check_shapes(graph, typed)
+    ctx = OnnxContext()
+    ctx.opset = _opset(model)
+    symbols: dict = {}
+    inputs = _inputs(graph, typed, symbols)
+    params = _initializers(onnx, ctx, graph, keep_params_as_input)
+    with gc_paused(), ctx.bb.function("main", inputs + params, attrs={"num_input": len(inputs)}):
+        with ctx.bb.dataflow():
+            _bind_inputs(ctx, graph, inputs)
+            _translate(ctx, graph)
+            gv = ctx.bb.emit_output(_outputs(ctx, graph))
+        ctx.bb.emit_func_output(gv)
+    return ctx.bb.get()
+
+
+def onnx_params(model) -> dict:
+    """The initializer arrays TVM attaches as the ``params`` attribute: parameter name (the
+    initializer's, without an ``onnx::`` prefix) -> numpy array, in graph order."""
+    onnx = require_onnx()
+    from onnx import numpy_helper
+
+    if not isinstance(model, onnx.ModelProto):
+        raise FrontendError(f"onnx_params expects an onnx.ModelProto; got {type(model).__name__}")
+    return {t.name.removeprefix("onnx::"): numpy_helper.to_array(t) for t in model.graph.initializer}
+
+
+def unsupported_onnx_operators(model) -> dict:
+    """``{op_type: (node names...)}`` of the nodes of ``model`` without a converter (an op
+    of another domain is keyed ``domain::op_type``)."""
+    require_onnx()
+    return _missing(model.graph)
+
+
+# ------------------------------------------------------------------------------------ checks
+def _missing(graph) -> dict:
+    out: dict = {}
+    for i, node in enumerate(graph.node):
+        domain = node.domain if node.domain not in ("", "ai.onnx") else ""
+        if domain or node.op_type not in CONVERTERS:
+            key = f"{domain}::{node.op_type}" if domain else node.op_type
+            out.setdefault(key, []).append(node.name or f"#{i}")
+    return {k: tuple(v) for k, v in out.items()}
+
+
+def _raise_unsupported(graph) -> None:
+    missing = _missing(graph)
+    if missing:
+        listed = "; ".join(f"{op} (nodes {', '.join(names)})" for op, names in missing.items())
+        raise UnsupportedOperatorError(
+            f"the ONNX graph uses {len(missing)} operator(s) memcore's importer cannot convert: {listed}", missing)
+
+
+def _opset(model) -> int:
+    for entry in model.opset_import:
+        if entry.domain in ("", "ai.onnx"):
+            return int(entry.version)
+    return 1
+
+
+def _with_shapes(onnx, model, shape_dict):
+    if shape_dict:
+        model = _override_inputs(onnx, model, shape_dict)
+    try:
+        return onnx.shape_inference.infer_shapes(model, strict_mode=True)
+    except Exception as exc:  # noqa: BLE001 - onnx raises InferenceError, ValueError, ...
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise FrontendError(f"ONNX shape inference failed: {first[:300]}") from exc
+
+
+def _override_inputs(onnx, model, shape_dict: dict):
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    by_name = {i.name: i for i in copy.graph.input}
+    unknown = sorted(set(shape_dict) - set(by_name))
+    if unknown:
+        raise FrontendError(f"shape_dict names {', '.join(map(repr, unknown))}, which the graph does not have as "
+                            f"inputs (it has: {', '.join(map(repr, by_name)) or 'none'})")
+    for name, dims in shape_dict.items():
+        tensor_type = by_name[name].type.tensor_type
+        tensor_type.shape.Clear()
+        tensor_type.shape.SetInParent()
+        for d in dims:
+            dim = tensor_type.shape.dim.add()
+            if isinstance(d, str):
+                dim.dim_param = d
+            elif isinstance(d, int) and not isinstance(d, bool) and d >= 0:
+                dim.dim_value = d
+            else:
+                raise FrontendError(f"shape_dict[{name!r}]: a dimension must be a non-negative int or a name; "
+                                    f"got {d!r}")
+    for vi in list(copy.graph.value_info):  # stale inferred shapes would contradict the new ones
+        copy.graph.value_info.remove(vi)
+    return copy
+
+
+def _typed_values(graph) -> dict:
+    out = {}
+    for vi in (*graph.input, *graph.value_info, *graph.output):
+        if vi.type.HasField("tensor_type"):
+            out[vi.name] = vi.type.tensor_type
+    return out
+
+
+def _check_shapes(graph, typed: dict) -> None:
+    init = {t.name for t in graph.initializer}
+    missing = []
+    for vi in graph.input:
+        if vi.name not in init and not _has_shape(typed.get(vi.name)):
+            missing.append(f"graph input {vi.name!r}")
+    for node in graph.node:
+        for out in node.output:
+            if out and not _has_shape(typed.get(out)):
+                missing.append(f"{out!r} (output of node {node_label(node)})")
+    if missing:
+        raise FrontendError(f"{len(missing)} value(s) have no shape after ONNX shape inference: "
+                            f"{'; '.join(missing[:20])}{' ...' if len(missing) > 20 else ''}; "
+                            "give the input shapes (shape_dict) or export the model with shapes")
+
+
+def _has_shape(tensor_type) -> bool:
+    return tensor_type is not None and tensor_type.HasField("shape")
+
+
+# ------------------------------------------------------------------------------------ inputs
+def _sanitize(name: str, taken: set) -> str:
+    """TVM's ``_sanitize_name`` for graph inputs."""
+    base = name.replace(".", "_") if name else "empty_"
+    if not (base[0].isalpha() or base[0] == "_"):
+        base = "input_" + base
+    out, k = base, 0
+    while out in taken:
+        k += 1
+        out = f"{base}_{k}"
+    taken.add(out)
+    return out
+
+
+def _inputs(graph, typed: dict, symbols: dict) -> list:
+    init = {t.name for t in graph.initializer}
+    taken: set = set()
+    out = []
+    for vi in graph.input:
+        if vi.name in init:
+            continue
+        tensor_type = typed[vi.name]
+        where = f"graph input {vi.name!r}"
+        dims = []
+        for k, d in enumerate(tensor_type.shape.dim):
+            if d.HasField("dim_value"):
+                dims.append(int(d.dim_value))
+            elif d.HasField("dim_param") and d.dim_param.isidentifier():
+                dims.append(symbols.setdefault(d.dim_param, PrimVar(d.dim_param, "int64")))
+            elif d.HasField("dim_param"):
+                raise FrontendError(f"{where}: dimension {k} is {d.dim_param!r}; a symbolic dimension must be a "
+                                    "name (give the shape with shape_dict)")
+            else:
+                raise FrontendError(f"{where}: dimension {k} has neither a size nor a name; give the shape with "
+                                    "shape_dict")
+        var = Var(_sanitize(vi.name, taken), TensorType(dims, onnx_dtype(tensor_type.elem_type, where)))
+        out.append(var)
+    return out
+
+
+def _bind_inputs(ctx, graph, inputs) -> None:
+    init = {t.name for t in graph.initializer}
+    names = [vi.name for vi in graph.input if vi.name not in init]
+    for name, var in zip(names, inputs):
+        ctx.env[name] = var
+
+
+def _initializers(onnx, ctx, graph, keep_params_as_input: bool) -> list:
+    from onnx import numpy_helper
+
+    params = []
+    for tensor in graph.initializer:
+        if not tensor.name.strip():
+            raise FrontendError("an initializer has no name")
+        where = f"initializer {tensor.name!r}"
+        dtype = onnx_dtype(tensor.data_type, where)
+        try:
+            array = numpy_helper.to_array(tensor)
+        except Exception as exc:  # noqa: BLE001 - external data missing, bad raw data
+            raise FrontendError(f"{where}: cannot read its data: {type(exc).__name__}: {exc}") from exc
+        ctx.arrays[tensor.name] = array
+        if keep_params_as_input:
+            var = Var(tensor.name.removeprefix("onnx::"), TensorType([int(d) for d in array.shape], dtype))
+            params.append(var)
+            ctx.env[tensor.name] = var
+        else:
+            ctx.env[tensor.name] = ctx.const(array, dtype)
+    return params
+
+
+# ------------------------------------------------------------------------------------ graph
+def _translate(ctx, graph) -> None:
+    bb = ctx.bb
+    for node in graph.node:
+        ctx.node = node
+        for name in node.input:
+            if name and name not in ctx.env:
+                raise ctx.error(f"input {name!r} is not a graph input, initializer or earlier node's output "
+                                "(the graph is not topologically sorted, or the value is missing)")
+        try:
+            value = CONVERTERS[node.op_type](ctx)
+            values = value if isinstance(value, list) else [value]
+            if len(values) < len([o for o in node.output if o]):
+                used = [o for o in node.output[len(values):] if o]
+                _check_unused(ctx, graph, node, used)
+            for name, v in zip(node.output, values):
+                if name:
+                    ctx.env[name] = bb.normalize_anf(v) if not isinstance(v, Tuple) else v
+        except FrontendError:
+            raise
+        except (IRError, KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
+            raise ctx.error(f"cannot convert: {type(exc).__name__}: {exc}") from exc
+    ctx.node = None
+
+
+def _check_unused(ctx, graph, node, names) -> None:
+    used = {i for n in graph.node for i in n.input} | {o.name for o in graph.output}
+    bad = [n for n in names if n in used]
+    if bad:
+        raise ctx.error(f"outputs {', '.join(map(repr, bad))} are used but not supported (only the first "
+                        f"output(s) of {node.op_type} are)")
+
+
+def _outputs(ctx, graph):
+    values = []
+    for out in graph.output:
+        if out.name not in ctx.env:
+            raise FrontendError(f"graph output {out.name!r} is not produced by any node")
+        value = ctx.env[out.name]
+        if not ctx.is_tensor(value) and not ctx.is_tuple(value):
+            raise FrontendError(f"graph output {out.name!r} is a {type(value).__name__} computed at import time; "
+                                "outputs must be tensors")
+        values.append(value)
+    if not values:
+        raise FrontendError("the ONNX graph has no outputs")
+    return values[0] if len(values) == 1 else Tuple(values)
