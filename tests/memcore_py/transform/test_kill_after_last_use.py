@@ -21,7 +21,8 @@ from memcore_py.testing.lowering_programs import (
     random_kill_module,
 )
 from memcore_py.transform import KillAfterLastUse, LowerAllocTensor, PassContext, Sequential
-from memcore_py.transform.kill_after_last_use import _kill_flat, kill_after_last_use
+from memcore_py.transform._kill_walk import HasMatchCast, kill_flat
+from memcore_py.transform.kill_after_last_use import kill_after_last_use
 
 from _helpers import strip_kills
 
@@ -978,7 +979,7 @@ def test_fast_path_equals_general_path(seed):
     (structure and every binding's name), on planned programs and on flat programs mixing
     every construct the pass distinguishes."""
     from memcore_py.transform.canonicalize_bindings import canonicalize_tir_variables
-    from memcore_py.transform.kill_after_last_use import _HasMatchCast, _kill_after_last_use
+    from memcore_py.transform.kill_after_last_use import _kill_after_last_use
 
     mods = [LowerAllocTensor()(random_lowered_module(seed, 60)),
             LowerAllocTensor()(random_kill_module(seed, 3, 20, control_flow=False))]
@@ -987,9 +988,9 @@ def test_fast_path_equals_general_path(seed):
             if not isinstance(func, Function):
                 continue
             try:
-                fast = _kill_flat(func, gv.name)
-            except _HasMatchCast:
-                fast = _kill_flat(canonicalize_tir_variables(func, gv.name), gv.name, staged=True)
+                fast = kill_flat(func)
+            except HasMatchCast:
+                fast = kill_flat(canonicalize_tir_variables(func, gv.name), staged=True)
             general = _kill_after_last_use(func, gv.name, False, allow_fast=False)
             assert_structural_equal(fast, general)
             assert [b.var.name for b in fast.body.blocks[0].bindings] == \
@@ -1000,7 +1001,7 @@ def test_fast_path_on_the_benchmark_chain():
     func = LowerAllocTensor()(elementwise_chain(40))["main"]
     from memcore_py.transform.kill_after_last_use import _kill_after_last_use
 
-    assert_structural_equal(_kill_flat(func, "main"), _kill_after_last_use(func, "main", False, allow_fast=False))
+    assert_structural_equal(kill_flat(func), _kill_after_last_use(func, "main", False, allow_fast=False))
 
 
 @pytest.mark.parametrize("seed", range(10))
@@ -1047,7 +1048,7 @@ def test_void_value_is_never_killed():
     from memcore_py.transform.kill_after_last_use import _kill_after_last_use
 
     mod = module_from_text(before)
-    fast = _kill_flat(mod["main"], "main")
+    fast = kill_flat(mod["main"])
     general = _kill_after_last_use(mod["main"], "main", False, allow_fast=False)
     assert_structural_equal(fast, general)
     kills = [(b.value.op.name, b.value.args[0].name) for b in fast.body.blocks[0].bindings if b.var.name.startswith("_")]
