@@ -207,12 +207,12 @@ def _build_passes(spec: str, mode: str, time_limit=None):
 
 def _inputs(path: str | None, dynamic=None, symbols: dict | None = None):
     """``[(label, source, reference, stages)]``: one file, or the shipped models; ``source`` is
-    TVMScript text or, for ``.pt2`` / ``module:function`` inputs, the imported module (then
+    TVMScript text or, for ``.pt2`` / ``.onnx`` / ``module:function`` inputs, the imported module (then
     ``stages`` holds the import's stage times, :data:`~.plan_inputs.STAGES`, and ``symbols``
     gets each ``--dynamic`` name's shape variable)."""
     from .plan_inputs import input_kind
 
-    if input_kind(path) in ("pt2", "callable"):
+    if input_kind(path) in ("pt2", "onnx", "callable"):
         from ..errors import MemcoreError
         from .plan_inputs import import_model
 
@@ -344,7 +344,7 @@ def run(args, out=None) -> int:
     Errors are printed to stderr as ``memcore plan: error: ...`` (no traceback).
     """
     out = out or sys.stdout
-    from .plan_inputs import input_kind, not_implemented, parse_dynamic
+    from .plan_inputs import input_kind, parse_dynamic
     from .progress import Progress
 
     plot = getattr(args, "plot", None)
@@ -362,8 +362,6 @@ def run(args, out=None) -> int:
         from .plan_flat import run_flat
 
         return run_flat(args, out)
-    if kind == "onnx":
-        return fail("plan", str(not_implemented(args.file)), 1)
     if getattr(args, "write_plan", None):
         return fail("plan", "--write-plan needs a graph-executor JSON input (FILE ending in .json or .json.gz)", 2)
     try:

@@ -8,13 +8,16 @@ Design
 ``*.json[.gz]``    graph-executor JSON (:mod:`memcore_py.cli.plan_graph`)
 ``*.csv``          flat MiniMalloc problem ``id,lower,upper,size`` (:mod:`memcore_py.cli.plan_flat`)
 ``*.pt2``          ``torch.export.save`` archive (:func:`load_exported_program`)
-``*.onnx``         ONNX model: not implemented yet (:class:`InputNotImplementedError`)
+``*.onnx``         ONNX model (:func:`import_onnx`; needs the ``onnx`` extra)
 ``pkg.mod:func``   no such file, and the colon form of an importable callable returning
                    ``(nn.Module, example_inputs)`` (:func:`export_callable`)
 anything else      TVMScript text (``-`` = stdin, ``*.gz`` decompressed)
 =================  =========================================================================
 
-The two PyTorch forms end in the same place: :func:`import_model` loads or exports the
+An ONNX file is loaded with ``onnx.load`` and imported with
+:func:`memcore_py.frontend.onnx_model.from_onnx` (initializers kept as parameters, shapes
+inferred by ``onnx.shape_inference``; a ``dim_param`` dimension is a shape variable of that
+name, which ``--bind`` takes). The two PyTorch forms end in the same place: :func:`import_model` loads or exports the
 program, runs ``ep.run_decompositions()`` and imports it with
 :func:`memcore_py.frontend.exported_program.from_exported_program` (weights kept as
 parameters), giving the high-level module ``memcore plan`` lowers and plans like a TVMScript
@@ -51,10 +54,10 @@ from ..errors import FrontendDependencyError, FrontendError, InputNotImplemented
 from ._common import UsageError
 
 __all__ = ["input_kind", "InputNotImplementedError", "DynamicDim", "parse_dynamic", "load_exported_program",
-           "export_callable", "import_model", "not_implemented", "STAGES"]
+           "export_callable", "import_model", "import_onnx", "STAGES"]
 
 #: Stages of :func:`import_model`, in order, as recorded in its ``timings``.
-STAGES = ("torch.export.load", "torch.export.export", "run_decompositions", "import")
+STAGES = ("torch.export.load", "torch.export.export", "onnx.load", "run_decompositions", "import")
 
 _CALLABLE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 #: Longest torch message kept in an error (its first line, cut here).
@@ -331,7 +334,8 @@ def import_model(source: str, *, dynamic=None, timings: dict | None = None, symb
     Parameters
     ----------
     source : str
-        A ``torch.export.save`` file (``*.pt2``) or ``module:function`` (:func:`input_kind`).
+        A ``torch.export.save`` file (``*.pt2``), an ONNX file (``*.onnx``, read by
+        :func:`import_onnx`) or ``module:function`` (:func:`input_kind`).
     dynamic : list of DynamicDim, optional
         Only for ``module:function`` (a saved program's dimensions are fixed at export).
     timings : dict, optional
@@ -355,13 +359,18 @@ def import_model(source: str, *, dynamic=None, timings: dict | None = None, symb
     FrontendDependencyError
         torch is not installed.
     UsageError
-        ``dynamic`` given for a ``.pt2`` file, or naming inputs the model does not have.
+        ``dynamic`` given for a ``.pt2`` or ``.onnx`` file, or naming inputs the model does not have.
     """
     from ..frontend.exported_program import from_exported_program
 
     timings = {} if timings is None else timings
     kind = input_kind(source)
     t0 = time.perf_counter()
+    if kind == "onnx":
+        if dynamic:
+            raise UsageError("--dynamic applies to module:function inputs; an ONNX file's symbolic dimensions are "
+                             "its dim_param names (evaluate them with --bind NAME=N)")
+        return import_onnx(source, timings)
     if kind == "pt2":
         if dynamic:
             raise UsageError("--dynamic applies to module:function inputs; a .pt2 file's dimensions were fixed "
@@ -391,8 +400,33 @@ def import_model(source: str, *, dynamic=None, timings: dict | None = None, symb
     return mod
 
 
-def not_implemented(path: str):
-    """The :class:`InputNotImplementedError` for a recognised but unreadable format."""
-    return InputNotImplementedError(
-        f"{path}: ONNX import is not implemented yet; export the model with torch.export.save to a .pt2 file, "
-        "or give a module:function that returns (nn.Module, example_inputs)")
+def import_onnx(path: str, timings: dict | None = None):
+    """The high-level Relax module of the ONNX file ``path`` (initializers as parameters).
+
+    Raises
+    ------
+    FrontendDependencyError
+        onnx is not installed (the message names ``path`` and the ``onnx`` extra).
+    FrontendError
+        The file is missing, truncated or not an ONNX model, or the import fails (an
+        :class:`~memcore_py.errors.UnsupportedOperatorError` lists every operator without a
+        converter, a value without a shape is named); the message names ``path``.
+    """
+    from ..frontend.onnx_model import from_onnx, load_onnx
+
+    timings = {} if timings is None else timings
+    t0 = time.perf_counter()
+    try:
+        model = load_onnx(path)
+        timings["onnx.load"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        mod = from_onnx(model, keep_params_as_input=True)
+    except FrontendDependencyError as exc:
+        raise FrontendDependencyError(f"{path}: {exc}") from exc
+    except UnsupportedOperatorError as exc:
+        raise UnsupportedOperatorError(f"{path}: {exc}", exc.ops) from exc
+    except FrontendError as exc:
+        text = str(exc)
+        raise FrontendError(text if text.startswith((path, f"cannot read {path!r}")) else f"{path}: {text}") from exc
+    timings["import"] = time.perf_counter() - t0
+    return mod
