@@ -19,9 +19,11 @@ model. Shape-dependent cases:
 - element-wise ops (unary, binary, ``where``, creation): ``kElemWise`` when a tensor input has
   the output's shape or there is no tensor input, else ``kBroadcast`` (every load broadcasts);
 - ``broadcast_to``: ``kElemWise`` when it keeps the shape, else ``kBroadcast``;
-- ``reshape``/``flatten`` and ``concat``: ``kInjective``, ``kOpaque`` when a shape is symbolic
-  (the index arithmetic then reads the shape variable);
-- ``strided_slice``: ``kOpaque`` on a symbolic input shape, ``kElemWise`` when every slice
+- ``reshape``/``flatten``: ``kInjective``, ``kOpaque`` when a shape is symbolic (the index
+  arithmetic then reads the shape variable); ``concat`` likewise when an input's offset along
+  the axis is symbolic;
+- ``batch_norm``: ``kInjective`` in inference (``training=False``), else ``kOutEWiseFusable``;
+- ``strided_slice``: ``kOpaque`` when a sliced axis is symbolic, ``kElemWise`` when every slice
   starts at 0 with stride 1 (the load indices are the store's), else ``kInjective``.
 
 An op outside the table raises :class:`~memcore_py.errors.PassError`: a wrong guess would fuse
@@ -50,9 +52,8 @@ _CREATION = ("zeros", "ones", "full", "arange", "zeros_like", "ones_like", "full
 _ELEMENT_WISE = frozenset(f"relax.{n}" for n in _UNARY + _BINARY + _CREATION)
 
 _FIXED = {
-    **{f"relax.{n}": K_BROADCAST for n in ("squeeze", "expand_dims")},
-    **{f"relax.{n}": K_INJECTIVE for n in ("permute_dims", "split", "nn.batch_norm", "tile", "repeat", "flip",
-                                             "nn.pad")},
+    **{f"relax.{n}": K_BROADCAST for n in ("squeeze", "expand_dims", "stack")},
+    **{f"relax.{n}": K_INJECTIVE for n in ("permute_dims", "split", "tile", "repeat", "flip", "nn.pad")},
     **{f"relax.{n}": K_COMM_REDUCE for n in ("sum", "max", "min", "prod")},
     **{f"relax.{n}": K_OUT_EWISE_FUSABLE for n in (
         "matmul", "nn.conv1d", "nn.conv2d", "nn.conv3d", "mean", "variance", "std", "argmax", "argmin",
@@ -111,7 +112,9 @@ def op_pattern(call, inputs, out_ty) -> int:
     if name in ("relax.reshape", "relax.flatten"):
         return K_INJECTIVE if _static(_dims(inputs[0].ty)) and _static(_dims(out_ty)) else K_OPAQUE
     if name == "relax.concat":
-        return K_INJECTIVE if all(_static(_dims(a.ty)) for a in inputs) else K_OPAQUE
+        return _concat_pattern(call, inputs)
+    if name == "relax.nn.batch_norm":  # training: mean and variance are reduced from the data
+        return K_OUT_EWISE_FUSABLE if call.attrs.get("training", True) else K_INJECTIVE
     if name == "relax.strided_slice":
         return _strided_slice_pattern(call, inputs[0].ty)
     kind = _FIXED.get(name)
@@ -121,9 +124,19 @@ def op_pattern(call, inputs, out_ty) -> int:
     return kind
 
 
+def _concat_pattern(call, inputs) -> int:
+    """Input ``k`` is read at ``index - offset_k``: a symbolic offset (an extent of an input
+    before the last, along the axis) makes the kernel opaque."""
+    axis = call.attrs.get("axis", 0)
+    axis = axis.value if isinstance(axis, IntImm) else int(axis)
+    for a in inputs[:-1]:
+        dims = _dims(a.ty)
+        if type(dims[axis]) is not IntImm:
+            return K_OPAQUE
+    return K_INJECTIVE
+
+
 def _strided_slice_pattern(call, in_ty) -> int:
-    if not _static(_dims(in_ty)):
-        return K_OPAQUE
     _, axes, begin, _, *strides = call.args
     shape = _dims(in_ty)
     begins = _values(begin)
@@ -131,6 +144,8 @@ def _strided_slice_pattern(call, in_ty) -> int:
     axes = _values(axes)
     if None in begins or None in steps or None in axes:
         return K_OPAQUE
+    if any(type(shape[ax]) is not IntImm for ax in axes):
+        return K_OPAQUE  # the begin is clamped against the symbolic extent in the index
     for ax, b, st in zip(axes, begins, steps):
         extent = shape[ax].value
         if b < 0:

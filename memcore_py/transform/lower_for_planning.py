@@ -19,7 +19,8 @@ Rewrite (per binding of a high-level op call; other bindings unchanged)
   fields (``concat``); shape, prim-value, string and dtype arguments are dropped (they are
   baked into the kernel); for the binary element-wise ops a scalar constant operand is
   folded into the kernel as TVM's legalization folds it (``args[1]`` first, else
-  ``args[0]``); ``zeros_like``/``ones_like`` read only their input's shape (no input).
+  ``args[0]``), and so is the constant fill value of ``full``/``full_like``;
+  ``zeros_like``/``ones_like`` read only their input's shape (no input).
 - An op whose kernel moves elements as a reshape does (``reshape``, ``squeeze``,
   ``expand_dims``, ``flatten``; ``broadcast_to`` adding only unit dims; ``permute_dims``
   moving only unit dims; ``strided_slice`` keeping every element), bound to a DataflowVar,
@@ -115,6 +116,8 @@ _FOLDING = frozenset(f"relax.{n}" for n in (
     "bitwise_or", "bitwise_xor", "logical_and", "logical_or", "logical_xor", "left_shift", "right_shift",
     "atan2", "log_add_exp"))
 _SHAPE_ONLY = frozenset({"relax.zeros_like", "relax.ones_like"})
+#: Ops whose legalization bakes a constant fill value (``args[1]``) into the kernel.
+_BAKED_FILL = frozenset({"relax.full", "relax.full_like"})
 _RESHAPE_LIKE = frozenset({"relax.reshape", "relax.squeeze", "relax.expand_dims", "relax.flatten"})
 #: Calls that already are kernels, memory operations or views: left alone.
 _KEEP_PREFIXES = ("relax.call_", "relax.builtin.", "relax.memory.", "relax.vm.")
@@ -186,6 +189,8 @@ class _Lowerer(ExprMutator):
         inputs = []
         args = call.args
         folded = folded_operand(args) if op.name in _FOLDING else -1
+        if op.name in _BAKED_FILL and len(args) > 1 and type(args[1]) is Constant:
+            folded = 1
         if op.name not in _SHAPE_ONLY:
             for k, a in enumerate(args):
                 if k == folded:

@@ -21,6 +21,8 @@ AnnotateTIROpPattern kernel by kernel on every model.
 """
 from __future__ import annotations
 
+import functools
+
 import pytest
 
 tvm = pytest.importorskip("tvm")
@@ -213,3 +215,131 @@ def test_op_patterns_are_tvms(model):
     wrong = [(v, ours[v], p) for v, p in theirs if v in ours and ours[v] != p]
     assert not wrong, wrong[:10]
 
+
+
+TORCH_PLANNED = ("resnet18", "resnet50", "mobilenet_v2", "vit", "bert", "gpt2", "llama", "lstm", "bert_dynamic",
+                 "gpt2_dynamic", "llama_dynamic")
+
+
+@functools.lru_cache(maxsize=None)
+def _torch_imports(name):
+    """(memcore module, TVM module) of the torch model ``name``, the two imports equal."""
+    pytest.importorskip("torch")
+    from oracle.test_plan_imported_oracle import _export, _imports
+
+    return _imports(_export(name))
+
+
+@pytest.mark.parametrize("name", TORCH_PLANNED)
+def test_torch_model_fuses_and_plans_as_tvm(name):
+    ours, theirs = _torch_imports(name)
+    compare(name, memcore_fused(ours), tvm_fused(theirs))
+
+
+@pytest.mark.parametrize("name", TORCH_PLANNED)
+def test_torch_model_op_patterns_are_tvms(name):
+    ours, theirs = _torch_imports(name)
+    mine = dict(_memcore_patterns(ours))
+    tvms = _tvm_patterns(theirs)
+    assert len(mine) > len(tvms) // 2
+    wrong = [(v, mine[v], p) for v, p in tvms if v in mine and mine[v] != p]
+    assert not wrong, wrong[:10]
+
+
+#: One op per case: ``(parameters, expression)`` of ``main``; ``s`` is a symbolic dim.
+SINGLE_OPS = {
+    "exp": ("x: R.Tensor((4, 8), 'float32')", "R.exp(x)"),
+    "relu_dyn": ("x: R.Tensor((s, 8), 'float32')", "R.nn.relu(x)"),
+    "add_same": ("x: R.Tensor((4, 8), 'float32'), y: R.Tensor((4, 8), 'float32')", "R.add(x, y)"),
+    "add_row": ("x: R.Tensor((4, 8), 'float32'), y: R.Tensor((8,), 'float32')", "R.add(x, y)"),
+    "add_outer": ("x: R.Tensor((4, 1), 'float32'), y: R.Tensor((1, 8), 'float32')", "R.add(x, y)"),
+    "multiply_outer_dyn": ("x: R.Tensor((s, 1), 'float32'), y: R.Tensor((4,), 'float32')", "R.multiply(x, y)"),
+    "subtract_scalar": ("x: R.Tensor((4, 8), 'float32')", "R.subtract(x, R.const(1.0, 'float32'))"),
+    "where": ("c: R.Tensor((4, 8), 'bool'), x: R.Tensor((4, 8), 'float32'), y: R.Tensor((), 'float32')",
+              "R.where(c, x, y)"),
+    "where_outer": ("c: R.Tensor((4, 1), 'bool'), x: R.Tensor((1, 8), 'float32'), y: R.Tensor((), 'float32')",
+                    "R.where(c, x, y)"),
+    "full_dyn": ("x: R.Tensor((s, 8), 'float32')", "R.full(R.shape([s, 8]), R.const(-1.0, 'float32'), 'float32')"),
+    "zeros_like": ("x: R.Tensor((64, 64), 'float32')", "R.zeros_like(x)"),
+    "astype": ("x: R.Tensor((4, 8), 'float32')", "R.astype(x, 'float16')"),
+    "clip": ("x: R.Tensor((4, 8), 'float32')", "R.clip(x, R.prim_value(0.0), R.prim_value(6.0))"),
+    "gelu": ("x: R.Tensor((4, 8), 'float32')", "R.nn.gelu(x)"),
+    "silu": ("x: R.Tensor((4, 8), 'float32')", "R.nn.silu(x)"),
+    "tril": ("x: R.Tensor((8, 8), 'float32')", "R.tril(x, 0)"),
+    "broadcast_same": ("x: R.Tensor((4, 8), 'float32')", "R.broadcast_to(x, R.shape([4, 8]))"),
+    "broadcast_more": ("x: R.Tensor((1, 8), 'float32')", "R.broadcast_to(x, R.shape([4, 8]))"),
+    "reshape": ("x: R.Tensor((4, 8), 'float32')", "R.reshape(x, R.shape([8, 4]))"),
+    "reshape_dyn": ("x: R.Tensor((s, 8), 'float32')", "R.reshape(x, R.shape([s, 2, 4]))"),
+    "flatten": ("x: R.Tensor((2, 3, 4), 'float32')", "R.flatten(x)"),
+    "squeeze": ("x: R.Tensor((1, s, 8), 'float32')", "R.squeeze(x, axis=[0])"),
+    "expand_dims": ("x: R.Tensor((s, 8), 'float32')", "R.expand_dims(x, axis=[1])"),
+    "permute_dims": ("x: R.Tensor((s, 8), 'float32')", "R.permute_dims(x, axes=[1, 0])"),
+    "concat": ("x: R.Tensor((4, 8), 'float32'), y: R.Tensor((2, 8), 'float32')", "R.concat((x, y), axis=0)"),
+    "concat_dyn_last": ("x: R.Tensor((s, 4), 'float32'), y: R.Tensor((s, 4), 'float32')",
+                        "R.concat((x, y), axis=1)"),
+    "concat_dyn_offset": ("x: R.Tensor((s, 4), 'float32'), y: R.Tensor((2, 4), 'float32')",
+                          "R.concat((x, y), axis=0)"),
+    "split": ("x: R.Tensor((s, 8), 'float32')", "R.split(x, indices_or_sections=2, axis=1)"),
+    "slice_from_0": ("x: R.Tensor((8, 4), 'float32')", "R.strided_slice(x, (0,), (0,), (2,), (1,))"),
+    "slice_from_2": ("x: R.Tensor((8, 4), 'float32')", "R.strided_slice(x, (0,), (2,), (6,), (1,))"),
+    "slice_step_2": ("x: R.Tensor((8, 4), 'float32')", "R.strided_slice(x, (0,), (0,), (8,), (2,))"),
+    "slice_negative": ("x: R.Tensor((8, 4), 'float32')", "R.strided_slice(x, (0,), (-8,), (4,), (1,))"),
+    "slice_dyn_axis": ("x: R.Tensor((s, 4), 'float32')", "R.strided_slice(x, (0,), (0,), (2,), (1,))"),
+    "slice_static_axis": ("x: R.Tensor((s, 8), 'float32')", "R.strided_slice(x, (1,), (2,), (6,), (1,))"),
+    "take": ("x: R.Tensor((10, 4), 'float32'), i: R.Tensor((3,), 'int64')", "R.take(x, i, axis=0)"),
+    "sum": ("x: R.Tensor((4, 8), 'float32')", "R.sum(x, axis=[1])"),
+    "max": ("x: R.Tensor((4, 8), 'float32')", "R.max(x, axis=[1], keepdims=True)"),
+    "mean": ("x: R.Tensor((s, 8), 'float32')", "R.mean(x, axis=[1])"),
+    "variance": ("x: R.Tensor((4, 8), 'float32')", "R.variance(x, axis=[1])"),
+    "softmax": ("x: R.Tensor((s, 8), 'float32')", "R.nn.softmax(x, axis=-1)"),
+    "log_softmax": ("x: R.Tensor((4, 8), 'float32')", "R.nn.log_softmax(x, axis=-1)"),
+    "layer_norm": ("x: R.Tensor((4, 8), 'float32'), g: R.Tensor((8,), 'float32'), b: R.Tensor((8,), 'float32')",
+                   "R.nn.layer_norm(x, g, b, axes=[-1])"),
+    "rms_norm": ("x: R.Tensor((4, 8), 'float32'), g: R.Tensor((8,), 'float32')", "R.nn.rms_norm(x, g, axes=[-1])"),
+    "matmul": ("x: R.Tensor((2, 4, 8), 'float32'), w: R.Tensor((8, 6), 'float32')", "R.matmul(x, w)"),
+    "conv2d": ("x: R.Tensor((1, 4, 8, 8), 'float32'), w: R.Tensor((6, 4, 3, 3), 'float32')",
+               "R.nn.conv2d(x, w, padding=[1, 1, 1, 1])"),
+    "max_pool2d": ("x: R.Tensor((1, 4, 8, 8), 'float32')", "R.nn.max_pool2d(x, pool_size=[2, 2], strides=[2, 2])"),
+    "avg_pool2d": ("x: R.Tensor((1, 4, 8, 8), 'float32')", "R.nn.avg_pool2d(x, pool_size=[2, 2], strides=[2, 2])"),
+    "adaptive_avg_pool2d": ("x: R.Tensor((1, 4, 8, 8), 'float32')", "R.nn.adaptive_avg_pool2d(x, output_size=[1, 1])"),
+    "batch_norm": ("x: R.Tensor((1, 4, 8, 8), 'float32'), g: R.Tensor((4,), 'float32'), b: R.Tensor((4,), 'float32'), "
+                   "m: R.Tensor((4,), 'float32'), v: R.Tensor((4,), 'float32')",
+                   "R.nn.batch_norm(x, g, b, m, v, axis=1)"),
+    "batch_norm_inference": ("x: R.Tensor((1, 4, 8, 8), 'float32'), g: R.Tensor((4,), 'float32'), "
+                             "b: R.Tensor((4,), 'float32'), m: R.Tensor((4,), 'float32'), v: R.Tensor((4,), 'float32')",
+                             "R.nn.batch_norm(x, g, b, m, v, axis=1, training=False)"),
+    "tile": ("x: R.Tensor((4, 8), 'float32')", "R.tile(x, [2, 1])"),
+    "stack": ("x: R.Tensor((4, 8), 'float32'), y: R.Tensor((4, 8), 'float32')", "R.stack((x, y), axis=0)"),
+}
+
+
+def single_op_text(params: str, expr: str) -> str:
+    return ("# from typing import TypeVar\n# from tvm.script import ir as I\n# from tvm.script import relax as R\n\n"
+            's = TypeVar("s")\n@I.ir_module\nclass Module:\n    @R.function\n'
+            f"    def main({params}):\n        with R.dataflow():\n            gv = {expr}\n"
+            "            R.output(gv)\n        return gv\n").replace("'", '"')
+
+
+@pytest.mark.parametrize("case", sorted(SINGLE_OPS))
+def test_single_op_pattern_is_tvms(case):
+    text = single_op_text(*SINGLE_OPS[case])
+    theirs = _tvm_patterns(tvm.script.from_source(text))
+    ours = _memcore_patterns(memcore_py.parse(text))
+    assert len(theirs) == 1 and [p for _, p in ours] == [theirs[0][1]]
+
+
+def test_unbounded_sequence_fuses_and_plans_as_tvm():
+    """Llama without an upper bound on the sequence: symbolic storage sizes, equal expression
+    for expression."""
+    torch = pytest.importorskip("torch")
+    from torch.export import Dim
+
+    from memcore_py.testing.torch_models import torch_model
+    from oracle.test_plan_imported_oracle import _imports
+
+    model, args, _ = torch_model("llama_dynamic")
+    ep = torch.export.export(model, args, dynamic_shapes=({1: Dim("seq", min=2)},)).run_decompositions()
+    ours, theirs = _imports(ep)
+    mine = memcore_fused(ours)
+    compare("llama_unbounded", mine, tvm_fused(theirs))
+    assert any(isinstance(s, str) for s in mine[1]["main"][0])
