@@ -15,8 +15,9 @@ is ONNX-specific:
   it as an argument (and never, when nothing uses it). :meth:`operand` does the same: the
   first use of a pending call emits it and remembers the variable, so bindings come out in
   TVM's order and with TVM's names (``lv``, ``lv1``, ...);
-- ``arrays`` holds the numpy value of every initializer and ``Constant`` output, which
-  converters read where ONNX passes an operand that must be constant (a reshape's shape,
+- ``initializers`` holds the TensorProto of every initializer and ``arrays`` the numpy
+  values read so far (initializers on first use, ``Constant`` outputs), which converters
+  read where ONNX passes an operand that must be constant (a reshape's shape,
   a reduction's axes, split sizes): :meth:`constant_array`. With the weights kept as
   parameters, an initializer is still a parameter variable; reading its value does not
   remove the parameter (TVM's ``get_constant`` behaves the same way);
@@ -47,6 +48,7 @@ class OnnxContext(AtenContext):
     def __init__(self):
         super().__init__(None)
         self.arrays: dict = {}
+        self.initializers: dict = {}
         self._emitted: dict = {}
         self.opset = 0
 
@@ -133,6 +135,8 @@ class OnnxContext(AtenContext):
         name = self.node.input[i]
         if name in self.arrays:
             return np.asarray(self.arrays[name])
+        if name in self.initializers:
+            return self.initializer_array(name)
         value = self.env.get(name)
         if isinstance(value, Constant) and value.data is not None:
             return np.asarray(value.data)
@@ -148,6 +152,18 @@ class OnnxContext(AtenContext):
         if arr is not None and arr.size == 1:
             return arr.reshape(-1)[0].item()
         return None
+
+    def initializer_array(self, name: str):
+        """The numpy value of the initializer ``name``, read from its TensorProto on first use."""
+        if name not in self.arrays:
+            from onnx import numpy_helper
+
+            try:
+                self.arrays[name] = numpy_helper.to_array(self.initializers[name])
+            except Exception as exc:  # noqa: BLE001 - external data missing, bad raw data
+                raise FrontendError(f"initializer {name!r}: cannot read its data: {type(exc).__name__}: {exc}") \
+                    from exc
+        return self.arrays[name]
 
     # ----------------------------------------------------------------------------- results
     def rank(self, value) -> int:

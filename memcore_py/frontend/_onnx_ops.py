@@ -419,9 +419,8 @@ def _concat(ctx):
     axis = ctx.attr("axis", 0)
     n = len(ctx.node.input)
     shapes = [ctx.shape_like(i) for i in range(n)]
-    int64 = [isinstance(ctx.raw(i), ShapeExpr) or (
-        ctx.node.input[i] in ctx.arrays and np.asarray(ctx.arrays[ctx.node.input[i]]).dtype == np.int64)
-        for i in range(n)]
+    int64 = [isinstance(ctx.raw(i), ShapeExpr) or getattr(ctx.known_array(i), "dtype", None) == np.int64
+             for i in range(n)]
     if all(s is not None for s in shapes) and all(int64):
         return ShapeExpr([d for s in shapes for d in s])
     raw = [ctx.raw(i) for i in range(n)]

@@ -11,9 +11,11 @@ package is needed, imported when the function is called. Steps:
    every ``op_type`` with a converter; all the ops without one are listed in one
    :class:`~memcore_py.errors.UnsupportedOperatorError` (op type -> node names) before
    anything is built;
-2. ``shape_dict`` replaces the shapes of the named graph inputs (a name the graph does not
-   have is an error), then ``onnx.shape_inference.infer_shapes`` runs (its failure, e.g. on
-   inconsistent shapes, is a :class:`~memcore_py.errors.FrontendError`). A graph input or a
+2. ``onnx.shape_inference.infer_shapes`` runs on a weight-free copy of the graph (large or
+   floating-point initializers declared as typed inputs: serializing the weights for it
+   would cost more than the rest of the import), with ``shape_dict`` replacing the shapes of
+   the named graph inputs (a name the graph does not have is an error); its failure, e.g.
+   on inconsistent shapes, is a :class:`~memcore_py.errors.FrontendError`. A graph input or a
    node output that still has no shape (not even a rank) is an error naming every such
    value: memory planning needs the size of every tensor;
 3. parameters: the graph inputs that are not initializers, in graph order (names made
@@ -122,15 +124,13 @@ def from_onnx(model, *, shape_dict: dict | None = None, keep_params_as_input: bo
         raise FrontendError(f"ONNX IR version {model.ir_version} is not supported (>= {_MIN_IR_VERSION} is)")
     graph = model.graph
     _raise_unsupported(graph)
-    model = _with_shapes(onnx, model, shape_dict)
-    graph = model.graph
-    typed = _typed_values(graph)
+    typed = _typed_values(_inferred_graph(onnx, model, shape_dict))
     _check_shapes(graph, typed)
     ctx = OnnxContext()
     ctx.opset = _opset(model)
     symbols: dict = {}
     inputs = _inputs(graph, typed, symbols)
-    params = _initializers(onnx, ctx, graph, keep_params_as_input)
+    params = _initializers(ctx, graph, keep_params_as_input)
     with gc_paused(), ctx.bb.function("main", inputs + params, attrs={"num_input": len(inputs)}):
         with ctx.bb.dataflow():
             _bind_inputs(ctx, graph, inputs)
@@ -184,20 +184,46 @@ def _opset(model) -> int:
     return 1
 
 
-def _with_shapes(onnx, model, shape_dict):
+#: Initializers kept with their data for shape inference: integer ones of at most this many
+#: elements (the shape operands it folds). The others are given to it as typed graph inputs.
+_INFERENCE_DATA_LIMIT = 4096
+_INT_TYPES = {2, 3, 4, 5, 6, 7, 12, 13}
+
+
+def _inferred_graph(onnx, model, shape_dict):
+    """The graph of a weight-free copy of ``model`` after ``onnx.shape_inference``: large or
+    floating-point initializers become typed graph inputs (serializing the weights for the
+    inference would cost more than the whole import), ``shape_dict`` replaces input shapes."""
+    graph = model.graph
+    light = onnx.GraphProto(name=graph.name)
+    light.node.extend(graph.node)
+    light.input.extend(graph.input)
+    light.output.extend(graph.output)
+    light.value_info.extend(graph.value_info)
+    declared = {i.name for i in graph.input}
+    for t in graph.initializer:
+        size = 1
+        for d in t.dims:
+            size *= d
+        if t.data_type in _INT_TYPES and size <= _INFERENCE_DATA_LIMIT:
+            light.initializer.append(t)
+        elif t.name not in declared:
+            light.input.append(onnx.helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)))
     if shape_dict:
-        model = _override_inputs(onnx, model, shape_dict)
+        _override_inputs(light, shape_dict)
+    proto = onnx.ModelProto(ir_version=model.ir_version, graph=light)
+    proto.opset_import.extend(model.opset_import)
+    proto.functions.extend(model.functions)
     try:
-        return onnx.shape_inference.infer_shapes(model, strict_mode=True)
+        return onnx.shape_inference.infer_shapes(proto, strict_mode=True).graph
     except Exception as exc:  # noqa: BLE001 - onnx raises InferenceError, ValueError, ...
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise FrontendError(f"ONNX shape inference failed: {first[:300]}") from exc
 
 
-def _override_inputs(onnx, model, shape_dict: dict):
-    copy = onnx.ModelProto()
-    copy.CopyFrom(model)
-    by_name = {i.name: i for i in copy.graph.input}
+def _override_inputs(graph, shape_dict: dict) -> None:
+    init = {t.name for t in graph.initializer}
+    by_name = {i.name: i for i in graph.input if i.name not in init}
     unknown = sorted(set(shape_dict) - set(by_name))
     if unknown:
         raise FrontendError(f"shape_dict names {', '.join(map(repr, unknown))}, which the graph does not have as "
@@ -215,9 +241,7 @@ def _override_inputs(onnx, model, shape_dict: dict):
             else:
                 raise FrontendError(f"shape_dict[{name!r}]: a dimension must be a non-negative int or a name; "
                                     f"got {d!r}")
-    for vi in list(copy.graph.value_info):  # stale inferred shapes would contradict the new ones
-        copy.graph.value_info.remove(vi)
-    return copy
+    del graph.value_info[:]  # stale inferred shapes would contradict the new ones
 
 
 def _typed_values(graph) -> dict:
@@ -295,26 +319,21 @@ def _bind_inputs(ctx, graph, inputs) -> None:
         ctx.env[name] = var
 
 
-def _initializers(onnx, ctx, graph, keep_params_as_input: bool) -> list:
-    from onnx import numpy_helper
-
+def _initializers(ctx, graph, keep_params_as_input: bool) -> list:
+    """Parameter Vars of the initializers (or, without ``keep_params_as_input``, their
+    constants); their data is read only where needed (:meth:`OnnxContext.known_array`)."""
     params = []
     for tensor in graph.initializer:
         if not tensor.name.strip():
             raise FrontendError("an initializer has no name")
-        where = f"initializer {tensor.name!r}"
-        dtype = onnx_dtype(tensor.data_type, where)
-        try:
-            array = numpy_helper.to_array(tensor)
-        except Exception as exc:  # noqa: BLE001 - external data missing, bad raw data
-            raise FrontendError(f"{where}: cannot read its data: {type(exc).__name__}: {exc}") from exc
-        ctx.arrays[tensor.name] = array
+        dtype = onnx_dtype(tensor.data_type, f"initializer {tensor.name!r}")
+        ctx.initializers[tensor.name] = tensor
         if keep_params_as_input:
-            var = Var(tensor.name.removeprefix("onnx::"), TensorType([int(d) for d in array.shape], dtype))
+            var = Var(tensor.name.removeprefix("onnx::"), TensorType([int(d) for d in tensor.dims], dtype))
             params.append(var)
             ctx.env[tensor.name] = var
         else:
-            ctx.env[tensor.name] = ctx.const(array, dtype)
+            ctx.env[tensor.name] = ctx.const(ctx.initializer_array(tensor.name), dtype)
     return params
 
 
