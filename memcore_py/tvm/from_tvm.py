@@ -71,6 +71,7 @@ from ..ir.expr import (
     PrimFunc,
     PrimFuncParam,
     PrimValue,
+    ShapeExpr,
     StringImm,
     Var,
 )
@@ -79,6 +80,7 @@ from ..ir.op import get_op, is_registered
 from ..ir.ops import builtin_alloc_own_type
 from ..ir.prim import Add, FloatImm, FloorDiv, FloorMod, IntImm, Max, Min, Mul, PrimVar, Sub
 from ..ir.types import FuncType, ObjectType, PrimType, ShapeType, TensorType, TupleType
+from . import _ffi_reader
 from ._api import TVMConversionError, tvm_api
 from .values import _type_key, call_attrs_from_tvm, dict_attrs_from_tvm
 
@@ -91,6 +93,18 @@ _OBJECT = ObjectType()
 #: Key of a function's symbolic vars (name -> TVM var) in a ``record`` map.
 _SYMBOLIC = "symbolic-vars"
 _BUILTIN_ALLOC = get_op("relax.builtin.alloc_tensor")
+
+
+_LAYOUT = []
+
+
+def _layout(api):
+    """The compiled reader's :class:`~memcore_py.tvm._ffi_reader.Layout` for this TVM, or
+    None when its ABI self-check failed (then everything is read through the Python API)."""
+    if not _LAYOUT:
+        layout = _ffi_reader.Layout(api)
+        _LAYOUT.append(layout if layout.ok else None)
+    return _LAYOUT[0]
 
 
 def _binary_classes(api):
@@ -121,6 +135,8 @@ class _Reader:
         self.where = "the module"
         self.binary = _binary_classes(api)
         self.vdevices = self._vdevice_list(tvm_mod)
+        self.layout = _layout(api)
+        self.builtin_alloc = _BUILTIN_ALLOC
         self.expr_readers = {
             api.Var: self.var_ref,
             api.DataflowVar: self.var_ref,
@@ -165,12 +181,14 @@ class _Reader:
         cls = type(e)
         api = self.api
         if cls is api.IntImm:
-            dt = self.dtype(e.ty)
+            t = e.ty
+            dt = self.dtype(t)
             v = e.value
             key = (v, dt)
             r = self.ints.get(key)
             if r is None:
                 r = self.ints[key] = IntImm(v, dt)
+            self.ints[(v, t.__chandle__())] = r  # as the compiled reader looks it up
             return r
         if cls is api.Var:
             h = e.__chandle__()
@@ -192,6 +210,11 @@ class _Reader:
 
     def prims_of(self, arr) -> tuple:
         """The PrimExprs of a TVM array; int64 ``IntImm`` (most dims) inline and interned."""
+        layout = self.layout
+        if layout is not None:
+            dims = _ffi_reader.read_dims(layout, arr.__chandle__(), self.ints, self.prims)
+            if dims is not None:
+                return dims
         get = self.get
         int_cls = self.api.IntImm
         ints = self.ints
@@ -385,7 +408,10 @@ class _Reader:
     def generic_const(self, e):
         v = e.value
         if type(v).__name__ == "dtype":
-            return DataTypeImm(str(v))
+            r = DataTypeImm(str(v))
+            if self.layout is not None:
+                _ffi_reader.register_dtype_imm(self.layout, self, e.__chandle__(), r)
+            return r
         if isinstance(v, self.api.Tensor):
             return Constant(v.numpy(), self.ty(e.ty))
         self.fail(f"constant of {type(v).__name__} {v!r}")
@@ -422,48 +448,62 @@ class _Reader:
         else:
             self.fail(f"block {_type_key(b)}")
         out = []
-        append = out.append
-        expr = self.expr
-        def_var = self.def_var
-        record = self.record
-        vb, mc = api.VarBinding, api.MatchCast
-        for bd in self.items(b.bindings):
-            t = type(bd)
-            if t is vb:
-                tv = bd.value
-                value = expr(tv)
-                if type(value) is Call and value.op is _BUILTIN_ALLOC and not value.ty_args:
-                    value = self.implied_alloc_ty_args(value, bd.var)
-                nb = new_binding(def_var(bd.var), value)
-                if record is not None:
-                    record[nb] = bd
-                    record[value] = tv
-                append(nb)
-            elif t is mc:
-                value = expr(bd.value)
-                ty = self.ty(bd.ty)
-                nb = new_match_cast(def_var(bd.var), value, ty)
-                if record is not None:
-                    record[nb] = bd
-                append(nb)
-            else:
-                self.fail(f"binding {_type_key(bd)}")
+        if self.layout is not None:
+            _ffi_reader.read_bindings(self.layout, self, b.bindings, self.binding, out)
+        else:
+            for bd in self.items(b.bindings):
+                out.append(self.binding(bd))
         nb = new_block(kind, tuple(out))
+        record = self.record
         if record is not None:
             record[nb] = b
         return nb
 
-    def implied_alloc_ty_args(self, call, var):
-        """``R.builtin.alloc_tensor`` as memcore's parser reads it: ``ty_args`` are the
-        binding's tensor annotation (TVM stores none; its text implies them)."""
-        ty = var.ty if type(var.ty) is TensorType else builtin_alloc_own_type(call.args[0], call.args[1])
+    def binding(self, bd):
+        """A ``VarBinding`` or ``MatchCast`` read through the Python API."""
+        t = type(bd)
+        record = self.record
+        if t is self.api.VarBinding:
+            tv = bd.value
+            value = self.expr(tv)
+            if type(value) is Call and value.op is _BUILTIN_ALLOC and not value.ty_args:
+                value = self.implied_alloc_ty_args(value)
+            nb = new_binding(self.def_var(bd.var), value)
+            if record is not None:
+                record[nb] = bd
+                record[value] = tv
+            return nb
+        if t is self.api.MatchCast:
+            value = self.expr(bd.value)
+            ty = self.ty(bd.ty)
+            nb = new_match_cast(self.def_var(bd.var), value, ty)
+            if record is not None:
+                record[nb] = bd
+            return nb
+        self.fail(f"binding {_type_key(bd)}")
+
+    def implied_alloc_ty_args(self, call):
+        """``R.builtin.alloc_tensor`` as memcore's parser reads it: ``ty_args`` hold the type
+        its shape and dtype arguments give (TVM stores none; its text implies them)."""
+        shape, dtype = call.args[0], call.args[1]
+        if type(shape) is ShapeExpr and type(dtype) is DataTypeImm:  # interned, as tensor types are
+            key = (shape.values, dtype.value, len(shape.values), None)
+            ty = self.interned.get(key)
+            if ty is None:
+                ty = self.interned[key] = builtin_alloc_own_type(shape, dtype)
+        else:
+            ty = builtin_alloc_own_type(shape, dtype)
         return new_call(call.op, call.args, call.attrs, (ty,), call.ty)
 
     # ------------------------------------------------------------------ functions
     def function(self, name, f):
         self.where = f"function {name!r}"
         self.prims = {}
-        params = [self.def_var(p) for p in self.items(f.params)]
+        if self.layout is not None:
+            params = []
+            _ffi_reader.read_params(self.layout, self, f.params, self.def_var, params)
+        else:
+            params = [self.def_var(p) for p in self.items(f.params)]
         body = self.seq(f.body)
         attrs = dict_attrs_from_tvm(f.attrs, self.where)
         r = Function(params, body, self.ty(f.ret_ty), attrs, bool(f.is_pure))
@@ -537,6 +577,7 @@ class _PrimFuncSignature:
         reader.prims = {}
         reader.ints = {}
         reader.binary = _binary_classes(api)
+        reader.layout = None
         reader.where = f"PrimFunc {self.name!r}"
         reader.record = None
         params = []

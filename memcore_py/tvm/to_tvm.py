@@ -87,6 +87,12 @@ class _Writer:
         self.dtypes = {}
         self.ops = {}
         self.prims = {}
+        #: immutable leaves written once per conversion and shared (TVM shares them too):
+        #: (value, dtype) -> IntImm, dims tuple -> ShapeExpr, str -> StringImm / dtype constant
+        self.ints = {}
+        self.shapes = {}
+        self.strings = {}
+        self.dtype_imms = {}
         self.where = "the module"
         self.missing = api.ir_ffi.TypeMissing()
         self.any = api.rx_ffi.AnyType(None)
@@ -122,7 +128,11 @@ class _Writer:
     def prim(self, e):
         t = type(e)
         if t is IntImm:
-            return self.api.IntImm(e.dtype, e.value)
+            key = (e.value, e.dtype)
+            r = self.ints.get(key)
+            if r is None:
+                r = self.ints[key] = self.api.IntImm(e.dtype, e.value)
+            return r
         if t is PrimVar:
             r = self.prims.get(e.name)
             if r is None:
@@ -260,16 +270,26 @@ class _Writer:
         return ty if ty is not None else bound_ty
 
     def shape_expr(self, e):
-        return self.rx_ffi.ShapeExpr([self.prim(d) for d in e.values], None)
+        vals = e.values
+        r = self.shapes.get(vals)
+        if r is None:
+            r = self.shapes[vals] = self.rx_ffi.ShapeExpr([self.prim(d) for d in vals], None)
+        return r
 
     def prim_value(self, e):
         return self.prim(e.value)
 
     def string_imm(self, e):
-        return self.ir_ffi.StringImm(e.value, None)
+        r = self.strings.get(e.value)
+        if r is None:
+            r = self.strings[e.value] = self.ir_ffi.StringImm(e.value, None)
+        return r
 
     def dtype_imm(self, e):
-        return self.ir_ffi.GenericConst(self.api.tvm.DataType(e.value), self.any, None)
+        r = self.dtype_imms.get(e.value)
+        if r is None:
+            r = self.dtype_imms[e.value] = self.ir_ffi.GenericConst(self.api.tvm.DataType(e.value), self.any, None)
+        return r
 
     def constant(self, e):
         if e.data is None:

@@ -1,0 +1,461 @@
+"""Compiled reads of TVM objects straight from their memory, for :mod:`memcore_py.tvm.from_tvm`
+(built by ``setup.py``; the Python reader is the fallback for everything this module declines).
+
+Design
+------
+``from_tvm`` through TVM's Python API pays for every field it reads: a field read builds a
+Python wrapper (0.1-0.15 us), an array element costs a global-function call (0.4 us), and a
+binding of a lowered model needs 15-25 of them, which made reading 10x TVM's own
+StaticPlanBlockMemory. A TVM object is a C struct with a stable ABI (``tvm/ffi/c_api.h``):
+
+- every object starts with ``TVMFFIObject`` {u64 ref count; i32 type index; ...}, so its type
+  index is the int32 at byte 8;
+- an ``ffi.Array`` is that header then ``TVMFFISeqCell`` {data, size, ...}: the elements are
+  16-byte ``TVMFFIAny`` {i32 type index; u32; 8-byte value} at ``data``;
+- a ``String`` or ``BigInt`` field is an inline ``TVMFFIAny``: a small string (type index 11,
+  length in the second word, bytes inline), a string object (65: header then {data, size}),
+  an int64 (1);
+- every other field sits at the offset TVM's reflection reports for it
+  (``TypeInfo.fields[i].offset``).
+
+:class:`Layout` takes the type indices and field offsets from tvm_ffi's reflection at run time
+(nothing is hard-coded but the C ABI above) and checks the ABI on objects it builds through
+TVM's Python API before it is used; when a check fails the reader runs on the Python API alone.
+
+:func:`read_bindings` reads a block's bindings: a ``VarBinding`` of a ``Call`` whose callee,
+arguments (variables, shapes of ``IntImm`` and known symbolic dims, dtypes, strings,
+integers), attributes (none) and types (tensor and shape types of such dims, types seen
+before) it can read is built here; any other binding, and any object met for the first time
+that needs the Python path (an op, a dtype, a symbolic variable, a composite dim), is read by
+the Python reader, which fills the shared memo tables so that the next occurrence is read here.
+The memo tables are the reader's own (keyed by object address, valid while the source module
+is alive, as in the Python reader). Reads never go past what a type index check allowed:
+an object's fields are read only after its type index matched the expected type.
+"""
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t
+from cpython.unicode cimport PyUnicode_DecodeUTF8
+
+from memcore_py.ir.construct import EMPTY_ATTRS, new_binding, new_call, new_shape_expr, new_var
+from memcore_py.ir.expr import Call, DataflowVar, DataTypeImm, PrimValue, StringImm, Var
+from memcore_py.ir.types import TensorType, TupleType
+
+# TVMFFIAny type indices and the object header's size (tvm/ffi/c_api.h)
+cdef enum:
+    K_INT = 1
+    K_DATATYPE = 5
+    K_SMALL_STR = 11
+    K_OBJECT_BEGIN = 64
+    K_STR = 65
+    K_ARRAY = 71
+    HDR_TYPE_INDEX = 8
+    HDR_SIZE = 24
+
+
+cdef inline int32_t obj_type(const char* obj) noexcept nogil:
+    return (<const int32_t*>(obj + HDR_TYPE_INDEX))[0]
+
+
+cdef inline const char* obj_field(const char* obj, Py_ssize_t off) noexcept nogil:
+    return (<const char**>(obj + off))[0]
+
+
+cdef inline const char* array_data(const char* arr) noexcept nogil:
+    return (<const char**>(arr + HDR_SIZE))[0]
+
+
+cdef inline int64_t array_size(const char* arr) noexcept nogil:
+    return (<const int64_t*>(arr + HDR_SIZE + 8))[0]
+
+
+cdef inline int32_t any_type(const char* any) noexcept nogil:
+    return (<const int32_t*>any)[0]
+
+
+cdef inline const char* any_obj(const char* any) noexcept nogil:
+    return (<const char**>(any + 8))[0]
+
+
+cdef object read_string(const char* any):
+    """A ``String`` field (an inline TVMFFIAny) as a Python str; None if not a string."""
+    cdef int32_t ti = any_type(any)
+    cdef const char* obj
+    if ti == K_SMALL_STR:
+        return PyUnicode_DecodeUTF8(any + 8, (<const uint32_t*>(any + 4))[0], NULL)
+    if ti == K_STR:
+        obj = any_obj(any)
+        if obj == NULL or obj_type(obj) != K_STR:
+            return None
+        return PyUnicode_DecodeUTF8((<const char**>(obj + HDR_SIZE))[0],
+                                    (<const int64_t*>(obj + HDR_SIZE + 8))[0], NULL)
+    return None
+
+
+cdef inline size_t addr(const char* p) noexcept nogil:
+    return <size_t>p
+
+
+cdef class Layout:
+    """Type indices and field offsets of the TVM classes read here, from tvm_ffi's reflection
+    (module docstring). ``ok`` is False when the ABI self-check failed."""
+
+    cdef readonly bint ok
+    cdef int32_t t_var, t_dfvar, t_binding, t_call, t_shape_expr, t_tensor_type, t_shape_type
+    cdef int32_t t_int_imm, t_generic_const, t_string_imm, t_tuple_type
+    cdef Py_ssize_t o_expr_ty, o_var_name, o_b_var, o_b_value
+    cdef Py_ssize_t o_call_op, o_call_args, o_call_attrs, o_call_ty_args
+    cdef Py_ssize_t o_shape_values, o_imm_value, o_const_value, o_str_value, o_tt_shape, o_tt_dtype, o_tt_vdevice, o_tt_ndim
+    cdef Py_ssize_t o_st_values, o_st_ndim, o_tuple_fields
+
+    def __init__(self, api):
+        def info(cls):
+            return cls.__tvm_ffi_type_info__
+
+        def off(cls, name):
+            ti = info(cls)
+            while ti is not None:
+                for f in ti.fields:
+                    if f.name == name:
+                        return f.offset
+                ti = ti.parent_type_info
+            raise KeyError(name)
+
+        self.t_var = info(api.Var).type_index
+        self.t_dfvar = info(api.DataflowVar).type_index
+        self.t_binding = info(api.VarBinding).type_index
+        self.t_call = info(api.Call).type_index
+        self.t_shape_expr = info(api.ShapeExpr).type_index
+        self.t_tensor_type = info(api.TensorType).type_index
+        self.t_shape_type = info(api.ShapeType).type_index
+        self.t_int_imm = info(api.IntImm).type_index
+        self.t_generic_const = info(api.GenericConst).type_index
+        self.t_string_imm = info(api.StringImm).type_index
+        self.t_tuple_type = info(api.TupleType).type_index
+        self.o_tuple_fields = off(api.TupleType, "fields")
+        self.o_expr_ty = off(api.Var, "ty")
+        self.o_var_name = off(api.Var, "name")
+        self.o_b_var = off(api.VarBinding, "var")
+        self.o_b_value = off(api.VarBinding, "value")
+        self.o_call_op = off(api.Call, "op")
+        self.o_call_args = off(api.Call, "args")
+        self.o_call_attrs = off(api.Call, "attrs")
+        self.o_call_ty_args = off(api.Call, "ty_args")
+        self.o_shape_values = off(api.ShapeExpr, "values")
+        self.o_imm_value = off(api.IntImm, "value")
+        self.o_const_value = off(api.GenericConst, "value")
+        self.o_str_value = off(api.StringImm, "value")
+        self.o_tt_shape = off(api.TensorType, "shape")
+        self.o_tt_dtype = off(api.TensorType, "dtype")
+        self.o_tt_vdevice = off(api.TensorType, "vdevice")
+        self.o_tt_ndim = off(api.TensorType, "ndim")
+        self.o_st_values = off(api.ShapeType, "values")
+        self.o_st_ndim = off(api.ShapeType, "ndim")
+        for o in (off(api.DataflowVar, "ty"), off(api.Call, "ty"), off(api.ShapeExpr, "ty"),
+                  off(api.IntImm, "ty"), off(api.GenericConst, "ty"), off(api.StringImm, "ty")):
+            if o != self.o_expr_ty:
+                raise RuntimeError("TVM expressions do not share the offset of 'ty'")
+        if off(api.DataflowVar, "name") != self.o_var_name:
+            raise RuntimeError("DataflowVar.name is not at Var.name's offset")
+        self.ok = self._self_check(api)
+
+    def _self_check(self, api):
+        """Read objects built through TVM's Python API and compare with what the API reads."""
+        import tvm_ffi
+
+        short = api.Var("ab", None)
+        long = api.Var("a_long_variable_name_0123456789", None)
+        big = api.IntImm("int64", 1 << 40)
+        arr = tvm_ffi.convert([short, long, big])
+        cdef const char* a = <const char*><size_t>arr.__chandle__()
+        cdef const char* data
+        if obj_type(a) != K_ARRAY or array_size(a) != 3:
+            return False
+        data = array_data(a)
+        if any_type(data) != self.t_var or addr(any_obj(data)) != short.__chandle__():
+            return False
+        if any_type(data + 32) != self.t_int_imm or addr(any_obj(data + 32)) != big.__chandle__():
+            return False
+        if read_string(any_obj(data) + self.o_var_name) != "ab":
+            return False
+        if read_string(any_obj(data + 16) + self.o_var_name) != "a_long_variable_name_0123456789":
+            return False
+        cdef const char* v = any_obj(data + 32) + self.o_imm_value
+        if any_type(v) != K_INT or (<const int64_t*>(v + 8))[0] != (1 << 40):
+            return False
+        return obj_type(any_obj(data)) == self.t_var
+
+
+cdef object read_dims_at(Layout L, const char* arr, dict ints, dict prims):
+    """The dims of an ``Array[PrimExpr]`` as memcore prims when every one is an ``IntImm``
+    already interned (by value and type object) or a symbolic variable already read;
+    None otherwise (the Python path reads it and fills the tables)."""
+    cdef int64_t n, i
+    cdef const char* data
+    cdef const char* e
+    cdef const char* val
+    cdef int32_t ti
+    if arr == NULL or obj_type(arr) != K_ARRAY:
+        return None
+    n = array_size(arr)
+    data = array_data(arr)
+    out = [None] * n
+    for i in range(n):
+        ti = any_type(data + 16 * i)
+        e = any_obj(data + 16 * i)
+        if ti == L.t_int_imm:
+            val = e + L.o_imm_value
+            if any_type(val) != K_INT:
+                return None
+            r = ints.get(((<const int64_t*>(val + 8))[0], addr(obj_field(e, L.o_expr_ty))))
+        elif ti == L.t_var:
+            r = prims.get(addr(e))
+        else:
+            return None
+        if r is None:
+            return None
+        out[i] = r
+    return tuple(out)
+
+
+def read_dims(Layout L, size_t arr, dict ints, dict prims):
+    """:func:`read_dims_at` for an array given by address (``__chandle__()``)."""
+    return read_dims_at(L, <const char*>arr, ints, prims)
+
+
+cdef object read_type(Layout L, const char* t, reader):
+    """A type already read (by address), or a tensor type of readable dims; None otherwise."""
+    cdef const char* shape
+    cdef const char* dt
+    if t == NULL:
+        return None
+    r = reader.types.get(addr(t))
+    if r is not None:
+        return r
+    if obj_type(t) == L.t_tuple_type:
+        return read_tuple_type(L, t, reader)
+    if obj_type(t) != L.t_tensor_type or obj_field(t, L.o_tt_vdevice) != NULL:
+        return None
+    dt = obj_field(t, L.o_tt_dtype)
+    if dt == NULL:
+        return None
+    dtype = reader.dtypes.get(addr(dt))
+    if dtype is None:
+        return None
+    shape = obj_field(t, L.o_tt_shape)
+    if shape == NULL:
+        dims = None
+    elif obj_type(shape) == L.t_shape_expr:
+        dims = read_dims_at(L, obj_field(shape, L.o_shape_values), reader.ints, reader.prims)
+        if dims is None:
+            return None
+    else:
+        return None
+    key = (dims, dtype, (<const int32_t*>(t + L.o_tt_ndim))[0], None)
+    r = reader.interned.get(key)
+    if r is None:
+        r = TensorType(*key)
+        reader.interned[key] = r
+    reader.types[addr(t)] = r
+    return r
+
+
+cdef object read_tuple_type(Layout L, const char* t, reader):
+    """A tuple type of readable field types (interned by its fields), or None."""
+    cdef const char* arr = obj_field(t, L.o_tuple_fields)
+    cdef const char* data
+    cdef int64_t n, i
+    if arr == NULL or obj_type(arr) != K_ARRAY:
+        return None
+    n = array_size(arr)
+    data = array_data(arr)
+    fields = [None] * n
+    for i in range(n):
+        if any_type(data + 16 * i) < K_OBJECT_BEGIN:
+            return None
+        f = read_type(L, any_obj(data + 16 * i), reader)
+        if f is None:
+            return None
+        fields[i] = f
+    key = ("tuple-type", tuple(fields))
+    r = reader.interned.get(key)
+    if r is None:
+        r = reader.interned[key] = TupleType(key[1])
+    reader.types[addr(t)] = r
+    return r
+
+
+def read_params(Layout L, reader, params, slow, list out):
+    """Append the memcore variables of the ``Array[Var]`` ``params`` (a function's
+    parameters) to ``out``, recorded as the Python reader records them; ``slow(tvm_var)``
+    reads any variable whose type this module cannot read."""
+    cdef const char* arr = <const char*><size_t>params.__chandle__()
+    cdef const char* data
+    cdef const char* v
+    cdef int64_t n, i
+    cdef int32_t vt
+    cdef dict vars = reader.vars
+    record = reader.record
+    get = reader.get
+    if obj_type(arr) != K_ARRAY:
+        raise TypeError("read_params expects an ffi.Array")
+    n = array_size(arr)
+    data = array_data(arr)
+    for i in range(n):
+        vt = any_type(data + 16 * i)
+        v = any_obj(data + 16 * i)
+        ty = name = None
+        if vt == L.t_var or vt == L.t_dfvar:
+            ty = read_type(L, obj_field(v, L.o_expr_ty), reader)
+            name = read_string(v + L.o_var_name)
+        if ty is None or name is None:
+            out.append(slow(get(params, i)))
+            continue
+        var = new_var(DataflowVar if vt == L.t_dfvar else Var, name, ty)
+        vars[addr(v)] = var
+        if record is not None:
+            record[var] = get(params, i)
+        out.append(var)
+
+
+cdef object read_arg(Layout L, int32_t ti, const char* e, reader, dict vars):
+    """A call argument: a variable, a shape, a dtype, a string or an integer; None otherwise."""
+    cdef const char* val
+    if ti == L.t_var or ti == L.t_dfvar:
+        return vars.get(addr(e))
+    if ti == L.t_shape_expr:
+        dims = read_dims_at(L, obj_field(e, L.o_shape_values), reader.ints, reader.prims)
+        if dims is None:
+            return None
+        return new_shape_expr(dims, reader.shape_type(dims))
+    if ti == L.t_generic_const:
+        val = e + L.o_const_value
+        if any_type(val) != K_DATATYPE:
+            return None
+        return reader.interned.get(("dtype-imm", (<const uint32_t*>(val + 8))[0]))
+    if ti == L.t_string_imm:  # leaves are immutable: one node per string / integer
+        s = read_string(e + L.o_str_value)
+        if s is None:
+            return None
+        key = ("string-imm", s)
+        r = reader.interned.get(key)
+        if r is None:
+            r = reader.interned[key] = StringImm(s)
+        return r
+    if ti == L.t_int_imm:
+        val = e + L.o_imm_value
+        if any_type(val) != K_INT:
+            return None
+        r = reader.ints.get(((<const int64_t*>(val + 8))[0], addr(obj_field(e, L.o_expr_ty))))
+        if r is None:
+            return None
+        key = ("prim-value", r)
+        pv = reader.interned.get(key)
+        if pv is None:
+            pv = reader.interned[key] = PrimValue(r)
+        return pv
+    return None
+
+
+cdef object read_call(Layout L, const char* c, reader, dict vars):
+    """A ``Call`` read here in full, or None."""
+    cdef const char* arr
+    cdef const char* data
+    cdef int64_t n, i
+    if obj_field(c, L.o_call_attrs) != NULL:
+        return None
+    callee = reader.callees.get(addr(obj_field(c, L.o_call_op)))
+    if callee is None:
+        return None
+    arr = obj_field(c, L.o_call_args)
+    if arr == NULL or obj_type(arr) != K_ARRAY:
+        return None
+    n = array_size(arr)
+    data = array_data(arr)
+    args = [None] * n
+    for i in range(n):
+        a = read_arg(L, any_type(data + 16 * i), any_obj(data + 16 * i), reader, vars)
+        if a is None:
+            return None
+        args[i] = a
+    arr = obj_field(c, L.o_call_ty_args)
+    if arr == NULL or obj_type(arr) != K_ARRAY:
+        return None
+    n = array_size(arr)
+    if n:
+        data = array_data(arr)
+        ty_args = [None] * n
+        for i in range(n):
+            if any_type(data + 16 * i) < K_OBJECT_BEGIN:
+                return None
+            t = read_type(L, any_obj(data + 16 * i), reader)
+            if t is None:
+                return None
+            ty_args[i] = t
+        ty_args = tuple(ty_args)
+    else:
+        ty_args = ()
+    ty = read_type(L, obj_field(c, L.o_expr_ty), reader)
+    if ty is None:
+        return None
+    return new_call(callee, tuple(args), EMPTY_ATTRS, ty_args, ty)
+
+
+def register_dtype_imm(Layout L, reader, size_t const_addr, node):
+    """Remember the memcore ``DataTypeImm`` read for the GenericConst at ``const_addr`` under
+    its packed DLDataType, so that the next dtype constant of that dtype is read here."""
+    cdef const char* val = <const char*>const_addr + L.o_const_value
+    if any_type(val) == K_DATATYPE:
+        reader.interned[("dtype-imm", (<const uint32_t*>(val + 8))[0])] = node
+
+
+def read_bindings(Layout L, reader, bindings, slow, list out):
+    """Append the memcore bindings of the ``Array[Binding]`` ``bindings`` to ``out``.
+
+    Bindings read here are recorded as the Python reader records them (binding, var and
+    value -> TVM object) when ``reader.record`` is not None; ``slow(tvm_binding)`` reads
+    any other and returns the memcore binding."""
+    cdef const char* arr = <const char*><size_t>bindings.__chandle__()
+    cdef const char* data
+    cdef const char* b
+    cdef const char* v
+    cdef const char* val
+    cdef int64_t n, i
+    cdef int32_t vt, ct
+    cdef dict vars = reader.vars
+    record = reader.record
+    get = reader.get
+    if obj_type(arr) != K_ARRAY:
+        raise TypeError("read_bindings expects an ffi.Array")
+    n = array_size(arr)
+    data = array_data(arr)
+    for i in range(n):
+        b = any_obj(data + 16 * i)
+        value = None
+        if any_type(data + 16 * i) == L.t_binding:
+            v = obj_field(b, L.o_b_var)
+            val = obj_field(b, L.o_b_value)
+            vt = obj_type(v)
+            if vt == L.t_var or vt == L.t_dfvar:
+                ct = obj_type(val)
+                if ct == L.t_call:
+                    value = read_call(L, val, reader, vars)
+                elif ct == L.t_var or ct == L.t_dfvar:
+                    value = vars.get(addr(val))  # an alias of a variable defined before
+                if value is not None:
+                    ty = read_type(L, obj_field(v, L.o_expr_ty), reader)
+                    name = read_string(v + L.o_var_name)
+                    if ty is None or name is None:
+                        value = None
+                    elif type(value) is Call and value.op is reader.builtin_alloc and not value.ty_args:
+                        value = reader.implied_alloc_ty_args(value)
+        if value is None:
+            out.append(slow(get(bindings, i)))
+            continue
+        var = new_var(DataflowVar if vt == L.t_dfvar else Var, name, ty)
+        vars[addr(v)] = var
+        nb = new_binding(var, value)
+        if record is not None:
+            tb = get(bindings, i)
+            record[nb] = tb
+            record[value] = tb.value
+            record[var] = tb.var
+        out.append(nb)

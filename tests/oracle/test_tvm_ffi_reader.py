@@ -1,0 +1,149 @@
+"""Oracle: the compiled reader of TVM objects (memcore_py.tvm._ffi_reader) against the
+Python-API reader it speeds up, on TVM 0.27's own objects.
+
+``from_tvm`` reads most bindings straight from TVM's memory (C ABI + reflection offsets) and
+hands the rest to the Python reader. Both must give the same module: every real model (lowered
+and high-level, static and with a symbolic sequence length) and random programs are read with
+the compiled reader and with the Python reader alone (``layout=None``), and the two results
+must be structurally equal -- and equal to memcore's parse of TVM's text. The compiled path
+must also actually be taken (a reader that declined every binding would pass the equality).
+"""
+from __future__ import annotations
+
+import pytest
+
+tvm = pytest.importorskip("tvm")
+from tvm import relax  # noqa: E402
+
+from memcore_py import parse  # noqa: E402
+from memcore_py.examples.models import highlevel_model_text, list_highlevel_models, list_models, model_text  # noqa: E402
+from memcore_py.ir import assert_structural_equal  # noqa: E402
+from memcore_py.testing import random_lowered_module  # noqa: E402
+from memcore_py.tvm import _ffi_reader  # noqa: E402
+from memcore_py.tvm._api import tvm_api  # noqa: E402
+from memcore_py.tvm.from_tvm import _layout, _Reader  # noqa: E402
+
+pytestmark = pytest.mark.oracle
+
+
+def read(tmod, compiled: bool, record=None):
+    """``from_tvm``'s reader with or without the compiled path; also returns how many
+    bindings went to the Python reader."""
+    r = _Reader(tvm_api(), tmod, record=record)
+    if not compiled:
+        r.layout = None
+    slow = r.binding
+    count = [0]
+
+    def counted(bd):
+        count[0] += 1
+        return slow(bd)
+
+    r.binding = counted
+    return r.module(tmod), count[0]
+
+
+def bindings_of(mod) -> int:
+    return sum(len(blk.bindings) for f in mod.functions.values() if hasattr(f, "body") for blk in f.body.blocks)
+
+
+def test_layout_passes_its_abi_self_check():
+    layout = _layout(tvm_api())
+    assert layout is not None and layout.ok
+
+
+def _dynamic_texts():
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+    from bench_small_and_dynamic import SEQUENCE_LENGTH, dynamic_text
+
+    for name in sorted(SEQUENCE_LENGTH):
+        yield f"{name}-bounded", dynamic_text(name, 1024)
+        yield f"{name}-unbounded", dynamic_text(name, None)
+
+
+CASES = [(f"lowered-{n}", lambda n=n: model_text(n)) for n in list_models()]
+CASES += [(f"highlevel-{n}", lambda n=n: highlevel_model_text(n)) for n in list_highlevel_models()]
+
+
+@pytest.mark.parametrize("key,text", CASES, ids=[k for k, _ in CASES])
+def test_compiled_reader_equals_python_reader(key, text):
+    tmod = tvm.script.from_source(text())
+    fast, declined = read(tmod, compiled=True, record={})
+    slow, everything = read(tmod, compiled=False)
+    assert_structural_equal(fast, slow)
+    assert everything == bindings_of(slow)
+    if key.startswith("lowered-"):  # lowered models: nearly every binding is read compiled
+        assert declined <= 0.1 * everything, f"{declined} of {everything} bindings declined"
+
+
+def test_compiled_reader_on_dynamic_shapes():
+    for key, text in _dynamic_texts():
+        tmod = tvm.script.from_source(text)
+        fast, declined = read(tmod, compiled=True, record={})
+        slow, everything = read(tmod, compiled=False)
+        assert_structural_equal(fast, slow)
+        assert_structural_equal(fast, parse(tmod.script()))
+        assert declined <= 0.1 * everything, f"{key}: {declined} of {everything} bindings declined"
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_compiled_reader_on_random_programs(seed):
+    from memcore_py.tvm import to_tvm
+
+    tmod = to_tvm(random_lowered_module(seed))
+    fast, _ = read(tmod, compiled=True)
+    slow, _ = read(tmod, compiled=False)
+    assert_structural_equal(fast, slow)
+
+
+def test_record_maps_compiled_bindings_to_their_tvm_objects():
+    """The native passes write unchanged nodes back as the TVM objects they were read from:
+    the compiled path must record binding, variable and value like the Python path."""
+    tmod = tvm.script.from_source(model_text("resnet50"))
+    record = {}
+    mod, _ = read(tmod, compiled=True, record=record)
+    tf = tmod["main"]
+    f = mod["main"]
+    for blk, tblk in zip(f.body.blocks, tf.body.blocks):
+        for b, tb in zip(blk.bindings, tblk.bindings):
+            assert record[b].same_as(tb)
+            assert record[b.var].same_as(tb.var)
+            assert record[b.value].same_as(tb.value)
+    for p, tp in zip(f.params, tf.params):
+        assert record[p].same_as(tp)
+
+
+def test_long_and_short_names_and_big_dims():
+    """Names stored inline (<= 7 bytes) and as string objects, and dims up to int64's range."""
+    big = 2**62
+    x = relax.Var("x", relax.TensorType((big, 1), "float32"))
+    long_name = "a_variable_name_longer_than_seven_bytes"
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        y = bb.emit(relax.op.add(x, x), name_hint=long_name)
+        z = bb.emit(relax.op.multiply(y, y), name_hint="z")
+        bb.emit_func_output(z)
+    tmod = bb.get()
+    fast, _ = read(tmod, compiled=True)
+    slow, _ = read(tmod, compiled=False)
+    assert_structural_equal(fast, slow)
+    names = [b.var.name for b in fast["main"].body.blocks[0].bindings]
+    assert names == [long_name, "z"]
+    assert fast["main"].params[0].ty.shape[0].value == big
+
+
+def test_read_dims_declines_what_it_cannot_read():
+    """A composite dim (``n * 2``) is not read by the compiled path: None, not a guess."""
+    n = tvm.tirx.Var("n", "int64")
+    shape = relax.ShapeExpr([n * 2, 3])
+    r = _Reader(tvm_api(), tvm.IRModule({}))
+    assert _ffi_reader.read_dims(r.layout, shape.values.__chandle__(), r.ints, r.prims) is None
+    dims = r.prims_of(shape.values)  # the Python reader reads it
+    from memcore_py.ir.prim import IntImm, Mul, PrimVar
+
+    d0 = dims[0]
+    assert type(d0) is Mul and type(d0.a) is PrimVar and d0.a.name == "n"
+    assert type(d0.b) is IntImm and d0.b.value == 2 and dims[1].value == 3
