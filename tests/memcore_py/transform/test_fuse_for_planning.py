@@ -89,6 +89,17 @@ CASES = {
         r = R.reshape(a, R.shape([2, 12]))
         gv = R.nn.softmax(r, axis=-1)
     """, "gv", ["matmul", "view", "softmax"], None),
+    # a reshape bound to an output variable keeps its kernel (RewriteDataflowReshape skips it).
+    "reshape_output_keeps_kernel": ("""
+        gv = R.reshape(x, R.shape([8, 4]))
+    """, "gv", ["reshape"], None),
+    # split and its TupleGetItems (kInjective) fuse into the add (phase 1).
+    "split_items_fuse": ("""
+        t = R.split(x, indices_or_sections=2, axis=1)
+        t0 = t[0]
+        t1 = t[1]
+        gv = R.add(t0, t1)
+    """, "gv", ["fused_split_add"], None),
     # two consumers that are outputs: the add has no post-dominator and stays alone.
     "no_post_dominator": ("""
         a = R.add(x, y)
