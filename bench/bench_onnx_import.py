@@ -21,12 +21,10 @@ calls of both importers (``alternating_ours_s``, ``alternating_tvm_s``, ``altern
 """
 from __future__ import annotations
 
-import importlib.util
 import logging
 import tempfile
 import time
 import warnings
-from pathlib import Path
 
 import pytest
 
@@ -35,6 +33,7 @@ pytest.importorskip("onnxscript")
 torch = pytest.importorskip("torch")
 
 from _passes_common import tvm_or_none as _tvm  # noqa: E402
+from bench_exported_program import _make_models, _timed  # noqa: E402
 from bench_plan_highlevel import _our_storages, _ours_pipeline  # noqa: E402
 
 from memcore_py.frontend.onnx_model import from_onnx  # noqa: E402
@@ -45,14 +44,6 @@ SMOKE = ("resnet50",)
 NOT_EQUAL = {"llama_small"}
 _CACHE: dict = {}
 _DIR = tempfile.TemporaryDirectory(prefix="memcore-bench-onnx-")
-
-
-def _make_models():
-    path = Path(__file__).resolve().parents[1] / "tools" / "make_models.py"
-    spec = importlib.util.spec_from_file_location("_memcore_make_models", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def workload(name):
@@ -82,16 +73,6 @@ def _theirs(model):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return tvm_from_onnx(onnx.shape_inference.infer_shapes(model), keep_params_in_input=True)
-
-
-def _timed(fn, times):
-    def run(*args):
-        t = time.perf_counter()
-        out = fn(*args)
-        times.append(time.perf_counter() - t)
-        return out
-
-    return run
 
 
 def _planned_bytes(mod) -> int:

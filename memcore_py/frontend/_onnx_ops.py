@@ -99,7 +99,7 @@ def _reciprocal(ctx):
 
 
 _BINARY = {"Add": ("add", np.add), "Sub": ("subtract", np.subtract), "Mul": ("multiply", np.multiply),
-           "Div": ("divide", None), "Pow": ("power", np.power), "Less": ("less", np.less),
+           "Div": ("divide", np.divide), "Pow": ("power", np.power), "Less": ("less", np.less),
            "Greater": ("greater", np.greater), "LessOrEqual": ("less_equal", np.less_equal),
            "GreaterOrEqual": ("greater_equal", np.greater_equal), "And": ("logical_and", np.logical_and),
            "Or": ("logical_or", np.logical_or), "Max": ("maximum", np.maximum), "Min": ("minimum", np.minimum)}
@@ -115,11 +115,10 @@ def _binary(onnx_name, op_name, numpy_op):
         if isinstance(a, PrimValue) or isinstance(b, PrimValue):  # shape arithmetic (TVM folds it)
             pa, pb = ctx.prim_like(0), ctx.prim_like(1)
             if pa is not None and pb is not None and onnx_name in _PRIM_BINARY:
-                return PrimValue(as_prim(_PRIM_BINARY[onnx_name](as_prim(pa), as_prim(pb))))
-        if _is_const(a) and _is_const(b):
+                return PrimValue(as_prim(_PRIM_BINARY[onnx_name](pa, pb)))
+        if _is_const(a) and _is_const(b):  # TVM's folding: numpy, then back to the operands' dtype
             x, y = np.asarray(a.data), np.asarray(b.data)
-            out = np.true_divide(x, y) if numpy_op is None and x.dtype.kind == "f" else \
-                (np.floor_divide(x, y) if numpy_op is None else numpy_op(x, y))
+            out = numpy_op(x, y)
             if x.dtype == y.dtype and out.dtype != np.bool_:
                 out = out.astype(x.dtype)
             return ctx.const(out, str(out.dtype))
@@ -360,12 +359,18 @@ def _shape(ctx):
     return ShapeExpr(dims[start:end])
 
 
+def _target_shape(ctx, i: int) -> list:
+    """Input ``i`` as a list of dims; an error when it is computed at run time."""
+    target = ctx.shape_like(i)
+    if target is None:
+        raise ctx.error(f"the target shape (input {i}) must be a constant or a shape known at import time")
+    return target
+
+
 @_register("Reshape")
 def _reshape(ctx):
     data = ctx.raw(0)
-    target = ctx.shape_like(1)
-    if target is None:
-        raise ctx.error("the target shape (input 1) must be a constant or a shape known at import time")
+    target = _target_shape(ctx, 1)
     if isinstance(data, ShapeExpr):
         if target == [-1]:
             return data
@@ -528,9 +533,7 @@ def _squeeze(ctx):
 @_register("Expand")
 def _expand(ctx):
     x = ctx.tensor_operand(0)
-    target = ctx.shape_like(1)
-    if target is None:
-        raise ctx.error("the target shape (input 1) must be a constant or a shape known at import time")
+    target = _target_shape(ctx, 1)
     shape = list(ctx.shape_of(x))
     rank = max(len(shape), len(target))
     shape = [IntImm(1)] * (rank - len(shape)) + shape
@@ -598,9 +601,7 @@ def _trilu(ctx):
 def _constant_of_shape(ctx):
     from onnx import numpy_helper
 
-    target = ctx.shape_like(0)
-    if target is None:
-        raise ctx.error("the shape (input 0) must be a constant or a shape known at import time")
+    target = _target_shape(ctx, 0)
     value = np.zeros(1, dtype="float32")
     for a in ctx.node.attribute:
         if a.name == "value":

@@ -27,6 +27,7 @@ import functools
 import logging
 import warnings
 
+import numpy as np
 import pytest
 
 onnx = pytest.importorskip("onnx")
@@ -240,3 +241,68 @@ def test_onnx_and_torch_export_differ_only_by_the_exporter_rewrites(name, onnx_d
     for mod in (via_torch, via_onnx):
         sizes = memcore_plan(mod)["main"][0]
         assert sizes and all(isinstance(s, int) for s in sizes)
+
+
+def _op_sweep_model():
+    """One graph using most converted ops, every intermediate a graph output."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(3)
+    f32 = lambda *s: rng.standard_normal(s).astype("float32")  # noqa: E731
+    inits = {"w": f32(4, 3, 3, 3), "b": f32(4), "emb": f32(20, 8), "lw": f32(8), "lb": f32(8), "wq": f32(8, 8),
+             "fw": f32(5, 4), "fb": f32(5), "heads": np.array([1, 4, 2, 4], "int64"), "two": np.float32(2),
+             "last": np.array([-1], "int64"), "ax0": np.array([0], "int64"), "st": np.array([1], "int64"),
+             "en": np.array([3], "int64"), "ax1": np.array([1], "int64"), "lo": np.float32(0), "hi": np.float32(0.5),
+             "eshape": np.array([2, 4, 8], "int64")}
+    nodes = [
+        ("Conv", ["x", "w", "b"], ["c"], dict(pads=[1, 1, 1, 1])), ("Relu", ["c"], ["r"], {}),
+        ("MaxPool", ["r"], ["mp"], dict(kernel_shape=[2, 2], strides=[2, 2])),
+        ("GlobalAveragePool", ["mp"], ["gap"], {}), ("Flatten", ["gap"], ["fl"], {}),
+        ("Clip", ["r", "lo", "hi"], ["cl"], {}),
+        ("Gather", ["emb", "ids"], ["e"], {}),
+        ("LayerNormalization", ["e", "lw", "lb"], ["ln"], dict(epsilon=1e-5)),
+        ("MatMul", ["ln", "wq"], ["q"], {}), ("Reshape", ["q", "heads"], ["qh"], {}),
+        ("Transpose", ["qh"], ["qt"], dict(perm=[0, 2, 1, 3])), ("Softmax", ["qt"], ["sm"], dict(axis=-1)),
+        ("Gelu", ["ln"], ["ge"], {}), ("Erf", ["ln"], ["er"], {}), ("Pow", ["ln", "two"], ["p2"], {}),
+        ("ReduceMean", ["p2", "last"], ["ms"], dict(keepdims=1)), ("Sqrt", ["ms"], ["rt"], {}),
+        ("Reciprocal", ["rt"], ["inv"], {}), ("Mul", ["ln", "inv"], ["nrm"], {}), ("Sub", ["ln", "nrm"], ["d"], {}),
+        ("Div", ["d", "two"], ["dh"], {}),
+        ("Split", ["dh"], ["h0", "h1"], dict(axis=2, num_outputs=2)), ("Neg", ["h1"], ["nh"], {}),
+        ("Concat", ["nh", "h0"], ["rot"], dict(axis=-1)), ("Sigmoid", ["rot"], ["sg"], {}),
+        ("Unsqueeze", ["rot", "ax0"], ["u"], {}), ("Squeeze", ["u", "ax0"], ["sq"], {}),
+        ("Expand", ["sq", "eshape"], ["ex"], {}), ("Slice", ["ln", "st", "en", "ax1"], ["sl"], {}),
+        ("Tanh", ["sl"], ["th"], {}), ("Trilu", ["sm"], ["tri"], dict(upper=0)),
+        ("Where", ["mask", "ln", "nrm"], ["wh"], {}), ("Gemm", ["fl", "fw", "fb"], ["g"], dict(transB=1)),
+    ]
+    outputs = ["mp", "cl", "g", "sm", "ge", "er", "rot", "sg", "ex", "th", "tri", "wh"]
+    graph = helper.make_graph(
+        [helper.make_node(op, i, o, name=f"n{k}_{op}", **a) for k, (op, i, o, a) in enumerate(nodes)], "sweep",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8]),
+         helper.make_tensor_value_info("ids", TensorProto.INT64, [1, 4]),
+         helper.make_tensor_value_info("mask", TensorProto.BOOL, [1, 4, 8])],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in outputs],
+        initializer=[numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)])
+    feeds = {"x": rng.standard_normal((1, 3, 8, 8)).astype("float32"),
+             "ids": np.array([[0, 19, -1, 7]], "int64"),  # -1: Gather's negative index
+             "mask": rng.random((1, 4, 8)) > 0.5}
+    return model, feeds, outputs
+
+
+def test_converted_ops_compute_what_the_onnx_reference_computes():
+    """memcore's module, built and run by TVM, against ``onnx.reference.ReferenceEvaluator``
+    on the same inputs: every output equal within float tolerance."""
+    from onnx.reference import ReferenceEvaluator
+    from tvm import relax
+
+    from memcore_py.frontend.onnx_model import onnx_params
+
+    model, feeds, outputs = _op_sweep_model()
+    expected = ReferenceEvaluator(model).run(None, feeds)
+    mod = to_tvm(from_onnx(model))
+    vm = relax.VirtualMachine(relax.build(mod, target="llvm"), tvm.cpu())
+    args = [feeds[n] for n in ("x", "ids", "mask")] + list(onnx_params(model).values())
+    got = vm["main"](*[tvm.runtime.tensor(a) for a in args])
+    assert len(got) == len(outputs)
+    for name, ours, ref in zip(outputs, got, expected):
+        np.testing.assert_allclose(ours.numpy(), ref, rtol=1e-4, atol=1e-5, err_msg=name)
