@@ -35,11 +35,61 @@ Nodes are read and built through ``memcore_py/ir/_slots.pxd`` (as ``construct.ne
 ``new_binding`` / ``new_var`` build them); the rare checked constructions (a re-written
 tuple or get-item, whose type the checked constructor computes; a MatchCast) use the
 public constructors.
+
+Memory. On real models the walk is bound by memory latency, not by instructions: between
+two calls the input's nodes leave the CPU caches, and each binding chases pointers (binding
+-> value -> argument tuple -> arguments, binding -> var -> type). The first loop therefore
+prefetches those nodes a few bindings ahead (``kw_prefetch_ahead``; each level reads only
+pointers fetched a binding earlier). The nodes and argument tuples made here are untracked
+by the cyclic garbage collector: they are immutable and point only to older objects, so
+they cannot be part of a cycle, and the young collection that follows the pass (the pass
+pauses the collector, see ``memcore_py.ir._util.gc_paused``) no longer walks them.
 """
 from cpython.object cimport PyObject, PyTypeObject
 from cpython.ref cimport Py_DECREF
 
 from memcore_py.ir._slots cimport alloc_node, get_slot, put_slot, slot_offset
+
+
+cdef extern from "Python.h":
+    void PyObject_GC_UnTrack(void*)
+
+cdef extern from *:
+    """
+    /* Prefetch the nodes the walk will read a few bindings ahead (module docstring). Each
+       level reads only pointers fetched one level (one binding) earlier. */
+    #define KW_SLOT(o, off) (*(PyObject **)((char *)(o) + (off)))
+    static inline void kw_prefetch_ahead(PyObject *bindings, Py_ssize_t i, Py_ssize_t n,
+                                         Py_ssize_t o_var, Py_ssize_t o_value, Py_ssize_t o_ty,
+                                         Py_ssize_t o_args, PyTypeObject *call_type) {
+        PyObject **items = ((PyTupleObject *)bindings)->ob_item;
+        PyObject *b, *v, *a;
+        Py_ssize_t k, m;
+        if (i + 4 < n) __builtin_prefetch(items[i + 4]);
+        if (i + 3 < n) {
+            b = items[i + 3];
+            __builtin_prefetch(KW_SLOT(b, o_var));
+            __builtin_prefetch(KW_SLOT(b, o_value));
+        }
+        if (i + 2 < n) {
+            b = items[i + 2];
+            v = KW_SLOT(b, o_value);
+            if (Py_TYPE(v) == call_type) __builtin_prefetch(KW_SLOT(v, o_args));
+            a = KW_SLOT(KW_SLOT(b, o_var), o_ty);
+            if (a != NULL) __builtin_prefetch(a);
+        }
+        if (i + 1 < n) {
+            v = KW_SLOT(items[i + 1], o_value);
+            if (Py_TYPE(v) == call_type) {
+                a = KW_SLOT(v, o_args);
+                m = PyTuple_GET_SIZE(a);
+                for (k = 0; k < m && k < 8; k++) __builtin_prefetch(PyTuple_GET_ITEM(a, k));
+            }
+        }
+    }
+    """
+    void kw_prefetch_ahead(object bindings, Py_ssize_t i, Py_ssize_t n, Py_ssize_t o_var, Py_ssize_t o_value,
+                           Py_ssize_t o_ty, Py_ssize_t o_args, PyTypeObject* call_type) noexcept
 
 from memcore_py.ir.construct import EMPTY_ATTRS, function_with_body, new_block, new_seq
 from memcore_py.ir.expr import (BindingBlock, Call, Constant, DataflowVar, DataTypeImm, Expr, ExternFunc, Function,
@@ -123,13 +173,16 @@ cdef object kill_name(Py_ssize_t k):
 
 
 cdef object new_call(op, tuple args, attrs, ty_args, ty):
-    """``construct.new_call(op, args, attrs, ty_args, ty)``."""
+    """``construct.new_call(op, args, attrs, ty_args, ty)`` for ``args`` a tuple made by the
+    caller (untracked with the call, module docstring)."""
+    PyObject_GC_UnTrack(<PyObject*>args)
     cdef PyObject* c = alloc_node(P_CALL)
     put_slot(c, O_OP, op)
     put_slot(c, O_ARGS, args)
     put_slot(c, O_ATTRS, attrs if attrs else EMPTY)
     put_slot(c, O_TY_ARGS, ty_args)
     put_slot(c, O_TY, ty)
+    PyObject_GC_UnTrack(c)
     out = <object>c
     Py_DECREF(out)
     return out
@@ -140,6 +193,7 @@ cdef object new_binding(var, value):
     cdef PyObject* b = alloc_node(P_VAR_BINDING)
     put_slot(b, O_VAR, var)
     put_slot(b, O_VALUE, value)
+    PyObject_GC_UnTrack(b)
     out = <object>b
     Py_DECREF(out)
     return out
@@ -150,6 +204,7 @@ cdef object kill_binding(Py_ssize_t k, int kind, target):
     cdef PyObject* v = alloc_node(P_VAR)
     put_slot(v, O_NAME, kill_name(k))
     put_slot(v, O_TY, VOID_TY)
+    PyObject_GC_UnTrack(v)
     var = <object>v
     Py_DECREF(var)
     return new_binding(var, new_call(KILL_OPS[kind], (target,), EMPTY, (), VOID_TY))
@@ -255,13 +310,16 @@ def kill_flat(func, bint staged=False):
     cdef set killed = set()
     cdef tuple bindings, args
     cdef list new_args
-    cdef Py_ssize_t pos, i, n_args
+    cdef Py_ssize_t pos, i, n_args, i_binding, n_bindings
     cdef bint is_vb, same_type, constant_binding, subst
     for blk in <tuple>get_slot(body, O_BLOCKS):
         if type(blk) is not BLOCK:
             raise NotFlat
         bindings = <tuple>get_slot(blk, O_BINDINGS)
-        for b in bindings:
+        n_bindings = len(bindings)
+        for i_binding in range(n_bindings):
+            kw_prefetch_ahead(bindings, i_binding, n_bindings, O_VAR, O_VALUE, O_TY, O_ARGS, P_CALL)
+            b = bindings[i_binding]
             var = <object>get_slot(b, O_VAR)
             value = orig = <object>get_slot(b, O_VALUE)
             cls = type(value)
