@@ -32,7 +32,7 @@ differently from TVM without saying so.
 from __future__ import annotations
 
 from ..errors import PassError
-from ..ir.prim import IntImm
+from ..ir.prim import IntImm, prove_equal
 
 __all__ = ["K_ELEM_WISE", "K_BROADCAST", "K_INJECTIVE", "K_COMM_REDUCE", "K_OUT_EWISE_FUSABLE", "K_TUPLE",
            "K_OPAQUE", "op_pattern"]
@@ -75,8 +75,6 @@ def _same_shape(a, b) -> bool:
 def _dim_equal(x, y) -> bool:
     if type(x) is IntImm and type(y) is IntImm:
         return x.value == y.value
-    from ..ir.prim import prove_equal
-
     return prove_equal(x, y)
 
 

@@ -71,7 +71,7 @@ from ._fuse_partition import K_INJECTIVE, K_OPAQUE, MAX_FUSE_DEPTH, ForwardGraph
 from .canonicalize_bindings import canonicalize_bindings
 from .dead_code_elimination import dead_code_elimination
 
-__all__ = ["fuse_for_planning", "MAX_FUSE_DEPTH"]
+__all__ = ["fuse_for_planning", "tensor_type_key", "MAX_FUSE_DEPTH"]
 
 _CALL_TIR = get_op("relax.call_tir")
 
@@ -243,7 +243,7 @@ class _Fusor:
     def _fused_kernel(self, name, args, out_ty) -> GlobalVar:
         tensors = [a for a in args if isinstance(a.ty, TensorType)]
         outs = list(out_ty.fields) if isinstance(out_ty, TupleType) else [out_ty]
-        key = (name, tuple(_sig(a.ty) for a in tensors), tuple(_sig(t) for t in outs))
+        key = (name, tuple(tensor_type_key(a.ty) for a in tensors), tuple(tensor_type_key(t) for t in outs))
         gv = self.kernels.get(key)
         if gv is None:
             params = [PrimFuncParam(f"p{i}", a.ty.dtype, a.ty.shape) for i, a in enumerate(tensors)]
@@ -365,6 +365,8 @@ def _leaf_vars(e) -> list:
     return []
 
 
-def _sig(t: TensorType):
+def tensor_type_key(t: TensorType) -> tuple:
+    """A hashable key of a tensor type (dtype, dims; symbolic dims canonical): kernels are
+    shared per signature of these."""
     return t.dtype, tuple(d.value if type(d) is IntImm else canonical(d) for d in t.shape)
 

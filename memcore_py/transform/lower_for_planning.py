@@ -88,7 +88,7 @@ from ..ir.prim import IntImm, prove_equal
 from ..ir.types import TensorType, TupleType
 from ..analysis.dataflow_inplace import element_count
 from ._op_patterns import op_pattern
-from .fuse_for_planning import MAX_FUSE_DEPTH, fuse_for_planning
+from .fuse_for_planning import MAX_FUSE_DEPTH, fuse_for_planning, tensor_type_key
 from .legalize_elementwise import folded_operand
 from .pass_infra import ModulePass, PassContext
 
@@ -208,7 +208,8 @@ class _Lowerer(ExprMutator):
 
     def _kernel(self, op: Op, inputs, out_ty, pattern) -> GlobalVar:
         outs = list(out_ty.fields) if isinstance(out_ty, TupleType) else [out_ty]
-        key = (op, tuple(_type_key(a.ty) for a in inputs), tuple(_type_key(t) for t in outs), pattern)
+        key = (op, tuple(tensor_type_key(a.ty) for a in inputs), tuple(tensor_type_key(t) for t in outs),
+               pattern)
         gv = self.kernels.get(key)
         if gv is None:
             params = [PrimFuncParam(f"A{i}", a.ty.dtype, a.ty.shape) for i, a in enumerate(inputs)]
@@ -284,12 +285,6 @@ def _known(ty) -> bool:
     if isinstance(ty, TupleType):
         return bool(ty.fields) and all(isinstance(f, TensorType) and _known(f) for f in ty.fields)
     return False
-
-
-def _type_key(t: TensorType):
-    from ..ir.prim import canonical
-
-    return t.dtype, tuple(d.value if type(d) is IntImm else canonical(d) for d in t.shape)
 
 
 def _is_high_level(value) -> bool:

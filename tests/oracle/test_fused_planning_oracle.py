@@ -33,7 +33,8 @@ from memcore_py.examples.models import highlevel_model_text, list_highlevel_mode
 from memcore_py.ir.expr import Call, Function  # noqa: E402
 from memcore_py.ir.prim import IntImm  # noqa: E402
 from memcore_py.ir.prim_func_text import format_prim  # noqa: E402
-from memcore_py.transform import CallTIRRewrite, RemovePurityChecking, Sequential, StaticPlanBlockMemory, ToNonDataflow  # noqa: E402
+from memcore_py.transform import (CallTIRRewrite, RemovePurityChecking, Sequential,  # noqa: E402
+                                  StaticPlanBlockMemory, ToNonDataflow)
 from memcore_py.transform.lower_for_planning import LowerForPlanning  # noqa: E402
 from oracle.test_lower_for_planning_oracle import _plan_summary  # noqa: E402
 
