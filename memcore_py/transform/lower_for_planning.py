@@ -42,9 +42,13 @@ Fused variant (``fuse=True``)
 ----------------------------
 TVM's default CPU pipeline fuses before planning (``LegalizeOps, AnnotateTIROpPattern,
 FoldConstant, FuseOps, FuseTIR, RewriteDataflowReshape``, then the planning passes). With
-``fuse=True`` the lowering above runs with two changes, then
+``fuse=True`` the lowering above runs with three changes, then
 :func:`~memcore_py.transform.fuse_for_planning.fuse_for_planning` groups the kernels:
 
+- as TVM's FoldConstant ends (``RemoveAllUnused``), bindings nothing uses are removed from
+  every lowered function before grouping (FuseOps never sees dead kernels). The unfused
+  variant keeps them (a known difference from TVM's FoldConstant on modules with dead code;
+  none of the shipped or torch models has any);
 - every kernel carries TVM's ``op_pattern`` attribute, the value AnnotateTIROpPattern gives
   the TIR TVM writes for the op (:func:`~memcore_py.transform._op_patterns.op_pattern`);
   kernels are shared per op, signature and pattern;
@@ -88,6 +92,7 @@ from ..ir.prim import IntImm, prove_equal
 from ..ir.types import TensorType, TupleType
 from ..analysis.dataflow_inplace import element_count
 from ._op_patterns import op_pattern
+from .dead_code_elimination import remove_all_unused
 from .fuse_for_planning import MAX_FUSE_DEPTH, fuse_for_planning, tensor_type_key
 from .legalize_elementwise import folded_operand
 from .pass_infra import ModulePass, PassContext
@@ -335,7 +340,7 @@ def lower_for_planning(mod: IRModule, *, fuse: bool = False, max_depth: int = MA
             lw.func_name = gv.name
             new = lw.visit_function(func)
             if new is not func:
-                updates[gv] = new
+                updates[gv] = remove_all_unused(new, mod) if fuse else new
     if not updates:
         return mod
     out = mod.with_functions({**updates, **lw.new_funcs})
