@@ -24,8 +24,11 @@ batch norm into the convolutions):
 
 Differences from TVM's importer are the ops it writes as TE kernels (``Clip`` becomes
 ``R.clip`` here, as the torch importer writes ``relu6``; TVM emits ``call_tir`` of
-``topi.maximum``/``minimum``) and the ops it does not convert on dynamic shapes (``Range``,
-``Trilu`` and ``Expand`` with a symbolic extent are converted here by their type rules).
+``topi.maximum``/``minimum`` behind ``isnan`` guards of the bounds), ``Expand`` with an
+initializer shape (read here; TVM reads it at run time and loses the static shape), the ops
+it does not convert on dynamic shapes (``Range``, ``Trilu``, ``Expand``/``Reshape`` on a
+``Shape``-computed shape are converted here by their type rules) and ``LSTM``, which TVM
+does not convert and which is unrolled here (forward, layout 0, default activations).
 """
 from __future__ import annotations
 
@@ -609,3 +612,73 @@ def _constant_of_shape(ctx):
     dtype = str(value.dtype)
     fill = ctx.const(value.reshape(()), dtype)
     return ctx.call("full", target, fill, dtype=dtype)
+
+
+# ------------------------------------------------------------------------------------ recurrent
+_LSTM_ACTIVATIONS = ["Sigmoid", "Tanh", "Tanh"]
+
+
+def _lstm_check(ctx):
+    unsupported = []
+    if ctx.attr("direction", "forward") != "forward":
+        unsupported.append(f"direction={ctx.attr('direction')!r}")
+    if ctx.attr("layout", 0) != 0:
+        unsupported.append("layout=1")
+    if ctx.attr("input_forget", 0):
+        unsupported.append("input_forget=1")
+    if ctx.attr("clip") is not None:
+        unsupported.append("clip")
+    if ctx.attr("activations", _LSTM_ACTIVATIONS) != _LSTM_ACTIVATIONS:
+        unsupported.append(f"activations={ctx.attr('activations')!r}")
+    if ctx.has_input(4):
+        unsupported.append("sequence_lens")
+    if ctx.has_input(7):
+        unsupported.append("peepholes (input P)")
+    if unsupported:
+        raise ctx.error(f"{', '.join(unsupported)} is not supported (a forward LSTM of layout 0 with the default "
+                        "activations is)")
+
+
+def _lstm_state(ctx, i: int, batch, hidden: int, dtype: str):
+    """The initial state input ``i`` without its direction axis, or zeros."""
+    if ctx.has_input(i):
+        return ctx.emit(ctx.call("squeeze", ctx.tensor_operand(i), axis=[0]))
+    return ctx.emit(ctx.call("zeros", [batch, hidden], dtype=dtype))
+
+
+@_register("LSTM")
+def _lstm(ctx):
+    """A forward LSTM unrolled over its (static) sequence length, gates in ONNX's ``iofc``
+    order: ``X @ W^T`` for all steps at once, then per step ``+ h @ R^T + Wb + Rb``, the four
+    gates split, ``c = f * c + i * tanh(g)``, ``h = o * tanh(c)``. Outputs ``Y`` (the stacked
+    ``h``), ``Y_h`` and ``Y_c`` with their direction axis."""
+    _lstm_check(ctx)
+    x, w, r = ctx.tensor_operand(0), ctx.tensor_operand(1), ctx.tensor_operand(2)
+    steps, batch, _ = ctx.shape_of(x)
+    if static_dim(steps) is None:
+        raise ctx.error("the sequence length must be static to unroll the LSTM")
+    hidden = int(ctx.attr("hidden_size") or static_dim(ctx.shape_of(r)[2]))
+    dtype = ctx.dtype_of(x)
+    w_t = ctx.emit(ctx.call("permute_dims", ctx.call("squeeze", w, axis=[0]), axes=[1, 0]))
+    r_t = ctx.emit(ctx.call("permute_dims", ctx.call("squeeze", r, axis=[0]), axes=[1, 0]))
+    bias = None
+    if ctx.has_input(3):
+        halves = ctx.emit(ctx.call("split", ctx.call("squeeze", ctx.tensor_operand(3), axis=[0]),
+                                   indices_or_sections=2, axis=0))
+        bias = ctx.emit(ctx.call("add", ctx.item(halves, 0), ctx.item(halves, 1)))
+    h = _lstm_state(ctx, 5, batch, hidden, dtype)
+    c = _lstm_state(ctx, 6, batch, hidden, dtype)
+    xw = ctx.emit(ctx.call("matmul", x, w_t))
+    hs = []
+    for t in range(static_dim(steps)):
+        gates = ctx.call("add", ctx.call("take", xw, ctx.const(t, "int64"), axis=0), ctx.call("matmul", h, r_t))
+        if bias is not None:
+            gates = ctx.call("add", gates, bias)
+        parts = ctx.emit(ctx.call("split", gates, indices_or_sections=4, axis=1))
+        i, o, f = (ctx.call("sigmoid", ctx.item(parts, k)) for k in range(3))
+        g = ctx.call("tanh", ctx.item(parts, 3))
+        c = ctx.emit(ctx.call("add", ctx.call("multiply", f, c), ctx.call("multiply", i, g)))
+        h = ctx.emit(ctx.call("multiply", o, ctx.call("tanh", c)))
+        hs.append(h)
+    y = ctx.call("expand_dims", ctx.call("stack", hs, axis=0), axis=1)
+    return [y, ctx.call("expand_dims", h, axis=0), ctx.call("expand_dims", c, axis=0)]

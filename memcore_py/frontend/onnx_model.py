@@ -32,8 +32,10 @@ package is needed, imported when the function is called. Steps:
 
 Differences from TVM (tests/oracle/test_onnx_oracle.py checks each): TVM's ``params``
 attribute (the initializer arrays) is left out (:func:`onnx_params` returns them); ``Clip``
-becomes ``R.clip`` (TVM writes TE kernels); memcore converts ``Range``, ``Trilu`` and
-``Expand``/``Reshape`` on symbolic shapes computed by ``Shape``, where TVM 0.27 fails.
+becomes ``R.clip`` (TVM writes TE kernels); an ``Expand`` shape given as an initializer is
+read at import (TVM reads it at run time, leaving the result's shape unknown); memcore
+converts ``Range``, ``Trilu`` and ``Expand``/``Reshape`` on symbolic shapes computed by
+``Shape``, where TVM 0.27 fails, and unrolls ``LSTM``, which TVM does not convert.
 """
 from __future__ import annotations
 

@@ -13,7 +13,9 @@ path, which needs ``onnxscript`` and folds batch norm into the convolutions).
    kernel, ``maximum`` then ``minimum``; memcore: one ``R.clip``) and ``Expand`` with an initializer shape (TVM reads the shape at run time:
    ``vm.builtin.tensor_to_shape`` + ``match_cast`` to fresh shape variables; memcore reads
    the initializer). The dynamic-sequence exports TVM cannot import at all; memcore imports
-   and plans them (sizes symbolic in ``seq``). TVM and memcore both refuse ONNX ``LSTM``.
+   and plans them (sizes symbolic in ``seq``). TVM refuses ONNX ``LSTM``; memcore unrolls it
+   (checked against ``onnx.reference``, as is an op-sweep graph of the other converters, both
+   built and run by TVM).
 2. Planning: where the modules are equal, memcore's planner (LowerForPlanning ... ->
    StaticPlanBlockMemory) gives TVM's unfused plan (storages, counts, placement).
 3. ONNX vs torch.export: with the exporter's optimisations off, ResNet-18 plans to exactly
@@ -59,15 +61,23 @@ DYNAMIC = ["bert_dynamic", "gpt2_dynamic", "llama_dynamic"]
 #: the ONNX graph has the weights pre-transposed, batched ``MatMul`` directly, ``Sqrt`` +
 #: ``Reciprocal`` (``sqrt``/``divide``), and TVM's ``Gather`` adds the run-time negative-index
 #: normalisation (``shape_of``, ``shape_to_tensor``, ``less``, ``take``, ``add``, ``where``).
+#: LSTM: torch.export unrolls ``aten.lstm`` with per-step ``strided_slice``/``squeeze`` of the
+#: input, 3-D ``linear`` through ``reshape``, zero states by ``full`` and the outputs by
+#: ``concat``; memcore's ONNX ``LSTM`` unrolls with ``take`` per step, the gates by ``split``,
+#: the outputs by ``stack`` (and the final ``Gather`` as above).
 EXPORT_REWRITES = {
     "cnn": ({"relax.nn.batch_norm", "TupleGetItem", "Tuple", "relax.zeros_like"}, set()),
     "transformer": ({"relax.reshape", "relax.permute_dims", "relax.broadcast_to", "relax.strided_slice",
                      "relax.astype", "relax.arange", "relax.rsqrt", "Tuple"},
                     {"relax.shape_of", "relax.shape_to_tensor", "relax.less", "relax.take", "relax.add",
                      "relax.where", "relax.sqrt", "relax.divide"}),
+    "recurrent": ({"relax.full", "relax.strided_slice", "relax.squeeze", "relax.permute_dims", "relax.expand_dims",
+                   "relax.broadcast_to", "relax.reshape", "relax.concat", "Tuple"},
+                  {"relax.split", "TupleGetItem", "relax.add", "relax.take", "relax.stack", "relax.shape_of",
+                   "relax.shape_to_tensor", "relax.less", "relax.where"}),
 }
 FAMILY = {"resnet18": "cnn", "resnet50": "cnn", "mobilenet_v2": "cnn", "vit": "transformer",
-          "bert": "transformer", "gpt2": "transformer", "llama": "transformer"}
+          "bert": "transformer", "gpt2": "transformer", "llama": "transformer", "lstm": "recurrent"}
 
 
 @pytest.fixture(scope="module")
@@ -195,14 +205,31 @@ def test_dynamic_exports_import_and_plan_where_tvm_fails(name, onnx_dir):
     assert any(isinstance(s, str) and "seq" in s for s in sizes), sizes
 
 
-def test_lstm_is_unsupported_by_both_importers(onnx_dir):
+def _run_on_tvm(mod, args):
+    from tvm import relax
+
+    vm = relax.VirtualMachine(relax.build(to_tvm(mod), target="llvm"), tvm.cpu())
+    out = vm["main"](*[tvm.runtime.tensor(np.asarray(a)) for a in args])
+    return [out.numpy()] if hasattr(out, "numpy") else [o.numpy() for o in out]
+
+
+def test_lstm_is_imported_where_tvm_refuses_it_and_computes_as_onnx_reference(onnx_dir):
+    """TVM 0.27 has no ONNX LSTM converter; memcore unrolls it. The exported two-layer LSTM,
+    built and run by TVM, gives what ``onnx.reference`` gives, and it plans."""
+    from onnx.reference import ReferenceEvaluator
+
+    from memcore_py.frontend.onnx_model import onnx_params
+
     model = _model("lstm", onnx_dir)
-    lstm_nodes = tuple(n.name for n in model.graph.node if n.op_type == "LSTM")
-    with pytest.raises(UnsupportedOperatorError) as info:
-        from_onnx(model)
-    assert info.value.ops == {"LSTM": lstm_nodes} and len(lstm_nodes) == 2
     with pytest.raises(Exception, match="LSTM"):  # noqa: B017 - tvm.error.OpNotImplemented
         _tvm_import(model)
+    mod = from_onnx(model)
+    x = np.random.default_rng(5).standard_normal((2, 6, 8)).astype("float32")
+    (expected,) = ReferenceEvaluator(model).run(None, {"x": x})
+    (got,) = _run_on_tvm(mod, [x, *onnx_params(model).values()])
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
+    sizes = memcore_plan(mod)["main"][0]
+    assert sizes and all(isinstance(s, int) for s in sizes)
 
 
 def _binding_ops(mod) -> collections.Counter:
@@ -293,16 +320,34 @@ def test_converted_ops_compute_what_the_onnx_reference_computes():
     """memcore's module, built and run by TVM, against ``onnx.reference.ReferenceEvaluator``
     on the same inputs: every output equal within float tolerance."""
     from onnx.reference import ReferenceEvaluator
-    from tvm import relax
 
     from memcore_py.frontend.onnx_model import onnx_params
 
     model, feeds, outputs = _op_sweep_model()
     expected = ReferenceEvaluator(model).run(None, feeds)
-    mod = to_tvm(from_onnx(model))
-    vm = relax.VirtualMachine(relax.build(mod, target="llvm"), tvm.cpu())
     args = [feeds[n] for n in ("x", "ids", "mask")] + list(onnx_params(model).values())
-    got = vm["main"](*[tvm.runtime.tensor(a) for a in args])
+    got = _run_on_tvm(from_onnx(model), args)
     assert len(got) == len(outputs)
     for name, ours, ref in zip(outputs, got, expected):
-        np.testing.assert_allclose(ours.numpy(), ref, rtol=1e-4, atol=1e-5, err_msg=name)
+        np.testing.assert_allclose(ours, ref, rtol=1e-4, atol=1e-5, err_msg=name)
+
+
+def test_lstm_with_states_and_all_outputs_computes_as_onnx_reference():
+    from onnx import TensorProto, helper, numpy_helper
+    from onnx.reference import ReferenceEvaluator
+
+    rng = np.random.default_rng(7)
+    inits = {"W": rng.standard_normal((1, 16, 3)), "R": rng.standard_normal((1, 16, 4)),
+             "B": rng.standard_normal((1, 32)), "h0": rng.standard_normal((1, 2, 4)),
+             "c0": rng.standard_normal((1, 2, 4))}
+    node = helper.make_node("LSTM", ["x", "W", "R", "B", "", "h0", "c0"], ["y", "yh", "yc"], name="lstm",
+                            hidden_size=4)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [5, 2, 3])],
+                              [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in ("y", "yh", "yc")],
+                              initializer=[numpy_helper.from_array(v.astype("float32"), k) for k, v in inits.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)])
+    x = rng.standard_normal((5, 2, 3)).astype("float32")
+    expected = ReferenceEvaluator(model).run(None, {"x": x})
+    got = _run_on_tvm(from_onnx(model), [x, *(v.astype("float32") for v in inits.values())])
+    for name, ours, ref in zip(("y", "yh", "yc"), got, expected):
+        np.testing.assert_allclose(ours, ref, rtol=1e-4, atol=1e-5, err_msg=name)

@@ -325,3 +325,20 @@ def test_load_onnx_errors_name_the_file(tmp_path):
     good = tmp_path / "good.onnx"
     good.write_bytes(data)
     assert isinstance(from_onnx(load_onnx(str(good)))["main"].params[0], Var)
+
+
+def test_lstm_variants_outside_the_supported_one_name_what_is_unsupported():
+    rng = np.random.default_rng(2)
+    inits = [_init("W", rng.standard_normal((1, 16, 3)).astype("float32")),
+             _init("R", rng.standard_normal((1, 16, 4)).astype("float32"))]
+    def lstm(**attrs):
+        node = helper.make_node("LSTM", ["x", "W", "R"], ["y"], name="rnn", hidden_size=4, **attrs)
+        return _model([node], [helper.make_tensor_value_info("x", F, [5, 2, 3])],
+                      [helper.make_tensor_value_info("y", F, None)], inits)
+    mod = from_onnx(lstm())
+    assert _dims(mod["main"].ret_ty) == [5, 1, 2, 4]
+    assert _ops(mod).count("relax.split") == 5  # one gate split per unrolled step
+    with pytest.raises(FrontendError, match=r"node 'rnn' \(LSTM\): direction='reverse' is not supported"):
+        from_onnx(lstm(direction="reverse"))
+    with pytest.raises(FrontendError, match=r"clip, activations=\['Relu', 'Tanh', 'Tanh'\] is not supported"):
+        from_onnx(lstm(clip=1.0, activations=["Relu", "Tanh", "Tanh"]))
