@@ -348,11 +348,13 @@ def test_unbounded_sequence_fuses_and_plans_as_tvm():
     assert any(isinstance(s, str) for s in mine[1]["main"][0])
 
 
-def random_program(seed: int) -> str:
-    """A random dataflow program over (4, 8) tensors mixing every op pattern: element-wise
-    and broadcast ops, reductions (kCommReduce), matmul/softmax/mean (kOutEWiseFusable),
-    reshape/transpose/split/concat (kInjective), with diamonds, several consumers, dead values
-    and extra outputs."""
+def random_program(seed: int, dynamic: bool = False) -> str:
+    """A random dataflow program over (4, 8) tensors (``(s, 8)`` when ``dynamic``, ``s`` bounded
+    by 16 for an even seed) mixing
+    every op pattern: element-wise and broadcast ops, reductions (kCommReduce),
+    matmul/softmax/mean (kOutEWiseFusable), reshape/transpose/split/concat (kInjective; the
+    reshape opaque when dynamic), with diamonds, several consumers, dead values and extra
+    outputs."""
     import random
 
     rnd = random.Random(seed)
@@ -396,13 +398,22 @@ def random_program(seed: int) -> str:
                   key=lambda v: int(v[1:]))
     body = "".join(f"            {ln}\n" for ln in lines)
     ret = outs[0] if len(outs) == 1 else "(" + ", ".join(outs) + ")"
-    return ("# from tvm.script import ir as I\n# from tvm.script import relax as R\n\n@I.ir_module\nclass Module:\n"
+    text = ("# from tvm.script import ir as I\n# from tvm.script import relax as R\n\n@I.ir_module\nclass Module:\n"
             "    @R.function\n    def main(x: R.Tensor((4, 8), 'float32'), y: R.Tensor((4, 8), 'float32'), "
             "w: R.Tensor((8, 8), 'float32')):\n        with R.dataflow():\n" + body
             + f"            R.output({', '.join(outs)})\n        return {ret}\n").replace("'", '"')
+    if dynamic:
+        text = text.replace("(4, 8)", "(s, 8)").replace("[8, 4]", "[8, s]").replace(
+            "# from tvm.script import ir", '# from typing import TypeVar\n# from tvm.script import ir').replace(
+            "@I.ir_module", 's = TypeVar("s")\n@I.ir_module')
+        if seed % 2 == 0:  # bounded: static storage sizes; unbounded: symbolic ones
+            text = text.replace("        with R.dataflow():",
+                                '        R.func_attr({"tir_var_upper_bound": {"s": 16}})\n        with R.dataflow():')
+    return text
 
 
-@pytest.mark.parametrize("seed", range(60))
-def test_random_program_fuses_and_plans_as_tvm(seed):
-    text = random_program(seed)
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+@pytest.mark.parametrize("seed", range(40))
+def test_random_program_fuses_and_plans_as_tvm(seed, dynamic):
+    text = random_program(seed, dynamic)
     compare(f"random{seed}", memcore_fused(memcore_py.parse(text)), tvm_fused(tvm.script.from_source(text)))
