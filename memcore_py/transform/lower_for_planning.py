@@ -124,6 +124,7 @@ _SHAPE_ONLY = frozenset({"relax.zeros_like", "relax.ones_like"})
 #: Ops whose legalization bakes a constant fill value (``args[1]``) into the kernel.
 _BAKED_FILL = frozenset({"relax.full", "relax.full_like"})
 _RESHAPE_LIKE = frozenset({"relax.reshape", "relax.squeeze", "relax.expand_dims", "relax.flatten"})
+_VIEW_CANDIDATES = _RESHAPE_LIKE | {"relax.broadcast_to", "relax.strided_slice", "relax.permute_dims"}
 #: Calls that already are kernels, memory operations or views: left alone.
 _KEEP_PREFIXES = ("relax.call_", "relax.builtin.", "relax.memory.", "relax.vm.")
 _KEEP = frozenset({"relax.shape_of", "relax.null_value"})
@@ -265,7 +266,7 @@ def _is_reshape_pattern(call: Call, out_ty) -> bool:
     the TIR: reshape-like ops; ``broadcast_to`` that adds only unit dims; ``permute_dims``
     that moves only unit dims; ``strided_slice`` that keeps every element."""
     name = call.op.name
-    if not call.args or not isinstance(out_ty, TensorType):
+    if name not in _VIEW_CANDIDATES or not call.args or not isinstance(out_ty, TensorType):
         return False
     st = getattr(call.args[0], "ty", None)
     if not isinstance(st, TensorType) or st.shape is None or st.dtype != out_ty.dtype:
