@@ -4,11 +4,12 @@ on the same ModelProto, same run, with the planned bytes of the imported module.
 Workloads: the four real models of tools/make_models.py at full size (ResNet-50, BERT-base,
 GPT-2, the Llama-style decoder), exported once per session with ``torch.onnx.export``
 (torch 2.13's default path, which needs ``onnxscript``) outside the timings, and loaded with
-``onnx.load``. memcore's time is the whole import (its own ``onnx.shape_inference`` run
-included); TVM's importer expects a shape-inferred model, so its time is
-``infer_shapes`` on the full model + ``from_onnx(..., keep_params_in_input=True)``, as a user
-calls them (TVM's own ``onnx.checker`` run and its ``params`` attribute of weight tensors
-are part of its import). memcore's module is checked structurally equal to TVM's (``params``
+``onnx.load``. Both times are the whole import from the loaded ModelProto: memcore's
+includes its own ``onnx.shape_inference`` run (on a weight-free copy of the graph); TVM's
+``from_onnx(..., keep_params_in_input=True)`` infers types itself and includes its
+``onnx.checker.check_model`` run and its ``params`` attribute (every weight copied into a
+``tvm.runtime.Tensor``), which memcore leaves out (it reads an initializer's data only where
+a converter needs the value). memcore's module is checked structurally equal to TVM's (``params``
 dropped) once per workload, except the Llama decoder, whose ``Expand`` with an initializer
 shape TVM reads at run time (tests/oracle/test_onnx_oracle.py).
 
@@ -72,7 +73,7 @@ def _theirs(model):
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return tvm_from_onnx(onnx.shape_inference.infer_shapes(model), keep_params_in_input=True)
+        return tvm_from_onnx(model, keep_params_in_input=True)
 
 
 def _planned_bytes(mod) -> int:
