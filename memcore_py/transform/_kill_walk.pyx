@@ -8,7 +8,8 @@ inserter) for functions with nested scopes or dataflow blocks. A function whose 
 binding blocks without nested scopes (every function after ToNonDataflow without control
 flow) takes :func:`kill_flat` instead, whose two per-binding loops were most of the pass's
 time in CPython (about 1.1 of 1.25 ms on BERT-base: the first loop 55 %, the second 45 %,
-a third of each building nodes). The rules are the general path's, fused:
+a third of each building nodes). What the walk knows of each variable lives in a
+:class:`VarTable` (C arrays and a pointer hash table) instead of dicts. The rules are the general path's, fused:
 
 1. One walk over the bindings does CanonicalizeBindings' planning and rewriting together
    (every replacement target is an earlier binding: ``y = x`` re-bindings are dropped and
@@ -45,8 +46,10 @@ by the cyclic garbage collector: they are immutable and point only to older obje
 they cannot be part of a cycle, and the young collection that follows the pass (the pass
 pauses the collector, see ``memcore_py.ir._util.gc_paused``) no longer walks them.
 """
+from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from cpython.object cimport PyObject, PyTypeObject
 from cpython.ref cimport Py_DECREF
+from libc.string cimport memset
 
 from memcore_py.ir._slots cimport alloc_node, get_slot, put_slot, slot_offset
 
@@ -210,54 +213,208 @@ cdef object kill_binding(Py_ssize_t k, int kind, target):
     return new_binding(var, new_call(KILL_OPS[kind], (target,), EMPTY, (), VOID_TY))
 
 
-cdef object rewrite_leafy(e, dict repl, dict last, Py_ssize_t pos):
+# ---------------------------------------------------------------------------- variables
+cdef class VarTable:
+    """What the walk knows of each variable, in C arrays indexed by a dense number per
+    variable (the order of first sight), found from the variable's address by an
+    open-addressing hash table: the dict-based bookkeeping (four dicts and a set, several
+    lookups per binding) was a third of the walk.
+
+    Per variable ``j``: ``last[j]`` the position of its last use in the output list (-1: the
+    function's result; -2: none), ``kind[j]`` its kill kind (-1: none), ``killed[j]`` whether
+    an explicit kill names it, ``repl[j]`` the Var or Constant its uses become (NULL: none),
+    ``known[j]`` its known value (NULL: none). ``defs`` lists the variables with a kind in
+    the order the kind was first set (definition order). Every pointer is borrowed from the
+    function being walked, which outlives the table.
+    """
+
+    cdef PyObject** keys
+    cdef Py_ssize_t* last
+    cdef signed char* kind
+    cdef char* killed
+    cdef PyObject** repl
+    cdef PyObject** known
+    cdef Py_ssize_t n, cap
+    cdef Py_ssize_t* table
+    cdef size_t mask
+    cdef int shift
+    cdef Py_ssize_t* defs
+    cdef Py_ssize_t n_defs
+
+    def __cinit__(self, Py_ssize_t expected):
+        cdef Py_ssize_t size = 16
+        while size < 2 * expected + 16:
+            size *= 2
+        self.cap = size // 2
+        self.n = self.n_defs = 0
+        self.mask = size - 1
+        self.shift = 64 - _log2(size)
+        self.table = <Py_ssize_t*>PyMem_Malloc(size * sizeof(Py_ssize_t))
+        self.keys = <PyObject**>PyMem_Malloc(self.cap * sizeof(PyObject*))
+        self.last = <Py_ssize_t*>PyMem_Malloc(self.cap * sizeof(Py_ssize_t))
+        self.kind = <signed char*>PyMem_Malloc(self.cap * sizeof(signed char))
+        self.killed = <char*>PyMem_Malloc(self.cap * sizeof(char))
+        self.repl = <PyObject**>PyMem_Malloc(self.cap * sizeof(PyObject*))
+        self.known = <PyObject**>PyMem_Malloc(self.cap * sizeof(PyObject*))
+        self.defs = <Py_ssize_t*>PyMem_Malloc(self.cap * sizeof(Py_ssize_t))
+        if (self.table == NULL or self.keys == NULL or self.last == NULL or self.kind == NULL
+                or self.killed == NULL or self.repl == NULL or self.known == NULL or self.defs == NULL):
+            raise MemoryError()
+        memset(self.table, 0xff, size * sizeof(Py_ssize_t))
+
+    def __dealloc__(self):
+        PyMem_Free(self.table)
+        PyMem_Free(self.keys)
+        PyMem_Free(self.last)
+        PyMem_Free(self.kind)
+        PyMem_Free(self.killed)
+        PyMem_Free(self.repl)
+        PyMem_Free(self.known)
+        PyMem_Free(self.defs)
+
+    cdef inline size_t home(self, PyObject* key) noexcept:
+        return ((<unsigned long long>key >> 4) * 0x9E3779B97F4A7C15ULL) >> self.shift
+
+    cdef inline Py_ssize_t find(self, PyObject* key) noexcept:
+        """The number of ``key``, or -1 when it was never seen."""
+        cdef size_t i = self.home(key)
+        cdef Py_ssize_t j
+        while True:
+            j = self.table[i]
+            if j < 0 or self.keys[j] == key:
+                return j
+            i = (i + 1) & self.mask
+
+    cdef Py_ssize_t get(self, PyObject* key) except -1:
+        """The number of ``key``, given the next one (nothing known) when new."""
+        cdef size_t i = self.home(key)
+        cdef Py_ssize_t j
+        while True:
+            j = self.table[i]
+            if j < 0:
+                break
+            if self.keys[j] == key:
+                return j
+            i = (i + 1) & self.mask
+        if self.n == self.cap:
+            self.grow()
+            return self.get(key)
+        j = self.n
+        self.n += 1
+        self.table[i] = j
+        self.keys[j] = key
+        self.last[j] = -2
+        self.kind[j] = -1
+        self.killed[j] = 0
+        self.repl[j] = NULL
+        self.known[j] = NULL
+        return j
+
+    cdef int grow(self) except -1:
+        cdef Py_ssize_t cap = 2 * self.cap, j
+        cdef size_t size = 2 * cap, i
+        cdef Py_ssize_t* table = <Py_ssize_t*>PyMem_Malloc(size * sizeof(Py_ssize_t))
+        if table == NULL:
+            raise MemoryError()
+        self.keys = <PyObject**>_realloc(self.keys, cap * sizeof(PyObject*))
+        self.last = <Py_ssize_t*>_realloc(self.last, cap * sizeof(Py_ssize_t))
+        self.kind = <signed char*>_realloc(self.kind, cap * sizeof(signed char))
+        self.killed = <char*>_realloc(self.killed, cap * sizeof(char))
+        self.repl = <PyObject**>_realloc(self.repl, cap * sizeof(PyObject*))
+        self.known = <PyObject**>_realloc(self.known, cap * sizeof(PyObject*))
+        self.defs = <Py_ssize_t*>_realloc(self.defs, cap * sizeof(Py_ssize_t))
+        PyMem_Free(self.table)
+        memset(table, 0xff, size * sizeof(Py_ssize_t))
+        self.table, self.mask, self.shift, self.cap = table, size - 1, 64 - _log2(size), cap
+        for j in range(self.n):
+            i = self.home(self.keys[j])
+            while self.table[i] >= 0:
+                i = (i + 1) & self.mask
+            self.table[i] = j
+        return 0
+
+    cdef inline void set_kind(self, Py_ssize_t j, signed char k) noexcept:
+        if self.kind[j] < 0:
+            self.defs[self.n_defs] = j
+            self.n_defs += 1
+        self.kind[j] = k
+
+    cdef inline int use(self, object v, Py_ssize_t pos) except -1:
+        self.last[self.get(<PyObject*>v)] = pos
+        return 0
+
+
+cdef inline int _log2(size_t size) noexcept:
+    cdef int b = 0
+    while (<size_t>1 << b) < size:
+        b += 1
+    return b
+
+
+cdef void* _realloc(void* p, size_t size) except NULL:
+    cdef void* q = PyMem_Realloc(p, size)
+    if q == NULL:
+        raise MemoryError()
+    return q
+
+
+cdef object rewrite_leafy(e, VarTable V, Py_ssize_t pos):
     """``e`` (a leaf, Tuple or TupleGetItem nest) with replaced variables substituted; the
     variables of the result are recorded as used at ``pos``. NotFlat for anything else."""
     cls = type(e)
     cdef tuple fields
     cdef list new
     cdef bint changed
+    cdef PyObject* r
     if cls is VAR or cls is DFVAR:
-        r = repl.get(e)
-        if r is not None:
-            e = r
+        r = V.repl[V.get(<PyObject*>e)]
+        if r != NULL:
+            e = <object>r
         if type(e) is not CONSTANT:
-            last[e] = pos
+            V.use(e, pos)
         return e
     if cls is TUPLE:
         fields = <tuple>get_slot(e, O_FIELDS)
         new = []
         changed = False
         for f in fields:
-            n = rewrite_leafy(f, repl, last, pos)
+            n = rewrite_leafy(f, V, pos)
             changed = changed or n is not f
             new.append(n)
         return Tuple(new) if changed else e
     if cls is TGI:
         tv = <object>get_slot(e, O_TUPLE_VALUE)
-        n = rewrite_leafy(tv, repl, last, pos)
+        n = rewrite_leafy(tv, V, pos)
         return e if n is tv else TupleGetItem(n, <object>get_slot(e, O_INDEX))
     if cls in PLAIN:
         return e
     raise NotFlat
 
 
-cdef object unwrap_var(x, dict known):
+cdef object known_value(VarTable V, x):
+    """The known value of variable ``x``, or None."""
+    cdef Py_ssize_t j = V.find(<PyObject*>x)
+    if j < 0 or V.known[j] == NULL:
+        return None
+    return <object>V.known[j]
+
+
+cdef object unwrap_var(x, VarTable V):
     while is_var(x):
-        nxt = known.get(x)
+        nxt = known_value(V, x)
         if nxt is None:
             return x
         x = nxt
     return x
 
 
-cdef object unwrap_known(e, dict known):
-    """TVM ``UnwrapKnownValue`` over ``known`` (see canonicalize_bindings): the field a
-    get-item of a known tuple reads, or the tuple that ``(t[0], t[1], ...)`` re-packs; None."""
+cdef object unwrap_known(e, VarTable V):
+    """TVM ``UnwrapKnownValue`` over the known values (see canonicalize_bindings): the field
+    a get-item of a known tuple reads, or the tuple that ``(t[0], t[1], ...)`` re-packs; None."""
     cdef tuple fields
     cdef Py_ssize_t i
     if type(e) is TGI:
-        tup = unwrap_var(<object>get_slot(e, O_TUPLE_VALUE), known)
+        tup = unwrap_var(<object>get_slot(e, O_TUPLE_VALUE), V)
         i = <object>get_slot(e, O_INDEX)
         if type(tup) is TUPLE and i < len(<tuple>get_slot(tup, O_FIELDS)):
             return (<tuple>get_slot(tup, O_FIELDS))[i]
@@ -265,31 +422,32 @@ cdef object unwrap_known(e, dict known):
     fields = <tuple>get_slot(e, O_FIELDS)
     if not fields:
         return None
-    first = unwrap_var(fields[0], known)
+    first = unwrap_var(fields[0], V)
     if type(first) is not TGI:
         return None
     src_ty = value_type(<object>get_slot(first, O_TUPLE_VALUE))
     if type(src_ty) is not TUPLE_TYPE or len(src_ty.fields) != len(fields):
         return None
-    earlier = unwrap_var(<object>get_slot(first, O_TUPLE_VALUE), known)
+    earlier = unwrap_var(<object>get_slot(first, O_TUPLE_VALUE), V)
     for i in range(len(fields)):
-        el = unwrap_var(fields[i], known)
+        el = unwrap_var(fields[i], V)
         if (type(el) is not TGI or <object>get_slot(el, O_INDEX) != i
-                or unwrap_var(<object>get_slot(el, O_TUPLE_VALUE), known) is not earlier):
+                or unwrap_var(<object>get_slot(el, O_TUPLE_VALUE), V) is not earlier):
             return None
     return earlier
 
 
-cdef inline void set_kind(dict kind_of, var, ty):
-    """Record the kill kind of a kept binding's variable of type ``ty`` (none for types
-    without a register)."""
+cdef inline signed char kept_kind(ty) noexcept:
+    """The kill kind of a kept binding's variable of type ``ty`` (-1: no register)."""
     tcls = type(ty)
     if tcls is TENSOR_TYPE:
-        kind_of[var] = 0
-    elif tcls not in NO_REGISTER_TYPES:
-        kind_of[var] = 2
+        return 0
+    if tcls in NO_REGISTER_TYPES:
+        return -1
+    return 2
 
 
+# ---------------------------------------------------------------------------- the walk
 def kill_flat(func, bint staged=False):
     """KillAfterLastUse of a flat function (module docstring): the new Function.
 
@@ -301,20 +459,21 @@ def kill_flat(func, bint staged=False):
         A MatchCast was met and ``staged`` is False.
     """
     body = <object>get_slot(func, O_FUNC_BODY)
-    cdef dict repl = {}      # var -> the Var or Constant its uses become
-    cdef dict known = {}     # var -> its known (unwrapped, original) value (not kept for
-    #                          non-tuple call results: nothing unwraps through them)
-    cdef dict last = {}      # var -> position in `out` of its last use; -1 = the result
-    cdef dict kind_of = {}   # var -> 0 tensor / 1 storage / 2 object, in definition order
-    cdef list out = []
-    cdef set killed = set()
-    cdef tuple bindings, args
-    cdef list new_args
-    cdef Py_ssize_t pos, i, n_args, i_binding, n_bindings
-    cdef bint is_vb, same_type, constant_binding, subst
-    for blk in <tuple>get_slot(body, O_BLOCKS):
+    cdef tuple blocks = <tuple>get_slot(body, O_BLOCKS)
+    cdef Py_ssize_t n_total = 0
+    for blk in blocks:
         if type(blk) is not BLOCK:
             raise NotFlat
+        n_total += len(<tuple>get_slot(blk, O_BINDINGS))
+    cdef VarTable V = VarTable(n_total + 8)
+    cdef list out = []
+    cdef tuple bindings, args
+    cdef list new_args
+    cdef Py_ssize_t pos, i, n_args, i_binding, n_bindings, j, jv
+    cdef bint is_vb, same_type, constant_binding, subst
+    cdef signed char k
+    cdef PyObject* r
+    for blk in blocks:
         bindings = <tuple>get_slot(blk, O_BINDINGS)
         n_bindings = len(bindings)
         for i_binding in range(n_bindings):
@@ -332,16 +491,15 @@ def kill_flat(func, bint staged=False):
                 if is_vb and (op is KILL_TENSOR or op is KILL_STORAGE or op is KILL_OBJECT):
                     if len(args) != 1 or not is_var(args[0]):
                         raise NotFlat  # the general path reports it
-                    r = repl.get(args[0])
-                    if r is not None:
-                        if type(r) is CONSTANT:
+                    target = args[0]
+                    r = V.repl[V.get(<PyObject*>target)]
+                    if r != NULL:
+                        if type(<object>r) is CONSTANT:
                             raise NotFlat
-                        value = new_call(op, (r,), <object>get_slot(value, O_ATTRS),
-                                         <object>get_slot(value, O_TY_ARGS), <object>get_slot(value, O_TY))
-                        b = new_binding(var, value)
-                        killed.add(r)
-                    else:
-                        killed.add(args[0])
+                        target = <object>r
+                        b = new_binding(var, new_call(op, (target,), <object>get_slot(value, O_ATTRS),
+                                                      <object>get_slot(value, O_TY_ARGS), <object>get_slot(value, O_TY)))
+                    V.killed[V.get(<PyObject*>target)] = 1
                     out.append(b)
                     continue
                 if is_vb and (op is ALLOC_STORAGE or op is VM_ALLOC_STORAGE or op is NULL_VALUE):
@@ -349,7 +507,7 @@ def kill_flat(func, bint staged=False):
                         if type(a) not in PLAIN:
                             raise NotFlat
                     if op is not NULL_VALUE:  # a null value has no register: never killed
-                        kind_of[var] = 1
+                        V.set_kind(V.get(<PyObject*>var), 1)
                     out.append(b)
                     continue
                 if is_var(op):
@@ -359,10 +517,11 @@ def kill_flat(func, bint staged=False):
                 for a in args:  # common case: nothing to substitute
                     ca = type(a)
                     if ca is VAR or ca is DFVAR:
-                        if a in repl:
+                        j = V.get(<PyObject*>a)
+                        if V.repl[j] != NULL:
                             subst = True
                             break
-                        last[a] = pos
+                        V.last[j] = pos
                     elif ca not in PLAIN:
                         subst = True
                         break
@@ -370,23 +529,25 @@ def kill_flat(func, bint staged=False):
                 if subst:
                     new_args = []
                     for a in args:
-                        new_args.append(a if type(a) in PLAIN else rewrite_leafy(a, repl, last, pos))
+                        new_args.append(a if type(a) in PLAIN else rewrite_leafy(a, V, pos))
                 vty = <object>get_slot(var, O_TY)
                 tcls = type(vty)
                 if tcls is TENSOR_TYPE:
-                    kind_of[var] = 0
+                    V.set_kind(V.get(<PyObject*>var), 0)
                 elif tcls is TUPLE_TYPE:
                     if vty.fields:
                         # Only a tuple-typed call result can be the source of a tuple
                         # re-packing; knowing it is a call keeps `(t[0], t[1])` from
                         # counting as a copy of t.
-                        known[var] = orig
-                        kind_of[var] = 2
+                        j = V.get(<PyObject*>var)
+                        V.known[j] = <PyObject*>orig
+                        V.set_kind(j, 2)
                     # else R.Tuple() (a DPS call's result): never killed, see last_usage
                 elif tcls not in NO_REGISTER_TYPES:
+                    j = V.get(<PyObject*>var)
                     if vty is None:
-                        known[var] = orig
-                    kind_of[var] = 2
+                        V.known[j] = <PyObject*>orig
+                    V.set_kind(j, 2)
                 if new_args is not None:
                     n_args = len(args)
                     for i in range(n_args):
@@ -406,7 +567,7 @@ def kill_flat(func, bint staged=False):
                 continue
             same_type = is_vb or type_equal(<object>get_slot(var, O_TY), value_type(orig))
             if cls is TGI or cls is TUPLE:
-                unwrapped = unwrap_known(value, known)
+                unwrapped = unwrap_known(value, V)
                 if unwrapped is not None:
                     value = unwrapped
                     cls = type(value)
@@ -414,15 +575,19 @@ def kill_flat(func, bint staged=False):
             if cls is VAR or cls is DFVAR:
                 # Unwrapping follows var chains only to reach a tuple or a get-item, so a
                 # chain through a non-tuple var that is known as nothing more is not kept.
-                if value in known or type(<object>get_slot(value, O_TY)) is TUPLE_TYPE:
-                    known[var] = value
+                jv = V.get(<PyObject*>value)
+                if V.known[jv] != NULL or type(<object>get_slot(value, O_TY)) is TUPLE_TYPE:
+                    V.known[V.get(<PyObject*>var)] = <PyObject*>value
                 if same_type:
-                    repl[var] = repl.get(value, value)  # trivial: dropped
+                    # trivial: dropped
+                    r = V.repl[jv]
+                    V.repl[V.get(<PyObject*>var)] = <PyObject*>value if r == NULL else r
                     continue
             else:
-                known[var] = value
+                j = V.get(<PyObject*>var)
+                V.known[j] = <PyObject*>value
                 if cls is CONSTANT:
-                    repl[var] = value
+                    V.repl[j] = <PyObject*>value
                     constant_binding = is_vb and orig is value
                 elif cls in SCOPES:
                     raise NotFlat
@@ -431,12 +596,14 @@ def kill_flat(func, bint staged=False):
             if type(orig) in PLAIN:
                 new_value = orig
             else:
-                new_value = rewrite_leafy(orig, repl, last, pos)
+                new_value = rewrite_leafy(orig, V, pos)
                 if (not is_vb and is_var(new_value)
                         and type_equal(<object>get_slot(var, O_TY), <object>get_slot(new_value, O_TY))):
                     raise NotFlat  # a match_cast became trivial: leave it to the general path
             if not constant_binding:
-                set_kind(kind_of, var, <object>get_slot(var, O_TY))
+                k = kept_kind(<object>get_slot(var, O_TY))
+                if k >= 0:
+                    V.set_kind(V.get(<PyObject*>var), k)
             if new_value is orig:
                 out.append(b)
             elif is_vb:
@@ -445,44 +612,54 @@ def kill_flat(func, bint staged=False):
                 out.append(MatchCast(var, new_value, <object>get_slot(b, O_MC_TY)))
     result = <object>get_slot(body, O_BODY)
     if type(result) not in PLAIN:
-        result = rewrite_leafy(result, repl, last, -1)
-    final = splice_kills(out, kind_of, last, killed)
-    blocks = (new_block(BindingBlock, final),) if final else ()
-    return function_with_body(func, new_seq(blocks, result))
+        result = rewrite_leafy(result, V, -1)
+    final = splice_kills(out, V)
+    new_blocks = (new_block(BindingBlock, final),) if final else ()
+    return function_with_body(func, new_seq(new_blocks, result))
 
 
-cdef list splice_kills(list out, dict kind_of, dict last, set killed):
-    """``out`` with the kills after each last use (module docstring, step 2)."""
-    cdef Py_ssize_t n = len(out), p, k = 0
-    cdef list buckets = [None] * n
-    cdef list g
-    cdef int kind, want
-    for var, kind_obj in kind_of.items():
-        lp = last.get(var)
-        if lp is None:
-            continue
-        p = lp
-        if p < 0 or (killed and var in killed):
-            continue
-        if buckets[p] is None:
-            buckets[p] = [var]
-        else:
-            (<list>buckets[p]).append(var)
+cdef list splice_kills(list out, VarTable V):
+    """``out`` with the kills after each last use (module docstring, step 2): the killable
+    variables in definition order are chained into one list per last-use position."""
+    cdef Py_ssize_t n = len(out), p, d, j, e, k = 0
+    cdef int want
+    cdef Py_ssize_t* head = <Py_ssize_t*>PyMem_Malloc((2 * n + V.n_defs + 1) * sizeof(Py_ssize_t))
+    if head == NULL:
+        raise MemoryError()
+    cdef Py_ssize_t* tail = head + n
+    cdef Py_ssize_t* nxt = tail + n
     cdef list final = []
-    for p in range(n):
-        final.append(out[p])
-        if buckets[p] is None:
-            continue
-        g = <list>buckets[p]
-        if len(g) == 1:
-            var = g[0]
-            final.append(kill_binding(k, kind_of[var], var))
-            k += 1
-            continue
-        for want in range(3):  # tensors, storages, objects; definition order within each
-            for var in g:
-                kind = kind_of[var]
-                if kind == want:
-                    final.append(kill_binding(k, kind, var))
-                    k += 1
+    try:
+        memset(head, 0xff, 2 * n * sizeof(Py_ssize_t))
+        for d in range(V.n_defs):
+            j = V.defs[d]
+            p = V.last[j]
+            if p < 0 or V.killed[j]:
+                continue
+            nxt[d] = -1
+            if head[p] < 0:
+                head[p] = d
+            else:
+                nxt[tail[p]] = d
+            tail[p] = d
+        for p in range(n):
+            final.append(out[p])
+            e = head[p]
+            if e < 0:
+                continue
+            if nxt[e] < 0:
+                j = V.defs[e]
+                final.append(kill_binding(k, V.kind[j], <object>V.keys[j]))
+                k += 1
+                continue
+            for want in range(3):  # tensors, storages, objects; definition order within each
+                e = head[p]
+                while e >= 0:
+                    j = V.defs[e]
+                    if V.kind[j] == want:
+                        final.append(kill_binding(k, want, <object>V.keys[j]))
+                        k += 1
+                    e = nxt[e]
+    finally:
+        PyMem_Free(head)
     return final
