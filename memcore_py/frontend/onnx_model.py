@@ -83,7 +83,8 @@ def load_onnx(path: str):
     return model
 
 
-def from_onnx(model, *, shape_dict: dict | None = None, keep_params_as_input: bool = True):
+def from_onnx(model, *, shape_dict: dict | None = None, keep_params_as_input: bool = True,
+              dim_bounds: dict | None = None):
     """The high-level Relax module of an ONNX model, as TVM 0.27's ONNX importer builds it.
 
     Parameters
@@ -97,6 +98,11 @@ def from_onnx(model, *, shape_dict: dict | None = None, keep_params_as_input: bo
     keep_params_as_input : bool
         Initializers become parameters after the graph inputs (default; memory planning wants
         the weights as inputs); False makes them constants.
+    dim_bounds : dict, optional
+        Symbolic dimension name -> ``(lower, upper)`` (``upper`` None: unbounded), written as
+        the function attributes ``tir_var_lower_bound`` / ``tir_var_upper_bound`` that
+        ``torch.export`` ranges become in the torch importer (ONNX has no bounds of its own);
+        the planner then sizes storages for the upper bound.
 
     Returns
     -------
@@ -133,7 +139,8 @@ def from_onnx(model, *, shape_dict: dict | None = None, keep_params_as_input: bo
     symbols: dict = {}
     inputs = _inputs(graph, typed, symbols)
     params = _initializers(ctx, graph, keep_params_as_input)
-    with gc_paused(), ctx.bb.function("main", inputs + params, attrs={"num_input": len(inputs)}):
+    attrs = {"num_input": len(inputs), **_bound_attrs(dim_bounds or {}, symbols)}
+    with gc_paused(), ctx.bb.function("main", inputs + params, attrs=attrs):
         with ctx.bb.dataflow():
             _bind_inputs(ctx, graph, inputs)
             _translate(ctx, graph)
@@ -311,6 +318,30 @@ def _inputs(graph, typed: dict, symbols: dict) -> list:
                                     "shape_dict")
         var = Var(_sanitize(vi.name, taken), TensorType(dims, onnx_dtype(tensor_type.elem_type, where)))
         out.append(var)
+    return out
+
+
+def _bound_attrs(bounds: dict, symbols: dict) -> dict:
+    unknown = sorted(set(bounds) - set(symbols))
+    if unknown:
+        raise FrontendError(f"dim_bounds names {', '.join(map(repr, unknown))}, which no graph input has as a "
+                            f"symbolic dimension (they have: {', '.join(map(repr, symbols)) or 'none'})")
+    lower, upper = {}, {}
+    for name, bound in bounds.items():
+        try:
+            lo, hi = bound
+            lo, hi = int(lo), None if hi is None else int(hi)
+        except (TypeError, ValueError):
+            raise FrontendError(f"dim_bounds[{name!r}] must be (lower, upper) ints (upper may be None); "
+                                f"got {bound!r}") from None
+        if lo < 0 or (hi is not None and hi < lo):
+            raise FrontendError(f"dim_bounds[{name!r}] = {bound!r} is not a range 0 <= lower <= upper")
+        lower[name] = lo
+        if hi is not None:
+            upper[name] = hi
+    out = {"tir_var_lower_bound": lower} if lower else {}
+    if upper:
+        out["tir_var_upper_bound"] = upper
     return out
 
 

@@ -13,7 +13,7 @@ path, which needs ``onnxscript`` and folds batch norm into the convolutions).
    kernel, ``maximum`` then ``minimum``; memcore: one ``R.clip``) and ``Expand`` with an initializer shape (TVM reads the shape at run time:
    ``vm.builtin.tensor_to_shape`` + ``match_cast`` to fresh shape variables; memcore reads
    the initializer). The dynamic-sequence exports TVM cannot import at all; memcore imports
-   and plans them (sizes symbolic in ``seq``). TVM refuses ONNX ``LSTM``; memcore unrolls it
+   and plans them (sizes symbolic in ``seq``, or static with ``dim_bounds``). TVM refuses ONNX ``LSTM``; memcore unrolls it
    (checked against ``onnx.reference``, as is an op-sweep graph of the other converters, both
    built and run by TVM).
 2. Planning: where the modules are equal, memcore's planner (LowerForPlanning ... ->
@@ -71,13 +71,24 @@ EXPORT_REWRITES = {
                      "relax.astype", "relax.arange", "relax.rsqrt", "Tuple"},
                     {"relax.shape_of", "relax.shape_to_tensor", "relax.less", "relax.take", "relax.add",
                      "relax.where", "relax.sqrt", "relax.divide"}),
+    # the dynamic exports: torch.export builds the causal mask from ``full``/``arange``/
+    # ``subtract``/``greater_equal`` (TVM's ``triu`` of a symbolic size), ONNX has ``Trilu``
+    "transformer_dynamic": ({"relax.reshape", "relax.permute_dims", "relax.broadcast_to", "relax.astype",
+                             "relax.arange", "relax.rsqrt", "relax.full", "relax.expand_dims", "relax.subtract",
+                             "relax.greater_equal", "Constant", "Tuple"},
+                            {"relax.shape_of", "relax.shape_to_tensor", "relax.less", "relax.take", "relax.add",
+                             "relax.where", "relax.sqrt", "relax.divide", "relax.triu"}),
     "recurrent": ({"relax.full", "relax.strided_slice", "relax.squeeze", "relax.permute_dims", "relax.expand_dims",
                    "relax.broadcast_to", "relax.reshape", "relax.concat", "Tuple"},
                   {"relax.split", "TupleGetItem", "relax.add", "relax.take", "relax.stack", "relax.shape_of",
                    "relax.shape_to_tensor", "relax.less", "relax.where"}),
 }
 FAMILY = {"resnet18": "cnn", "resnet50": "cnn", "mobilenet_v2": "cnn", "vit": "transformer",
-          "bert": "transformer", "gpt2": "transformer", "llama": "transformer", "lstm": "recurrent"}
+          "bert": "transformer", "gpt2": "transformer", "llama": "transformer", "lstm": "recurrent",
+          "bert_dynamic": "transformer_dynamic", "gpt2_dynamic": "transformer_dynamic",
+          "llama_dynamic": "transformer_dynamic"}
+#: torch_models' ``Dim("seq", min=2, max=32)``, given to the ONNX import as ``dim_bounds``.
+SEQ_BOUNDS = {"seq": (2, 32)}
 
 
 @pytest.fixture(scope="module")
@@ -255,11 +266,15 @@ def test_unoptimized_onnx_resnet18_plans_as_torch_export(onnx_dir):
 @pytest.mark.parametrize("name", sorted(FAMILY))
 def test_onnx_and_torch_export_differ_only_by_the_exporter_rewrites(name, onnx_dir):
     """The ops one path has and the other has not are the exporter's rewrites of the family
-    (:data:`EXPORT_REWRITES`); both paths plan, every storage static."""
+    (:data:`EXPORT_REWRITES`); both paths plan, every storage static (the dynamic exports with
+    the torch ``Dim``'s bounds given to the ONNX import as ``dim_bounds``)."""
     model, args, dynamic = torch_model(name)
     ep = torch.export.export(model, args, dynamic_shapes=dynamic).run_decompositions()
     via_torch = from_exported_program(ep)
-    via_onnx = from_onnx(_model(name, onnx_dir))
+    via_onnx = from_onnx(_model(name, onnx_dir), dim_bounds=SEQ_BOUNDS if dynamic else None)
+    if dynamic:
+        assert list(via_onnx["main"].attrs["tir_var_upper_bound"].values()) == \
+            list(via_torch["main"].attrs["tir_var_upper_bound"].values()) == [32]
     ops_torch, ops_onnx = _binding_ops(via_torch), _binding_ops(via_onnx)
     torch_only, onnx_only = set(ops_torch - ops_onnx), set(ops_onnx - ops_torch)
     allowed_torch, allowed_onnx = EXPORT_REWRITES[FAMILY[name]]

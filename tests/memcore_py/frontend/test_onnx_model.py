@@ -342,3 +342,18 @@ def test_lstm_variants_outside_the_supported_one_name_what_is_unsupported():
         from_onnx(lstm(direction="reverse"))
     with pytest.raises(FrontendError, match=r"clip, activations=\['Relu', 'Tanh', 'Tanh'\] is not supported"):
         from_onnx(lstm(clip=1.0, activations=["Relu", "Tanh", "Tanh"]))
+
+
+def test_dim_bounds_become_the_tir_var_bound_attributes():
+    model = _model([helper.make_node("Relu", ["x"], ["y"], name="relu")],
+                   [helper.make_tensor_value_info("x", F, ["batch", "seq"])], [helper.make_tensor_value_info("y", F, None)])
+    attrs = from_onnx(model, dim_bounds={"seq": (2, 64), "batch": (1, None)})["main"].attrs
+    assert attrs["tir_var_lower_bound"] == {"seq": 2, "batch": 1}
+    assert attrs["tir_var_upper_bound"] == {"seq": 64}
+    assert "tir_var_lower_bound" not in from_onnx(model)["main"].attrs
+    with pytest.raises(FrontendError, match="dim_bounds names 'n', which no graph input has.*'batch', 'seq'"):
+        from_onnx(model, dim_bounds={"n": (1, 2)})
+    with pytest.raises(FrontendError, match=r"dim_bounds\['seq'\] = \(5, 2\) is not a range"):
+        from_onnx(model, dim_bounds={"seq": (5, 2)})
+    with pytest.raises(FrontendError, match=r"dim_bounds\['seq'\] must be \(lower, upper\)"):
+        from_onnx(model, dim_bounds={"seq": 8})
