@@ -248,9 +248,17 @@ def _spbm(benchmark, case, mode):
 
 
 def _kill(benchmark, case):
+    """KillAfterLastUse on the planned and lowered module; ``extra_info["kill_path"]`` says
+    whether every Relax function took the compiled flat path (``_kill_walk.kill_flat``) or
+    some needed the general one."""
     from memcore_py.transform import KillAfterLastUse
+    from memcore_py.transform.kill_after_last_use import _kill_flat
 
     _versus_tvm(benchmark, case, KillAfterLastUse(), case.lowered, "KillAfterLastUse", 1)
+    flat = all(_kill_flat(f, gv.name) is not None for gv, f in case.lowered.functions.items()
+               if type(f).__name__ == "Function")
+    path = "compiled flat" if flat else "general"
+    benchmark.extra_info["kill_path"] = path
 
 
 # ---------------------------------------------------------------------------------------

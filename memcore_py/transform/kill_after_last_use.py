@@ -231,15 +231,23 @@ def kill_after_last_use(func: Function, name: str = "?", *, tvm_scoping: bool = 
     return _kill_after_last_use(func, name, tvm_scoping, allow_fast=True)
 
 
+def _kill_flat(func: Function, name: str = "?"):
+    """The compiled flat path's output for ``func`` (after CanonicalizeBindings' symbolic
+    stage when ``func`` has a match_cast), or None when ``func`` needs the general path."""
+    try:
+        try:
+            return kill_flat(func)
+        except HasMatchCast:
+            return kill_flat(canonicalize_tir_variables(func, name), staged=True)
+    except NotFlat:
+        return None
+
+
 def _kill_after_last_use(func, name, tvm_scoping, allow_fast):
     if allow_fast:
-        try:
-            try:
-                return kill_flat(func)
-            except HasMatchCast:
-                return kill_flat(canonicalize_tir_variables(func, name), staged=True)
-        except NotFlat:
-            pass
+        out = _kill_flat(func, name)
+        if out is not None:
+            return out
     func = canonicalize_bindings(func, name)
     func = remove_unused_trivial_bindings(func)
     usage = collect_last_usage(func, tvm_scoping=tvm_scoping, func_name=name)

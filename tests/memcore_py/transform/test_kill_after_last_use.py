@@ -21,7 +21,7 @@ from memcore_py.testing.lowering_programs import (
     random_kill_module,
 )
 from memcore_py.transform import KillAfterLastUse, LowerAllocTensor, PassContext, Sequential
-from memcore_py.transform._kill_walk import HasMatchCast, kill_flat
+from memcore_py.transform._kill_walk import kill_flat
 from memcore_py.transform.kill_after_last_use import kill_after_last_use
 
 from _helpers import strip_kills
@@ -978,8 +978,7 @@ def test_fast_path_equals_general_path(seed):
     """The fused two-pass path for flat functions gives exactly the general path's result
     (structure and every binding's name), on planned programs and on flat programs mixing
     every construct the pass distinguishes."""
-    from memcore_py.transform.canonicalize_bindings import canonicalize_tir_variables
-    from memcore_py.transform.kill_after_last_use import _kill_after_last_use
+    from memcore_py.transform.kill_after_last_use import _kill_after_last_use, _kill_flat
 
     mods = [LowerAllocTensor()(random_lowered_module(seed, 60)),
             LowerAllocTensor()(random_kill_module(seed, 3, 20, control_flow=False))]
@@ -987,10 +986,8 @@ def test_fast_path_equals_general_path(seed):
         for gv, func in mod.functions.items():
             if not isinstance(func, Function):
                 continue
-            try:
-                fast = kill_flat(func)
-            except HasMatchCast:
-                fast = kill_flat(canonicalize_tir_variables(func, gv.name), staged=True)
+            fast = _kill_flat(func, gv.name)
+            assert fast is not None
             general = _kill_after_last_use(func, gv.name, False, allow_fast=False)
             assert_structural_equal(fast, general)
             assert [b.var.name for b in fast.body.blocks[0].bindings] == \

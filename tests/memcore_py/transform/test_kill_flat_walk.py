@@ -18,7 +18,7 @@ from memcore_py.testing.lowering_programs import batch_modules, module_from_text
 from memcore_py.transform import KillAfterLastUse, LowerAllocTensor, StaticPlanBlockMemory
 from memcore_py.transform._kill_walk import HasMatchCast, NotFlat, kill_flat
 from memcore_py.transform.canonicalize_bindings import canonicalize_tir_variables
-from memcore_py.transform.kill_after_last_use import _kill_after_last_use
+from memcore_py.transform.kill_after_last_use import _kill_after_last_use, _kill_flat
 
 from _helpers import is_kill
 
@@ -29,10 +29,9 @@ def _names(func):
 
 def _compiled(func, name):
     """The compiled path's output (staged after a match_cast, as the pass does)."""
-    try:
-        return kill_flat(func)
-    except HasMatchCast:
-        return kill_flat(canonicalize_tir_variables(func, name), staged=True)
+    out = _kill_flat(func, name)
+    assert out is not None, f"{name} did not take the compiled path"
+    return out
 
 
 def _assert_compiled_equals_general(mod):
@@ -205,7 +204,7 @@ def test_compiled_path_equals_tvm_on_long_flat_programs(seed):
     lowered = LowerAllocTensor()(memcore_py.parse(text))
     for gv, func in lowered.functions.items():
         if isinstance(func, Function):
-            kill_flat(canonicalize_tir_variables(func, gv.name), staged=True)  # the compiled path applies
+            _compiled(func, gv.name)  # the compiled path applies
     ours = KillAfterLastUse()(lowered)
     assert_structural_equal(ours, memcore_py.parse(theirs.script()))
     n_long = 0
