@@ -14,6 +14,7 @@ from ..ir._util import gc_paused
 from ..transform import KillAfterLastUse as _KillAfterLastUse
 from ..transform import LowerAllocTensor as _LowerAllocTensor
 from ..transform import StaticPlanBlockMemory as _StaticPlanBlockMemory
+from . import _ffi_reader
 from ._api import tvm_api
 from .from_tvm import _Reader
 from .to_tvm import to_tvm_reusing
@@ -33,10 +34,11 @@ class _Handoff:
     """The last module a native pass wrote, with its memcore form and node map, so that the
     next native pass given exactly that module skips reading it (a pipeline's consecutive
     memcore passes convert once). Valid only while the ``tvm.IRModule`` is the same object
-    holding the same function objects (checked by address on every use; a module changed in
-    place through ``mod[gv] = f`` is read again). Holds one module alive; not thread-safe."""
+    holding the same function map: the handoff keeps a reference to that ``Map``, so a
+    module changed in place (``mod[gv] = f``, ``mod.update``) copies it on write and gets a
+    map at another address, and is read again. Holds one module alive; not thread-safe."""
 
-    __slots__ = ("tvm_mod", "funcs", "mod", "reuse")
+    __slots__ = ("tvm_mod", "functions", "mod", "reuse")
 
     def __init__(self):
         self.tvm_mod = None
@@ -46,15 +48,14 @@ class _Handoff:
         last = self.tvm_mod
         if last is None or last.__chandle__() != tvm_mod.__chandle__():
             return None
-        funcs = {gv.__chandle__(): f.__chandle__() for gv, f in tvm_mod.functions.items()}
-        if funcs != self.funcs:
+        if tvm_mod.functions.__chandle__() != self.functions.__chandle__():
             return None
-        self.tvm_mod = None  # the reuse map is handed over (the next write extends it)
+        self.tvm_mod = self.functions = None  # the reuse map is handed over (the next write extends it)
         return self.mod, self.reuse
 
     def keep(self, tvm_mod, mod, reuse):
         self.tvm_mod = tvm_mod
-        self.funcs = {gv.__chandle__(): f.__chandle__() for gv, f in tvm_mod.functions.items()}
+        self.functions = tvm_mod.functions  # held: an in-place change must copy it (take)
         self.mod = mod
         self.reuse = reuse
 
@@ -84,6 +85,7 @@ def _apply(memcore_pass, tvm_mod):
     written = {}
     tvm_out = to_tvm_reusing(out, reuse, record=written)
     reuse.update(written)
+    _ffi_reader.untrack_record(reuse)
     _HANDOFF.keep(tvm_out, out, reuse)
     return tvm_out
 

@@ -334,17 +334,17 @@ class _Writer:
         r = self.reuse.get(b)
         if r is not None:
             return r
-        reuse = self.reuse
+        reuse_get = self.reuse.get
         rx = self.rx_ffi
         out = []
+        append = out.append
         for bd in b.bindings:
-            old = reuse.get(bd)
-            if old is not None:
-                self.vars[bd.var] = reuse[bd.var]
-                out.append(old)
+            old = reuse_get(bd)
+            if old is not None:  # its var is in ``reuse`` too, where var_ref finds it
+                append(old)
                 continue
             value = bd.value
-            if type(value) is Call and value not in reuse:
+            if type(value) is Call and reuse_get(value) is None:
                 tv = self.call(value, bd.var.ty)
                 if self.record is not None:
                     self.record[value] = tv
@@ -358,7 +358,7 @@ class _Writer:
                 self.fail(f"binding {type(bd).__name__}")
             if self.record is not None:
                 self.record[bd] = nb
-            out.append(nb)
+            append(nb)
         if type(b) is DataflowBlock:
             node = rx.DataflowBlock(out, None)
         elif type(b) is BindingBlock:
