@@ -43,7 +43,7 @@ K_ELEM_WISE, K_BROADCAST, K_INJECTIVE, K_COMM_REDUCE, K_OUT_EWISE_FUSABLE, K_TUP
 _UNARY = ("exp", "log", "sqrt", "rsqrt", "sigmoid", "tanh", "negative", "sin", "cos", "erf", "floor", "ceil",
           "round", "abs", "log2", "log10", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh",
           "isnan", "isinf", "isfinite", "square", "sign", "trunc", "bitwise_not", "logical_not", "astype", "clip",
-          "tril", "triu", "nn.relu", "nn.gelu", "nn.gelu_tanh", "nn.silu", "nn.leakyrelu", "nn.selu", "nn.elu")
+          "tril", "triu", "nn.relu", "nn.gelu", "nn.gelu_tanh", "nn.silu", "nn.leakyrelu", "nn.selu")
 _BINARY = ("add", "subtract", "multiply", "divide", "floor_divide", "power", "maximum", "minimum", "equal",
            "not_equal", "less", "less_equal", "greater", "greater_equal", "mod", "floor_mod", "bitwise_and",
            "bitwise_or", "bitwise_xor", "logical_and", "logical_or", "logical_xor", "left_shift", "right_shift",

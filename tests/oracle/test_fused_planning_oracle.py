@@ -249,6 +249,9 @@ def test_torch_model_op_patterns_are_tvms(name):
     assert not wrong, wrong[:10]
 
 
+X = "x: R.Tensor((4, 8), 'float32')"
+XY = X + ", y: R.Tensor((4, 8), 'float32')"
+X5 = "x: R.Tensor((1, 4, 8, 8, 8), 'float32')"
 #: One op per case: ``(parameters, expression)`` of ``main``; ``s`` is a symbolic dim.
 SINGLE_OPS = {
     "exp": ("x: R.Tensor((4, 8), 'float32')", "R.exp(x)"),
@@ -313,6 +316,34 @@ SINGLE_OPS = {
                              "R.nn.batch_norm(x, g, b, m, v, axis=1, training=False)"),
     "tile": ("x: R.Tensor((4, 8), 'float32')", "R.tile(x, [2, 1])"),
     "stack": ("x: R.Tensor((4, 8), 'float32'), y: R.Tensor((4, 8), 'float32')", "R.stack((x, y), axis=0)"),
+    "selu": (X, "R.nn.selu(x)"), "leakyrelu": (X, "R.nn.leakyrelu(x, alpha=0.1)"),
+    "repeat": (X, "R.repeat(x, 2, axis=0)"), "flip": (X, "R.flip(x, axis=0)"),
+    "pad": (X, "R.nn.pad(x, pad_width=[0, 0, 1, 1])"), "prod": (X, "R.prod(x, axis=[1])"),
+    "min": (X, "R.min(x, axis=[1])"), "std": (X, "R.std(x, axis=[1])"), "argmin": (X, "R.argmin(x, axis=1)"),
+    "conv1d": ("x: R.Tensor((1, 4, 8), 'float32'), w: R.Tensor((6, 4, 3), 'float32')", "R.nn.conv1d(x, w)"),
+    "conv3d": ("x: R.Tensor((1, 4, 8, 8, 8), 'float32'), w: R.Tensor((6, 4, 3, 3, 3), 'float32')", "R.nn.conv3d(x, w)"),
+    "max_pool1d": ("x: R.Tensor((1, 4, 8), 'float32')", "R.nn.max_pool1d(x, pool_size=[2], strides=[2])"),
+    "avg_pool1d": ("x: R.Tensor((1, 4, 8), 'float32')", "R.nn.avg_pool1d(x, pool_size=[2], strides=[2])"),
+    "max_pool3d": (X5, "R.nn.max_pool3d(x, pool_size=[2, 2, 2], strides=[2, 2, 2])"),
+    "avg_pool3d": (X5, "R.nn.avg_pool3d(x, pool_size=[2, 2, 2], strides=[2, 2, 2])"),
+    "adaptive_avg_pool1d": ("x: R.Tensor((1, 4, 8), 'float32')", "R.nn.adaptive_avg_pool1d(x, output_size=[1])"),
+    "adaptive_avg_pool3d": (X5, "R.nn.adaptive_avg_pool3d(x, output_size=[1, 1, 1])"),
+    "gather_nd": ("x: R.Tensor((4, 8), 'float32'), i: R.Tensor((2, 1), 'int64')", "R.gather_nd(x, i)"),
+    "gather_elements": ("x: R.Tensor((4, 8), 'float32'), i: R.Tensor((4, 8), 'int64')",
+                        "R.gather_elements(x, i, axis=0)"),
+    "floor": (X, "R.floor(x)"), "isnan": (X, "R.isnan(x)"), "square": (X, "R.square(x)"), "sign": (X, "R.sign(x)"),
+    "logical_not": ("x: R.Tensor((4, 8), 'bool')", "R.logical_not(x)"),
+    "bitwise_not": ("x: R.Tensor((4, 8), 'int32')", "R.bitwise_not(x)"),
+    "power": (XY, "R.power(x, y)"), "maximum": (XY, "R.maximum(x, y)"), "log_add_exp": (XY, "R.log_add_exp(x, y)"),
+    "atan2": (XY, "R.atan2(x, y)"), "floor_divide": (XY, "R.floor_divide(x, y)"),
+    "floor_mod_row": (X + ", y: R.Tensor((8,), 'float32')", "R.floor_mod(x, y)"),
+    "divide_column": (X + ", y: R.Tensor((4, 1), 'float32')", "R.divide(x, y)"),
+    "triu": ("x: R.Tensor((8, 8), 'float32')", "R.triu(x, 0)"),
+    "ones": (X, "R.ones(R.shape([40, 40]), 'float32')"),
+    "ones_like": ("x: R.Tensor((64, 64), 'float32')", "R.ones_like(x)"),
+    "full_like": (X, "R.full_like(x, R.const(2.0, 'float32'))"),
+    "group_norm": ("x: R.Tensor((1, 4, 8, 8), 'float32'), g: R.Tensor((4,), 'float32'), b: R.Tensor((4,), 'float32')",
+                   "R.nn.group_norm(x, g, b, num_groups=2, channel_axis=1, axes=[2, 3])"),
 }
 
 
