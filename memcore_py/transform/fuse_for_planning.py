@@ -106,10 +106,9 @@ def fuse_for_planning(mod: IRModule, *, max_depth: int = MAX_FUSE_DEPTH) -> IRMo
             new = fusor.fuse_function(func)
             if new is not func:
                 updates[gv] = new
-    if not updates:
-        return mod
-    mod = mod.with_functions({**updates, **fusor.new_funcs})
-    canon = {}
+    if updates:
+        mod = mod.with_functions({**updates, **fusor.new_funcs})
+    canon = {}  # FuseTIR canonicalizes and removes dead code even when nothing was fused
     for gv, func in mod.functions.items():
         if isinstance(func, Function):
             new = canonicalize_bindings(func, gv.name)
