@@ -10,7 +10,8 @@ through TVM's own StaticPlanBlockMemory and LowerAllocTensor. Only KillAfterLast
 timed on both sides. ``test_programs_are_the_same`` checks at 1k ops that TVM's output of
 the timed pass equals ours structurally.
 
-``extra_info``: bindings before the pass, kill calls inserted; for our runs (when TVM is
+``extra_info``: bindings before the pass, kill calls inserted, ``kill_path`` (whether the
+compiled flat path or the general one ran); for our runs (when TVM is
 installed and benchmarking is on) also the best of several *alternating* calls of our pass
 and TVM's (``alternating_ours_s``, ``alternating_tvm_s``, ``alternating_ratio``), the fairer
 ratio on a shared machine whose load drifts during the session.
@@ -25,6 +26,7 @@ from _passes_common import SIZES, WIDTH, tvm_chain_module
 from _passes_common import tvm_or_none as _tvm
 from memcore_py.testing.memory_programs import chain_module
 from memcore_py.transform import KillAfterLastUse, LowerAllocTensor
+from memcore_py.transform.kill_after_last_use import _kill_flat
 from memcore_py.transform.static_plan_block_memory import static_plan_block_memory
 
 KILL_OPS = ("relax.memory.kill_tensor", "relax.memory.kill_storage", "relax.vm.kill_object")
@@ -93,7 +95,8 @@ def test_kill_after_last_use_ours(benchmark, request, kill_inputs, tvm_kill_inpu
     mod = _input(kill_inputs, n)
     out = benchmark(KillAfterLastUse(), mod)
     benchmark.extra_info.update(n_ops=n, n_bindings=_count_bindings(mod["main"]),
-                                n_kills=_count_kills_ours(out["main"]))
+                                n_kills=_count_kills_ours(out["main"]),
+                                kill_path="compiled flat" if _kill_flat(mod["main"], "main") is not None else "general")
     if tvm_kill_inputs is not None and not request.config.getoption("benchmark_disable"):
         if n not in tvm_kill_inputs:
             tvm_kill_inputs[n] = _tvm_chain(n)
