@@ -8,8 +8,7 @@ inserter) for functions with nested scopes or dataflow blocks. A function whose 
 binding blocks without nested scopes (every function after ToNonDataflow without control
 flow) takes :func:`kill_flat` instead, whose two per-binding loops were most of the pass's
 time in CPython (about 1.1 of 1.25 ms on BERT-base: the first loop 55 %, the second 45 %,
-a third of each building nodes). What the walk knows of each variable lives in a
-:class:`VarTable` (C arrays and a pointer hash table) instead of dicts. The rules are the general path's, fused:
+a third of each building nodes). The rules are the general path's, fused:
 
 1. One walk over the bindings does CanonicalizeBindings' planning and rewriting together
    (every replacement target is an earlier binding: ``y = x`` re-bindings are dropped and
@@ -20,15 +19,19 @@ a third of each building nodes). What the walk knows of each variable lives in a
    definition, the kind of kill it would get: 0 ``kill_tensor``, 1 ``kill_storage``,
    2 ``kill_object``; nothing for parameters, constants, ``R.null_value()``, shapes, prim
    values, functions and ``R.Tuple()`` values.
-2. The second walk buckets the killable variables by last-use position (definition order
-   within a bucket, then stably by kind: tensors, storages, objects) and splices their
+2. The second walk groups the killable variables by last-use position (definition order
+   within a group, then stably by kind: tensors, storages, objects) and splices their
    kill bindings (named ``_``, ``_1``, ... as a fresh ``NameTable`` would) after the
    binding at that position. Already-killed variables are not killed again.
 
+What the walk knows of each variable lives in a :class:`VarTable` (C arrays behind a hash
+table on the variable's address) instead of dicts and sets, and the groups are chained in C
+arrays.
+
 Anything the fused path does not handle raises :class:`NotFlat` (the caller takes the general
 path, which also reports malformed kill calls); a MatchCast raises :class:`HasMatchCast`
-unless ``staged`` (the caller first runs CanonicalizeBindings' symbolic stage, then calls
-again with ``staged=True``). The output is exactly the general path's, binding names
+unless ``staged`` (the caller, ``kill_after_last_use._kill_flat``, first runs
+CanonicalizeBindings' symbolic stage, then calls again with ``staged=True``). The output is exactly the general path's, binding names
 included (tests/memcore_py/transform/test_kill_flat_walk.py compares both on random
 programs; the oracle tests compare with TVM).
 
