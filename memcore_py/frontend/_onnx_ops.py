@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir.expr import Constant, PrimValue, ShapeExpr, Tuple
+from ..ir.expr import Constant, PrimValue, ShapeExpr
 from ..ir.prim import IntImm, PrimExpr, as_prim
 from ._aten_common import registrar, static_dim
 

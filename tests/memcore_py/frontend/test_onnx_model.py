@@ -228,7 +228,8 @@ def test_constant_operands_fold_at_import_time():
     nodes = [helper.make_node("Constant", [], ["c"], name="c", value=_init("v", np.array([2, 3], "int64"))),
              helper.make_node("Mul", ["c", "c"], ["c2"], name="mul"),
              helper.make_node("Reshape", ["x", "c2"], ["y"], name="reshape")]
-    model = _model(nodes, [helper.make_tensor_value_info("x", F, [4, 9])], [helper.make_tensor_value_info("y", F, None)])
+    model = _model(nodes, [helper.make_tensor_value_info("x", F, [4, 9])],
+                   [helper.make_tensor_value_info("y", F, None)])
     main = from_onnx(model)["main"]
     assert _dims(main.ret_ty) == [4, 9]
     assert [b.value.op.name for b in main.body.blocks[0].bindings] == ["relax.reshape"]
@@ -346,7 +347,8 @@ def test_lstm_variants_outside_the_supported_one_name_what_is_unsupported():
 
 def test_dim_bounds_become_the_tir_var_bound_attributes():
     model = _model([helper.make_node("Relu", ["x"], ["y"], name="relu")],
-                   [helper.make_tensor_value_info("x", F, ["batch", "seq"])], [helper.make_tensor_value_info("y", F, None)])
+                   [helper.make_tensor_value_info("x", F, ["batch", "seq"])],
+                   [helper.make_tensor_value_info("y", F, None)])
     attrs = from_onnx(model, dim_bounds={"seq": (2, 64), "batch": (1, None)})["main"].attrs
     assert attrs["tir_var_lower_bound"] == {"seq": 2, "batch": 1}
     assert attrs["tir_var_upper_bound"] == {"seq": 64}
