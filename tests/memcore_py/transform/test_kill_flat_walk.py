@@ -88,6 +88,30 @@ def test_input_is_not_modified():
     assert [(b, b.var, b.value) for blk in func.body.blocks for b in blk.bindings] == bindings
 
 
+def test_more_variables_than_bindings():
+    """The variable table is sized from the binding count; parameters and uses can outnumber
+    the bindings many times (the table grows). 70 parameters packed into tuples and read by
+    packed calls: the output equals the general path's and kills the tuple and the tensor."""
+    params = ", ".join(f"p{i}: R.Tensor((2, 3), \"float32\")" for i in range(70))
+    fields = ", ".join(f"p{i}" for i in range(70))
+    text = f"""
+    @I.ir_module
+    class Module:
+        @R.function(pure=False)
+        def main({params}):
+            t = ({fields})
+            a = R.call_packed("f", t, ty_args=(R.Tensor((2, 3), "float32"),))
+            b = R.call_packed("g", a, t, ty_args=(R.Tensor((2, 3), "float32"),))
+            return b
+    """
+    func = module_from_text(text)["main"]
+    out = _compiled(func, "main")
+    assert_structural_equal(out, _kill_after_last_use(func, "main", False, allow_fast=False))
+    kills = [(b.value.op.name, b.value.args[0].name) for b in out.body.blocks[0].bindings if is_kill(b)]
+    # both last used by b: tensors first, then objects
+    assert kills == [("relax.memory.kill_tensor", "a"), ("relax.vm.kill_object", "t")]
+
+
 # ----------------------------------------------------------------------- fallbacks
 HEAD = """
     @I.ir_module
