@@ -30,6 +30,7 @@ import numpy as np
 from ..errors import FrontendError
 from ..ir.builder import is_leaf
 from ..ir.expr import Constant, Expr, PrimValue, ShapeExpr, Tuple
+from ..ir.prim import IntImm
 from ..ir.types import TensorType
 from ._aten_context import AtenContext
 
@@ -82,12 +83,16 @@ class OnnxContext(AtenContext):
         return var
 
     def tensor_operand(self, i: int) -> Expr:
-        """Input ``i``, which must be a tensor (a shape value known at import time becomes an
-        int64 tensor: a constant when static, else ``shape_to_tensor``); a
+        """Input ``i``, which must be a tensor (a shape or scalar shape value known at import
+        time becomes an int64 tensor: a constant when static, else ``shape_to_tensor``); a
         :class:`FrontendError` otherwise."""
         value = self.operand(i)
+        if isinstance(value, PrimValue):  # a scalar shape value: a rank-0 int64 tensor
+            if type(value.value) is IntImm:
+                return self.const(np.asarray(value.value.value, dtype="int64"), "int64")
+            return self.emit(self.call("reshape", self.call("shape_to_tensor", ShapeExpr([value.value])), []))
         if isinstance(value, ShapeExpr):
-            dims = [getattr(d, "value", None) if type(d).__name__ == "IntImm" else None for d in value.values]
+            dims = [d.value if type(d) is IntImm else None for d in value.values]
             if all(d is not None for d in dims):
                 return self.const(np.asarray(dims, dtype="int64"), "int64")
             return self.emit(self.call("shape_to_tensor", value))

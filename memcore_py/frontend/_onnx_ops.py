@@ -125,6 +125,8 @@ def _binary(onnx_name, op_name, numpy_op):
             if x.dtype == y.dtype and out.dtype != np.bool_:
                 out = out.astype(x.dtype)
             return ctx.const(out, str(out.dtype))
+        if isinstance(a, (PrimValue, ShapeExpr)) or isinstance(b, (PrimValue, ShapeExpr)):
+            return ctx.call(op_name, ctx.tensor_operand(0), ctx.tensor_operand(1))
         return ctx.call(op_name, ctx.operand(0), ctx.operand(1))
     return convert
 

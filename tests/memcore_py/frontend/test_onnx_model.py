@@ -359,3 +359,22 @@ def test_dim_bounds_become_the_tir_var_bound_attributes():
         from_onnx(model, dim_bounds={"seq": (5, 2)})
     with pytest.raises(FrontendError, match=r"dim_bounds\['seq'\] must be \(lower, upper\)"):
         from_onnx(model, dim_bounds={"seq": 8})
+
+
+def test_a_scalar_shape_value_meets_a_tensor_as_a_rank_0_int64_tensor():
+    nodes = [helper.make_node("Shape", ["ids"], ["s"], name="shape"),
+             helper.make_node("Gather", ["s", "one"], ["n"], name="seq_len"),
+             helper.make_node("Mul", ["ids", "n"], ["y"], name="scale"),
+             helper.make_node("Gather", ["s", "zero"], ["b"], name="batch"),
+             helper.make_node("Add", ["ids", "b"], ["z"], name="shift")]
+    model = _model(nodes, [helper.make_tensor_value_info("ids", I64, [1, "seq"])],
+                   [helper.make_tensor_value_info(n, I64, None) for n in ("y", "z")],
+                   [_init("one", np.array(1, "int64")), _init("zero", np.array(0, "int64"))])
+    mod = _assert_outputs_typed_as_onnx(model)
+    bindings = mod["main"].body.blocks[0].bindings
+    ops = _ops(mod)
+    assert ops[:2] == ["relax.shape_to_tensor", "relax.reshape"]  # seq as a tensor, at run time
+    assert _dims(bindings[1].var.ty) == [] and bindings[1].var.ty.dtype == "int64"
+    const = [a for b in bindings if getattr(getattr(b.value, "op", None), "name", "") == "relax.add"
+             for a in b.value.args if isinstance(a, Constant)]
+    assert len(const) == 1 and const[0].data.shape == () and int(const[0].data) == 1  # the static batch size
