@@ -33,15 +33,19 @@ is alive, as in the Python reader). Reads never go past what a type index check 
 an object's fields are read only after its type index matched the expected type.
 """
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t
-from cpython.object cimport PyObject
+from cpython.object cimport PyObject, PyTypeObject
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 
 cdef extern from "Python.h":
     void PyObject_GC_UnTrack(void*)
     bint PyDict_Next(object, Py_ssize_t*, PyObject**, PyObject**)
 
-from memcore_py.ir.construct import EMPTY_ATTRS, new_binding, new_call, new_shape_expr, new_var
-from memcore_py.ir.expr import Call, DataflowVar, DataTypeImm, PrimValue, StringImm, Var
+from cpython.ref cimport Py_DECREF
+
+from memcore_py.ir._slots cimport alloc_node, put_slot, slot_offset
+
+from memcore_py.ir.construct import EMPTY_ATTRS, new_shape_expr, new_shape_type
+from memcore_py.ir.expr import Call, DataflowVar, DataTypeImm, PrimValue, ShapeExpr, StringImm, Var, VarBinding
 from memcore_py.ir.types import TensorType, TupleType
 
 # TVMFFIAny type indices and the object header's size (tvm/ffi/c_api.h)
@@ -107,6 +111,64 @@ cdef inline object untracked(object node):
     (about a fifth of a native pass on BERT-base)."""
     PyObject_GC_UnTrack(<void*>node)
     return node
+
+
+# memcore node slots (construct.new_var / new_call / new_binding build the same nodes)
+cdef Py_ssize_t S_VAR_NAME = slot_offset(Var.name)
+cdef Py_ssize_t S_TY = slot_offset(Var.ty)
+cdef Py_ssize_t S_B_VAR = slot_offset(VarBinding.var)
+cdef Py_ssize_t S_B_VALUE = slot_offset(VarBinding.value)
+cdef Py_ssize_t S_OP = slot_offset(Call.op)
+cdef Py_ssize_t S_ARGS = slot_offset(Call.args)
+cdef Py_ssize_t S_ATTRS = slot_offset(Call.attrs)
+cdef Py_ssize_t S_TY_ARGS = slot_offset(Call.ty_args)
+cdef Py_ssize_t S_SE_VALUES = slot_offset(ShapeExpr.values)
+if slot_offset(Call.ty) != S_TY or slot_offset(ShapeExpr.ty) != S_TY:
+    raise ImportError("memcore_py.tvm._ffi_reader: unexpected slot layout of the IR nodes")
+cdef PyTypeObject* T_VAR = <PyTypeObject*>Var
+cdef PyTypeObject* T_DFVAR = <PyTypeObject*>DataflowVar
+cdef PyTypeObject* T_BINDING = <PyTypeObject*>VarBinding
+cdef PyTypeObject* T_CALL = <PyTypeObject*>Call
+cdef PyTypeObject* T_SHAPE_EXPR = <PyTypeObject*>ShapeExpr
+
+
+cdef inline object finish(PyObject* node):
+    """The new node as an object, untracked by the cyclic GC (see :func:`untracked`)."""
+    out = <object>node
+    Py_DECREF(out)
+    PyObject_GC_UnTrack(node)
+    return out
+
+
+cdef object node_var(bint dataflow, name, ty):
+    cdef PyObject* v = alloc_node(T_DFVAR if dataflow else T_VAR)
+    put_slot(v, S_VAR_NAME, name)
+    put_slot(v, S_TY, ty)
+    return finish(v)
+
+
+cdef object node_binding(var, value):
+    cdef PyObject* b = alloc_node(T_BINDING)
+    put_slot(b, S_B_VAR, var)
+    put_slot(b, S_B_VALUE, value)
+    return finish(b)
+
+
+cdef object node_call(op, tuple args, tuple ty_args, ty):
+    cdef PyObject* c = alloc_node(T_CALL)
+    put_slot(c, S_OP, op)
+    put_slot(c, S_ARGS, args)
+    put_slot(c, S_ATTRS, EMPTY_ATTRS)
+    put_slot(c, S_TY_ARGS, ty_args)
+    put_slot(c, S_TY, ty)
+    return finish(c)
+
+
+cdef object node_shape_expr(tuple values, ty):
+    cdef PyObject* e = alloc_node(T_SHAPE_EXPR)
+    put_slot(e, S_SE_VALUES, values)
+    put_slot(e, S_TY, ty)
+    return finish(e)
 
 
 cdef class Layout:
@@ -199,6 +261,25 @@ cdef class Layout:
         return obj_type(any_obj(data)) == self.t_var
 
 
+cdef class Memo:
+    """The reader's memo tables (``from_tvm._Reader``), held as typed references for the
+    duration of one call (attribute lookups on the reader cost more than the reads)."""
+
+    cdef dict types, dtypes, ints, prims, interned, callees, vars
+    cdef object reader, builtin_alloc
+
+    def __init__(self, reader):
+        self.reader = reader
+        self.types = reader.types
+        self.dtypes = reader.dtypes
+        self.ints = reader.ints
+        self.prims = reader.prims
+        self.interned = reader.interned
+        self.callees = reader.callees
+        self.vars = reader.vars
+        self.builtin_alloc = reader.builtin_alloc
+
+
 cdef object read_dims_at(Layout L, const char* arr, dict ints, dict prims):
     """The dims of an ``Array[PrimExpr]`` as memcore prims when every one is an ``IntImm``
     already interned (by value and type object) or a symbolic variable already read;
@@ -236,44 +317,44 @@ def read_dims(Layout L, size_t arr, dict ints, dict prims):
     return read_dims_at(L, <const char*>arr, ints, prims)
 
 
-cdef object read_type(Layout L, const char* t, reader):
+cdef object read_type(Layout L, const char* t, Memo M):
     """A type already read (by address), or a tensor type of readable dims; None otherwise."""
     cdef const char* shape
     cdef const char* dt
     if t == NULL:
         return None
-    r = reader.types.get(addr(t))
+    r = M.types.get(addr(t))
     if r is not None:
         return r
     if obj_type(t) == L.t_tuple_type:
-        return read_tuple_type(L, t, reader)
+        return read_tuple_type(L, t, M)
     if obj_type(t) != L.t_tensor_type or obj_field(t, L.o_tt_vdevice) != NULL:
         return None
     dt = obj_field(t, L.o_tt_dtype)
     if dt == NULL:
         return None
-    dtype = reader.dtypes.get(addr(dt))
+    dtype = M.dtypes.get(addr(dt))
     if dtype is None:
         return None
     shape = obj_field(t, L.o_tt_shape)
     if shape == NULL:
         dims = None
     elif obj_type(shape) == L.t_shape_expr:
-        dims = read_dims_at(L, obj_field(shape, L.o_shape_values), reader.ints, reader.prims)
+        dims = read_dims_at(L, obj_field(shape, L.o_shape_values), M.ints, M.prims)
         if dims is None:
             return None
     else:
         return None
     key = (dims, dtype, (<const int32_t*>(t + L.o_tt_ndim))[0], None)
-    r = reader.interned.get(key)
+    r = M.interned.get(key)
     if r is None:
         r = TensorType(*key)
-        reader.interned[key] = r
-    reader.types[addr(t)] = r
+        M.interned[key] = r
+    M.types[addr(t)] = r
     return r
 
 
-cdef object read_tuple_type(Layout L, const char* t, reader):
+cdef object read_tuple_type(Layout L, const char* t, Memo M):
     """A tuple type of readable field types (interned by its fields), or None."""
     cdef const char* arr = obj_field(t, L.o_tuple_fields)
     cdef const char* data
@@ -286,15 +367,15 @@ cdef object read_tuple_type(Layout L, const char* t, reader):
     for i in range(n):
         if any_type(data + 16 * i) < K_OBJECT_BEGIN:
             return None
-        f = read_type(L, any_obj(data + 16 * i), reader)
+        f = read_type(L, any_obj(data + 16 * i), M)
         if f is None:
             return None
         fields[i] = f
     key = ("tuple-type", tuple(fields))
-    r = reader.interned.get(key)
+    r = M.interned.get(key)
     if r is None:
-        r = reader.interned[key] = TupleType(key[1])
-    reader.types[addr(t)] = r
+        r = M.interned[key] = TupleType(key[1])
+    M.types[addr(t)] = r
     return r
 
 
@@ -307,7 +388,8 @@ def read_params(Layout L, reader, params, slow, list out):
     cdef const char* v
     cdef int64_t n, i
     cdef int32_t vt
-    cdef dict vars = reader.vars
+    cdef Memo M = Memo(reader)
+    cdef dict vars = M.vars
     record = reader.record
     get = reader.get
     if obj_type(arr) != K_ARRAY:
@@ -319,65 +401,69 @@ def read_params(Layout L, reader, params, slow, list out):
         v = any_obj(data + 16 * i)
         ty = name = None
         if vt == L.t_var or vt == L.t_dfvar:
-            ty = read_type(L, obj_field(v, L.o_expr_ty), reader)
+            ty = read_type(L, obj_field(v, L.o_expr_ty), M)
             name = read_string(v + L.o_var_name)
         if ty is None or name is None:
             out.append(slow(get(params, i)))
             continue
-        var = untracked(new_var(DataflowVar if vt == L.t_dfvar else Var, name, ty))
+        var = node_var(vt == L.t_dfvar, name, ty)
         vars[addr(v)] = var
         if record is not None:
             record[var] = get(params, i)
         out.append(var)
 
 
-cdef object read_arg(Layout L, int32_t ti, const char* e, reader, dict vars):
+cdef object read_arg(Layout L, int32_t ti, const char* e, Memo M):
     """A call argument: a variable, a shape, a dtype, a string or an integer; None otherwise."""
     cdef const char* val
     if ti == L.t_var or ti == L.t_dfvar:
-        return vars.get(addr(e))
+        return M.vars.get(addr(e))
     if ti == L.t_shape_expr:
-        dims = read_dims_at(L, obj_field(e, L.o_shape_values), reader.ints, reader.prims)
+        dims = read_dims_at(L, obj_field(e, L.o_shape_values), M.ints, M.prims)
         if dims is None:
             return None
-        return untracked(new_shape_expr(dims, reader.shape_type(dims)))
+        key = ("shape", dims)
+        st = M.interned.get(key)
+        if st is None:
+            st = M.interned[key] = new_shape_type(dims)
+        return node_shape_expr(dims, st)
     if ti == L.t_generic_const:
         val = e + L.o_const_value
         if any_type(val) != K_DATATYPE:
             return None
-        return reader.interned.get(("dtype-imm", (<const uint32_t*>(val + 8))[0]))
+        return M.interned.get(("dtype-imm", (<const uint32_t*>(val + 8))[0]))
     if ti == L.t_string_imm:  # leaves are immutable: one node per string / integer
         s = read_string(e + L.o_str_value)
         if s is None:
             return None
         key = ("string-imm", s)
-        r = reader.interned.get(key)
+        r = M.interned.get(key)
         if r is None:
-            r = reader.interned[key] = StringImm(s)
+            r = M.interned[key] = StringImm(s)
         return r
     if ti == L.t_int_imm:
         val = e + L.o_imm_value
         if any_type(val) != K_INT:
             return None
-        r = reader.ints.get(((<const int64_t*>(val + 8))[0], addr(obj_field(e, L.o_expr_ty))))
+        r = M.ints.get(((<const int64_t*>(val + 8))[0], addr(obj_field(e, L.o_expr_ty))))
         if r is None:
             return None
         key = ("prim-value", r)
-        pv = reader.interned.get(key)
+        pv = M.interned.get(key)
         if pv is None:
-            pv = reader.interned[key] = PrimValue(r)
+            pv = M.interned[key] = PrimValue(r)
         return pv
     return None
 
 
-cdef object read_call(Layout L, const char* c, reader, dict vars):
+cdef object read_call(Layout L, const char* c, Memo M):
     """A ``Call`` read here in full, or None."""
     cdef const char* arr
     cdef const char* data
     cdef int64_t n, i
     if obj_field(c, L.o_call_attrs) != NULL:
         return None
-    callee = reader.callees.get(addr(obj_field(c, L.o_call_op)))
+    callee = M.callees.get(addr(obj_field(c, L.o_call_op)))
     if callee is None:
         return None
     arr = obj_field(c, L.o_call_args)
@@ -387,7 +473,7 @@ cdef object read_call(Layout L, const char* c, reader, dict vars):
     data = array_data(arr)
     args = [None] * n
     for i in range(n):
-        a = read_arg(L, any_type(data + 16 * i), any_obj(data + 16 * i), reader, vars)
+        a = read_arg(L, any_type(data + 16 * i), any_obj(data + 16 * i), M)
         if a is None:
             return None
         args[i] = a
@@ -401,17 +487,27 @@ cdef object read_call(Layout L, const char* c, reader, dict vars):
         for i in range(n):
             if any_type(data + 16 * i) < K_OBJECT_BEGIN:
                 return None
-            t = read_type(L, any_obj(data + 16 * i), reader)
+            t = read_type(L, any_obj(data + 16 * i), M)
             if t is None:
                 return None
             ty_args[i] = t
         ty_args = tuple(ty_args)
     else:
         ty_args = ()
-    ty = read_type(L, obj_field(c, L.o_expr_ty), reader)
+    ty = read_type(L, obj_field(c, L.o_expr_ty), M)
     if ty is None:
         return None
-    return untracked(new_call(callee, untracked(tuple(args)), EMPTY_ATTRS, ty_args, ty))
+    args = untracked(tuple(args))
+    if callee is M.builtin_alloc and not ty_args:  # the type its shape and dtype give (_Reader)
+        shape, dtype = args[0], args[1]
+        if type(shape) is not ShapeExpr or type(dtype) is not DataTypeImm:
+            return None
+        key = (shape.values, dtype.value, len(shape.values), None)
+        t = M.interned.get(key)
+        if t is None:
+            return None
+        ty_args = (t,)
+    return node_call(callee, args, ty_args, ty)
 
 
 def register_dtype_imm(Layout L, reader, size_t const_addr, node):
@@ -435,7 +531,8 @@ def read_bindings(Layout L, reader, bindings, slow, list out):
     cdef const char* val
     cdef int64_t n, i
     cdef int32_t vt, ct
-    cdef dict vars = reader.vars
+    cdef Memo M = Memo(reader)
+    cdef dict vars = M.vars
     record = reader.record
     get = reader.get
     if obj_type(arr) != K_ARRAY:
@@ -452,22 +549,20 @@ def read_bindings(Layout L, reader, bindings, slow, list out):
             if vt == L.t_var or vt == L.t_dfvar:
                 ct = obj_type(val)
                 if ct == L.t_call:
-                    value = read_call(L, val, reader, vars)
+                    value = read_call(L, val, M)
                 elif ct == L.t_var or ct == L.t_dfvar:
                     value = vars.get(addr(val))  # an alias of a variable defined before
                 if value is not None:
-                    ty = read_type(L, obj_field(v, L.o_expr_ty), reader)
+                    ty = read_type(L, obj_field(v, L.o_expr_ty), M)
                     name = read_string(v + L.o_var_name)
                     if ty is None or name is None:
                         value = None
-                    elif type(value) is Call and value.op is reader.builtin_alloc and not value.ty_args:
-                        value = reader.implied_alloc_ty_args(value)
         if value is None:
             out.append(slow(get(bindings, i)))
             continue
-        var = untracked(new_var(DataflowVar if vt == L.t_dfvar else Var, name, ty))
+        var = node_var(vt == L.t_dfvar, name, ty)
         vars[addr(v)] = var
-        nb = untracked(new_binding(var, value))
+        nb = node_binding(var, value)
         if record is not None:
             tb = get(bindings, i)
             record[nb] = tb
