@@ -12,6 +12,8 @@ batch norm into the convolutions):
 
 - element-wise ops map one to one (``Relu`` -> ``R.nn.relu``, ``Add`` -> ``R.add``, ...);
   binary ops on two constants or two scalar shape values are folded at import time;
+  ``HardSigmoid``, ``HardSwish``, ``Elu``, ``Selu`` and ``Softplus`` are TVM's formulas of
+  element-wise ops, ``PRelu`` TVM's per-axis ``R.nn.prelu`` (``where`` otherwise);
 - ``Gemm`` -> ``permute_dims`` / ``matmul`` / ``add`` (with ``alpha``/``beta`` scaling),
   ``Conv`` -> ``conv1d/2d/3d`` plus a reshaped bias ``add``, pools, ``LayerNormalization``,
   ``Softmax`` (opset >= 13), ``Gelu``;
@@ -66,7 +68,7 @@ def _is_const(v) -> bool:
 _UNARY = {
     "Relu": "nn.relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "Sqrt": "sqrt", "Erf": "erf", "Exp": "exp",
     "Log": "log", "Cos": "cos", "Sin": "sin", "Abs": "abs", "Floor": "floor", "Ceil": "ceil",
-    "Not": "logical_not", "Sign": "sign", "Softplus": "nn.softplus",
+    "Not": "logical_not", "Sign": "sign",
 }
 
 
@@ -187,6 +189,100 @@ def _cast_like(ctx):
         return ctx.const(np.asarray(x.data).astype(to), to)
     x = ctx.tensor_operand(0)
     return x if ctx.dtype_of(x) == to else ctx.call("astype", x, dtype=to)
+
+
+# ------------------------------------------------------------------------------------ activations
+@_register("LeakyRelu")
+def _leaky_relu(ctx):
+    return ctx.call("nn.leakyrelu", ctx.tensor_operand(0), alpha=float(ctx.attr("alpha", 0.01)))
+
+
+@_register("HardSigmoid")
+def _hard_sigmoid(ctx):
+    x = ctx.tensor_operand(0)
+    dtype = ctx.dtype_of(x)
+    alpha, beta = ctx.const(float(ctx.attr("alpha", 0.2)), dtype), ctx.const(float(ctx.attr("beta", 0.5)), dtype)
+    return ctx.call("clip", ctx.call("add", ctx.call("multiply", alpha, x), beta), 0, 1)
+
+
+@_register("HardSwish")
+def _hard_swish(ctx):
+    x = ctx.tensor_operand(0)
+    dtype = ctx.dtype_of(x)
+    gate = ctx.call("clip", ctx.call("add", x, ctx.const(3, dtype)), 0, 6)
+    return ctx.call("multiply", x, ctx.call("divide", gate, ctx.const(6, dtype)))
+
+
+def _elu_terms(ctx, x, alpha: float):
+    """TVM's ``-alpha * relu(1 - exp(x)) + relu(x)`` (constants float32, as ``relax.const``)."""
+    neg = ctx.call("multiply", ctx.const(-alpha), ctx.call("nn.relu", ctx.call("subtract", ctx.const(1.0),
+                                                                                ctx.call("exp", x))))
+    return ctx.call("add", neg, ctx.call("nn.relu", x))
+
+
+@_register("Elu")
+def _elu(ctx):
+    return _elu_terms(ctx, ctx.tensor_operand(0), float(ctx.attr("alpha", 1.0)))
+
+
+@_register("Selu")
+def _selu(ctx):
+    x = ctx.tensor_operand(0)
+    alpha = float(ctx.attr("alpha", 1.67326319217681884765625))
+    gamma = float(ctx.attr("gamma", 1.05070102214813232421875))
+    return ctx.call("multiply", ctx.const(gamma), _elu_terms(ctx, x, alpha))
+
+
+@_register("Softplus")
+def _softplus(ctx):
+    x = ctx.tensor_operand(0)
+    dtype = ctx.dtype_of(x)
+    tail = ctx.call("log", ctx.call("add", ctx.const(1, dtype),
+                                    ctx.call("exp", ctx.call("negative", ctx.call("abs", x)))))
+    return ctx.call("add", ctx.call("maximum", x, ctx.const(0, dtype)), tail)
+
+
+@_register("PRelu")
+def _prelu(ctx):
+    x, slope = ctx.tensor_operand(0), ctx.tensor_operand(1)
+    rank = ctx.rank(x)
+    dims = [static_dim(d) for d in ctx.shape_of(slope)]
+    if None in dims:
+        raise ctx.error("the slope must have a static shape")
+    if all(d == 1 for d in dims):
+        return ctx.call("nn.prelu", x, ctx.call("reshape", slope, [1]), axis=rank - 1)
+    if len(dims) == 1:
+        return ctx.call("nn.prelu", x, ctx.call("reshape", slope, [dims[0]]), axis=rank - 1)
+    if len(dims) > rank:
+        raise ctx.error(f"a slope of rank {len(dims)} does not broadcast to an input of rank {rank}")
+    wide = [i for i, d in enumerate(dims) if d != 1]
+    if len(wide) == 1:
+        return ctx.call("nn.prelu", x, ctx.call("reshape", slope, [dims[wide[0]]]), axis=rank - len(dims) + wide[0])
+    return ctx.call("where", ctx.call("less", x, ctx.const(0, ctx.dtype_of(x))), ctx.call("multiply", x, slope), x)
+
+
+@_register("Dropout")
+def _dropout(ctx):
+    ratio = ctx.attr("ratio", 0.5)
+    if ctx.has_input(1):
+        ratio = ctx.constant_array(1, "the ratio")
+    out = ctx.emit(ctx.call("nn.dropout", ctx.tensor_operand(0), rate=float(np.asarray(ratio))))
+    return [ctx.emit(ctx.item(out, i)) for i in range(len(out.ty.fields))]
+
+
+def _arg_reduce(op_name):
+    def convert(ctx):
+        x = ctx.tensor_operand(0)
+        if ctx.attr("select_last_index", 0):
+            raise ctx.error("select_last_index=1 is not supported")
+        axis = ctx.attr("axis", 0)
+        axis = axis + ctx.rank(x) if axis < 0 else axis
+        return ctx.call(op_name, x, axis=axis, keepdims=bool(ctx.attr("keepdims", 1)))
+    return convert
+
+
+CONVERTERS["ArgMax"] = _arg_reduce("argmax")
+CONVERTERS["ArgMin"] = _arg_reduce("argmin")
 
 
 # ------------------------------------------------------------------------------------ nn

@@ -391,3 +391,41 @@ def test_models_not_equal_to_tvms_import_compute_as_onnx_reference(name, onnx_di
     assert len(got) == len(expected)
     for ours, ref in zip(got, expected):
         np.testing.assert_allclose(ours, ref, rtol=1e-3, atol=1e-4)
+
+
+def _activation_model():
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(11)
+    nodes = [("LeakyRelu", ["x"], ["a"], dict(alpha=0.1)), ("HardSigmoid", ["a"], ["b"], {}),
+             ("HardSwish", ["b"], ["c"], {}), ("Elu", ["c"], ["d"], dict(alpha=0.7)), ("Selu", ["d"], ["e"], {}),
+             ("Softplus", ["e"], ["f"], {}), ("PRelu", ["f", "s1"], ["g"], {}), ("PRelu", ["g", "s3"], ["h"], {}),
+             ("Dropout", ["h"], ["i"], {}), ("ArgMax", ["i"], ["am"], dict(axis=1, keepdims=0)),
+             ("ArgMin", ["x"], ["an"], dict(axis=-1))]
+    inits = [numpy_helper.from_array(rng.standard_normal(4).astype("float32"), "s1"),
+             numpy_helper.from_array(rng.standard_normal((4, 1, 1)).astype("float32"), "s3")]
+    graph = helper.make_graph(
+        [helper.make_node(op, i, o, name=f"n{k}_{op}", **a) for k, (op, i, o, a) in enumerate(nodes)], "acts",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4, 3, 4])],
+        [helper.make_tensor_value_info("i", TensorProto.FLOAT, None),
+         helper.make_tensor_value_info("am", TensorProto.INT64, None),
+         helper.make_tensor_value_info("an", TensorProto.INT64, None)], initializer=inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)])
+
+
+def test_activation_ops_match_tvm_and_compute_as_onnx_reference():
+    """LeakyRelu, HardSigmoid, HardSwish, Elu, Selu, Softplus, PRelu (per-channel slopes of
+    rank 1 and 3), Dropout (inference: identity plus mask), ArgMax/ArgMin: structurally
+    TVM's import, and TVM's build of it computes what ``onnx.reference`` computes."""
+    from onnx.reference import ReferenceEvaluator
+
+    from memcore_py.frontend.onnx_model import onnx_params
+
+    model = _activation_model()
+    ours = from_onnx(model)
+    tvm.ir.assert_structural_equal(to_tvm(ours), _tvm_import(model))
+    x = np.random.default_rng(12).standard_normal((2, 4, 3, 4)).astype("float32") * 3
+    expected = ReferenceEvaluator(model).run(None, {"x": x})
+    got = _run_on_tvm(ours, [x, *onnx_params(model).values()])
+    for name, mine, ref in zip(("i", "am", "an"), got, expected):
+        np.testing.assert_allclose(mine, ref, rtol=1e-4, atol=1e-5, err_msg=name)
