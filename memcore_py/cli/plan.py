@@ -25,7 +25,8 @@ bytes (``3072*n + 1536``); ``--bind n=512`` (repeatable, or ``n=512,m=4``) evalu
 figure at the given values (the lower bound too).
 
 A module with high-level op calls (TVM's torch importer output) is first lowered for planning
-(``LowerForPlanning, ToNonDataflow, RemovePurityChecking, CallTIRRewrite``) without TVM.
+(``LowerForPlanning, ToNonDataflow, RemovePurityChecking, CallTIRRewrite``) without TVM; with
+``--fused``, ``LowerForPlanning(fuse=True)`` groups the kernels as TVM's FuseOps/FuseTIR do.
 ``--top N`` adds the tensors live at each function's peak (per mode; in the JSON as
 ``peak``), ``--plot OUT.png`` draws the memory timelines
 (:mod:`memcore_py.planning.plot`, extra ``plot``).
@@ -78,6 +79,9 @@ def add_arguments(parser) -> None:
                         help="module:function input: export dimension DIM of example input INPUT (position or "
                              "forward() argument name) as the symbol NAME, optionally bounded (repeatable; "
                              "e.g. --dynamic seq=0:1:2:512)")
+    parser.add_argument("--fused", action="store_true",
+                        help="lower high-level modules (.pt2, .onnx, module:function, importer text) as TVM's "
+                             "fused pipeline does (FuseOps + FuseTIR grouping) instead of one kernel per op")
     parser.add_argument("--print-ir", action="store_true",
                         help="print the module after the pipeline (TVMScript) instead of the table")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -286,9 +290,11 @@ def plan_and_report(mod, name: str = "module", reference: dict | None = None, ti
                         arena_seconds=best["arena"], reference=reference, runs=runs, bind=bind)
 
 
-def _plan_one(label: str, source, reference, before, after, mode: str, time_limit=None, bind=None, stages=None):
+def _plan_one(label: str, source, reference, before, after, mode: str, time_limit=None, bind=None, stages=None,
+              fused: bool = False):
     """Plan one input (``source``: TVMScript text or a module); ``stages`` gets the lowering
-    time when the module is lowered for planning first."""
+    time when the module is lowered for planning first (with TVM's FuseOps grouping when
+    ``fused``)."""
     from ..errors import MemcoreError
     from ..transform import Sequential
 
@@ -300,7 +306,8 @@ def _plan_one(label: str, source, reference, before, after, mode: str, time_limi
             from ..transform import CallTIRRewrite, LowerForPlanning, RemovePurityChecking, ToNonDataflow
 
             t0 = time.perf_counter()
-            mod = Sequential([LowerForPlanning(), ToNonDataflow(), RemovePurityChecking(), CallTIRRewrite()])(mod)
+            mod = Sequential([LowerForPlanning(fuse=fused), ToNonDataflow(), RemovePurityChecking(),
+                              CallTIRRewrite()])(mod)
             if stages is not None:
                 stages["lowering"] = time.perf_counter() - t0
         if before:
@@ -375,7 +382,8 @@ def run(args, out=None) -> int:
         with Progress(len(inputs), "planning") as bar:  # on a terminal's stderr, after 1 s
             for label, source, ref, stages in inputs:
                 bar.start(label)
-                results.append(_plan_one(label, source, ref, before, after, args.mode, args.time_limit, bind, stages))
+                results.append(_plan_one(label, source, ref, before, after, args.mode, args.time_limit, bind, stages,
+                                         fused=args.fused))
                 bar.advance()
         stages = [st for *_, st in inputs]
         _check_bind_names(bind, [report.tvm_module for report, _, _ in results])

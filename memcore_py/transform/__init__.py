@@ -17,3 +17,4 @@ from .dataflow_use_inplace_calls import DataflowUseInplaceCalls  # noqa: F401,E4
 from .dead_code_elimination import DeadCodeElimination  # noqa: F401,E402
 from .attach_attr_layout_free_buffers import AttachAttrLayoutFreeBuffers  # noqa: F401,E402
 from .lower_for_planning import LowerForPlanning  # noqa: F401,E402
+from .fuse_for_planning import fuse_for_planning  # noqa: F401,E402

@@ -84,3 +84,25 @@ def test_high_level_text_is_lowered_for_planning(capsys):
              if isinstance(b.value, Call) and getattr(b.value.op, "name", "") == "relax.memory.alloc_storage"]
     assert fn["tvm"]["n_storages"] == len(sizes) > 0
     assert fn["tvm"]["bytes"] == sum(sizes)
+
+
+def test_fused_flag_plans_as_the_fused_lowering(capsys):
+    """``--fused`` lowers with TVM's FuseOps grouping (LowerForPlanning(fuse=True), equal to
+    TVM's fused pipeline in tests/oracle/test_fused_planning_oracle.py): its bytes are that
+    pipeline's, and differ from the unfused plan's on ResNet-50."""
+    import memcore_py
+    from memcore_py.examples.models import highlevel_model_text
+    from memcore_py.ir.expr import Call
+    from memcore_py.transform import CallTIRRewrite, RemovePurityChecking, Sequential, StaticPlanBlockMemory, ToNonDataflow
+    from memcore_py.transform.lower_for_planning import LowerForPlanning
+
+    def storage_bytes(fuse):
+        planned = Sequential([LowerForPlanning(fuse=fuse), ToNonDataflow(), RemovePurityChecking(), CallTIRRewrite(),
+                              StaticPlanBlockMemory(mode="tvm")])(memcore_py.parse(highlevel_model_text("resnet50")))
+        return sum(b.value.args[0].values[0].value for blk in planned["main"].body.blocks for b in blk.bindings
+                   if isinstance(b.value, Call) and getattr(b.value.op, "name", "") == "relax.memory.alloc_storage")
+
+    rc, out, _ = run_cli(capsys, "plan", MODELS / "highlevel" / "resnet50.py.gz", "--json", "--mode", "tvm", "--fused")
+    assert rc == 0
+    fused = json.loads(out)["modules"][0]["functions"][0]["tvm"]["bytes"]
+    assert fused == storage_bytes(True) != storage_bytes(False)
