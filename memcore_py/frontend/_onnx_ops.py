@@ -107,7 +107,7 @@ _BINARY = {"Add": ("add", np.add), "Sub": ("subtract", np.subtract), "Mul": ("mu
            "Div": ("divide", np.divide), "Pow": ("power", np.power), "Less": ("less", np.less),
            "Greater": ("greater", np.greater), "LessOrEqual": ("less_equal", np.less_equal),
            "GreaterOrEqual": ("greater_equal", np.greater_equal), "And": ("logical_and", np.logical_and),
-           "Or": ("logical_or", np.logical_or), "Max": ("maximum", np.maximum), "Min": ("minimum", np.minimum)}
+           "Or": ("logical_or", np.logical_or)}
 _PRIM_BINARY = {"Add": lambda a, b: a + b, "Sub": lambda a, b: a - b, "Mul": lambda a, b: a * b,
                 "Div": lambda a, b: a // b}
 
@@ -135,6 +135,51 @@ def _binary(onnx_name, op_name, numpy_op):
 
 for _onnx_name, (_relax_name, _np_op) in _BINARY.items():
     CONVERTERS[_onnx_name] = _binary(_onnx_name, _relax_name, _np_op)
+
+
+def _broadcast_dims(ctx, shapes):
+    """TVM's ``compute_broadcast_shape`` over ``shapes`` (a symbolic dim broadcasts with 1 or
+    with the same variable only)."""
+    rank = max(len(s) for s in shapes)
+    out = []
+    for dims in zip(*[[IntImm(1)] * (rank - len(s)) + list(s) for s in shapes]):
+        dim = dims[0]
+        for d in dims[1:]:
+            a, b = static_dim(dim), static_dim(d)
+            if a is not None and b is not None:
+                if a != b and 1 not in (a, b):
+                    raise ctx.error(f"cannot broadcast dimensions {a} and {b}")
+                dim = IntImm(max(a, b))
+            elif a == 1 or (a is None and b is None and d is dim):
+                dim = d
+            elif b != 1:
+                raise ctx.error(f"cannot broadcast dimensions {dim} and {d} (a symbolic dimension broadcasts with "
+                                "1 or itself only)")
+        out.append(dim)
+    return out
+
+
+def _variadic(reduce_name, numpy_op):
+    """``Max``/``Min``/``Sum``/``Mean`` of any number of inputs, as TVM writes them: each input
+    broadcast to the common shape, stacked, reduced over the new axis."""
+    def convert(ctx):
+        n = len(ctx.node.input)
+        raw = [ctx.raw(i) for i in range(n)]
+        if all(_is_const(v) for v in raw):
+            arrays = [np.asarray(v.data) for v in raw]
+            shape = np.broadcast_shapes(*(a.shape for a in arrays))
+            out = numpy_op(np.stack([np.broadcast_to(a, shape) for a in arrays]), axis=0)
+            return ctx.const(out, str(out.dtype))
+        tensors = [ctx.tensor_operand(i) for i in range(n)]
+        target = _broadcast_dims(ctx, [ctx.shape_of(t) for t in tensors])
+        stacked = ctx.call("stack", [ctx.emit(ctx.call("broadcast_to", t, target)) for t in tensors], axis=0)
+        return ctx.call(reduce_name, ctx.emit(stacked), axis=0)
+    return convert
+
+
+for _onnx_name, _relax_name, _np_op in (("Max", "max", np.max), ("Min", "min", np.min), ("Sum", "sum", np.sum),
+                                        ("Mean", "mean", np.mean)):
+    CONVERTERS[_onnx_name] = _variadic(_relax_name, _np_op)
 
 
 @_register("Equal")
@@ -175,7 +220,34 @@ def _cast(ctx):
         return ctx.const(np.asarray(x.data).astype(to), to)
     if isinstance(x, PrimValue):
         return x
-    return ctx.call("astype", ctx.operand(0), dtype=to)
+    x = ctx.operand(0)
+    if to.startswith(("int", "uint")) and ctx.dtype_of(x).startswith(("float", "bfloat")):
+        return _float_to_int(ctx, x, to)
+    return ctx.call("astype", x, dtype=to)
+
+
+def _float_to_int(ctx, x, to: str):
+    """TVM's float -> int cast: non-finite values become 0, then the value wraps modulo
+    ``2**bits`` (two's complement for signed types), as ONNX's reference does."""
+    src = ctx.dtype_of(x)
+    clean = ctx.emit(ctx.call("where", ctx.call("logical_not", ctx.call("isfinite", x)), ctx.const(0.0, src), x))
+    signed, bits = to.startswith("int"), int(to.lstrip("uint"))
+    if bits == 64:
+        return ctx.call("astype", clean, dtype=to)
+    temp = "int64" if bits >= 32 else "int32"
+    t = ctx.call("astype", clean, dtype=temp)
+    if bits == 32:
+        two_pow = ctx.const(1 << bits, temp)
+        unsigned = ctx.call("floor_mod", t, two_pow)
+    else:
+        mask = ctx.const((1 << bits) - 1, temp)
+        unsigned = ctx.call("bitwise_and", t, mask)
+        two_pow = ctx.call("add", mask, ctx.const(1, temp))
+    if signed:  # the unsigned value is read three times: bound once (TVM's normalizer reuses it)
+        unsigned = ctx.emit(unsigned)
+        unsigned = ctx.call("where", ctx.call("greater_equal", unsigned, ctx.const(1 << (bits - 1), temp)),
+                            ctx.call("subtract", unsigned, two_pow), unsigned)
+    return ctx.call("astype", unsigned, dtype=to)
 
 
 @_register("CastLike")

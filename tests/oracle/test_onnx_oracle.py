@@ -429,3 +429,53 @@ def test_activation_ops_match_tvm_and_compute_as_onnx_reference():
     got = _run_on_tvm(ours, [x, *onnx_params(model).values()])
     for name, mine, ref in zip(("i", "am", "an"), got, expected):
         np.testing.assert_allclose(mine, ref, rtol=1e-4, atol=1e-5, err_msg=name)
+
+
+def _single_op_cases():
+    from onnx import TensorProto as T
+
+    f, b = T.FLOAT, T.BOOL
+    cases = [(op, 1, f, f, {}) for op in ("Relu", "Sigmoid", "Tanh", "Sqrt", "Erf", "Exp", "Log", "Cos", "Sin", "Abs",
+                                          "Floor", "Ceil", "Sign", "Identity", "Gelu", "Transpose")]
+    cases += [("Not", 1, b, b, {}), ("Softmax", 1, f, f, {"axis": 0}), ("LogSoftmax", 1, f, f, {"axis": -1}),
+              ("ReduceSum", 1, f, f, {"keepdims": 0}), ("ReduceMax", 1, f, f, {"keepdims": 1})]
+    cases += [(op, 2, f, f, {}) for op in ("Add", "Sub", "Mul", "Div", "Pow")]
+    cases += [(op, 2, f, b, {}) for op in ("Less", "Greater", "LessOrEqual", "GreaterOrEqual", "Equal")]
+    cases += [(op, 2, b, b, {}) for op in ("And", "Or")]
+    cases += [(op, k, f, f, {}) for op in ("Max", "Min", "Sum", "Mean") for k in (2, 3)]
+    cases += [("Cast", 1, f, to, {"to": to}) for to in (T.INT8, T.INT16, T.UINT8, T.INT32, T.UINT32, T.INT64,
+                                                        T.FLOAT16)]
+    return cases
+
+
+def _single_op_model(op, n_inputs, in_type, out_type, attrs):
+    from onnx import helper
+
+    names = [f"x{i}" for i in range(n_inputs)]
+    graph = helper.make_graph([helper.make_node(op, names, ["y"], name="n", **attrs)], "g",
+                              [helper.make_tensor_value_info(n, in_type, [2, 3]) for n in names],
+                              [helper.make_tensor_value_info("y", out_type, None)])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)])
+
+
+@pytest.mark.parametrize("op, n_inputs, in_type, out_type, attrs", _single_op_cases(),
+                         ids=lambda v: v if isinstance(v, str) else None)
+def test_single_op_imports_as_tvm(op, n_inputs, in_type, out_type, attrs):
+    model = _single_op_model(op, n_inputs, in_type, out_type, attrs)
+    tvm.ir.assert_structural_equal(to_tvm(from_onnx(model)), _tvm_import(model))
+
+
+@pytest.mark.parametrize("op, n_inputs, in_type, out_type, attrs",
+                         [c for c in _single_op_cases() if c[0] in ("Cast", "Max", "Mean")],
+                         ids=lambda v: v if isinstance(v, str) else None)
+def test_casts_and_variadic_ops_compute_as_onnx_reference(op, n_inputs, in_type, out_type, attrs):
+    """Float -> int casts wrap modulo 2**bits (non-finite values -> 0), as ONNX's reference."""
+    from onnx.reference import ReferenceEvaluator
+
+    model = _single_op_model(op, n_inputs, in_type, out_type, attrs)
+    rng = np.random.default_rng(1)
+    scale = 1000.0 if op == "Cast" else 1.0
+    inputs = [(rng.standard_normal((2, 3)) * scale).astype("float32") for _ in range(n_inputs)]
+    (expected,) = ReferenceEvaluator(model).run(None, {f"x{i}": x for i, x in enumerate(inputs)})
+    (got,) = _run_on_tvm(from_onnx(model), inputs)
+    np.testing.assert_allclose(got.astype("float64"), expected.astype("float64"), rtol=1e-3, atol=1e-5)
