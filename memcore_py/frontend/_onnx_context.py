@@ -34,7 +34,24 @@ from ..ir.prim import IntImm
 from ..ir.types import TensorType
 from ._aten_context import AtenContext
 
-__all__ = ["OnnxContext", "node_label"]
+__all__ = ["OnnxContext", "node_label", "onnx_dtype", "is_constant"]
+
+_ONNX_DTYPES = {1: "float32", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6: "int32", 7: "int64",
+                9: "bool", 10: "float16", 11: "float64", 12: "uint32", 13: "uint64", 16: "bfloat16"}
+
+
+def onnx_dtype(code: int, where: str = "") -> str:
+    """The Relax dtype of an ONNX ``TensorProto`` element type code."""
+    out = _ONNX_DTYPES.get(int(code))
+    if out is None:
+        raise FrontendError(f"{where + ': ' if where else ''}ONNX element type {code} has no Relax dtype "
+                            f"(supported: {', '.join(sorted(set(_ONNX_DTYPES.values())))})")
+    return out
+
+
+def is_constant(value) -> bool:
+    """Whether ``value`` is a constant whose data is known at import time."""
+    return isinstance(value, Constant) and value.data is not None
 
 
 def node_label(node) -> str:
@@ -143,7 +160,7 @@ class OnnxContext(AtenContext):
         if name in self.initializers:
             return self.initializer_array(name)
         value = self.env.get(name)
-        if isinstance(value, Constant) and value.data is not None:
+        if is_constant(value):
             return np.asarray(value.data)
         return None
 

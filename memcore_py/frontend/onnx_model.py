@@ -44,8 +44,8 @@ from ..ir._util import gc_paused
 from ..ir.expr import Tuple, Var
 from ..ir.prim import PrimVar
 from ..ir.types import TensorType
-from ._onnx_context import OnnxContext, node_label
-from ._onnx_ops import CONVERTERS, onnx_dtype
+from ._onnx_context import OnnxContext, node_label, onnx_dtype
+from ._onnx_ops import CONVERTERS
 
 __all__ = ["from_onnx", "require_onnx", "load_onnx", "onnx_params", "unsupported_onnx_operators"]
 

@@ -189,14 +189,16 @@ def test_llama_differs_from_tvm_only_by_expand_shapes(onnx_dir):
     assert all(all(isinstance(d, tvm.tirx.IntImm) for d in ty.shape.values) for ty in broadcasts)
 
 
-#: memcore's planner keeps a tensor read by ``R.shape_of`` unplanned (``builtin.alloc_tensor``):
-#: LowerForPlanning leaves ``shape_of`` of a static shape as a call using the tensor, where
-#: TVM's pipeline folds it to a shape constant and plans the tensor. ViT's ``Gather`` on an
-#: activation (``x[:, 0]``) reads ``shape_of`` of the final layer norm's output.
-SHAPE_OF_GAP = "LowerForPlanning keeps R.shape_of(x) of a static x as a use of x (TVM folds it); x is left unplanned"
+#: ViT's ``Gather`` on an activation (``x[:, 0]``) reads ``R.shape_of`` of the final layer
+#: norm's output; the binding is unused once lowered. TVM's FoldConstant ends with
+#: RemoveAllUnused and plans the tensor; memcore's unfused LowerForPlanning at the time of
+#: writing keeps the dead ``shape_of`` binding, a use that leaves the tensor unplanned
+#: (``builtin.alloc_tensor``). Not strict: removing unused bindings in the unfused path too (in
+#: progress in lower_for_planning.py) makes the plans equal; then drop this mark.
+SHAPE_OF_GAP = "LowerForPlanning (unfused) keeps the dead R.shape_of(x) binding TVM removes; x is left unplanned"
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=SHAPE_OF_GAP))
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(strict=False, reason=SHAPE_OF_GAP))
                                   if n == "vit" else n for n in EQUAL_TO_TVM])
 def test_onnx_plan_matches_tvm_unfused_plan(name, onnx_dir):
     model = _model(name, onnx_dir)
