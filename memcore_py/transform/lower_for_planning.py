@@ -341,7 +341,7 @@ def lower_for_planning(mod: IRModule, *, fuse: bool = False, max_depth: int = MA
             lw.func_name = gv.name
             new = lw.visit_function(func)
             if new is not func:
-                updates[gv] = remove_all_unused(new, mod) if fuse else new
+                updates[gv] = remove_all_unused(new, mod)  # TVM's FoldConstant ends with RemoveAllUnused
     if not updates:
         return mod
     out = mod.with_functions({**updates, **lw.new_funcs})

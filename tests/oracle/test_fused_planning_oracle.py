@@ -450,9 +450,9 @@ def test_random_program_fuses_and_plans_as_tvm(seed, dynamic):
     compare(f"random{seed}", memcore_fused(memcore_py.parse(text)), tvm_fused(tvm.script.from_source(text)))
 
 
-@pytest.mark.xfail(strict=True, reason="the unfused LowerForPlanning keeps unused bindings, which TVM's FoldConstant "
-                                       "removes (RemoveAllUnused); the fused variant removes them")
 def test_random_programs_with_dead_code_plan_unfused_as_tvm():
+    """The unfused lowering removes bindings left unused, as TVM's FoldConstant does
+    (RemoveAllUnused): random programs with dead code plan as TVM's unfused pipeline."""
     from oracle.test_lower_for_planning_oracle import memcore_plan, tvm_unfused_plan
 
     for seed in range(10):
