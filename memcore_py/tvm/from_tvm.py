@@ -95,6 +95,33 @@ _SYMBOLIC = "symbolic-vars"
 _BUILTIN_ALLOC = get_op("relax.builtin.alloc_tensor")
 
 
+class _Shared:
+    """Memo tables shared by every conversion, so that a small module does not pay for
+    reading TVM's ops, dtypes and integers through the Python API each time: dtype by
+    ``PrimType`` address, op by ``Op`` address, interned ``IntImm`` by (value, ``PrimType``
+    address), and the value-keyed interned nodes (tensor and shape types, dtype/string/prim
+    leaves; memcore nodes are immutable, so modules may share them). Every TVM object whose
+    address is a key is kept alive in ``keep``, so an address can never be reused by another
+    object while its entry exists. The tables are dropped together when they grow past
+    :data:`SHARED_MAX` entries (symbolic shapes make new keys per module)."""
+
+    __slots__ = ("dtypes", "ops", "ints", "interned", "keep")
+
+    def __init__(self):
+        self.reset()
+
+    def reset(self):
+        self.dtypes, self.ops, self.ints, self.interned, self.keep = {}, {}, {}, {}, []
+
+    def tables(self):
+        if len(self.ints) + len(self.interned) > SHARED_MAX:
+            self.reset()
+        return self.dtypes, self.ops, self.ints, self.interned, self.keep
+
+
+#: Entries of the shared memo tables (:class:`_Shared`) above which they are dropped.
+SHARED_MAX = 1 << 16
+_SHARED = _Shared()
 _LAYOUT = []
 
 
@@ -126,12 +153,10 @@ class _Reader:
         self.vars = {}
         self.gvars = {}
         self.types = {}
-        self.dtypes = {}
-        self.ops = {}
         self.prims = {}
-        self.ints = {}
-        self.interned = {}
-        self.callees = {}
+        shared = _SHARED.tables()  # memo tables that outlive this conversion (_Shared)
+        self.dtypes, self.ops, self.ints, self.interned, self.keep = shared
+        self.callees = dict(self.ops)  # ops by address, then this module's GlobalVars
         self.where = "the module"
         self.binary = _binary_classes(api)
         self.vdevices = self._vdevice_list(tvm_mod)
@@ -174,6 +199,7 @@ class _Reader:
             if s == "void":
                 s = ""
             self.dtypes[h] = s
+            self.keep.append(prim_type)  # its address keys the shared tables (_Shared)
         return s
 
     # ------------------------------------------------------------------ PrimExpr
@@ -353,6 +379,7 @@ class _Reader:
             if not is_registered(name):
                 self.fail(f"operator {name!r}")
             r = self.ops[h] = get_op(name)
+            self.keep.append(op)
         return r
 
     def call(self, c):
@@ -576,6 +603,7 @@ class _PrimFuncSignature:
         reader.dtypes = {}
         reader.prims = {}
         reader.ints = {}
+        reader.keep = []
         reader.binary = _binary_classes(api)
         reader.layout = None
         reader.where = f"PrimFunc {self.name!r}"

@@ -66,6 +66,11 @@ __all__ = ["to_tvm"]
 _BUILTIN_ALLOC = "relax.builtin.alloc_tensor"
 
 
+#: TVM objects every conversion may share (see _Writer.__init__), dropped past _SHARED_MAX.
+_SHARED = ({}, {}, {}, {}, {}, [])
+_SHARED_MAX = 1 << 14
+
+
 class _Writer:
     """One conversion: memo tables and the per-kind writers."""
 
@@ -84,18 +89,21 @@ class _Writer:
         self.vars = {}
         self.gvars = {}
         self.types = {}
-        self.dtypes = {}
-        self.ops = {}
         self.prims = {}
-        #: immutable leaves written once per conversion and shared (TVM shares them too):
-        #: (value, dtype) -> IntImm, dims tuple -> ShapeExpr, str -> StringImm / dtype constant
-        self.ints = {}
+        #: immutable leaves written once and shared (TVM shares them too). Per conversion:
+        #: dims tuple -> ShapeExpr (dims may hold this module's symbolic vars); across
+        #: conversions (_SHARED): dtype str -> PrimType, op -> Op, (value, dtype) -> IntImm,
+        #: str -> StringImm / dtype constant, the missing type and ``R.Object``
         self.shapes = {}
-        self.strings = {}
-        self.dtype_imms = {}
+        shared = _SHARED
+        if sum(len(t) for t in shared[:5]) > _SHARED_MAX:
+            for t in shared[:5]:
+                t.clear()
+        self.dtypes, self.ops, self.ints, self.strings, self.dtype_imms, singletons = shared
+        if not singletons:
+            singletons.extend((api.ir_ffi.TypeMissing(), api.rx_ffi.AnyType(None)))
+        self.missing, self.any = singletons
         self.where = "the module"
-        self.missing = api.ir_ffi.TypeMissing()
-        self.any = api.rx_ffi.AnyType(None)
         self.vdevices = [api.VDevice(_target(vd.target), vd.vdevice_id, vd.memory_scope)
                          for vd in mod.global_infos.get("vdevice", ())]
         self.writers = {
