@@ -195,11 +195,9 @@ def test_llama_differs_from_tvm_only_by_expand_shapes(onnx_dir):
 #: writing keeps the dead ``shape_of`` binding, a use that leaves the tensor unplanned
 #: (``builtin.alloc_tensor``). Not strict: removing unused bindings in the unfused path too (in
 #: progress in lower_for_planning.py) makes the plans equal; then drop this mark.
-SHAPE_OF_GAP = "LowerForPlanning (unfused) keeps the dead R.shape_of(x) binding TVM removes; x is left unplanned"
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(strict=False, reason=SHAPE_OF_GAP))
-                                  if n == "vit" else n for n in EQUAL_TO_TVM])
+@pytest.mark.parametrize("name", EQUAL_TO_TVM)
 def test_onnx_plan_matches_tvm_unfused_plan(name, onnx_dir):
     model = _model(name, onnx_dir)
     mine, theirs = memcore_plan(from_onnx(model)), tvm_unfused_plan(_tvm_import(model))
