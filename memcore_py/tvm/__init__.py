@@ -45,17 +45,18 @@ StaticPlanBlockMemory + KillAfterLastUse on the ``tvm.IRModule`` take 8.2 ms):
    mutator's floor. One code path for planning (TVM-exact by the same tests), and the
    conversion is the public :func:`from_tvm` / :func:`to_tvm` pair.
 
-Where the time goes, and the gap (bench/bench_tvm_bridge.py, best times, TVM's best of its
-same-run measurements): on the real models the native StaticPlanBlockMemory +
-KillAfterLastUse, conversion included, take 2.2-2.9x TVM's two passes (bert_base 18.6-20.1 ms
-vs 8.4-8.6 ms over two runs); converting the module once is most of it (from_tvm ~10 ms on
-bert_base), since the memcore passes themselves are 4-5x faster than TVM's. Consecutive native
-passes convert once (the second takes the first one's written module,
-:class:`~memcore_py.tvm.passes._Handoff`). On 300k-binding chains the native passes are
-1.2-1.5x faster than TVM's, on 30k 1.3x slower than TVM's best run; a pass call on a
-21-binding module costs ~0.56 ms against TVM's 0.05 ms. The cost left is Python-level reading
-of FFI objects (~10 us per binding, ~60 % of it FFI field reads); a compiled reader is the
-next step.
+Where the time goes (bench/bench_tvm_bridge.py, same run): the compiled reader
+(:mod:`memcore_py.tvm._ffi_reader`, TVM's objects read from memory; the extraction floor
+above no longer applies) brought from_tvm on bert_base from 10.5 to 2.6 ms, which made full
+conversion cheaper than extraction's floor too. The native StaticPlanBlockMemory +
+KillAfterLastUse, conversion included, now take 0.88-1.2x TVM's time on the static real
+models (at least as fast on 3 of 5), 1.2-2.4x faster on the dynamic-shape ones and 3.2x
+faster on a 30k-binding chain (1.5x at 300k). Consecutive native passes convert once (the
+second takes the first one's written module, :class:`~memcore_py.tvm.passes._Handoff`), and
+the node map is left untracked by the cyclic GC. The cost left is the writer's Python-level
+TVM constructor calls (~4 per new binding; they dominate at 300k bindings) and a fixed ~0.3 ms
+per pass call (TVM: 0.05 ms); a compiled writer calling TVM's constructors through the tvm_ffi
+C API is the next step.
 """
 from ._api import TVMConversionError  # noqa: F401
 from .from_tvm import from_tvm  # noqa: F401

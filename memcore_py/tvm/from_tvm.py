@@ -34,12 +34,20 @@ variable, nested functions, TIR nodes memcore's symbolic arithmetic lacks such a
 schema) raises :class:`~memcore_py.tvm._api.TVMConversionError` naming it and the function
 it sits in.
 
-Speed: the converter reads each TVM field once (FFI field reads cost ~0.1-0.2 us, while
-iterating a ``tvm_ffi.Array`` through its Python ``__iter__`` costs ~0.7 us per element, so
-arrays are read with the FFI's size/get-item functions). Types, dtypes, ops and symbolic
-vars are memoised by the address of their TVM object (``__chandle__``), valid while the
-source module is alive (it is, for the whole call). A binding's value type is usually the
-same object as its var's type, so it is converted once.
+Speed: most of a module is read by the compiled reader (:mod:`memcore_py.tvm._ffi_reader`),
+straight from TVM's memory through the C ABI of ``tvm/ffi/c_api.h`` and the field offsets of
+tvm_ffi's reflection, checked on objects built through the Python API before first use:
+bindings of calls and variable aliases, parameters, tensor and tuple types, dims that are
+integers or known symbolic variables, and call arguments (variables, shapes, dtypes, strings,
+integers). Whatever it declines (a first occurrence that needs the Python API -- an op, a
+dtype, a symbolic variable, a composite dim --, MatchCast, If, tuples, constants ...) is read
+here through TVM's Python API, which fills the memo tables the compiled reader then uses.
+Through the Python API a field read costs ~0.1-0.2 us and an array element ~0.4 us (arrays
+are read with the FFI's size/get-item functions); BERT-base took 10.9 ms that way, 2.6 ms
+now. Types, dtypes, ops and symbolic vars are memoised by the address of their TVM object
+(``__chandle__``), valid while the object is alive: per conversion for types and variables,
+across conversions (:class:`_Shared`, which keeps every keyed object alive) for ops, dtypes
+and interned integers and nodes.
 """
 from __future__ import annotations
 
