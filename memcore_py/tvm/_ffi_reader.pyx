@@ -379,37 +379,46 @@ cdef object read_tuple_type(Layout L, const char* t, Memo M):
     return r
 
 
+cdef const char* checked_array(obj, str caller) except NULL:
+    """The address of ``obj``, an ``ffi.Array`` (TypeError naming ``caller`` otherwise)."""
+    cdef const char* arr = <const char*><size_t>obj.__chandle__()
+    if arr == NULL or obj_type(arr) != K_ARRAY:
+        raise TypeError(f"{caller} expects an ffi.Array")
+    return arr
+
+
+cdef object define_var(Layout L, Memo M, const char* v, int32_t vt):
+    """The memcore variable for the TVM variable at ``v`` (type index ``vt``), registered by
+    address; None when its name or type is not read here."""
+    ty = read_type(L, obj_field(v, L.o_expr_ty), M)
+    name = read_string(v + L.o_var_name)
+    if ty is None or name is None:
+        return None
+    var = node_var(vt == L.t_dfvar, name, ty)
+    M.vars[addr(v)] = var
+    return var
+
+
 def read_params(Layout L, reader, params, slow, list out):
     """Append the memcore variables of the ``Array[Var]`` ``params`` (a function's
     parameters) to ``out``, recorded as the Python reader records them; ``slow(tvm_var)``
     reads any variable whose type this module cannot read."""
-    cdef const char* arr = <const char*><size_t>params.__chandle__()
-    cdef const char* data
+    cdef const char* arr = checked_array(params, "read_params")
+    cdef const char* data = array_data(arr)
     cdef const char* v
-    cdef int64_t n, i
+    cdef int64_t i
     cdef int32_t vt
     cdef Memo M = Memo(reader)
-    cdef dict vars = M.vars
     record = reader.record
-    get = reader.get
-    if obj_type(arr) != K_ARRAY:
-        raise TypeError("read_params expects an ffi.Array")
-    n = array_size(arr)
-    data = array_data(arr)
-    for i in range(n):
+    for i in range(array_size(arr)):
         vt = any_type(data + 16 * i)
         v = any_obj(data + 16 * i)
-        ty = name = None
-        if vt == L.t_var or vt == L.t_dfvar:
-            ty = read_type(L, obj_field(v, L.o_expr_ty), M)
-            name = read_string(v + L.o_var_name)
-        if ty is None or name is None:
-            out.append(slow(get(params, i)))
+        var = define_var(L, M, v, vt) if vt == L.t_var or vt == L.t_dfvar else None
+        if var is None:
+            out.append(slow(reader.get(params, i)))
             continue
-        var = node_var(vt == L.t_dfvar, name, ty)
-        vars[addr(v)] = var
         if record is not None:
-            record[var] = get(params, i)
+            record[var] = reader.get(params, i)
         out.append(var)
 
 
@@ -524,24 +533,20 @@ def read_bindings(Layout L, reader, bindings, slow, list out):
     Bindings read here are recorded as the Python reader records them (binding, var and
     value -> TVM object) when ``reader.record`` is not None; ``slow(tvm_binding)`` reads
     any other and returns the memcore binding."""
-    cdef const char* arr = <const char*><size_t>bindings.__chandle__()
-    cdef const char* data
+    cdef const char* arr = checked_array(bindings, "read_bindings")
+    cdef const char* data = array_data(arr)
     cdef const char* b
     cdef const char* v
     cdef const char* val
-    cdef int64_t n, i
+    cdef int64_t i
     cdef int32_t vt, ct
     cdef Memo M = Memo(reader)
     cdef dict vars = M.vars
     record = reader.record
     get = reader.get
-    if obj_type(arr) != K_ARRAY:
-        raise TypeError("read_bindings expects an ffi.Array")
-    n = array_size(arr)
-    data = array_data(arr)
-    for i in range(n):
+    for i in range(array_size(arr)):
         b = any_obj(data + 16 * i)
-        value = None
+        value = var = None
         if any_type(data + 16 * i) == L.t_binding:
             v = obj_field(b, L.o_b_var)
             val = obj_field(b, L.o_b_value)
@@ -553,15 +558,10 @@ def read_bindings(Layout L, reader, bindings, slow, list out):
                 elif ct == L.t_var or ct == L.t_dfvar:
                     value = vars.get(addr(val))  # an alias of a variable defined before
                 if value is not None:
-                    ty = read_type(L, obj_field(v, L.o_expr_ty), M)
-                    name = read_string(v + L.o_var_name)
-                    if ty is None or name is None:
-                        value = None
-        if value is None:
+                    var = define_var(L, M, v, vt)
+        if var is None:
             out.append(slow(get(bindings, i)))
             continue
-        var = node_var(vt == L.t_dfvar, name, ty)
-        vars[addr(v)] = var
         nb = node_binding(var, value)
         if record is not None:
             tb = get(bindings, i)
