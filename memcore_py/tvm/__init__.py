@@ -49,12 +49,12 @@ Where the time goes (bench/bench_tvm_bridge.py, same run): the compiled reader
 (:mod:`memcore_py.tvm._ffi_reader`, TVM's objects read from memory; the extraction floor
 above no longer applies) brought from_tvm on bert_base from 10.5 to 2.6 ms, which made full
 conversion cheaper than extraction's floor too. The native StaticPlanBlockMemory +
-KillAfterLastUse, conversion included, now take 0.88-1.2x TVM's time on the static real
-models (at least as fast on 3 of 5), 1.2-2.4x faster on the dynamic-shape ones and 3.2x
-faster on a 30k-binding chain (1.5x at 300k). Consecutive native passes convert once (the
+KillAfterLastUse, conversion included, are now 1.08-1.42x faster than TVM's two passes on the
+static real models, 1.5-2.2x on the dynamic-shape ones and 1.8-2.5x on 30k-300k binding
+chains. Consecutive native passes convert once (the
 second takes the first one's written module, :class:`~memcore_py.tvm.passes._Handoff`), and
 the node map is left untracked by the cyclic GC. The cost left is the writer's Python-level
-TVM constructor calls (~4 per new binding; they dominate at 300k bindings) and a fixed ~0.3 ms
+TVM constructor calls (~4 per new binding; they dominate at 300k bindings) and a fixed 0.3-0.5 ms
 per pass call (TVM: 0.05 ms); a compiled writer calling TVM's constructors through the tvm_ffi
 C API is the next step.
 """
