@@ -1,8 +1,9 @@
-"""Shared by bench_spbm.py and bench_kill_after_last_use.py: chain sizes and TVM's version of
-:func:`memcore_py.testing.memory_programs.chain_module`.
+"""Shared by the benches: chain sizes and TVM's version of
+:func:`memcore_py.testing.memory_programs.chain_module`, and the alternating same-run timer.
 
 Not a benchmark file itself (pytest collects ``bench_*.py`` only).
 """
+import time
 
 #: Element-wise ops per chain (three bindings each).
 SIZES = (1_000, 10_000, 100_000)
@@ -75,3 +76,18 @@ class Module:
     func = relax.Function([x], body, types[(n_ops - 1) % 4], is_pure=True)
     func = func.with_attr("global_symbol", "main").with_attr("relax.force_pure", True)
     return tvm.IRModule({k2: template[k2], k3: template[k3], "main": func})
+
+
+def best_alternating(ours, theirs, rounds: int):
+    """Best seconds of ``ours()`` and ``theirs()`` run alternately ``rounds`` times, the fairer
+    same-run comparison when the machine's load drifts (``theirs`` None: not measured, None)."""
+    best_o = best_t = float("inf")
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        ours()
+        best_o = min(best_o, time.perf_counter() - t0)
+        if theirs is not None:
+            t0 = time.perf_counter()
+            theirs()
+            best_t = min(best_t, time.perf_counter() - t0)
+    return best_o, (best_t if theirs is not None else None)

@@ -28,6 +28,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from _passes_common import best_alternating  # noqa: E402
 from _passes_common import tvm_or_none as _tvm  # noqa: E402
 
 from memcore_py.frontend.exported_program import from_exported_program  # noqa: E402
@@ -103,15 +104,7 @@ def _check_against_tvm(tvm, mod, ep):
 
 
 def _alternating(ep, rounds):
-    t_ours, t_tvm = [], []
-    for _ in range(rounds):
-        t = time.perf_counter()
-        _ours(ep)
-        t_ours.append(time.perf_counter() - t)
-        t = time.perf_counter()
-        _theirs(ep)
-        t_tvm.append(time.perf_counter() - t)
-    return min(t_ours), min(t_tvm)
+    return best_alternating(lambda: _ours(ep), lambda: _theirs(ep), rounds)
 
 
 def _smoke_skip(request, name):

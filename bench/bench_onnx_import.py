@@ -33,6 +33,7 @@ onnx = pytest.importorskip("onnx")
 pytest.importorskip("onnxscript")
 torch = pytest.importorskip("torch")
 
+from _passes_common import best_alternating  # noqa: E402
 from _passes_common import tvm_or_none as _tvm  # noqa: E402
 from bench_exported_program import _make_models, _timed  # noqa: E402
 from bench_plan_highlevel import _our_storages, _ours_pipeline  # noqa: E402
@@ -88,15 +89,7 @@ def _record(benchmark, name, mod, times):
 
 
 def _alternating(model, rounds):
-    t_ours, t_tvm = [], []
-    for _ in range(rounds):
-        t = time.perf_counter()
-        _ours(model)
-        t_ours.append(time.perf_counter() - t)
-        t = time.perf_counter()
-        _theirs(model)
-        t_tvm.append(time.perf_counter() - t)
-    return min(t_ours), min(t_tvm)
+    return best_alternating(lambda: _ours(model), lambda: _theirs(model), rounds)
 
 
 def _smoke_skip(request, name):

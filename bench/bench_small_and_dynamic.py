@@ -34,10 +34,10 @@ Run: ``python -m pytest bench/bench_small_and_dynamic.py --benchmark-only`` (smo
 from __future__ import annotations
 
 import re
-import time
 
 import pytest
 
+from _passes_common import best_alternating
 from memcore_py.examples.models import list_models, model_text
 
 #: Sequence length of each shipped transformer model (made symbolic by ``dynamic_text``).
@@ -117,16 +117,7 @@ def _tvm():
 
 def _best_interleaved(ours, theirs, rounds=ROUNDS):
     """Best seconds of ``ours()`` and ``theirs()`` (None: not measured), run alternately."""
-    best_o = best_t = float("inf")
-    for _ in range(rounds):
-        t0 = time.perf_counter()
-        ours()
-        best_o = min(best_o, time.perf_counter() - t0)
-        if theirs is not None:
-            t0 = time.perf_counter()
-            theirs()
-            best_t = min(best_t, time.perf_counter() - t0)
-    return best_o, (best_t if theirs is not None else None)
+    return best_alternating(ours, theirs, rounds)
 
 
 def _count_bindings(mod) -> int:
