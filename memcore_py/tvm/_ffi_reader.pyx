@@ -354,24 +354,34 @@ cdef object read_type(Layout L, const char* t, Memo M):
     return r
 
 
-cdef object read_tuple_type(Layout L, const char* t, Memo M):
-    """A tuple type of readable field types (interned by its fields), or None."""
-    cdef const char* arr = obj_field(t, L.o_tuple_fields)
+cdef object read_types_at(Layout L, const char* arr, Memo M):
+    """The types of an ``Array[Type]`` as a tuple, each read by :func:`read_type`; None when
+    one is not read here."""
     cdef const char* data
     cdef int64_t n, i
     if arr == NULL or obj_type(arr) != K_ARRAY:
         return None
     n = array_size(arr)
+    if n == 0:
+        return ()
     data = array_data(arr)
-    fields = [None] * n
+    out = [None] * n
     for i in range(n):
         if any_type(data + 16 * i) < K_OBJECT_BEGIN:
             return None
-        f = read_type(L, any_obj(data + 16 * i), M)
-        if f is None:
+        t = read_type(L, any_obj(data + 16 * i), M)
+        if t is None:
             return None
-        fields[i] = f
-    key = ("tuple-type", tuple(fields))
+        out[i] = t
+    return tuple(out)
+
+
+cdef object read_tuple_type(Layout L, const char* t, Memo M):
+    """A tuple type of readable field types (interned by its fields), or None."""
+    fields = read_types_at(L, obj_field(t, L.o_tuple_fields), M)
+    if fields is None:
+        return None
+    key = ("tuple-type", fields)
     r = M.interned.get(key)
     if r is None:
         r = M.interned[key] = TupleType(key[1])
@@ -486,28 +496,16 @@ cdef object read_call(Layout L, const char* c, Memo M):
         if a is None:
             return None
         args[i] = a
-    arr = obj_field(c, L.o_call_ty_args)
-    if arr == NULL or obj_type(arr) != K_ARRAY:
+    ty_args = read_types_at(L, obj_field(c, L.o_call_ty_args), M)
+    if ty_args is None:
         return None
-    n = array_size(arr)
-    if n:
-        data = array_data(arr)
-        ty_args = [None] * n
-        for i in range(n):
-            if any_type(data + 16 * i) < K_OBJECT_BEGIN:
-                return None
-            t = read_type(L, any_obj(data + 16 * i), M)
-            if t is None:
-                return None
-            ty_args[i] = t
-        ty_args = tuple(ty_args)
-    else:
-        ty_args = ()
     ty = read_type(L, obj_field(c, L.o_expr_ty), M)
     if ty is None:
         return None
     args = untracked(tuple(args))
     if callee is M.builtin_alloc and not ty_args:  # the type its shape and dtype give (_Reader)
+        if n < 2:
+            return None
         shape, dtype = args[0], args[1]
         if type(shape) is not ShapeExpr or type(dtype) is not DataTypeImm:
             return None
