@@ -23,7 +23,7 @@ Events are packed one Python int each, ``step * EV_SCALE + 2 * token + kind`` (k
 ``EV_REQUEST`` / ``EV_DECREF`` from ``memcore/_typedefs.pxd``); tokens must stay below 2**31.
 Slots of the IR nodes are read through ``memcore_py/ir/_slots.pxd``.
 """
-from cpython.object cimport PyObject, PyTypeObject, Py_TYPE
+from cpython.object cimport Py_EQ, PyObject, PyObject_RichCompareBool, PyTypeObject, Py_TYPE
 
 from memcore._typedefs cimport EV_DECREF, EV_REQUEST, int64_t, kind_t
 from memcore_py.ir._slots cimport PyDict_GetItem, get_slot, slot_offset
@@ -45,7 +45,16 @@ cdef Py_ssize_t O_ARGS = slot_offset(Call.args)
 if slot_offset(Call.ty) != O_TY or slot_offset(MatchCast.var) != O_VAR or slot_offset(MatchCast.value) != O_VALUE:
     raise ImportError("memcore_py.analysis._storage_walk: unexpected slot layout of the IR nodes")
 
+cdef Py_ssize_t O_DTYPE_VALUE = slot_offset(DataTypeImm.value)
+cdef Py_ssize_t O_PRIM_VALUE = slot_offset(PrimValue.value)
+cdef Py_ssize_t O_STR_VALUE = slot_offset(StringImm.value)
+cdef Py_ssize_t O_INT_VALUE = slot_offset(IntImm.value)
+
 cdef PyTypeObject* T_CALL = <PyTypeObject*>Call
+cdef PyTypeObject* T_DTYPE_IMM = <PyTypeObject*>DataTypeImm
+cdef PyTypeObject* T_PRIM_VALUE = <PyTypeObject*>PrimValue
+cdef PyTypeObject* T_STRING_IMM = <PyTypeObject*>StringImm
+cdef PyTypeObject* T_INT_IMM = <PyTypeObject*>IntImm
 cdef PyTypeObject* T_VAR_BINDING = <PyTypeObject*>VarBinding
 cdef PyTypeObject* T_MATCH_CAST = <PyTypeObject*>MatchCast
 cdef PyTypeObject* T_VAR = <PyTypeObject*>Var
@@ -59,14 +68,26 @@ def same_alloc_args(tuple args, info):
     return _same_alloc_args(args, info)
 
 
+cdef inline bint _slot_equals(obj, Py_ssize_t off, value) except -1:
+    """Whether slot ``off`` of ``obj`` is set and equal to ``value``."""
+    cdef PyObject* p = get_slot(obj, off)
+    return p is not NULL and PyObject_RichCompareBool(<object>p, value, Py_EQ)
+
+
 cdef bint _same_alloc_args(tuple args, info) except -1:
+    # slots read directly: this runs once per allocation (the nodes of parsed text are
+    # distinct, so the values are compared)
     if len(args) != 4:
         return False
     a1, a2, a3 = args[1], args[2], args[3]
     cdef tuple fields = <tuple>info  # a TokenInfo (a tuple subclass)
-    return bool(type(a1) is DataTypeImm and a1.value == fields[2] and type(a2) is PrimValue
-                and type(a2.value) is IntImm and a2.value.value == fields[4]
-                and type(a3) is StringImm and a3.value == fields[3])
+    if Py_TYPE(a1) is not T_DTYPE_IMM or Py_TYPE(a2) is not T_PRIM_VALUE or Py_TYPE(a3) is not T_STRING_IMM:
+        return False
+    cdef PyObject* pv = get_slot(a2, O_PRIM_VALUE)
+    if pv is NULL or Py_TYPE(<object>pv) is not T_INT_IMM:
+        return False
+    return (_slot_equals(a1, O_DTYPE_VALUE, fields[2]) and _slot_equals(<object>pv, O_INT_VALUE, fields[4])
+            and _slot_equals(a3, O_STR_VALUE, fields[3]))
 
 
 cdef class InitWalk:
@@ -204,7 +225,7 @@ cdef class InitWalk:
                     size_cache[ty] = info
                 else:
                     info = <object>p
-                    if not (args[1:] == (<tuple>info)[6]) and not _same_alloc_args(args, info):
+                    if not _same_alloc_args(args, info) and not (args[1:] == (<tuple>info)[6]):
                         step0 = slow(b, i, step0)
                         continue
                 var_tokens[var] = self._new_token(info, b, bid, i, step0 + i)
@@ -265,8 +286,10 @@ cdef class InitWalk:
             The events of kept tokens, in program order.
         tok_start, tok_end, tok_refs : int64 arrays of shape (n_tok,)
             Allocation step, last use (the allocation step when unused), number of uses.
-        tok_info : int64 array of shape (n_tok,)
-            ``TokenInfo.id`` of each kept token.
+        tok_info, tok_const, tok_func : int64 arrays of shape (n_tok,)
+            ``TokenInfo.id``, ``.const_bytes`` and ``.func`` of each kept token.
+        n_symbolic : int
+            Kept tokens with a symbolic size (``const_bytes`` -1).
         kept : tuple of lists
             ``(t_block, t_binding, t_index)`` of the kept tokens (the rows themselves when
             nothing was discarded).
@@ -290,19 +313,34 @@ cdef class InitWalk:
                 new_id[i] = k
                 k += 1
         info_arr = np.empty(k, dtype=np.int64)
+        const_arr = np.empty(k, dtype=np.int64)
+        func_arr = np.empty(k, dtype=np.int64)
         cdef int64_t[::1] info_id = info_arr
+        cdef int64_t[::1] info_const = const_arr
+        cdef int64_t[::1] info_func = func_arr
+        cdef tuple fields
+        cdef Py_ssize_t n_sym = 0
         if k == n_all:
             kept_block, kept_binding, kept_index = self.t_block, self.t_binding, self.t_index
             for i in range(n_all):
-                info_id[i] = (<tuple>t_info[i])[7]
+                fields = <tuple>t_info[i]
+                info_id[i] = fields[7]
+                info_const[i] = fields[0]
+                info_func[i] = fields[5]
         else:
             kept_block, kept_binding, kept_index = [], [], []
             for i in range(n_all):
                 if new_id[i] >= 0:
-                    info_id[new_id[i]] = (<tuple>t_info[i])[7]
+                    fields = <tuple>t_info[i]
+                    info_id[new_id[i]] = fields[7]
+                    info_const[new_id[i]] = fields[0]
+                    info_func[new_id[i]] = fields[5]
                     kept_block.append(self.t_block[i])
                     kept_binding.append(self.t_binding[i])
                     kept_index.append(self.t_index[i])
+        for i in range(k):
+            if info_const[i] < 0:
+                n_sym += 1
         kind_arr = np.empty(n_ev, dtype=np.int8)
         tok_arr = np.empty(n_ev, dtype=np.int64)
         start_arr = np.zeros(k, dtype=np.int64)
@@ -331,5 +369,5 @@ cdef class InitWalk:
                 end[t] = step
             tok[m] = t
             m += 1
-        return (kind_arr[:m], tok_arr[:m], start_arr, end_arr, refs_arr, info_arr,
+        return (kind_arr[:m], tok_arr[:m], start_arr, end_arr, refs_arr, info_arr, const_arr, func_arr, n_sym,
                 (kept_block, kept_binding, kept_index), new_id_arr)

@@ -237,10 +237,19 @@ class TokenProgram:
     """:class:`TokenInfo` records, by id."""
     function_names: list
     """Name of each analysed Relax function, in module order."""
+    n_symbolic: int = -1
+    """Number of tokens with a symbolic size (-1: not counted; :attr:`has_symbolic` counts)."""
 
     @property
     def n_tok(self) -> int:
         return int(self.tok_const.shape[0])
+
+    @property
+    def has_symbolic(self) -> bool:
+        """Whether some token has a symbolic size (``tok_const == -1``)."""
+        if self.n_symbolic >= 0:
+            return self.n_symbolic > 0
+        return bool((self.tok_const < 0).any())
 
     def _info_column(self, name):
         col = [getattr(info, name) for info in self.infos]
@@ -285,9 +294,18 @@ class TokenProgram:
         tok_pool : ndarray of shape (n_tok,), dtype=int64
         keys : list of tuple
         """
-        if key_device:
-            return self.group_ids(lambda info: (info.func, info.scope, info.dtype, info.device))
-        return self.group_ids(lambda info: (info.func, info.scope, info.dtype))
+        # group_ids's numbering (keys in order of first use), without a key function per info
+        ids: dict = {}
+        info_pool = []
+        for info in self.infos:
+            key = (info.func, info.scope, info.dtype, info.device) if key_device else (info.func, info.scope, info.dtype)
+            pid = ids.get(key)
+            if pid is None:
+                pid = ids[key] = len(ids)
+            info_pool.append(pid)
+        if len(ids) == 1:  # one pool (the common case)
+            return np.zeros(self.tok_info.shape[0], dtype=np.int64), list(ids)
+        return np.array(info_pool, dtype=np.int64)[self.tok_info], list(ids)
 
     def sym_classes(self, tok_pool) -> np.ndarray:
         """Reuse class of each symbolic token (-1 for constant sizes): tokens of one pool whose
@@ -684,26 +702,26 @@ class _StorageAllocatorInit:
     # ------------------------------------------------------------------ result
     def _result(self) -> StorageTokens:
         # compiled: filter the discarded tokens, renumber, start / last use / uses per token
-        ev_kind, ev_tok, tok_start, tok_end, tok_refs, tok_info, kept, new_id = self.walk.decode()
+        (ev_kind, ev_tok, tok_start, tok_end, tok_refs, tok_info, tok_const, tok_func, n_symbolic, kept,
+         new_id) = self.walk.decode()
         t_block, t_binding, t_index = kept
         infos = self.infos
-        info_const = np.fromiter([info.const_bytes for info in infos], dtype=np.int64, count=len(infos))
-        info_func = np.fromiter([info.func for info in infos], dtype=np.int64, count=len(infos))
         # uses by nested calls are counted too (never released: TVM would fail its block-end check)
         for t, k in self.extra_refs.items():
             if new_id[t] >= 0:
                 tok_refs[new_id[t]] += k
         program = TokenProgram(
-            tok_const=info_const[tok_info],
+            tok_const=tok_const,
             tok_refs=tok_refs,
             tok_start=tok_start,
             tok_end=tok_end,
-            tok_func=info_func[tok_info],
+            tok_func=tok_func,
             ev_kind=ev_kind,
             ev_tok=ev_tok,
             tok_info=tok_info,
             infos=infos,
             function_names=[f.gv.name for f in self.functions],
+            n_symbolic=n_symbolic,
         )
         all_block, all_info, all_binding, all_index = self.t_block, self.t_info, self.t_binding, self.t_index
         sites = AllocationSites(

@@ -39,7 +39,7 @@ def run_token_program(program: TokenProgram, *, key_device: bool = True):
     import memcore
 
     tok_pool, _keys = program.pools(key_device=key_device)
-    if (program.tok_const < 0).any():  # some symbolic size
+    if program.has_symbolic:
         tok_sym = program.sym_classes(tok_pool)
         tok_bytes = np.where(program.tok_const >= 0, program.tok_const, 0)
     else:  # all constant: tok_sym's default

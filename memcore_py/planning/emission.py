@@ -83,4 +83,12 @@ def emission_site(sites: AllocationSites, toks: list) -> EmissionSite:
 
 def emission_sites(sites: AllocationSites, plan: MemoryPlan) -> list:
     """:class:`EmissionSite` of every storage of ``plan``, by storage index."""
+    tok_block = sites.tok_block
+    if tok_block and tok_block.count(tok_block[0]) == len(tok_block):
+        # every planned allocation in one block (the common case): each storage goes right
+        # before its first allocation, as emission_site finds for tokens of one block
+        b0 = tok_block[0]
+        df0 = sites.block_is_dataflow[b0]
+        tok_index = sites.tok_index
+        return [_site((b0, tok_index[s.tokens[0]], df0, True)) for s in plan.storages]
     return [emission_site(sites, s.tokens) for s in plan.storages]

@@ -19,9 +19,9 @@ from cpython.ref cimport Py_DECREF
 from memcore_py.ir._slots cimport PyDict_GetItem, alloc_node, get_slot, put_slot, slot_offset
 
 from memcore_py.ir.construct import EMPTY_ATTRS
-from memcore_py.ir.expr import Call, ShapeExpr, Var, VarBinding
+from memcore_py.ir.expr import Call, DataflowVar, ShapeExpr, Var, VarBinding
 from memcore_py.ir.prim import IntImm, PrimVar
-from memcore_py.ir.types import TensorType
+from memcore_py.ir.types import ShapeType, TensorType
 
 cdef Py_ssize_t O_VAR = slot_offset(VarBinding.var)
 cdef Py_ssize_t O_VALUE = slot_offset(VarBinding.value)
@@ -36,11 +36,16 @@ cdef Py_ssize_t O_VAR_NAME = slot_offset(Var.name)
 cdef Py_ssize_t O_TT_SHAPE = slot_offset(TensorType.shape)
 cdef Py_ssize_t O_TT_DTYPE = slot_offset(TensorType.dtype)
 cdef Py_ssize_t O_SE_VALUES = slot_offset(ShapeExpr.values)
+cdef Py_ssize_t O_ST_VALUES = slot_offset(ShapeType.values)
+cdef Py_ssize_t O_ST_NDIM = slot_offset(ShapeType.ndim)
+if slot_offset(ShapeExpr.ty) != O_TY:
+    raise ImportError("memcore_py.transform._alloc_rewrite: unexpected slot layout of the IR nodes")
 cdef Py_ssize_t O_INT_VALUE = slot_offset(IntImm.value)
 cdef Py_ssize_t O_PRIM_DTYPE = slot_offset(IntImm.dtype)
 cdef PyTypeObject* T_INT_IMM = <PyTypeObject*>IntImm
 cdef PyTypeObject* T_TENSOR_TYPE = <PyTypeObject*>TensorType
 cdef PyTypeObject* T_SHAPE_EXPR = <PyTypeObject*>ShapeExpr
+cdef PyTypeObject* T_SHAPE_TYPE = <PyTypeObject*>ShapeType
 cdef PyTypeObject* T_CALL = <PyTypeObject*>Call
 cdef PyTypeObject* T_VAR_BINDING = <PyTypeObject*>VarBinding
 
@@ -60,6 +65,32 @@ cdef object _binding(PyTypeObject* call_type, op, tuple args, ty, var):
     out = <object>nb
     Py_DECREF(out)
     return out
+
+
+def storage_binding(op, str name, nbytes, dev, scope_imm, dtype_imm, var_cls, ty):
+    """``name = op(R.shape([nbytes]), dev, scope_imm, dtype_imm)`` with ``name`` a new
+    ``var_cls`` (``Var`` or ``DataflowVar``) of type ``ty``, the call typed ``ty`` too: a
+    storage allocation, built as ``construct.new_var`` / ``new_shape_expr`` / ``new_call`` /
+    ``new_binding`` build it. ``nbytes`` is a PrimExpr."""
+    if var_cls is not Var and var_cls is not DataflowVar:
+        raise TypeError(f"storage_binding: var_cls must be Var or DataflowVar; got {var_cls!r}")
+    cdef tuple values = (nbytes,)
+    cdef PyObject* st = alloc_node(T_SHAPE_TYPE)
+    put_slot(st, O_ST_VALUES, values)
+    put_slot(st, O_ST_NDIM, 1)
+    shape_type = <object>st
+    Py_DECREF(shape_type)
+    cdef PyObject* se = alloc_node(T_SHAPE_EXPR)
+    put_slot(se, O_SE_VALUES, values)
+    put_slot(se, O_TY, shape_type)
+    shape = <object>se
+    Py_DECREF(shape)
+    cdef PyObject* v = alloc_node(<PyTypeObject*>var_cls)
+    put_slot(v, O_VAR_NAME, name)
+    put_slot(v, O_TY, ty)
+    var = <object>v
+    Py_DECREF(var)
+    return _binding(T_CALL, op, (shape, dev, scope_imm, dtype_imm), ty, var)
 
 
 def same_shape(values, shape):

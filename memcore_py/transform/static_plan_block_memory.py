@@ -113,9 +113,8 @@ from ..ir._util import gc_paused
 from ..analysis.arith import UnsupportedBound, dynamic_output_bytes, upper_bound_shape
 from ..analysis.storage_tokens import StorageTokens, alloc_tensor_info, analyze_storage_tokens
 from ..errors import PassError
-from ..ir.builder import NameTable
 from ..ir.construct import function_with_body, module_with_functions, new_binding, new_block, new_call, new_if
-from ..ir.construct import new_match_cast, new_seq, new_shape_expr, new_var
+from ..ir.construct import new_match_cast, new_seq
 from ..ir.expr import (
     BindingBlock,
     DataflowBlock,
@@ -197,7 +196,7 @@ class _StorageAllocationRewriter:
         sites = self.sites = st.sites
         self.plan = plan
         self.zero_offset_views = zero_offset_views
-        self._names = NameTable()  # storage, storage1, ... across the module
+        self._n_storages = 0  # storage, storage1, ... across the module
         self.storage_site = emission_sites(sites, plan)
         # block id -> {position: [storage ids to emit before it]}
         self.emit_before: dict = {}
@@ -245,6 +244,7 @@ class _StorageAllocationRewriter:
         self.tok_offset = plan.tok_offset.tolist() if plan.mode == "arena" else [0] * len(self.tok_storage)
         compiled = load_compiled("memcore_py.transform._alloc_rewrite")
         self._same_shape = compiled.same_shape
+        self._new_storage_binding = compiled.storage_binding
         self._allocs_rewrite = compiled.AllocRewrite(
             self.tok_storage, self.tok_offset, self.storage_var, self._dtype_imm, _MEM_ALLOC_TENSOR, _ZERO)
         self._func_name = ""
@@ -295,11 +295,11 @@ class _StorageAllocationRewriter:
 
     def _storage_binding(self, nbytes, dev, scope_imm, dtype, dataflow):
         # storage = R.memory.alloc_storage(R.shape([nbytes]), dev, scope, dtype); names
-        # "storage", "storage1", ... across the module
-        var = new_var(DataflowVar if dataflow else Var, self._names.fresh("storage"), _OBJECT)
-        call = new_call(_ALLOC_STORAGE, (new_shape_expr((nbytes,)), dev, scope_imm, self._dtype(dtype)), None, (),
-                        _OBJECT)
-        return new_binding(var, call)
+        # "storage", "storage1", ... across the module (NameTable's sequence for one hint)
+        k = self._n_storages
+        self._n_storages = k + 1
+        return self._new_storage_binding(_ALLOC_STORAGE, f"storage{k}" if k else "storage", nbytes, dev, scope_imm,
+                                         self._dtype(dtype), DataflowVar if dataflow else Var, _OBJECT)
 
     # ------------------------------------------------------------------ walk
     def _seq(self, seq: SeqExpr, sid: int) -> SeqExpr:
