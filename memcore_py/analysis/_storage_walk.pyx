@@ -106,13 +106,15 @@ cdef class InitWalk:
         callees not in it go to ``slow``.
     const_info : dict
         Constant-shape TensorType -> TokenInfo of an earlier allocation (across calls).
+        A type not in it is looked up in the current function's ``sym_info``
+        (:meth:`begin_function`).
     make_info : callable
         ``make_info(fields_tuple)`` -> a ``TokenInfo``.
     """
 
     cdef object alloc_op, make_info
     cdef frozenset shares_storage_ops, carriers
-    cdef dict call_kind, const_info
+    cdef dict call_kind, const_info, sym_info
     cdef public dict var_tokens, size_cache
     cdef public list t_block, t_info, t_binding, t_index, infos, ev
     cdef public set discarded
@@ -125,6 +127,7 @@ cdef class InitWalk:
         self.carriers = carriers
         self.call_kind = call_kind
         self.const_info = const_info
+        self.sym_info = {}
         self.make_info = make_info
         self.var_tokens = {}
         self.size_cache = {}
@@ -137,9 +140,12 @@ cdef class InitWalk:
         self.discarded = set()
         self.func_idx = -1
 
-    def begin_function(self, Py_ssize_t func_idx):
-        """Start a new function: fresh var -> tokens map and size cache."""
+    def begin_function(self, Py_ssize_t func_idx, dict sym_info):
+        """Start a new function: fresh var -> tokens map and size cache; ``sym_info``:
+        TensorType -> TokenInfo of an earlier allocation under the function's ``tir_var_*``
+        bounds (types with a symbolic dim, across calls)."""
         self.func_idx = func_idx
+        self.sym_info = sym_info
         self.var_tokens = {}
         self.size_cache = {}
 
@@ -205,8 +211,8 @@ cdef class InitWalk:
             op = <object>get_slot(value, O_OP)
             args = <object>get_slot(value, O_ARGS)
             if op is alloc_op:
-                # allocation of a tensor type seen before in this function (or, with a
-                # constant shape, in an earlier call), with equal arguments
+                # allocation of a tensor type seen before in this function (or in an earlier
+                # call: constant shape, or symbolic under the same bounds), with equal arguments
                 var = <object>get_slot(b, O_VAR)
                 p = get_slot(var, O_TY)
                 if p is NULL:
@@ -216,6 +222,8 @@ cdef class InitWalk:
                 p = PyDict_GetItem(size_cache, ty)
                 if p is NULL:
                     p = PyDict_GetItem(self.const_info, ty)
+                    if p is NULL:
+                        p = PyDict_GetItem(self.sym_info, ty)
                     if p is NULL or not _same_alloc_args(args, <object>p):
                         step0 = slow(b, i, step0)
                         continue
@@ -312,45 +320,37 @@ cdef class InitWalk:
             else:
                 new_id[i] = k
                 k += 1
-        info_arr = np.empty(k, dtype=np.int64)
-        const_arr = np.empty(k, dtype=np.int64)
-        func_arr = np.empty(k, dtype=np.int64)
-        cdef int64_t[::1] info_id = info_arr
-        cdef int64_t[::1] info_const = const_arr
-        cdef int64_t[::1] info_func = func_arr
+        # the six per-token arrays are the rows of one buffer (one allocation, one view setup):
+        # TokenInfo id, constant bytes, function, start, last use, uses
+        per_tok = np.zeros((6, k), dtype=np.int64)
+        cdef int64_t[:, ::1] pt = per_tok
         cdef tuple fields
         cdef Py_ssize_t n_sym = 0
         if k == n_all:
             kept_block, kept_binding, kept_index = self.t_block, self.t_binding, self.t_index
             for i in range(n_all):
                 fields = <tuple>t_info[i]
-                info_id[i] = fields[7]
-                info_const[i] = fields[0]
-                info_func[i] = fields[5]
+                pt[0, i] = fields[7]
+                pt[1, i] = fields[0]
+                pt[2, i] = fields[5]
         else:
             kept_block, kept_binding, kept_index = [], [], []
             for i in range(n_all):
                 if new_id[i] >= 0:
                     fields = <tuple>t_info[i]
-                    info_id[new_id[i]] = fields[7]
-                    info_const[new_id[i]] = fields[0]
-                    info_func[new_id[i]] = fields[5]
+                    pt[0, new_id[i]] = fields[7]
+                    pt[1, new_id[i]] = fields[0]
+                    pt[2, new_id[i]] = fields[5]
                     kept_block.append(self.t_block[i])
                     kept_binding.append(self.t_binding[i])
                     kept_index.append(self.t_index[i])
         for i in range(k):
-            if info_const[i] < 0:
+            if pt[1, i] < 0:
                 n_sym += 1
         kind_arr = np.empty(n_ev, dtype=np.int8)
         tok_arr = np.empty(n_ev, dtype=np.int64)
-        start_arr = np.zeros(k, dtype=np.int64)
-        end_arr = np.zeros(k, dtype=np.int64)
-        refs_arr = np.zeros(k, dtype=np.int64)
         cdef kind_t[::1] kind = kind_arr
         cdef int64_t[::1] tok = tok_arr
-        cdef int64_t[::1] start = start_arr
-        cdef int64_t[::1] end = end_arr
-        cdef int64_t[::1] refs = refs_arr
         for j in range(n_ev):
             e = ev[j]
             step = e // SCALE
@@ -360,14 +360,15 @@ cdef class InitWalk:
                 continue
             if rest & 1:
                 kind[m] = EV_DECREF
-                refs[t] += 1
-                if step > end[t]:
-                    end[t] = step
+                pt[5, t] += 1
+                if step > pt[4, t]:
+                    pt[4, t] = step
             else:
                 kind[m] = EV_REQUEST
-                start[t] = step
-                end[t] = step
+                pt[3, t] = step
+                pt[4, t] = step
             tok[m] = t
             m += 1
+        info_arr, const_arr, func_arr, start_arr, end_arr, refs_arr = per_tok
         return (kind_arr[:m], tok_arr[:m], start_arr, end_arr, refs_arr, info_arr, const_arr, func_arr, n_sym,
                 (kept_block, kept_binding, kept_index), new_id_arr)

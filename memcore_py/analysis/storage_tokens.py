@@ -100,13 +100,22 @@ _CARRIERS = frozenset((Tuple, TupleGetItem, Call, If))
 #: when full.
 _CONST_TYPE_INFO: dict = {}
 _CONST_TYPE_INFO_MAX = 4096
-#: Across calls: ``(TensorType with a symbolic dim, bounds key)`` -> :class:`TokenInfo` of a
-#: validated allocation of it under those ``tir_var_*`` bounds (:func:`_bounds_key`). The
+#: Across calls: bounds key (:func:`_bounds_key`) -> {TensorType with a symbolic dim ->
+#: :class:`TokenInfo` of a validated allocation of it under those ``tir_var_*`` bounds}. The
 #: upper-bounded size of a symbolic shape depends on the type's dims and the function's var
 #: bounds only, so it is computed once per distinct (type, bounds) instead of once per
 #: function and call (sizing a symbolic shape runs the bound arithmetic of
-#: :mod:`~memcore_py.analysis.arith`: 10-20 us a type). Bounded: cleared when full.
+#: :mod:`~memcore_py.analysis.arith`: 10-20 us a type); the compiled walk looks types up in
+#: the current function's inner dict. Bounded: cleared when full.
 _SYM_TYPE_INFO: dict = {}
+_SYM_BOUNDS_MAX = 64
+#: Across calls: ``(params, return type, id(attrs))`` of a Relax function -> ``(copy of its
+#: attrs, VarBounds, bounds key)``: :func:`~memcore_py.analysis.arith.read_var_bounds` walks
+#: the signature types (10-20 us on a bounded function). The bounds depend on the attributes
+#: and the signature only; the stored copy of the attributes must still equal the
+#: function's. Bounded: cleared when full.
+_FUNC_BOUNDS: dict = {}
+_FUNC_BOUNDS_MAX = 256
 #: Across calls: symbolic size expression (by identity, kept alive by the key) -> its
 #: :func:`~memcore_py.analysis.arith.size_class_key` (canonicalisation costs 10-50 us).
 _SIZE_CLASS_KEY: dict = {}
@@ -383,6 +392,33 @@ def _bounds_key(bounds: VarBounds):
     return (tuple(sorted(bounds.ranges.items())), frozenset(bounds.non_negative))
 
 
+def _function_bounds(func: Function, name: str):
+    """``(VarBounds, bounds key)`` of ``func`` (:func:`read_var_bounds`), cached across calls
+    (see ``_FUNC_BOUNDS``)."""
+    attrs = func.attrs
+    key = (func.params, func.ret_ty if func.ret_ty is not None else func.body.ty, id(attrs))
+    hit = _FUNC_BOUNDS.get(key)
+    if hit is not None and _equal_attrs(hit[0], attrs):
+        return hit[1], hit[2]
+    bounds = read_var_bounds(func, name)
+    bkey = _bounds_key(bounds)
+    if len(_FUNC_BOUNDS) >= _FUNC_BOUNDS_MAX:
+        _FUNC_BOUNDS.clear()
+    # the copy keeps the attrs' contents (one level into dict / list values, as the tir_var_*
+    # attributes are) to compare; the key's id(attrs) stays valid while the entry holds the
+    # dict itself
+    snapshot = {k: (dict(v) if type(v) is dict else list(v) if type(v) is list else v) for k, v in attrs.items()}
+    _FUNC_BOUNDS[key] = (snapshot, bounds, bkey, attrs)
+    return bounds, bkey
+
+
+def _equal_attrs(a: dict, b: dict) -> bool:
+    try:
+        return bool(a == b)
+    except Exception:  # noqa: BLE001 - a value whose == is not a bool (an array): not equal
+        return False
+
+
 class _StorageAllocatorInit:
     """Port of TVM ``StorageAllocatorInit`` (src/relax/transform/static_plan_block_memory.cc).
 
@@ -441,6 +477,7 @@ class _StorageAllocatorInit:
         self._func_idx = -1
         self._bounds = None
         self._bounds_key = None
+        self._sym_info: dict = {}
 
     # ------------------------------------------------------------------ entry
     def run(self) -> StorageTokens:
@@ -452,9 +489,14 @@ class _StorageAllocatorInit:
     def _visit_function(self, gv, func: Function):
         self._func_name = gv.name
         self._func_idx = len(self.functions)
-        self._bounds = read_var_bounds(func, gv.name)
-        self._bounds_key = _bounds_key(self._bounds)
-        self.walk.begin_function(self._func_idx)
+        self._bounds, self._bounds_key = _function_bounds(func, gv.name)
+        sym_info = _SYM_TYPE_INFO.get(self._bounds_key)
+        if sym_info is None:
+            if len(_SYM_TYPE_INFO) >= _SYM_BOUNDS_MAX:
+                _SYM_TYPE_INFO.clear()
+            sym_info = _SYM_TYPE_INFO[self._bounds_key] = {}
+        self._sym_info = sym_info
+        self.walk.begin_function(self._func_idx, sym_info)
         sid = self._new_scope(-1, None)
         self.functions.append(FunctionEntry(gv, func, self._bounds, sid))
         self._visit_seq(func.body, sid)
@@ -664,11 +706,10 @@ class _StorageAllocatorInit:
         if info is not None and (args[1:] == info.args or self._same_alloc_args(args, info)):
             return walk.new_token(info, binding, bid, index, self.step)
         cached = _CONST_TYPE_INFO.get(ty)
+        sym_info = None
         if cached is None:
-            sym_key = (ty, self._bounds_key)
-            cached = _SYM_TYPE_INFO.get(sym_key)
-        else:
-            sym_key = None
+            sym_info = self._sym_info
+            cached = sym_info.get(ty)
         if cached is not None and self._same_alloc_args(args, cached):
             info = _token_info((cached.const_bytes, cached.nbytes, cached.dtype, cached.scope, cached.device,
                                 self._func_idx, args[1:], len(self.infos)))
@@ -691,10 +732,10 @@ class _StorageAllocatorInit:
                 if len(_CONST_TYPE_INFO) >= _CONST_TYPE_INFO_MAX:
                     _CONST_TYPE_INFO.clear()
                 _CONST_TYPE_INFO[ty] = info
-            elif sym_key is not None:
-                if len(_SYM_TYPE_INFO) >= _CONST_TYPE_INFO_MAX:
-                    _SYM_TYPE_INFO.clear()
-                _SYM_TYPE_INFO[sym_key] = info
+            elif sym_info is not None:
+                if len(sym_info) >= _CONST_TYPE_INFO_MAX:
+                    sym_info.clear()
+                sym_info[ty] = info
         self.infos.append(info)
         walk.size_cache[ty] = info
         return walk.new_token(info, binding, bid, index, self.step)

@@ -50,6 +50,21 @@ def run_token_program(program: TokenProgram, *, key_device: bool = True):
                                tok_sym=tok_sym, match_range=16, check=False)
 
 
+#: Across calls: storage size (int) -> its IntImm (IR nodes are immutable, so plans share
+#: them as the rewriter shares its leaf nodes). Cleared when larger than _BYTES_IMM_MAX.
+_BYTES_IMMS: dict = {}
+_BYTES_IMM_MAX = 4096
+
+
+def _bytes_imm(nbytes: int) -> IntImm:
+    imm = _BYTES_IMMS.get(nbytes)
+    if imm is None:
+        if len(_BYTES_IMMS) >= _BYTES_IMM_MAX:
+            _BYTES_IMMS.clear()
+        imm = _BYTES_IMMS[nbytes] = IntImm(nbytes)
+    return imm
+
+
 def _storage_sum(storages) -> int:
     return sum(s.nbytes.value for s in storages if type(s.nbytes) is IntImm)
 
@@ -58,18 +73,20 @@ def tvm_plan(program: TokenProgram, *, key_device: bool = True) -> MemoryPlan:
     """TVM's plan: storage sizes are the engine's (maximum requested) for constant sizes, the
     first token's expression otherwise; every offset is 0."""
     plan = run_token_program(program, key_device=key_device)
-    storage_of = np.asarray(plan.storage_of, dtype=np.int64)
-    members = [[] for _ in range(plan.n_storage)]  # tokens of each storage, in program order
+    storage_of = plan.storage_of  # int64, one entry per token (every token is requested)
+    sizes = plan.storage_bytes.tolist()
+    members = [[] for _ in sizes]  # tokens of each storage, in program order
     for t, k in enumerate(storage_of.tolist()):
         members[k].append(t)
-    sizes = plan.storage_bytes.tolist()
-    infos, tok_info = program.infos, program.tok_info.tolist()
+    infos, tok_info = program.infos, program.tok_info
     storages = []
+    total = 0
     for k, toks in enumerate(members):
         info = infos[tok_info[toks[0]]]
-        nbytes = IntImm(sizes[k]) if info.const_bytes >= 0 else info.nbytes
+        nbytes = _bytes_imm(sizes[k]) if info.const_bytes >= 0 else info.nbytes
+        if type(nbytes) is IntImm:
+            total += nbytes.value
         storages.append(StoragePlan(nbytes, info.dtype, info.scope, info.device, info.func, toks))
-    total = _storage_sum(storages)
     return MemoryPlan("tvm", storages, storage_of, np.zeros(len(storage_of), dtype=np.int64),
                       tvm_bytes=total, planned_bytes=total, function_names=program.function_names)
 

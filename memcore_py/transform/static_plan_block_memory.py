@@ -657,8 +657,10 @@ class StaticPlanBlockMemory(ModulePass):
         self.zero_offset_views = bool(zero_offset_views)
 
     def transform(self, mod: IRModule, ctx: PassContext) -> IRModule:
-        return static_plan_block_memory(mod, self.mode, alignment=self.alignment, time_limit=self.time_limit,
-                                        zero_offset_views=self.zero_offset_views, ctx=ctx)
+        _check_options(self.mode, self.alignment, self.time_limit)
+        with gc_paused():
+            return _plan_block_memory(mod, self.mode, self.alignment, self.time_limit,
+                                      self.zero_offset_views, False, ctx).module
 
     def __repr__(self):
         return f"StaticPlanBlockMemory(mode={self.mode!r})"
