@@ -132,14 +132,18 @@ def arena_plan(program: TokenProgram, alignment: int = 64, time_limit=None) -> M
     bounds = pool_lower_bounds(program, groups)
     keep = [True] * len(storages)
     arenas = []
+    n_tok = program.n_tok
     for (func, scope, device), idx in groups:
         if idx.shape[0] < 2:
             continue
-        used = sorted(set(tok_storage[idx].tolist()))
+        if idx.shape[0] == n_tok:  # every token (idx is 0..n_tok-1): no gathering
+            pool_storage, start, end, size = tok_storage, program.tok_start, program.tok_end, program.tok_const
+        else:
+            pool_storage = tok_storage[idx]
+            start, end, size = program.tok_start[idx], program.tok_end[idx], program.tok_const[idx]
+        used = sorted(set(pool_storage.tolist()))
         tvm_bytes = sum(storages[s].nbytes.value for s in used)
-        start, end, size = program.tok_start[idx], program.tok_end[idx], program.tok_const[idx]
-        packed = _stacked_storages(storages, used, tok_storage[idx], alignment,
-                                   bounds[(func, scope, device)], tvm_bytes)
+        packed = _stacked_storages(storages, used, pool_storage, alignment, bounds[(func, scope, device)], tvm_bytes)
         if packed is None:
             # int64 arrays of the analysis, start <= end, sizes >= 0: no re-validation
             packed = memcore.plan_offsets(start, end, size, alignment=alignment, time_limit=time_limit, check=False)

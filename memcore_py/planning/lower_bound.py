@@ -41,11 +41,20 @@ def pool_groups(program: TokenProgram) -> list:
         ``key = (function index, scope, device)`` in order of first use, with the token ids
         of the group in program order. Groups without a constant-size token are left out.
     """
-    group, keys = program.group_ids(lambda info: (info.func, info.scope, info.device))
-    toks = np.flatnonzero(program.tok_const >= 0)
+    # group_ids's numbering (keys in order of first use), without a key function per info
+    ids: dict = {}
+    info_group = []
+    for info in program.infos:
+        key = (info.func, info.scope, info.device)
+        gid = ids.get(key)
+        if gid is None:
+            gid = ids[key] = len(ids)
+        info_group.append(gid)
+    keys = list(ids)
+    toks = np.flatnonzero(program.tok_const >= 0) if program.has_symbolic else np.arange(program.n_tok)
     if len(keys) == 1:  # one pool (the common case): no grouping needed
         return [(keys[0], toks)] if toks.shape[0] else []
-    g = group[toks]
+    g = np.array(info_group, dtype=np.int64)[program.tok_info][toks]
     order = np.argsort(g, kind="stable")
     bounds = np.searchsorted(g[order], np.arange(len(keys) + 1))
     out = []
@@ -62,10 +71,14 @@ def pool_lower_bounds(program: TokenProgram, groups: list | None = None) -> dict
     import memcore
 
     out = {}
+    n_tok = program.n_tok
     for key, idx in pool_groups(program) if groups is None else groups:
         # int64 arrays of the analysis, start <= end, constant sizes >= 0: no re-validation
-        out[key] = memcore.max_live_bytes(program.tok_start[idx], program.tok_end[idx], program.tok_const[idx],
-                                          check=False)
+        if idx.shape[0] == n_tok:  # every token (idx is 0..n_tok-1): no gathering
+            out[key] = memcore.max_live_bytes(program.tok_start, program.tok_end, program.tok_const, check=False)
+        else:
+            out[key] = memcore.max_live_bytes(program.tok_start[idx], program.tok_end[idx], program.tok_const[idx],
+                                              check=False)
     return out
 
 
@@ -76,9 +89,8 @@ def function_lower_bounds(program: TokenProgram, pool_bounds: dict | None = None
     totals: dict = {f: 0 for f in range(len(program.function_names))}
     for (f, _scope, _dev), b in (pool_lower_bounds(program) if pool_bounds is None else pool_bounds).items():
         totals[f] += b
-    sym = program.tok_const < 0
-    if sym.any():
-        for f in np.unique(program.tok_func[sym]).tolist():
+    if program.has_symbolic:
+        for f in np.unique(program.tok_func[program.tok_const < 0]).tolist():
             totals[f] = None
     return {program.function_names[f]: b for f, b in totals.items()}
 

@@ -93,6 +93,51 @@ def storage_binding(op, str name, nbytes, dev, scope_imm, dtype_imm, var_cls, ty
     return _binding(T_CALL, op, (shape, dev, scope_imm, dtype_imm), ty, var)
 
 
+def splice(list out, list inserts, list views):
+    """``out`` with bindings inserted: before each ``out[i]``, the bindings of every
+    ``(i, [bindings])`` of ``inserts``, then the binding of every ``(i, binding)`` of
+    ``views``, each in list order. Both lists are sorted by position (non-decreasing), with
+    positions in ``[0, len(out)]`` (``len(out)``: at the end). Returns a new list.
+
+    Raises
+    ------
+    ValueError
+        A position out of range or out of order.
+    """
+    cdef Py_ssize_t n = len(out), n_ins = len(inserts), n_views = len(views)
+    cdef Py_ssize_t a = 0, b = 0, i = 0, pa, pb, last_a = 0, last_b = 0
+    cdef list res = []
+    cdef tuple entry
+    pa = _position(inserts, 0, n, &last_a) if n_ins else n + 1
+    pb = _position(views, 0, n, &last_b) if n_views else n + 1
+    while True:
+        # everything to insert before out[i]
+        while pa == i:
+            for x in <list>(<tuple>inserts[a])[1]:
+                res.append(x)
+            a += 1
+            pa = _position(inserts, a, n, &last_a) if a < n_ins else n + 1
+        while pb == i:
+            res.append((<tuple>views[b])[1])
+            b += 1
+            pb = _position(views, b, n, &last_b) if b < n_views else n + 1
+        if i == n:
+            break
+        res.append(out[i])
+        i += 1
+    return res
+
+
+cdef Py_ssize_t _position(list entries, Py_ssize_t k, Py_ssize_t n, Py_ssize_t* last) except -1:
+    """Position of ``entries[k]`` (a ``(position, ...)`` tuple), checked against ``[0, n]``
+    and against the previous one (``last``)."""
+    cdef Py_ssize_t p = (<tuple>entries[k])[0]
+    if p < 0 or p > n or p < last[0]:
+        raise ValueError(f"splice: insertion position {p} out of range [0, {n}] or before {last[0]}")
+    last[0] = p
+    return p
+
+
 def same_shape(values, shape):
     """Whether two dimension tuples are the same expressions: the allocation's own shape
     argument can then stand for the tensor type's shape. Compares IntImm dims by value and

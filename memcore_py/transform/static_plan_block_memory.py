@@ -245,6 +245,7 @@ class _StorageAllocationRewriter:
         compiled = load_compiled("memcore_py.transform._alloc_rewrite")
         self._same_shape = compiled.same_shape
         self._new_storage_binding = compiled.storage_binding
+        self._splice = compiled.splice
         self._allocs_rewrite = compiled.AllocRewrite(
             self.tok_storage, self.tok_offset, self.storage_var, self._dtype_imm, _MEM_ALLOC_TENSOR, _ZERO)
         self._func_name = ""
@@ -363,29 +364,21 @@ class _StorageAllocationRewriter:
                     node = new_if(value.cond, t_b, f_b, value.ty)
                     out[i] = new_match_cast(b.var, node, b.ty) if type(b) is MatchCast else new_binding(b.var, node)
                 continue
+        views = ()
         if allocs:
             if zero_offset_views:
                 # a planned allocation at a non-zero offset is reached through
                 # R.memory.ensure_zero_offset: TVM's kernels reject a tensor with a non-zero
                 # byte_offset; the view advances the data pointer instead (no copy when the
                 # offset is a multiple of 64). The raw allocation goes right before the view,
-                # after any storage emitted at that position (sort is stable).
+                # after any storage emitted at that position.
                 views = self._allocs_rewrite.rebuild_views(out, allocs, handled, self._alloc_tensor_args,
                                                            _ENSURE_ZERO_OFFSET, DataflowVar if is_df else Var,
                                                            self._offset_imm)
-                if views:
-                    inserts.extend((i, [rb]) for i, rb in views)
-                    inserts.sort(key=_first)
             self._allocs_rewrite.rebuild(out, allocs, handled, self._alloc_tensor_args)
-        if inserts:
-            merged = []
-            last = 0
-            for i, extra in inserts:
-                merged.extend(out[last:i])
-                merged.extend(extra)
-                last = i
-            merged.extend(out[last:])
-            out = merged
+        if inserts or views:
+            # compiled merge of the two position-sorted insertion lists
+            out = self._splice(out, inserts, views or [])
         # every element is a binding of the input block or one built here: skip re-validation
         return new_block(DataflowBlock if is_df else BindingBlock, out)
 
@@ -433,10 +426,6 @@ class _StorageAllocationRewriter:
                          None, (), ty)
         return sb, new_binding(b.var, alloc)
 
-
-
-def _first(pair):
-    return pair[0]
 
 
 def _truthy(v) -> bool:
