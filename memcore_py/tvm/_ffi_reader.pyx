@@ -38,51 +38,20 @@ from cpython.unicode cimport PyUnicode_DecodeUTF8
 
 cdef extern from "Python.h":
     void PyObject_GC_UnTrack(void*)
+    bint PyObject_IS_GC(object)
     bint PyDict_Next(object, Py_ssize_t*, PyObject**, PyObject**)
 
 from cpython.ref cimport Py_DECREF
 
 from memcore_py.ir._slots cimport alloc_node, put_slot, slot_offset
+from memcore_py.tvm._ffi_abi cimport (
+    HDR_SIZE, K_ARRAY, K_DATATYPE, K_INT, K_OBJECT_BEGIN, K_SMALL_STR, K_STR, addr, any_obj, any_type, array_data,
+    array_size, obj_field, obj_type,
+)
 
 from memcore_py.ir.construct import EMPTY_ATTRS, new_shape_expr, new_shape_type
 from memcore_py.ir.expr import Call, DataflowVar, DataTypeImm, PrimValue, ShapeExpr, StringImm, Var, VarBinding
 from memcore_py.ir.types import TensorType, TupleType
-
-# TVMFFIAny type indices and the object header's size (tvm/ffi/c_api.h)
-cdef enum:
-    K_INT = 1
-    K_DATATYPE = 5
-    K_SMALL_STR = 11
-    K_OBJECT_BEGIN = 64
-    K_STR = 65
-    K_ARRAY = 71
-    HDR_TYPE_INDEX = 8
-    HDR_SIZE = 24
-
-
-cdef inline int32_t obj_type(const char* obj) noexcept nogil:
-    return (<const int32_t*>(obj + HDR_TYPE_INDEX))[0]
-
-
-cdef inline const char* obj_field(const char* obj, Py_ssize_t off) noexcept nogil:
-    return (<const char**>(obj + off))[0]
-
-
-cdef inline const char* array_data(const char* arr) noexcept nogil:
-    return (<const char**>(arr + HDR_SIZE))[0]
-
-
-cdef inline int64_t array_size(const char* arr) noexcept nogil:
-    return (<const int64_t*>(arr + HDR_SIZE + 8))[0]
-
-
-cdef inline int32_t any_type(const char* any) noexcept nogil:
-    return (<const int32_t*>any)[0]
-
-
-cdef inline const char* any_obj(const char* any) noexcept nogil:
-    return (<const char**>(any + 8))[0]
-
 
 cdef object read_string(const char* any):
     """A ``String`` field (an inline TVMFFIAny) as a Python str; None if not a string."""
@@ -97,10 +66,6 @@ cdef object read_string(const char* any):
         return PyUnicode_DecodeUTF8((<const char**>(obj + HDR_SIZE))[0],
                                     (<const int64_t*>(obj + HDR_SIZE + 8))[0], NULL)
     return None
-
-
-cdef inline size_t addr(const char* p) noexcept nogil:
-    return <size_t>p
 
 
 cdef inline object untracked(object node):
@@ -428,7 +393,7 @@ def read_params(Layout L, reader, params, slow, list out):
             out.append(slow(reader.get(params, i)))
             continue
         if record is not None:
-            record[var] = reader.get(params, i)
+            record[var] = addr(v)
         out.append(var)
 
 
@@ -562,26 +527,27 @@ def read_bindings(Layout L, reader, bindings, slow, list out):
             continue
         nb = node_binding(var, value)
         if record is not None:
-            tb = get(bindings, i)
-            record[nb] = tb
-            record[value] = tb.value
-            record[var] = tb.var
+            record[nb] = addr(b)
+            record[value] = addr(val)
+            record[var] = addr(v)
         out.append(nb)
 
 
 def untrack_record(dict record):
-    """Stop the cyclic garbage collector from tracking the keys and values of a native
-    pass's node map (memcore node -> TVM object; passes.py keeps it for the next pass).
+    """Stop the cyclic garbage collector from tracking the keys of a native pass's node map
+    (memcore node -> address of a TVM object; passes.py keeps it for the next pass).
 
-    Both sides are immutable IR objects private to the map: memcore nodes (acyclic by
-    construction) and the Python wrappers of TVM objects this package made (a handle and an
-    empty ``__dict__`` nobody else sees); neither can be part of a reference cycle, and
-    reference counting frees them. Tracked, the ~10k objects of a BERT-sized module made the
+    The keys are immutable memcore IR nodes, acyclic by construction, and ``(_SYMBOLIC,
+    name)`` tuples; the values are integers (not collected objects) and, for those tuples,
+    dicts of TVM variables private to the map. None can be part of a reference cycle, and
+    reference counting frees them. Tracked, the ~10k nodes of a BERT-sized module made the
     collector's next young-generation pass cost about a fifth of the native pass.
     """
     cdef Py_ssize_t pos = 0
     cdef PyObject* k
     cdef PyObject* v
     while PyDict_Next(record, &pos, &k, &v):
-        PyObject_GC_UnTrack(<void*>k)
-        PyObject_GC_UnTrack(<void*>v)
+        if PyObject_IS_GC(<object>k):
+            PyObject_GC_UnTrack(<void*>k)
+        if PyObject_IS_GC(<object>v):
+            PyObject_GC_UnTrack(<void*>v)

@@ -153,6 +153,8 @@ class _Reader:
     def __init__(self, api, tvm_mod, record=None):
         from tvm_ffi import _ffi_api as ffi
 
+        #: memcore node -> address of the TVM object it was read from, when given (the
+        #: caller keeps ``tvm_mod`` alive as long as it uses the addresses)
         self.record = record
         self.prim_sources = {}
         self.api = api
@@ -370,7 +372,7 @@ class _Reader:
         r = new_var(cls, str(v.name), self.ty(v.ty))
         self.vars[v.__chandle__()] = r
         if self.record is not None:
-            self.record[r] = v
+            self.record[r] = v.__chandle__()
         return r
 
     def gvar(self, g):
@@ -415,7 +417,7 @@ class _Reader:
             if m is None:
                 m = self.expr(x)
                 if record is not None:
-                    record[m] = x
+                    record[m] = x.__chandle__()
             args.append(m)
         args = tuple(args)
         attrs = c.attrs
@@ -470,7 +472,7 @@ class _Reader:
         blocks = tuple([self.block(b) for b in self.items(s.blocks)])
         r = new_seq(blocks, self.expr(s.body), self.ty(s.ty))
         if self.record is not None:
-            self.record[r] = s
+            self.record[r] = s.__chandle__()
         return r
 
     def block(self, b):
@@ -491,7 +493,7 @@ class _Reader:
         nb = new_block(kind, tuple(out))
         record = self.record
         if record is not None:
-            record[nb] = b
+            record[nb] = b.__chandle__()
         return nb
 
     def binding(self, bd):
@@ -505,15 +507,15 @@ class _Reader:
                 value = self.implied_alloc_ty_args(value)
             nb = new_binding(self.def_var(bd.var), value)
             if record is not None:
-                record[nb] = bd
-                record[value] = tv
+                record[nb] = bd.__chandle__()
+                record[value] = tv.__chandle__()
             return nb
         if t is self.api.MatchCast:
             value = self.expr(bd.value)
             ty = self.ty(bd.ty)
             nb = new_match_cast(self.def_var(bd.var), value, ty)
             if record is not None:
-                record[nb] = bd
+                record[nb] = bd.__chandle__()
             return nb
         self.fail(f"binding {_type_key(bd)}")
 
@@ -543,7 +545,7 @@ class _Reader:
         attrs = dict_attrs_from_tvm(f.attrs, self.where)
         r = Function(params, body, self.ty(f.ret_ty), attrs, bool(f.is_pure))
         if self.record is not None:
-            self.record[r] = f
+            self.record[r] = f.__chandle__()
             # the function's symbolic vars by name: new nodes a pass builds must use these
             self.record[(_SYMBOLIC, name)] = {pv.name: self.prim_sources[h] for h, pv in self.prims.items()}
         return r
@@ -561,7 +563,7 @@ class _Reader:
             self.gvars[gv.__chandle__()] = g
             self.callees[gv.__chandle__()] = g
             if self.record is not None:
-                self.record[g] = gv
+                self.record[g] = gv.__chandle__()
             gvars[g] = None
         funcs = {}
         for gv, f in pairs:

@@ -7,6 +7,11 @@ which TVM object), runs the memcore pass of the same name (:mod:`memcore_py.tran
 writes the result back with :func:`~memcore_py.tvm.to_tvm.to_tvm_reusing`: every node the
 memcore pass kept is written back as the TVM object it was read from, so only what the pass
 changed is rebuilt. PrimFuncs are never read or rebuilt (they are carried as TVM objects).
+
+The node map holds addresses, not Python wrappers of TVM objects (a wrapper costs more than
+the rest of a binding's conversion); one :class:`~memcore_py.tvm._ffi_writer.Keep` per chain
+of native passes owns what they point to: the module first read and every object written
+since.
 """
 from __future__ import annotations
 
@@ -14,7 +19,7 @@ from ..ir._util import gc_paused
 from ..transform import KillAfterLastUse as _KillAfterLastUse
 from ..transform import LowerAllocTensor as _LowerAllocTensor
 from ..transform import StaticPlanBlockMemory as _StaticPlanBlockMemory
-from . import _ffi_reader
+from . import _ffi_reader, _ffi_writer
 from ._api import tvm_api
 from .from_tvm import _Reader
 from .to_tvm import to_tvm_reusing
@@ -38,26 +43,30 @@ class _Handoff:
     module changed in place (``mod[gv] = f``, ``mod.update``) copies it on write and gets a
     map at another address, and is read again. Holds one module alive; not thread-safe."""
 
-    __slots__ = ("tvm_mod", "functions", "mod", "reuse")
+    __slots__ = ("tvm_mod", "functions", "mod", "reuse", "keep")
 
     def __init__(self):
         self.tvm_mod = None
 
     def take(self, tvm_mod):
-        """``(memcore module, reuse map)`` when ``tvm_mod`` is the module last written."""
+        """``(memcore module, reuse map, its Keep)`` when ``tvm_mod`` is the module last
+        written."""
         last = self.tvm_mod
         if last is None or last.__chandle__() != tvm_mod.__chandle__():
             return None
         if tvm_mod.functions.__chandle__() != self.functions.__chandle__():
             return None
         self.tvm_mod = self.functions = None  # the reuse map is handed over (the next write extends it)
-        return self.mod, self.reuse
+        handed = self.mod, self.reuse, self.keep
+        self.mod = self.reuse = self.keep = None
+        return handed
 
-    def keep(self, tvm_mod, mod, reuse):
+    def give(self, tvm_mod, mod, reuse, keep):
         self.tvm_mod = tvm_mod
         self.functions = tvm_mod.functions  # held: an in-place change must copy it (take)
         self.mod = mod
         self.reuse = reuse
+        self.keep = keep
 
 
 _HANDOFF = _Handoff()
@@ -78,15 +87,17 @@ def _apply(memcore_pass, tvm_mod):
     handed = _HANDOFF.take(tvm_mod)
     if handed is None:
         reuse = {}
+        keep = _ffi_writer.Keep()
+        keep.hold(tvm_mod)  # the addresses read point into it
         mod = _Reader(api, tvm_mod, record=reuse).module(tvm_mod)
     else:
-        mod, reuse = handed
+        mod, reuse, keep = handed
     out = memcore_pass(mod)
     written = {}
-    tvm_out = to_tvm_reusing(out, reuse, record=written)
+    tvm_out = to_tvm_reusing(out, reuse, keep, record=written)
     reuse.update(written)
     _ffi_reader.untrack_record(reuse)
-    _HANDOFF.keep(tvm_out, out, reuse)
+    _HANDOFF.give(tvm_out, out, reuse, keep)
     return tvm_out
 
 

@@ -18,10 +18,17 @@ PrimFuncs: a PrimFunc carried from TVM (``PrimFunc.source``) is written back as 
 object. A PrimFunc memcore made itself (importers, tests) has no TVM object; its text (or its
 signature-only text) is the one thing parsed with TVM's script parser, function by function.
 
-``reuse`` (internal, used by the TVM-native passes): a map from memcore nodes to the TVM
-objects :func:`~memcore_py.tvm.from_tvm` read them from. A node found there is written back
-as that TVM object instead of being rebuilt, so a pass that changed a few bindings pays for
-those only; every memcore pass keeps unchanged nodes identical, so this is exact.
+``reuse`` (internal, used by the TVM-native passes): a map from memcore nodes to the
+addresses of the TVM objects :func:`~memcore_py.tvm.from_tvm` read them from (kept alive by a
+:class:`~memcore_py.tvm._ffi_writer.Keep`). A node found there is written back as that TVM
+object instead of being rebuilt, so a pass that changed a few bindings pays for those only;
+every memcore pass keeps unchanged nodes identical, so this is exact.
+
+Binding blocks are written by the compiled writer (:mod:`memcore_py.tvm._ffi_writer`: TVM's
+constructors called through tvm_ffi's C API, objects kept as addresses), which hands every
+binding it does not build itself back to :meth:`_Writer.binding_addr`; everything above a
+block (sequences, functions, the module) and every binding, expression or type the compiled
+writer declines is written here through TVM's Python API.
 """
 from __future__ import annotations
 
@@ -57,6 +64,7 @@ from ..ir.op import Op
 from ..ir.ops import builtin_alloc_own_type
 from ..ir.prim import Add, FloatImm, FloorDiv, FloorMod, IntImm, Max, Min, Mul, PrimVar, Sub
 from ..ir.types import FuncType, ObjectType, PrimType, ShapeType, TensorType, TupleType, type_equal
+from . import _ffi_writer
 from ._api import TVMConversionError, tvm_api
 from .from_tvm import _SYMBOLIC
 from .values import call_attrs_to_tvm, to_tvm_value
@@ -74,7 +82,13 @@ _SHARED_MAX = 1 << 14
 class _Writer:
     """One conversion: memo tables and the per-kind writers."""
 
-    def __init__(self, api, mod: IRModule, reuse=None, record=None):
+    #: blocks written by the compiled writer (False: bindings through the Python API alone)
+    compiled_blocks = True
+
+    def __init__(self, api, mod: IRModule, reuse=None, record=None, keep=None):
+        if not _ffi_writer.init(api):
+            raise TVMConversionError("this tvm_ffi does not export the C API memcore's TVM bridge uses "
+                                     "(TVMFFIFunctionCall, ...); install apache-tvm 0.27")
         self.api = api
         self.ir_ffi = api.ir_ffi
         self.rx_ffi = api.rx_ffi
@@ -83,10 +97,21 @@ class _Writer:
                        Min: pf.Min, Max: pf.Max}
         self.reuse = reuse if reuse is not None else {}
         self.mod = mod
-        #: memcore node -> the TVM object written for it (every node, reused or new), when
-        #: the caller wants to hand the result to another native pass (passes.py)
+        #: memcore node -> the address of the TVM object written for it (every node, reused
+        #: or new), when the caller wants to hand the result to another native pass (passes.py)
         self.record = record
+        #: owner of every object an address in ``record`` / ``vars`` points to
+        self.keep = keep if keep is not None else _ffi_writer.Keep()
+        self.obj = _ffi_writer.object_at
+        #: memcore var -> address of its TVM var, for the vars defined so far
         self.vars = {}
+        #: addresses of ops, GlobalVars and types for the compiled writer (objects kept alive
+        #: by the memo tables below)
+        self.op_addrs = {}
+        self.gvar_addrs = {}
+        self.type_addrs = {}
+        #: leaf value key (``_ffi_writer.leaf_key``) -> address of its shared TVM object
+        self.leaf_addrs = {}
         self.gvars = {}
         self.types = {}
         self.prims = {}
@@ -198,13 +223,31 @@ class _Writer:
     def expr(self, e):
         r = self.reuse.get(e)
         if r is not None:
-            return r
+            return self.obj(r)
         f = self.writers.get(type(e))
         if f is None:
             self.fail(f"expression {type(e).__name__}")
         r = f(e)
         if self.record is not None:
-            self.record[e] = r
+            self.record[e] = self.keep.hold(r)
+        return r
+
+    def expr_addr(self, e) -> int:
+        """The address of the TVM object written for ``e`` (for the compiled writer); a
+        leaf's is remembered by value (``_ffi_writer.leaf_key``), as ``expr`` shares it."""
+        r = self.reuse.get(e)
+        if r is not None:
+            return r
+        if self.record is not None:
+            r = self.record.get(e)
+            if r is None:
+                self.expr(e)
+                r = self.record[e]
+        else:
+            r = self.keep.hold(self.expr(e))
+        key = _ffi_writer.leaf_key_of(e)
+        if key is not None:
+            self.leaf_addrs[key] = r
         return r
 
     def var_ref(self, v):
@@ -213,24 +256,38 @@ class _Writer:
             r = self.reuse.get(v)
             if r is None:
                 self.fail(f"use of variable {v.name!r} outside its scope")
-        return r
+        return self.obj(r)
 
     def def_var(self, v):
         r = self.reuse.get(v)
         if r is None:
             if type(v) is DataflowVar:
-                r = self.rx_ffi.DataflowVar(v.name, self.ty(v.ty), None)
+                w = self.rx_ffi.DataflowVar(v.name, self.ty(v.ty), None)
             else:
-                r = self.ir_ffi.Var(v.name, self.ty(v.ty), None)
+                w = self.ir_ffi.Var(v.name, self.ty(v.ty), None)
+            r = self.keep.hold(w)
+        else:
+            w = self.obj(r)
         self.vars[v] = r
         if self.record is not None:
             self.record[v] = r
-        return r
+        return w
 
     def gvar(self, g):
         r = self.gvars.get(g)
         if r is None:
             self.fail(f"reference to a GlobalVar {g.name!r} that is not in the module")
+        return r
+
+    def op_addr(self, op) -> int:
+        r = self.op_addrs[op] = self.op(op).__chandle__()  # kept alive by the shared op table
+        return r
+
+    def alloc_ty_args_implied(self, call, bound_ty) -> bool:
+        return _alloc_ty_args_implied(call, bound_ty)
+
+    def ty_addr(self, t) -> int:
+        r = self.type_addrs[t] = self.keep.hold(self.ty(t))
         return r
 
     def op(self, op):
@@ -330,58 +387,65 @@ class _Writer:
     def seq(self, s):
         r = self.reuse.get(s)
         if r is not None:
-            return r
+            return self.obj(r)
         blocks = [self.block(b) for b in s.blocks]
         node = self.rx_ffi.SeqExpr(blocks, self.expr(s.body), None)
         node = self._typed(node, s.ty) if node.ty.is_missing() else node
         if self.record is not None:
-            self.record[s] = node
+            self.record[s] = self.keep.hold(node)
         return node
 
     def block(self, b):
         r = self.reuse.get(b)
         if r is not None:
-            return r
-        reuse_get = self.reuse.get
-        rx = self.rx_ffi
-        out = []
-        append = out.append
-        for bd in b.bindings:
-            old = reuse_get(bd)
-            if old is not None:  # its var is in ``reuse`` too, where var_ref finds it
-                append(old)
-                continue
-            value = bd.value
-            if type(value) is Call and reuse_get(value) is None:
-                tv = self.call(value, bd.var.ty)
-                if self.record is not None:
-                    self.record[value] = tv
-            else:
-                tv = self.expr(value)
-            if type(bd) is VarBinding:
-                nb = rx.VarBinding(self.def_var(bd.var), tv, None)
-            elif type(bd) is MatchCast:
-                nb = rx.MatchCast(self.def_var(bd.var), tv, self.ty(bd.ty), None)
-            else:
-                self.fail(f"binding {type(bd).__name__}")
-            if self.record is not None:
-                self.record[bd] = nb
-            append(nb)
+            return self.obj(r)
         if type(b) is DataflowBlock:
-            node = rx.DataflowBlock(out, None)
+            dataflow = True
         elif type(b) is BindingBlock:
-            node = rx.BindingBlock(out, None)
+            dataflow = False
         else:
             self.fail(f"block {type(b).__name__}")
+        if self.compiled_blocks:
+            r = _ffi_writer.write_block(self, self.keep, b, dataflow, self.reuse, self.record, self.vars)
+            node = self.obj(r)
+        else:  # every binding through the Python API (the reference the compiled writer is tested against)
+            out = []
+            for bd in b.bindings:
+                h = self.reuse.get(bd)
+                out.append(self.obj(h if h is not None else self.binding_addr(bd)))
+            node = (self.rx_ffi.DataflowBlock if dataflow else self.rx_ffi.BindingBlock)(out, None)
+            r = self.keep.hold(node)
         if self.record is not None:
-            self.record[b] = node
+            self.record[b] = r
         return node
+
+    def binding_addr(self, bd) -> int:
+        """The address of a new TVM binding for ``bd``, written here (what the compiled
+        writer declines)."""
+        value = bd.value
+        record = self.record
+        if type(value) is Call and self.reuse.get(value) is None:
+            tv = self.call(value, bd.var.ty)
+            if record is not None:
+                record[value] = self.keep.hold(tv)
+        else:
+            tv = self.expr(value)
+        if type(bd) is VarBinding:
+            nb = self.rx_ffi.VarBinding(self.def_var(bd.var), tv, None)
+        elif type(bd) is MatchCast:
+            nb = self.rx_ffi.MatchCast(self.def_var(bd.var), tv, self.ty(bd.ty), None)
+        else:
+            self.fail(f"binding {type(bd).__name__}")
+        r = self.keep.hold(nb)
+        if record is not None:
+            record[bd] = r
+        return r
 
     # ------------------------------------------------------------------ functions
     def function(self, name, f):
         r = self.reuse.get(f)
         if r is not None:
-            return r
+            return self.obj(r)
         self.where = f"function {name!r}"
         self.prims = dict(self.reuse.get((_SYMBOLIC, name), ()))  # the TVM vars reused nodes hold
         params = [self.def_var(p) for p in f.params]
@@ -391,7 +455,7 @@ class _Writer:
         ret = self.missing if f.ret_ty is None else self.ty(f.ret_ty)
         node = self.rx_ffi.Function(params, body, ret, f.is_pure, attrs, None)
         if self.record is not None:
-            self.record[f] = node
+            self.record[f] = self.keep.hold(node)
             self.record[(_SYMBOLIC, name)] = dict(self.prims)
         return node
 
@@ -412,9 +476,10 @@ class _Writer:
     def module(self, mod: IRModule):
         for gv in mod.functions:
             g = self.reuse.get(gv)
-            self.gvars[gv] = g if g is not None else self.ir_ffi.GlobalVar(gv.name)
+            g = self.gvars[gv] = self.obj(g) if g is not None else self.ir_ffi.GlobalVar(gv.name)
+            self.gvar_addrs[gv] = a = self.keep.hold(g)
             if self.record is not None:
-                self.record[gv] = self.gvars[gv]
+                self.record[gv] = a
         funcs = {}
         for gv, f in mod.functions.items():
             if type(f) is Function:
@@ -492,8 +557,10 @@ def to_tvm(mod: IRModule):
         return _Writer(tvm_api(), mod).module(mod)
 
 
-def to_tvm_reusing(mod: IRModule, reuse: dict, record: dict | None = None):
-    """:func:`to_tvm`, writing every node found in ``reuse`` (memcore node -> TVM object)
-    back as that object (module docstring). ``record``, when given, receives memcore node ->
-    TVM object for every node of the result (the ``reuse`` map of a next pass)."""
-    return _Writer(tvm_api(), mod, reuse, record).module(mod)
+def to_tvm_reusing(mod: IRModule, reuse: dict, keep, record: dict | None = None):
+    """:func:`to_tvm`, writing every node found in ``reuse`` (memcore node -> address of a
+    TVM object that ``keep``, a :class:`~memcore_py.tvm._ffi_writer.Keep`, keeps alive) back
+    as that object (module docstring). ``record``, when given, receives memcore node ->
+    address for every node of the result (the ``reuse`` map of a next pass); the objects it
+    points to are added to ``keep``."""
+    return _Writer(tvm_api(), mod, reuse, record, keep).module(mod)

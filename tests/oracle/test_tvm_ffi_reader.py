@@ -108,12 +108,12 @@ def test_record_maps_compiled_bindings_to_their_tvm_objects():
     tf = tmod["main"]
     f = mod["main"]
     for blk, tblk in zip(f.body.blocks, tf.body.blocks):
-        for b, tb in zip(blk.bindings, tblk.bindings):
-            assert record[b].same_as(tb)
-            assert record[b.var].same_as(tb.var)
-            assert record[b.value].same_as(tb.value)
+        for b, tb in zip(blk.bindings, tblk.bindings):  # records hold object addresses
+            assert record[b] == tb.__chandle__()
+            assert record[b.var] == tb.var.__chandle__()
+            assert record[b.value] == tb.value.__chandle__()
     for p, tp in zip(f.params, tf.params):
-        assert record[p].same_as(tp)
+        assert record[p] == tp.__chandle__()
 
 
 def test_long_and_short_names_and_big_dims():

@@ -1,0 +1,379 @@
+# cython: language_level=3
+"""Compiled writes of TVM objects for :mod:`memcore_py.tvm.to_tvm` (built by ``setup.py``; the
+Python writer is the fallback for everything this module declines).
+
+Design
+------
+Writing through TVM's Python API costs a Python-level FFI call per constructor (1-3 us: the
+arguments are converted one by one, lists become ``ffi.Array`` through another call, and the
+result gets a Python wrapper), and a new binding of a lowered module needs four of them
+(variable, argument array, call, binding). A pass that adds 10k bindings (StaticPlanBlockMemory
+or KillAfterLastUse on a long chain) paid 40-60 ms for that, more than the pass itself.
+
+Here the same constructors (TVM's registered global functions ``ir.Var``, ``ir.Call``,
+``relax.VarBinding``, ``ffi.Array``, ...) are called through tvm_ffi's C API
+(``TVMFFIFunctionCall``, ``tvm/ffi/c_api.h``), with ``TVMFFIAny`` arguments built in place
+from object addresses, and the results stay raw handles: no Python wrapper is made for an
+object the caller does not ask for. The C API's entry points are taken from the
+``libtvm_ffi`` that tvm_ffi itself loaded (``tvm_ffi.LIB``), so nothing is linked at build
+time and memcore builds without TVM.
+
+Ownership: every handle a constructor returns is owned by a :class:`Keep` (one reference,
+released when the ``Keep`` is freed); node maps (``reuse`` / ``record`` of ``to_tvm``) hold
+object *addresses* as Python ints, valid while their ``Keep`` is alive. A ``Keep`` also holds
+Python objects (:meth:`Keep.hold`): the source module of a read, so that every address read
+from it stays valid. :func:`object_at` gives the Python wrapper of an address, through a
+global function registered here (tvm_ffi builds the wrapper as for any returned object).
+
+:func:`write_block` writes one binding block: bindings found in ``reuse`` are the old
+objects; a ``VarBinding`` of a ``Call`` without attributes whose callee is
+an ``Op`` or a ``GlobalVar`` is built here (``R.builtin.alloc_tensor``'s type arguments
+left out when TVM's parser would imply them, as the Python writer does) (its arguments are looked up in the node maps, and
+the Python writer writes those that are not there, as it writes every binding declined
+here). A failed constructor call raises ``TVMConversionError`` with TVM's message.
+"""
+from libc.stdint cimport int32_t, int64_t, uint32_t
+from libcpp.vector cimport vector
+from cpython.unicode cimport PyUnicode_AsUTF8AndSize
+
+from memcore_py.tvm._ffi_abi cimport FFIAny, HDR_SIZE, K_ERROR, K_INT, K_NONE, K_OBJECT_BEGIN, K_RAW_STR, obj_type
+
+from memcore_py.ir.expr import Call, DataflowVar, DataTypeImm, GlobalVar, PrimValue, ShapeExpr, StringImm, VarBinding
+from memcore_py.ir.op import Op, get_op
+
+from ._api import TVMConversionError
+
+
+ctypedef struct ByteArray:
+    const char* data
+    size_t size
+
+ctypedef int (*call_t)(void*, FFIAny*, int32_t, FFIAny*) noexcept nogil
+ctypedef int (*ref_t)(void*) noexcept nogil
+ctypedef void (*err_move_t)(void**) noexcept nogil
+ctypedef void (*err_set_t)(const char*, const char*) noexcept nogil
+ctypedef int (*safe_call_t)(void*, const FFIAny*, int32_t, FFIAny*) noexcept nogil
+ctypedef int (*create_t)(void*, safe_call_t, void*, void**) noexcept nogil
+ctypedef int (*set_global_t)(const ByteArray*, void*, int) noexcept nogil
+
+cdef call_t c_call = NULL
+cdef ref_t c_incref = NULL
+cdef ref_t c_decref = NULL
+cdef err_move_t c_err_move = NULL
+cdef err_set_t c_err_set = NULL
+
+# constructors (ffi.Function handles; the Python objects are kept in _FUNCS)
+cdef void* f_array = NULL
+cdef void* f_var = NULL
+cdef void* f_dfvar = NULL
+cdef void* f_call = NULL
+cdef void* f_binding = NULL
+cdef void* f_block = NULL
+cdef void* f_dfblock = NULL
+cdef void* h_empty_array = NULL
+_FUNCS = []
+_OBJECT_AT = []
+
+OBJECT_AT_NAME = "memcore.tvm.object_at"
+BUILTIN_ALLOC = get_op("relax.builtin.alloc_tensor")
+
+
+cdef int _object_at(void* self, const FFIAny* args, int32_t n, FFIAny* result) noexcept nogil:
+    """The global function behind :func:`object_at`: the object at an address, as a new
+    reference (tvm_ffi wraps it as any returned object)."""
+    cdef const char* h
+    if n != 1 or args[0].type_index != K_INT or args[0].value == 0:
+        c_err_set("ValueError", "memcore.tvm.object_at takes one object address")
+        return -1
+    h = <const char*><size_t>args[0].value
+    c_incref(<void*>h)
+    result.type_index = obj_type(h)
+    result.small_len = 0
+    result.value = args[0].value
+    return 0
+
+
+def init(api):
+    """Resolve the C API and the constructors once (idempotent); False when this tvm_ffi does
+    not export what is needed (the Python writer is then used alone)."""
+    global c_call, c_incref, c_decref, c_err_move, c_err_set
+    global f_array, f_var, f_dfvar, f_call, f_binding, f_block, f_dfblock, h_empty_array
+    if c_call != NULL:
+        return True
+    import ctypes
+
+    import tvm_ffi
+
+    lib = getattr(tvm_ffi, "LIB", None)
+    if lib is None:
+        return False
+    try:
+        ptr = {n: ctypes.cast(getattr(lib, n), ctypes.c_void_p).value for n in (
+            "TVMFFIFunctionCall", "TVMFFIObjectIncRef", "TVMFFIObjectDecRef", "TVMFFIErrorMoveFromRaised",
+            "TVMFFIErrorSetRaisedFromCStr", "TVMFFIFunctionCreate", "TVMFFIFunctionSetGlobal")}
+    except AttributeError:
+        return False
+    funcs = [tvm_ffi.get_global_func(n) for n in ("ffi.Array", "ir.Var", "relax.DataflowVar", "ir.Call",
+                                                   "relax.VarBinding", "relax.BindingBlock",
+                                                   "relax.DataflowBlock")]
+    empty = api.Array([])
+    c_incref = <ref_t><size_t>ptr["TVMFFIObjectIncRef"]
+    c_decref = <ref_t><size_t>ptr["TVMFFIObjectDecRef"]
+    c_err_move = <err_move_t><size_t>ptr["TVMFFIErrorMoveFromRaised"]
+    c_err_set = <err_set_t><size_t>ptr["TVMFFIErrorSetRaisedFromCStr"]
+    cdef create_t create = <create_t><size_t>ptr["TVMFFIFunctionCreate"]
+    cdef set_global_t set_global = <set_global_t><size_t>ptr["TVMFFIFunctionSetGlobal"]
+    cdef void* fh = NULL
+    cdef ByteArray name
+    name_bytes = OBJECT_AT_NAME.encode()
+    name.data = name_bytes
+    name.size = len(name_bytes)
+    if create(NULL, _object_at, NULL, &fh) != 0:
+        return False
+    rc = set_global(&name, fh, 1)
+    c_decref(fh)
+    if rc != 0:
+        return False
+    _OBJECT_AT.append(tvm_ffi.get_global_func(OBJECT_AT_NAME))
+    _FUNCS.extend(funcs)
+    _FUNCS.append(empty)
+    cdef list hs = [f.__chandle__() for f in funcs]
+    f_array = <void*><size_t>hs[0]
+    f_var = <void*><size_t>hs[1]
+    f_dfvar = <void*><size_t>hs[2]
+    f_call = <void*><size_t>hs[3]
+    f_binding = <void*><size_t>hs[4]
+    f_block = <void*><size_t>hs[5]
+    f_dfblock = <void*><size_t>hs[6]
+    h_empty_array = <void*><size_t>empty.__chandle__()
+    c_call = <call_t><size_t>ptr["TVMFFIFunctionCall"]  # set last: the "initialised" flag
+    return True
+
+
+def object_at(size_t address):
+    """The Python wrapper of the TVM object at ``address`` (kept alive by its owner)."""
+    return _OBJECT_AT[0](address)
+
+
+cdef class Keep:
+    """Owner of the TVM objects a node map's addresses point to: references to raw handles
+    (what the compiled writer built) and Python objects (:meth:`hold`)."""
+
+    cdef vector[void*] owned
+    cdef list held
+
+    def __cinit__(self):
+        self.held = []
+
+    def __dealloc__(self):
+        cdef size_t i
+        if c_decref != NULL:
+            for i in range(self.owned.size()):
+                c_decref(self.owned[i])
+
+    def hold(self, obj):
+        """Keep ``obj`` (a TVM object, or a module whose objects are addressed) alive; returns
+        its address."""
+        self.held.append(obj)
+        return obj.__chandle__()
+
+    def __len__(self):
+        return self.owned.size() + len(self.held)
+
+    cdef inline void own(self, void* h):
+        self.owned.push_back(h)
+
+
+cdef int raise_ffi_error(const char* what) except -1:
+    cdef void* err = NULL
+    cdef const ByteArray* cell
+    c_err_move(&err)
+    msg = "unknown error"
+    if err != NULL:
+        if obj_type(<const char*>err) == K_ERROR:
+            cell = <const ByteArray*>(<const char*>err + HDR_SIZE)
+            msg = (cell[0].data[:cell[0].size].decode("utf-8", "replace") + ": "
+                   + cell[1].data[:cell[1].size].decode("utf-8", "replace"))
+        c_decref(err)
+    raise TVMConversionError(f"TVM refused {what.decode()}: {msg}")
+
+
+cdef void* make(void* fn, FFIAny* args, int32_t n, const char* what) except NULL:
+    """A new object from the constructor ``fn`` (a new reference the caller owns)."""
+    cdef FFIAny res
+    res.type_index = K_NONE
+    res.small_len = 0
+    res.value = 0
+    if c_call(fn, args, n, &res) != 0:
+        raise_ffi_error(what)
+    if res.type_index < K_OBJECT_BEGIN or res.value == 0:
+        raise TVMConversionError(f"TVM returned no object for {what.decode()}")
+    return <void*><size_t>res.value
+
+
+cdef inline void set_obj(FFIAny* a, void* h) noexcept:
+    a.small_len = 0
+    if h == NULL:
+        a.type_index = K_NONE
+        a.value = 0
+    else:
+        a.type_index = obj_type(<const char*>h)
+        a.value = <int64_t><size_t>h
+
+
+cdef inline void* as_handle(object address) except? NULL:
+    return <void*><size_t>address
+
+
+cdef object leaf_key(a):
+    """The value key of a leaf argument whose TVM object can be shared (a shape, a prim
+    value, a dtype, a string: what the Python writer memoises by value); None otherwise."""
+    t = type(a)
+    if t is ShapeExpr:
+        return (ShapeExpr, a.values)
+    if t is PrimValue:
+        return (PrimValue, a.value)
+    if t is DataTypeImm:
+        return (DataTypeImm, a.value)
+    if t is StringImm:
+        return (StringImm, a.value)
+    return None
+
+
+cdef object write_call_binding(W, Keep K, bd, c, dict reuse, dict record, dict vars, dict leaves):
+    """The address of a new ``VarBinding`` of the call ``c`` built here, or None when this
+    binding is left to the Python writer."""
+    cdef vector[FFIAny] av
+    cdef FFIAny cargs[6]
+    cdef Py_ssize_t j, na
+    cdef const char* name
+    cdef Py_ssize_t name_len
+    cdef void* harr
+    cdef void* hcall
+    cdef void* hvar
+    cdef void* hb
+    cdef void* hta = h_empty_array
+    cdef vector[FFIAny] tv
+    if c.attrs:
+        return None
+    op = c.op
+    t = type(op)
+    if t is Op:
+        hop = W.op_addrs.get(op)
+        if hop is None:
+            hop = W.op_addr(op)
+    elif t is GlobalVar:
+        hop = W.gvar_addrs.get(op)
+        if hop is None:
+            return None
+    else:
+        return None
+    args = c.args
+    na = len(args)
+    av.resize(na)
+    for j in range(na):
+        a = args[j]
+        h = reuse.get(a)
+        if h is None:
+            h = vars.get(a)
+            if h is None:
+                h = leaves.get(leaf_key(a))
+                if h is None:
+                    h = W.expr_addr(a)
+        set_obj(&av[j], as_handle(h))
+    ty = c.ty
+    if ty is None:
+        ty = W.inferred_type(c, bd.var.ty)
+    hty = W.type_addrs.get(ty)
+    if hty is None:
+        hty = W.ty_addr(ty)
+    ty_args = c.ty_args
+    if ty_args and not (op is BUILTIN_ALLOC and W.alloc_ty_args_implied(c, bd.var.ty)):
+        tv.resize(len(ty_args))
+        for j in range(len(ty_args)):
+            h = W.type_addrs.get(ty_args[j])
+            if h is None:
+                h = W.ty_addr(ty_args[j])
+            set_obj(&tv[j], as_handle(h))
+        hta = make(f_array, tv.data(), <int32_t>tv.size(), "the type arguments of a call")
+        K.own(hta)
+    harr = make(f_array, av.data(), <int32_t>na, "the arguments of a call")
+    set_obj(&cargs[0], as_handle(hty))
+    set_obj(&cargs[1], as_handle(hop))
+    set_obj(&cargs[2], harr)
+    set_obj(&cargs[3], NULL)
+    set_obj(&cargs[4], hta)
+    set_obj(&cargs[5], NULL)
+    try:
+        hcall = make(f_call, cargs, 6, "a call")
+    finally:
+        c_decref(harr)
+    K.own(hcall)
+    var = bd.var
+    hv = reuse.get(var)
+    if hv is None:
+        name = PyUnicode_AsUTF8AndSize(var.name, &name_len)
+        hvt = W.type_addrs.get(var.ty)
+        if hvt is None:
+            hvt = W.ty_addr(var.ty)
+        cargs[0].type_index = K_RAW_STR
+        cargs[0].small_len = 0
+        cargs[0].value = <int64_t><size_t>name
+        set_obj(&cargs[1], as_handle(hvt))
+        set_obj(&cargs[2], NULL)
+        hvar = make(f_dfvar if type(var) is DataflowVar else f_var, cargs, 3, "a variable")
+        K.own(hvar)
+        hv = <size_t>hvar
+        if record is not None:
+            record[var] = hv
+    vars[var] = hv
+    set_obj(&cargs[0], as_handle(hv))
+    set_obj(&cargs[1], hcall)
+    set_obj(&cargs[2], NULL)
+    hb = make(f_binding, cargs, 3, "a binding")
+    K.own(hb)
+    out = <size_t>hb
+    if record is not None:
+        record[c] = <size_t>hcall
+        record[bd] = out
+    return out
+
+
+def write_block(W, Keep K, block, bint dataflow, dict reuse, record, dict vars):
+    """The address (owned by ``K``) of a new ``BindingBlock`` (``DataflowBlock`` when
+    ``dataflow``) holding ``block``'s bindings: reused from ``reuse``, built here, or written
+    by ``W.binding_addr`` (the Python writer)."""
+    cdef tuple bindings = block.bindings
+    cdef Py_ssize_t i, n = len(bindings)
+    cdef vector[FFIAny] items
+    cdef FFIAny cargs[2]
+    cdef void* harr
+    cdef void* hblock
+    cdef dict rec = record
+    cdef dict leaves = W.leaf_addrs
+    items.resize(n)
+    for i in range(n):
+        bd = bindings[i]
+        h = reuse.get(bd)
+        if h is None:
+            if type(bd) is VarBinding:
+                value = bd.value
+                if type(value) is Call and reuse.get(value) is None:
+                    h = write_call_binding(W, K, bd, value, reuse, rec, vars, leaves)
+            if h is None:
+                h = W.binding_addr(bd)
+        set_obj(&items[i], as_handle(h))
+    harr = make(f_array, items.data(), <int32_t>n, "the bindings of a block")
+    set_obj(&cargs[0], harr)
+    set_obj(&cargs[1], NULL)
+    try:
+        hblock = make(f_dfblock if dataflow else f_block, cargs, 2, "a block")
+    finally:
+        c_decref(harr)
+    K.own(hblock)
+    return <size_t>hblock
+
+
+def leaf_key_of(e):
+    """:func:`leaf_key` for Python callers."""
+    return leaf_key(e)
