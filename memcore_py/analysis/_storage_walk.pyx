@@ -30,6 +30,10 @@ from memcore_py.ir._slots cimport PyDict_GetItem, get_slot, slot_offset
 
 import numpy as np
 
+cimport numpy as cnp
+
+cnp.import_array()
+
 from memcore_py.ir.expr import Call, DataflowVar, DataTypeImm, MatchCast, PrimValue, StringImm, Var, VarBinding
 from memcore_py.ir.prim import IntImm
 
@@ -308,65 +312,78 @@ cdef class InitWalk:
         cdef set discarded = self.discarded
         cdef list ev = self.ev
         cdef list t_info = self.t_info
-        new_id_arr = np.empty(n_all, dtype=np.int64)
-        cdef int64_t[::1] new_id = new_id_arr
         cdef Py_ssize_t i, j, m = 0, k = 0, n_ev = len(ev)
         cdef long long e, step, rest
         cdef int64_t t
         cdef list kept_block, kept_binding, kept_index
+        # arrays written through their data pointers (typed memoryviews cost more to set up
+        # than the whole loop on small programs); every index is checked or built in range
+        new_id_arr = np.zeros(n_all, dtype=np.int64)
+        cdef int64_t* new_id = <int64_t*>cnp.PyArray_DATA(<cnp.ndarray>new_id_arr)
+        for d in discarded:  # token ids of this walk (checked: the set is public)
+            i = d
+            if i < 0 or i >= n_all:
+                raise ValueError(f"InitWalk.decode: discarded token {i} out of range [0, {n_all})")
+            new_id[i] = -1
         for i in range(n_all):
-            if discarded and i in discarded:
-                new_id[i] = -1
-            else:
+            if new_id[i] == 0:
                 new_id[i] = k
                 k += 1
-        # the six per-token arrays are the rows of one buffer (one allocation, one view setup):
+        # the six per-token arrays are the rows of one buffer (one allocation):
         # TokenInfo id, constant bytes, function, start, last use, uses
         per_tok = np.zeros((6, k), dtype=np.int64)
-        cdef int64_t[:, ::1] pt = per_tok
+        cdef int64_t* info_id = <int64_t*>cnp.PyArray_DATA(<cnp.ndarray>per_tok)
+        cdef int64_t* info_const = info_id + k
+        cdef int64_t* info_func = info_id + 2 * k
+        cdef int64_t* start = info_id + 3 * k
+        cdef int64_t* end = info_id + 4 * k
+        cdef int64_t* refs = info_id + 5 * k
         cdef tuple fields
         cdef Py_ssize_t n_sym = 0
         if k == n_all:
             kept_block, kept_binding, kept_index = self.t_block, self.t_binding, self.t_index
             for i in range(n_all):
                 fields = <tuple>t_info[i]
-                pt[0, i] = fields[7]
-                pt[1, i] = fields[0]
-                pt[2, i] = fields[5]
+                info_id[i] = fields[7]
+                info_const[i] = fields[0]
+                info_func[i] = fields[5]
         else:
             kept_block, kept_binding, kept_index = [], [], []
             for i in range(n_all):
-                if new_id[i] >= 0:
+                t = new_id[i]
+                if t >= 0:
                     fields = <tuple>t_info[i]
-                    pt[0, new_id[i]] = fields[7]
-                    pt[1, new_id[i]] = fields[0]
-                    pt[2, new_id[i]] = fields[5]
+                    info_id[t] = fields[7]
+                    info_const[t] = fields[0]
+                    info_func[t] = fields[5]
                     kept_block.append(self.t_block[i])
                     kept_binding.append(self.t_binding[i])
                     kept_index.append(self.t_index[i])
         for i in range(k):
-            if pt[1, i] < 0:
+            if info_const[i] < 0:
                 n_sym += 1
         kind_arr = np.empty(n_ev, dtype=np.int8)
         tok_arr = np.empty(n_ev, dtype=np.int64)
-        cdef kind_t[::1] kind = kind_arr
-        cdef int64_t[::1] tok = tok_arr
+        cdef kind_t* kind = <kind_t*>cnp.PyArray_DATA(<cnp.ndarray>kind_arr)
+        cdef int64_t* tok = <int64_t*>cnp.PyArray_DATA(<cnp.ndarray>tok_arr)
         for j in range(n_ev):
             e = ev[j]
             step = e // SCALE
             rest = e - step * SCALE
+            if rest < 0 or (rest >> 1) >= n_all:  # use() is public: check its token ids
+                raise ValueError(f"InitWalk.decode: event of token {rest >> 1} out of range [0, {n_all})")
             t = new_id[rest >> 1]
             if t < 0:
                 continue
             if rest & 1:
                 kind[m] = EV_DECREF
-                pt[5, t] += 1
-                if step > pt[4, t]:
-                    pt[4, t] = step
+                refs[t] += 1
+                if step > end[t]:
+                    end[t] = step
             else:
                 kind[m] = EV_REQUEST
-                pt[3, t] = step
-                pt[4, t] = step
+                start[t] = step
+                end[t] = step
             tok[m] = t
             m += 1
         info_arr, const_arr, func_arr, start_arr, end_arr, refs_arr = per_tok

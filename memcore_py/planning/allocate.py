@@ -38,16 +38,17 @@ def run_token_program(program: TokenProgram, *, key_device: bool = True):
     release policy). Returns the engine's :class:`memcore.TokenPlan`."""
     import memcore
 
-    tok_pool, _keys = program.pools(key_device=key_device)
+    tok_pool, keys = program.pools(key_device=key_device)
     if program.has_symbolic:
         tok_sym = program.sym_classes(tok_pool)
         tok_bytes = np.where(program.tok_const >= 0, program.tok_const, 0)
     else:  # all constant: tok_sym's default
         tok_sym = None
         tok_bytes = program.tok_const
-    # the analysis built these arrays (int64, int8 kinds, consistent lengths): no re-validation
+    # the analysis built these arrays (int64, int8 kinds, consistent lengths, pool ids dense):
+    # no re-validation
     return memcore.plan_tokens(tok_bytes, tok_pool, program.tok_refs, program.ev_kind, program.ev_tok,
-                               tok_sym=tok_sym, match_range=16, check=False)
+                               tok_sym=tok_sym, match_range=16, check=False, n_pools=len(keys))
 
 
 #: Across calls: storage size (int) -> its IntImm (IR nodes are immutable, so plans share

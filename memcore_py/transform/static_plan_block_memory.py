@@ -199,12 +199,18 @@ class _StorageAllocationRewriter:
         self._n_storages = 0  # storage, storage1, ... across the module
         self.storage_site = emission_sites(sites, plan)
         # block id -> {position: [storage ids to emit before it]}
-        self.emit_before: dict = {}
+        emit_before = self.emit_before = {}
         for k, site in enumerate(self.storage_site):
-            self.emit_before.setdefault(site.block, {}).setdefault(site.position, []).append(k)
+            at = emit_before.get(site.block)
+            if at is None:
+                at = emit_before[site.block] = {}
+            ks = at.get(site.position)
+            if ks is None:
+                at[site.position] = [k]
+            else:
+                ks.append(k)
         # block id -> {position: token}, positions increasing (tokens are in program order)
-        self.allocs: dict = {}
-        allocs = self.allocs
+        allocs = self.allocs = {}
         tok_block = sites.tok_block
         if tok_block and tok_block.count(tok_block[0]) == len(tok_block):
             # every planned allocation in one block (the common case)
@@ -217,25 +223,28 @@ class _StorageAllocationRewriter:
             d[i] = t
         # Case 2 candidates: unplanned allocations in functions with the attribute
         self.dynamic: dict = {}
-        plan_dyn = {f for f, entry in enumerate(sites.functions)
-                    if _truthy(entry.func.attrs.get(ATTR_PLAN_DYNAMIC_FUNC_OUTPUT))}
-        if plan_dyn:
+        if sites.unplanned_allocs:
+            plan_dyn = {f for f, entry in enumerate(sites.functions)
+                        if _truthy(entry.func.attrs.get(ATTR_PLAN_DYNAMIC_FUNC_OUTPUT))}
             for u in sites.unplanned_allocs:
                 if u.func in plan_dyn:
                     self.dynamic.setdefault(u.block, {})[u.position] = u.binding
         # scopes that contain a change (and so every scope around them)
         dirty = set()
-        for bid in list(self.emit_before) + list(self.allocs) + list(self.dynamic):
-            sid = sites.block_scope[bid]
-            while sid >= 0 and sid not in dirty:
-                dirty.add(sid)
-                sid = sites.scope_parent[sid]
+        block_scope, scope_parent = sites.block_scope, sites.scope_parent
+        for changed in (emit_before, allocs, self.dynamic):
+            for bid in changed:
+                sid = block_scope[bid]
+                while sid >= 0 and sid not in dirty:
+                    dirty.add(sid)
+                    sid = scope_parent[sid]
         self.dirty = dirty
         self.storage_var: list = [None] * len(plan.storages)
         # immutable leaf nodes, shared across calls (bounded caches)
-        for cache in (_DTYPE_IMMS, _SCOPE_IMMS, _OFFSET_IMMS):
-            if len(cache) > _IMM_CACHE_MAX:
-                cache.clear()
+        if len(_DTYPE_IMMS) > _IMM_CACHE_MAX or len(_SCOPE_IMMS) > _IMM_CACHE_MAX or len(_OFFSET_IMMS) > _IMM_CACHE_MAX:
+            for cache in (_DTYPE_IMMS, _SCOPE_IMMS, _OFFSET_IMMS):
+                if len(cache) > _IMM_CACHE_MAX:
+                    cache.clear()
         self._dtype_imm: dict = _DTYPE_IMMS
         self._scope_imm: dict = _SCOPE_IMMS
         self._offset_imm: dict = _OFFSET_IMMS
@@ -384,13 +393,17 @@ class _StorageAllocationRewriter:
 
     def _emit_storages(self, storage_ids):
         out = []
-        plan = self.plan
+        storages = self.plan.storages
         tok_binding = self.sites.tok_binding
+        storage_var = self.storage_var
+        scope_imm = self._scope_imm
         for k in storage_ids:
-            s = plan.storages[k]
+            s = storages[k]
             dev = tok_binding[s.tokens[0]].value.args[2]
-            sb = self._storage_binding(s.nbytes, dev, self._scope(s.scope), s.dtype, self.storage_site[k].dataflow_var)
-            self.storage_var[k] = sb.var
+            scope = scope_imm.get(s.scope)
+            sb = self._storage_binding(s.nbytes, dev, scope if scope is not None else self._scope(s.scope), s.dtype,
+                                       self.storage_site[k].dataflow_var)
+            storage_var[k] = sb.var
             out.append(sb)
         return out
 
