@@ -37,6 +37,11 @@ cnp.import_array()
 from memcore_py.ir.expr import Call, DataflowVar, DataTypeImm, MatchCast, PrimValue, StringImm, Var, VarBinding
 from memcore_py.ir.prim import IntImm
 
+cdef enum:
+    # calls with more arguments than this take the slow path (the loop keeps their tokens
+    # in a fixed array)
+    MAX_ARGS = 32
+
 #: events are packed as ``step * SCALE + 2 * token + kind`` (C arithmetic in the loops)
 cdef long long SCALE = 1LL << 32
 EV_SCALE = SCALE
@@ -177,7 +182,9 @@ cdef class InitWalk:
         ``step0`` after the block (If branches take steps). Every binding the loop does not
         handle goes to ``slow(binding, position, step0) -> step0``, the general code (passed
         per call, so that the walk holds no reference back to its owner)."""
-        cdef Py_ssize_t i, n = len(bindings), t
+        cdef Py_ssize_t i, n = len(bindings), t, k, nf
+        cdef PyObject* found[MAX_ARGS]
+        cdef tuple targs
         cdef long long step
         cdef PyObject* p
         cdef PyTypeObject* tb
@@ -258,9 +265,17 @@ cdef class InitWalk:
                         continue
                 step0 = slow(b, i, step0)
                 continue
-            # counting call: every argument a variable (or a value carrying no token)
+            # counting call: every argument a variable (or a value carrying no token); the
+            # tokens found are kept (borrowed from var_tokens, not changed meanwhile) for the
+            # second loop. Calls of more than MAX_ARGS arguments take the slow path.
+            if type(args) is not tuple or len(<tuple>args) > MAX_ARGS:
+                step0 = slow(b, i, step0)
+                continue
+            targs = <tuple>args
             ok = True
-            for a in args:
+            nf = 0
+            for k in range(len(targs)):
+                a = targs[k]
                 p = PyDict_GetItem(var_tokens, a)
                 if p is NULL:
                     ta = Py_TYPE(a)
@@ -271,16 +286,15 @@ cdef class InitWalk:
                 if type(<object>p) is not int:
                     ok = False
                     break
+                found[nf] = p
+                nf += 1
             if not ok:
                 step0 = slow(b, i, step0)
                 continue
             step = step0 + i
-            for a in args:
-                p = PyDict_GetItem(var_tokens, a)
-                if p is NULL:
-                    continue
-                s = <object>p
-                if s in discarded:
+            for k in range(nf):
+                s = <object>found[k]
+                if discarded and s in discarded:
                     continue
                 t = s
                 if <Py_ssize_t>t_block[t] != bid:

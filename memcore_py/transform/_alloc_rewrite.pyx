@@ -93,34 +93,35 @@ def storage_binding(op, str name, nbytes, dev, scope_imm, dtype_imm, var_cls, ty
     return _binding(T_CALL, op, (shape, dev, scope_imm, dtype_imm), ty, var)
 
 
-def splice(list out, list inserts, list views):
+def splice(list out, list inserts, list view_positions, list views):
     """``out`` with bindings inserted: before each ``out[i]``, the bindings of every
-    ``(i, [bindings])`` of ``inserts``, then the binding of every ``(i, binding)`` of
-    ``views``, each in list order. Both lists are sorted by position (non-decreasing), with
-    positions in ``[0, len(out)]`` (``len(out)``: at the end). Returns a new list.
+    ``(i, [bindings])`` of ``inserts``, then every ``views[k]`` with ``view_positions[k] ==
+    i``, each in list order. Positions are sorted (non-decreasing) in each list and lie in
+    ``[0, len(out)]`` (``len(out)``: at the end). Returns a new list.
 
     Raises
     ------
     ValueError
-        A position out of range or out of order.
+        A position out of range or out of order, or lists of different lengths.
     """
     cdef Py_ssize_t n = len(out), n_ins = len(inserts), n_views = len(views)
     cdef Py_ssize_t a = 0, b = 0, i = 0, pa, pb, last_a = 0, last_b = 0
+    if len(view_positions) != n_views:
+        raise ValueError(f"splice: {len(view_positions)} view positions for {n_views} views")
     cdef list res = []
-    cdef tuple entry
-    pa = _position(inserts, 0, n, &last_a) if n_ins else n + 1
-    pb = _position(views, 0, n, &last_b) if n_views else n + 1
+    pa = _checked(<Py_ssize_t>(<tuple>inserts[0])[0], n, &last_a) if n_ins else n + 1
+    pb = _checked(<Py_ssize_t>view_positions[0], n, &last_b) if n_views else n + 1
     while True:
         # everything to insert before out[i]
         while pa == i:
             for x in <list>(<tuple>inserts[a])[1]:
                 res.append(x)
             a += 1
-            pa = _position(inserts, a, n, &last_a) if a < n_ins else n + 1
+            pa = _checked(<Py_ssize_t>(<tuple>inserts[a])[0], n, &last_a) if a < n_ins else n + 1
         while pb == i:
-            res.append((<tuple>views[b])[1])
+            res.append(views[b])
             b += 1
-            pb = _position(views, b, n, &last_b) if b < n_views else n + 1
+            pb = _checked(<Py_ssize_t>view_positions[b], n, &last_b) if b < n_views else n + 1
         if i == n:
             break
         res.append(out[i])
@@ -128,10 +129,8 @@ def splice(list out, list inserts, list views):
     return res
 
 
-cdef Py_ssize_t _position(list entries, Py_ssize_t k, Py_ssize_t n, Py_ssize_t* last) except -1:
-    """Position of ``entries[k]`` (a ``(position, ...)`` tuple), checked against ``[0, n]``
-    and against the previous one (``last``)."""
-    cdef Py_ssize_t p = (<tuple>entries[k])[0]
+cdef inline Py_ssize_t _checked(Py_ssize_t p, Py_ssize_t n, Py_ssize_t* last) except -1:
+    """Insertion position ``p``, checked against ``[0, n]`` and the previous one (``last``)."""
     if p < 0 or p > n or p < last[0]:
         raise ValueError(f"splice: insertion position {p} out of range [0, {n}] or before {last[0]}")
     last[0] = p
@@ -232,9 +231,10 @@ cdef class AllocRewrite:
         self.args_cache[key] = new_args
         return new_args
 
-    def rebuild(self, list out, dict allocs, set skip, make_args):
+    def rebuild(self, list out, dict allocs, bint skip_offsets, make_args):
         """``out[i] = VarBinding(var, Call(op, args, ty=var.ty))`` for each planned
-        allocation ``i -> token`` of ``allocs`` not in ``skip``. In the common case (offset 0,
+        allocation ``i -> token`` of ``allocs`` (with ``skip_offsets``: only those at offset 0,
+        the others having been rebuilt by :meth:`rebuild_views`). In the common case (offset 0,
         a tensor type, the call's own shape argument equal to the type's shape, the dtype's
         ``DataTypeImm`` already made) the arguments ``(storage, 0, shape, dtype, device)`` are
         built directly; otherwise they come from :meth:`args_for` (with ``make_args``)."""
@@ -246,7 +246,8 @@ cdef class AllocRewrite:
         empty = ()
         op = self.op
         for i, t in allocs.items():
-            if i in skip:
+            offset = tok_offset[t]
+            if skip_offsets and offset:
                 continue
             b = out[i]
             var = <object>get_slot(b, O_VAR)
@@ -254,7 +255,7 @@ cdef class AllocRewrite:
             call = <object>get_slot(b, O_VALUE)
             args = <object>get_slot(call, O_ARGS)
             new_args = None
-            if not tok_offset[t] and Py_TYPE(ty) is T_TENSOR_TYPE:
+            if not offset and Py_TYPE(ty) is T_TENSOR_TYPE:
                 # common case, built directly (not shared through args_cache: tensor types are
                 # mostly distinct nodes, so the cache would rarely hit)
                 storage = self.storage_var[tok_storage[t]]
@@ -264,7 +265,7 @@ cdef class AllocRewrite:
                         and _same_shape(<object>get_slot(arg0, O_SE_VALUES), <object>get_slot(ty, O_TT_SHAPE))):
                     new_args = (storage, self.zero, arg0, <object>dp, args[2])
             if new_args is None:
-                new_args = self.args_for((tok_storage[t], tok_offset[t], ty, args[2]), call, make_args)
+                new_args = self.args_for((tok_storage[t], offset, ty, args[2]), call, make_args)
             c = alloc_node(T_CALL)
             put_slot(c, O_OP, op)
             put_slot(c, O_ARGS, new_args)
@@ -278,19 +279,21 @@ cdef class AllocRewrite:
             out[i] = <object>nb
             Py_DECREF(<object>nb)
 
-    def rebuild_views(self, list out, dict allocs, set skip, make_args, view_op, var_cls, dict offset_imm):
+    def rebuild_views(self, list out, dict allocs, make_args, view_op, var_cls, dict offset_imm,
+                      list positions, list raws):
         """Zero-offset views (arena mode): each planned allocation ``i -> token`` of
-        ``allocs`` at a non-zero offset and not in ``skip`` becomes
-        ``var_raw = R.memory.alloc_tensor(storage, offset, ...)`` (returned, to be inserted
-        before position ``i``) and ``var = view_op(var_raw)`` (written to ``out[i]``); ``i`` is
-        added to ``skip``. ``var_cls``: the class of the new ``*_raw`` var (``DataflowVar``
-        in a dataflow block); ``offset_imm``: offset -> its shared ``PrimValue`` (arguments are
-        built directly when it, the dtype's ``DataTypeImm`` and the emitted storage are known
-        and the call's shape argument is the type's shape, else by ``make_args``). Returns
-        ``[(i, raw binding), ...]`` in ``allocs`` order."""
+        ``allocs`` at a non-zero offset becomes ``var_raw = R.memory.alloc_tensor(storage,
+        offset, ...)`` (appended to ``raws``, ``i`` to ``positions``: to be inserted before
+        position ``i``) and ``var = view_op(var_raw)`` (written to ``out[i]``); :meth:`rebuild`
+        with ``skip_offsets`` then leaves them alone. ``var_cls``: the class of the new
+        ``*_raw`` var (``Var``, or ``DataflowVar`` in a dataflow block); ``offset_imm``: offset
+        -> its shared ``PrimValue`` (arguments are built directly when it, the dtype's
+        ``DataTypeImm`` and the emitted storage are known and the call's shape argument is the
+        type's shape, else by ``make_args``). Positions come in ``allocs`` order."""
+        if var_cls is not Var and var_cls is not DataflowVar:
+            raise TypeError(f"rebuild_views: var_cls must be Var or DataflowVar; got {var_cls!r}")
         cdef list tok_storage = self.tok_storage
         cdef list tok_offset = self.tok_offset
-        cdef list inserts = []
         cdef PyObject* raw
         cdef PyObject* dp
         cdef PyObject* op_
@@ -298,7 +301,7 @@ cdef class AllocRewrite:
         op = self.op
         for i, t in allocs.items():
             offset = tok_offset[t]
-            if not offset or i in skip:
+            if not offset:
                 continue
             b = out[i]
             var = <object>get_slot(b, O_VAR)
@@ -321,7 +324,6 @@ cdef class AllocRewrite:
             put_slot(raw, O_TY, ty)
             raw_var = <object>raw
             Py_DECREF(raw_var)
-            inserts.append((i, _binding(T_CALL, op, new_args, ty, raw_var)))
+            positions.append(i)
+            raws.append(_binding(T_CALL, op, new_args, ty, raw_var))
             out[i] = _binding(T_CALL, view_op, (raw_var,), ty, var)
-            skip.add(i)
-        return inserts

@@ -353,7 +353,6 @@ class _StorageAllocationRewriter:
         positions = sorted(special)
         out = list(bindings)
         inserts = []  # (position, bindings to insert before it), increasing positions
-        handled = set()  # planned allocations already rebuilt (zero-offset views)
         for i in positions:
             b = out[i]
             pre = emit.get(i)
@@ -373,7 +372,7 @@ class _StorageAllocationRewriter:
                     node = new_if(value.cond, t_b, f_b, value.ty)
                     out[i] = new_match_cast(b.var, node, b.ty) if type(b) is MatchCast else new_binding(b.var, node)
                 continue
-        views = ()
+        view_positions, views = [], []
         if allocs:
             if zero_offset_views:
                 # a planned allocation at a non-zero offset is reached through
@@ -381,13 +380,13 @@ class _StorageAllocationRewriter:
                 # byte_offset; the view advances the data pointer instead (no copy when the
                 # offset is a multiple of 64). The raw allocation goes right before the view,
                 # after any storage emitted at that position.
-                views = self._allocs_rewrite.rebuild_views(out, allocs, handled, self._alloc_tensor_args,
-                                                           _ENSURE_ZERO_OFFSET, DataflowVar if is_df else Var,
-                                                           self._offset_imm)
-            self._allocs_rewrite.rebuild(out, allocs, handled, self._alloc_tensor_args)
+                self._allocs_rewrite.rebuild_views(out, allocs, self._alloc_tensor_args, _ENSURE_ZERO_OFFSET,
+                                                   DataflowVar if is_df else Var, self._offset_imm,
+                                                   view_positions, views)
+            self._allocs_rewrite.rebuild(out, allocs, zero_offset_views, self._alloc_tensor_args)
         if inserts or views:
             # compiled merge of the two position-sorted insertion lists
-            out = self._splice(out, inserts, views or [])
+            out = self._splice(out, inserts, view_positions, views)
         # every element is a binding of the input block or one built here: skip re-validation
         return new_block(DataflowBlock if is_df else BindingBlock, out)
 
