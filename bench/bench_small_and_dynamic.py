@@ -18,6 +18,14 @@ Workloads
   ``(128, w)``, symbolic ``(n, w)`` and bounded symbolic shapes: memcore's and TVM's time per
   binding and the symbolic / constant ratio of each.
 
+The SPBM benchmarks also make the **pure-pass check** of issue 12's targets: each pass alone,
+back to back, timed with ``time.thread_time`` (this thread's CPU time, blind to the other
+processes of a shared machine), best of ``PURE_ROUNDS``, memcore and TVM in the same test on
+the same module text: ``pure_memcore_seconds``, ``pure_tvm_seconds``,
+``pure_speedup_vs_tvm``; in arena mode also ``pure_tvm_mode_seconds`` (memcore's TVM mode
+measured alongside), ``arena_vs_tvm_mode`` and ``greedy_at_lower_bound`` (the offset
+heuristics alone reach the max-live bound of every pool, so arena mode runs no search).
+
 Every memcore benchmark measures TVM's pass on the same module in the same process,
 interleaved with memcore's (best of ``ROUNDS`` each), and records in ``extra_info``:
 ``n_bindings``, ``planned_bytes`` (this mode; an expression string when symbolic),
@@ -34,6 +42,7 @@ Run: ``python -m pytest bench/bench_small_and_dynamic.py --benchmark-only`` (smo
 from __future__ import annotations
 
 import re
+import time
 
 import pytest
 
@@ -46,6 +55,8 @@ SEQUENCE_LENGTH = {"bert_base": 128, "gpt2_small": 128, "llama_small": 128, "vit
 UPPER_BOUND = 1024
 #: Interleaved rounds of memcore vs TVM (best of each).
 ROUNDS = 7
+#: Back-to-back calls of each pass in the pure-pass check (best of each, time.thread_time).
+PURE_ROUNDS = 21
 VARIANTS = [(m, "static") for m in list_models()] + [
     (m, kind) for m in list_models() if m in SEQUENCE_LENGTH for kind in ("bounded", "unbounded")
 ]
@@ -232,10 +243,45 @@ def _versus_tvm(benchmark, case, ours, arg, tvm_pass_name, tvm_index, mode=None)
         benchmark.extra_info["speedup_vs_tvm_warm"] = warm_t / warm_o
 
 
+def _best_thread_time(fn, rounds=PURE_ROUNDS):
+    """Best ``time.thread_time`` seconds of ``rounds`` back-to-back calls of ``fn()`` (the
+    result is dropped inside the timed region, as in the other timings)."""
+    best = float("inf")
+    for _ in range(rounds):
+        t0 = time.thread_time()
+        fn()
+        best = min(best, time.thread_time() - t0)
+    return best
+
+
+def _pure_pass_check(benchmark, case, mode):
+    """Issue 12's same-run pure-pass check (module docstring), into ``extra_info``."""
+    from memcore_py.transform import StaticPlanBlockMemory
+    from memcore_py.transform.static_plan_block_memory import plan_statistics
+
+    ours = StaticPlanBlockMemory(mode=mode)
+    info = {"pure_memcore_seconds": _best_thread_time(lambda: ours(case.mod))}
+    if mode == "arena":
+        tvm_mode = StaticPlanBlockMemory(mode="tvm")
+        info["pure_tvm_mode_seconds"] = _best_thread_time(lambda: tvm_mode(case.mod))
+        # measured again after TVM mode, so that both see the same machine state
+        info["pure_memcore_seconds"] = min(info["pure_memcore_seconds"], _best_thread_time(lambda: ours(case.mod)))
+        info["arena_vs_tvm_mode"] = info["pure_memcore_seconds"] / info["pure_tvm_mode_seconds"]
+        heuristics = plan_statistics(case.mod, "arena", time_limit=None)
+        info["greedy_at_lower_bound"] = heuristics["planned_bytes"] == heuristics["lower_bound"]
+    tmods = case.tvm_modules()
+    if tmods is not None:
+        tvm_pass = _tvm().relax.transform.StaticPlanBlockMemory()
+        info["pure_tvm_seconds"] = _best_thread_time(lambda: tvm_pass(tmods[0]))
+        info["pure_speedup_vs_tvm"] = info["pure_tvm_seconds"] / info["pure_memcore_seconds"]
+    benchmark.extra_info.update(info)
+
+
 def _spbm(benchmark, case, mode):
     from memcore_py.transform import StaticPlanBlockMemory
 
     _versus_tvm(benchmark, case, StaticPlanBlockMemory(mode=mode), case.mod, "StaticPlanBlockMemory", 0, mode)
+    _pure_pass_check(benchmark, case, mode)
 
 
 def _kill(benchmark, case):
