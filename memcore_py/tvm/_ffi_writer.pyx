@@ -377,3 +377,17 @@ def write_block(W, Keep K, block, bint dataflow, dict reuse, record, dict vars):
 def leaf_key_of(e):
     """:func:`leaf_key` for Python callers."""
     return leaf_key(e)
+
+
+def array_of(Keep K, list addresses):
+    """The address (owned by ``K``) of a new ``ffi.Array`` of the objects at ``addresses``
+    (a function's parameters: one constructor call instead of a wrapper per element)."""
+    cdef Py_ssize_t i, n = len(addresses)
+    cdef vector[FFIAny] items
+    cdef void* h
+    items.resize(n)
+    for i in range(n):
+        set_obj(&items[i], as_handle(addresses[i]))
+    h = make(f_array, items.data(), <int32_t>n, "an array")
+    K.own(h)
+    return <size_t>h

@@ -259,6 +259,10 @@ class _Writer:
         return self.obj(r)
 
     def def_var(self, v):
+        return self.obj(self.def_var_addr(v))
+
+    def def_var_addr(self, v) -> int:
+        """Define ``v``: the address of its TVM variable (reused, or new)."""
         r = self.reuse.get(v)
         if r is None:
             if type(v) is DataflowVar:
@@ -266,12 +270,10 @@ class _Writer:
             else:
                 w = self.ir_ffi.Var(v.name, self.ty(v.ty), None)
             r = self.keep.hold(w)
-        else:
-            w = self.obj(r)
         self.vars[v] = r
         if self.record is not None:
             self.record[v] = r
-        return w
+        return r
 
     def gvar(self, g):
         r = self.gvars.get(g)
@@ -448,7 +450,7 @@ class _Writer:
             return self.obj(r)
         self.where = f"function {name!r}"
         self.prims = dict(self.reuse.get((_SYMBOLIC, name), ()))  # the TVM vars reused nodes hold
-        params = [self.def_var(p) for p in f.params]
+        params = self.obj(_ffi_writer.array_of(self.keep, [self.def_var_addr(p) for p in f.params]))
         body = self.seq(f.body)
         attrs = self.api.ir.make_node("ir.DictAttrs", **{k: to_tvm_value(v, f"attribute {k!r} of {self.where}")
                                                         for k, v in f.attrs.items()})
