@@ -93,9 +93,9 @@ def _apply(memcore_pass, tvm_mod):
     else:
         mod, reuse, keep = handed
     out = memcore_pass(mod)
-    written = {}
-    tvm_out = to_tvm_reusing(out, reuse, keep, record=written)
-    reuse.update(written)
+    # the write records into the map it reuses from: a node written once is reused where it
+    # occurs again, and the map is ready for the next pass without a merge
+    tvm_out = to_tvm_reusing(out, reuse, keep, record=reuse)
     _ffi_reader.untrack_record(reuse)
     _HANDOFF.give(tvm_out, out, reuse, keep)
     return tvm_out
