@@ -477,13 +477,14 @@ def _check_options(mode, alignment, time_limit=None):
                         f"got {time_limit!r}")
 
 
-def _plan_block_memory(mod, mode, alignment, time_limit, zero_offset_views, lower_bound, ctx) -> PlannedModule:
+def _plan_block_memory(mod, mode, alignment, time_limit, zero_offset_views, lower_bound, ctx) -> tuple:
+    """``(rewritten module, plan, analysis)``: the three fields of a :class:`PlannedModule`."""
     st = analyze_storage_tokens(mod)
     plan = plan_memory(st.program, mode, alignment=alignment, time_limit=time_limit, lower_bound=lower_bound)
     if ctx is not None and ctx.tracing:
         _trace(ctx, st, plan, mode)
     out = _StorageAllocationRewriter(mod, st, plan, zero_offset_views and mode == "arena").rewrite()
-    return PlannedModule(out, plan, st)
+    return out, plan, st
 
 
 def plan_block_memory(mod: IRModule, mode: str = "tvm", *, alignment: int = 64, time_limit=ARENA_TIME_LIMIT,
@@ -496,7 +497,7 @@ def plan_block_memory(mod: IRModule, mode: str = "tvm", *, alignment: int = 64, 
     """
     _check_options(mode, alignment, time_limit)
     with gc_paused():
-        return _plan_block_memory(mod, mode, alignment, time_limit, zero_offset_views, lower_bound, ctx)
+        return PlannedModule(*_plan_block_memory(mod, mode, alignment, time_limit, zero_offset_views, lower_bound, ctx))
 
 
 def static_plan_block_memory(mod: IRModule, mode: str = "tvm", *, alignment: int = 64, time_limit=ARENA_TIME_LIMIT,
@@ -537,10 +538,10 @@ def static_plan_block_memory(mod: IRModule, mode: str = "tvm", *, alignment: int
     # The pass allocates a few objects per binding and frees nothing until it returns; the
     # cyclic garbage collector would rescan the whole (acyclic) IR again and again on large
     # functions (2-5x the running time at 300k bindings), so it is paused meanwhile. It is
-    # resumed only after the analysis and the plan are released (taking ``.module`` inside the
+    # resumed only after the analysis and the plan are released (taking the module out inside the
     # paused region), so that resuming does not start a collection over them.
     with gc_paused():
-        return _plan_block_memory(mod, mode, alignment, time_limit, zero_offset_views, False, ctx).module
+        return _plan_block_memory(mod, mode, alignment, time_limit, zero_offset_views, False, ctx)[0]
 
 
 def plan_statistics(mod: IRModule, mode: str = "tvm", *, alignment: int = 64, time_limit=ARENA_TIME_LIMIT) -> dict:
@@ -661,7 +662,7 @@ class StaticPlanBlockMemory(ModulePass):
         _check_options(self.mode, self.alignment, self.time_limit)
         with gc_paused():
             return _plan_block_memory(mod, self.mode, self.alignment, self.time_limit,
-                                      self.zero_offset_views, False, ctx).module
+                                      self.zero_offset_views, False, ctx)[0]
 
     def __repr__(self):
         return f"StaticPlanBlockMemory(mode={self.mode!r})"
