@@ -150,24 +150,31 @@ def arena_plan(program: TokenProgram, alignment: int = 64, time_limit=None) -> M
             packed = memcore.plan_offsets(start, end, size, alignment=alignment, time_limit=time_limit, check=False)
         if packed.arena_bytes > tvm_bytes:
             continue
-        dtypes = {program.infos[i].dtype for i in set(program.tok_info[idx].tolist())}
+        # the tokens' dtypes: a TVM-mode storage holds tokens of one dtype (its pool's)
+        dtypes = {storages[s].dtype for s in used}
         dtype = dtypes.pop() if len(dtypes) == 1 else "uint8"
         for s in used:
             keep[s] = False
-        arenas.append((StoragePlan(IntImm(int(packed.arena_bytes)), dtype, scope, device, func, idx.tolist()),
+        arenas.append((StoragePlan(_bytes_imm(int(packed.arena_bytes)), dtype, scope, device, func, idx.tolist()),
                        idx, packed.offset))
-    # renumber: kept TVM storages first (creation order), then arenas
-    remap = np.full(len(storages), -1, dtype=np.int64)
-    final = []
-    for s, entry in enumerate(storages):
-        if keep[s]:
-            remap[s] = len(final)
+    if len(arenas) == 1 and arenas[0][1].shape[0] == n_tok and not any(keep):
+        # one arena holds every token (the common case): storage 0, the packing's offsets
+        final = [arenas[0][0]]
+        tok_storage = np.zeros(n_tok, dtype=np.int64)
+        tok_offset = np.array(arenas[0][2], dtype=np.int64)  # idx is 0..n_tok-1; a writable copy
+    else:
+        # renumber: kept TVM storages first (creation order), then arenas
+        remap = np.full(len(storages), -1, dtype=np.int64)
+        final = []
+        for s, entry in enumerate(storages):
+            if keep[s]:
+                remap[s] = len(final)
+                final.append(entry)
+        tok_storage = remap[tok_storage] if len(storages) else tok_storage
+        for entry, idx, offsets in arenas:
+            tok_storage[idx] = len(final)
+            tok_offset[idx] = offsets
             final.append(entry)
-    tok_storage = remap[tok_storage] if len(storages) else tok_storage
-    for entry, idx, offsets in arenas:
-        tok_storage[idx] = len(final)
-        tok_offset[idx] = offsets
-        final.append(entry)
     return MemoryPlan("arena", final, tok_storage, tok_offset, tvm_bytes=base.tvm_bytes,
                       planned_bytes=_storage_sum(final), lower_bound=sum(bounds.values()),
                       function_names=program.function_names,
