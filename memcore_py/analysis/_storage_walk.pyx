@@ -19,10 +19,12 @@ and its common cases live in :class:`InitWalk`:
   renumbered densely, with each token's allocation step, last use and use count, and the
   rows of the kept tokens.
 
-Events are packed one Python int each, ``step * EV_SCALE + 2 * token + kind`` (kind
-``EV_REQUEST`` / ``EV_DECREF`` from ``memcore/_typedefs.pxd``); tokens must stay below 2**31.
+Events are packed one 64-bit integer each, ``step * EV_SCALE + 2 * token + kind`` (kind
+``EV_REQUEST`` / ``EV_DECREF`` from ``memcore/_typedefs.pxd``), in a growable C buffer owned by
+the walk; tokens must stay below 2**31.
 Slots of the IR nodes are read through ``memcore_py/ir/_slots.pxd``.
 """
+from cpython.mem cimport PyMem_Free, PyMem_Realloc
 from cpython.object cimport Py_EQ, PyObject, PyObject_RichCompareBool, PyTypeObject, Py_TYPE
 
 from memcore._typedefs cimport EV_DECREF, EV_REQUEST, int64_t, kind_t
@@ -125,7 +127,9 @@ cdef class InitWalk:
     cdef frozenset shares_storage_ops, carriers
     cdef dict call_kind, const_info, sym_info
     cdef public dict var_tokens, size_cache
-    cdef public list t_block, t_info, t_binding, t_index, infos, ev
+    cdef public list t_block, t_info, t_binding, t_index, infos
+    cdef long long* ev       # packed events (module docstring), ev_n of ev_cap used
+    cdef Py_ssize_t ev_n, ev_cap
     cdef public set discarded
     cdef public Py_ssize_t func_idx
 
@@ -145,7 +149,7 @@ cdef class InitWalk:
         self.t_binding = []
         self.t_index = []
         self.infos = []
-        self.ev = []
+        self.ev_n = 0
         self.discarded = set()
         self.func_idx = -1
 
@@ -170,12 +174,30 @@ cdef class InitWalk:
         self.t_info.append(info)
         self.t_binding.append(binding)
         self.t_index.append(index)
-        self.ev.append(step * SCALE + 2 * t + EV_REQUEST)
+        self._push(step * SCALE + 2 * t + EV_REQUEST)
         return t
 
     def use(self, long long step, Py_ssize_t t):
         """Record an EV_DECREF of token ``t`` at ``step``."""
-        self.ev.append(step * SCALE + 2 * t + EV_DECREF)
+        self._push(step * SCALE + 2 * t + EV_DECREF)
+
+    cdef int _push(self, long long e) except -1:
+        """Append one packed event (the buffer doubles when full)."""
+        cdef Py_ssize_t cap
+        cdef long long* grown
+        if self.ev_n == self.ev_cap:
+            cap = 2 * self.ev_cap if self.ev_cap else 256
+            grown = <long long*>PyMem_Realloc(self.ev, cap * sizeof(long long))
+            if grown is NULL:
+                raise MemoryError()
+            self.ev = grown
+            self.ev_cap = cap
+        self.ev[self.ev_n] = e
+        self.ev_n += 1
+        return 0
+
+    def __dealloc__(self):
+        PyMem_Free(self.ev)
 
     def walk(self, tuple bindings, Py_ssize_t bid, Py_ssize_t step0, slow):
         """Run the binding loop over one block (its first binding at ``step0``); returns
@@ -196,7 +218,6 @@ cdef class InitWalk:
         cdef dict call_kind = self.call_kind
         cdef list t_block = self.t_block
         cdef set discarded = self.discarded
-        cdef list ev = self.ev
         alloc_op = self.alloc_op
         for i in range(n):
             b = bindings[i]
@@ -300,7 +321,7 @@ cdef class InitWalk:
                 if <Py_ssize_t>t_block[t] != bid:
                     discarded.add(s)
                     continue
-                ev.append(step * SCALE + 2 * t + EV_DECREF)
+                self._push(step * SCALE + 2 * t + EV_DECREF)
         return step0
 
     def decode(self):
@@ -324,9 +345,9 @@ cdef class InitWalk:
         """
         cdef Py_ssize_t n_all = len(self.t_block)
         cdef set discarded = self.discarded
-        cdef list ev = self.ev
+        cdef const long long* ev = self.ev
         cdef list t_info = self.t_info
-        cdef Py_ssize_t i, j, m = 0, k = 0, n_ev = len(ev)
+        cdef Py_ssize_t i, j, m = 0, k = 0, n_ev = self.ev_n
         cdef long long e, step, rest
         cdef int64_t t
         cdef list kept_block, kept_binding, kept_index
