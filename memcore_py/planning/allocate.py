@@ -75,7 +75,14 @@ def tvm_plan(program: TokenProgram, *, key_device: bool = True) -> MemoryPlan:
     first token's expression otherwise; every offset is 0."""
     plan = run_token_program(program, key_device=key_device)
     storage_of = plan.storage_of  # int64, one entry per token (every token is requested)
-    sizes = plan.storage_bytes.tolist()
+    storages, total = _tvm_storages(program, storage_of, plan.storage_bytes.tolist())
+    return MemoryPlan("tvm", storages, storage_of, np.zeros(len(storage_of), dtype=np.int64),
+                      tvm_bytes=total, planned_bytes=total, function_names=program.function_names)
+
+
+def _tvm_storages(program: TokenProgram, storage_of: np.ndarray, sizes: list):
+    """The :class:`StoragePlan` of each storage of the engine's token plan (``storage_of``
+    per token, ``sizes`` per storage) and the bytes of the constant-size ones."""
     members = [[] for _ in sizes]  # tokens of each storage, in program order
     for t, k in enumerate(storage_of.tolist()):
         members[k].append(t)
@@ -88,8 +95,7 @@ def tvm_plan(program: TokenProgram, *, key_device: bool = True) -> MemoryPlan:
         if type(nbytes) is IntImm:
             total += nbytes.value
         storages.append(StoragePlan(nbytes, info.dtype, info.scope, info.device, info.func, toks))
-    return MemoryPlan("tvm", storages, storage_of, np.zeros(len(storage_of), dtype=np.int64),
-                      tvm_bytes=total, planned_bytes=total, function_names=program.function_names)
+    return storages, total
 
 
 class _Packed(NamedTuple):
@@ -99,7 +105,7 @@ class _Packed(NamedTuple):
     offset: np.ndarray
 
 
-def _stacked_storages(storages, used, tok_storage, alignment, lower_bound, tvm_bytes):
+def _stacked_storages(sizes, used, tok_storage, alignment, lower_bound, tvm_bytes):
     """The pool's TVM-mode storages laid end to end as one arena, when that is already optimal.
 
     Tokens of one TVM-mode storage have disjoint lifetimes and each fits its storage, so
@@ -107,15 +113,15 @@ def _stacked_storages(storages, used, tok_storage, alignment, lower_bound, tvm_b
     packing. When its size equals the unaligned max-live ``lower_bound`` (every storage a
     multiple of ``alignment``, no reuse wasted), no packing can be smaller and the offset
     heuristics of :func:`memcore.plan_offsets` are skipped (they cost 20-60 us a pool even on
-    a handful of tensors). Returns None otherwise.
+    a handful of tensors). ``sizes``: bytes of each TVM-mode storage. Returns None otherwise.
     """
-    if tvm_bytes != lower_bound or any(storages[k].nbytes.value % alignment for k in used):
+    if tvm_bytes != lower_bound or any(sizes[k] % alignment for k in used):
         return None
     base = {}
     at = 0
     for k in used:
         base[k] = at
-        at += storages[k].nbytes.value
+        at += sizes[k]
     offset = np.fromiter((base[k] for k in tok_storage.tolist()), dtype=np.int64, count=tok_storage.shape[0])
     return _Packed(at, offset)
 
@@ -126,12 +132,14 @@ def arena_plan(program: TokenProgram, alignment: int = 64, time_limit=None) -> M
     always computed (the search stops at it)."""
     import memcore
 
-    base = tvm_plan(program)
-    storages, tok_storage = base.storages, base.tok_storage
+    # TVM's plan (the engine's storages); its StoragePlans are built only if some survive
+    token_plan = run_token_program(program)
+    tok_storage = token_plan.storage_of
+    sizes = token_plan.storage_bytes.tolist()
     tok_offset = np.zeros(program.n_tok, dtype=np.int64)
     groups = pool_groups(program)
     bounds = pool_lower_bounds(program, groups)
-    keep = [True] * len(storages)
+    keep = [True] * len(sizes)
     arenas = []
     n_tok = program.n_tok
     for (func, scope, device), idx in groups:
@@ -142,21 +150,24 @@ def arena_plan(program: TokenProgram, alignment: int = 64, time_limit=None) -> M
         else:
             pool_storage = tok_storage[idx]
             start, end, size = program.tok_start[idx], program.tok_end[idx], program.tok_const[idx]
-        used = sorted(set(pool_storage.tolist()))
-        tvm_bytes = sum(storages[s].nbytes.value for s in used)
-        packed = _stacked_storages(storages, used, pool_storage, alignment, bounds[(func, scope, device)], tvm_bytes)
+        used = sorted(set(pool_storage.tolist()))  # constant-size storages (no symbolic token)
+        tvm_bytes = sum(sizes[s] for s in used)
+        packed = _stacked_storages(sizes, used, pool_storage, alignment, bounds[(func, scope, device)], tvm_bytes)
         if packed is None:
             # int64 arrays of the analysis, start <= end, sizes >= 0: no re-validation
             packed = memcore.plan_offsets(start, end, size, alignment=alignment, time_limit=time_limit, check=False)
         if packed.arena_bytes > tvm_bytes:
             continue
-        # the tokens' dtypes: a TVM-mode storage holds tokens of one dtype (its pool's)
-        dtypes = {storages[s].dtype for s in used}
+        dtypes = {program.infos[i].dtype for i in set(program.tok_info[idx].tolist())}
         dtype = dtypes.pop() if len(dtypes) == 1 else "uint8"
         for s in used:
             keep[s] = False
         arenas.append((StoragePlan(_bytes_imm(int(packed.arena_bytes)), dtype, scope, device, func, idx.tolist()),
                        idx, packed.offset))
+    if program.has_symbolic or any(keep):
+        storages, tvm_total = _tvm_storages(program, tok_storage, sizes)
+    else:  # every storage constant and packed: no StoragePlan of TVM mode is needed
+        storages, tvm_total = None, sum(sizes)
     if len(arenas) == 1 and arenas[0][1].shape[0] == n_tok and not any(keep):
         # one arena holds every token (the common case): storage 0, the packing's offsets
         final = [arenas[0][0]]
@@ -164,18 +175,18 @@ def arena_plan(program: TokenProgram, alignment: int = 64, time_limit=None) -> M
         tok_offset = np.array(arenas[0][2], dtype=np.int64)  # idx is 0..n_tok-1; a writable copy
     else:
         # renumber: kept TVM storages first (creation order), then arenas
-        remap = np.full(len(storages), -1, dtype=np.int64)
+        remap = np.full(len(sizes), -1, dtype=np.int64)
         final = []
-        for s, entry in enumerate(storages):
+        for s, entry in enumerate(storages or ()):
             if keep[s]:
                 remap[s] = len(final)
                 final.append(entry)
-        tok_storage = remap[tok_storage] if len(storages) else tok_storage
+        tok_storage = remap[tok_storage] if len(sizes) else tok_storage
         for entry, idx, offsets in arenas:
             tok_storage[idx] = len(final)
             tok_offset[idx] = offsets
             final.append(entry)
-    return MemoryPlan("arena", final, tok_storage, tok_offset, tvm_bytes=base.tvm_bytes,
+    return MemoryPlan("arena", final, tok_storage, tok_offset, tvm_bytes=tvm_total,
                       planned_bytes=_storage_sum(final), lower_bound=sum(bounds.values()),
                       function_names=program.function_names,
                       function_lower_bounds=function_lower_bounds(program, bounds))
