@@ -43,6 +43,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property, partial
+from operator import attrgetter
 from typing import NamedTuple
 
 import numpy as np
@@ -144,6 +145,9 @@ class TokenInfo(NamedTuple):
 
 #: ``TokenInfo`` from one tuple, without NamedTuple's Python-level ``__new__`` (hot path)
 _token_info = partial(tuple.__new__, TokenInfo)
+#: TokenProgram.pools's keys of a TokenInfo, with and without the device
+_POOL_KEY = attrgetter("func", "scope", "dtype", "device")
+_POOL_KEY_ANY_DEVICE = attrgetter("func", "scope", "dtype")
 
 
 class FunctionEntry(NamedTuple):
@@ -280,16 +284,19 @@ class TokenProgram:
 
     def group_ids(self, key_fn):
         """Dense group id per token, for the key ``key_fn(info)`` of each token's
-        :class:`TokenInfo`, and the keys in order of first use."""
+        :class:`TokenInfo`, and the keys in order of first use (``key_fn`` is called once per
+        TokenInfo; an ``operator.attrgetter`` is the cheap one)."""
         ids: dict = {}
-        info_group = np.empty(len(self.infos), dtype=np.int64)
+        info_group = []  # by TokenInfo.id, which is the position in infos
         for info in self.infos:
             key = key_fn(info)
             gid = ids.get(key)
             if gid is None:
                 gid = ids[key] = len(ids)
-            info_group[info.id] = gid
-        return info_group[self.tok_info], list(ids)
+            info_group.append(gid)
+        if len(ids) == 1:  # one group (the common case)
+            return np.zeros(self.tok_info.shape[0], dtype=np.int64), list(ids)
+        return np.array(info_group, dtype=np.int64)[self.tok_info], list(ids)
 
     def pools(self, *, key_device: bool = True):
         """Dense pool id per token and the pool keys.
@@ -303,18 +310,7 @@ class TokenProgram:
         tok_pool : ndarray of shape (n_tok,), dtype=int64
         keys : list of tuple
         """
-        # group_ids's numbering (keys in order of first use), without a key function per info
-        ids: dict = {}
-        info_pool = []
-        for info in self.infos:
-            key = (info.func, info.scope, info.dtype, info.device) if key_device else (info.func, info.scope, info.dtype)
-            pid = ids.get(key)
-            if pid is None:
-                pid = ids[key] = len(ids)
-            info_pool.append(pid)
-        if len(ids) == 1:  # one pool (the common case)
-            return np.zeros(self.tok_info.shape[0], dtype=np.int64), list(ids)
-        return np.array(info_pool, dtype=np.int64)[self.tok_info], list(ids)
+        return self.group_ids(_POOL_KEY if key_device else _POOL_KEY_ANY_DEVICE)
 
     def sym_classes(self, tok_pool) -> np.ndarray:
         """Reuse class of each symbolic token (-1 for constant sizes): tokens of one pool whose

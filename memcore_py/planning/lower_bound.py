@@ -7,10 +7,16 @@ place the bound is computed: arena packing, the plan totals and the reports all 
 """
 from __future__ import annotations
 
+from operator import attrgetter
+
 import numpy as np
 
 from ..analysis.arith import SizePolynomial
 from ..analysis.storage_tokens import TokenProgram
+
+#: The pool of a token for the bound: tensors of different functions, scopes or devices
+#: never share bytes.
+_POOL_KEY = attrgetter("func", "scope", "device")
 
 __all__ = ["max_live_by_pool", "pool_groups", "pool_lower_bounds", "function_lower_bounds",
            "function_lower_bounds_at"]
@@ -41,20 +47,11 @@ def pool_groups(program: TokenProgram) -> list:
         ``key = (function index, scope, device)`` in order of first use, with the token ids
         of the group in program order. Groups without a constant-size token are left out.
     """
-    # group_ids's numbering (keys in order of first use), without a key function per info
-    ids: dict = {}
-    info_group = []
-    for info in program.infos:
-        key = (info.func, info.scope, info.device)
-        gid = ids.get(key)
-        if gid is None:
-            gid = ids[key] = len(ids)
-        info_group.append(gid)
-    keys = list(ids)
+    group, keys = program.group_ids(_POOL_KEY)
     toks = np.flatnonzero(program.tok_const >= 0) if program.has_symbolic else np.arange(program.n_tok)
     if len(keys) == 1:  # one pool (the common case): no grouping needed
         return [(keys[0], toks)] if toks.shape[0] else []
-    g = np.array(info_group, dtype=np.int64)[program.tok_info][toks]
+    g = group[toks]
     order = np.argsort(g, kind="stable")
     bounds = np.searchsorted(g[order], np.arange(len(keys) + 1))
     out = []
@@ -113,7 +110,7 @@ def function_lower_bounds_at(program: TokenProgram, values: dict) -> dict:
             unresolved.add(int(program.tok_func[t]))
             v = 0
         sizes[t] = v
-    group, keys = program.group_ids(lambda info: (info.func, info.scope, info.device))
+    group, keys = program.group_ids(_POOL_KEY)
     totals: dict = {f: 0 for f in range(len(program.function_names))}
     for key, b in max_live_by_pool(program.tok_start, program.tok_end, sizes, [keys[g] for g in group.tolist()]).items():
         totals[key[0]] += b
