@@ -231,14 +231,16 @@ cdef class AllocRewrite:
         self.args_cache[key] = new_args
         return new_args
 
-    def rebuild(self, list out, dict allocs, bint skip_offsets, make_args):
+    def rebuild(self, list out, dict allocs, bint skip_offsets, make_args, dict offset_imm):
         """``out[i] = VarBinding(var, Call(op, args, ty=var.ty))`` for each planned
         allocation ``i -> token`` of ``allocs`` (with ``skip_offsets``: only those at offset 0,
-        the others having been rebuilt by :meth:`rebuild_views`). In the common case (offset 0,
-        a tensor type, the call's own shape argument equal to the type's shape, the dtype's
-        ``DataTypeImm`` already made) the arguments ``(storage, 0, shape, dtype, device)`` are
-        built directly; otherwise they come from :meth:`args_for` (with ``make_args``)."""
+        the others having been rebuilt by :meth:`rebuild_views`). In the common case (a
+        tensor type, the call's own shape argument equal to the type's shape, the dtype's
+        ``DataTypeImm`` already made, the offset 0 or its ``PrimValue`` in ``offset_imm``) the
+        arguments ``(storage, offset, shape, dtype, device)`` are built directly; otherwise they
+        come from :meth:`args_for` (with ``make_args``)."""
         cdef PyObject* dp
+        cdef PyObject* op_
         cdef PyObject* c
         cdef PyObject* nb
         cdef list tok_storage = self.tok_storage
@@ -255,15 +257,16 @@ cdef class AllocRewrite:
             call = <object>get_slot(b, O_VALUE)
             args = <object>get_slot(call, O_ARGS)
             new_args = None
-            if not offset and Py_TYPE(ty) is T_TENSOR_TYPE:
+            if Py_TYPE(ty) is T_TENSOR_TYPE:
                 # common case, built directly (not shared through args_cache: tensor types are
                 # mostly distinct nodes, so the cache would rarely hit)
                 storage = self.storage_var[tok_storage[t]]
                 arg0 = args[0]
                 dp = PyDict_GetItem(self.dtype_imm, <object>get_slot(ty, O_TT_DTYPE))
-                if (storage is not None and dp is not NULL and Py_TYPE(arg0) is T_SHAPE_EXPR
+                op_ = <PyObject*>self.zero if not offset else PyDict_GetItem(offset_imm, offset)
+                if (storage is not None and dp is not NULL and op_ is not NULL and Py_TYPE(arg0) is T_SHAPE_EXPR
                         and _same_shape(<object>get_slot(arg0, O_SE_VALUES), <object>get_slot(ty, O_TT_SHAPE))):
-                    new_args = (storage, self.zero, arg0, <object>dp, args[2])
+                    new_args = (storage, <object>op_, arg0, <object>dp, args[2])
             if new_args is None:
                 new_args = self.args_for((tok_storage[t], offset, ty, args[2]), call, make_args)
             c = alloc_node(T_CALL)
