@@ -533,7 +533,7 @@ def read_bindings(Layout L, reader, bindings, slow, list out):
         out.append(nb)
 
 
-def untrack_record(dict record):
+def untrack_record(dict record, Py_ssize_t start=0):
     """Stop the cyclic garbage collector from tracking the keys of a native pass's node map
     (memcore node -> address of a TVM object; passes.py keeps it for the next pass).
 
@@ -542,8 +542,12 @@ def untrack_record(dict record):
     dicts of TVM variables private to the map. None can be part of a reference cycle, and
     reference counting frees them. Tracked, the ~10k nodes of a BERT-sized module made the
     collector's next young-generation pass cost about a fifth of the native pass.
+
+    ``start``: the number of entries untracked by the previous call on this map. Entries are
+    only ever added to a node map, never removed, so the dict keeps them in insertion order
+    at positions ``0 .. len - 1`` and the walk starts at ``start``. Returns ``len(record)``.
     """
-    cdef Py_ssize_t pos = 0
+    cdef Py_ssize_t pos = start if 0 <= start <= len(record) else 0
     cdef PyObject* k
     cdef PyObject* v
     while PyDict_Next(record, &pos, &k, &v):
@@ -551,3 +555,4 @@ def untrack_record(dict record):
             PyObject_GC_UnTrack(<void*>k)
         if PyObject_IS_GC(<object>v):
             PyObject_GC_UnTrack(<void*>v)
+    return len(record)

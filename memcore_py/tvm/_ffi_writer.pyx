@@ -273,11 +273,15 @@ cdef object write_call_binding(W, Keep K, bd, c, dict reuse, dict record, dict v
     av.resize(na)
     for j in range(na):
         a = args[j]
-        h = reuse.get(a)
-        if h is None:
-            h = vars.get(a)
+        key = leaf_key(a)
+        if key is not None:  # a leaf: shared by value (an equal object, whoever read it)
+            h = leaves.get(key)
             if h is None:
-                h = leaves.get(leaf_key(a))
+                h = W.expr_addr(a)
+        else:
+            h = reuse.get(a)
+            if h is None:
+                h = vars.get(a)
                 if h is None:
                     h = W.expr_addr(a)
         set_obj(&av[j], as_handle(h))
@@ -333,8 +337,7 @@ cdef object write_call_binding(W, Keep K, bd, c, dict reuse, dict record, dict v
     hb = make(f_binding, cargs, 3, "a binding")
     K.own(hb)
     out = <size_t>hb
-    if record is not None:
-        record[c] = <size_t>hcall
+    if record is not None:  # the call is not recorded: a later write that keeps it keeps its binding
         record[bd] = out
     return out
 
@@ -358,7 +361,7 @@ def write_block(W, Keep K, block, bint dataflow, dict reuse, record, dict vars):
         if h is None:
             if type(bd) is VarBinding:
                 value = bd.value
-                if type(value) is Call and reuse.get(value) is None:
+                if type(value) is Call:  # rebuilt even when only the var changed: an equal call
                     h = write_call_binding(W, K, bd, value, reuse, rec, vars, leaves)
             if h is None:
                 h = W.binding_addr(bd)

@@ -43,25 +43,26 @@ class _Handoff:
     module changed in place (``mod[gv] = f``, ``mod.update``) copies it on write and gets a
     map at another address, and is read again. Holds one module alive; not thread-safe."""
 
-    __slots__ = ("tvm_mod", "functions", "mod", "reuse", "keep")
+    __slots__ = ("tvm_mod", "functions", "mod", "reuse", "keep", "untracked")
 
     def __init__(self):
         self.tvm_mod = None
 
     def take(self, tvm_mod):
-        """``(memcore module, reuse map, its Keep)`` when ``tvm_mod`` is the module last
-        written."""
+        """``(memcore module, reuse map, its Keep, untracked entries)`` when ``tvm_mod`` is
+        the module last written."""
         last = self.tvm_mod
         if last is None or last.__chandle__() != tvm_mod.__chandle__():
             return None
         if tvm_mod.functions.__chandle__() != self.functions.__chandle__():
             return None
         self.tvm_mod = self.functions = None  # the reuse map is handed over (the next write extends it)
-        handed = self.mod, self.reuse, self.keep
+        handed = self.mod, self.reuse, self.keep, self.untracked
         self.mod = self.reuse = self.keep = None
         return handed
 
-    def give(self, tvm_mod, mod, reuse, keep):
+    def give(self, tvm_mod, mod, reuse, keep, untracked):
+        self.untracked = untracked  # entries of ``reuse`` already untracked (untrack_record)
         self.tvm_mod = tvm_mod
         self.functions = tvm_mod.functions  # held: an in-place change must copy it (take)
         self.mod = mod
@@ -90,14 +91,15 @@ def _apply(memcore_pass, tvm_mod):
         keep = _ffi_writer.Keep()
         keep.hold(tvm_mod)  # the addresses read point into it
         mod = _Reader(api, tvm_mod, record=reuse).module(tvm_mod)
+        untracked = 0
     else:
-        mod, reuse, keep = handed
+        mod, reuse, keep, untracked = handed
     out = memcore_pass(mod)
     # the write records into the map it reuses from: a node written once is reused where it
     # occurs again, and the map is ready for the next pass without a merge
     tvm_out = to_tvm_reusing(out, reuse, keep, record=reuse)
-    _ffi_reader.untrack_record(reuse)
-    _HANDOFF.give(tvm_out, out, reuse, keep)
+    untracked = _ffi_reader.untrack_record(reuse, untracked)
+    _HANDOFF.give(tvm_out, out, reuse, keep, untracked)
     return tvm_out
 
 
