@@ -147,6 +147,40 @@ def _binary_classes(api):
     return {p.Add: Add, p.Sub: Sub, p.Mul: Mul, p.FloorDiv: FloorDiv, p.FloorMod: FloorMod, p.Min: Min, p.Max: Max}
 
 
+_EXPR_READERS = {}
+
+
+def _expr_readers(api) -> dict:
+    """TVM expression class -> the (unbound) :class:`_Reader` method reading it, built once.
+    Unbound, so that a reader holds no reference to itself: it is freed as soon as the
+    conversion ends (with a dict of bound methods it waited for the cyclic collector, holding
+    the node map and every object it references)."""
+    r = _EXPR_READERS.get(id(api))
+    if r is None:
+        R = _Reader
+        r = {
+            api.Var: R.var_ref,
+            api.DataflowVar: R.var_ref,
+            api.Call: R.call,
+            api.ShapeExpr: R.shape_expr,
+            api.StringImm: R.string_imm,
+            api.GenericConst: R.generic_const,
+            api.Tuple: R.tuple_expr,
+            api.TupleGetItem: R.tuple_get_item,
+            api.If: R.if_expr,
+            api.SeqExpr: R.seq,
+            api.GlobalVar: R.gvar,
+            api.ExternFunc: R.extern_func,
+            api.IntImm: R.prim_value,
+            api.FloatImm: R.prim_value,
+        }
+        for cls in _binary_classes(api):
+            r[cls] = R.prim_value
+        _EXPR_READERS.clear()
+        _EXPR_READERS[id(api)] = r
+    return r
+
+
 class _Reader:
     """One conversion: the memo tables and the per-kind readers."""
 
@@ -172,24 +206,7 @@ class _Reader:
         self.vdevices = self._vdevice_list(tvm_mod)
         self.layout = _layout(api)
         self.builtin_alloc = _BUILTIN_ALLOC
-        self.expr_readers = {
-            api.Var: self.var_ref,
-            api.DataflowVar: self.var_ref,
-            api.Call: self.call,
-            api.ShapeExpr: self.shape_expr,
-            api.StringImm: self.string_imm,
-            api.GenericConst: self.generic_const,
-            api.Tuple: self.tuple_expr,
-            api.TupleGetItem: self.tuple_get_item,
-            api.If: self.if_expr,
-            api.SeqExpr: self.seq,
-            api.GlobalVar: self.gvar,
-            api.ExternFunc: self.extern_func,
-            api.IntImm: self.prim_value,
-            api.FloatImm: self.prim_value,
-        }
-        for cls in self.binary:
-            self.expr_readers[cls] = self.prim_value
+        self.expr_readers = _expr_readers(api)  # unbound: a dict of bound methods would make a cycle
 
     # ------------------------------------------------------------------ helpers
     def items(self, arr) -> list:
@@ -357,7 +374,7 @@ class _Reader:
         f = self.expr_readers.get(type(e))
         if f is None:
             self.fail(f"expression {_type_key(e)}")
-        return f(e)
+        return f(self, e)
 
     def var_ref(self, v):
         r = self.vars.get(v.__chandle__())

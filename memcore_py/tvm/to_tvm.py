@@ -131,22 +131,6 @@ class _Writer:
         self.where = "the module"
         self.vdevices = [api.VDevice(_target(vd.target), vd.vdevice_id, vd.memory_scope)
                          for vd in mod.global_infos.get("vdevice", ())]
-        self.writers = {
-            Var: self.var_ref,
-            DataflowVar: self.var_ref,
-            Call: self.call,
-            ShapeExpr: self.shape_expr,
-            PrimValue: self.prim_value,
-            StringImm: self.string_imm,
-            DataTypeImm: self.dtype_imm,
-            Constant: self.constant,
-            Tuple: self.tuple_expr,
-            TupleGetItem: self.tuple_get_item,
-            If: self.if_expr,
-            SeqExpr: self.seq,
-            GlobalVar: self.gvar,
-            ExternFunc: self.extern_func,
-        }
 
     def fail(self, what: str):
         raise TVMConversionError(f"{what} (in {self.where}) cannot be converted to TVM")
@@ -224,10 +208,10 @@ class _Writer:
         r = self.reuse.get(e)
         if r is not None:
             return self.obj(r)
-        f = self.writers.get(type(e))
+        f = _WRITERS.get(type(e))
         if f is None:
             self.fail(f"expression {type(e).__name__}")
-        r = f(e)
+        r = f(self, e)
         if self.record is not None:
             self.record[e] = self.keep.hold(r)
         return r
@@ -500,6 +484,26 @@ class _Writer:
                 self.fail(f"module global info {key!r}")
             infos[key] = self.vdevices
         return self.ir_ffi.IRModule(funcs, attrs, infos)
+
+
+#: memcore expression class -> the (unbound) _Writer method writing it. Unbound, so that a
+#: writer holds no reference to itself and is freed as soon as the conversion ends.
+_WRITERS = {
+    Var: _Writer.var_ref,
+    DataflowVar: _Writer.var_ref,
+    Call: _Writer.call,
+    ShapeExpr: _Writer.shape_expr,
+    PrimValue: _Writer.prim_value,
+    StringImm: _Writer.string_imm,
+    DataTypeImm: _Writer.dtype_imm,
+    Constant: _Writer.constant,
+    Tuple: _Writer.tuple_expr,
+    TupleGetItem: _Writer.tuple_get_item,
+    If: _Writer.if_expr,
+    SeqExpr: _Writer.seq,
+    GlobalVar: _Writer.gvar,
+    ExternFunc: _Writer.extern_func,
+}
 
 
 def _alloc_ty_args_implied(call, bound_ty) -> bool:

@@ -129,3 +129,24 @@ def _use_count(address: int) -> int:
     import ctypes
 
     return ctypes.c_uint64.from_address(address).value & 0xFFFFFFFF
+
+
+def test_converters_are_freed_when_the_pass_returns():
+    """Reader and writer hold no reference cycle: once a native pass returns, its node map is
+    referenced by the hand-off alone (a cycle would keep the map, and every TVM object its
+    Keep owns, alive until the cyclic collector ran)."""
+    import sys
+
+    import memcore_py.tvm as mtvm
+    from memcore_py.tvm.passes import _HANDOFF
+
+    tmod = tvm.script.from_source(model_text("resnet50"))
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        mtvm.KillAfterLastUse()(mtvm.StaticPlanBlockMemory()(tmod))
+        counts = sys.getrefcount(_HANDOFF.reuse), sys.getrefcount(_HANDOFF.keep)
+        assert counts == (2, 2)  # the hand-off's and getrefcount's argument
+    finally:
+        if was:
+            gc.enable()
