@@ -72,6 +72,8 @@ cdef void* f_block = NULL
 cdef void* f_dfblock = NULL
 cdef void* h_empty_array = NULL
 _FUNCS = []
+#: where the block being written is (``_Writer.where``), for constructor errors
+_WHERE = ["the module"]
 _OBJECT_AT = []
 
 OBJECT_AT_NAME = "memcore.tvm.object_at"
@@ -195,7 +197,7 @@ cdef int raise_ffi_error(const char* what) except -1:
             msg = (cell[0].data[:cell[0].size].decode("utf-8", "replace") + ": "
                    + cell[1].data[:cell[1].size].decode("utf-8", "replace"))
         c_decref(err)
-    raise TVMConversionError(f"TVM refused {what.decode()}: {msg}")
+    raise TVMConversionError(f"TVM refused {what.decode()}: {msg} (in {_WHERE[0]})")
 
 
 cdef void* make(void* fn, FFIAny* args, int32_t n, const char* what) except NULL:
@@ -238,6 +240,12 @@ cdef object leaf_key(a):
     if t is StringImm:
         return (StringImm, a.value)
     return None
+
+
+cdef inline object type_addr(W, t):
+    """The address of the TVM type written for the memcore type ``t`` (memoised by ``W``)."""
+    h = W.type_addrs.get(t)
+    return h if h is not None else W.ty_addr(t)
 
 
 cdef object write_call_binding(W, Keep K, bd, c, dict reuse, dict record, dict vars, dict leaves):
@@ -288,19 +296,13 @@ cdef object write_call_binding(W, Keep K, bd, c, dict reuse, dict record, dict v
     ty = c.ty
     if ty is None:
         ty = W.inferred_type(c, bd.var.ty)
-    hty = W.type_addrs.get(ty)
-    if hty is None:
-        hty = W.ty_addr(ty)
+    hty = type_addr(W, ty)
     ty_args = c.ty_args
     if ty_args and not (op is BUILTIN_ALLOC and W.alloc_ty_args_implied(c, bd.var.ty)):
         tv.resize(len(ty_args))
         for j in range(len(ty_args)):
-            h = W.type_addrs.get(ty_args[j])
-            if h is None:
-                h = W.ty_addr(ty_args[j])
-            set_obj(&tv[j], as_handle(h))
+            set_obj(&tv[j], as_handle(type_addr(W, ty_args[j])))
         hta = make(f_array, tv.data(), <int32_t>tv.size(), "the type arguments of a call")
-        K.own(hta)
     harr = make(f_array, av.data(), <int32_t>na, "the arguments of a call")
     set_obj(&cargs[0], as_handle(hty))
     set_obj(&cargs[1], as_handle(hop))
@@ -310,16 +312,16 @@ cdef object write_call_binding(W, Keep K, bd, c, dict reuse, dict record, dict v
     set_obj(&cargs[5], NULL)
     try:
         hcall = make(f_call, cargs, 6, "a call")
-    finally:
+    finally:  # the call holds its own references to the argument arrays
         c_decref(harr)
+        if hta != h_empty_array:
+            c_decref(hta)
     K.own(hcall)
     var = bd.var
     hv = reuse.get(var)
     if hv is None:
         name = PyUnicode_AsUTF8AndSize(var.name, &name_len)
-        hvt = W.type_addrs.get(var.ty)
-        if hvt is None:
-            hvt = W.ty_addr(var.ty)
+        hvt = type_addr(W, var.ty)
         cargs[0].type_index = K_RAW_STR
         cargs[0].small_len = 0
         cargs[0].value = <int64_t><size_t>name
@@ -354,6 +356,7 @@ def write_block(W, Keep K, block, bint dataflow, dict reuse, record, dict vars):
     cdef void* hblock
     cdef dict rec = record
     cdef dict leaves = W.leaf_addrs
+    _WHERE[0] = W.where
     items.resize(n)
     for i in range(n):
         bd = bindings[i]
