@@ -120,7 +120,6 @@ from ..ir.expr import (
     DataflowBlock,
     DataflowVar,
     DataTypeImm,
-    If,
     MatchCast,
     PrimValue,
     SeqExpr,
