@@ -190,7 +190,8 @@ def plan_tokens(
         tok_sym = _NO_SYM
     if check or n_pools is None:
         dense, n_pools, pool_ids = _dense_pools(tok_pool)
-    else:
+    else:  # the ids are the caller's guarantee; the count itself is checked (it sizes the kernel's tables)
+        n_pools = as_int_scalar("n_pools", n_pools, low=1 if tok_pool.shape[0] else 0)
         dense, pool_ids = tok_pool, None
     code, bad_event, storage_of, storage_bytes, storage_dense = _tokens._py_plan_tokens(
         tok_bytes,

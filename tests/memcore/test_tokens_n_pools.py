@@ -50,3 +50,14 @@ def test_n_pools_is_ignored_when_checking():
     plan = plan_tokens(**prog, n_pools=1)
     assert plan.storage_of.shape == (50,)
     assert set(plan.storage_pool.tolist()) <= set(prog["tok_pool"].tolist())
+
+
+@pytest.mark.parametrize("bad", [0, -1, 2.5, "3", True, None.__class__])
+def test_n_pools_that_is_not_a_positive_count_is_refused(bad):
+    """The count sizes the kernel's per-pool tables: a value that is not an integer >= 1
+    (for a program with tokens) is a typed error, never a table of the wrong size."""
+    from memcore import InvalidArrayError
+
+    prog = random_token_program(np.random.default_rng(1), 20, n_pools=2)
+    with pytest.raises(InvalidArrayError, match="n_pools"):
+        _unchecked(prog, bad)
