@@ -188,3 +188,42 @@ def test_fixed_cost_native_spbm(benchmark, small_module, mode):
     benchmark.group = "tvm-bridge:fixed-cost-20-bindings"
     benchmark(mtvm.StaticPlanBlockMemory(mode=mode), small_module)
     benchmark.extra_info.update(n_bindings=3 * SMALL_OPS, variant=f"native-{mode}", tvm_seconds_same_run=tvm_seconds)
+
+
+# ------------------------------------------------------------------------------ to_tvm
+WRITE_WORKLOADS = list_models()  # TVM parses a 30k-binding text in minutes: models only
+
+
+@pytest.mark.parametrize("name", WRITE_WORKLOADS)
+def test_to_tvm(benchmark, workloads, name):
+    """``to_tvm`` of a whole module (the compiled writer), against, in the same run, the
+    Python-API writer it replaced (``_Writer.compiled_blocks = False``) and TVM's parser on
+    the module's text (the way in before the bridge). ``extra_info``: both baselines'
+    seconds and the ratios."""
+    from _passes_common import best_alternating
+
+    import memcore_py.tvm as mtvm
+    from memcore_py.tvm._api import tvm_api
+    from memcore_py.tvm.to_tvm import _Writer
+
+    w = workloads[name]
+    mod = w["mod"]
+    rounds = 1 if getattr(benchmark, "disabled", False) else _rounds(name)
+
+    def python_writer():
+        writer = _Writer(tvm_api(), mod)
+        writer.compiled_blocks = False
+        return writer.module(mod)
+
+    _, python_seconds = best_alternating(lambda: mtvm.to_tvm(mod), python_writer, rounds)
+    text = mod.script()
+    parser_seconds = _best(lambda: tvm.script.from_source(text), rounds if rounds < 3 else 3)
+    benchmark.group = f"tvm-bridge:to_tvm:{name}"
+    out = benchmark.pedantic(mtvm.to_tvm, args=(mod,), rounds=rounds, iterations=1, warmup_rounds=0)
+    tvm.ir.assert_structural_equal(out, python_writer())
+    best = getattr(getattr(benchmark, "stats", None), "stats", None)
+    benchmark.extra_info.update(n_bindings=w["facts"]["n_bindings"], python_writer_seconds=python_seconds,
+                                tvm_parser_seconds=parser_seconds)
+    if best is not None:
+        benchmark.extra_info.update(speedup_vs_python_writer=python_seconds / best.min,
+                                    speedup_vs_tvm_parser=parser_seconds / best.min)
