@@ -9,11 +9,12 @@ Design
 ------
 Orders (``_py_order``)
     Every greedy is "place the non-empty buffers one by one, in a fixed priority order".
-    The order is a stable LSD radix sort (11-bit digits, ``_radix_argsort``) of the buffer
-    ids by one or more unsigned 64-bit keys, least significant key first, so ties always go
-    to the lower buffer id. Descending keys are complemented; the area key (size x
-    lifetime) needs 128 bits and is sorted as two 64-bit keys. Breadth uses a max segment
-    tree over the live-bytes profile; conflict degrees use prefix counts of starts / ends.
+    The order is a stable LSD radix sort (``_radix_argsort``: digits of log2(n) bits, 4 to
+    11, over the key minus its minimum; insertion sort below 25 ids) of the buffer ids by
+    one or more unsigned 64-bit keys, least significant key first, so ties always go to the
+    lower buffer id. Descending keys are complemented; the area key (size x lifetime) needs
+    128 bits and is sorted as two 64-bit keys. Breadth uses a max segment tree over the
+    live-bytes profile; conflict degrees use prefix counts of starts / ends.
 
 Placement rule (``_scan_gaps``)
     Given the placed buffers that conflict in time with the new one, sorted by offset, walk
@@ -54,6 +55,13 @@ Exact search (``_dfs``, ``_DfsSolver``)
     could take). Complete: an exhausted search proves the height impossible. Iterative
     with an explicit stack and an undo trail, so it runs without the GIL and checks a
     deadline every 1024 nodes.
+
+One call (``_py_heuristics``)
+    ``plan_offsets`` without a search is one kernel call: sizes to units, time compression
+    (``_compress``: a shift, or the ranks of the distinct steps), the max-live bound in
+    units, then the heuristics in turn (order, gather, place, arena) until one reaches the
+    bound, all on one scratch block sized for the largest of them. The bucket layout
+    (``_bucket_layout``) depends on the set of buffers only, so it is computed once.
 
 Nothing here allocates inside ``nogil``: scratch arrays come from numpy first.
 """
@@ -104,42 +112,73 @@ cdef idx_t IDX_MAX = 0x7FFFFFFFFFFFFFFF
 # Stable radix argsort
 # -------------------------------------------------------------------------------------------
 
+cdef enum:
+    INSERTION_MAX = 24  # below this many pairs, a (stable) insertion sort
+
+
 cdef void _radix_argsort(
     uint64_t* key, idx_t* perm, uint64_t* key_tmp, idx_t* perm_tmp, Py_ssize_t n
 ) noexcept nogil:
     """Stable sort of the pairs (key[i], perm[i]) by key; the result is left in key/perm.
 
-    key_tmp and perm_tmp are scratch of length n. Passes over digits that are equal for
-    every element are skipped, so a key whose values fit in 22 bits costs two passes.
+    key_tmp and perm_tmp are scratch of length n. LSD radix sort of ``key - min(key)`` with
+    digits of about log2(n) bits (4 to 11: the count table stays small next to n), so a key
+    whose values span a range of 22 bits costs two passes at n >= 2048, and passes over
+    digits that are equal for every element are skipped. A handful of pairs are
+    insertion-sorted. (Any stable sort gives the same permutation.)
     """
-    cdef Py_ssize_t i
+    cdef Py_ssize_t i, x
     cdef Py_ssize_t count[RADIX]
-    cdef Py_ssize_t pos, total
-    cdef uint64_t kmax = 0, d
+    cdef Py_ssize_t pos, total, radix
+    cdef uint64_t kmin, kmax, d, k
     cdef uint64_t* ka = key
     cdef uint64_t* kb = key_tmp
     cdef uint64_t* kswap
     cdef idx_t* pa = perm
     cdef idx_t* pb = perm_tmp
     cdef idx_t* pswap
-    cdef int shift = 0
-    for i in range(n):
+    cdef idx_t p
+    cdef int shift = 0, bits
+    if n <= 1:
+        return
+    if n <= INSERTION_MAX:
+        for i in range(1, n):
+            k = key[i]
+            p = perm[i]
+            x = i
+            while x > 0 and key[x - 1] > k:
+                key[x] = key[x - 1]
+                perm[x] = perm[x - 1]
+                x -= 1
+            key[x] = k
+            perm[x] = p
+        return
+    kmin = kmax = key[0]
+    for i in range(1, n):
         if key[i] > kmax:
             kmax = key[i]
-    while shift < 64 and (kmax >> shift) != 0:
-        memset(count, 0, sizeof(count))
+        if key[i] < kmin:
+            kmin = key[i]
+    bits = bit_length(<uint64_t>n)
+    if bits < 4:
+        bits = 4
+    elif bits > RADIX_BITS:
+        bits = RADIX_BITS
+    radix = (<Py_ssize_t>1) << bits
+    while shift < 64 and ((kmax - kmin) >> shift) != 0:
+        memset(count, 0, radix * sizeof(Py_ssize_t))
         for i in range(n):
-            count[(ka[i] >> shift) & (RADIX - 1)] += 1
-        if count[(ka[0] >> shift) & (RADIX - 1)] == n:
-            shift += RADIX_BITS
+            count[((ka[i] - kmin) >> shift) & (radix - 1)] += 1
+        if count[((ka[0] - kmin) >> shift) & (radix - 1)] == n:
+            shift += bits
             continue
         total = 0
-        for i in range(RADIX):
+        for i in range(radix):
             pos = count[i]
             count[i] = total
             total += pos
         for i in range(n):
-            d = (ka[i] >> shift) & (RADIX - 1)
+            d = ((ka[i] - kmin) >> shift) & (radix - 1)
             pos = count[d]
             count[d] += 1
             kb[pos] = ka[i]
@@ -150,7 +189,7 @@ cdef void _radix_argsort(
         pswap = pa
         pa = pb
         pb = pswap
-        shift += RADIX_BITS
+        shift += bits
     if pa != perm:
         memcpy(perm, pa, n * sizeof(idx_t))
         memcpy(key, ka, n * sizeof(uint64_t))
@@ -171,17 +210,15 @@ cdef void _sort_by(
 # Breadth: the max live bytes over each buffer's lifetime, and where it is first reached
 # -------------------------------------------------------------------------------------------
 
-cdef void _max_breadth(
-    const idx_t[::1] s, const idx_t[::1] e, const idx_t[::1] size, idx_t n_points,
-    idx_t* profile, idx_t* tree, idx_t* best_val, idx_t* best_at
+cdef idx_t _units_profile(
+    const idx_t* s, const idx_t* e, const idx_t* size, Py_ssize_t n, idx_t n_points,
+    idx_t* profile
 ) noexcept nogil:
-    """best_val[i] = max profile over [s[i], e[i]], best_at[i] = first point reaching it.
-
-    profile has n_points + 1 slots; tree (an iterative max segment tree of point indices,
-    ties to the smaller index) has 2 * width slots, width = the power of two >= n_points.
-    """
-    cdef Py_ssize_t i, n = s.shape[0]
-    cdef idx_t t, live = 0, width = 1, lo, hi, a, b, cand
+    """profile[t] = sum of the sizes of the buffers live at point t (0 <= t < n_points);
+    returns its maximum (0 for no point), the max-live bound in units. profile has
+    n_points + 1 slots."""
+    cdef Py_ssize_t i
+    cdef idx_t t, live = 0, peak = 0
     memset(profile, 0, (n_points + 1) * sizeof(idx_t))
     for i in range(n):
         profile[s[i]] += size[i]
@@ -189,8 +226,31 @@ cdef void _max_breadth(
     for t in range(n_points):
         live += profile[t]
         profile[t] = live
+        if live > peak:
+            peak = live
+    return peak
+
+
+cdef inline idx_t _tree_width(idx_t n_points) noexcept nogil:
+    """The power of two >= n_points (the leaves of the breadth segment tree)."""
+    cdef idx_t width = 1
     while width < n_points:
         width *= 2
+    return width
+
+
+cdef void _max_breadth(
+    const idx_t* s, const idx_t* e, const idx_t* size, Py_ssize_t n, idx_t n_points,
+    idx_t* profile, idx_t* tree, idx_t* best_val, idx_t* best_at
+) noexcept nogil:
+    """best_val[i] = max profile over [s[i], e[i]], best_at[i] = first point reaching it.
+
+    profile has n_points + 1 slots; tree (an iterative max segment tree of point indices,
+    ties to the smaller index) has 2 * width slots, width = _tree_width(n_points).
+    """
+    cdef Py_ssize_t i
+    cdef idx_t t, width = _tree_width(n_points), lo, hi, a, b, cand
+    _units_profile(s, e, size, n, n_points, profile)
     for t in range(width):
         tree[width + t] = t if t < n_points else -1
     t = width - 1
@@ -230,7 +290,7 @@ cdef void _max_breadth(
 
 
 cdef void _conflict_counts(
-    const idx_t[::1] s, const idx_t[::1] e, const idx_t[::1] size, idx_t n_points,
+    const idx_t* s, const idx_t* e, const idx_t* size, Py_ssize_t n, idx_t n_points,
     idx_t* starts_le, idx_t* ends_lt, uint64_t* key
 ) noexcept nogil:
     """key[i] = ~(number of other non-empty buffers conflicting with buffer i).
@@ -239,7 +299,7 @@ cdef void _conflict_counts(
     points, that is #(s' <= e) - #(e' < s). starts_le / ends_lt have n_points + 1 slots,
     zeroed by the caller.
     """
-    cdef Py_ssize_t i, n = s.shape[0]
+    cdef Py_ssize_t i
     cdef idx_t t
     for i in range(n):
         if size[i] > 0:
@@ -256,6 +316,89 @@ cdef void _conflict_counts(
 # -------------------------------------------------------------------------------------------
 # Orders
 # -------------------------------------------------------------------------------------------
+
+cdef inline Py_ssize_t _order_scratch(int code, Py_ssize_t n, Py_ssize_t m, idx_t n_points) noexcept nogil:
+    """int64 slots of scratch that _order_into needs for the order ``code``."""
+    cdef Py_ssize_t need = 2 * n + 3 * m
+    if code == ORD_CONFLICT:
+        need += 2 * (n_points + 1)
+    elif code == ORD_BREADTH:
+        need += n_points + 1 + 2 * _tree_width(n_points) + 2 * n
+    return need
+
+
+cdef void _order_into(
+    int code, const idx_t* start, const idx_t* end, const idx_t* s, const idx_t* e,
+    const idx_t* size, Py_ssize_t n, idx_t n_points, idx_t* perm, Py_ssize_t m,
+    idx_t* scratch
+) noexcept nogil:
+    """perm[0:m] = the priority order of the m buffers with size > 0 for the order ``code``.
+
+    ``start``/``end`` are the caller's steps (lifetimes and areas use them), ``s``/``e`` the
+    compressed points (breadth and conflicts use them), ``size`` the sizes in units; all
+    of length n. ``scratch`` holds ``_order_scratch(code, n, m, n_points)`` int64.
+    """
+    cdef Py_ssize_t i, j = 0
+    cdef uint64_t* key_of = <uint64_t*>scratch
+    cdef uint64_t* key2_of = key_of + n
+    cdef uint64_t* key_buf = key_of + 2 * n
+    cdef uint64_t* key_tmp = key_buf + m
+    cdef idx_t* perm_tmp = <idx_t*>(key_tmp + m)
+    cdef idx_t* extra = perm_tmp + m
+    cdef idx_t* profile
+    cdef idx_t* tree
+    cdef idx_t* bval
+    cdef idx_t* bat
+    cdef uint64_t hi, lo, vmin = 0xFFFFFFFFFFFFFFFF
+    if m == 0:
+        return
+    for i in range(n):
+        if size[i] > 0:
+            perm[j] = i
+            j += 1
+    # Step 1. Secondary key (size desc) for every order but ORD_SIZE's own.
+    for i in range(n):
+        key_of[i] = <uint64_t>(IDX_MAX - size[i])
+    _sort_by(key_of, perm, key_buf, key_tmp, perm_tmp, m)
+    # Step 2. Primary keys, least significant first.
+    if code == ORD_START:
+        # start ^ SIGN_BIT maps int64 order onto uint64 order
+        for i in range(n):
+            if (<uint64_t>start[i] ^ SIGN_BIT) < vmin:
+                vmin = <uint64_t>start[i] ^ SIGN_BIT
+        for i in range(n):
+            key_of[i] = (<uint64_t>start[i] ^ SIGN_BIT) - vmin
+        _sort_by(key_of, perm, key_buf, key_tmp, perm_tmp, m)
+    elif code == ORD_LIFETIME:
+        for i in range(n):
+            key_of[i] = ~(<uint64_t>end[i] - <uint64_t>start[i])
+        _sort_by(key_of, perm, key_buf, key_tmp, perm_tmp, m)
+    elif code == ORD_AREA:
+        for i in range(n):
+            # size * (end - start + 1) = size * (end - start) + size, exact in 128 bits
+            memcore_mul_add_u128(<uint64_t>size[i], <uint64_t>end[i] - <uint64_t>start[i],
+                                 <uint64_t>size[i], &hi, &lo)
+            key_of[i] = ~lo
+            key2_of[i] = ~hi
+        _sort_by(key_of, perm, key_buf, key_tmp, perm_tmp, m)
+        _sort_by(key2_of, perm, key_buf, key_tmp, perm_tmp, m)
+    elif code == ORD_BREADTH:
+        profile = extra
+        tree = profile + n_points + 1
+        bval = tree + 2 * _tree_width(n_points)
+        bat = bval + n
+        _max_breadth(s, e, size, n, n_points, profile, tree, bval, bat)
+        for i in range(n):
+            key_of[i] = <uint64_t>bat[i]
+        _sort_by(key_of, perm, key_buf, key_tmp, perm_tmp, m)
+        for i in range(n):
+            key_of[i] = <uint64_t>(IDX_MAX - bval[i])
+        _sort_by(key_of, perm, key_buf, key_tmp, perm_tmp, m)
+    elif code == ORD_CONFLICT:
+        memset(extra, 0, 2 * (n_points + 1) * sizeof(idx_t))
+        _conflict_counts(s, e, size, n, n_points, extra, extra + n_points + 1, key_of)
+        _sort_by(key_of, perm, key_buf, key_tmp, perm_tmp, m)
+
 
 def _py_order(int code, start, end, s, e, size, idx_t n_points):
     """Priority order of the buffers with size > 0 for the order ``code`` (int64 ids).
@@ -276,72 +419,10 @@ def _py_order(int code, start, end, s, e, size, idx_t n_points):
     if m == 0:
         return perm
     cdef idx_t[::1] perm_v = perm
-    cdef uint64_t[::1] key_of = np.empty(n, dtype=np.uint64)
-    cdef uint64_t[::1] key2_of
-    cdef uint64_t[::1] key_buf = np.empty(m, dtype=np.uint64)
-    cdef uint64_t[::1] key_tmp = np.empty(m, dtype=np.uint64)
-    cdef idx_t[::1] perm_tmp = np.empty(m, dtype=np.int64)
-    cdef idx_t[::1] profile, tree, bval, bat, starts_le, ends_lt
-    cdef idx_t width = 1
-    cdef uint64_t hi, lo, vmin = 0xFFFFFFFFFFFFFFFF
-    if code == ORD_AREA:
-        key2_of = np.empty(n, dtype=np.uint64)
-    if code == ORD_CONFLICT:
-        starts_le = np.zeros(n_points + 1, dtype=np.int64)
-        ends_lt = np.zeros(n_points + 1, dtype=np.int64)
-    if code == ORD_BREADTH:
-        while width < n_points:
-            width *= 2
-        profile = np.empty(n_points + 1, dtype=np.int64)
-        tree = np.empty(2 * width, dtype=np.int64)
-        bval = np.empty(n, dtype=np.int64)
-        bat = np.empty(n, dtype=np.int64)
+    cdef idx_t[::1] scratch = np.empty(_order_scratch(code, n, m, n_points), dtype=np.int64)
     with nogil:
-        m = 0
-        for i in range(n):
-            if size_v[i] > 0:
-                perm_v[m] = i
-                m += 1
-        # Step 1. Secondary key (size desc) for every order but ORD_SIZE's own.
-        for i in range(n):
-            key_of[i] = <uint64_t>(IDX_MAX - size_v[i])
-        _sort_by(&key_of[0], &perm_v[0], &key_buf[0], &key_tmp[0], &perm_tmp[0], m)
-        # Step 2. Primary keys, least significant first.
-        if code == ORD_START:
-            # start ^ SIGN_BIT maps int64 order onto uint64 order
-            for i in range(n):
-                if (<uint64_t>start_v[i] ^ SIGN_BIT) < vmin:
-                    vmin = <uint64_t>start_v[i] ^ SIGN_BIT
-            for i in range(n):
-                key_of[i] = (<uint64_t>start_v[i] ^ SIGN_BIT) - vmin
-            _sort_by(&key_of[0], &perm_v[0], &key_buf[0], &key_tmp[0], &perm_tmp[0], m)
-        elif code == ORD_LIFETIME:
-            for i in range(n):
-                key_of[i] = ~(<uint64_t>end_v[i] - <uint64_t>start_v[i])
-            _sort_by(&key_of[0], &perm_v[0], &key_buf[0], &key_tmp[0], &perm_tmp[0], m)
-        elif code == ORD_AREA:
-            for i in range(n):
-                # size * (end - start + 1) = size * (end - start) + size, exact in 128 bits
-                memcore_mul_add_u128(<uint64_t>size_v[i],
-                                     <uint64_t>end_v[i] - <uint64_t>start_v[i],
-                                     <uint64_t>size_v[i], &hi, &lo)
-                key_of[i] = ~lo
-                key2_of[i] = ~hi
-            _sort_by(&key_of[0], &perm_v[0], &key_buf[0], &key_tmp[0], &perm_tmp[0], m)
-            _sort_by(&key2_of[0], &perm_v[0], &key_buf[0], &key_tmp[0], &perm_tmp[0], m)
-        elif code == ORD_BREADTH:
-            _max_breadth(s_v, e_v, size_v, n_points, &profile[0], &tree[0], &bval[0],
-                         &bat[0])
-            for i in range(n):
-                key_of[i] = <uint64_t>bat[i]
-            _sort_by(&key_of[0], &perm_v[0], &key_buf[0], &key_tmp[0], &perm_tmp[0], m)
-            for i in range(n):
-                key_of[i] = <uint64_t>(IDX_MAX - bval[i])
-            _sort_by(&key_of[0], &perm_v[0], &key_buf[0], &key_tmp[0], &perm_tmp[0], m)
-        elif code == ORD_CONFLICT:
-            _conflict_counts(s_v, e_v, size_v, n_points, &starts_le[0], &ends_lt[0],
-                             &key_of[0])
-            _sort_by(&key_of[0], &perm_v[0], &key_buf[0], &key_tmp[0], &perm_tmp[0], m)
+        _order_into(code, &start_v[0], &end_v[0], &s_v[0], &e_v[0], &size_v[0], n, n_points,
+                    &perm_v[0], m, &scratch[0])
     return perm
 
 
@@ -436,9 +517,9 @@ cdef inline Py_ssize_t _gap_remove(
 
 
 cdef void _place_sweep(
-    const idx_t[::1] s, const idx_t[::1] e, const idx_t[::1] size, bint first_fit,
+    const idx_t* s, const idx_t* e, const idx_t* size, Py_ssize_t m, bint first_fit,
     idx_t* act_off, idx_t* tops, idx_t* heap_end, idx_t* heap_off,
-    idx_t* g_size, idx_t* g_bot, idx_t[::1] offset
+    idx_t* g_size, idx_t* g_bot, idx_t* offset
 ) noexcept nogil:
     """Place the buffers 0..m-1 (given by non-decreasing start) one by one.
 
@@ -457,7 +538,7 @@ cdef void _place_sweep(
     First fit walks the live buffers up to the first fitting gap. Scratch: act_off,
     heap_end, heap_off, g_size, g_bot of length m, tops of m + 1.
     """
-    cdef Py_ssize_t m = s.shape[0], k, i, na = 0, nh = 0, ng = 0, ins, lo, hi, mid
+    cdef Py_ssize_t k, i, na = 0, nh = 0, ng = 0, ins, lo, hi, mid
     cdef Py_ssize_t c, child, j
     cdef idx_t b, sb, sz, he, ho, off
     tops[0] = 0
@@ -550,11 +631,11 @@ cdef void _place_sweep(
 # -------------------------------------------------------------------------------------------
 
 cdef void _count_buckets(
-    const idx_t[::1] s, const idx_t[::1] e, int sh0,
-    const idx_t[::1] level_base, idx_t[::1] count
+    const idx_t* s, const idx_t* e, Py_ssize_t m, int sh0,
+    const idx_t* level_base, idx_t* count
 ) noexcept nogil:
     """count[g] = number of buffers stored in global bucket g (count zeroed by caller)."""
-    cdef Py_ssize_t k, m = s.shape[0]
+    cdef Py_ssize_t k
     cdef idx_t b, j
     cdef int lev, sh
     for k in range(m):
@@ -659,10 +740,10 @@ cdef idx_t _scan_buckets_2(
 
 
 cdef void _place_bucketed(
-    const idx_t[::1] s, const idx_t[::1] e, const idx_t[::1] size,
+    const idx_t* s, const idx_t* e, const idx_t* size, Py_ssize_t m,
     bint first_fit, int sh0, int n_levels,
-    const idx_t[::1] level_base, const idx_t[::1] bstart, idx_t[::1] bfill,
-    idx_t* ent, idx_t* tmp_a, idx_t* tmp_b, idx_t* runs, idx_t* visit, idx_t[::1] offset
+    const idx_t* level_base, const idx_t* bstart, idx_t* bfill,
+    idx_t* ent, idx_t* tmp_a, idx_t* tmp_b, idx_t* runs, idx_t* visit, idx_t* offset
 ) noexcept nogil:
     """Place the buffers 0..m-1 one by one with the levelled bucket index (module docs).
 
@@ -671,7 +752,7 @@ cdef void _place_bucketed(
     caller). tmp_a / tmp_b hold 2 * m int64; runs and visit (4 int64 per visited bucket)
     hold len(bstart) + 2 * n_levels + 2 rows.
     """
-    cdef Py_ssize_t m = s.shape[0], k, c, lo, hi, mid, f, v, n_visit
+    cdef Py_ssize_t k, c, lo, hi, mid, f, v, n_visit
     cdef idx_t b, sb, eb, sz, j, j0, j1, g, off, cur_off, cur_top
     cdef idx_t* p
     cdef idx_t* q
@@ -788,14 +869,115 @@ cdef void _place_bucketed(
             bfill[g] = f + 1
 
 
+cdef enum:
+    MAX_LEVELS = 66     # bit_length of a span (<= 64) + 1, plus the end sentinel
+
+
+cdef struct Layout:
+    # The bucket index of _place_bucketed for one set of buffers (any order of them).
+    int sh0             # level-0 buckets are 2**sh0 points wide
+    int n_levels
+    idx_t total         # buckets over all levels
+    idx_t level_base[MAX_LEVELS]  # first global bucket of each level; [n_levels] = total
+
+
+cdef void _bucket_layout(
+    const idx_t* s, const idx_t* e, const idx_t* size, Py_ssize_t n, idx_t n_points,
+    int sh0, Layout* lay
+) noexcept nogil:
+    """The bucket layout of the buffers with size > 0 (every buffer when size is NULL).
+
+    ``sh0 < 0``: level-0 buckets about as wide as the median span, i.e. sh0 = bit_length of
+    the (m // 2)-th smallest span, read off a histogram of the spans' bit lengths (bit_length
+    is monotone). The layout depends on the set of buffers only, not on their order.
+    """
+    cdef Py_ssize_t hist[65]
+    cdef Py_ssize_t i, m = 0, below = 0
+    cdef idx_t span, max_span = 0, total = 0
+    cdef int lev, bl
+    memset(hist, 0, sizeof(hist))
+    for i in range(n):
+        if size != NULL and size[i] <= 0:
+            continue
+        span = e[i] - s[i]
+        hist[bit_length(<uint64_t>span)] += 1
+        if span > max_span:
+            max_span = span
+        m += 1
+    if sh0 < 0:
+        sh0 = 0
+        for bl in range(65):
+            below += hist[bl]
+            if below > m // 2:
+                sh0 = bl
+                break
+    lay.sh0 = sh0
+    lay.n_levels = bit_length(<uint64_t>max_span >> sh0) + 1
+    for lev in range(lay.n_levels):
+        lay.level_base[lev] = total
+        total += ((n_points - 1) >> (sh0 + lev)) + 1
+    lay.level_base[lay.n_levels] = total
+    lay.total = total
+
+
+cdef inline Py_ssize_t _place_scratch(const Layout* lay, Py_ssize_t m, bint sweep) noexcept nogil:
+    """int64 slots of scratch that _place_gathered needs."""
+    cdef Py_ssize_t rows
+    if sweep:
+        return 6 * m + 1
+    rows = lay.total + 2 * lay.n_levels + 2
+    # count, bstart, entries (4 int64 each, a buffer in at most two buckets), two pair
+    # buffers, runs, visit
+    return lay.total + (lay.total + 1) + 8 * m + 4 * m + rows + 4 * rows
+
+
+cdef void _place_gathered(
+    const idx_t* s, const idx_t* e, const idx_t* size, Py_ssize_t m, bint first_fit,
+    bint sweep, const Layout* lay, idx_t* scratch, idx_t* offset
+) noexcept nogil:
+    """offset[k] = offset (units) of the k-th buffer placed, for the m buffers given in
+    processing order (their attributes gathered in that order: one sequential read per
+    buffer instead of three random ones). ``sweep`` requires non-decreasing ``s``; ``lay``
+    is the layout of these buffers (unused by the sweep); ``scratch`` holds
+    ``_place_scratch(lay, m, sweep)`` int64."""
+    cdef idx_t* count
+    cdef idx_t* bstart
+    cdef idx_t* ent
+    cdef idx_t* tmp_a
+    cdef idx_t* tmp_b
+    cdef idx_t* runs
+    cdef idx_t* visit
+    cdef Py_ssize_t g, rows
+    if m == 0:
+        return
+    if sweep:
+        _place_sweep(s, e, size, m, first_fit, scratch, scratch + m, scratch + 2 * m + 1,
+                     scratch + 3 * m + 1, scratch + 4 * m + 1, scratch + 5 * m + 1, offset)
+        return
+    rows = lay.total + 2 * lay.n_levels + 2
+    count = scratch
+    bstart = count + lay.total
+    ent = bstart + lay.total + 1
+    tmp_a = ent + 8 * m
+    tmp_b = tmp_a + 2 * m
+    runs = tmp_b + 2 * m
+    visit = runs + rows
+    memset(count, 0, lay.total * sizeof(idx_t))
+    _count_buckets(s, e, m, lay.sh0, lay.level_base, count)
+    bstart[0] = 0
+    for g in range(lay.total):
+        bstart[g + 1] = bstart[g] + count[g]
+    memset(count, 0, lay.total * sizeof(idx_t))
+    _place_bucketed(s, e, size, m, first_fit, lay.sh0, lay.n_levels, lay.level_base, bstart,
+                    count, ent, tmp_a, tmp_b, runs, visit, offset)
+
+
 def _py_place(s, e, size, order, idx_t n_points, bint first_fit, bint sweep, int sh0=-1):
     """Offsets (units) of the buffers in ``order``, placed one by one by the rule.
 
     ``sweep=True`` requires ``order`` sorted by start (``s``) and uses the live-buffer
     allocator; otherwise the bucket index is used (``sh0 < 0``: chosen from the spans).
-    Buffers not in ``order`` (size 0) get offset 0. The kernels read the buffers'
-    attributes gathered in processing order (one vectorised gather instead of three
-    random reads per buffer).
+    Buffers not in ``order`` (size 0) get offset 0.
     """
     cdef Py_ssize_t n = s.shape[0], m = order.shape[0]
     offset = np.zeros(n, dtype=np.int64)
@@ -809,52 +991,244 @@ def _py_place(s, e, size, order, idx_t n_points, bint first_fit, bint sweep, int
     cdef const idx_t[::1] e_v = e_o
     cdef const idx_t[::1] size_v = z_o
     cdef idx_t[::1] offset_v = off_o
-    cdef idx_t[::1] a1, a2, a3, a4, a5, a6
-    if sweep:
-        a1 = np.empty(m, dtype=np.int64)
-        a2 = np.empty(m + 1, dtype=np.int64)
-        a3 = np.empty(m, dtype=np.int64)
-        a4 = np.empty(m, dtype=np.int64)
-        a5 = np.empty(m, dtype=np.int64)
-        a6 = np.empty(m, dtype=np.int64)
-        with nogil:
-            _place_sweep(s_v, e_v, size_v, first_fit, &a1[0], &a2[0], &a3[0], &a4[0],
-                         &a5[0], &a6[0], offset_v)
-        offset[order] = off_o
-        return offset
-    spans = e_o - s_o
-    if sh0 < 0:
-        # level-0 buckets about as wide as the median span
-        sh0 = bit_length(<uint64_t>int(np.partition(spans, m // 2)[m // 2]))
-    cdef idx_t max_span = int(spans.max())
-    cdef int n_levels = bit_length(<uint64_t>max_span >> sh0) + 1
-    cdef idx_t[::1] level_base = np.empty(n_levels + 1, dtype=np.int64)
-    cdef int lev
-    cdef idx_t total = 0
-    for lev in range(n_levels):
-        level_base[lev] = total
-        total += ((n_points - 1) >> (sh0 + lev)) + 1
-    level_base[n_levels] = total
-    count = np.zeros(total, dtype=np.int64)
-    cdef idx_t[::1] count_v = count
+    cdef Layout lay
+    if not sweep:
+        _bucket_layout(&s_v[0], &e_v[0], NULL, m, n_points, sh0, &lay)
+    cdef idx_t[::1] scratch = np.empty(_place_scratch(&lay, m, sweep), dtype=np.int64)
     with nogil:
-        _count_buckets(s_v, e_v, sh0, level_base, count_v)
-    bstart = np.zeros(total + 1, dtype=np.int64)
-    np.cumsum(count, out=bstart[1:])
-    cdef idx_t[::1] bstart_v = bstart
-    cdef idx_t n_ent = bstart[total]
-    cdef idx_t[::1] ent = np.empty(4 * n_ent, dtype=np.int64)
-    cdef idx_t[::1] tmp_a = np.empty(2 * m, dtype=np.int64)
-    cdef idx_t[::1] tmp_b = np.empty(2 * m, dtype=np.int64)
-    cdef idx_t[::1] runs = np.empty(total + 2 * n_levels + 2, dtype=np.int64)
-    cdef idx_t[::1] visit = np.empty(4 * (total + 2 * n_levels + 2), dtype=np.int64)
-    count[:] = 0
-    with nogil:
-        _place_bucketed(s_v, e_v, size_v, first_fit, sh0, n_levels, level_base, bstart_v,
-                        count_v, &ent[0], &tmp_a[0], &tmp_b[0], &runs[0], &visit[0],
-                        offset_v)
+        _place_gathered(&s_v[0], &e_v[0], &size_v[0], m, first_fit, sweep, &lay, &scratch[0],
+                        &offset_v[0])
     offset[order] = off_o
     return offset
+
+
+# -------------------------------------------------------------------------------------------
+# Time compression, and every heuristic of one call in one kernel
+# -------------------------------------------------------------------------------------------
+
+cdef bint _small_range(
+    const idx_t* start, const idx_t* end, Py_ssize_t n, idx_t* lo, idx_t* hi
+) noexcept nogil:
+    """Whether the steps span at most 4 n + 64 points, with lo = min start and hi = max end
+    (time is then only shifted by lo); n >= 1, start <= end."""
+    cdef Py_ssize_t i
+    cdef idx_t low = start[0], high = end[0]
+    for i in range(1, n):
+        if start[i] < low:
+            low = start[i]
+        if end[i] > high:
+            high = end[i]
+    lo[0] = low
+    hi[0] = high
+    # high >= low (an end is >= its start): the unsigned difference is exact
+    return <uint64_t>high - <uint64_t>low <= <uint64_t>(4 * n + 64)
+
+
+cdef idx_t _compress(
+    const idx_t* start, const idx_t* end, Py_ssize_t n, bint small, idx_t lo, idx_t hi,
+    idx_t* s, idx_t* e, idx_t* scratch
+) noexcept nogil:
+    """Compress time to points 0..n_points-1 preserving every intersection; returns n_points.
+
+    A shift when the range is small, else the rank of each start / end among the distinct
+    values of both (one radix argsort of the 2n values; ``scratch``: 8 n int64, unused when
+    ``small``)."""
+    cdef Py_ssize_t i, n2 = 2 * n
+    cdef uint64_t* key
+    cdef uint64_t* key_tmp
+    cdef idx_t* perm
+    cdef idx_t* perm_tmp
+    cdef uint64_t vmin = 0xFFFFFFFFFFFFFFFF, v, last
+    cdef idx_t rank = -1, j
+    if small:
+        for i in range(n):
+            s[i] = start[i] - lo
+            e[i] = end[i] - lo
+        return hi - lo + 1
+    key = <uint64_t*>scratch
+    key_tmp = key + n2
+    perm = <idx_t*>(key_tmp + n2)
+    perm_tmp = perm + n2
+    for i in range(n):
+        key[i] = <uint64_t>start[i] ^ SIGN_BIT
+        key[n + i] = <uint64_t>end[i] ^ SIGN_BIT
+    for i in range(n2):
+        if key[i] < vmin:
+            vmin = key[i]
+        perm[i] = i
+    for i in range(n2):
+        key[i] -= vmin
+    _radix_argsort(key, perm, key_tmp, perm_tmp, n2)
+    last = 0
+    for i in range(n2):
+        v = key[i]
+        if rank < 0 or v != last:
+            rank += 1
+            last = v
+        j = perm[i]
+        if j < n:
+            s[j] = rank
+        else:
+            e[j - n] = rank
+    return rank + 1
+
+
+def _py_compress(start, end):
+    """``(s, e, n_points)``: the intervals ``[start, end]`` (int64, C-contiguous, of one
+    length, ``start <= end``) in compressed time (``_compress``). ``n_points`` is 1 for no
+    buffer."""
+    cdef Py_ssize_t n = start.shape[0]
+    if end.shape[0] != n:
+        raise ValueError(f"_py_compress: {n} starts but {end.shape[0]} ends")
+    s = np.empty(n, dtype=np.int64)
+    e = np.empty(n, dtype=np.int64)
+    if n == 0:
+        return s, e, 1
+    cdef const idx_t[::1] start_v = start
+    cdef const idx_t[::1] end_v = end
+    cdef idx_t[::1] s_v = s
+    cdef idx_t[::1] e_v = e
+    cdef idx_t lo, hi, n_points
+    cdef bint small = _small_range(&start_v[0], &end_v[0], n, &lo, &hi)
+    cdef idx_t[::1] scratch = np.empty(1 if small else 8 * n, dtype=np.int64)
+    with nogil:
+        n_points = _compress(&start_v[0], &end_v[0], n, small, lo, hi, &s_v[0], &e_v[0],
+                             &scratch[0])
+    return s, e, n_points
+
+
+cdef enum:
+    MAX_SPECS = 16
+
+
+def _py_heuristics(start, end, size, idx_t alignment, specs):
+    """Run greedy heuristics in turn until one reaches the max-live bound: one kernel call.
+
+    Parameters
+    ----------
+    start, end, size : ndarray of shape (n,), dtype=int64, C-contiguous
+        Inclusive intervals (``start <= end``) and byte sizes (``>= 0``; rounded up to
+        ``alignment`` here, their aligned sum fitting in int64): trusted, as every kernel
+        input.
+    alignment : int
+        ``>= 1``.
+    specs : sequence of (order code, first fit, sweep)
+        The heuristics, in the order to run them (1 to 16 of them; ``sweep`` only with the
+        start order).
+
+    Returns
+    -------
+    tuple
+        ``(offset, arena, order, winner, cost, lower_bound)``: the byte offsets (int64, a new
+        array) and arena bytes of the first plan with the smallest arena, the priority order
+        (buffer ids) that produced it, its index in ``specs``, the seconds its order and
+        placement took, and the max-live bound in bytes of the aligned sizes. Stops after
+        the first plan whose arena equals the bound.
+
+    Time is compressed and the sizes are turned into units once; every heuristic then
+    reuses one scratch block (orders and placements run without the GIL).
+    """
+    cdef Py_ssize_t n = start.shape[0], m = 0, i, j, k, n_specs = len(specs)
+    cdef int codes[MAX_SPECS]
+    cdef bint first_fit[MAX_SPECS]
+    cdef bint sweep[MAX_SPECS]
+    cdef bint any_bucketed = False
+    if end.shape[0] != n or size.shape[0] != n:
+        raise ValueError(f"_py_heuristics: arrays of different lengths "
+                         f"({n}, {end.shape[0]}, {size.shape[0]})")
+    if alignment < 1:
+        raise ValueError(f"_py_heuristics: alignment must be >= 1; got {alignment}")
+    if not 1 <= n_specs <= MAX_SPECS:
+        raise ValueError(f"_py_heuristics: 1 to {MAX_SPECS} heuristics; got {n_specs}")
+    for k in range(n_specs):
+        code, ff, sw = specs[k]
+        if not ORD_SIZE <= code <= ORD_CONFLICT or (sw and code != ORD_START):
+            raise ValueError(f"_py_heuristics: bad heuristic {specs[k]!r}")
+        codes[k] = code
+        first_fit[k] = ff
+        sweep[k] = sw
+        any_bucketed = any_bucketed or not sw
+    offset = np.zeros(n, dtype=np.int64)
+    if n == 0:
+        return offset, 0, np.empty(0, dtype=np.int64), 0, 0.0, 0
+    cdef const idx_t[::1] start_v = start
+    cdef const idx_t[::1] end_v = end
+    cdef const idx_t[::1] size_v = size
+    cdef idx_t lo, hi, n_points, lb, arena, best_arena = 0, top
+    cdef bint small = _small_range(&start_v[0], &end_v[0], n, &lo, &hi)
+    # Step 1. Units, compressed time (block a: units, s, e [, the compression's sort]).
+    cdef idx_t[::1] a = np.empty(3 * n if small else 11 * n, dtype=np.int64)
+    cdef idx_t* units = &a[0]
+    cdef idx_t* s = units + n
+    cdef idx_t* e = s + n
+    cdef idx_t sz
+    with nogil:
+        for i in range(n):
+            sz = size_v[i]
+            if alignment > 1:
+                sz = sz // alignment + (sz % alignment != 0)
+            units[i] = sz
+            if sz > 0:
+                m += 1
+        n_points = _compress(&start_v[0], &end_v[0], n, small, lo, hi, s, e, e + n)
+    order = np.empty(m, dtype=np.int64)
+    if m == 0:
+        return offset, 0, order, 0, 0.0, 0
+    # Step 2. One scratch block for every heuristic: the order, the gathered attributes and
+    # placements, and the largest scratch of any order / placement (or of the bound).
+    cdef Layout lay
+    cdef Py_ssize_t work = n_points + 1, need
+    if any_bucketed:
+        _bucket_layout(s, e, units, n, n_points, -1, &lay)
+    for k in range(n_specs):
+        need = _order_scratch(codes[k], n, m, n_points)
+        if need > work:
+            work = need
+        need = _place_scratch(&lay, m, sweep[k])
+        if need > work:
+            work = need
+    cdef idx_t[::1] blk = np.empty(5 * m + work, dtype=np.int64)
+    cdef idx_t* perm = &blk[0]
+    cdef idx_t* s_o = perm + m
+    cdef idx_t* e_o = s_o + m
+    cdef idx_t* z_o = e_o + m
+    cdef idx_t* off_o = z_o + m
+    cdef idx_t* scratch = off_o + m
+    cdef idx_t[::1] best_off = offset
+    cdef idx_t[::1] best_order = order
+    cdef Py_ssize_t winner = 0
+    cdef double t0, dt, cost = 0.0
+    with nogil:
+        lb = _units_profile(s, e, units, n, n_points, scratch)
+        for k in range(n_specs):
+            t0 = _now()
+            _order_into(codes[k], &start_v[0], &end_v[0], s, e, units, n, n_points, perm, m,
+                        scratch)
+            for j in range(m):
+                i = perm[j]
+                s_o[j] = s[i]
+                e_o[j] = e[i]
+                z_o[j] = units[i]
+            _place_gathered(s_o, e_o, z_o, m, first_fit[k], sweep[k], &lay, scratch, off_o)
+            arena = 0
+            for j in range(m):
+                top = off_o[j] + z_o[j]
+                if top > arena:
+                    arena = top
+            dt = _now() - t0
+            if k == 0 or arena < best_arena:
+                winner = k
+                best_arena = arena
+                cost = dt
+                for j in range(m):
+                    best_off[perm[j]] = off_o[j]
+                memcpy(&best_order[0], perm, m * sizeof(idx_t))
+            if arena <= lb:
+                break
+        if alignment > 1:
+            for i in range(n):
+                best_off[i] *= alignment
+    return offset, best_arena * alignment, order, winner, cost, lb * alignment
 
 
 # -------------------------------------------------------------------------------------------

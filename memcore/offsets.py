@@ -19,6 +19,9 @@ Stage 1, *heuristics* (the compiled kernels in ``memcore/_offsets.pyx``). Every 
   allocator: sorted live offsets, a heap of ends, free gaps sorted by size) or from a
   *levelled bucket index over time* for any other order: about O(n x conflicts) instead
   of the naive O(n^2). Small inputs run every heuristic; see ``auto`` for large ones.
+  Validation aside, stage 1 is one kernel call (``_offsets._py_heuristics``: time
+  compression, the lower bound and the heuristics in turn on one scratch block): no
+  per-heuristic numpy work arrays, which dominated on the few hundred tensors of a model.
 
 Stage 2, *search* (only with ``time_limit``), anytime and never worse than stage 1:
 
@@ -44,7 +47,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import _liveness, _offsets
+from . import _offsets
 from ._errors import InvalidArrayError
 from ._validate import as_aligned_interval_arrays, as_int_scalar
 
@@ -84,6 +87,12 @@ ALGORITHMS = ("auto",) + HEURISTICS
 #: seconds per heuristic at a million buffers, while the start sweep stays near-linear.
 _AUTO_FULL_MAX_N = 200_000
 _AUTO_LARGE = ("greedy_start",)
+
+#: The kernel's arguments for each sequence of heuristics that plan_offsets runs.
+_SPECS = {
+    names: tuple(_HEURISTIC_SPEC[name] for name in names)
+    for names in [HEURISTICS, _AUTO_LARGE] + [(name,) for name in HEURISTICS]
+}
 
 #: The DFS is used while the sum of the buffers' spans (in sections) stays below this: one
 #: search node costs about that many operations.
@@ -162,37 +171,17 @@ def _check_time_limit(time_limit):
 
 
 class _Problem:
-    """Validated arrays plus what the kernels need: sizes in alignment units, time points."""
+    """Validated arrays plus what the search needs: sizes in alignment units, time points."""
 
     def __init__(self, start, end, aligned_size, alignment):
         self.start = start
         self.end = end
         self.alignment = alignment
         self.units = aligned_size // alignment if alignment > 1 else aligned_size
-        n = start.shape[0]
-        self.n = n
-        # Step 1. Compress time to points 0..n_points-1 preserving every intersection:
-        # a shift when the step range is small, else the ranks of the distinct values.
-        if n == 0:
-            self.s = self.e = start
-            self.n_points = 1
-            return
-        lo, hi = int(start.min()), int(end.max())
-        if hi - lo <= 4 * n + 64:
-            self.s = start - lo
-            self.e = end - lo
-            self.n_points = hi - lo + 1
-        else:
-            points = np.unique(np.concatenate([start, end]))
-            self.s = np.searchsorted(points, start).astype(np.int64)
-            self.e = np.searchsorted(points, end).astype(np.int64)
-            self.n_points = points.shape[0]
-
-    def order(self, code):
-        """Priority order (ids of the non-empty buffers) for an ORD_* code."""
-        return _offsets._py_order(
-            code, self.start, self.end, self.s, self.e, self.units, self.n_points
-        )
+        self.n = start.shape[0]
+        # time compressed to points 0..n_points-1, every intersection preserved (a shift
+        # when the step range is small, else the ranks of the distinct values)
+        self.s, self.e, self.n_points = _offsets._py_compress(start, end)
 
     def place(self, order, first_fit, sweep=False):
         """Offsets in units of the buffers of ``order``, placed one by one."""
@@ -206,14 +195,6 @@ class _Problem:
         if not live.any():
             return 0
         return int((offset_units[live] + self.units[live]).max())
-
-
-def _run_heuristic(prob, name):
-    """(offset in units, arena in units, order) of one named heuristic."""
-    code, first_fit, sweep = _HEURISTIC_SPEC[name]
-    order = prob.order(code)
-    offset = prob.place(order, first_fit, sweep)
-    return offset, prob.arena(offset), order
 
 
 # -------------------------------------------------------------------------------------------
@@ -444,36 +425,27 @@ def plan_offsets(start, end, size, *, alignment=1, algorithm="auto", time_limit=
     t0 = _offsets._py_monotonic()
     # Step 1. Validate once, at the boundary (the same checks as max_live_bytes).
     if check:
-        start, end, aligned = as_aligned_interval_arrays(start, end, size, alignment)
+        start, end, size = as_aligned_interval_arrays(start, end, size, alignment)
         alignment = as_int_scalar("alignment", alignment, low=1)
-    else:
-        aligned = (size + (alignment - 1)) // alignment * alignment if alignment > 1 else size
     algorithm = _check_algorithm(algorithm)
     time_limit = _check_time_limit(time_limit)
-    n = start.shape[0]
 
-    lower = int(_liveness._py_max_live_bytes(start, end, aligned))
-    prob = _Problem(start, end, aligned, alignment)
-    lb_units = lower // alignment
-
-    # Step 2. Heuristics.
+    # Step 2. Heuristics, with the time compression and the bound: one kernel call (the
+    # kernel rounds the sizes up to the alignment; validated ones are already rounded).
     if algorithm == "auto":
-        names = HEURISTICS if n <= _AUTO_FULL_MAX_N else _AUTO_LARGE
+        names = HEURISTICS if start.shape[0] <= _AUTO_FULL_MAX_N else _AUTO_LARGE
     else:
         names = (algorithm,)
-    best = None
-    for name in names:
-        t_run = time.perf_counter()
-        offset, arena, order = _run_heuristic(prob, name)
-        t_run = time.perf_counter() - t_run
-        if best is None or arena < best[1]:
-            best = (offset, arena, order, name, t_run)
-        if arena <= lb_units:
-            break
-    offset, arena, order, winner, cost = best
+    offset, arena, order, k, cost, lower = _offsets._py_heuristics(
+        start, end, size, alignment, _SPECS[names]
+    )
+    winner = names[k]
 
-    # Step 3. Anytime search until the deadline.
-    if time_limit is not None and arena > lb_units:
+    # Step 3. Anytime search until the deadline, in alignment units.
+    if time_limit is not None and arena > lower:
+        aligned = (size + (alignment - 1)) // alignment * alignment if alignment > 1 else size
+        prob = _Problem(start, end, aligned, alignment)
+        lb_units, offset, arena = lower // alignment, offset // alignment, arena // alignment
         deadline = t0 + time_limit
         found = _search_dfs(prob, offset, arena, lb_units, deadline)
         if found is not None:
@@ -488,9 +460,7 @@ def plan_offsets(start, end, size, *, alignment=1, algorithm="auto", time_limit=
             if found is not None:
                 offset, arena = found
                 winner = "ils"
+        offset, arena = offset * alignment, arena * alignment
 
-    offset = offset * alignment
     offset.flags.writeable = False
-    return OffsetPlan(
-        offset=offset, arena_bytes=arena * alignment, lower_bound=lower, algorithm=winner
-    )
+    return OffsetPlan(offset=offset, arena_bytes=arena, lower_bound=lower, algorithm=winner)
