@@ -135,9 +135,18 @@ def _py_max_live_bytes(start, end, size):
     cdef const idx_t[::1] start_v = start
     cdef const idx_t[::1] end_v = end
     cdef const idx_t[::1] size_v = size
-    cdef idx_t low = start.min()
-    cdef idx_t high = end.max()
+    cdef idx_t low = start_v[0]
+    cdef idx_t high = end_v[0]
     cdef idx_t peak
+    cdef Py_ssize_t i
+    if end_v.shape[0] != n or size_v.shape[0] != n:
+        raise ValueError(f"_py_max_live_bytes: arrays of different lengths "
+                         f"({n}, {end_v.shape[0]}, {size_v.shape[0]})")
+    for i in range(1, n):  # a C loop: numpy's min / max cost more than this on small inputs
+        if start_v[i] < low:
+            low = start_v[i]
+        if end_v[i] > high:
+            high = end_v[i]
     cdef idx_t[::1] diff_v
     cdef const idx_t[::1] start_sorted, start_size, end_sorted, end_size
     # high - low cannot overflow as an unsigned difference; compare before subtracting.

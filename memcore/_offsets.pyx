@@ -9,8 +9,8 @@ Design
 ------
 Orders (``_py_order``)
     Every greedy is "place the non-empty buffers one by one, in a fixed priority order".
-    The order is a stable LSD radix sort (``_radix_argsort``: digits of log2(n) bits, 4 to
-    11, over the key minus its minimum; insertion sort below 25 ids) of the buffer ids by
+    The order is a stable LSD radix sort (``_radix_argsort``: of the key minus its minimum,
+    digits of up to 11 bits sized to the input; insertion sort below 25 ids) of the ids by
     one or more unsigned 64-bit keys, least significant key first, so ties always go to the
     lower buffer id. Descending keys are complemented; the area key (size x lifetime) needs
     128 bits and is sorted as two 64-bit keys. Breadth uses a max segment tree over the
@@ -121,11 +121,11 @@ cdef void _radix_argsort(
 ) noexcept nogil:
     """Stable sort of the pairs (key[i], perm[i]) by key; the result is left in key/perm.
 
-    key_tmp and perm_tmp are scratch of length n. LSD radix sort of ``key - min(key)`` with
-    digits of about log2(n) bits (4 to 11: the count table stays small next to n), so a key
-    whose values span a range of 22 bits costs two passes at n >= 2048, and passes over
-    digits that are equal for every element are skipped. A handful of pairs are
-    insertion-sorted. (Any stable sort gives the same permutation.)
+    key_tmp and perm_tmp are scratch of length n. LSD radix sort of ``key - min(key)``; the
+    digit width (at most 11 bits) minimises passes x (count-table size + elements), so a
+    small input does not pay for a large count table, and passes over digits that are equal
+    for every element are skipped. A handful of pairs are insertion-sorted. (Any stable
+    sort gives the same permutation.)
     """
     cdef Py_ssize_t i, x
     cdef Py_ssize_t count[RADIX]
@@ -138,7 +138,8 @@ cdef void _radix_argsort(
     cdef idx_t* pb = perm_tmp
     cdef idx_t* pswap
     cdef idx_t p
-    cdef int shift = 0, bits
+    cdef Py_ssize_t best, cost
+    cdef int shift = 0, bits, width, passes, range_bits
     if n <= 1:
         return
     if n <= INSERTION_MAX:
@@ -159,11 +160,18 @@ cdef void _radix_argsort(
             kmax = key[i]
         if key[i] < kmin:
             kmin = key[i]
-    bits = bit_length(<uint64_t>n)
-    if bits < 4:
-        bits = 4
-    elif bits > RADIX_BITS:
-        bits = RADIX_BITS
+    if kmin == kmax:
+        return  # one key value: already in (stable) order
+    # digit width: the fewest (passes x (3 per bucket + 6 per element)) for this range
+    range_bits = bit_length(kmax - kmin)
+    bits = RADIX_BITS
+    best = -1
+    for passes in range((range_bits + RADIX_BITS - 1) // RADIX_BITS, range_bits + 1):
+        width = (range_bits + passes - 1) // passes
+        cost = passes * (3 * ((<Py_ssize_t>1) << width) + 6 * n)
+        if best < 0 or cost < best:
+            best = cost
+            bits = width
     radix = (<Py_ssize_t>1) << bits
     while shift < 64 and ((kmax - kmin) >> shift) != 0:
         memset(count, 0, radix * sizeof(Py_ssize_t))

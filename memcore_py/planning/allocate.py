@@ -142,23 +142,31 @@ def arena_plan(program: TokenProgram, alignment: int = 64, time_limit=None) -> M
     keep = [True] * len(sizes)
     arenas = []
     n_tok = program.n_tok
+    infos = program.infos
     for (func, scope, device), idx in groups:
         if idx.shape[0] < 2:
             continue
-        if idx.shape[0] == n_tok:  # every token (idx is 0..n_tok-1): no gathering
+        if idx.shape[0] == n_tok:
+            # every token (idx is 0..n_tok-1): no gathering, and every storage is used (each
+            # holds at least one token) and constant-size (no token is symbolic)
             pool_storage, start, end, size = tok_storage, program.tok_start, program.tok_end, program.tok_const
+            used = range(len(sizes))
+            tvm_bytes = sum(sizes)
         else:
             pool_storage = tok_storage[idx]
             start, end, size = program.tok_start[idx], program.tok_end[idx], program.tok_const[idx]
-        used = sorted(set(pool_storage.tolist()))  # constant-size storages (no symbolic token)
-        tvm_bytes = sum(sizes[s] for s in used)
+            used = sorted(set(pool_storage.tolist()))  # constant-size storages (no symbolic token)
+            tvm_bytes = sum(sizes[s] for s in used)
         packed = _stacked_storages(sizes, used, pool_storage, alignment, bounds[(func, scope, device)], tvm_bytes)
         if packed is None:
             # int64 arrays of the analysis, start <= end, sizes >= 0: no re-validation
             packed = memcore.plan_offsets(start, end, size, alignment=alignment, time_limit=time_limit, check=False)
         if packed.arena_bytes > tvm_bytes:
             continue
-        dtypes = {program.infos[i].dtype for i in set(program.tok_info[idx].tolist())}
+        # the dtypes of the TokenInfos the pool's tokens use (a mask over the few infos)
+        has_info = np.zeros(len(infos), dtype=np.bool_)
+        has_info[program.tok_info[idx]] = True
+        dtypes = {infos[i].dtype for i in np.flatnonzero(has_info).tolist()}
         dtype = dtypes.pop() if len(dtypes) == 1 else "uint8"
         for s in used:
             keep[s] = False

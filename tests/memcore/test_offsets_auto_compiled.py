@@ -125,6 +125,24 @@ def test_radix_sort_matches_lexsort_at_every_digit_width(n):
         assert got.tolist() == perm[np.lexsort((np.arange(n), keys[0][perm]))].tolist(), (n, high)
 
 
+@pytest.mark.parametrize("n", [2, 24, 25, 300])
+def test_radix_sort_of_equal_keys_keeps_the_order(n):
+    perm = np.random.default_rng(n).permutation(n).astype(np.int64)
+    for value in (0, 7, 2**64 - 1):
+        keys = np.full((1, n), value, dtype=np.uint64)
+        assert _offsets._py_sort_by_keys(keys, perm).tolist() == perm.tolist()
+
+
+def test_equal_sizes_and_steps():
+    # every key of some order is constant: one size, one start, one lifetime
+    n = 100
+    for start, end in ((np.zeros(n), np.full(n, 5)), (np.arange(n), np.arange(n) + 3)):
+        start, end, size = start.astype(np.int64), end.astype(np.int64), np.full(n, 64, dtype=np.int64)
+        for name, spec in _HEURISTIC_SPEC.items():
+            offset = _offsets._py_heuristics(start, end, size, 64, (spec,))[0]
+            assert offset.tolist() == ref.greedy(name, start, end, size, alignment=64)[0], name
+
+
 @pytest.mark.parametrize("seed", range(10))
 def test_bucket_width_does_not_change_the_plan(seed):
     # the level-0 width (median span by default) only changes the index, never the plan
