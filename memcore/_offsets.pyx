@@ -524,12 +524,13 @@ cdef inline Py_ssize_t _gap_remove(
     return ng - 1
 
 
-cdef void _place_sweep(
+cdef bint _place_sweep(
     const idx_t* s, const idx_t* e, const idx_t* size, Py_ssize_t m, bint first_fit,
     idx_t* act_off, idx_t* tops, idx_t* heap_end, idx_t* heap_off,
-    idx_t* g_size, idx_t* g_bot, idx_t* offset
+    idx_t* g_size, idx_t* g_bot, idx_t* offset, idx_t limit
 ) noexcept nogil:
-    """Place the buffers 0..m-1 (given by non-decreasing start) one by one.
+    """Place the buffers 0..m-1 (given by non-decreasing start) one by one; stop (False)
+    at the first one whose top would exceed ``limit``.
 
     The placed buffers still live at the current start are pairwise disjoint, so the gaps
     of the placement rule are the gaps between neighbours in offset order, and a plain
@@ -613,6 +614,8 @@ cdef void _place_sweep(
                 ins = lo
         off = tops[ins]
         offset[b] = off
+        if off + sz > limit:
+            return False
         # Step 3. Insert into the sorted array, the gap list and the heap.
         if ins < na:
             if not first_fit:
@@ -632,6 +635,7 @@ cdef void _place_sweep(
             c = (c - 1) >> 1
         heap_end[c] = he
         heap_off[c] = off
+    return True
 
 
 # -------------------------------------------------------------------------------------------
@@ -747,13 +751,15 @@ cdef idx_t _scan_buckets_2(
     return best if best >= 0 else prev
 
 
-cdef void _place_bucketed(
+cdef bint _place_bucketed(
     const idx_t* s, const idx_t* e, const idx_t* size, Py_ssize_t m,
     bint first_fit, int sh0, int n_levels,
     const idx_t* level_base, const idx_t* bstart, idx_t* bfill,
-    idx_t* ent, idx_t* tmp_a, idx_t* tmp_b, idx_t* runs, idx_t* visit, idx_t* offset
+    idx_t* ent, idx_t* tmp_a, idx_t* tmp_b, idx_t* runs, idx_t* visit, idx_t* offset,
+    idx_t limit
 ) noexcept nogil:
-    """Place the buffers 0..m-1 one by one with the levelled bucket index (module docs).
+    """Place the buffers 0..m-1 one by one with the levelled bucket index (module docs);
+    stop (False) at the first one whose top would exceed ``limit``.
 
     ent holds 4 int64 per stored entry (offset, top, s, e); bucket g owns entries
     [bstart[g], bstart[g + 1]) of which the first bfill[g] are in use (bfill zeroed by the
@@ -852,6 +858,8 @@ cdef void _place_bucketed(
                 _merge_runs(tmp_a, tmp_b, runs, n_runs, &merged)
             off = _scan_gaps(merged, n_pairs, sz, first_fit)
         offset[b] = off
+        if off + sz > limit:
+            return False
         # Step 3. Store the buffer in its (at most two) buckets, sorted by offset.
         lev = bit_length(<uint64_t>(eb - sb) >> sh0)
         used_levels |= (<uint64_t>1) << lev
@@ -875,6 +883,7 @@ cdef void _place_bucketed(
             p[4 * lo + 2] = sb
             p[4 * lo + 3] = eb
             bfill[g] = f + 1
+    return True
 
 
 cdef enum:
@@ -939,15 +948,17 @@ cdef inline Py_ssize_t _place_scratch(const Layout* lay, Py_ssize_t m, bint swee
     return lay.total + (lay.total + 1) + 8 * m + 4 * m + rows + 4 * rows
 
 
-cdef void _place_gathered(
+cdef bint _place_gathered(
     const idx_t* s, const idx_t* e, const idx_t* size, Py_ssize_t m, bint first_fit,
-    bint sweep, const Layout* lay, idx_t* scratch, idx_t* offset
+    bint sweep, const Layout* lay, idx_t* scratch, idx_t* offset, idx_t limit
 ) noexcept nogil:
     """offset[k] = offset (units) of the k-th buffer placed, for the m buffers given in
     processing order (their attributes gathered in that order: one sequential read per
     buffer instead of three random ones). ``sweep`` requires non-decreasing ``s``; ``lay``
     is the layout of these buffers (unused by the sweep); ``scratch`` holds
-    ``_place_scratch(lay, m, sweep)`` int64."""
+    ``_place_scratch(lay, m, sweep)`` int64. Returns False, leaving the rest of ``offset``
+    unset, as soon as a buffer's top would exceed ``limit`` (every top is at most the
+    arena, so the plan's arena would too)."""
     cdef idx_t* count
     cdef idx_t* bstart
     cdef idx_t* ent
@@ -957,11 +968,11 @@ cdef void _place_gathered(
     cdef idx_t* visit
     cdef Py_ssize_t g, rows
     if m == 0:
-        return
+        return True
     if sweep:
-        _place_sweep(s, e, size, m, first_fit, scratch, scratch + m, scratch + 2 * m + 1,
-                     scratch + 3 * m + 1, scratch + 4 * m + 1, scratch + 5 * m + 1, offset)
-        return
+        return _place_sweep(s, e, size, m, first_fit, scratch, scratch + m,
+                            scratch + 2 * m + 1, scratch + 3 * m + 1, scratch + 4 * m + 1,
+                            scratch + 5 * m + 1, offset, limit)
     rows = lay.total + 2 * lay.n_levels + 2
     count = scratch
     bstart = count + lay.total
@@ -976,8 +987,8 @@ cdef void _place_gathered(
     for g in range(lay.total):
         bstart[g + 1] = bstart[g] + count[g]
     memset(count, 0, lay.total * sizeof(idx_t))
-    _place_bucketed(s, e, size, m, first_fit, lay.sh0, lay.n_levels, lay.level_base, bstart,
-                    count, ent, tmp_a, tmp_b, runs, visit, offset)
+    return _place_bucketed(s, e, size, m, first_fit, lay.sh0, lay.n_levels, lay.level_base,
+                           bstart, count, ent, tmp_a, tmp_b, runs, visit, offset, limit)
 
 
 def _py_place(s, e, size, order, idx_t n_points, bint first_fit, bint sweep, int sh0=-1):
@@ -1005,7 +1016,7 @@ def _py_place(s, e, size, order, idx_t n_points, bint first_fit, bint sweep, int
     cdef idx_t[::1] scratch = np.empty(_place_scratch(&lay, m, sweep), dtype=np.int64)
     with nogil:
         _place_gathered(&s_v[0], &e_v[0], &size_v[0], m, first_fit, sweep, &lay, &scratch[0],
-                        &offset_v[0])
+                        &offset_v[0], IDX_MAX)
     offset[order] = off_o
     return offset
 
@@ -1107,6 +1118,47 @@ def _py_compress(start, end):
 
 cdef enum:
     MAX_SPECS = 16
+    # Phase 1 of _py_heuristics up to this many non-empty buffers: above it, a heuristic
+    # close to the bound could run most of the way twice (phase 1, then phase 2).
+    EARLY_STOP_MAX = 8192
+
+
+cdef bint _run_spec(
+    int code, bint first_fit, bint sweep, const idx_t* start, const idx_t* end,
+    const idx_t* s, const idx_t* e, const idx_t* units, Py_ssize_t n, idx_t n_points,
+    idx_t* perm, Py_ssize_t m, const Layout* lay, idx_t* s_o, idx_t* e_o, idx_t* z_o,
+    idx_t* off_o, idx_t* scratch, idx_t limit, idx_t* arena
+) noexcept nogil:
+    """One heuristic of _py_heuristics: its order into perm, the buffers' attributes
+    gathered in that order, their offsets (units) into off_o. Returns False when a top
+    exceeded ``limit`` (placement stopped there), else True with the plan's arena."""
+    cdef Py_ssize_t i, j
+    cdef idx_t top, peak = 0
+    _order_into(code, start, end, s, e, units, n, n_points, perm, m, scratch)
+    for j in range(m):
+        i = perm[j]
+        s_o[j] = s[i]
+        e_o[j] = e[i]
+        z_o[j] = units[i]
+    if not _place_gathered(s_o, e_o, z_o, m, first_fit, sweep, lay, scratch, off_o, limit):
+        return False
+    for j in range(m):
+        top = off_o[j] + z_o[j]
+        if top > peak:
+            peak = top
+    arena[0] = peak
+    return True
+
+
+cdef inline void _keep(
+    const idx_t* perm, const idx_t* off_o, Py_ssize_t m, idx_t* offset, idx_t* order
+) noexcept nogil:
+    """Scatter a finished plan's offsets to buffer ids (the others stay 0) and keep its
+    order."""
+    cdef Py_ssize_t j
+    for j in range(m):
+        offset[perm[j]] = off_o[j]
+    memcpy(order, perm, m * sizeof(idx_t))
 
 
 def _py_heuristics(start, end, size, idx_t alignment, specs):
@@ -1130,11 +1182,15 @@ def _py_heuristics(start, end, size, idx_t alignment, specs):
         ``(offset, arena, order, winner, cost, lower_bound)``: the byte offsets (int64, a new
         array) and arena bytes of the first plan with the smallest arena, the priority order
         (buffer ids) that produced it, its index in ``specs``, the seconds its order and
-        placement took, and the max-live bound in bytes of the aligned sizes. Stops after
-        the first plan whose arena equals the bound.
+        placement took, and the max-live bound in bytes of the aligned sizes.
 
     Time is compressed and the sizes are turned into units once; every heuristic then
-    reuses one scratch block (orders and placements run without the GIL).
+    reuses one scratch block (orders and placements run without the GIL). The result is
+    that of running the heuristics in turn to the end until one reaches the bound, but a
+    heuristic is cut short as soon as it cannot be the answer: first (phase 1, up to
+    EARLY_STOP_MAX buffers) at its first top above the bound, then, only when none reaches
+    it (phase 2, from the first heuristic again), at its first top that reaches the best
+    arena so far.
     """
     cdef Py_ssize_t n = start.shape[0], m = 0, i, j, k, n_specs = len(specs)
     cdef int codes[MAX_SPECS]
@@ -1162,7 +1218,7 @@ def _py_heuristics(start, end, size, idx_t alignment, specs):
     cdef const idx_t[::1] start_v = start
     cdef const idx_t[::1] end_v = end
     cdef const idx_t[::1] size_v = size
-    cdef idx_t lo, hi, n_points, lb, arena, best_arena = 0, top
+    cdef idx_t lo, hi, n_points, lb, arena, best_arena = 0
     cdef bint small = _small_range(&start_v[0], &end_v[0], n, &lo, &hi)
     # Step 1. Units, compressed time (block a: units, s, e [, the compression's sort]).
     cdef idx_t[::1] a = np.empty(3 * n if small else 11 * n, dtype=np.int64)
@@ -1204,35 +1260,42 @@ def _py_heuristics(start, end, size, idx_t alignment, specs):
     cdef idx_t* scratch = off_o + m
     cdef idx_t[::1] best_off = offset
     cdef idx_t[::1] best_order = order
-    cdef Py_ssize_t winner = 0
-    cdef double t0, dt, cost = 0.0
+    cdef Py_ssize_t winner = -1
+    cdef double t0, cost = 0.0
+    cdef bint done
     with nogil:
         lb = _units_profile(s, e, units, n, n_points, scratch)
-        for k in range(n_specs):
-            t0 = _now()
-            _order_into(codes[k], &start_v[0], &end_v[0], s, e, units, n, n_points, perm, m,
-                        scratch)
-            for j in range(m):
-                i = perm[j]
-                s_o[j] = s[i]
-                e_o[j] = e[i]
-                z_o[j] = units[i]
-            _place_gathered(s_o, e_o, z_o, m, first_fit[k], sweep[k], &lay, scratch, off_o)
-            arena = 0
-            for j in range(m):
-                top = off_o[j] + z_o[j]
-                if top > arena:
-                    arena = top
-            dt = _now() - t0
-            if k == 0 or arena < best_arena:
-                winner = k
-                best_arena = arena
-                cost = dt
-                for j in range(m):
-                    best_off[perm[j]] = off_o[j]
-                memcpy(&best_order[0], perm, m * sizeof(idx_t))
-            if arena <= lb:
-                break
+        # Phase 1 (several heuristics, at most EARLY_STOP_MAX buffers): each heuristic stops
+        # at its first top above the bound; one that finishes reaches the bound (an arena is
+        # never below it) and the earlier ones all exceed it, so the first to finish wins.
+        if n_specs > 1 and m <= EARLY_STOP_MAX:
+            for k in range(n_specs):
+                t0 = _now()
+                done = _run_spec(codes[k], first_fit[k], sweep[k], &start_v[0], &end_v[0], s,
+                                 e, units, n, n_points, perm, m, &lay, s_o, e_o, z_o, off_o,
+                                 scratch, lb, &arena)
+                if done:
+                    _keep(perm, off_o, m, &best_off[0], &best_order[0])
+                    winner = k
+                    best_arena = arena
+                    cost = _now() - t0
+                    break
+        # Phase 2 (no winner yet): the first plan with the smallest arena, in order, until
+        # one reaches the bound; a heuristic stops at its first top that reaches the best
+        # arena so far (it could only tie or lose: ties go to the earlier heuristic).
+        if winner < 0:
+            for k in range(n_specs):
+                t0 = _now()
+                done = _run_spec(codes[k], first_fit[k], sweep[k], &start_v[0], &end_v[0], s,
+                                 e, units, n, n_points, perm, m, &lay, s_o, e_o, z_o, off_o,
+                                 scratch, IDX_MAX if winner < 0 else best_arena - 1, &arena)
+                if done:
+                    _keep(perm, off_o, m, &best_off[0], &best_order[0])
+                    winner = k
+                    best_arena = arena
+                    cost = _now() - t0
+                    if arena <= lb:
+                        break
         if alignment > 1:
             for i in range(n):
                 best_off[i] *= alignment

@@ -50,6 +50,23 @@ cdef PyTypeObject* T_CALL = <PyTypeObject*>Call
 cdef PyTypeObject* T_VAR_BINDING = <PyTypeObject*>VarBinding
 
 
+#: name -> name + "_raw" (the zero-offset views' raw tensors), shared across calls like the
+#: rewriter's other immutable leaves; cleared when larger than _RAW_NAMES_MAX.
+cdef dict _RAW_NAMES = {}
+cdef Py_ssize_t _RAW_NAMES_MAX = 1 << 16
+
+
+cdef object _raw_name(name):
+    cdef PyObject* p = PyDict_GetItem(_RAW_NAMES, name)
+    if p is not NULL:
+        return <object>p
+    if len(_RAW_NAMES) >= _RAW_NAMES_MAX:
+        _RAW_NAMES.clear()
+    raw = name + "_raw"
+    _RAW_NAMES[name] = raw
+    return raw
+
+
 cdef object _binding(PyTypeObject* call_type, op, tuple args, ty, var):
     """``VarBinding(var, Call(op, args, ty=ty))``, built as construct.new_call / new_binding do."""
     cdef PyObject* c = alloc_node(call_type)
@@ -323,7 +340,7 @@ cdef class AllocRewrite:
             if new_args is None:
                 new_args = self.args_for((tok_storage[t], offset, ty, args[2]), call, make_args)
             raw = alloc_node(vcls)
-            put_slot(raw, O_VAR_NAME, <object>get_slot(var, O_VAR_NAME) + "_raw")
+            put_slot(raw, O_VAR_NAME, _raw_name(<object>get_slot(var, O_VAR_NAME)))
             put_slot(raw, O_TY, ty)
             raw_var = <object>raw
             Py_DECREF(raw_var)

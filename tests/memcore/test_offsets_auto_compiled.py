@@ -51,7 +51,7 @@ def test_each_heuristic_matches_reference(seed):
         assert lower == max_live_bytes(start, end, size, alignment=alignment)
 
 
-@pytest.mark.parametrize("seed", range(60, 120))
+@pytest.mark.parametrize("seed", range(60, 200))
 def test_auto_keeps_the_first_best_and_stops_at_the_bound(seed):
     start, end, size, alignment = _problem(seed)
     lower = max_live_bytes(start, end, size, alignment=alignment)
@@ -70,6 +70,29 @@ def test_auto_keeps_the_first_best_and_stops_at_the_bound(seed):
     plan = plan_offsets(start, end, size, alignment=alignment)
     assert plan.algorithm == HEURISTICS[k] and plan.offset.tolist() == plans[k][0]
     assert not plan.offset.flags.writeable
+
+
+@pytest.mark.parametrize("seed, lifetime", [(0, 0.02), (1, 0.1), (2, 0.5)])
+def test_auto_on_a_large_pool_matches_the_heuristics_run_alone(seed, lifetime):
+    # above 8192 buffers auto skips phase 1 (stop at the bound) and runs phase 2 only: the
+    # answer is still the first best of the heuristics run in turn until one reaches the
+    # bound (each one run alone goes to the end; those are checked against the reference
+    # on small inputs above)
+    rng = np.random.default_rng(seed)
+    n = 9000
+    start = rng.integers(0, n, n)
+    end = start + rng.geometric(lifetime, n)
+    size = rng.integers(1, 10**6, n) * rng.integers(1, 3, n) ** 8
+    alone = []
+    for name in HEURISTICS:
+        alone.append(_offsets._py_heuristics(start, end, size, 64, (_HEURISTIC_SPEC[name],)))
+        if alone[-1][1] <= alone[-1][5]:
+            break
+    arenas = [r[1] for r in alone]
+    k = arenas.index(min(arenas))
+    offset, arena, order, winner, _cost, lower = _offsets._py_heuristics(start, end, size, 64, _SPECS[HEURISTICS])
+    assert (winner, arena, lower) == (k, arenas[k], alone[k][5])
+    assert offset.tolist() == alone[k][0].tolist() and order.tolist() == alone[k][2].tolist()
 
 
 def test_unaligned_sizes_unchecked_match_checked():
