@@ -38,12 +38,11 @@ from cpython.unicode cimport PyUnicode_DecodeUTF8
 
 cdef extern from "Python.h":
     void PyObject_GC_UnTrack(void*)
-    bint PyObject_IS_GC(object)
-    bint PyDict_Next(object, Py_ssize_t*, PyObject**, PyObject**)
 
 from cpython.ref cimport Py_DECREF
 
 from memcore_py.ir._slots cimport alloc_node, put_slot, slot_offset
+from memcore_py.tvm._node_map cimport AddrMap, map_put
 from memcore_py.tvm._ffi_abi cimport (
     HDR_SIZE, K_ARRAY, K_DATATYPE, K_INT, K_OBJECT_BEGIN, K_SMALL_STR, K_STR, addr, any_obj, any_type, array_data,
     array_size, obj_field, obj_type,
@@ -230,7 +229,8 @@ cdef class Memo:
     """The reader's memo tables (``from_tvm._Reader``), held as typed references for the
     duration of one call (attribute lookups on the reader cost more than the reads)."""
 
-    cdef dict types, dtypes, ints, prims, interned, callees, vars
+    cdef dict dtypes, ints, prims, interned
+    cdef AddrMap types, callees, vars
     cdef object reader, builtin_alloc
 
     def __init__(self, reader):
@@ -286,11 +286,12 @@ cdef object read_type(Layout L, const char* t, Memo M):
     """A type already read (by address), or a tensor type of readable dims; None otherwise."""
     cdef const char* shape
     cdef const char* dt
+    cdef PyObject* known
     if t == NULL:
         return None
-    r = M.types.get(addr(t))
-    if r is not None:
-        return r
+    known = M.types.get_obj(addr(t))
+    if known != NULL:
+        return <object>known
     if obj_type(t) == L.t_tuple_type:
         return read_tuple_type(L, t, M)
     if obj_type(t) != L.t_tensor_type or obj_field(t, L.o_tt_vdevice) != NULL:
@@ -315,7 +316,7 @@ cdef object read_type(Layout L, const char* t, Memo M):
     if r is None:
         r = TensorType(*key)
         M.interned[key] = r
-    M.types[addr(t)] = r
+    M.types.put_obj(addr(t), r)
     return r
 
 
@@ -350,7 +351,7 @@ cdef object read_tuple_type(Layout L, const char* t, Memo M):
     r = M.interned.get(key)
     if r is None:
         r = M.interned[key] = TupleType(key[1])
-    M.types[addr(t)] = r
+    M.types.put_obj(addr(t), r)
     return r
 
 
@@ -370,7 +371,7 @@ cdef object define_var(Layout L, Memo M, const char* v, int32_t vt):
     if ty is None or name is None:
         return None
     var = node_var(vt == L.t_dfvar, name, ty)
-    M.vars[addr(v)] = var
+    M.vars.put_obj(addr(v), var)
     return var
 
 
@@ -393,15 +394,17 @@ def read_params(Layout L, reader, params, slow, list out):
             out.append(slow(reader.get(params, i)))
             continue
         if record is not None:
-            record[var] = addr(v)
+            map_put(record, var, addr(v))
         out.append(var)
 
 
 cdef object read_arg(Layout L, int32_t ti, const char* e, Memo M):
     """A call argument: a variable, a shape, a dtype, a string or an integer; None otherwise."""
     cdef const char* val
+    cdef PyObject* known
     if ti == L.t_var or ti == L.t_dfvar:
-        return M.vars.get(addr(e))
+        known = M.vars.get_obj(addr(e))
+        return <object>known if known != NULL else None
     if ti == L.t_shape_expr:
         dims = read_dims_at(L, obj_field(e, L.o_shape_values), M.ints, M.prims)
         if dims is None:
@@ -445,11 +448,13 @@ cdef object read_call(Layout L, const char* c, Memo M):
     cdef const char* arr
     cdef const char* data
     cdef int64_t n, i
+    cdef PyObject* known
     if obj_field(c, L.o_call_attrs) != NULL:
         return None
-    callee = M.callees.get(addr(obj_field(c, L.o_call_op)))
-    if callee is None:
+    known = M.callees.get_obj(addr(obj_field(c, L.o_call_op)))
+    if known == NULL:
         return None
+    callee = <object>known
     arr = obj_field(c, L.o_call_args)
     if arr == NULL or obj_type(arr) != K_ARRAY:
         return None
@@ -504,7 +509,8 @@ def read_bindings(Layout L, reader, bindings, slow, list out):
     cdef int64_t i
     cdef int32_t vt, ct
     cdef Memo M = Memo(reader)
-    cdef dict vars = M.vars
+    cdef AddrMap vars = M.vars
+    cdef PyObject* alias
     record = reader.record
     get = reader.get
     for i in range(array_size(arr)):
@@ -519,7 +525,8 @@ def read_bindings(Layout L, reader, bindings, slow, list out):
                 if ct == L.t_call:
                     value = read_call(L, val, M)
                 elif ct == L.t_var or ct == L.t_dfvar:
-                    value = vars.get(addr(val))  # an alias of a variable defined before
+                    alias = vars.get_obj(addr(val))  # an alias of a variable defined before
+                    value = <object>alias if alias != NULL else None
                 if value is not None:
                     var = define_var(L, M, v, vt)
         if var is None:
@@ -527,32 +534,7 @@ def read_bindings(Layout L, reader, bindings, slow, list out):
             continue
         nb = node_binding(var, value)
         if record is not None:
-            record[nb] = addr(b)
-            record[value] = addr(val)
-            record[var] = addr(v)
+            map_put(record, nb, addr(b))
+            map_put(record, value, addr(val))
+            map_put(record, var, addr(v))
         out.append(nb)
-
-
-def untrack_record(dict record, Py_ssize_t start=0):
-    """Stop the cyclic garbage collector from tracking the keys of a native pass's node map
-    (memcore node -> address of a TVM object; passes.py keeps it for the next pass).
-
-    The keys are immutable memcore IR nodes, acyclic by construction, and ``(_SYMBOLIC,
-    name)`` tuples; the values are integers (not collected objects) and, for those tuples,
-    dicts of TVM variables private to the map. None can be part of a reference cycle, and
-    reference counting frees them. Tracked, the ~10k nodes of a BERT-sized module made the
-    collector's next young-generation pass cost about a fifth of the native pass.
-
-    ``start``: the number of entries untracked by the previous call on this map. Entries are
-    only ever added to a node map, never removed, so the dict keeps them in insertion order
-    at positions ``0 .. len - 1`` and the walk starts at ``start``. Returns ``len(record)``.
-    """
-    cdef Py_ssize_t pos = start if 0 <= start <= len(record) else 0
-    cdef PyObject* k
-    cdef PyObject* v
-    while PyDict_Next(record, &pos, &k, &v):
-        if PyObject_IS_GC(<object>k):
-            PyObject_GC_UnTrack(<void*>k)
-        if PyObject_IS_GC(<object>v):
-            PyObject_GC_UnTrack(<void*>v)
-    return len(record)

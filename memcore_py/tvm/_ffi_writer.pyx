@@ -36,9 +36,13 @@ from libc.stdint cimport int32_t, int64_t, uint32_t
 from libcpp.vector cimport vector
 from cpython.unicode cimport PyUnicode_AsUTF8AndSize
 
+from memcore_py.ir._slots cimport get_slot, slot_offset
 from memcore_py.tvm._ffi_abi cimport FFIAny, HDR_SIZE, K_ERROR, K_INT, K_NONE, K_OBJECT_BEGIN, K_RAW_STR, obj_type
+from memcore_py.tvm._node_map cimport NodeMap, identity_hashed, map_get, map_put
 
-from memcore_py.ir.expr import Call, DataflowVar, DataTypeImm, GlobalVar, PrimValue, ShapeExpr, StringImm, VarBinding
+from memcore_py.ir.expr import (
+    BindingBlock, Call, DataflowVar, DataTypeImm, GlobalVar, PrimValue, ShapeExpr, StringImm, Var, VarBinding,
+)
 from memcore_py.ir.op import Op, get_op
 
 from ._api import TVMConversionError
@@ -77,6 +81,19 @@ _WHERE = ["the module"]
 _OBJECT_AT = []
 
 OBJECT_AT_NAME = "memcore.tvm.object_at"
+
+# memcore node slots read without attribute lookups (memcore_py/ir/_slots.pxd)
+cdef Py_ssize_t S_B_VAR = slot_offset(VarBinding.var)
+cdef Py_ssize_t S_B_VALUE = slot_offset(VarBinding.value)
+cdef Py_ssize_t S_OP = slot_offset(Call.op)
+cdef Py_ssize_t S_ARGS = slot_offset(Call.args)
+cdef Py_ssize_t S_ATTRS = slot_offset(Call.attrs)
+cdef Py_ssize_t S_TY_ARGS = slot_offset(Call.ty_args)
+cdef Py_ssize_t S_TY = slot_offset(Call.ty)
+cdef Py_ssize_t S_VAR_NAME = slot_offset(Var.name)
+cdef Py_ssize_t S_BLOCK_BINDINGS = slot_offset(BindingBlock.bindings)
+if slot_offset(Var.ty) != S_TY or slot_offset(DataflowVar.ty) != S_TY:
+    raise ImportError("memcore_py.tvm._ffi_writer: unexpected slot layout of the IR nodes")
 BUILTIN_ALLOC = get_op("relax.builtin.alloc_tensor")
 
 
@@ -248,7 +265,7 @@ cdef inline object type_addr(W, t):
     return h if h is not None else W.ty_addr(t)
 
 
-cdef object write_call_binding(W, Keep K, bd, c, dict reuse, dict record, dict vars, dict leaves):
+cdef object write_call_binding(W, Keep K, bd, c, object reuse, object record, NodeMap vars, dict leaves):
     """The address of a new ``VarBinding`` of the call ``c`` built here, or None when this
     binding is left to the Python writer."""
     cdef vector[FFIAny] av
@@ -256,15 +273,17 @@ cdef object write_call_binding(W, Keep K, bd, c, dict reuse, dict record, dict v
     cdef Py_ssize_t j, na
     cdef const char* name
     cdef Py_ssize_t name_len
+    cdef size_t h
     cdef void* harr
     cdef void* hcall
     cdef void* hvar
     cdef void* hb
     cdef void* hta = h_empty_array
     cdef vector[FFIAny] tv
-    if c.attrs:
+    cdef tuple args
+    if <object>get_slot(c, S_ATTRS):
         return None
-    op = c.op
+    op = <object>get_slot(c, S_OP)
     t = type(op)
     if t is Op:
         hop = W.op_addrs.get(op)
@@ -276,29 +295,29 @@ cdef object write_call_binding(W, Keep K, bd, c, dict reuse, dict record, dict v
             return None
     else:
         return None
-    args = c.args
+    args = <tuple>get_slot(c, S_ARGS)
     na = len(args)
     av.resize(na)
     for j in range(na):
         a = args[j]
-        key = leaf_key(a)
-        if key is not None:  # a leaf: shared by value (an equal object, whoever read it)
-            h = leaves.get(key)
-            if h is None:
-                h = W.expr_addr(a)
-        else:
-            h = reuse.get(a)
-            if h is None:
-                h = vars.get(a)
-                if h is None:
-                    h = W.expr_addr(a)
-        set_obj(&av[j], as_handle(h))
-    ty = c.ty
+        h = map_get(reuse, a)
+        if h == 0:
+            h = vars.get_addr(a) if identity_hashed(a) else 0
+            if h == 0:
+                key = leaf_key(a)
+                if key is not None:  # a leaf: shared by value (an equal object, whoever read it)
+                    hl = leaves.get(key)
+                    h = <size_t>(hl if hl is not None else W.expr_addr(a))
+                else:
+                    h = <size_t>W.expr_addr(a)
+        set_obj(&av[j], <void*>h)
+    var = <object>get_slot(bd, S_B_VAR)
+    ty = <object>get_slot(c, S_TY)
     if ty is None:
-        ty = W.inferred_type(c, bd.var.ty)
+        ty = W.inferred_type(c, <object>get_slot(var, S_TY))
     hty = type_addr(W, ty)
-    ty_args = c.ty_args
-    if ty_args and not (op is BUILTIN_ALLOC and W.alloc_ty_args_implied(c, bd.var.ty)):
+    ty_args = <tuple>get_slot(c, S_TY_ARGS)
+    if ty_args and not (op is BUILTIN_ALLOC and W.alloc_ty_args_implied(c, <object>get_slot(var, S_TY))):
         tv.resize(len(ty_args))
         for j in range(len(ty_args)):
             set_obj(&tv[j], as_handle(type_addr(W, ty_args[j])))
@@ -317,11 +336,10 @@ cdef object write_call_binding(W, Keep K, bd, c, dict reuse, dict record, dict v
         if hta != h_empty_array:
             c_decref(hta)
     K.own(hcall)
-    var = bd.var
-    hv = reuse.get(var)
-    if hv is None:
-        name = PyUnicode_AsUTF8AndSize(var.name, &name_len)
-        hvt = type_addr(W, var.ty)
+    h = map_get(reuse, var)
+    if h == 0:
+        name = PyUnicode_AsUTF8AndSize(<object>get_slot(var, S_VAR_NAME), &name_len)
+        hvt = type_addr(W, <object>get_slot(var, S_TY))
         cargs[0].type_index = K_RAW_STR
         cargs[0].small_len = 0
         cargs[0].value = <int64_t><size_t>name
@@ -329,46 +347,47 @@ cdef object write_call_binding(W, Keep K, bd, c, dict reuse, dict record, dict v
         set_obj(&cargs[2], NULL)
         hvar = make(f_dfvar if type(var) is DataflowVar else f_var, cargs, 3, "a variable")
         K.own(hvar)
-        hv = <size_t>hvar
+        h = <size_t>hvar
         if record is not None:
-            record[var] = hv
-    vars[var] = hv
-    set_obj(&cargs[0], as_handle(hv))
+            map_put(record, var, h)
+    vars.put_addr(var, h)
+    set_obj(&cargs[0], <void*>h)
     set_obj(&cargs[1], hcall)
     set_obj(&cargs[2], NULL)
     hb = make(f_binding, cargs, 3, "a binding")
     K.own(hb)
-    out = <size_t>hb
     if record is not None:  # the call is not recorded: a later write that keeps it keeps its binding
-        record[bd] = out
-    return out
+        map_put(record, bd, <size_t>hb)
+    return <size_t>hb
 
 
-def write_block(W, Keep K, block, bint dataflow, dict reuse, record, dict vars):
+def write_block(W, Keep K, block, bint dataflow, reuse, record, NodeMap vars):
     """The address (owned by ``K``) of a new ``BindingBlock`` (``DataflowBlock`` when
     ``dataflow``) holding ``block``'s bindings: reused from ``reuse``, built here, or written
-    by ``W.binding_addr`` (the Python writer)."""
-    cdef tuple bindings = block.bindings
+    by ``W.binding_addr`` (the Python writer). ``reuse`` and ``record`` are node maps
+    (:class:`~memcore_py.tvm._node_map.NodeMap`, or dicts), ``vars`` the variables written
+    so far."""
+    cdef tuple bindings = <tuple>get_slot(block, S_BLOCK_BINDINGS)
     cdef Py_ssize_t i, n = len(bindings)
     cdef vector[FFIAny] items
     cdef FFIAny cargs[2]
+    cdef size_t h
     cdef void* harr
     cdef void* hblock
-    cdef dict rec = record
     cdef dict leaves = W.leaf_addrs
     _WHERE[0] = W.where
     items.resize(n)
     for i in range(n):
         bd = bindings[i]
-        h = reuse.get(bd)
-        if h is None:
+        h = map_get(reuse, bd)
+        if h == 0:
+            r = None
             if type(bd) is VarBinding:
-                value = bd.value
+                value = <object>get_slot(bd, S_B_VALUE)
                 if type(value) is Call:  # rebuilt even when only the var changed: an equal call
-                    h = write_call_binding(W, K, bd, value, reuse, rec, vars, leaves)
-            if h is None:
-                h = W.binding_addr(bd)
-        set_obj(&items[i], as_handle(h))
+                    r = write_call_binding(W, K, bd, value, reuse, record, vars, leaves)
+            h = <size_t>(r if r is not None else W.binding_addr(bd))
+        set_obj(&items[i], <void*>h)
     harr = make(f_array, items.data(), <int32_t>n, "the bindings of a block")
     set_obj(&cargs[0], harr)
     set_obj(&cargs[1], NULL)

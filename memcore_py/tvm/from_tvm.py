@@ -89,6 +89,7 @@ from ..ir.ops import builtin_alloc_own_type
 from ..ir.prim import Add, FloatImm, FloorDiv, FloorMod, IntImm, Max, Min, Mul, PrimVar, Sub
 from ..ir.types import FuncType, ObjectType, PrimType, ShapeType, TensorType, TupleType
 from . import _ffi_reader
+from ._node_map import AddrMap
 from ._api import TVMConversionError, tvm_api
 from .values import _type_key, call_attrs_from_tvm, dict_attrs_from_tvm
 
@@ -194,13 +195,14 @@ class _Reader:
         self.api = api
         self.size = ffi.ArraySize
         self.get = ffi.ArrayGetItem
-        self.vars = {}
+        # memo tables keyed by the address of a TVM object (AddrMap: no Python int per lookup)
+        self.vars = AddrMap()
         self.gvars = {}
-        self.types = {}
+        self.types = AddrMap()
         self.prims = {}
         shared = _SHARED.tables()  # memo tables that outlive this conversion (_Shared)
         self.dtypes, self.ops, self.ints, self.interned, self.keep = shared
-        self.callees = dict(self.ops)  # ops by address, then this module's GlobalVars
+        self.callees = AddrMap(self.ops)  # ops by address, then this module's GlobalVars
         self.where = "the module"
         self.binary = _binary_classes(api)
         self.vdevices = self._vdevice_list(tvm_mod)

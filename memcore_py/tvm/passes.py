@@ -8,8 +8,9 @@ writes the result back with :func:`~memcore_py.tvm.to_tvm.to_tvm_reusing`: every
 memcore pass kept is written back as the TVM object it was read from, so only what the pass
 changed is rebuilt. PrimFuncs are never read or rebuilt (they are carried as TVM objects).
 
-The node map holds addresses, not Python wrappers of TVM objects (a wrapper costs more than
-the rest of a binding's conversion); one :class:`~memcore_py.tvm._ffi_writer.Keep` per chain
+The node map (:class:`~memcore_py.tvm._node_map.NodeMap`, C arrays rather than a dict) holds
+addresses, not Python wrappers of TVM objects (a wrapper costs more than the rest of a
+binding's conversion); one :class:`~memcore_py.tvm._ffi_writer.Keep` per chain
 of native passes owns what they point to: the module first read and every object written
 since.
 """
@@ -19,7 +20,8 @@ from ..ir._util import gc_paused
 from ..transform import KillAfterLastUse as _KillAfterLastUse
 from ..transform import LowerAllocTensor as _LowerAllocTensor
 from ..transform import StaticPlanBlockMemory as _StaticPlanBlockMemory
-from . import _ffi_reader, _ffi_writer
+from . import _ffi_writer
+from ._node_map import NodeMap
 from ._api import tvm_api
 from .from_tvm import _Reader
 from .to_tvm import to_tvm_reusing
@@ -43,26 +45,25 @@ class _Handoff:
     module changed in place (``mod[gv] = f``, ``mod.update``) copies it on write and gets a
     map at another address, and is read again. Holds one module alive; not thread-safe."""
 
-    __slots__ = ("tvm_mod", "functions", "mod", "reuse", "keep", "untracked")
+    __slots__ = ("tvm_mod", "functions", "mod", "reuse", "keep")
 
     def __init__(self):
         self.tvm_mod = None
 
     def take(self, tvm_mod):
-        """``(memcore module, reuse map, its Keep, untracked entries)`` when ``tvm_mod`` is
-        the module last written."""
+        """``(memcore module, reuse map, its Keep)`` when ``tvm_mod`` is the module last
+        written."""
         last = self.tvm_mod
         if last is None or last.__chandle__() != tvm_mod.__chandle__():
             return None
         if tvm_mod.functions.__chandle__() != self.functions.__chandle__():
             return None
         self.tvm_mod = self.functions = None  # the reuse map is handed over (the next write extends it)
-        handed = self.mod, self.reuse, self.keep, self.untracked
+        handed = self.mod, self.reuse, self.keep
         self.mod = self.reuse = self.keep = None
         return handed
 
-    def give(self, tvm_mod, mod, reuse, keep, untracked):
-        self.untracked = untracked  # entries of ``reuse`` already untracked (untrack_record)
+    def give(self, tvm_mod, mod, reuse, keep):
         self.tvm_mod = tvm_mod
         self.functions = tvm_mod.functions  # held: an in-place change must copy it (take)
         self.mod = mod
@@ -87,19 +88,17 @@ def _apply(memcore_pass, tvm_mod):
     api = tvm_api()
     handed = _HANDOFF.take(tvm_mod)
     if handed is None:
-        reuse = {}
+        reuse = NodeMap()
         keep = _ffi_writer.Keep()
         keep.hold(tvm_mod)  # the addresses read point into it
         mod = _Reader(api, tvm_mod, record=reuse).module(tvm_mod)
-        untracked = 0
     else:
-        mod, reuse, keep, untracked = handed
+        mod, reuse, keep = handed
     out = memcore_pass(mod)
     # the write records into the map it reuses from: a node written once is reused where it
     # occurs again, and the map is ready for the next pass without a merge
     tvm_out = to_tvm_reusing(out, reuse, keep, record=reuse)
-    untracked = _ffi_reader.untrack_record(reuse, untracked)
-    _HANDOFF.give(tvm_out, out, reuse, keep, untracked)
+    _HANDOFF.give(tvm_out, out, reuse, keep)
     return tvm_out
 
 

@@ -65,6 +65,7 @@ from ..ir.ops import builtin_alloc_own_type
 from ..ir.prim import Add, FloatImm, FloorDiv, FloorMod, IntImm, Max, Min, Mul, PrimVar, Sub
 from ..ir.types import FuncType, ObjectType, PrimType, ShapeType, TensorType, TupleType, type_equal
 from . import _ffi_writer
+from ._node_map import NodeMap
 from ._api import TVMConversionError, tvm_api
 from .from_tvm import _SYMBOLIC
 from .values import call_attrs_to_tvm, to_tvm_value
@@ -95,7 +96,7 @@ class _Writer:
         pf = api.prim_ffi
         self.binary = {Add: pf.Add, Sub: pf.Sub, Mul: pf.Mul, FloorDiv: pf.FloorDiv, FloorMod: pf.FloorMod,
                        Min: pf.Min, Max: pf.Max}
-        self.reuse = reuse if reuse is not None else {}
+        self.reuse = reuse if reuse is not None else NodeMap()
         self.mod = mod
         #: memcore node -> the address of the TVM object written for it (every node, reused
         #: or new), when the caller wants to hand the result to another native pass (passes.py)
@@ -104,7 +105,7 @@ class _Writer:
         self.keep = keep if keep is not None else _ffi_writer.Keep()
         self.obj = _ffi_writer.object_at
         #: memcore var -> address of its TVM var, for the vars defined so far
-        self.vars = {}
+        self.vars = NodeMap()
         #: addresses of ops, GlobalVars and types for the compiled writer (objects kept alive
         #: by the memo tables below)
         self.op_addrs = {}

@@ -1,0 +1,54 @@
+# The node map of the TVM-native passes (memcore node -> address of a TVM object); see
+# _node_map.pyx. Declared here so that the compiled reader and writer call its C methods
+# directly (no dict, no Python int per entry).
+from cpython.object cimport PyObject, PyTypeObject, Py_TYPE
+
+cdef extern from "Python.h":
+    PyTypeObject PyBaseObject_Type
+
+
+cdef class NodeMap:
+    cdef PyObject** karr     # open addressing, linear probing; NULL = empty slot
+    cdef size_t* varr        # the address stored with karr[i] (never 0)
+    cdef Py_ssize_t cap      # a power of two
+    cdef Py_ssize_t used     # entries in karr/varr
+    cdef int shift           # 64 - log2(cap): the hash keeps the top bits
+    cdef dict extra          # entries that are not (identity-hashed key -> address)
+
+    cdef size_t get_addr(self, object key) noexcept
+    cdef int put_addr(self, object key, size_t address) except -1
+    cdef int grow(self) except -1
+
+
+cdef inline bint identity_hashed(object key) noexcept:
+    """Whether ``key``'s type hashes by identity (``object.__hash__``): a dict would compare
+    it by identity too, so it may live in a NodeMap's arrays."""
+    return Py_TYPE(key).tp_hash == PyBaseObject_Type.tp_hash
+
+
+cdef inline size_t map_get(object m, object key) except? 0:
+    """The address ``m`` (a NodeMap or a dict) holds for ``key``; 0 when none."""
+    if type(m) is NodeMap and identity_hashed(key):
+        return (<NodeMap>m).get_addr(key)
+    v = m.get(key)
+    return <size_t>v if v is not None else 0
+
+
+cdef inline int map_put(object m, object key, size_t address) except -1:
+    """``m[key] = address`` (``m`` a NodeMap or a dict)."""
+    if type(m) is NodeMap and identity_hashed(key):
+        return (<NodeMap>m).put_addr(key, address)
+    m[key] = address
+    return 0
+
+
+cdef class AddrMap:
+    cdef size_t* karr        # open addressing, linear probing; 0 = empty slot
+    cdef PyObject** varr     # the object stored with karr[i] (a reference held)
+    cdef Py_ssize_t cap
+    cdef Py_ssize_t used
+    cdef int shift
+
+    cdef PyObject* get_obj(self, size_t address) noexcept
+    cdef int put_obj(self, size_t address, object value) except -1
+    cdef int grow(self) except -1
