@@ -143,6 +143,7 @@ def arena_plan(program: TokenProgram, alignment: int = 64, time_limit=None) -> M
     arenas = []
     n_tok = program.n_tok
     infos = program.infos
+    all_dtypes = None
     for (func, scope, device), idx in groups:
         if idx.shape[0] < 2:
             continue
@@ -163,11 +164,15 @@ def arena_plan(program: TokenProgram, alignment: int = 64, time_limit=None) -> M
             packed = memcore.plan_offsets(start, end, size, alignment=alignment, time_limit=time_limit, check=False)
         if packed.arena_bytes > tvm_bytes:
             continue
-        # the dtypes of the TokenInfos the pool's tokens use (a mask over the few infos)
-        has_info = np.zeros(len(infos), dtype=np.bool_)
-        has_info[program.tok_info[idx]] = True
-        dtypes = {infos[i].dtype for i in np.flatnonzero(has_info).tolist()}
-        dtype = dtypes.pop() if len(dtypes) == 1 else "uint8"
+        # the dtypes of the TokenInfos the pool's tokens use: those of all the (few) infos
+        # when they agree, else of the infos counted among the pool's tokens
+        if all_dtypes is None:
+            all_dtypes = {info.dtype for info in infos}
+        dtypes = all_dtypes
+        if len(dtypes) > 1:
+            used_infos = np.flatnonzero(np.bincount(program.tok_info[idx], minlength=len(infos)))
+            dtypes = {infos[i].dtype for i in used_infos.tolist()}
+        dtype = next(iter(dtypes)) if len(dtypes) == 1 else "uint8"
         for s in used:
             keep[s] = False
         arenas.append((StoragePlan(_bytes_imm(int(packed.arena_bytes)), dtype, scope, device, func, idx.tolist()),

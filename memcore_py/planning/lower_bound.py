@@ -47,10 +47,12 @@ def pool_groups(program: TokenProgram) -> list:
         ``key = (function index, scope, device)`` in order of first use, with the token ids
         of the group in program order. Groups without a constant-size token are left out.
     """
+    distinct = set(map(_POOL_KEY, program.infos))
+    if len(distinct) <= 1:  # one pool (the common case), or no token: no grouping needed
+        toks = np.flatnonzero(program.tok_const >= 0) if program.has_symbolic else np.arange(program.n_tok)
+        return [(distinct.pop(), toks)] if toks.shape[0] else []
     group, keys = program.group_ids(_POOL_KEY)
     toks = np.flatnonzero(program.tok_const >= 0) if program.has_symbolic else np.arange(program.n_tok)
-    if len(keys) == 1:  # one pool (the common case): no grouping needed
-        return [(keys[0], toks)] if toks.shape[0] else []
     g = group[toks]
     order = np.argsort(g, kind="stable")
     bounds = np.searchsorted(g[order], np.arange(len(keys) + 1))
