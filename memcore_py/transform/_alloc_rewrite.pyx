@@ -8,7 +8,9 @@ storage, offset, shape, dtype, device)``: one new ``Call`` and ``VarBinding`` pe
 allocation, 10^5 and more per call on large functions. :class:`AllocRewrite` holds what the
 rebuild needs for a whole module (the plan's token -> storage / offset lists, the storage
 vars as they get emitted, the shared-argument cache) and :meth:`AllocRewrite.rebuild` rewrites
-the planned allocations of one block in place in a list of bindings.
+the planned allocations of one block in place in a list of bindings (in arena mode,
+:meth:`AllocRewrite.rebuild_views` does it in the same single pass while reaching the tensors at a
+non-zero offset through zero-offset views).
 
 Nodes are built as ``memcore_py.ir.construct.new_call`` / ``new_binding`` build them, through
 the slot access of ``memcore_py/ir/_slots.pxd``.
@@ -248,97 +250,67 @@ cdef class AllocRewrite:
         self.args_cache[key] = new_args
         return new_args
 
-    def rebuild(self, list out, dict allocs, bint skip_offsets, make_args, dict offset_imm):
-        """``out[i] = VarBinding(var, Call(op, args, ty=var.ty))`` for each planned
-        allocation ``i -> token`` of ``allocs`` (with ``skip_offsets``: only those at offset 0,
-        the others having been rebuilt by :meth:`rebuild_views`). In the common case (a
-        tensor type, the call's own shape argument equal to the type's shape, the dtype's
-        ``DataTypeImm`` already made, the offset 0 or its ``PrimValue`` in ``offset_imm``) the
-        arguments ``(storage, offset, shape, dtype, device)`` are built directly; otherwise they
-        come from :meth:`args_for` (with ``make_args``)."""
+    cdef object _args(self, var, ty, call, t, offset, make_args, dict offset_imm):
+        """Arguments ``(storage, offset, shape, dtype, device)`` of the
+        ``R.memory.alloc_tensor`` of token ``t`` at byte ``offset`` (a Python int), replacing
+        ``call`` bound to ``var`` of type ``ty``. In the common case (a tensor type, the call's
+        own shape argument equal to the type's shape, the dtype's ``DataTypeImm`` already
+        made, the offset 0 or its ``PrimValue`` in ``offset_imm``, the storage emitted) they
+        are built directly (not shared through ``args_cache``: tensor types are mostly
+        distinct nodes, so the cache would rarely hit); otherwise they come from
+        :meth:`args_for` (with ``make_args``)."""
         cdef PyObject* dp
         cdef PyObject* op_
-        cdef PyObject* c
-        cdef PyObject* nb
-        cdef list tok_storage = self.tok_storage
+        args = <object>get_slot(call, O_ARGS)
+        if Py_TYPE(ty) is T_TENSOR_TYPE:
+            storage = self.storage_var[self.tok_storage[t]]
+            arg0 = args[0]
+            dp = PyDict_GetItem(self.dtype_imm, <object>get_slot(ty, O_TT_DTYPE))
+            op_ = <PyObject*>self.zero if not offset else PyDict_GetItem(offset_imm, offset)
+            if (storage is not None and dp is not NULL and op_ is not NULL and Py_TYPE(arg0) is T_SHAPE_EXPR
+                    and _same_shape(<object>get_slot(arg0, O_SE_VALUES), <object>get_slot(ty, O_TT_SHAPE))):
+                return (storage, <object>op_, arg0, <object>dp, args[2])
+        return self.args_for((self.tok_storage[t], offset, ty, args[2]), call, make_args)
+
+    def rebuild(self, list out, dict allocs, make_args, dict offset_imm):
+        """``out[i] = VarBinding(var, Call(op, args, ty=var.ty))`` for each planned
+        allocation ``i -> token`` of ``allocs`` (arguments: :meth:`_args`)."""
         cdef list tok_offset = self.tok_offset
-        empty = ()
         op = self.op
         for i, t in allocs.items():
-            offset = tok_offset[t]
-            if skip_offsets and offset:
-                continue
             b = out[i]
             var = <object>get_slot(b, O_VAR)
             ty = <object>get_slot(var, O_TY)
             call = <object>get_slot(b, O_VALUE)
-            args = <object>get_slot(call, O_ARGS)
-            new_args = None
-            if Py_TYPE(ty) is T_TENSOR_TYPE:
-                # common case, built directly (not shared through args_cache: tensor types are
-                # mostly distinct nodes, so the cache would rarely hit)
-                storage = self.storage_var[tok_storage[t]]
-                arg0 = args[0]
-                dp = PyDict_GetItem(self.dtype_imm, <object>get_slot(ty, O_TT_DTYPE))
-                op_ = <PyObject*>self.zero if not offset else PyDict_GetItem(offset_imm, offset)
-                if (storage is not None and dp is not NULL and op_ is not NULL and Py_TYPE(arg0) is T_SHAPE_EXPR
-                        and _same_shape(<object>get_slot(arg0, O_SE_VALUES), <object>get_slot(ty, O_TT_SHAPE))):
-                    new_args = (storage, <object>op_, arg0, <object>dp, args[2])
-            if new_args is None:
-                new_args = self.args_for((tok_storage[t], offset, ty, args[2]), call, make_args)
-            c = alloc_node(T_CALL)
-            put_slot(c, O_OP, op)
-            put_slot(c, O_ARGS, new_args)
-            put_slot(c, O_ATTRS, EMPTY_ATTRS)
-            put_slot(c, O_TY_ARGS, empty)
-            put_slot(c, O_TY, ty)
-            nb = alloc_node(T_VAR_BINDING)
-            put_slot(nb, O_VAR, var)
-            put_slot(nb, O_VALUE, <object>c)
-            Py_DECREF(<object>c)
-            out[i] = <object>nb
-            Py_DECREF(<object>nb)
+            out[i] = _binding(T_CALL, op, self._args(var, ty, call, t, tok_offset[t], make_args, offset_imm), ty,
+                              var)
 
     def rebuild_views(self, list out, dict allocs, make_args, view_op, var_cls, dict offset_imm,
                       list positions, list raws):
-        """Zero-offset views (arena mode): each planned allocation ``i -> token`` of
-        ``allocs`` at a non-zero offset becomes ``var_raw = R.memory.alloc_tensor(storage,
-        offset, ...)`` (appended to ``raws``, ``i`` to ``positions``: to be inserted before
-        position ``i``) and ``var = view_op(var_raw)`` (written to ``out[i]``); :meth:`rebuild`
-        with ``skip_offsets`` then leaves them alone. ``var_cls``: the class of the new
-        ``*_raw`` var (``Var``, or ``DataflowVar`` in a dataflow block); ``offset_imm``: offset
-        -> its shared ``PrimValue`` (arguments are built directly when it, the dtype's
-        ``DataTypeImm`` and the emitted storage are known and the call's shape argument is the
-        type's shape, else by ``make_args``). Positions come in ``allocs`` order."""
+        """:meth:`rebuild` with zero-offset views (arena mode): each planned allocation
+        ``i -> token`` of ``allocs`` at a non-zero offset becomes ``var_raw =
+        R.memory.alloc_tensor(storage, offset, ...)`` (appended to ``raws``, ``i`` to
+        ``positions``: to be inserted before position ``i``) and ``var = view_op(var_raw)``
+        (written to ``out[i]``); one at offset 0 is rebuilt as :meth:`rebuild` does.
+        ``var_cls``: the class of the new ``*_raw`` var (``Var``, or ``DataflowVar`` in a
+        dataflow block); ``offset_imm``: offset -> its shared ``PrimValue``. Positions come in
+        ``allocs`` order."""
         if var_cls is not Var and var_cls is not DataflowVar:
             raise TypeError(f"rebuild_views: var_cls must be Var or DataflowVar; got {var_cls!r}")
-        cdef list tok_storage = self.tok_storage
         cdef list tok_offset = self.tok_offset
         cdef PyObject* raw
-        cdef PyObject* dp
-        cdef PyObject* op_
         cdef PyTypeObject* vcls = <PyTypeObject*>var_cls
         op = self.op
         for i, t in allocs.items():
             offset = tok_offset[t]
-            if not offset:
-                continue
             b = out[i]
             var = <object>get_slot(b, O_VAR)
             ty = <object>get_slot(var, O_TY)
             call = <object>get_slot(b, O_VALUE)
-            args = <object>get_slot(call, O_ARGS)
-            new_args = None
-            if Py_TYPE(ty) is T_TENSOR_TYPE:
-                storage = self.storage_var[tok_storage[t]]
-                arg0 = args[0]
-                dp = PyDict_GetItem(self.dtype_imm, <object>get_slot(ty, O_TT_DTYPE))
-                op_ = PyDict_GetItem(offset_imm, offset)
-                if (storage is not None and dp is not NULL and op_ is not NULL and Py_TYPE(arg0) is T_SHAPE_EXPR
-                        and _same_shape(<object>get_slot(arg0, O_SE_VALUES), <object>get_slot(ty, O_TT_SHAPE))):
-                    new_args = (storage, <object>op_, arg0, <object>dp, args[2])
-            if new_args is None:
-                new_args = self.args_for((tok_storage[t], offset, ty, args[2]), call, make_args)
+            new_args = self._args(var, ty, call, t, offset, make_args, offset_imm)
+            if not offset:
+                out[i] = _binding(T_CALL, op, new_args, ty, var)
+                continue
             raw = alloc_node(vcls)
             put_slot(raw, O_VAR_NAME, _raw_name(<object>get_slot(var, O_VAR_NAME)))
             put_slot(raw, O_TY, ty)

@@ -382,7 +382,8 @@ class _StorageAllocationRewriter:
                 self._allocs_rewrite.rebuild_views(out, allocs, self._alloc_tensor_args, _ENSURE_ZERO_OFFSET,
                                                    DataflowVar if is_df else Var, self._offset_imm,
                                                    view_positions, views)
-            self._allocs_rewrite.rebuild(out, allocs, zero_offset_views, self._alloc_tensor_args, self._offset_imm)
+            else:
+                self._allocs_rewrite.rebuild(out, allocs, self._alloc_tensor_args, self._offset_imm)
         if inserts or views:
             # compiled merge of the two position-sorted insertion lists
             out = self._splice(out, inserts, view_positions, views)
