@@ -10,6 +10,7 @@ cdef extern from "Python.h":
 cdef class NodeMap:
     cdef PyObject** karr     # open addressing, linear probing; NULL = empty slot
     cdef size_t* varr        # the address stored with karr[i] (never 0)
+    cdef PyObject** order    # the keys in insertion order (cap / 2 places)
     cdef Py_ssize_t cap      # a power of two
     cdef Py_ssize_t used     # entries in karr/varr
     cdef int shift           # 64 - log2(cap): the hash keeps the top bits
