@@ -62,7 +62,8 @@ One call (``_py_heuristics``)
     (``_compress``: a shift, or the ranks of the distinct steps), the max-live bound in
     units, then the heuristics in turn (order, gather, place, arena) until one reaches the
     bound, all on one scratch block sized for the largest of them. The bucket layout
-    (``_bucket_layout``) depends on the set of buffers only, so it is computed once.
+    (``_bucket_layout``) depends on the set of buffers only, and every order starts from the
+    same stable sort by size, so both are computed once.
 
 Nothing here allocates inside ``nogil``: scratch arrays come from numpy first.
 """
@@ -339,13 +340,15 @@ cdef inline Py_ssize_t _order_scratch(int code, Py_ssize_t n, Py_ssize_t m, idx_
 cdef void _order_into(
     int code, const idx_t* start, const idx_t* end, const idx_t* s, const idx_t* e,
     const idx_t* size, Py_ssize_t n, idx_t n_points, idx_t* perm, Py_ssize_t m,
-    idx_t* scratch
+    idx_t* scratch, const idx_t* by_size
 ) noexcept nogil:
     """perm[0:m] = the priority order of the m buffers with size > 0 for the order ``code``.
 
     ``start``/``end`` are the caller's steps (lifetimes and areas use them), ``s``/``e`` the
     compressed points (breadth and conflicts use them), ``size`` the sizes in units; all
     of length n. ``scratch`` holds ``_order_scratch(code, n, m, n_points)`` int64.
+    ``by_size``: the ORD_SIZE order when already known (every order starts from it), else
+    NULL.
     """
     cdef Py_ssize_t i, j = 0
     cdef uint64_t* key_of = <uint64_t*>scratch
@@ -361,14 +364,17 @@ cdef void _order_into(
     cdef uint64_t hi, lo, vmin = 0xFFFFFFFFFFFFFFFF
     if m == 0:
         return
-    for i in range(n):
-        if size[i] > 0:
-            perm[j] = i
-            j += 1
     # Step 1. Secondary key (size desc) for every order but ORD_SIZE's own.
-    for i in range(n):
-        key_of[i] = <uint64_t>(IDX_MAX - size[i])
-    _sort_by(key_of, perm, key_buf, key_tmp, perm_tmp, m)
+    if by_size != NULL:
+        memcpy(perm, by_size, m * sizeof(idx_t))
+    else:
+        for i in range(n):
+            if size[i] > 0:
+                perm[j] = i
+                j += 1
+        for i in range(n):
+            key_of[i] = <uint64_t>(IDX_MAX - size[i])
+        _sort_by(key_of, perm, key_buf, key_tmp, perm_tmp, m)
     # Step 2. Primary keys, least significant first.
     if code == ORD_START:
         # start ^ SIGN_BIT maps int64 order onto uint64 order
@@ -431,7 +437,7 @@ def _py_order(int code, start, end, s, e, size, idx_t n_points):
     cdef idx_t[::1] scratch = np.empty(_order_scratch(code, n, m, n_points), dtype=np.int64)
     with nogil:
         _order_into(code, &start_v[0], &end_v[0], &s_v[0], &e_v[0], &size_v[0], n, n_points,
-                    &perm_v[0], m, &scratch[0])
+                    &perm_v[0], m, &scratch[0], NULL)
     return perm
 
 
@@ -1132,14 +1138,14 @@ cdef bint _run_spec(
     int code, bint first_fit, bint sweep, const idx_t* start, const idx_t* end,
     const idx_t* s, const idx_t* e, const idx_t* units, Py_ssize_t n, idx_t n_points,
     idx_t* perm, Py_ssize_t m, const Layout* lay, idx_t* s_o, idx_t* e_o, idx_t* z_o,
-    idx_t* off_o, idx_t* scratch, idx_t limit, idx_t* arena
+    idx_t* off_o, idx_t* scratch, const idx_t* by_size, idx_t limit, idx_t* arena
 ) noexcept nogil:
     """One heuristic of _py_heuristics: its order into perm, the buffers' attributes
     gathered in that order, their offsets (units) into off_o. Returns False when a top
     exceeded ``limit`` (placement stopped there), else True with the plan's arena."""
     cdef Py_ssize_t i, j
     cdef idx_t top, peak = 0
-    _order_into(code, start, end, s, e, units, n, n_points, perm, m, scratch)
+    _order_into(code, start, end, s, e, units, n, n_points, perm, m, scratch, by_size)
     for j in range(m):
         i = perm[j]
         s_o[j] = s[i]
@@ -1256,8 +1262,9 @@ def _py_heuristics(start, end, size, idx_t alignment, specs):
         need = _place_scratch(&lay, m, sweep[k])
         if need > work:
             work = need
-    cdef idx_t[::1] blk = np.empty(5 * m + work, dtype=np.int64)
-    cdef idx_t* perm = &blk[0]
+    cdef idx_t[::1] blk = np.empty(6 * m + work, dtype=np.int64)
+    cdef idx_t* by_size = &blk[0]
+    cdef idx_t* perm = by_size + m
     cdef idx_t* s_o = perm + m
     cdef idx_t* e_o = s_o + m
     cdef idx_t* z_o = e_o + m
@@ -1270,6 +1277,8 @@ def _py_heuristics(start, end, size, idx_t alignment, specs):
     cdef bint done
     with nogil:
         lb = _units_profile(s, e, units, n, n_points, scratch)
+        _order_into(ORD_SIZE, &start_v[0], &end_v[0], s, e, units, n, n_points, by_size, m,
+                    scratch, NULL)
         # Phase 1 (several heuristics, at most EARLY_STOP_MAX buffers): each heuristic stops
         # at its first top above the bound; one that finishes reaches the bound (an arena is
         # never below it) and the earlier ones all exceed it, so the first to finish wins.
@@ -1278,7 +1287,7 @@ def _py_heuristics(start, end, size, idx_t alignment, specs):
                 t0 = _now()
                 done = _run_spec(codes[k], first_fit[k], sweep[k], &start_v[0], &end_v[0], s,
                                  e, units, n, n_points, perm, m, &lay, s_o, e_o, z_o, off_o,
-                                 scratch, lb, &arena)
+                                 scratch, by_size, lb, &arena)
                 if done:
                     _keep(perm, off_o, m, &best_off[0], &best_order[0])
                     winner = k
@@ -1293,7 +1302,8 @@ def _py_heuristics(start, end, size, idx_t alignment, specs):
                 t0 = _now()
                 done = _run_spec(codes[k], first_fit[k], sweep[k], &start_v[0], &end_v[0], s,
                                  e, units, n, n_points, perm, m, &lay, s_o, e_o, z_o, off_o,
-                                 scratch, IDX_MAX if winner < 0 else best_arena - 1, &arena)
+                                 scratch, by_size, IDX_MAX if winner < 0 else best_arena - 1,
+                                 &arena)
                 if done:
                     _keep(perm, off_o, m, &best_off[0], &best_order[0])
                     winner = k
