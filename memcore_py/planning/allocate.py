@@ -136,7 +136,6 @@ def arena_plan(program: TokenProgram, alignment: int = 64, time_limit=None) -> M
     token_plan = run_token_program(program)
     tok_storage = token_plan.storage_of
     sizes = token_plan.storage_bytes.tolist()
-    tok_offset = np.zeros(program.n_tok, dtype=np.int64)
     groups = pool_groups(program)
     bounds = pool_lower_bounds(program, groups)
     keep = [True] * len(sizes)
@@ -177,17 +176,19 @@ def arena_plan(program: TokenProgram, alignment: int = 64, time_limit=None) -> M
             keep[s] = False
         arenas.append((StoragePlan(_bytes_imm(int(packed.arena_bytes)), dtype, scope, device, func, idx.tolist()),
                        idx, packed.offset))
-    if program.has_symbolic or any(keep):
+    some_kept = any(keep)
+    if program.has_symbolic or some_kept:
         storages, tvm_total = _tvm_storages(program, tok_storage, sizes)
     else:  # every storage constant and packed: no StoragePlan of TVM mode is needed
         storages, tvm_total = None, sum(sizes)
-    if len(arenas) == 1 and arenas[0][1].shape[0] == n_tok and not any(keep):
+    if len(arenas) == 1 and arenas[0][1].shape[0] == n_tok and not some_kept:
         # one arena holds every token (the common case): storage 0, the packing's offsets
         final = [arenas[0][0]]
         tok_storage = np.zeros(n_tok, dtype=np.int64)
         tok_offset = np.array(arenas[0][2], dtype=np.int64)  # idx is 0..n_tok-1; a writable copy
     else:
         # renumber: kept TVM storages first (creation order), then arenas
+        tok_offset = np.zeros(n_tok, dtype=np.int64)
         remap = np.full(len(sizes), -1, dtype=np.int64)
         final = []
         for s, entry in enumerate(storages or ()):
