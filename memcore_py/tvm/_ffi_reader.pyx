@@ -394,7 +394,7 @@ def read_params(Layout L, reader, params, slow, list out):
             out.append(slow(reader.get(params, i)))
             continue
         if record is not None:
-            map_put(record, var, addr(v))
+            map_put(record, var, addr(v), vt)
         out.append(var)
 
 
@@ -534,7 +534,7 @@ def read_bindings(Layout L, reader, bindings, slow, list out):
             continue
         nb = node_binding(var, value)
         if record is not None:
-            map_put(record, nb, addr(b))
-            map_put(record, value, addr(val))
-            map_put(record, var, addr(v))
+            map_put(record, nb, addr(b), L.t_binding)
+            map_put(record, value, addr(val), ct)
+            map_put(record, var, addr(v), vt)
         out.append(nb)

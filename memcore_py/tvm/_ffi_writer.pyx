@@ -38,7 +38,7 @@ from cpython.unicode cimport PyUnicode_AsUTF8AndSize
 
 from memcore_py.ir._slots cimport get_slot, slot_offset
 from memcore_py.tvm._ffi_abi cimport FFIAny, HDR_SIZE, K_ERROR, K_INT, K_NONE, K_OBJECT_BEGIN, K_RAW_STR, obj_type
-from memcore_py.tvm._node_map cimport NodeMap, identity_hashed, map_get, map_put
+from memcore_py.tvm._node_map cimport NodeMap, identity_hashed, map_get, map_get_typed, map_put
 
 from memcore_py.ir.expr import (
     BindingBlock, Call, DataflowVar, DataTypeImm, GlobalVar, PrimValue, ShapeExpr, StringImm, Var, VarBinding,
@@ -240,6 +240,14 @@ cdef inline void set_obj(FFIAny* a, void* h) noexcept:
         a.value = <int64_t><size_t>h
 
 
+cdef inline void set_typed(FFIAny* a, size_t h, int type_index) noexcept:
+    """``set_obj`` with the object's type index when the node map knew it (0: read it from
+    the object: a cache miss on an object the write does not otherwise touch)."""
+    a.small_len = 0
+    a.type_index = type_index if type_index != 0 else obj_type(<const char*>h)
+    a.value = <int64_t>h
+
+
 cdef inline void* as_handle(object address) except? NULL:
     return <void*><size_t>address
 
@@ -274,6 +282,7 @@ cdef object write_call_binding(W, Keep K, bd, c, object reuse, object record, No
     cdef const char* name
     cdef Py_ssize_t name_len
     cdef size_t h
+    cdef int ti
     cdef void* harr
     cdef void* hcall
     cdef void* hvar
@@ -300,16 +309,18 @@ cdef object write_call_binding(W, Keep K, bd, c, object reuse, object record, No
     av.resize(na)
     for j in range(na):
         a = args[j]
-        h = map_get(reuse, a)
+        h = map_get_typed(reuse, a, &ti)
+        if h != 0:
+            set_typed(&av[j], h, ti)
+            continue
+        h = vars.get_addr(a) if identity_hashed(a) else 0
         if h == 0:
-            h = vars.get_addr(a) if identity_hashed(a) else 0
-            if h == 0:
-                key = leaf_key(a)
-                if key is not None:  # a leaf: shared by value (an equal object, whoever read it)
-                    hl = leaves.get(key)
-                    h = <size_t>(hl if hl is not None else W.expr_addr(a))
-                else:
-                    h = <size_t>W.expr_addr(a)
+            key = leaf_key(a)
+            if key is not None:  # a leaf: shared by value (an equal object, whoever read it)
+                hl = leaves.get(key)
+                h = <size_t>(hl if hl is not None else W.expr_addr(a))
+            else:
+                h = <size_t>W.expr_addr(a)
         set_obj(&av[j], <void*>h)
     var = <object>get_slot(bd, S_B_VAR)
     ty = <object>get_slot(c, S_TY)
@@ -349,7 +360,7 @@ cdef object write_call_binding(W, Keep K, bd, c, object reuse, object record, No
         K.own(hvar)
         h = <size_t>hvar
         if record is not None:
-            map_put(record, var, h)
+            map_put(record, var, h, obj_type(<const char*>hvar))
     vars.put_addr(var, h)
     set_obj(&cargs[0], <void*>h)
     set_obj(&cargs[1], hcall)
@@ -357,7 +368,7 @@ cdef object write_call_binding(W, Keep K, bd, c, object reuse, object record, No
     hb = make(f_binding, cargs, 3, "a binding")
     K.own(hb)
     if record is not None:  # the call is not recorded: a later write that keeps it keeps its binding
-        map_put(record, bd, <size_t>hb)
+        map_put(record, bd, <size_t>hb, obj_type(<const char*>hb))
     return <size_t>hb
 
 
@@ -372,6 +383,7 @@ def write_block(W, Keep K, block, bint dataflow, reuse, record, NodeMap vars):
     cdef vector[FFIAny] items
     cdef FFIAny cargs[2]
     cdef size_t h
+    cdef int ti
     cdef void* harr
     cdef void* hblock
     cdef dict leaves = W.leaf_addrs
@@ -379,14 +391,16 @@ def write_block(W, Keep K, block, bint dataflow, reuse, record, NodeMap vars):
     items.resize(n)
     for i in range(n):
         bd = bindings[i]
-        h = map_get(reuse, bd)
-        if h == 0:
-            r = None
-            if type(bd) is VarBinding:
-                value = <object>get_slot(bd, S_B_VALUE)
-                if type(value) is Call:  # rebuilt even when only the var changed: an equal call
-                    r = write_call_binding(W, K, bd, value, reuse, record, vars, leaves)
-            h = <size_t>(r if r is not None else W.binding_addr(bd))
+        h = map_get_typed(reuse, bd, &ti)
+        if h != 0:
+            set_typed(&items[i], h, ti)
+            continue
+        r = None
+        if type(bd) is VarBinding:
+            value = <object>get_slot(bd, S_B_VALUE)
+            if type(value) is Call:  # rebuilt even when only the var changed: an equal call
+                r = write_call_binding(W, K, bd, value, reuse, record, vars, leaves)
+        h = <size_t>(r if r is not None else W.binding_addr(bd))
         set_obj(&items[i], <void*>h)
     harr = make(f_array, items.data(), <int32_t>n, "the bindings of a block")
     set_obj(&cargs[0], harr)

@@ -7,17 +7,23 @@ cdef extern from "Python.h":
     PyTypeObject PyBaseObject_Type
 
 
+ctypedef struct Entry:
+    PyObject* key            # NULL: an empty place
+    size_t address           # never 0
+    int type_index           # the TVM object's type index; 0 when not known (read it there)
+
+
 cdef class NodeMap:
-    cdef PyObject** karr     # open addressing, linear probing; NULL = empty slot
-    cdef size_t* varr        # the address stored with karr[i] (never 0)
+    cdef Entry* table        # open addressing, linear probing
     cdef PyObject** order    # the keys in insertion order (cap / 2 places)
     cdef Py_ssize_t cap      # a power of two
-    cdef Py_ssize_t used     # entries in karr/varr
+    cdef Py_ssize_t used     # entries in the table
     cdef int shift           # 64 - log2(cap): the hash keeps the top bits
     cdef dict extra          # entries that are not (identity-hashed key -> address)
 
+    cdef Entry* find(self, object key) noexcept
     cdef size_t get_addr(self, object key) noexcept
-    cdef int put_addr(self, object key, size_t address) except -1
+    cdef int put_addr(self, object key, size_t address, int type_index=*) except -1
     cdef int grow(self) except -1
 
 
@@ -35,10 +41,11 @@ cdef inline size_t map_get(object m, object key) except? 0:
     return <size_t>v if v is not None else 0
 
 
-cdef inline int map_put(object m, object key, size_t address) except -1:
-    """``m[key] = address`` (``m`` a NodeMap or a dict)."""
+cdef inline int map_put(object m, object key, size_t address, int type_index=0) except -1:
+    """``m[key] = address`` (``m`` a NodeMap or a dict); ``type_index``: the TVM object's,
+    when known (0: not known)."""
     if type(m) is NodeMap and identity_hashed(key):
-        return (<NodeMap>m).put_addr(key, address)
+        return (<NodeMap>m).put_addr(key, address, type_index)
     m[key] = address
     return 0
 
@@ -53,3 +60,18 @@ cdef class AddrMap:
     cdef PyObject* get_obj(self, size_t address) noexcept
     cdef int put_obj(self, size_t address, object value) except -1
     cdef int grow(self) except -1
+
+
+cdef inline size_t map_get_typed(object m, object key, int* type_index) except? 0:
+    """:func:`map_get`, also giving the type index stored with the address (0 when not
+    known, or when ``m`` is a dict)."""
+    cdef Entry* e
+    if type(m) is NodeMap and identity_hashed(key):
+        e = (<NodeMap>m).find(key)
+        if e == NULL:
+            return 0
+        type_index[0] = e.type_index
+        return e.address
+    type_index[0] = 0
+    v = m.get(key)
+    return <size_t>v if v is not None else 0
