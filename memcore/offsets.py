@@ -22,6 +22,8 @@ Stage 1, *heuristics* (the compiled kernels in ``memcore/_offsets.pyx``). Every 
   Validation aside, stage 1 is one kernel call (``_offsets._py_heuristics``: time
   compression, the lower bound and the heuristics in turn on one scratch block): no
   per-heuristic numpy work arrays, which dominated on the few hundred tensors of a model.
+  A heuristic stops as soon as it can no longer be ``auto``'s answer (its first top above
+  the bound when a later heuristic may still reach it, else above the best arena so far).
 
 Stage 2, *search* (only with ``time_limit``), anytime and never worse than stage 1:
 
@@ -388,7 +390,9 @@ def plan_offsets(start, end, size, *, alignment=1, algorithm="auto", time_limit=
     ``auto``
         Runs the heuristics in the order of :data:`HEURISTICS` (cheapest first) and keeps
         the first plan with the smallest arena, stopping as soon as one equals the lower
-        bound. Above 200 000 buffers it runs only ``greedy_start``, the one whose cost stays
+        bound. (A heuristic is cut short once it can no longer be that plan: at its first
+        buffer placed above the bound, or above the best arena so far; the result is the
+        same.) Above 200 000 buffers it runs only ``greedy_start``, the one whose cost stays
         near-linear (a million buffers in well under a second); on random workloads its
         gap is about twice ``first_fit``'s, so pass ``algorithm="first_fit"`` (seconds at
         that scale) when memory matters more than planning time.
