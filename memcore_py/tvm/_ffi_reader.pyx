@@ -230,7 +230,7 @@ cdef class Memo:
     duration of one call (attribute lookups on the reader cost more than the reads)."""
 
     cdef dict dtypes, ints, prims, interned
-    cdef AddrMap types, callees, vars
+    cdef AddrMap types, callees, vars, leaves
     cdef object reader, builtin_alloc
 
     def __init__(self, reader):
@@ -242,6 +242,7 @@ cdef class Memo:
         self.interned = reader.interned
         self.callees = reader.callees
         self.vars = reader.vars
+        self.leaves = reader.leaves
         self.builtin_alloc = reader.builtin_alloc
 
 
@@ -399,12 +400,25 @@ def read_params(Layout L, reader, params, slow, list out):
 
 
 cdef object read_arg(Layout L, int32_t ti, const char* e, Memo M):
-    """A call argument: a variable, a shape, a dtype, a string or an integer; None otherwise."""
-    cdef const char* val
+    """A call argument: a variable, a shape, a dtype, a string or an integer; None otherwise.
+    A leaf (not a variable) read once is found by its address the next time (TVM shares leaf
+    objects between calls: memcore shares their nodes alike)."""
     cdef PyObject* known
     if ti == L.t_var or ti == L.t_dfvar:
         known = M.vars.get_obj(addr(e))
         return <object>known if known != NULL else None
+    known = M.leaves.get_obj(addr(e))
+    if known != NULL:
+        return <object>known
+    r = read_leaf(L, ti, e, M)
+    if r is not None:
+        M.leaves.put_obj(addr(e), r)
+    return r
+
+
+cdef object read_leaf(Layout L, int32_t ti, const char* e, Memo M):
+    """A shape, a dtype, a string or an integer argument; None otherwise."""
+    cdef const char* val
     if ti == L.t_shape_expr:
         dims = read_dims_at(L, obj_field(e, L.o_shape_values), M.ints, M.prims)
         if dims is None:

@@ -197,6 +197,7 @@ class _Reader:
         self.get = ffi.ArrayGetItem
         # memo tables keyed by the address of a TVM object (AddrMap: no Python int per lookup)
         self.vars = AddrMap()
+        self.leaves = AddrMap()
         self.gvars = {}
         self.types = AddrMap()
         self.prims = {}
@@ -555,6 +556,7 @@ class _Reader:
     def function(self, name, f):
         self.where = f"function {name!r}"
         self.prims = {}
+        self.leaves = AddrMap()  # the compiled reader's leaf arguments by address (they may hold this function's prims)
         if self.layout is not None:
             params = []
             _ffi_reader.read_params(self.layout, self, f.params, self.def_var, params)
