@@ -329,8 +329,10 @@ cdef void _conflict_counts(
 
 cdef inline Py_ssize_t _order_scratch(int code, Py_ssize_t n, Py_ssize_t m, idx_t n_points) noexcept nogil:
     """int64 slots of scratch that _order_into needs for the order ``code``."""
-    cdef Py_ssize_t need = 2 * n + 3 * m
-    if code == ORD_CONFLICT:
+    cdef Py_ssize_t need = n + 3 * m
+    if code == ORD_AREA:
+        need += n
+    elif code == ORD_CONFLICT:
         need += 2 * (n_points + 1)
     elif code == ORD_BREADTH:
         need += n_points + 1 + 2 * _tree_width(n_points) + 2 * n
@@ -352,11 +354,11 @@ cdef void _order_into(
     """
     cdef Py_ssize_t i, j = 0
     cdef uint64_t* key_of = <uint64_t*>scratch
-    cdef uint64_t* key2_of = key_of + n
-    cdef uint64_t* key_buf = key_of + 2 * n
+    cdef uint64_t* key_buf = key_of + n
     cdef uint64_t* key_tmp = key_buf + m
     cdef idx_t* perm_tmp = <idx_t*>(key_tmp + m)
-    cdef idx_t* extra = perm_tmp + m
+    cdef idx_t* extra = perm_tmp + m  # the order's own scratch
+    cdef uint64_t* key2_of = <uint64_t*>extra  # ORD_AREA's high key
     cdef idx_t* profile
     cdef idx_t* tree
     cdef idx_t* bval
@@ -1137,21 +1139,27 @@ cdef enum:
 cdef bint _run_spec(
     int code, bint first_fit, bint sweep, const idx_t* start, const idx_t* end,
     const idx_t* s, const idx_t* e, const idx_t* units, Py_ssize_t n, idx_t n_points,
-    idx_t* perm, Py_ssize_t m, const Layout* lay, idx_t* s_o, idx_t* e_o, idx_t* z_o,
-    idx_t* off_o, idx_t* scratch, const idx_t* by_size, idx_t limit, idx_t* arena
+    idx_t* perm, Py_ssize_t m, const Layout* lay, idx_t* scratch, const idx_t* by_size,
+    idx_t limit, idx_t* arena
 ) noexcept nogil:
-    """One heuristic of _py_heuristics: its order into perm, the buffers' attributes
-    gathered in that order, their offsets (units) into off_o. Returns False when a top
-    exceeded ``limit`` (placement stopped there), else True with the plan's arena."""
+    """One heuristic of _py_heuristics: its order into perm, then in ``scratch`` (the order's
+    scratch is dead by then) the buffers' attributes gathered in that order, their offsets
+    (units, ``scratch[3m:4m]``) and the placement's scratch. Returns False when a top
+    exceeded ``limit`` (placement stopped there), else True with the plan's arena.
+    ``scratch`` holds max(_order_scratch, 4 m + _place_scratch) int64."""
     cdef Py_ssize_t i, j
     cdef idx_t top, peak = 0
+    cdef idx_t* s_o = scratch
+    cdef idx_t* e_o = s_o + m
+    cdef idx_t* z_o = e_o + m
+    cdef idx_t* off_o = z_o + m
     _order_into(code, start, end, s, e, units, n, n_points, perm, m, scratch, by_size)
     for j in range(m):
         i = perm[j]
         s_o[j] = s[i]
         e_o[j] = e[i]
         z_o[j] = units[i]
-    if not _place_gathered(s_o, e_o, z_o, m, first_fit, sweep, lay, scratch, off_o, limit):
+    if not _place_gathered(s_o, e_o, z_o, m, first_fit, sweep, lay, off_o + m, off_o, limit):
         return False
     for j in range(m):
         top = off_o[j] + z_o[j]
@@ -1231,26 +1239,29 @@ def _py_heuristics(start, end, size, idx_t alignment, specs):
     cdef const idx_t[::1] size_v = size
     cdef idx_t lo, hi, n_points, lb, arena, best_arena = 0
     cdef bint small = _small_range(&start_v[0], &end_v[0], n, &lo, &hi)
-    # Step 1. Units, compressed time (block a: units, s, e [, the compression's sort]).
-    cdef idx_t[::1] a = np.empty(3 * n if small else 11 * n, dtype=np.int64)
-    cdef idx_t* units = &a[0]
-    cdef idx_t* s = units + n
+    # Step 1. Units (the sizes themselves at alignment 1), compressed time (block a: s, e
+    # [, units] [, the compression's sort]).
+    cdef Py_ssize_t own_units = n if alignment > 1 else 0
+    cdef idx_t[::1] a = np.empty((2 * n if small else 10 * n) + own_units, dtype=np.int64)
+    cdef idx_t* s = &a[0]
     cdef idx_t* e = s + n
+    cdef const idx_t* units = e + n if own_units else &size_v[0]
+    cdef idx_t* units_w = e + n
     cdef idx_t sz
     with nogil:
         for i in range(n):
             sz = size_v[i]
             if alignment > 1:
                 sz = sz // alignment + (sz % alignment != 0)
-            units[i] = sz
+                units_w[i] = sz
             if sz > 0:
                 m += 1
-        n_points = _compress(&start_v[0], &end_v[0], n, small, lo, hi, s, e, e + n)
+        n_points = _compress(&start_v[0], &end_v[0], n, small, lo, hi, s, e, e + n + own_units)
     order = np.empty(m, dtype=np.int64)
     if m == 0:
         return offset, 0, order, 0, 0.0, 0
-    # Step 2. One scratch block for every heuristic: the order, the gathered attributes and
-    # placements, and the largest scratch of any order / placement (or of the bound).
+    # Step 2. One scratch block for every heuristic: the shared size order, the order, and
+    # the largest scratch of any order, of any gathered placement (or of the bound).
     cdef Layout lay
     cdef Py_ssize_t work = n_points + 1, need
     if any_bucketed:
@@ -1259,17 +1270,16 @@ def _py_heuristics(start, end, size, idx_t alignment, specs):
         need = _order_scratch(codes[k], n, m, n_points)
         if need > work:
             work = need
-        need = _place_scratch(&lay, m, sweep[k])
+        need = 4 * m + _place_scratch(&lay, m, sweep[k])
         if need > work:
             work = need
-    cdef idx_t[::1] blk = np.empty(6 * m + work, dtype=np.int64)
-    cdef idx_t* by_size = &blk[0]
-    cdef idx_t* perm = by_size + m
-    cdef idx_t* s_o = perm + m
-    cdef idx_t* e_o = s_o + m
-    cdef idx_t* z_o = e_o + m
-    cdef idx_t* off_o = z_o + m
-    cdef idx_t* scratch = off_o + m
+    # the shared size order only when several heuristics run (memory at a million buffers)
+    cdef Py_ssize_t shared = m if n_specs > 1 else 0
+    cdef idx_t[::1] blk = np.empty(shared + m + work, dtype=np.int64)
+    cdef idx_t* by_size = &blk[0] if shared else NULL
+    cdef idx_t* perm = &blk[0] + shared
+    cdef idx_t* scratch = perm + m
+    cdef idx_t* off_o = scratch + 3 * m  # a finished plan's offsets, in _run_spec's order
     cdef idx_t[::1] best_off = offset
     cdef idx_t[::1] best_order = order
     cdef Py_ssize_t winner = -1
@@ -1277,8 +1287,9 @@ def _py_heuristics(start, end, size, idx_t alignment, specs):
     cdef bint done
     with nogil:
         lb = _units_profile(s, e, units, n, n_points, scratch)
-        _order_into(ORD_SIZE, &start_v[0], &end_v[0], s, e, units, n, n_points, by_size, m,
-                    scratch, NULL)
+        if by_size != NULL:
+            _order_into(ORD_SIZE, &start_v[0], &end_v[0], s, e, units, n, n_points, by_size,
+                        m, scratch, NULL)
         # Phase 1 (several heuristics, at most EARLY_STOP_MAX buffers): each heuristic stops
         # at its first top above the bound; one that finishes reaches the bound (an arena is
         # never below it) and the earlier ones all exceed it, so the first to finish wins.
@@ -1286,8 +1297,8 @@ def _py_heuristics(start, end, size, idx_t alignment, specs):
             for k in range(n_specs):
                 t0 = _now()
                 done = _run_spec(codes[k], first_fit[k], sweep[k], &start_v[0], &end_v[0], s,
-                                 e, units, n, n_points, perm, m, &lay, s_o, e_o, z_o, off_o,
-                                 scratch, by_size, lb, &arena)
+                                 e, units, n, n_points, perm, m, &lay, scratch, by_size, lb,
+                                 &arena)
                 if done:
                     _keep(perm, off_o, m, &best_off[0], &best_order[0])
                     winner = k
@@ -1301,9 +1312,8 @@ def _py_heuristics(start, end, size, idx_t alignment, specs):
             for k in range(n_specs):
                 t0 = _now()
                 done = _run_spec(codes[k], first_fit[k], sweep[k], &start_v[0], &end_v[0], s,
-                                 e, units, n, n_points, perm, m, &lay, s_o, e_o, z_o, off_o,
-                                 scratch, by_size, IDX_MAX if winner < 0 else best_arena - 1,
-                                 &arena)
+                                 e, units, n, n_points, perm, m, &lay, scratch, by_size,
+                                 IDX_MAX if winner < 0 else best_arena - 1, &arena)
                 if done:
                     _keep(perm, off_o, m, &best_off[0], &best_order[0])
                     winner = k
