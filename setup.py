@@ -33,6 +33,7 @@ EXTENSIONS = {
     "memcore._tokens": {"sources": ["memcore/_tokens.pyx"], "language": "c++"},
     "memcore._verify": {"sources": ["memcore/_verify.pyx"], "language": "c++"},
     # compiled helpers of the Python layer, in the package whose job they do; no fallback
+    "memcore_py.ir._nodes": {"sources": ["memcore_py/ir/_nodes.pyx"], "language": "c"},
     "memcore_py.analysis._storage_walk": {"sources": ["memcore_py/analysis/_storage_walk.pyx"], "language": "c"},
     "memcore_py.analysis._inplace_walk": {"sources": ["memcore_py/analysis/_inplace_walk.pyx"], "language": "c"},
     "memcore_py.transform._alloc_rewrite": {"sources": ["memcore_py/transform/_alloc_rewrite.pyx"], "language": "c"},

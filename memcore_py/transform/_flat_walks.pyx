@@ -18,13 +18,11 @@ unchanged, live here:
   variables of pure bindings nobody reads (``is_impure(call)`` and ``var_uses(expr)`` are
   the Python callbacks for the rare cases).
 
-Nodes are read and built through ``memcore_py/ir/_slots.pxd`` (as ``construct.new_call`` /
-``new_binding`` build them).
+Nodes are read through ``memcore_py/ir/_slots.pxd`` and built by ``memcore_py/ir/_nodes.pyx``
+(as ``construct.new_call`` / ``new_binding`` build them).
 """
-from cpython.object cimport PyObject, PyTypeObject
-from cpython.ref cimport Py_DECREF
-
-from memcore_py.ir._slots cimport alloc_node, get_slot, put_slot, slot_offset
+from memcore_py.ir._nodes cimport binding_node, call_node
+from memcore_py.ir._slots cimport get_slot, slot_offset
 
 from memcore_py.ir.expr import (Call, Constant, DataflowVar, DataTypeImm, ExternFunc, Function, GlobalVar, If,
                                 PrimValue, SeqExpr, ShapeExpr, StringImm, Tuple, TupleGetItem, Var, VarBinding)
@@ -38,8 +36,6 @@ cdef Py_ssize_t O_ATTRS = slot_offset(Call.attrs)
 cdef Py_ssize_t O_TY_ARGS = slot_offset(Call.ty_args)
 cdef Py_ssize_t O_FIELDS = slot_offset(Tuple.fields)
 cdef Py_ssize_t O_GV_NAME = slot_offset(GlobalVar.name)
-cdef PyTypeObject* T_CALL = <PyTypeObject*>Call
-cdef PyTypeObject* T_VAR_BINDING = <PyTypeObject*>VarBinding
 
 #: Expressions that open a scope or nest a call (not allowed inside a flat binding value).
 cdef frozenset NESTING = frozenset((Call, If, Function, SeqExpr))
@@ -83,23 +79,6 @@ def is_flat(func) -> bool:
 
 
 # ---------------------------------------------------------------------------- attach
-cdef object _call_binding(var, op, tuple args, attrs, tuple ty_args, ty):
-    """``VarBinding(var, Call(op, args, attrs, ty_args, ty))``, as construct builds them."""
-    cdef PyObject* c = alloc_node(T_CALL)
-    put_slot(c, O_OP, op)
-    put_slot(c, O_ARGS, args)
-    put_slot(c, O_ATTRS, attrs)
-    put_slot(c, O_TY_ARGS, ty_args)
-    put_slot(c, O_TY, ty)
-    cdef PyObject* nb = alloc_node(T_VAR_BINDING)
-    put_slot(nb, O_VAR, var)
-    put_slot(nb, O_VALUE, <object>c)
-    Py_DECREF(<object>c)
-    out = <object>nb
-    Py_DECREF(out)
-    return out
-
-
 def attach_bindings(tuple bindings, call_tir, set layout_free, dict copies, bint keep_tir_vars, slow):
     """AttachAttrLayoutFreeBuffers' rewrite of one flat block (module docstring).
 
@@ -133,8 +112,9 @@ def attach_bindings(tuple bindings, call_tir, set layout_free, dict copies, bint
             out[i] = slow(b)
             continue
         rest = args[2:] if keep_tir_vars else ()
-        out[i] = _call_binding(<object>get_slot(b, O_VAR), call_tir, (new_gv, args[1]) + rest,
-                               <object>get_slot(v, O_ATTRS), <tuple>get_slot(v, O_TY_ARGS), <object>get_slot(v, O_TY))
+        out[i] = binding_node(<object>get_slot(b, O_VAR),
+                              call_node(call_tir, (new_gv, args[1]) + rest, <object>get_slot(v, O_ATTRS),
+                                        <tuple>get_slot(v, O_TY_ARGS), <object>get_slot(v, O_TY)))
     return out
 
 

@@ -35,8 +35,8 @@ CanonicalizeBindings' symbolic stage, then calls again with ``staged=True``). Th
 included (tests/memcore_py/transform/test_kill_flat_walk.py compares both on random
 programs; the oracle tests compare with TVM).
 
-Nodes are read and built through ``memcore_py/ir/_slots.pxd`` (as ``construct.new_call`` /
-``new_binding`` / ``new_var`` build them); the rare checked constructions (a re-written
+Nodes are read through ``memcore_py/ir/_slots.pxd`` and built by ``memcore_py/ir/_nodes.pyx``
+(as ``construct.new_call`` / ``new_binding`` / ``new_var`` build them); the rare checked constructions (a re-written
 tuple or get-item, whose type the checked constructor computes; a MatchCast) use the
 public constructors.
 
@@ -51,14 +51,10 @@ pauses the collector, see ``memcore_py.ir._util.gc_paused``) no longer walks the
 """
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from cpython.object cimport PyObject, PyTypeObject
-from cpython.ref cimport Py_DECREF
 from libc.string cimport memset
 
-from memcore_py.ir._slots cimport alloc_node, get_slot, put_slot, slot_offset
-
-
-cdef extern from "Python.h":
-    void PyObject_GC_UnTrack(void*)
+from memcore_py.ir._nodes cimport binding_node, call_node, var_node
+from memcore_py.ir._slots cimport get_slot, slot_offset
 
 cdef extern from *:
     """
@@ -118,7 +114,6 @@ cdef Py_ssize_t O_VAR = slot_offset(VarBinding.var)
 cdef Py_ssize_t O_VALUE = slot_offset(VarBinding.value)
 cdef Py_ssize_t O_MC_TY = slot_offset(MatchCast.ty)
 cdef Py_ssize_t O_TY = slot_offset(Expr.ty)
-cdef Py_ssize_t O_NAME = slot_offset(Var.name)
 cdef Py_ssize_t O_OP = slot_offset(Call.op)
 cdef Py_ssize_t O_ARGS = slot_offset(Call.args)
 cdef Py_ssize_t O_ATTRS = slot_offset(Call.attrs)
@@ -131,9 +126,7 @@ cdef Py_ssize_t O_BLOCKS = slot_offset(SeqExpr.blocks)
 cdef Py_ssize_t O_BODY = slot_offset(SeqExpr.body)
 cdef Py_ssize_t O_FUNC_BODY = slot_offset(Function.body)
 
-cdef PyTypeObject* P_VAR = <PyTypeObject*>Var
 cdef PyTypeObject* P_CALL = <PyTypeObject*>Call
-cdef PyTypeObject* P_VAR_BINDING = <PyTypeObject*>VarBinding
 
 cdef type VAR = Var
 cdef type DFVAR = DataflowVar
@@ -178,42 +171,15 @@ cdef object kill_name(Py_ssize_t k):
     return KILL_NAMES[k]
 
 
-cdef object new_call(op, tuple args, attrs, ty_args, ty):
+cdef inline object new_call(op, tuple args, attrs, ty_args, ty):
     """``construct.new_call(op, args, attrs, ty_args, ty)`` for ``args`` a tuple made by the
     caller (untracked with the call, module docstring)."""
-    PyObject_GC_UnTrack(<PyObject*>args)
-    cdef PyObject* c = alloc_node(P_CALL)
-    put_slot(c, O_OP, op)
-    put_slot(c, O_ARGS, args)
-    put_slot(c, O_ATTRS, attrs if attrs else EMPTY)
-    put_slot(c, O_TY_ARGS, ty_args)
-    put_slot(c, O_TY, ty)
-    PyObject_GC_UnTrack(c)
-    out = <object>c
-    Py_DECREF(out)
-    return out
-
-
-cdef object new_binding(var, value):
-    """``construct.new_binding(var, value)``."""
-    cdef PyObject* b = alloc_node(P_VAR_BINDING)
-    put_slot(b, O_VAR, var)
-    put_slot(b, O_VALUE, value)
-    PyObject_GC_UnTrack(b)
-    out = <object>b
-    Py_DECREF(out)
-    return out
+    return call_node(op, args, attrs if attrs else EMPTY, ty_args, ty)
 
 
 cdef object kill_binding(Py_ssize_t k, int kind, target):
     """``_k = <kill op of kind>(target)`` with a fresh void Var."""
-    cdef PyObject* v = alloc_node(P_VAR)
-    put_slot(v, O_NAME, kill_name(k))
-    put_slot(v, O_TY, VOID_TY)
-    PyObject_GC_UnTrack(v)
-    var = <object>v
-    Py_DECREF(var)
-    return new_binding(var, new_call(KILL_OPS[kind], (target,), EMPTY, (), VOID_TY))
+    return binding_node(var_node(False, kill_name(k), VOID_TY), new_call(KILL_OPS[kind], (target,), EMPTY, (), VOID_TY))
 
 
 # ---------------------------------------------------------------------------- variables
@@ -500,7 +466,7 @@ def kill_flat(func, bint staged=False):
                         if type(<object>r) is CONSTANT:
                             raise NotFlat
                         target = <object>r
-                        b = new_binding(var, new_call(op, (target,), <object>get_slot(value, O_ATTRS),
+                        b = binding_node(var, new_call(op, (target,), <object>get_slot(value, O_ATTRS),
                                                       <object>get_slot(value, O_TY_ARGS), <object>get_slot(value, O_TY)))
                     V.killed[V.get(<PyObject*>target)] = 1
                     out.append(b)
@@ -564,7 +530,7 @@ def kill_flat(func, bint staged=False):
                     nc = new_call(op, tuple(new_args), <object>get_slot(value, O_ATTRS),
                                   <object>get_slot(value, O_TY_ARGS), <object>get_slot(value, O_TY))
                     if is_vb:
-                        out.append(new_binding(var, nc))
+                        out.append(binding_node(var, nc))
                     else:
                         out.append(MatchCast(var, nc, <object>get_slot(b, O_MC_TY)))
                 continue
@@ -610,7 +576,7 @@ def kill_flat(func, bint staged=False):
             if new_value is orig:
                 out.append(b)
             elif is_vb:
-                out.append(new_binding(var, new_value))
+                out.append(binding_node(var, new_value))
             else:
                 out.append(MatchCast(var, new_value, <object>get_slot(b, O_MC_TY)))
     result = <object>get_slot(body, O_BODY)

@@ -33,22 +33,17 @@ is alive, as in the Python reader). Reads never go past what a type index check 
 an object's fields are read only after its type index matched the expected type.
 """
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t
-from cpython.object cimport PyObject, PyTypeObject
+from cpython.object cimport PyObject
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 
-cdef extern from "Python.h":
-    void PyObject_GC_UnTrack(void*)
-
-from cpython.ref cimport Py_DECREF
-
-from memcore_py.ir._slots cimport alloc_node, put_slot, slot_offset
+from memcore_py.ir._nodes cimport binding_node, call_node, shape_expr_node, var_node
 from memcore_py.tvm._node_map cimport AddrMap, map_put
 from memcore_py.tvm._ffi_abi cimport (
     HDR_SIZE, K_ARRAY, K_DATATYPE, K_INT, K_OBJECT_BEGIN, K_SMALL_STR, K_STR, addr, any_obj, any_type, array_data,
     array_size, obj_field, obj_type,
 )
 
-from memcore_py.ir.construct import EMPTY_ATTRS, new_shape_expr, new_shape_type
+from memcore_py.ir.construct import EMPTY_ATTRS, new_shape_type
 from memcore_py.ir.expr import Call, DataflowVar, DataTypeImm, PrimValue, ShapeExpr, StringImm, Var, VarBinding
 from memcore_py.ir.types import TensorType, TupleType
 
@@ -65,74 +60,6 @@ cdef object read_string(const char* any):
         return PyUnicode_DecodeUTF8((<const char**>(obj + HDR_SIZE))[0],
                                     (<const int64_t*>(obj + HDR_SIZE + 8))[0], NULL)
     return None
-
-
-cdef inline object untracked(object node):
-    """``node``, no longer tracked by the cyclic garbage collector. Only for the immutable
-    IR nodes (and tuples) built here: they reference only nodes built before them, so they
-    can never be part of a reference cycle, and reference counting frees them. Without this,
-    the collector's first young-generation pass after a conversion walks every node read
-    (about a fifth of a native pass on BERT-base)."""
-    PyObject_GC_UnTrack(<void*>node)
-    return node
-
-
-# memcore node slots (construct.new_var / new_call / new_binding build the same nodes)
-cdef Py_ssize_t S_VAR_NAME = slot_offset(Var.name)
-cdef Py_ssize_t S_TY = slot_offset(Var.ty)
-cdef Py_ssize_t S_B_VAR = slot_offset(VarBinding.var)
-cdef Py_ssize_t S_B_VALUE = slot_offset(VarBinding.value)
-cdef Py_ssize_t S_OP = slot_offset(Call.op)
-cdef Py_ssize_t S_ARGS = slot_offset(Call.args)
-cdef Py_ssize_t S_ATTRS = slot_offset(Call.attrs)
-cdef Py_ssize_t S_TY_ARGS = slot_offset(Call.ty_args)
-cdef Py_ssize_t S_SE_VALUES = slot_offset(ShapeExpr.values)
-if slot_offset(Call.ty) != S_TY or slot_offset(ShapeExpr.ty) != S_TY:
-    raise ImportError("memcore_py.tvm._ffi_reader: unexpected slot layout of the IR nodes")
-cdef PyTypeObject* T_VAR = <PyTypeObject*>Var
-cdef PyTypeObject* T_DFVAR = <PyTypeObject*>DataflowVar
-cdef PyTypeObject* T_BINDING = <PyTypeObject*>VarBinding
-cdef PyTypeObject* T_CALL = <PyTypeObject*>Call
-cdef PyTypeObject* T_SHAPE_EXPR = <PyTypeObject*>ShapeExpr
-
-
-cdef inline object finish(PyObject* node):
-    """The new node as an object, untracked by the cyclic GC (see :func:`untracked`)."""
-    out = <object>node
-    Py_DECREF(out)
-    PyObject_GC_UnTrack(node)
-    return out
-
-
-cdef object node_var(bint dataflow, name, ty):
-    cdef PyObject* v = alloc_node(T_DFVAR if dataflow else T_VAR)
-    put_slot(v, S_VAR_NAME, name)
-    put_slot(v, S_TY, ty)
-    return finish(v)
-
-
-cdef object node_binding(var, value):
-    cdef PyObject* b = alloc_node(T_BINDING)
-    put_slot(b, S_B_VAR, var)
-    put_slot(b, S_B_VALUE, value)
-    return finish(b)
-
-
-cdef object node_call(op, tuple args, tuple ty_args, ty):
-    cdef PyObject* c = alloc_node(T_CALL)
-    put_slot(c, S_OP, op)
-    put_slot(c, S_ARGS, args)
-    put_slot(c, S_ATTRS, EMPTY_ATTRS)
-    put_slot(c, S_TY_ARGS, ty_args)
-    put_slot(c, S_TY, ty)
-    return finish(c)
-
-
-cdef object node_shape_expr(tuple values, ty):
-    cdef PyObject* e = alloc_node(T_SHAPE_EXPR)
-    put_slot(e, S_SE_VALUES, values)
-    put_slot(e, S_TY, ty)
-    return finish(e)
 
 
 cdef class Layout:
@@ -371,7 +298,7 @@ cdef object define_var(Layout L, Memo M, const char* v, int32_t vt):
     name = read_string(v + L.o_var_name)
     if ty is None or name is None:
         return None
-    var = node_var(vt == L.t_dfvar, name, ty)
+    var = var_node(vt == L.t_dfvar, name, ty)
     M.vars.put_obj(addr(v), var)
     return var
 
@@ -427,7 +354,7 @@ cdef object read_leaf(Layout L, int32_t ti, const char* e, Memo M):
         st = M.interned.get(key)
         if st is None:
             st = M.interned[key] = new_shape_type(dims)
-        return node_shape_expr(dims, st)
+        return shape_expr_node(dims, st)
     if ti == L.t_generic_const:
         val = e + L.o_const_value
         if any_type(val) != K_DATATYPE:
@@ -486,7 +413,7 @@ cdef object read_call(Layout L, const char* c, Memo M):
     ty = read_type(L, obj_field(c, L.o_expr_ty), M)
     if ty is None:
         return None
-    args = untracked(tuple(args))
+    args = tuple(args)
     if callee is M.builtin_alloc and not ty_args:  # the type its shape and dtype give (_Reader)
         if n < 2:
             return None
@@ -498,7 +425,7 @@ cdef object read_call(Layout L, const char* c, Memo M):
         if t is None:
             return None
         ty_args = (t,)
-    return node_call(callee, args, ty_args, ty)
+    return call_node(callee, args, EMPTY_ATTRS, ty_args, ty)  # args untracked with it
 
 
 def register_dtype_imm(Layout L, reader, size_t const_addr, node):
@@ -546,7 +473,7 @@ def read_bindings(Layout L, reader, bindings, slow, list out):
         if var is None:
             out.append(slow(get(bindings, i)))
             continue
-        nb = node_binding(var, value)
+        nb = binding_node(var, value)
         if record is not None:
             map_put(record, nb, addr(b), L.t_binding)
             map_put(record, value, addr(val), ct)
