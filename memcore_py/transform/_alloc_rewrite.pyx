@@ -18,6 +18,7 @@ the slot access of ``memcore_py/ir/_slots.pxd``.
 from cpython.object cimport PyObject, PyTypeObject, Py_TYPE
 from cpython.ref cimport Py_DECREF
 
+from memcore_py.ir._nodes cimport binding_node, call_node, shape_expr_node, var_node
 from memcore_py.ir._slots cimport PyDict_GetItem, alloc_node, get_slot, put_slot, slot_offset
 
 from memcore_py.ir.construct import EMPTY_ATTRS
@@ -28,10 +29,7 @@ from memcore_py.ir.types import ShapeType, TensorType
 cdef Py_ssize_t O_VAR = slot_offset(VarBinding.var)
 cdef Py_ssize_t O_VALUE = slot_offset(VarBinding.value)
 cdef Py_ssize_t O_TY = slot_offset(Call.ty)
-cdef Py_ssize_t O_OP = slot_offset(Call.op)
 cdef Py_ssize_t O_ARGS = slot_offset(Call.args)
-cdef Py_ssize_t O_ATTRS = slot_offset(Call.attrs)
-cdef Py_ssize_t O_TY_ARGS = slot_offset(Call.ty_args)
 if slot_offset(Var.ty) != O_TY:
     raise ImportError("memcore_py.transform._alloc_rewrite: unexpected slot layout of the IR nodes")
 cdef Py_ssize_t O_VAR_NAME = slot_offset(Var.name)
@@ -48,8 +46,6 @@ cdef PyTypeObject* T_INT_IMM = <PyTypeObject*>IntImm
 cdef PyTypeObject* T_TENSOR_TYPE = <PyTypeObject*>TensorType
 cdef PyTypeObject* T_SHAPE_EXPR = <PyTypeObject*>ShapeExpr
 cdef PyTypeObject* T_SHAPE_TYPE = <PyTypeObject*>ShapeType
-cdef PyTypeObject* T_CALL = <PyTypeObject*>Call
-cdef PyTypeObject* T_VAR_BINDING = <PyTypeObject*>VarBinding
 
 
 #: name -> name + "_raw" (the zero-offset views' raw tensors), shared across calls like the
@@ -69,21 +65,9 @@ cdef object _raw_name(name):
     return raw
 
 
-cdef object _binding(PyTypeObject* call_type, op, tuple args, ty, var):
+cdef inline object _binding(op, tuple args, ty, var):
     """``VarBinding(var, Call(op, args, ty=ty))``, built as construct.new_call / new_binding do."""
-    cdef PyObject* c = alloc_node(call_type)
-    put_slot(c, O_OP, op)
-    put_slot(c, O_ARGS, args)
-    put_slot(c, O_ATTRS, EMPTY_ATTRS)
-    put_slot(c, O_TY_ARGS, ())
-    put_slot(c, O_TY, ty)
-    cdef PyObject* nb = alloc_node(T_VAR_BINDING)
-    put_slot(nb, O_VAR, var)
-    put_slot(nb, O_VALUE, <object>c)
-    Py_DECREF(<object>c)
-    out = <object>nb
-    Py_DECREF(out)
-    return out
+    return binding_node(var, call_node(op, args, EMPTY_ATTRS, (), ty))
 
 
 def storage_binding(op, str name, nbytes, dev, scope_imm, dtype_imm, var_cls, ty):
@@ -99,17 +83,9 @@ def storage_binding(op, str name, nbytes, dev, scope_imm, dtype_imm, var_cls, ty
     put_slot(st, O_ST_NDIM, 1)
     shape_type = <object>st
     Py_DECREF(shape_type)
-    cdef PyObject* se = alloc_node(T_SHAPE_EXPR)
-    put_slot(se, O_SE_VALUES, values)
-    put_slot(se, O_TY, shape_type)
-    shape = <object>se
-    Py_DECREF(shape)
-    cdef PyObject* v = alloc_node(<PyTypeObject*>var_cls)
-    put_slot(v, O_VAR_NAME, name)
-    put_slot(v, O_TY, ty)
-    var = <object>v
-    Py_DECREF(var)
-    return _binding(T_CALL, op, (shape, dev, scope_imm, dtype_imm), ty, var)
+    shape = shape_expr_node(values, shape_type)
+    var = var_node(var_cls is DataflowVar, name, ty)
+    return _binding(op, (shape, dev, scope_imm, dtype_imm), ty, var)
 
 
 def splice(list out, list inserts, list view_positions, list views):
@@ -282,7 +258,7 @@ cdef class AllocRewrite:
             var = <object>get_slot(b, O_VAR)
             ty = <object>get_slot(var, O_TY)
             call = <object>get_slot(b, O_VALUE)
-            out[i] = _binding(T_CALL, op, self._args(var, ty, call, t, tok_offset[t], make_args, offset_imm), ty,
+            out[i] = _binding(op, self._args(var, ty, call, t, tok_offset[t], make_args, offset_imm), ty,
                               var)
 
     def rebuild_views(self, list out, dict allocs, make_args, view_op, var_cls, dict offset_imm,
@@ -298,8 +274,7 @@ cdef class AllocRewrite:
         if var_cls is not Var and var_cls is not DataflowVar:
             raise TypeError(f"rebuild_views: var_cls must be Var or DataflowVar; got {var_cls!r}")
         cdef list tok_offset = self.tok_offset
-        cdef PyObject* raw
-        cdef PyTypeObject* vcls = <PyTypeObject*>var_cls
+        cdef bint dataflow = var_cls is DataflowVar
         op = self.op
         for i, t in allocs.items():
             offset = tok_offset[t]
@@ -309,13 +284,9 @@ cdef class AllocRewrite:
             call = <object>get_slot(b, O_VALUE)
             new_args = self._args(var, ty, call, t, offset, make_args, offset_imm)
             if not offset:
-                out[i] = _binding(T_CALL, op, new_args, ty, var)
+                out[i] = _binding(op, new_args, ty, var)
                 continue
-            raw = alloc_node(vcls)
-            put_slot(raw, O_VAR_NAME, _raw_name(<object>get_slot(var, O_VAR_NAME)))
-            put_slot(raw, O_TY, ty)
-            raw_var = <object>raw
-            Py_DECREF(raw_var)
+            raw_var = var_node(dataflow, _raw_name(<object>get_slot(var, O_VAR_NAME)), ty)
             positions.append(i)
-            raws.append(_binding(T_CALL, op, new_args, ty, raw_var))
-            out[i] = _binding(T_CALL, view_op, (raw_var,), ty, var)
+            raws.append(_binding(op, new_args, ty, raw_var))
+            out[i] = _binding(view_op, (raw_var,), ty, var)
