@@ -76,8 +76,19 @@ _BUILTIN_ALLOC = "relax.builtin.alloc_tensor"
 
 
 #: TVM objects every conversion may share (see _Writer.__init__), dropped past _SHARED_MAX.
-_SHARED = ({}, {}, {}, {}, {}, [])
+_SHARED = ({}, {}, {}, {}, {}, {}, [])
 _SHARED_MAX = 1 << 14
+
+
+def _constant_key(dims):
+    """The value key of a shape whose dims are all ``IntImm`` (its TVM objects can be shared by
+    every conversion: they hold nothing of one module); None otherwise."""
+    key = []
+    for d in dims:
+        if type(d) is not IntImm:
+            return None
+        key.append((d.value, d.dtype))
+    return tuple(key)
 
 
 class _Writer:
@@ -119,13 +130,14 @@ class _Writer:
         #: immutable leaves written once and shared (TVM shares them too). Per conversion:
         #: dims tuple -> ShapeExpr (dims may hold this module's symbolic vars); across
         #: conversions (_SHARED): dtype str -> PrimType, op -> Op, (value, dtype) -> IntImm,
-        #: str -> StringImm / dtype constant, the missing type and ``R.Object``
+        #: str -> StringImm / dtype constant, constant shapes and tensor types of constant
+        #: shape (``_constant_key``), the missing type and ``R.Object``
         self.shapes = {}
         shared = _SHARED
-        if sum(len(t) for t in shared[:5]) > _SHARED_MAX:
-            for t in shared[:5]:
+        if sum(len(t) for t in shared[:6]) > _SHARED_MAX:
+            for t in shared[:6]:
                 t.clear()
-        self.dtypes, self.ops, self.ints, self.strings, self.dtype_imms, singletons = shared
+        self.dtypes, self.ops, self.ints, self.strings, self.dtype_imms, self.constants, singletons = shared
         if not singletons:
             singletons.extend((api.ir_ffi.TypeMissing(), api.rx_ffi.AnyType(None)))
         self.missing, self.any = singletons
@@ -171,6 +183,15 @@ class _Writer:
         if r is not None:
             return r
         cls = type(t)
+        key = None
+        if cls is TensorType and t.vdevice is None and t.shape is not None:
+            key = _constant_key(t.shape)
+            if key is not None:  # shared across conversions, as the IntImms in it
+                key = ("tensor", key, t.dtype)
+                r = self.constants.get(key)
+                if r is not None:
+                    self.types[t] = r
+                    return r
         if cls is TensorType:
             shape = None if t.shape is None else self.rx_ffi.ShapeExpr([self.prim(d) for d in t.shape], None)
             vd = None if t.vdevice is None else self.vdevice(t.vdevice)
@@ -194,6 +215,8 @@ class _Writer:
         else:
             self.fail(f"type {t!r}")
         self.types[t] = r
+        if key is not None:
+            self.constants[key] = r
         return r
 
     def vdevice(self, name: str):
@@ -325,7 +348,14 @@ class _Writer:
         vals = e.values
         r = self.shapes.get(vals)
         if r is None:
-            r = self.shapes[vals] = self.rx_ffi.ShapeExpr([self.prim(d) for d in vals], None)
+            key = _constant_key(vals)
+            if key is not None:  # shared across conversions, as the IntImms in it
+                r = self.constants.get(key)
+            if r is None:
+                r = self.rx_ffi.ShapeExpr([self.prim(d) for d in vals], None)
+                if key is not None:
+                    self.constants[key] = r
+            self.shapes[vals] = r
         return r
 
     def prim_value(self, e):

@@ -150,3 +150,27 @@ def test_converters_are_freed_when_the_pass_returns():
     finally:
         if was:
             gc.enable()
+
+
+def test_constant_shapes_and_types_are_shared_across_conversions_symbolic_ones_are_not():
+    """A shape or tensor type whose dims are all integers is written once and shared by every
+    conversion (it holds nothing of one module); one with a symbolic dim belongs to its module."""
+    text = """
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((4, 8), dtype="float32"), y: R.Tensor(("n", 8), dtype="float32")) -> R.Shape:
+        n = T.int64()
+        s: R.Shape([4, 8]) = R.shape([4, 8])
+        t: R.Shape([n, 8]) = R.shape([n, 8])
+        return s
+"""
+    mod = parse(text)
+    first, second = write(mod, compiled=True)[0], write(mod, compiled=True)[0]
+    tvm.ir.assert_structural_equal(first, tvm.script.from_source(text))
+    a, b = first["main"], second["main"]
+    bind_a, bind_b = a.body.blocks[0].bindings, b.body.blocks[0].bindings
+    assert bind_a[0].value.same_as(bind_b[0].value)  # R.shape([4, 8])
+    assert a.params[0].ty.same_as(b.params[0].ty)  # R.Tensor((4, 8))
+    assert not bind_a[1].value.same_as(bind_b[1].value)  # R.shape([n, 8]): n is this module's
+    assert not a.params[1].ty.same_as(b.params[1].ty)
