@@ -8,15 +8,17 @@ A native pass looks up or records every binding, variable and call it converts, 
 binding between the read and the two write-backs of a pass chain. As a ``dict`` each entry
 cost a Python ``int`` for the address and a hash-table entry of 24 bytes plus its index,
 and at 30k bindings those lookups, their cache misses and freeing the entries were about a
-third of a native pass. This map keeps the common entries in two C arrays:
+third of a native pass. This map keeps the common entries in one C array of entries {key,
+address, TVM type index}:
 
 - keys are memcore nodes hashed by identity (``type(key).__hash__`` is ``object.__hash__``,
   so a ``dict`` would compare them by identity too: the two maps agree on every lookup);
-- values are addresses (non-zero ``size_t``);
-- one array of entries {key, address, TVM type index} (the type index, when the writer or
-  reader knew it, saves the write-back a read of the TVM object's header); open addressing
-  with linear probing on the address bits of the key (see ``slot_of``), at most half full;
-  each key holds a reference (an address never outlives its node's entry, and a freed
+- addresses are non-zero ``size_t``; the type index, when the writer or reader knew it,
+  saves the write-back a read of the TVM object's header (0: not known);
+- open addressing with linear probing on the address bits of the key (see ``slot_of``), at
+  most half full; a second array keeps the keys in insertion order, the order they are
+  released in (nodes built one after another sit side by side in memory);
+- each key holds a reference (an address never outlives its node's entry, and a freed
   node's memory cannot be reused by another node that would then find its entry).
 
 Every other entry (a key hashed by value, such as a ``(kind, name)`` tuple, or a value that
