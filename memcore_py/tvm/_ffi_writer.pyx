@@ -19,8 +19,9 @@ object the caller does not ask for. The C API's entry points are taken from the
 time and memcore builds without TVM.
 
 Ownership: every handle a constructor returns is owned by a :class:`Keep` (one reference,
-released when the ``Keep`` is freed); node maps (``reuse`` / ``record`` of ``to_tvm``) hold
-object *addresses* as Python ints, valid while their ``Keep`` is alive. A ``Keep`` also holds
+released when the ``Keep`` is freed); node maps (``reuse`` / ``record`` of ``to_tvm``,
+:class:`~memcore_py.tvm._node_map.NodeMap`) hold object *addresses*, valid while their
+``Keep`` is alive. A ``Keep`` also holds
 Python objects (:meth:`Keep.hold`): the source module of a read, so that every address read
 from it stays valid. :func:`object_at` gives the Python wrapper of an address, through a
 global function registered here (tvm_ffi builds the wrapper as for any returned object).
@@ -38,7 +39,7 @@ from cpython.unicode cimport PyUnicode_AsUTF8AndSize
 
 from memcore_py.ir._slots cimport get_slot, slot_offset
 from memcore_py.tvm._ffi_abi cimport FFIAny, HDR_SIZE, K_ERROR, K_INT, K_NONE, K_OBJECT_BEGIN, K_RAW_STR, obj_type
-from memcore_py.tvm._node_map cimport NodeMap, identity_hashed, map_get, map_get_typed, map_put
+from memcore_py.tvm._node_map cimport NodeMap, map_get, map_get_typed, map_put
 
 from memcore_py.ir.expr import (
     BindingBlock, Call, DataflowVar, DataTypeImm, GlobalVar, PrimValue, ShapeExpr, StringImm, Var, VarBinding,
@@ -313,7 +314,7 @@ cdef object write_call_binding(W, Keep K, bd, c, object reuse, object record, No
         if h != 0:
             set_typed(&av[j], h, ti)
             continue
-        h = vars.get_addr(a) if identity_hashed(a) else 0
+        h = map_get(vars, a)
         if h == 0:
             key = leaf_key(a)
             if key is not None:  # a leaf: shared by value (an equal object, whoever read it)
