@@ -18,7 +18,7 @@ cdef class NodeMap:
     cdef PyObject** order    # the keys in insertion order (cap / 2 places)
     cdef Py_ssize_t cap      # a power of two
     cdef Py_ssize_t used     # entries in the table
-    cdef int shift           # 64 - log2(cap): the hash keeps the top bits
+    cdef int shift           # 64 - log2(cap) (slot_of masks with it)
     cdef dict extra          # entries that are not (identity-hashed key -> address)
 
     cdef Entry* find(self, object key) noexcept
@@ -31,14 +31,6 @@ cdef inline bint identity_hashed(object key) noexcept:
     """Whether ``key``'s type hashes by identity (``object.__hash__``): a dict would compare
     it by identity too, so it may live in a NodeMap's arrays."""
     return Py_TYPE(key).tp_hash == PyBaseObject_Type.tp_hash
-
-
-cdef inline size_t map_get(object m, object key) except? 0:
-    """The address ``m`` (a NodeMap or a dict) holds for ``key``; 0 when none."""
-    if type(m) is NodeMap and identity_hashed(key):
-        return (<NodeMap>m).get_addr(key)
-    v = m.get(key)
-    return <size_t>v if v is not None else 0
 
 
 cdef inline int map_put(object m, object key, size_t address, int type_index=0) except -1:
@@ -75,3 +67,9 @@ cdef inline size_t map_get_typed(object m, object key, int* type_index) except? 
     type_index[0] = 0
     v = m.get(key)
     return <size_t>v if v is not None else 0
+
+
+cdef inline size_t map_get(object m, object key) except? 0:
+    """The address ``m`` (a NodeMap or a dict) holds for ``key``; 0 when none."""
+    cdef int type_index
+    return map_get_typed(m, key, &type_index)
