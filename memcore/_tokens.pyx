@@ -46,8 +46,9 @@ bucket, O(n_tok + n_pools) memory.
 import numpy as np
 
 cimport cython
+cimport numpy as cnp
 from cython.operator cimport dereference as deref
-from libc.string cimport memmove
+from libc.string cimport memcpy, memmove
 from libcpp.deque cimport deque
 from libcpp.map cimport map as cpp_map
 from libcpp.pair cimport pair
@@ -56,6 +57,8 @@ from libcpp.vector cimport vector
 from memcore._bits cimport bit_length, lowest_bit
 
 from memcore._typedefs cimport EV_REQUEST, idx_t, kind_t
+
+cnp.import_array()
 
 #: Kernel return codes (memcore.tokens turns them into messages).
 cdef enum:
@@ -317,9 +320,11 @@ cdef class _TokenAllocator:
     cdef idx_t high_limit                               # INT64_MAX // match_range
     cdef int range_shift                                # log2(match_range) if a power of 2
     cdef idx_t n_storage                                # storages created so far
-    cdef idx_t[::1] storage_bytes                       # max bytes requested per storage
-    cdef idx_t[::1] storage_pool                        # dense pool id per storage
-    cdef idx_t[::1] storage_sym                         # symbolic class per storage, -1 = const
+    # per storage (n_tok slots, the most there can be; plain vectors: typed memoryviews
+    # cost more to set up than the whole event loop on small programs)
+    cdef vector[idx_t] storage_bytes                    # max bytes requested per storage
+    cdef vector[idx_t] storage_pool                     # dense pool id per storage
+    cdef vector[idx_t] storage_sym                      # symbolic class per storage, -1 = const
 
     def __cinit__(self, idx_t n_pools, idx_t n_tok, idx_t match_range):
         cdef bint bucketed = n_pools <= MAX_BUCKETED_POOLS
@@ -344,9 +349,9 @@ cdef class _TokenAllocator:
         if match_range > 0 and (match_range & (match_range - 1)) == 0:
             self.range_shift = bit_length(<unsigned long long>match_range) - 1
         self.n_storage = 0
-        self.storage_bytes = np.empty(n_tok, dtype=np.int64)
-        self.storage_pool = np.empty(n_tok, dtype=np.int64)
-        self.storage_sym = np.empty(n_tok, dtype=np.int64)
+        self.storage_bytes.resize(n_tok)
+        self.storage_pool.resize(n_tok)
+        self.storage_sym.resize(n_tok)
 
     cdef inline idx_t fresh(self, idx_t s, idx_t pool, idx_t sym) noexcept nogil:
         cdef idx_t st = self.n_storage
@@ -536,30 +541,28 @@ cdef class _TokenAllocator:
 
 cdef int _plan_tokens(
     _TokenAllocator alloc,
-    const idx_t[::1] tok_bytes,
-    const idx_t[::1] tok_pool,
-    const idx_t[::1] tok_refs,
-    const idx_t[::1] tok_sym,
-    const kind_t[::1] ev_kind,
-    const idx_t[::1] ev_tok,
+    const idx_t* bytes_p,
+    const idx_t* pool_p,
+    const idx_t* refs_p,
+    const idx_t* tok_sym,
+    const kind_t* kind_p,
+    const idx_t* ev_tok_p,
+    Py_ssize_t n_events,
     bint release_zero_ref,
-    idx_t[::1] storage_of,
-    idx_t[::1] left,
+    idx_t* storage_of_p,
+    idx_t* left_p,
     idx_t* bad_event,
 ) except -1 nogil:
-    """Run the event program; return OK or an ERR_* code with *bad_event set."""
-    cdef Py_ssize_t e, n_events = ev_kind.shape[0]
-    cdef bint has_sym = tok_sym.shape[0] > 0
+    """Run the event program; return OK or an ERR_* code with *bad_event set.
+
+    Raw pointers: the compiler cannot keep memoryview data pointers in registers across the
+    stores of this loop (reloading them doubled the loop's instruction count), and setting
+    up typed memoryviews cost more than the whole loop on small programs. ``tok_sym`` is
+    NULL when no token is symbolic; ``storage_of_p`` starts all -1, ``left_p`` anything.
+    """
+    cdef Py_ssize_t e
+    cdef bint has_sym = tok_sym != NULL
     cdef idx_t p, st, refs, sym, s
-    # Raw pointers: the compiler cannot keep memoryview data pointers in registers across
-    # the stores of this loop, and reloading them doubled the loop's instruction count.
-    cdef const kind_t* kind_p = &ev_kind[0] if n_events else NULL
-    cdef const idx_t* ev_tok_p = &ev_tok[0] if n_events else NULL
-    cdef const idx_t* bytes_p = &tok_bytes[0] if tok_bytes.shape[0] else NULL
-    cdef const idx_t* pool_p = &tok_pool[0] if tok_bytes.shape[0] else NULL
-    cdef const idx_t* refs_p = &tok_refs[0] if tok_bytes.shape[0] else NULL
-    cdef idx_t* storage_of_p = &storage_of[0] if tok_bytes.shape[0] else NULL
-    cdef idx_t* left_p = &left[0] if tok_bytes.shape[0] else NULL
     for e in range(n_events):
         p = ev_tok_p[e]
         if kind_p[e] == EV_REQUEST:
@@ -595,6 +598,33 @@ cdef int _plan_tokens(
     return OK
 
 
+cdef int _array_data(object a, Py_ssize_t itemsize, Py_ssize_t n, str name, const void** data) except -1:
+    """Point ``data[0]`` at the elements of ``a``: a 1-d C-contiguous native-order ndarray of
+    signed integers of ``itemsize`` bytes, of length ``n`` (any length when ``n < 0``).
+    Raises ValueError otherwise."""
+    cdef cnp.ndarray arr
+    if not cnp.PyArray_Check(a):
+        raise ValueError(f"{name} must be a numpy array; got {type(a).__name__}")
+    arr = <cnp.ndarray>a
+    if (cnp.PyArray_NDIM(arr) != 1 or not cnp.PyArray_IS_C_CONTIGUOUS(arr)
+            or not cnp.PyArray_ISSIGNED(arr) or cnp.PyArray_ITEMSIZE(arr) != itemsize
+            or not cnp.PyArray_ISNOTSWAPPED(arr)):
+        raise ValueError(f"{name} must be a 1-d C-contiguous int{8 * itemsize} array; got {a.dtype} "
+                         f"with shape {a.shape}")
+    if n >= 0 and cnp.PyArray_DIM(arr, 0) != n:
+        raise ValueError(f"{name} must have length {n}; got {cnp.PyArray_DIM(arr, 0)}")
+    data[0] = cnp.PyArray_DATA(arr)
+    return 0
+
+
+cdef object _int64_array(const idx_t* src, Py_ssize_t n):
+    """A new int64 ndarray holding ``src[0:n]``."""
+    out = np.empty(n, dtype=np.int64)
+    if n:
+        memcpy(cnp.PyArray_DATA(<cnp.ndarray>out), src, n * sizeof(idx_t))
+    return out
+
+
 def _py_plan_tokens(
     tok_bytes,
     tok_pool_dense,
@@ -608,35 +638,52 @@ def _py_plan_tokens(
 ):
     """Kernel on validated arrays (pools dense, tok_sym empty when there is none).
 
+    The arrays must be 1-d C-contiguous int64 (``ev_kind`` int8) of consistent lengths
+    (ValueError otherwise); their values are trusted.
+
     Returns
     -------
     (code, bad_event, storage_of, storage_bytes, storage_pool_dense); the storage arrays are
     trimmed to n_storage. ``code`` is 0 or one of ERROR_CODES.
     """
-    cdef Py_ssize_t n_tok = tok_bytes.shape[0]
+    cdef Py_ssize_t n_tok, n_events, i
+    cdef const void* bytes_p
+    cdef const void* pool_p
+    cdef const void* refs_p
+    cdef const void* sym_p
+    cdef const void* kind_p
+    cdef const void* ev_tok_p
+    _array_data(tok_bytes, 8, -1, "tok_bytes", &bytes_p)
+    n_tok = cnp.PyArray_DIM(<cnp.ndarray>tok_bytes, 0)
+    _array_data(tok_pool_dense, 8, n_tok, "tok_pool", &pool_p)
+    _array_data(tok_refs, 8, n_tok, "tok_refs", &refs_p)
+    _array_data(tok_sym, 8, -1, "tok_sym", &sym_p)
+    if cnp.PyArray_DIM(<cnp.ndarray>tok_sym, 0) == 0:
+        sym_p = NULL
+    elif cnp.PyArray_DIM(<cnp.ndarray>tok_sym, 0) != n_tok:
+        raise ValueError(f"tok_sym must be empty or have length {n_tok}; got {cnp.PyArray_DIM(<cnp.ndarray>tok_sym, 0)}")
+    _array_data(ev_kind, 1, -1, "ev_kind", &kind_p)
+    n_events = cnp.PyArray_DIM(<cnp.ndarray>ev_kind, 0)
+    _array_data(ev_tok, 8, n_events, "ev_tok", &ev_tok_p)
     cdef _TokenAllocator alloc = _TokenAllocator(n_pools, n_tok, match_range)
-    storage_of = np.full(n_tok, -1, dtype=np.int64)
-    left = np.zeros(n_tok, dtype=np.int64)
-    cdef idx_t[::1] storage_of_v = storage_of
-    cdef idx_t[::1] left_v = left
-    cdef const idx_t[::1] bytes_v = tok_bytes
-    cdef const idx_t[::1] pool_v = tok_pool_dense
-    cdef const idx_t[::1] refs_v = tok_refs
-    cdef const idx_t[::1] sym_v = tok_sym
-    cdef const kind_t[::1] kind_v = ev_kind
-    cdef const idx_t[::1] ev_tok_v = ev_tok
+    storage_of = np.empty(n_tok, dtype=np.int64)
+    cdef idx_t* storage_of_p = <idx_t*>cnp.PyArray_DATA(<cnp.ndarray>storage_of)
+    cdef vector[idx_t] left = vector[idx_t](n_tok)
     cdef idx_t bad_event = -1
     cdef int code
     with nogil:
+        for i in range(n_tok):
+            storage_of_p[i] = -1
         code = _plan_tokens(
-            alloc, bytes_v, pool_v, refs_v, sym_v, kind_v, ev_tok_v,
-            release_zero_ref, storage_of_v, left_v, &bad_event,
+            alloc, <const idx_t*>bytes_p, <const idx_t*>pool_p, <const idx_t*>refs_p, <const idx_t*>sym_p,
+            <const kind_t*>kind_p, <const idx_t*>ev_tok_p, n_events,
+            release_zero_ref, storage_of_p, left.data(), &bad_event,
         )
     n = alloc.n_storage
     return (
         code,
         bad_event,
         storage_of,
-        np.asarray(alloc.storage_bytes)[:n].copy(),
-        np.asarray(alloc.storage_pool)[:n].copy(),
+        _int64_array(alloc.storage_bytes.data(), n),
+        _int64_array(alloc.storage_pool.data(), n),
     )

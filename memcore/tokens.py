@@ -130,9 +130,10 @@ def plan_tokens(
     check : bool, default=True
         Validate the arrays (dtypes, lengths, value ranges). ``False`` is for internal
         callers that build the arrays themselves (memcore_py's planning layer): they must
-        be C-contiguous int64 (``ev_kind`` int8) of consistent lengths with values in range
-        and ``match_range`` an int ``>= 0``; the event *sequence* is still checked. Saves
-        about 10 us a call, which is most of the cost on small programs.
+        be C-contiguous int64 (``ev_kind`` int8) of consistent lengths (else ValueError)
+        with values in range and ``match_range`` an int ``>= 0``; the event *sequence* is
+        still checked. Saves about 10 us a call, which is most of the cost on small
+        programs.
     n_pools : int, optional
         With ``check=False`` only (ignored otherwise): the pool ids are already dense,
         ``0 <= tok_pool < n_pools``, as the caller guarantees for the other unchecked ranges;

@@ -1,0 +1,78 @@
+"""The token kernel reads its arrays through raw data pointers (no typed memoryviews: their
+set-up cost more than the whole event loop on small programs). With ``check=False`` the
+values are trusted, but the array layout is still checked: an array of the wrong dtype,
+dimension, memory order or length is a ValueError, never a read past the data. The unchecked
+plan equals the checked one, also for empty and all-symbolic programs.
+"""
+
+import numpy as np
+import pytest
+
+from memcore import EV_DECREF, EV_REQUEST, plan_tokens
+from memcore._workloads import random_token_program
+
+
+def _arrays(prog):
+    return dict(
+        tok_bytes=np.ascontiguousarray(prog["tok_bytes"], dtype=np.int64),
+        tok_pool=np.ascontiguousarray(prog["tok_pool"], dtype=np.int64),
+        tok_refs=np.ascontiguousarray(prog["tok_refs"], dtype=np.int64),
+        ev_kind=np.ascontiguousarray(prog["ev_kind"], dtype=np.int8),
+        ev_tok=np.ascontiguousarray(prog["ev_tok"], dtype=np.int64),
+        tok_sym=np.ascontiguousarray(prog["tok_sym"], dtype=np.int64),
+    )
+
+
+def _same(a, b):
+    for name in ("storage_of", "storage_bytes", "storage_pool"):
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+        assert getattr(a, name).dtype == np.int64
+
+
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("n_tok, p_symbolic", [(1, 0.0), (3, 0.0), (6, 0.5), (40, 0.2), (7, 1.0)])
+def test_unchecked_small_programs_give_the_checked_plan(seed, n_tok, p_symbolic):
+    prog = random_token_program(np.random.default_rng(seed), n_tok, n_pools=2, p_symbolic=p_symbolic,
+                                p_zero_ref=0.2)
+    want = plan_tokens(**prog)
+    _same(plan_tokens(**_arrays(prog), match_range=16, check=False), want)
+
+
+def test_empty_program():
+    empty = np.empty(0, dtype=np.int64)
+    plan = plan_tokens(empty, empty, empty, np.empty(0, dtype=np.int8), empty, check=False, n_pools=0)
+    assert plan.storage_of.shape == (0,) and plan.n_storage == 0
+
+
+def _one_token():
+    return dict(tok_bytes=np.array([32], dtype=np.int64), tok_pool=np.array([0], dtype=np.int64),
+                tok_refs=np.array([1], dtype=np.int64), ev_kind=np.array([EV_REQUEST, EV_DECREF], dtype=np.int8),
+                ev_tok=np.array([0, 0], dtype=np.int64))
+
+
+def test_one_token_unchecked():
+    plan = plan_tokens(**_one_token(), check=False)
+    assert plan.storage_of.tolist() == [0] and plan.storage_bytes.tolist() == [32]
+
+
+@pytest.mark.parametrize("name, bad, why", [
+    ("tok_bytes", np.array([32], dtype=np.int32), "int64"),             # wrong width
+    ("tok_bytes", np.array([32.0]), "int64"),                           # not integers
+    ("tok_pool", np.array([[0]], dtype=np.int64), "1-d"),               # 2-d
+    ("tok_refs", np.array([1, 9, 1], dtype=np.int64)[::2], "C-contig"),  # not contiguous
+    ("tok_refs", np.array([1, 1], dtype=np.int64), "length 1"),         # length differs from tok_bytes
+    ("ev_kind", np.array([0, 1], dtype=np.int64), "int8"),              # kinds are int8
+    ("ev_tok", np.array([0], dtype=np.int64), "length 2"),              # length differs from ev_kind
+    ("ev_tok", np.array([0, 0], dtype=">i8"), "int64"),                 # byte-swapped
+    ("tok_bytes", [32], "numpy array"),                                 # not an array
+])
+def test_unchecked_layout_errors_are_value_errors(name, bad, why):
+    args = _one_token()
+    args[name] = bad
+    with pytest.raises(ValueError, match=f"{name} must .*{why}"):
+        plan_tokens(**args, check=False, n_pools=1)
+
+
+def test_unchecked_tok_sym_must_be_empty_or_per_token():
+    with pytest.raises(ValueError, match="tok_sym"):
+        plan_tokens(**_one_token(), tok_sym=np.array([-1, -1], dtype=np.int64), check=False)
