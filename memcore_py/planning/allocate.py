@@ -228,16 +228,24 @@ def plan_memory(program: TokenProgram, mode: str = "tvm", *, alignment: int = 64
     MemoryPlan
         Each storage's ``tokens`` in program order.
     """
+    if mode not in MODES:
+        raise ValueError(f"planning mode must be one of {MODES}; got {mode!r}")
+    if program.n_tok == 0:
+        # nothing to plan (every allocation escapes, or none): what both planners return
+        # for no tokens, without running the engine
+        plan = MemoryPlan(mode, [], np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64),
+                          function_names=program.function_names)
+        if lower_bound or mode == "arena":
+            plan.function_lower_bounds = dict.fromkeys(program.function_names, 0)
+        return plan
     if mode == "tvm":
         plan = tvm_plan(program, key_device=key_device)
         if lower_bound:
             bounds = pool_lower_bounds(program)
             plan.lower_bound = sum(bounds.values())
             plan.function_lower_bounds = function_lower_bounds(program, bounds)
-    elif mode == "arena":
-        plan = arena_plan(program, alignment, time_limit)
     else:
-        raise ValueError(f"planning mode must be one of {MODES}; got {mode!r}")
+        plan = arena_plan(program, alignment, time_limit)
     for s in plan.storages:
         s.tokens.sort()  # token ids are in program order
     return plan

@@ -483,7 +483,10 @@ def _plan_block_memory(mod, mode, alignment, time_limit, zero_offset_views, lowe
     plan = plan_memory(st.program, mode, alignment=alignment, time_limit=time_limit, lower_bound=lower_bound)
     if ctx is not None and ctx.tracing:
         _trace(ctx, st, plan, mode)
-    out = _StorageAllocationRewriter(mod, st, plan, zero_offset_views and mode == "arena").rewrite()
+    if plan.storages or any(ATTR_PLAN_DYNAMIC_FUNC_OUTPUT in entry.func.attrs for entry in st.sites.functions):
+        out = _StorageAllocationRewriter(mod, st, plan, zero_offset_views and mode == "arena").rewrite()
+    else:  # nothing planned and no Case-2 attribute: the module itself, as rewrite() returns it
+        out = mod
     return out, plan, st
 
 
