@@ -72,6 +72,12 @@ cdef PyTypeObject* T_VAR = <PyTypeObject*>Var
 cdef PyTypeObject* T_DATAFLOW_VAR = <PyTypeObject*>DataflowVar
 
 
+cdef inline object _int64_zeros(Py_ssize_t n):
+    """A new int64 array of ``n`` zeros."""
+    cdef cnp.npy_intp dim = n
+    return cnp.PyArray_ZEROS(1, &dim, cnp.NPY_INT64, 0)
+
+
 def same_alloc_args(tuple args, info):
     """Whether ``R.builtin.alloc_tensor`` arguments ``args`` have the values recorded in
     ``info`` (a :class:`~memcore_py.analysis.storage_tokens.TokenInfo`): dtype, device index
@@ -353,7 +359,7 @@ cdef class InitWalk:
         cdef list kept_block, kept_binding, kept_index
         # arrays written through their data pointers (typed memoryviews cost more to set up
         # than the whole loop on small programs); every index is checked or built in range
-        new_id_arr = np.zeros(n_all, dtype=np.int64)
+        new_id_arr = _int64_zeros(n_all)
         cdef int64_t* new_id = <int64_t*>cnp.PyArray_DATA(<cnp.ndarray>new_id_arr)
         for d in discarded:  # token ids of this walk (checked: the set is public)
             i = d
@@ -364,15 +370,16 @@ cdef class InitWalk:
             if new_id[i] == 0:
                 new_id[i] = k
                 k += 1
-        # the six per-token arrays are the rows of one buffer (one allocation):
-        # TokenInfo id, constant bytes, function, start, last use, uses
-        per_tok = np.zeros((6, k), dtype=np.int64)
-        cdef int64_t* info_id = <int64_t*>cnp.PyArray_DATA(<cnp.ndarray>per_tok)
-        cdef int64_t* info_const = info_id + k
-        cdef int64_t* info_func = info_id + 2 * k
-        cdef int64_t* start = info_id + 3 * k
-        cdef int64_t* end = info_id + 4 * k
-        cdef int64_t* refs = info_id + 5 * k
+        # the six per-token arrays (made through the C API: np.zeros costs more than the loops
+        # below on small programs): TokenInfo id, constant bytes, function, start, last use, uses
+        info_arr, const_arr, func_arr = _int64_zeros(k), _int64_zeros(k), _int64_zeros(k)
+        start_arr, end_arr, refs_arr = _int64_zeros(k), _int64_zeros(k), _int64_zeros(k)
+        cdef int64_t* info_id = <int64_t*>cnp.PyArray_DATA(<cnp.ndarray>info_arr)
+        cdef int64_t* info_const = <int64_t*>cnp.PyArray_DATA(<cnp.ndarray>const_arr)
+        cdef int64_t* info_func = <int64_t*>cnp.PyArray_DATA(<cnp.ndarray>func_arr)
+        cdef int64_t* start = <int64_t*>cnp.PyArray_DATA(<cnp.ndarray>start_arr)
+        cdef int64_t* end = <int64_t*>cnp.PyArray_DATA(<cnp.ndarray>end_arr)
+        cdef int64_t* refs = <int64_t*>cnp.PyArray_DATA(<cnp.ndarray>refs_arr)
         cdef tuple fields
         cdef Py_ssize_t n_sym = 0
         if k == n_all:
@@ -397,8 +404,9 @@ cdef class InitWalk:
         for i in range(k):
             if info_const[i] < 0:
                 n_sym += 1
-        kind_arr = np.empty(n_ev, dtype=np.int8)
-        tok_arr = np.empty(n_ev, dtype=np.int64)
+        cdef cnp.npy_intp dim = n_ev
+        kind_arr = cnp.PyArray_EMPTY(1, &dim, cnp.NPY_INT8, 0)
+        tok_arr = cnp.PyArray_EMPTY(1, &dim, cnp.NPY_INT64, 0)
         cdef kind_t* kind = <kind_t*>cnp.PyArray_DATA(<cnp.ndarray>kind_arr)
         cdef int64_t* tok = <int64_t*>cnp.PyArray_DATA(<cnp.ndarray>tok_arr)
         for j in range(n_ev):
@@ -421,6 +429,7 @@ cdef class InitWalk:
                 end[t] = step
             tok[m] = t
             m += 1
-        info_arr, const_arr, func_arr, start_arr, end_arr, refs_arr = per_tok
-        return (kind_arr[:m], tok_arr[:m], start_arr, end_arr, refs_arr, info_arr, const_arr, func_arr, n_sym,
+        if m < n_ev:  # events of discarded tokens were dropped
+            kind_arr, tok_arr = kind_arr[:m], tok_arr[:m]
+        return (kind_arr, tok_arr, start_arr, end_arr, refs_arr, info_arr, const_arr, func_arr, n_sym,
                 (kept_block, kept_binding, kept_index), new_id_arr)

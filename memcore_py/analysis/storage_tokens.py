@@ -74,7 +74,18 @@ from ..ir.op import RESHAPE_PACKED, get_op, shares_storage
 from ..ir.ops import SHARES_STORAGE_OPS
 from ..ir.prim import IntImm, PrimExpr
 from ..ir.types import TensorType, check_dtype, tensor_size_problem
-from .arith import UnsupportedBound, VarBounds, read_var_bounds, size_class_key, tensor_bytes, upper_bound_shape
+from .arith import (
+    ATTR_TIR_NON_NEGATIVE_VAR,
+    ATTR_TIR_VAR_LOWER_BOUND,
+    ATTR_TIR_VAR_UPPER_BOUND,
+    EMPTY_BOUNDS,
+    UnsupportedBound,
+    VarBounds,
+    read_var_bounds,
+    size_class_key,
+    tensor_bytes,
+    upper_bound_shape,
+)
 
 __all__ = [
     "StorageTokens",
@@ -161,6 +172,10 @@ class FunctionEntry(NamedTuple):
     """Scope id of its body."""
 
 
+#: ``FunctionEntry`` from one tuple, without NamedTuple's Python-level ``__new__``
+_function_entry = partial(tuple.__new__, FunctionEntry)
+
+
 class UnplannedAlloc(NamedTuple):
     """An ``R.builtin.alloc_tensor`` whose token was discarded (left unplanned)."""
 
@@ -169,6 +184,9 @@ class UnplannedAlloc(NamedTuple):
     position: int
     """Position of the binding in its block."""
     func: int
+
+
+_unplanned_alloc = partial(tuple.__new__, UnplannedAlloc)
 
 
 def alloc_tensor_info(binding, func_name: str):
@@ -390,8 +408,12 @@ def _bounds_key(bounds: VarBounds):
 
 def _function_bounds(func: Function, name: str):
     """``(VarBounds, bounds key)`` of ``func`` (:func:`read_var_bounds`), cached across calls
-    (see ``_FUNC_BOUNDS``)."""
+    (see ``_FUNC_BOUNDS``). A function without ``tir_var_*`` attributes (the common case) has
+    no bounds; it is neither read nor cached."""
     attrs = func.attrs
+    if (ATTR_TIR_VAR_UPPER_BOUND not in attrs and ATTR_TIR_VAR_LOWER_BOUND not in attrs
+            and ATTR_TIR_NON_NEGATIVE_VAR not in attrs):
+        return EMPTY_BOUNDS, None
     key = (func.params, func.ret_ty if func.ret_ty is not None else func.body.ty, id(attrs))
     hit = _FUNC_BOUNDS.get(key)
     if hit is not None and _equal_attrs(hit[0], attrs):
@@ -494,7 +516,7 @@ class _StorageAllocatorInit:
         self._sym_info = sym_info
         self.walk.begin_function(self._func_idx, sym_info)
         sid = self._new_scope(-1, None)
-        self.functions.append(FunctionEntry(gv, func, self._bounds, sid))
+        self.functions.append(_function_entry((gv, func, self._bounds, sid)))
         self._visit_seq(func.body, sid)
 
     def _new_scope(self, parent, anchor):
@@ -772,7 +794,7 @@ class _StorageAllocatorInit:
             scope_parent=self.scope_parent,
             scope_anchor=self.scope_anchor,
             scope_blocks=self.scope_blocks,
-            unplanned_allocs=[UnplannedAlloc(all_binding[i], all_block[i], all_index[i], all_info[i].func)
+            unplanned_allocs=[_unplanned_alloc((all_binding[i], all_block[i], all_index[i], all_info[i].func))
                               for i in sorted(self.discarded)],
         )
         return StorageTokens(program, sites, self.tvm_check_failures)
