@@ -28,11 +28,14 @@ integers), attributes (none) and types (tensor and shape types of such dims, typ
 before) it can read is built here; any other binding, and any object met for the first time
 that needs the Python path (an op, a dtype, a symbolic variable, a composite dim), is read by
 the Python reader, which fills the shared memo tables so that the next occurrence is read here.
-The memo tables are the reader's own (keyed by object address, valid while the source module
+:func:`function_attrs` and :func:`module_attrs` read a ``DictAttrs`` whose map has TVM's small
+layout (at most 4 entries, {key, value} pairs in insertion order) with string keys and bool,
+int, float or string values: most functions' attrs (``global_symbol``, ``relax.force_pure``),
+which cost 3 FFI calls per entry through the Python API. The memo tables are the reader's own (keyed by object address, valid while the source module
 is alive, as in the Python reader). Reads never go past what a type index check allowed:
 an object's fields are read only after its type index matched the expected type.
 """
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from cpython.object cimport PyObject
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 
@@ -44,6 +47,11 @@ from memcore_py.tvm._ffi_abi cimport (
 )
 
 from memcore_py.ir.construct import EMPTY_ATTRS, new_shape_type
+
+cdef enum:
+    K_BOOL = 2
+    K_FLOAT = 3
+    K_MAP = 72
 from memcore_py.ir.expr import Call, DataflowVar, DataTypeImm, PrimValue, ShapeExpr, StringImm, Var, VarBinding
 from memcore_py.ir.types import TensorType, TupleType
 
@@ -73,6 +81,8 @@ cdef class Layout:
     cdef Py_ssize_t o_call_op, o_call_args, o_call_attrs, o_call_ty_args
     cdef Py_ssize_t o_shape_values, o_imm_value, o_const_value, o_str_value, o_tt_shape, o_tt_dtype, o_tt_vdevice, o_tt_ndim
     cdef Py_ssize_t o_st_values, o_st_ndim, o_tuple_fields
+    cdef int32_t t_dict_attrs
+    cdef Py_ssize_t o_attrs_dict, o_func_attrs, o_mod_attrs
 
     def __init__(self, api):
         def info(cls):
@@ -117,6 +127,10 @@ cdef class Layout:
         self.o_tt_ndim = off(api.TensorType, "ndim")
         self.o_st_values = off(api.ShapeType, "values")
         self.o_st_ndim = off(api.ShapeType, "ndim")
+        self.t_dict_attrs = info(api.DictAttrs).type_index
+        self.o_attrs_dict = off(api.DictAttrs, "__dict__")
+        self.o_func_attrs = off(api.Function, "attrs")
+        self.o_mod_attrs = off(api.IRModule, "attrs")
         for o in (off(api.DataflowVar, "ty"), off(api.Call, "ty"), off(api.ShapeExpr, "ty"),
                   off(api.IntImm, "ty"), off(api.GenericConst, "ty"), off(api.StringImm, "ty")):
             if o != self.o_expr_ty:
@@ -149,7 +163,77 @@ cdef class Layout:
         cdef const char* v = any_obj(data + 32) + self.o_imm_value
         if any_type(v) != K_INT or (<const int64_t*>(v + 8))[0] != (1 << 40):
             return False
+        probe = {"relax.force_pure": True, "n": -7, "x": 1.5, "global_symbol": "a_long_symbol_name_0123456789"}
+        attrs = api.ir.make_node("ir.DictAttrs", **probe)
+        got = read_dict_attrs_at(self, <const char*><size_t>attrs.__chandle__())
+        if got != probe or list(got) != [str(k) for k, _ in attrs.items()] or type(got["n"]) is not int:
+            return False
+        probe["s"] = "ab"  # five entries: TVM's dense layout, left to the Python API
+        attrs = api.ir.make_node("ir.DictAttrs", **probe)
+        if read_dict_attrs_at(self, <const char*><size_t>attrs.__chandle__()) is not None:
+            return False
         return obj_type(any_obj(data)) == self.t_var
+
+
+cdef object read_small_map(const char* m):
+    """The entries of an ``ffi.Map`` in its small layout (at most 4 entries, stored in
+    insertion order as 32-byte {key, value} ``TVMFFIAny`` pairs at ``data_``: the object header,
+    then {void* data_; u64 size_; u64 slots_, top bit set for this layout}) as a dict, when
+    every key is a string and every value a bool, an int, a float or a string; None otherwise
+    (the Python API reads it)."""
+    cdef uint64_t n, slots, i
+    cdef const char* data
+    cdef const char* v
+    cdef int32_t ti
+    if m == NULL or obj_type(m) != K_MAP:
+        return None
+    slots = (<const uint64_t*>(m + HDR_SIZE + 16))[0]
+    if not (slots >> 63):
+        return None
+    n = (<const uint64_t*>(m + HDR_SIZE + 8))[0]
+    if n > 4:
+        return None
+    data = (<const char**>(m + HDR_SIZE))[0]
+    out = {}
+    for i in range(n):
+        k = read_string(data + 32 * i)
+        if k is None:
+            return None
+        v = data + 32 * i + 16
+        ti = any_type(v)
+        if ti == K_BOOL:
+            out[k] = (<const int64_t*>(v + 8))[0] != 0
+        elif ti == K_INT:
+            out[k] = (<const int64_t*>(v + 8))[0]
+        elif ti == K_FLOAT:
+            out[k] = (<const double*>(v + 8))[0]
+        else:
+            val = read_string(v)
+            if val is None:
+                return None
+            out[k] = val
+    return out
+
+
+cdef object read_dict_attrs_at(Layout L, const char* attrs):
+    """A ``DictAttrs`` (or null: ``{}``) as :func:`~memcore_py.tvm.values.dict_attrs_from_tvm`
+    reads it, when :func:`read_small_map` can read its map; None otherwise."""
+    if attrs == NULL:
+        return {}
+    if obj_type(attrs) != L.t_dict_attrs:
+        return None
+    return read_small_map(obj_field(attrs, L.o_attrs_dict))
+
+
+def function_attrs(Layout L, size_t func):
+    """The attrs of the Relax ``Function`` at ``func`` as a dict of memcore values, or None
+    when the Python API must read them (:func:`read_dict_attrs_at`)."""
+    return read_dict_attrs_at(L, obj_field(<const char*>func, L.o_func_attrs))
+
+
+def module_attrs(Layout L, size_t mod):
+    """The attrs of the ``IRModule`` at ``mod`` as :func:`function_attrs` reads them."""
+    return read_dict_attrs_at(L, obj_field(<const char*>mod, L.o_mod_attrs))
 
 
 cdef class Memo:

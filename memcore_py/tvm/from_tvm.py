@@ -563,7 +563,9 @@ class _Reader:
         else:
             params = [self.def_var(p) for p in self.items(f.params)]
         body = self.seq(f.body)
-        attrs = dict_attrs_from_tvm(f.attrs, self.where)
+        attrs = None if self.layout is None else _ffi_reader.function_attrs(self.layout, f.__chandle__())
+        if attrs is None:
+            attrs = dict_attrs_from_tvm(f.attrs, self.where)
         r = Function(params, body, self.ty(f.ret_ty), attrs, bool(f.is_pure))
         if self.record is not None:
             self.record[r] = f.__chandle__()
@@ -597,7 +599,9 @@ class _Reader:
             else:
                 raise TVMConversionError(f"module function {g.name!r} of {_type_key(f)} is not modelled by memcore")
         self.where = "the module"
-        attrs = dict_attrs_from_tvm(tvm_mod.attrs, "the module")
+        attrs = None if self.layout is None else _ffi_reader.module_attrs(self.layout, tvm_mod.__chandle__())
+        if attrs is None:
+            attrs = dict_attrs_from_tvm(tvm_mod.attrs, "the module")
         return IRModule(funcs, attrs, self.global_infos(tvm_mod))
 
 

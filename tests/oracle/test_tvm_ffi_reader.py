@@ -177,3 +177,41 @@ def test_function_added_in_place_between_native_passes_is_read():
     theirs = relax.transform.KillAfterLastUse()(planned)
     assert "extra" in [gv.name_hint for gv in ours.functions]
     tvm.ir.assert_structural_equal(ours["extra"], theirs["extra"])
+
+
+ATTR_CASES = [
+    {},
+    {"relax.force_pure": True},
+    {"global_symbol": "main", "relax.force_pure": False},
+    {"n": -(1 << 40), "x": 0.25, "s": "", "global_symbol": "a_rather_long_symbol_name_of_32_b"},
+    {"a": 1, "b": 2, "c": 3, "d": 4, "e": 5},  # five entries: TVM's dense map layout
+    {"tir_var_upper_bound": {"n": 1024}},  # a nested map
+    {"k": [1, 2]},  # an array value
+]
+
+
+@pytest.mark.parametrize("attrs", ATTR_CASES, ids=[str(i) for i in range(len(ATTR_CASES))])
+def test_compiled_attrs_read_equals_python_read_or_declines(attrs):
+    from memcore_py.tvm.values import dict_attrs_from_tvm
+
+    api = tvm_api()
+    layout = _layout(api)
+    func = tvm.script.from_source(
+        "# from tvm.script import relax as R\n\n@R.function\n"
+        "def main(x: R.Tensor((4,), dtype=\"float32\")) -> R.Tensor((4,), dtype=\"float32\"):\n    return x\n")
+    if attrs:
+        func = func.with_attrs(attrs)
+    mod = tvm.IRModule({"main": func}, attrs=api.ir.make_node("ir.DictAttrs", **attrs) if attrs else None)
+    tf = mod["main"]
+    for got, tvm_attrs in ((_ffi_reader.function_attrs(layout, tf.__chandle__()), tf.attrs),
+                           (_ffi_reader.module_attrs(layout, mod.__chandle__()), mod.attrs)):
+        expected = dict_attrs_from_tvm(tvm_attrs, "f")
+        plain = all(type(v) in (bool, int, float, str) for v in expected.values())
+        if got is not None:  # read as the Python API reads it
+            assert plain and len(expected) <= 4
+            assert got == expected and list(got) == list(expected)
+            assert [type(v) for v in got.values()] == [type(v) for v in expected.values()]
+        else:  # declined: a value it does not read, or a map in TVM's dense layout
+            assert not plain or len(attrs) >= 3
+    # from_tvm gives the Python reader's module either way
+    assert_structural_equal(read(mod, compiled=True)[0], read(mod, compiled=False)[0])
