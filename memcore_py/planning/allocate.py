@@ -18,6 +18,7 @@ No IR here: where storages are emitted is :mod:`memcore_py.planning.emission`'s 
 """
 from __future__ import annotations
 
+from functools import partial
 from typing import NamedTuple
 
 import numpy as np
@@ -86,7 +87,7 @@ def _tvm_storages(program: TokenProgram, storage_of: np.ndarray, sizes: list):
     members = [[] for _ in sizes]  # tokens of each storage, in program order
     for t, k in enumerate(storage_of.tolist()):
         members[k].append(t)
-    infos, tok_info = program.infos, program.tok_info
+    infos, tok_info = program.infos, program.tok_info.tolist()
     storages = []
     total = 0
     for k, toks in enumerate(members):
@@ -105,6 +106,10 @@ class _Packed(NamedTuple):
     offset: np.ndarray
 
 
+#: ``_Packed`` from a 2-tuple without NamedTuple's Python-level ``__new__``
+_packed = partial(tuple.__new__, _Packed)
+
+
 def _stacked_storages(sizes, used, tok_storage, alignment, lower_bound, tvm_bytes):
     """The pool's TVM-mode storages laid end to end as one arena, when that is already optimal.
 
@@ -115,15 +120,18 @@ def _stacked_storages(sizes, used, tok_storage, alignment, lower_bound, tvm_byte
     heuristics of :func:`memcore.plan_offsets` are skipped (they cost 20-60 us a pool even on
     a handful of tensors). ``sizes``: bytes of each TVM-mode storage. Returns None otherwise.
     """
-    if tvm_bytes != lower_bound or any(sizes[k] % alignment for k in used):
+    if tvm_bytes != lower_bound:
         return None
     base = {}
     at = 0
     for k in used:
+        size = sizes[k]
+        if size % alignment:
+            return None
         base[k] = at
-        at += sizes[k]
-    offset = np.fromiter((base[k] for k in tok_storage.tolist()), dtype=np.int64, count=tok_storage.shape[0])
-    return _Packed(at, offset)
+        at += size
+    offset = np.array([base[k] for k in tok_storage.tolist()], dtype=np.int64)
+    return _packed((at, offset))
 
 
 def arena_plan(program: TokenProgram, alignment: int = 64, time_limit=None) -> MemoryPlan:
@@ -174,6 +182,7 @@ def arena_plan(program: TokenProgram, alignment: int = 64, time_limit=None) -> M
         dtype = next(iter(dtypes)) if len(dtypes) == 1 else "uint8"
         for s in used:
             keep[s] = False
+        # idx: the pool's tokens in program order (pool_groups), as StoragePlan.tokens wants
         arenas.append((StoragePlan(_bytes_imm(int(packed.arena_bytes)), dtype, scope, device, func, idx.tolist()),
                        idx, packed.offset))
     some_kept = any(keep)
@@ -246,6 +255,4 @@ def plan_memory(program: TokenProgram, mode: str = "tvm", *, alignment: int = 64
             plan.function_lower_bounds = function_lower_bounds(program, bounds)
     else:
         plan = arena_plan(program, alignment, time_limit)
-    for s in plan.storages:
-        s.tokens.sort()  # token ids are in program order
     return plan
