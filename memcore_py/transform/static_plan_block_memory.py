@@ -224,10 +224,12 @@ class _StorageAllocationRewriter:
         self.dynamic: dict = {}
         if sites.unplanned_allocs:
             plan_dyn = {f for f, entry in enumerate(sites.functions)
-                        if _truthy(entry.func.attrs.get(ATTR_PLAN_DYNAMIC_FUNC_OUTPUT))}
-            for u in sites.unplanned_allocs:
-                if u.func in plan_dyn:
-                    self.dynamic.setdefault(u.block, {})[u.position] = u.binding
+                        if ATTR_PLAN_DYNAMIC_FUNC_OUTPUT in entry.func.attrs
+                        and _truthy(entry.func.attrs[ATTR_PLAN_DYNAMIC_FUNC_OUTPUT])}
+            if plan_dyn:
+                for u in sites.unplanned_allocs:
+                    if u.func in plan_dyn:
+                        self.dynamic.setdefault(u.block, {})[u.position] = u.binding
         # scopes that contain a change (and so every scope around them)
         dirty = set()
         block_scope, scope_parent = sites.block_scope, sites.scope_parent
@@ -336,44 +338,19 @@ class _StorageAllocationRewriter:
         if not (emit or allocs or dynamic or dirty_ifs):
             return block
         is_df = type(block) is DataflowBlock
-        bindings = block.bindings
-        allocs = allocs or {}
-        special = set()
-        for d in (emit, dynamic, dirty_ifs):
-            if d:
-                special.update(d)
-        emit = emit or {}
-        dynamic = dynamic or {}
-        dirty_ifs = dirty_ifs or {}
-        zero_offset_views = self.zero_offset_views
-        # Only the special positions go through the loop below; the planned allocations are
-        # rebuilt afterwards by AllocRewrite (their storage is emitted at a special position of
-        # this block or of an enclosing one, so before it is needed).
-        positions = sorted(special)
-        out = list(bindings)
-        inserts = []  # (position, bindings to insert before it), increasing positions
-        for i in positions:
-            b = out[i]
-            pre = emit.get(i)
-            if pre is not None:
-                inserts.append((i, self._emit_storages(pre)))
-            if i in dynamic:
-                storage_binding, nb = self._dynamic_output(b, is_df)
-                if storage_binding is not None:
-                    inserts.append((i, [storage_binding]))
-                out[i] = nb
-                continue
-            sids = dirty_ifs.get(i)
-            if sids is not None:
-                value = b.value
-                t_b, f_b = self._seq(value.true_branch, sids[0]), self._seq(value.false_branch, sids[1])
-                if t_b is not value.true_branch or f_b is not value.false_branch:
-                    node = new_if(value.cond, t_b, f_b, value.ty)
-                    out[i] = new_match_cast(b.var, node, b.ty) if type(b) is MatchCast else new_binding(b.var, node)
-                continue
+        out = list(block.bindings)
+        # Only the special positions (storages to emit, Case-2 allocations, Ifs with changes)
+        # are visited; the planned allocations are rebuilt afterwards by AllocRewrite (their
+        # storage is emitted at a special position of this block or of an enclosing one, so
+        # before it is needed). inserts: (position, bindings to insert before it), increasing
+        # positions.
+        if dynamic or dirty_ifs:
+            inserts = self._special_positions(out, emit or {}, dynamic or {}, dirty_ifs or {}, is_df)
+        else:  # storages to emit only (the common case)
+            inserts = [(i, self._emit_storages(emit[i])) for i in sorted(emit)] if emit else []
         view_positions, views = [], []
         if allocs:
-            if zero_offset_views:
+            if self.zero_offset_views:
                 # a planned allocation at a non-zero offset is reached through
                 # R.memory.ensure_zero_offset: TVM's kernels reject a tensor with a non-zero
                 # byte_offset; the view advances the data pointer instead (no copy when the
@@ -389,6 +366,34 @@ class _StorageAllocationRewriter:
             out = self._splice(out, inserts, view_positions, views)
         # every element is a binding of the input block or one built here: skip re-validation
         return new_block(DataflowBlock if is_df else BindingBlock, out)
+
+    def _special_positions(self, out, emit, dynamic, dirty_ifs, is_df):
+        """Visit the positions of a block (bindings ``out``, rewritten in place) that have
+        storages to emit, a Case-2 allocation or an If with changes; returns the bindings to
+        insert, ``[(position, [bindings]), ...]`` by increasing position."""
+        special = set(emit)
+        special.update(dynamic)
+        special.update(dirty_ifs)
+        inserts = []
+        for i in sorted(special):
+            pre = emit.get(i)
+            if pre is not None:
+                inserts.append((i, self._emit_storages(pre)))
+            b = out[i]
+            if i in dynamic:
+                storage_binding, nb = self._dynamic_output(b, is_df)
+                if storage_binding is not None:
+                    inserts.append((i, [storage_binding]))
+                out[i] = nb
+                continue
+            sids = dirty_ifs.get(i)
+            if sids is not None:
+                value = b.value
+                t_b, f_b = self._seq(value.true_branch, sids[0]), self._seq(value.false_branch, sids[1])
+                if t_b is not value.true_branch or f_b is not value.false_branch:
+                    node = new_if(value.cond, t_b, f_b, value.ty)
+                    out[i] = new_match_cast(b.var, node, b.ty) if type(b) is MatchCast else new_binding(b.var, node)
+        return inserts
 
     def _emit_storages(self, storage_ids):
         out = []
