@@ -10,7 +10,9 @@ rebuild needs for a whole module (the plan's token -> storage / offset lists, th
 vars as they get emitted, the shared-argument cache) and :meth:`AllocRewrite.rebuild` rewrites
 the planned allocations of one block in place in a list of bindings (in arena mode,
 :meth:`AllocRewrite.rebuild_views` does it in the same single pass while reaching the tensors at a
-non-zero offset through zero-offset views).
+non-zero offset through zero-offset views). It also names and builds the storage bindings
+(:meth:`AllocRewrite.emit_storages`, :meth:`AllocRewrite.new_storage`), so that the storage
+counter and the storage vars live in one place.
 
 Nodes are built as ``memcore_py.ir.construct.new_call`` / ``new_binding`` build them, through
 the slot access of ``memcore_py/ir/_slots.pxd``.
@@ -22,7 +24,7 @@ from memcore_py.ir._nodes cimport binding_node, call_node, shape_expr_node, var_
 from memcore_py.ir._slots cimport PyDict_GetItem, alloc_node, get_slot, put_slot, slot_offset
 
 from memcore_py.ir.construct import EMPTY_ATTRS
-from memcore_py.ir.expr import Call, DataflowVar, ShapeExpr, Var, VarBinding
+from memcore_py.ir.expr import Call, DataflowVar, DataTypeImm, ShapeExpr, StringImm, Var, VarBinding
 from memcore_py.ir.prim import IntImm, PrimVar
 from memcore_py.ir.types import ShapeType, TensorType
 
@@ -192,21 +194,28 @@ cdef class AllocRewrite:
     tok_storage, tok_offset : list of int
         Storage index and byte offset of each token.
     storage_var : list
-        Storage index -> its ``R.memory.alloc_storage`` var once emitted (filled by the
-        rewriter while it walks; None before).
+        Storage index -> its ``R.memory.alloc_storage`` var once emitted (filled by
+        :meth:`emit_storages` while the rewriter walks; None before).
     dtype_imm : dict
-        dtype -> the shared ``DataTypeImm`` (filled by the rewriter).
+        dtype -> the shared ``DataTypeImm`` (filled by the rewriter and by the storage
+        bindings made here).
     op : Op
         ``relax.memory.alloc_tensor``.
     zero : PrimValue
         The shared offset 0.
+    storage_op : Op
+        ``relax.memory.alloc_storage``.
+    storage_ty : Type
+        The type of a storage var and of its allocation call (``R.Object``).
     """
 
     cdef list tok_storage, tok_offset, storage_var
     cdef dict dtype_imm, args_cache
-    cdef object op, zero
+    cdef object op, zero, storage_op, storage_ty
+    cdef Py_ssize_t n_storages
 
-    def __init__(self, list tok_storage, list tok_offset, list storage_var, dict dtype_imm, op, zero):
+    def __init__(self, list tok_storage, list tok_offset, list storage_var, dict dtype_imm, op, zero,
+                 storage_op, storage_ty):
         self.tok_storage = tok_storage
         self.tok_offset = tok_offset
         self.storage_var = storage_var
@@ -214,6 +223,49 @@ cdef class AllocRewrite:
         self.args_cache = {}
         self.op = op
         self.zero = zero
+        self.storage_op = storage_op
+        self.storage_ty = storage_ty
+        self.n_storages = 0
+
+    def new_storage(self, nbytes, dev, scope_imm, str dtype, bint dataflow):
+        """The binding of the next storage of the module, ``storage<k> =
+        R.memory.alloc_storage(R.shape([nbytes]), dev, scope_imm, R.dtype(dtype))``: named
+        ``storage``, ``storage1``, ... in the order of the calls (NameTable's sequence for one
+        hint), a ``DataflowVar`` when ``dataflow`` (see :func:`storage_binding`)."""
+        cdef Py_ssize_t k = self.n_storages
+        self.n_storages = k + 1
+        cdef PyObject* dp = PyDict_GetItem(self.dtype_imm, dtype)
+        if dp is NULL:
+            dtype_imm = self.dtype_imm[dtype] = DataTypeImm(dtype)
+        else:
+            dtype_imm = <object>dp
+        return storage_binding(self.storage_op, f"storage{k}" if k else "storage", nbytes, dev, scope_imm, dtype_imm,
+                               DataflowVar if dataflow else Var, self.storage_ty)
+
+    def emit_storages(self, storage_ids, list storages, list tok_binding, list sites, dict scope_imm):
+        """The bindings of storages ``storage_ids`` (indices into ``storages``, a plan's
+        :class:`~memcore_py.planning.memory_plan.StoragePlan` list), in that order, each
+        recorded in ``storage_var``. The device argument is that of the storage's first
+        allocation (``tok_binding``: each token's ``R.builtin.alloc_tensor`` binding); the
+        var is a ``DataflowVar`` when the storage's
+        :class:`~memcore_py.planning.emission.EmissionSite` (``sites[k]``) says so;
+        ``scope_imm``: scope -> its shared ``StringImm`` (filled here when missing)."""
+        cdef list out = []
+        cdef list storage_var = self.storage_var
+        cdef PyObject* sp
+        for k in storage_ids:
+            s = storages[k]
+            dev = tok_binding[s.tokens[0]].value.args[2]
+            scope = s.scope
+            sp = PyDict_GetItem(scope_imm, scope)
+            if sp is NULL:
+                scope_node = scope_imm[scope] = StringImm(scope)
+            else:
+                scope_node = <object>sp
+            sb = self.new_storage(s.nbytes, dev, scope_node, s.dtype, sites[k][2])  # .dataflow_var
+            storage_var[k] = <object>get_slot(sb, O_VAR)
+            out.append(sb)
+        return out
 
     def args_for(self, key, call, make_args):
         """The shared argument tuple for ``key = (storage, offset, tensor type, device arg)``,

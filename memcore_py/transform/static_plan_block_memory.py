@@ -195,7 +195,6 @@ class _StorageAllocationRewriter:
         sites = self.sites = st.sites
         self.plan = plan
         self.zero_offset_views = zero_offset_views
-        self._n_storages = 0  # storage, storage1, ... across the module
         self.storage_site = emission_sites(sites, plan)
         # block id -> {position: [storage ids to emit before it]}
         emit_before = self.emit_before = {}
@@ -254,10 +253,11 @@ class _StorageAllocationRewriter:
         self.tok_offset = plan.tok_offset.tolist() if plan.mode == "arena" else [0] * len(self.tok_storage)
         compiled = load_compiled("memcore_py.transform._alloc_rewrite")
         self._same_shape = compiled.same_shape
-        self._new_storage_binding = compiled.storage_binding
         self._splice = compiled.splice
+        # also names the storages (storage, storage1, ... across the module) and binds them
         self._allocs_rewrite = compiled.AllocRewrite(
-            self.tok_storage, self.tok_offset, self.storage_var, self._dtype_imm, _MEM_ALLOC_TENSOR, _ZERO)
+            self.tok_storage, self.tok_offset, self.storage_var, self._dtype_imm, _MEM_ALLOC_TENSOR, _ZERO,
+            _ALLOC_STORAGE, _OBJECT)
         self._func_name = ""
         self._bounds = None
 
@@ -303,14 +303,6 @@ class _StorageAllocationRewriter:
         if imm is None:
             imm = self._shape_imm[ty] = ShapeExpr(ty.shape)
         return imm
-
-    def _storage_binding(self, nbytes, dev, scope_imm, dtype, dataflow):
-        # storage = R.memory.alloc_storage(R.shape([nbytes]), dev, scope, dtype); names
-        # "storage", "storage1", ... across the module (NameTable's sequence for one hint)
-        k = self._n_storages
-        self._n_storages = k + 1
-        return self._new_storage_binding(_ALLOC_STORAGE, f"storage{k}" if k else "storage", nbytes, dev, scope_imm,
-                                         self._dtype(dtype), DataflowVar if dataflow else Var, _OBJECT)
 
     # ------------------------------------------------------------------ walk
     def _seq(self, seq: SeqExpr, sid: int) -> SeqExpr:
@@ -396,20 +388,9 @@ class _StorageAllocationRewriter:
         return inserts
 
     def _emit_storages(self, storage_ids):
-        out = []
-        storages = self.plan.storages
-        tok_binding = self.sites.tok_binding
-        storage_var = self.storage_var
-        scope_imm = self._scope_imm
-        for k in storage_ids:
-            s = storages[k]
-            dev = tok_binding[s.tokens[0]].value.args[2]
-            scope = scope_imm.get(s.scope)
-            sb = self._storage_binding(s.nbytes, dev, scope if scope is not None else self._scope(s.scope), s.dtype,
-                                       self.storage_site[k].dataflow_var)
-            storage_var[k] = sb.var
-            out.append(sb)
-        return out
+        """The bindings of storages ``storage_ids`` (compiled: AllocRewrite.emit_storages)."""
+        return self._allocs_rewrite.emit_storages(storage_ids, self.plan.storages, self.sites.tok_binding,
+                                                  self.storage_site, self._scope_imm)
 
     def _alloc_tensor_args(self, key, call):
         """Arguments of the ``R.memory.alloc_tensor`` replacing ``call`` (shared between
@@ -437,7 +418,7 @@ class _StorageAllocationRewriter:
         call = b.value
         args = call.args
         scope_imm = args[3] if len(args) > 3 else self._scope("global")
-        sb = self._storage_binding(nbytes, args[2], scope_imm, dtype, in_dataflow)
+        sb = self._allocs_rewrite.new_storage(nbytes, args[2], scope_imm, dtype, in_dataflow)
         ty = b.var.ty
         alloc = new_call(_MEM_ALLOC_TENSOR, (sb.var, _ZERO, self._shape_expr(call, ty), self._dtype(dtype), args[2]),
                          None, (), ty)
