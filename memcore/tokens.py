@@ -54,8 +54,9 @@ class TokenPlan:
     """int64[n_storage]: pool class of each storage (the ``tok_pool`` of its tokens)."""
 
     def __post_init__(self):
-        for name in ("storage_of", "storage_bytes", "storage_pool"):
-            getattr(self, name).setflags(write=False)
+        self.storage_of.setflags(write=False)
+        self.storage_bytes.setflags(write=False)
+        self.storage_pool.setflags(write=False)
 
     @property
     def n_storage(self):

@@ -91,11 +91,11 @@ def _tvm_storages(program: TokenProgram, storage_of: np.ndarray, sizes: list):
     storages = []
     total = 0
     for k, toks in enumerate(members):
-        info = infos[tok_info[toks[0]]]
-        nbytes = _bytes_imm(sizes[k]) if info.const_bytes >= 0 else info.nbytes
-        if type(nbytes) is IntImm:
-            total += nbytes.value
-        storages.append(StoragePlan(nbytes, info.dtype, info.scope, info.device, info.func, toks))
+        const_bytes, nbytes, dtype, scope, device, func, _args, _id = infos[tok_info[toks[0]]]  # a TokenInfo
+        if const_bytes >= 0:
+            nbytes = _BYTES_IMMS.get(sizes[k]) or _bytes_imm(sizes[k])
+            total += sizes[k]
+        storages.append(StoragePlan(nbytes, dtype, scope, device, func, toks))
     return storages, total
 
 
