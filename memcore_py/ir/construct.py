@@ -153,13 +153,15 @@ def new_shape_expr(values: tuple, ty=None):
     return s
 
 
-def new_function(params: tuple, body, ret_ty, attrs, is_pure: bool, ty):
-    """``Function(params, body, ret_ty, attrs, is_pure)`` with its (known) function type."""
+def new_function(params: tuple, body, ret_ty, attrs, is_pure: bool, ty, share_attrs: bool = False):
+    """``Function(params, body, ret_ty, attrs, is_pure)`` with its (known) function type.
+    ``share_attrs``: ``attrs`` is another Function's dict, used as it is (attrs dicts are never
+    changed in place; sharing lets the TVM bridge write back the DictAttrs it read)."""
     f = _new(Function)
     _set(f, "params", params)
     _set(f, "body", body)
     _set(f, "ret_ty", ret_ty)
-    _set(f, "attrs", dict(attrs) if attrs else {})
+    _set(f, "attrs", attrs if share_attrs else dict(attrs) if attrs else {})
     _set(f, "is_pure", bool(is_pure))
     _set(f, "ty", ty)
     return f
@@ -172,7 +174,7 @@ def function_with_body(func: Function, body, attrs=None) -> Function:
     attrs = func.attrs if attrs is None else attrs
     if body.ty is not func.body.ty:
         return Function(func.params, body, func.ret_ty, attrs, func.is_pure)
-    return new_function(func.params, body, func.ret_ty, attrs, func.is_pure, func.ty)
+    return new_function(func.params, body, func.ret_ty, attrs, func.is_pure, func.ty, attrs is func.attrs)
 
 
 def shallow_copy(node):
@@ -197,6 +199,17 @@ def _slot_names(cls) -> tuple:
                     out.append(name)
         names = _SLOT_NAMES[cls] = tuple(out)
     return names
+
+
+def new_module(functions: dict, attrs: dict, global_infos: dict) -> IRModule:
+    """``IRModule(functions, attrs, global_infos)`` for a ``functions`` dict of GlobalVar ->
+    valid function with distinct names (not checked), taking the three dicts as they are."""
+    new = _new(IRModule)
+    new.functions = functions
+    new.attrs = attrs
+    new.global_infos = global_infos
+    new._by_name = {gv.name: gv for gv in functions}
+    return new
 
 
 def module_with_functions(mod: IRModule, updates: dict) -> IRModule:

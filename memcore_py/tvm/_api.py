@@ -44,6 +44,7 @@ def tvm_api() -> SimpleNamespace:
         from tvm.relax import type as rx_type
         from tvm.relax.global_info import VDevice
         from tvm.relax.script.builder import ir as script_ops
+        from tvm_ffi import _ffi_api as ffi
         from tvm_ffi import container
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ImportError(
@@ -60,6 +61,7 @@ def tvm_api() -> SimpleNamespace:
         rx_ffi=rx_ffi,
         prim_ffi=prim_ffi,
         prim=prim_expr,
+        ffi=ffi,
         script_ops=script_ops,
         Array=container.Array,
         Map=container.Map,

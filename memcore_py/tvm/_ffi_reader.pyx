@@ -82,7 +82,7 @@ cdef class Layout:
     cdef Py_ssize_t o_shape_values, o_imm_value, o_const_value, o_str_value, o_tt_shape, o_tt_dtype, o_tt_vdevice, o_tt_ndim
     cdef Py_ssize_t o_st_values, o_st_ndim, o_tuple_fields
     cdef int32_t t_dict_attrs
-    cdef Py_ssize_t o_attrs_dict, o_func_attrs, o_mod_attrs
+    cdef Py_ssize_t o_attrs_dict, o_func_attrs, o_mod_attrs, o_mod_infos
 
     def __init__(self, api):
         def info(cls):
@@ -131,6 +131,7 @@ cdef class Layout:
         self.o_attrs_dict = off(api.DictAttrs, "__dict__")
         self.o_func_attrs = off(api.Function, "attrs")
         self.o_mod_attrs = off(api.IRModule, "attrs")
+        self.o_mod_infos = off(api.IRModule, "global_infos")
         for o in (off(api.DataflowVar, "ty"), off(api.Call, "ty"), off(api.ShapeExpr, "ty"),
                   off(api.IntImm, "ty"), off(api.GenericConst, "ty"), off(api.StringImm, "ty")):
             if o != self.o_expr_ty:
@@ -167,6 +168,9 @@ cdef class Layout:
         attrs = api.ir.make_node("ir.DictAttrs", **probe)
         got = read_dict_attrs_at(self, <const char*><size_t>attrs.__chandle__())
         if got != probe or list(got) != [str(k) for k, _ in attrs.items()] or type(got["n"]) is not int:
+            return False
+        empty = api.IRModule({})
+        if module_has_global_infos(self, empty.__chandle__()) != (len(empty.global_infos) > 0):
             return False
         probe["s"] = "ab"  # five entries: TVM's dense layout, left to the Python API
         attrs = api.ir.make_node("ir.DictAttrs", **probe)
@@ -234,6 +238,17 @@ def function_attrs(Layout L, size_t func):
 def module_attrs(Layout L, size_t mod):
     """The attrs of the ``IRModule`` at ``mod`` as :func:`function_attrs` reads them."""
     return read_dict_attrs_at(L, obj_field(<const char*>mod, L.o_mod_attrs))
+
+
+def module_has_global_infos(Layout L, size_t mod):
+    """Whether the ``IRModule`` at ``mod`` may have global infos (False only when its
+    ``global_infos`` map is null or empty: the size field every map layout shares)."""
+    cdef const char* m = obj_field(<const char*>mod, L.o_mod_infos)
+    if m == NULL:
+        return False
+    if obj_type(m) != K_MAP:
+        return True
+    return (<const uint64_t*>(m + HDR_SIZE + 8))[0] != 0
 
 
 cdef class Memo:

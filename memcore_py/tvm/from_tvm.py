@@ -57,8 +57,10 @@ from ..ir.construct import (
     new_binding,
     new_block,
     new_call,
+    new_function,
     new_if,
     new_match_cast,
+    new_module,
     new_seq,
     new_shape_expr,
     new_shape_type,
@@ -74,7 +76,6 @@ from ..ir.expr import (
     DataflowVar,
     DataTypeImm,
     ExternFunc,
-    Function,
     GlobalVar,
     PrimFunc,
     PrimFuncParam,
@@ -101,6 +102,10 @@ _DECORATOR_ATTRS = ("s_tir",)
 _OBJECT = ObjectType()
 #: Key of a function's symbolic vars (name -> TVM var) in a ``record`` map.
 _SYMBOLIC = "symbolic-vars"
+#: Key of a function's attrs in a ``record`` map: ``(_ATTRS, id(attrs dict))`` ->
+#: ``(attrs dict, address of the TVM DictAttrs)`` (the dict is held, so its id stays its own), so
+#: that a function rebuilt with the attrs it was read with writes them back as that object.
+_ATTRS = "function-attrs"
 _BUILTIN_ALLOC = get_op("relax.builtin.alloc_tensor")
 
 
@@ -143,9 +148,18 @@ def _layout(api):
     return _LAYOUT[0]
 
 
+_BINARY = {}
+
+
 def _binary_classes(api):
-    p = api.prim
-    return {p.Add: Add, p.Sub: Sub, p.Mul: Mul, p.FloorDiv: FloorDiv, p.FloorMod: FloorMod, p.Min: Min, p.Max: Max}
+    """TVM binary PrimExpr class -> memcore's, built once per TVM."""
+    r = _BINARY.get(id(api))
+    if r is None:
+        p = api.prim
+        r = {p.Add: Add, p.Sub: Sub, p.Mul: Mul, p.FloorDiv: FloorDiv, p.FloorMod: FloorMod, p.Min: Min, p.Max: Max}
+        _BINARY.clear()
+        _BINARY[id(api)] = r
+    return r
 
 
 _EXPR_READERS = {}
@@ -186,8 +200,7 @@ class _Reader:
     """One conversion: the memo tables and the per-kind readers."""
 
     def __init__(self, api, tvm_mod, record=None):
-        from tvm_ffi import _ffi_api as ffi
-
+        ffi = api.ffi
         #: memcore node -> address of the TVM object it was read from, when given (the
         #: caller keeps ``tvm_mod`` alive as long as it uses the addresses)
         self.record = record
@@ -206,8 +219,9 @@ class _Reader:
         self.callees = AddrMap(self.ops)  # ops by address, then this module's GlobalVars
         self.where = "the module"
         self.binary = _binary_classes(api)
-        self.vdevices = self._vdevice_list(tvm_mod)
         self.layout = _layout(api)
+        self.has_infos = self.layout is None or _ffi_reader.module_has_global_infos(self.layout, tvm_mod.__chandle__())
+        self.vdevices = self._vdevice_list(tvm_mod) if self.has_infos else []
         self.builtin_alloc = _BUILTIN_ALLOC
         self.expr_readers = _expr_readers(api)  # unbound: a dict of bound methods would make a cycle
 
@@ -566,9 +580,16 @@ class _Reader:
         attrs = None if self.layout is None else _ffi_reader.function_attrs(self.layout, f.__chandle__())
         if attrs is None:
             attrs = dict_attrs_from_tvm(f.attrs, self.where)
-        r = Function(params, body, self.ty(f.ret_ty), attrs, bool(f.is_pure))
+        # TVM's function is well formed: the unchecked constructor, with the dict read here
+        ret_ty, is_pure = self.ty(f.ret_ty), bool(f.is_pure)
+        params = tuple(params)
+        r = new_function(params, body, ret_ty, attrs, is_pure,
+                         FuncType([p.ty for p in params], ret_ty if ret_ty is not None else body.ty, is_pure), True)
         if self.record is not None:
             self.record[r] = f.__chandle__()
+            tvm_attrs = f.attrs
+            if tvm_attrs is not None:
+                self.record[(_ATTRS, id(r.attrs))] = (r.attrs, tvm_attrs.__chandle__())
             # the function's symbolic vars by name: new nodes a pass builds must use these
             self.record[(_SYMBOLIC, name)] = {pv.name: self.prim_sources[h] for h, pv in self.prims.items()}
         return r
@@ -578,31 +599,40 @@ class _Reader:
         # In the order TVM prints them (PrimFuncs, then Relax functions, "main" last, by name;
         # memcore's printer sorts the same way), so that from_tvm(m) has parse(m.script())'s
         # order: passes that name new functions (NameSupply) then name them alike.
-        pairs = sorted(tvm_mod.functions.items(),
-                       key=lambda p: (type(p[1]) is not api.PrimFunc, p[0].name_hint == "main", p[0].name_hint))
-        gvars = {}
-        for gv, _ in pairs:
-            g = GlobalVar(str(gv.name_hint))
-            self.gvars[gv.__chandle__()] = g
-            self.callees[gv.__chandle__()] = g
-            if self.record is not None:
-                self.record[g] = gv.__chandle__()
-            gvars[g] = None
+        prim_func = api.PrimFunc
+        entries = []
+        for gv, f in tvm_mod.functions.items():
+            name = str(gv.name_hint)
+            entries.append((type(f) is not prim_func, name == "main", name, gv.__chandle__(), f))
+        entries.sort(key=_entry_order)
+        record = self.record
+        gvars = []
+        for _, _, name, h, _ in entries:
+            g = GlobalVar(name)
+            self.gvars[h] = g
+            self.callees[h] = g
+            if record is not None:
+                record[g] = h
+            gvars.append(g)
         funcs = {}
-        for gv, f in pairs:
-            g = self.gvars[gv.__chandle__()]
+        for g, (_, _, name, _, f) in zip(gvars, entries):
             cls = type(f)
             if cls is api.Function:
-                funcs[g] = self.function(g.name, f)
-            elif cls is api.PrimFunc:
-                funcs[g] = PrimFunc.lazy(_PrimFuncSignature(f, g.name), f)
+                funcs[g] = self.function(name, f)
+            elif cls is prim_func:
+                funcs[g] = PrimFunc.lazy(_PrimFuncSignature(f, name), f)
             else:
-                raise TVMConversionError(f"module function {g.name!r} of {_type_key(f)} is not modelled by memcore")
+                raise TVMConversionError(f"module function {name!r} of {_type_key(f)} is not modelled by memcore")
         self.where = "the module"
         attrs = None if self.layout is None else _ffi_reader.module_attrs(self.layout, tvm_mod.__chandle__())
         if attrs is None:
             attrs = dict_attrs_from_tvm(tvm_mod.attrs, "the module")
-        return IRModule(funcs, attrs, self.global_infos(tvm_mod))
+        # TVM's module holds one function per name, every one checked above
+        return new_module(funcs, attrs, self.global_infos(tvm_mod) if self.has_infos else {})
+
+
+def _entry_order(entry):
+    return entry[:3]
 
 
 def _target_dict(target) -> dict:

@@ -67,7 +67,7 @@ from ..ir.types import FuncType, ObjectType, PrimType, ShapeType, TensorType, Tu
 from . import _ffi_writer
 from ._node_map import NodeMap
 from ._api import TVMConversionError, tvm_api
-from .from_tvm import _SYMBOLIC
+from .from_tvm import _ATTRS, _SYMBOLIC
 from .values import call_attrs_to_tvm, to_tvm_value
 
 __all__ = ["to_tvm"]
@@ -467,13 +467,20 @@ class _Writer:
         self.prims = dict(self.reuse.get((_SYMBOLIC, name), ()))  # the TVM vars reused nodes hold
         params = self.obj(_ffi_writer.array_of(self.keep, [self.def_var_addr(p) for p in f.params]))
         body = self.seq(f.body)
-        attrs = self.api.ir.make_node("ir.DictAttrs", **{k: to_tvm_value(v, f"attribute {k!r} of {self.where}")
-                                                        for k, v in f.attrs.items()})
+        attrs_key = (_ATTRS, id(f.attrs))
+        held = self.reuse.get(attrs_key)
+        if held is not None and held[0] is f.attrs:  # the attrs it was read or written with
+            attrs = self.obj(held[1])
+        else:
+            attrs = self.api.ir.make_node("ir.DictAttrs", **{k: to_tvm_value(v, f"attribute {k!r} of {self.where}")
+                                                            for k, v in f.attrs.items()})
         ret = self.missing if f.ret_ty is None else self.ty(f.ret_ty)
         node = self.rx_ffi.Function(params, body, ret, f.is_pure, attrs, None)
         if self.record is not None:
             self.record[f] = self.keep.hold(node)
             self.record[(_SYMBOLIC, name)] = dict(self.prims)
+            if held is None or held[0] is not f.attrs:
+                self.record[attrs_key] = (f.attrs, self.keep.hold(attrs))
         return node
 
     def prim_func(self, name, f):

@@ -174,3 +174,39 @@ class Module:
     assert a.params[0].ty.same_as(b.params[0].ty)  # R.Tensor((4, 8))
     assert not bind_a[1].value.same_as(bind_b[1].value)  # R.shape([n, 8]): n is this module's
     assert not a.params[1].ty.same_as(b.params[1].ty)
+
+
+_ATTRS_TEXT = """
+# from tvm.script import ir as I
+# from tvm.script import relax as R
+# from tvm.script import tirx as T
+
+@I.ir_module
+class Module:
+    @T.prim_func(private=True)
+    def add(A: T.handle, B: T.handle):
+        T.evaluate(0)
+
+    @R.function
+    def main(x: R.Tensor((8,), dtype="float32")) -> R.Tensor((8,), dtype="float32"):
+        R.func_attr({"relax.force_pure": True, "ATTR"})
+        cls = Module
+        a: R.Tensor((8,), dtype="float32") = R.builtin.alloc_tensor(R.shape([8]), R.dtype("float32"), R.prim_value(0), R.str("global"))
+        cls.add(x, a)
+        b: R.Tensor((8,), dtype="float32") = R.builtin.alloc_tensor(R.shape([8]), R.dtype("float32"), R.prim_value(0), R.str("global"))
+        cls.add(a, b)
+        return b
+"""
+
+
+@pytest.mark.parametrize("extra", ["", ', "relax.memory_plan_dynamic_func_output": True'])
+def test_native_pass_writes_back_the_dict_attrs_it_read_unless_they_changed(extra):
+    """A function rebuilt with the attrs it was read with gets the DictAttrs object it had;
+    one whose attrs the pass changed (SPBM drops the Case-2 attribute) gets new ones, as TVM's."""
+    from memcore_py.tvm import StaticPlanBlockMemory as NativeSPBM
+
+    tmod = tvm.script.from_source(_ATTRS_TEXT.replace(', "ATTR"', extra))
+    out = NativeSPBM()(tmod)
+    tvm.ir.assert_structural_equal(out, tvm.relax.transform.StaticPlanBlockMemory()(tmod))
+    assert not out["main"].same_as(tmod["main"])  # the body changed
+    assert out["main"].attrs.same_as(tmod["main"].attrs) == (extra == "")
