@@ -23,6 +23,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+import memcore  # the engine's kernels load on first use
+
 from ..analysis.storage_tokens import TokenProgram
 from ..ir.prim import IntImm
 from .lower_bound import function_lower_bounds, pool_groups, pool_lower_bounds
@@ -37,8 +39,6 @@ MODES = ("tvm", "arena")
 def run_token_program(program: TokenProgram, *, key_device: bool = True):
     """Run the event program through :func:`memcore.plan_tokens` (``match_range`` 16, Relax
     release policy). Returns the engine's :class:`memcore.TokenPlan`."""
-    import memcore
-
     tok_pool, keys = program.pools(key_device=key_device)
     if program.has_symbolic:
         tok_sym = program.sym_classes(tok_pool)
@@ -138,8 +138,6 @@ def arena_plan(program: TokenProgram, alignment: int = 64, time_limit=None) -> M
     """Pack each (function, scope, device) pool into one arena where that is no larger than
     the TVM-mode storages of the same tokens (see the module docstring). The lower bound is
     always computed (the search stops at it)."""
-    import memcore
-
     # TVM's plan (the engine's storages); its StoragePlans are built only if some survive
     token_plan = run_token_program(program)
     tok_storage = token_plan.storage_of
@@ -194,7 +192,9 @@ def arena_plan(program: TokenProgram, alignment: int = 64, time_limit=None) -> M
         # one arena holds every token (the common case): storage 0, the packing's offsets
         final = [arenas[0][0]]
         tok_storage = np.zeros(n_tok, dtype=np.int64)
-        tok_offset = np.array(arenas[0][2], dtype=np.int64)  # idx is 0..n_tok-1; a writable copy
+        tok_offset = arenas[0][2]  # idx is 0..n_tok-1
+        if not tok_offset.flags.writeable:  # the engine's (read-only) offsets: a writable copy
+            tok_offset = np.array(tok_offset, dtype=np.int64)
     else:
         # renumber: kept TVM storages first (creation order), then arenas
         tok_offset = np.zeros(n_tok, dtype=np.int64)
