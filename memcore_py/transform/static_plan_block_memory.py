@@ -213,12 +213,12 @@ class _StorageAllocationRewriter:
         if tok_block and tok_block.count(tok_block[0]) == len(tok_block):
             # every planned allocation in one block (the common case)
             allocs[tok_block[0]] = dict(zip(sites.tok_index, range(len(tok_block))))
-            tok_block = ()
-        for t, (bid, i) in enumerate(zip(tok_block, sites.tok_index)):
-            d = allocs.get(bid)
-            if d is None:
-                d = allocs[bid] = {}
-            d[i] = t
+        else:
+            for t, (bid, i) in enumerate(zip(tok_block, sites.tok_index)):
+                d = allocs.get(bid)
+                if d is None:
+                    d = allocs[bid] = {}
+                d[i] = t
         # Case 2 candidates: unplanned allocations in functions with the attribute
         self.dynamic: dict = {}
         if sites.unplanned_allocs:
