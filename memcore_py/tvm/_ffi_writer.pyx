@@ -45,6 +45,7 @@ from memcore_py.ir.expr import (
     BindingBlock, Call, DataflowVar, DataTypeImm, GlobalVar, PrimValue, ShapeExpr, StringImm, Var, VarBinding,
 )
 from memcore_py.ir.op import Op, get_op
+from memcore_py.ir.prim import IntImm
 
 from ._api import TVMConversionError
 
@@ -268,13 +269,38 @@ cdef object leaf_key(a):
     return None
 
 
+cdef object constant_leaf_key(a):
+    """The value key of a leaf whose TVM object holds nothing of one module (a shape of
+    integer dims, an integer prim value, a dtype, a string), under which every conversion
+    shares its address (``_Writer.shared_leaf_addrs``); None otherwise."""
+    t = type(a)
+    if t is DataTypeImm:
+        return ("dtype", a.value)
+    if t is StringImm:
+        return ("str", a.value)
+    if t is PrimValue:
+        v = a.value
+        return ("prim", v.value, v.dtype) if type(v) is IntImm else None
+    if t is ShapeExpr:
+        dims = []
+        for d in a.values:
+            if type(d) is not IntImm:
+                return None
+            dims.append((d.value, d.dtype))
+        return ("shape", tuple(dims))
+    return None
+
+
 cdef inline object type_addr(W, t):
     """The address of the TVM type written for the memcore type ``t`` (memoised by ``W``)."""
     h = W.type_addrs.get(t)
+    if h is None:
+        h = W.shared_type_addrs.get(t)
     return h if h is not None else W.ty_addr(t)
 
 
-cdef object write_call_binding(W, Keep K, bd, c, object reuse, object record, NodeMap vars, dict leaves):
+cdef object write_call_binding(W, Keep K, bd, c, object reuse, object record, NodeMap vars, dict leaves,
+                               dict shared_leaves):
     """The address of a new ``VarBinding`` of the call ``c`` built here, or None when this
     binding is left to the Python writer."""
     cdef vector[FFIAny] av
@@ -319,6 +345,10 @@ cdef object write_call_binding(W, Keep K, bd, c, object reuse, object record, No
             key = leaf_key(a)
             if key is not None:  # a leaf: shared by value (an equal object, whoever read it)
                 hl = leaves.get(key)
+                if hl is None:
+                    skey = constant_leaf_key(a)
+                    if skey is not None:
+                        hl = shared_leaves.get(skey)
                 h = <size_t>(hl if hl is not None else W.expr_addr(a))
             else:
                 h = <size_t>W.expr_addr(a)
@@ -388,6 +418,7 @@ def write_block(W, Keep K, block, bint dataflow, reuse, record, NodeMap vars):
     cdef void* harr
     cdef void* hblock
     cdef dict leaves = W.leaf_addrs
+    cdef dict shared_leaves = W.shared_leaf_addrs
     _WHERE[0] = W.where
     items.resize(n)
     for i in range(n):
@@ -400,7 +431,7 @@ def write_block(W, Keep K, block, bint dataflow, reuse, record, NodeMap vars):
         if type(bd) is VarBinding:
             value = <object>get_slot(bd, S_B_VALUE)
             if type(value) is Call:  # rebuilt even when only the var changed: an equal call
-                r = write_call_binding(W, K, bd, value, reuse, record, vars, leaves)
+                r = write_call_binding(W, K, bd, value, reuse, record, vars, leaves, shared_leaves)
         h = <size_t>(r if r is not None else W.binding_addr(bd))
         set_obj(&items[i], <void*>h)
     harr = make(f_array, items.data(), <int32_t>n, "the bindings of a block")
@@ -417,6 +448,11 @@ def write_block(W, Keep K, block, bint dataflow, reuse, record, NodeMap vars):
 def leaf_key_of(e):
     """:func:`leaf_key` for Python callers."""
     return leaf_key(e)
+
+
+def constant_leaf_key_of(e):
+    """:func:`constant_leaf_key` for Python callers."""
+    return constant_leaf_key(e)
 
 
 def array_of(Keep K, list addresses):

@@ -75,8 +75,10 @@ __all__ = ["to_tvm"]
 _BUILTIN_ALLOC = "relax.builtin.alloc_tensor"
 
 
-#: TVM objects every conversion may share (see _Writer.__init__), dropped past _SHARED_MAX.
-_SHARED = ({}, {}, {}, {}, {}, {}, [])
+#: TVM objects every conversion may share (see _Writer.__init__), dropped past _SHARED_MAX:
+#: dtypes, ops, ints, strings, dtype_imms, constants, and the addresses of shared objects
+#: (leaves, ops, types; dropped with the objects they point to), then the singletons.
+_SHARED = ({}, {}, {}, {}, {}, {}, {}, {}, {}, [])
 _SHARED_MAX = 1 << 14
 
 
@@ -119,7 +121,6 @@ class _Writer:
         self.vars = NodeMap()
         #: addresses of ops, GlobalVars and types for the compiled writer (objects kept alive
         #: by the memo tables below)
-        self.op_addrs = {}
         self.gvar_addrs = {}
         self.type_addrs = {}
         #: leaf value key (``_ffi_writer.leaf_key``) -> address of its shared TVM object
@@ -131,13 +132,16 @@ class _Writer:
         #: dims tuple -> ShapeExpr (dims may hold this module's symbolic vars); across
         #: conversions (_SHARED): dtype str -> PrimType, op -> Op, (value, dtype) -> IntImm,
         #: str -> StringImm / dtype constant, constant shapes and tensor types of constant
-        #: shape (``_constant_key``), the missing type and ``R.Object``
+        #: shape (``_constant_key``), the missing type and ``R.Object``; and the addresses of
+        #: those leaves by value (``_ffi_writer.constant_leaf_key``: ``shared_leaf_addrs``), of
+        #: ops (``op_addrs``) and of those types (``shared_type_addrs``, by memcore type)
         self.shapes = {}
         shared = _SHARED
-        if sum(len(t) for t in shared[:6]) > _SHARED_MAX:
-            for t in shared[:6]:
+        if sum(map(len, shared[:9])) > _SHARED_MAX:
+            for t in shared[:9]:  # the addresses with the objects they point to
                 t.clear()
-        self.dtypes, self.ops, self.ints, self.strings, self.dtype_imms, self.constants, singletons = shared
+        (self.dtypes, self.ops, self.ints, self.strings, self.dtype_imms, self.constants, self.shared_leaf_addrs,
+         self.op_addrs, self.shared_type_addrs, singletons) = shared
         if not singletons:
             singletons.extend((api.ir_ffi.TypeMissing(), api.rx_ffi.AnyType(None)))
         self.missing, self.any = singletons
@@ -256,6 +260,9 @@ class _Writer:
         key = _ffi_writer.leaf_key_of(e)
         if key is not None:
             self.leaf_addrs[key] = r
+            key = _ffi_writer.constant_leaf_key_of(e)
+            if key is not None:  # the object is one of the shared tables': every conversion may use it
+                self.shared_leaf_addrs[key] = r
         return r
 
     def var_ref(self, v):
@@ -298,6 +305,10 @@ class _Writer:
 
     def ty_addr(self, t) -> int:
         r = self.type_addrs[t] = self.keep.hold(self.ty(t))
+        cls = type(t)
+        if cls is ObjectType or (cls is TensorType and t.vdevice is None and t.shape is not None
+                                 and _constant_key(t.shape) is not None):
+            self.shared_type_addrs[t] = r  # the object is a shared table's (``ty``)
         return r
 
     def op(self, op):

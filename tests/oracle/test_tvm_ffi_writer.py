@@ -210,3 +210,30 @@ def test_native_pass_writes_back_the_dict_attrs_it_read_unless_they_changed(extr
     tvm.ir.assert_structural_equal(out, tvm.relax.transform.StaticPlanBlockMemory()(tmod))
     assert not out["main"].same_as(tmod["main"])  # the body changed
     assert out["main"].attrs.same_as(tmod["main"].attrs) == (extra == "")
+
+
+def test_shared_tables_dropped_between_conversions_drop_their_addresses(monkeypatch):
+    """The addresses of shared leaves, ops and types are dropped with the objects they point
+    to: with the shared tables cleared before every conversion and nothing else holding the
+    objects, repeated native passes still write TVM's plan (a stale address would point to a
+    freed object)."""
+    import importlib
+
+    from memcore_py.tvm import KillAfterLastUse as NativeKALU
+    from memcore_py.tvm import StaticPlanBlockMemory as NativeSPBM
+
+    to_tvm_module = importlib.import_module("memcore_py.tvm.to_tvm")
+    passes = importlib.import_module("memcore_py.tvm.passes")
+    text = model_text("resnet50")
+    expected = tvm.relax.transform.KillAfterLastUse()(tvm.relax.transform.StaticPlanBlockMemory()(
+        tvm.script.from_source(text)))
+    out = NativeSPBM()(tvm.script.from_source(text))  # fills the shared tables
+    passes._HANDOFF.take(out)  # the hand-off holds the last module written: release it
+    del out
+    monkeypatch.setattr(to_tvm_module, "_SHARED_MAX", -1)
+    for _ in range(3):
+        out = NativeKALU()(NativeSPBM()(tvm.script.from_source(text)))
+        tvm.ir.assert_structural_equal(out, expected)
+        passes._HANDOFF.take(out)
+        del out
+        gc.collect()
