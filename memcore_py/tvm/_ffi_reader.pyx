@@ -81,8 +81,8 @@ cdef class Layout:
     cdef Py_ssize_t o_call_op, o_call_args, o_call_attrs, o_call_ty_args
     cdef Py_ssize_t o_shape_values, o_imm_value, o_const_value, o_str_value, o_tt_shape, o_tt_dtype, o_tt_vdevice, o_tt_ndim
     cdef Py_ssize_t o_st_values, o_st_ndim, o_tuple_fields
-    cdef int32_t t_dict_attrs
-    cdef Py_ssize_t o_attrs_dict, o_func_attrs, o_mod_attrs, o_mod_infos
+    cdef int32_t t_dict_attrs, t_global_var, t_function, t_prim_func
+    cdef Py_ssize_t o_attrs_dict, o_func_attrs, o_mod_attrs, o_mod_infos, o_mod_functions, o_gv_name
 
     def __init__(self, api):
         def info(cls):
@@ -132,6 +132,11 @@ cdef class Layout:
         self.o_func_attrs = off(api.Function, "attrs")
         self.o_mod_attrs = off(api.IRModule, "attrs")
         self.o_mod_infos = off(api.IRModule, "global_infos")
+        self.o_mod_functions = off(api.IRModule, "functions")
+        self.t_global_var = info(api.GlobalVar).type_index
+        self.o_gv_name = off(api.GlobalVar, "name_hint")
+        self.t_function = info(api.Function).type_index
+        self.t_prim_func = info(api.PrimFunc).type_index
         for o in (off(api.DataflowVar, "ty"), off(api.Call, "ty"), off(api.ShapeExpr, "ty"),
                   off(api.IntImm, "ty"), off(api.GenericConst, "ty"), off(api.StringImm, "ty")):
             if o != self.o_expr_ty:
@@ -139,6 +144,21 @@ cdef class Layout:
         if off(api.DataflowVar, "name") != self.o_var_name:
             raise RuntimeError("DataflowVar.name is not at Var.name's offset")
         self.ok = self._self_check(api)
+
+    def _check_module_functions(self, api):
+        """:func:`module_functions` on modules of both map layouts against the Python API."""
+        import tvm
+
+        text = ("# from tvm.script import relax as R\n\n@R.function\n"
+                "def f(x: R.Tensor((4,), dtype=\"float32\")) -> R.Tensor((4,), dtype=\"float32\"):\n    return x\n")
+        f = tvm.script.from_source(text)
+        for n in (1, 3, 9):  # the small layout holds at most 4 entries
+            mod = api.IRModule({f"f{i}" if i else "a_function_name_longer_than_a_small_string": f for i in range(n)})
+            got = module_functions(self, mod.__chandle__())
+            want = sorted((1, str(gv.name_hint), gv.__chandle__(), fn.__chandle__()) for gv, fn in mod.functions.items())
+            if got is None or sorted(got) != want:
+                return False
+        return True
 
     def _self_check(self, api):
         """Read objects built through TVM's Python API and compare with what the API reads."""
@@ -171,6 +191,8 @@ cdef class Layout:
             return False
         empty = api.IRModule({})
         if module_has_global_infos(self, empty.__chandle__()) != (len(empty.global_infos) > 0):
+            return False
+        if not self._check_module_functions(api):
             return False
         probe["s"] = "ab"  # five entries: TVM's dense layout, left to the Python API
         attrs = api.ir.make_node("ir.DictAttrs", **probe)
@@ -249,6 +271,65 @@ def module_has_global_infos(Layout L, size_t mod):
     if obj_type(m) != K_MAP:
         return True
     return (<const uint64_t*>(m + HDR_SIZE + 8))[0] != 0
+
+
+cdef object map_entries(const char* m):
+    """The addresses of the {key, value} ``TVMFFIAny`` pairs of every entry of the ``ffi.Map``
+    at ``m``, in slot order; None when ``m`` is not a map or its entry count disagrees with its
+    size. Both layouts share the header {void* data_; u64 size_; u64 slots_}: the small one
+    (top bit of ``slots_`` set) holds ``size_`` 32-byte pairs at ``data_``; the dense one holds
+    ``slots_`` slots in blocks of 16 (16 metadata bytes, 0xFF empty and 0xFE protected, then
+    16 48-byte items: the pair, then the insertion-order links)."""
+    cdef uint64_t n, slots, b, j, n_blocks
+    cdef const char* data
+    cdef const char* block
+    cdef uint8_t meta
+    if m == NULL or obj_type(m) != K_MAP:
+        return None
+    data = (<const char**>(m + HDR_SIZE))[0]
+    n = (<const uint64_t*>(m + HDR_SIZE + 8))[0]
+    slots = (<const uint64_t*>(m + HDR_SIZE + 16))[0]
+    if slots >> 63:
+        return [addr(data + 32 * j) for j in range(n)]
+    out = []
+    n_blocks = (slots + 15) // 16
+    for b in range(n_blocks):
+        block = data + b * (16 + 16 * 48)
+        for j in range(16):
+            meta = (<const uint8_t*>block)[j]
+            if meta != 0xFF and meta != 0xFE:
+                out.append(addr(block + 16 + 48 * j))
+    return out if <uint64_t>len(out) == n else None
+
+
+def module_functions(Layout L, size_t mod):
+    """The functions of the ``IRModule`` at ``mod`` as ``(kind, name, GlobalVar address,
+    function address)``, kind 1 for a Relax ``Function``, 0 for a ``PrimFunc``, -1 for
+    anything else; in the map's slot order (callers sort). None when the map is not read here
+    (:func:`map_entries`), a key is not a ``GlobalVar`` with a string name or a value not an
+    object."""
+    cdef const char* kv
+    cdef const char* gv
+    cdef const char* f
+    cdef int32_t ft
+    entries = map_entries(obj_field(<const char*>mod, L.o_mod_functions))
+    if entries is None:
+        return None
+    out = []
+    for a in entries:
+        kv = <const char*><size_t>a
+        if any_type(kv) != L.t_global_var:
+            return None
+        gv = any_obj(kv)
+        name = read_string(gv + L.o_gv_name)
+        if name is None:
+            return None
+        ft = any_type(kv + 16)
+        if ft < K_OBJECT_BEGIN or any_obj(kv + 16) == NULL:
+            return None
+        f = any_obj(kv + 16)
+        out.append((1 if ft == L.t_function else 0 if ft == L.t_prim_func else -1, name, addr(gv), addr(f)))
+    return out
 
 
 cdef class Memo:

@@ -89,7 +89,7 @@ from ..ir.op import get_op, is_registered
 from ..ir.ops import builtin_alloc_own_type
 from ..ir.prim import Add, FloatImm, FloorDiv, FloorMod, IntImm, Max, Min, Mul, PrimVar, Sub
 from ..ir.types import FuncType, ObjectType, PrimType, ShapeType, TensorType, TupleType
-from . import _ffi_reader
+from . import _ffi_reader, _ffi_writer
 from ._node_map import AddrMap
 from ._api import TVMConversionError, tvm_api
 from .values import _type_key, call_attrs_from_tvm, dict_attrs_from_tvm
@@ -141,10 +141,11 @@ _LAYOUT = []
 
 def _layout(api):
     """The compiled reader's :class:`~memcore_py.tvm._ffi_reader.Layout` for this TVM, or
-    None when its ABI self-check failed (then everything is read through the Python API)."""
+    None when its ABI self-check failed or tvm_ffi lacks the C API the compiled writer's
+    ``object_at`` needs (then everything is read through the Python API)."""
     if not _LAYOUT:
-        layout = _ffi_reader.Layout(api)
-        _LAYOUT.append(layout if layout.ok else None)
+        layout = _ffi_reader.Layout(api) if _ffi_writer.init(api) else None
+        _LAYOUT.append(layout if layout is not None and layout.ok else None)
     return _LAYOUT[0]
 
 
@@ -601,9 +602,15 @@ class _Reader:
         # order: passes that name new functions (NameSupply) then name them alike.
         prim_func = api.PrimFunc
         entries = []
-        for gv, f in tvm_mod.functions.items():
-            name = str(gv.name_hint)
-            entries.append((type(f) is not prim_func, name == "main", name, gv.__chandle__(), f))
+        read = None if self.layout is None else _ffi_reader.module_functions(self.layout, tvm_mod.__chandle__())
+        if read is not None:  # compiled: a wrapper per function only (object_at)
+            object_at = _ffi_writer.object_at
+            for kind, name, h, fh in read:
+                entries.append((kind != 0, name == "main", name, h, object_at(fh)))
+        else:
+            for gv, f in tvm_mod.functions.items():
+                name = str(gv.name_hint)
+                entries.append((type(f) is not prim_func, name == "main", name, gv.__chandle__(), f))
         entries.sort(key=_entry_order)
         record = self.record
         gvars = []

@@ -179,6 +179,10 @@ def test_function_added_in_place_between_native_passes_is_read():
     tvm.ir.assert_structural_equal(ours["extra"], theirs["extra"])
 
 
+ATTRS_FUNCTION_TEXT = ("# from tvm.script import relax as R\n\n@R.function\n"
+                       "def main(x: R.Tensor((4,), dtype=\"float32\")) -> R.Tensor((4,), dtype=\"float32\"):\n"
+                       "    return x\n")
+
 ATTR_CASES = [
     {},
     {"relax.force_pure": True},
@@ -196,9 +200,7 @@ def test_compiled_attrs_read_equals_python_read_or_declines(attrs):
 
     api = tvm_api()
     layout = _layout(api)
-    func = tvm.script.from_source(
-        "# from tvm.script import relax as R\n\n@R.function\n"
-        "def main(x: R.Tensor((4,), dtype=\"float32\")) -> R.Tensor((4,), dtype=\"float32\"):\n    return x\n")
+    func = tvm.script.from_source(ATTRS_FUNCTION_TEXT)
     if attrs:
         func = func.with_attrs(attrs)
     mod = tvm.IRModule({"main": func}, attrs=api.ir.make_node("ir.DictAttrs", **attrs) if attrs else None)
@@ -215,3 +217,17 @@ def test_compiled_attrs_read_equals_python_read_or_declines(attrs):
             assert not plain or len(attrs) >= 3
     # from_tvm gives the Python reader's module either way
     assert_structural_equal(read(mod, compiled=True)[0], read(mod, compiled=False)[0])
+
+
+@pytest.mark.parametrize("key,text", CASES[:3] + [("one-function", lambda: ATTRS_FUNCTION_TEXT)],
+                         ids=[k for k, _ in CASES[:3]] + ["one-function"])
+def test_module_functions_read_compiled_equal_the_python_api(key, text):
+    """The compiled read of a module's function map (TVM's dense layout past 4 entries, the
+    small one below) gives every (GlobalVar, function) pair the Python API gives."""
+    tmod = tvm.script.from_source(text())
+    if isinstance(tmod, relax.Function):
+        tmod = tvm.IRModule({"main": tmod})
+    got = _ffi_reader.module_functions(_layout(tvm_api()), tmod.__chandle__())
+    want = [(1 if isinstance(f, relax.Function) else 0, str(gv.name_hint), gv.__chandle__(), f.__chandle__())
+            for gv, f in tmod.functions.items()]
+    assert got is not None and sorted(got) == sorted(want)
