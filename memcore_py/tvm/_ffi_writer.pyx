@@ -76,6 +76,7 @@ cdef void* f_call = NULL
 cdef void* f_binding = NULL
 cdef void* f_block = NULL
 cdef void* f_dfblock = NULL
+cdef void* f_map = NULL
 cdef void* h_empty_array = NULL
 _FUNCS = []
 #: where the block being written is (``_Writer.where``), for constructor errors
@@ -118,7 +119,7 @@ def init(api):
     """Resolve the C API and the constructors once (idempotent); False when this tvm_ffi does
     not export what is needed (the Python writer is then used alone)."""
     global c_call, c_incref, c_decref, c_err_move, c_err_set
-    global f_array, f_var, f_dfvar, f_call, f_binding, f_block, f_dfblock, h_empty_array
+    global f_array, f_var, f_dfvar, f_call, f_binding, f_block, f_dfblock, f_map, h_empty_array
     if c_call != NULL:
         return True
     import ctypes
@@ -136,7 +137,7 @@ def init(api):
         return False
     funcs = [tvm_ffi.get_global_func(n) for n in ("ffi.Array", "ir.Var", "relax.DataflowVar", "ir.Call",
                                                    "relax.VarBinding", "relax.BindingBlock",
-                                                   "relax.DataflowBlock")]
+                                                   "relax.DataflowBlock", "ffi.Map")]
     empty = api.Array([])
     c_incref = <ref_t><size_t>ptr["TVMFFIObjectIncRef"]
     c_decref = <ref_t><size_t>ptr["TVMFFIObjectDecRef"]
@@ -166,6 +167,7 @@ def init(api):
     f_binding = <void*><size_t>hs[4]
     f_block = <void*><size_t>hs[5]
     f_dfblock = <void*><size_t>hs[6]
+    f_map = <void*><size_t>hs[7]
     h_empty_array = <void*><size_t>empty.__chandle__()
     c_call = <call_t><size_t>ptr["TVMFFIFunctionCall"]  # set last: the "initialised" flag
     return True
@@ -453,6 +455,20 @@ def leaf_key_of(e):
 def constant_leaf_key_of(e):
     """:func:`constant_leaf_key` for Python callers."""
     return constant_leaf_key(e)
+
+
+def map_of(Keep K, list addresses):
+    """The address (owned by ``K``) of a new ``ffi.Map`` of the objects at ``addresses``, keys
+    and values alternating (a module's function map: no wrapper per GlobalVar or function)."""
+    cdef Py_ssize_t i, n = len(addresses)
+    cdef vector[FFIAny] items
+    cdef void* h
+    items.resize(n)
+    for i in range(n):
+        set_obj(&items[i], as_handle(addresses[i]))
+    h = make(f_map, items.data(), <int32_t>n, "a map")
+    K.own(h)
+    return <size_t>h
 
 
 def array_of(Keep K, list addresses):

@@ -293,7 +293,10 @@ class _Writer:
     def gvar(self, g):
         r = self.gvars.get(g)
         if r is None:
-            self.fail(f"reference to a GlobalVar {g.name!r} that is not in the module")
+            a = self.gvar_addrs.get(g)
+            if a is None:
+                self.fail(f"reference to a GlobalVar {g.name!r} that is not in the module")
+            r = self.gvars[g] = self.obj(a)
         return r
 
     def op_addr(self, op) -> int:
@@ -470,10 +473,11 @@ class _Writer:
         return r
 
     # ------------------------------------------------------------------ functions
-    def function(self, name, f):
+    def function_addr(self, name, f) -> int:
+        """The address of the TVM function written for ``f`` (reused when ``f`` is)."""
         r = self.reuse.get(f)
         if r is not None:
-            return self.obj(r)
+            return r
         self.where = f"function {name!r}"
         self.prims = dict(self.reuse.get((_SYMBOLIC, name), ()))  # the TVM vars reused nodes hold
         params = self.obj(_ffi_writer.array_of(self.keep, [self.def_var_addr(p) for p in f.params]))
@@ -487,12 +491,13 @@ class _Writer:
                                                             for k, v in f.attrs.items()})
         ret = self.missing if f.ret_ty is None else self.ty(f.ret_ty)
         node = self.rx_ffi.Function(params, body, ret, f.is_pure, attrs, None)
+        r = self.keep.hold(node)
         if self.record is not None:
-            self.record[f] = self.keep.hold(node)
+            self.record[f] = r
             self.record[(_SYMBOLIC, name)] = dict(self.prims)
             if held is None or held[0] is not f.attrs:
                 self.record[attrs_key] = (f.attrs, self.keep.hold(attrs))
-        return node
+        return r
 
     def prim_func(self, name, f):
         src = f.source
@@ -509,20 +514,27 @@ class _Writer:
             raise TVMConversionError(f"TVM could not read the text of PrimFunc {name!r}: {exc}") from exc
 
     def module(self, mod: IRModule):
+        # GlobalVars and functions by address: the function map is built from addresses
+        # (_ffi_writer.map_of), with no Python wrapper of a reused object
+        reuse, record, keep, gvar_addrs = self.reuse, self.record, self.keep, self.gvar_addrs
         for gv in mod.functions:
-            g = self.reuse.get(gv)
-            g = self.gvars[gv] = self.obj(g) if g is not None else self.ir_ffi.GlobalVar(gv.name)
-            self.gvar_addrs[gv] = a = self.keep.hold(g)
-            if self.record is not None:
-                self.record[gv] = a
-        funcs = {}
+            a = reuse.get(gv)
+            if a is None:
+                a = keep.hold(self.ir_ffi.GlobalVar(gv.name))
+            gvar_addrs[gv] = a
+            if record is not None:
+                record[gv] = a
+        pairs = []
         for gv, f in mod.functions.items():
             if type(f) is Function:
-                funcs[self.gvars[gv]] = self.function(gv.name, f)
+                h = self.function_addr(gv.name, f)
             elif type(f) is PrimFunc:
-                funcs[self.gvars[gv]] = self.prim_func(gv.name, f)
+                h = keep.hold(self.prim_func(gv.name, f))
             else:
                 self.fail(f"module function {gv.name!r} of {type(f).__name__}")
+            pairs.append(gvar_addrs[gv])
+            pairs.append(h)
+        funcs = self.obj(_ffi_writer.map_of(keep, pairs))
         self.where = "the module"
         attrs = None
         if mod.attrs:
