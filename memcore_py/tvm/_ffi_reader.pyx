@@ -53,7 +53,10 @@ cdef enum:
     K_FLOAT = 3
     K_MAP = 72
 from memcore_py.ir.expr import Call, DataflowVar, DataTypeImm, PrimValue, ShapeExpr, StringImm, Var, VarBinding
-from memcore_py.ir.types import TensorType, TupleType
+from memcore_py.ir.types import ObjectType, TensorType, TupleType
+
+#: the memcore type of TVM's ``AnyType`` (``R.Object``), shared by both readers
+OBJECT_TYPE = ObjectType()
 
 cdef object read_string(const char* any):
     """A ``String`` field (an inline TVMFFIAny) as a Python str; None if not a string."""
@@ -81,7 +84,7 @@ cdef class Layout:
     cdef Py_ssize_t o_call_op, o_call_args, o_call_attrs, o_call_ty_args
     cdef Py_ssize_t o_shape_values, o_imm_value, o_const_value, o_str_value, o_tt_shape, o_tt_dtype, o_tt_vdevice, o_tt_ndim
     cdef Py_ssize_t o_st_values, o_st_ndim, o_tuple_fields
-    cdef int32_t t_dict_attrs, t_global_var, t_function, t_prim_func
+    cdef int32_t t_dict_attrs, t_global_var, t_function, t_prim_func, t_any_type
     cdef Py_ssize_t o_attrs_dict, o_func_attrs, o_mod_attrs, o_mod_infos, o_mod_functions, o_gv_name
 
     def __init__(self, api):
@@ -137,6 +140,7 @@ cdef class Layout:
         self.o_gv_name = off(api.GlobalVar, "name_hint")
         self.t_function = info(api.Function).type_index
         self.t_prim_func = info(api.PrimFunc).type_index
+        self.t_any_type = info(api.AnyType).type_index
         for o in (off(api.DataflowVar, "ty"), off(api.Call, "ty"), off(api.ShapeExpr, "ty"),
                   off(api.IntImm, "ty"), off(api.GenericConst, "ty"), off(api.StringImm, "ty")):
             if o != self.o_expr_ty:
@@ -391,7 +395,8 @@ def read_dims(Layout L, size_t arr, dict ints, dict prims):
 
 
 cdef object read_type(Layout L, const char* t, Memo M):
-    """A type already read (by address), or a tensor type of readable dims; None otherwise."""
+    """A type already read (by address), ``R.Object``, or a tensor or tuple type of readable
+    parts; None otherwise."""
     cdef const char* shape
     cdef const char* dt
     cdef PyObject* known
@@ -402,6 +407,8 @@ cdef object read_type(Layout L, const char* t, Memo M):
         return <object>known
     if obj_type(t) == L.t_tuple_type:
         return read_tuple_type(L, t, M)
+    if obj_type(t) == L.t_any_type:  # a storage's or a packed call's R.Object: a new object per binding
+        return OBJECT_TYPE
     if obj_type(t) != L.t_tensor_type or obj_field(t, L.o_tt_vdevice) != NULL:
         return None
     dt = obj_field(t, L.o_tt_dtype)

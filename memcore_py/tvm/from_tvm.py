@@ -88,7 +88,7 @@ from ..ir.module import IRModule, VDevice
 from ..ir.op import get_op, is_registered
 from ..ir.ops import builtin_alloc_own_type
 from ..ir.prim import Add, FloatImm, FloorDiv, FloorMod, IntImm, Max, Min, Mul, PrimVar, Sub
-from ..ir.types import FuncType, ObjectType, PrimType, ShapeType, TensorType, TupleType
+from ..ir.types import FuncType, PrimType, ShapeType, TensorType, TupleType
 from . import _ffi_reader, _ffi_writer
 from ._node_map import AddrMap
 from ._api import TVMConversionError, tvm_api
@@ -99,7 +99,7 @@ __all__ = ["from_tvm"]
 #: TVM PrimFunc attribute spelled in the decorator (``@T.prim_func(s_tir=True)``), which
 #: memcore keeps in the PrimFunc's text rather than in ``attrs``.
 _DECORATOR_ATTRS = ("s_tir",)
-_OBJECT = ObjectType()
+_OBJECT = _ffi_reader.OBJECT_TYPE  # the compiled reader's, so that both read R.Object as one node
 #: Key of a function's symbolic vars (name -> TVM var) in a ``record`` map.
 _SYMBOLIC = "symbolic-vars"
 #: Key of a function's attrs in a ``record`` map: ``(_ATTRS, id(attrs dict))`` ->
