@@ -617,11 +617,19 @@ cdef int _array_data(object a, Py_ssize_t itemsize, Py_ssize_t n, str name, cons
     return 0
 
 
+cdef inline object _int64_empty(Py_ssize_t n):
+    """A new, uninitialised int64 ndarray of ``n`` elements (through the numpy C API: np.empty
+    costs more than a whole small plan)."""
+    cdef cnp.npy_intp dim = n
+    return cnp.PyArray_EMPTY(1, &dim, cnp.NPY_INT64, 0)
+
+
 cdef object _int64_array(const idx_t* src, Py_ssize_t n):
-    """A new int64 ndarray holding ``src[0:n]``."""
-    out = np.empty(n, dtype=np.int64)
+    """A new read-only int64 ndarray holding ``src[0:n]``."""
+    out = _int64_empty(n)
     if n:
         memcpy(cnp.PyArray_DATA(<cnp.ndarray>out), src, n * sizeof(idx_t))
+    cnp.PyArray_CLEARFLAGS(<cnp.ndarray>out, cnp.NPY_ARRAY_WRITEABLE)
     return out
 
 
@@ -644,7 +652,8 @@ def _py_plan_tokens(
     Returns
     -------
     (code, bad_event, storage_of, storage_bytes, storage_pool_dense); the storage arrays are
-    trimmed to n_storage. ``code`` is 0 or one of ERROR_CODES.
+    trimmed to n_storage, and all three are read-only (as TokenPlan keeps them). ``code`` is
+    0 or one of ERROR_CODES.
     """
     cdef Py_ssize_t n_tok, n_events, i
     cdef const void* bytes_p
@@ -666,7 +675,7 @@ def _py_plan_tokens(
     n_events = cnp.PyArray_DIM(<cnp.ndarray>ev_kind, 0)
     _array_data(ev_tok, 8, n_events, "ev_tok", &ev_tok_p)
     cdef _TokenAllocator alloc = _TokenAllocator(n_pools, n_tok, match_range)
-    storage_of = np.empty(n_tok, dtype=np.int64)
+    storage_of = _int64_empty(n_tok)
     cdef idx_t* storage_of_p = <idx_t*>cnp.PyArray_DATA(<cnp.ndarray>storage_of)
     cdef vector[idx_t] left = vector[idx_t](n_tok)
     cdef idx_t bad_event = -1
@@ -680,6 +689,7 @@ def _py_plan_tokens(
             release_zero_ref, storage_of_p, left.data(), &bad_event,
         )
     n = alloc.n_storage
+    cnp.PyArray_CLEARFLAGS(<cnp.ndarray>storage_of, cnp.NPY_ARRAY_WRITEABLE)
     return (
         code,
         bad_event,

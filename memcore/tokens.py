@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _tokens
-from ._validate import as_int_scalar, as_token_program, exact_sum, raise_sequence_error
+from ._validate import INT64_MAX, as_int_scalar, as_token_program, exact_sum, raise_sequence_error
 
 __all__ = ["EV_REQUEST", "EV_DECREF", "TokenPlan", "plan_tokens"]
 
@@ -34,6 +34,8 @@ EV_DECREF = 1
 #: the kernels' "no symbolic sizes" tok_sym (read-only, shared)
 _NO_SYM = np.empty(0, dtype=np.int64)
 _NO_SYM.setflags(write=False)
+
+_new = object.__new__
 
 #: kernel error code -> its name in ``SEQUENCE_ERRORS`` (memcore._validate)
 _ERROR_NAMES = {code: name for name, code in _tokens.ERROR_CODES.items()}
@@ -57,6 +59,15 @@ class TokenPlan:
         self.storage_of.setflags(write=False)
         self.storage_bytes.setflags(write=False)
         self.storage_pool.setflags(write=False)
+
+    @classmethod
+    def _of_readonly(cls, storage_of, storage_bytes, storage_pool):
+        """The plan of three arrays that are already read-only (the kernel's): the fields are
+        set as the dataclass ``__init__`` sets them, without it and its ``__post_init__``
+        (about 1 us, most of a small program's wrapper cost)."""
+        plan = _new(cls)
+        plan.__dict__.update(storage_of=storage_of, storage_bytes=storage_bytes, storage_pool=storage_pool)
+        return plan
 
     @property
     def n_storage(self):
@@ -193,7 +204,8 @@ def plan_tokens(
     if check or n_pools is None:
         dense, n_pools, pool_ids = _dense_pools(tok_pool)
     else:  # the ids are the caller's guarantee; the count itself is checked (it sizes the kernel's tables)
-        n_pools = as_int_scalar("n_pools", n_pools, low=1 if tok_pool.shape[0] else 0)
+        if type(n_pools) is not int or not 1 <= n_pools <= INT64_MAX:  # the full check off the common case
+            n_pools = as_int_scalar("n_pools", n_pools, low=1 if tok_pool.shape[0] else 0)
         dense, pool_ids = tok_pool, None
     code, bad_event, storage_of, storage_bytes, storage_dense = _tokens._py_plan_tokens(
         tok_bytes,
@@ -208,5 +220,6 @@ def plan_tokens(
     )
     if code:
         raise_sequence_error(_ERROR_NAMES[code], bad_event, ev_tok, tok_refs)
-    storage_pool = storage_dense if pool_ids is None else pool_ids[storage_dense]
-    return TokenPlan(storage_of, storage_bytes, storage_pool)
+    if pool_ids is None:  # the kernel's arrays are read-only already
+        return TokenPlan._of_readonly(storage_of, storage_bytes, storage_dense)
+    return TokenPlan(storage_of, storage_bytes, pool_ids[storage_dense])

@@ -766,37 +766,22 @@ class _StorageAllocatorInit:
         t_block, t_binding, t_index = kept
         infos = self.infos
         # uses by nested calls are counted too (never released: TVM would fail its block-end check)
-        for t, k in self.extra_refs.items():
-            if new_id[t] >= 0:
-                tok_refs[new_id[t]] += k
-        program = TokenProgram(
-            tok_const=tok_const,
-            tok_refs=tok_refs,
-            tok_start=tok_start,
-            tok_end=tok_end,
-            tok_func=tok_func,
-            ev_kind=ev_kind,
-            ev_tok=ev_tok,
-            tok_info=tok_info,
-            infos=infos,
-            function_names=[f.gv.name for f in self.functions],
-            n_symbolic=n_symbolic,
-        )
-        all_block, all_info, all_binding, all_index = self.t_block, self.t_info, self.t_binding, self.t_index
-        sites = AllocationSites(
-            tok_binding=t_binding,
-            tok_block=t_block,
-            tok_index=t_index,
-            functions=self.functions,
-            block_scope=self.block_scope,
-            block_is_dataflow=self.block_is_dataflow,
-            block_ifs=self.block_ifs,
-            scope_parent=self.scope_parent,
-            scope_anchor=self.scope_anchor,
-            scope_blocks=self.scope_blocks,
-            unplanned_allocs=[_unplanned_alloc((all_binding[i], all_block[i], all_index[i], all_info[i].func))
-                              for i in sorted(self.discarded)],
-        )
+        if self.extra_refs:
+            for t, k in self.extra_refs.items():
+                if new_id[t] >= 0:
+                    tok_refs[new_id[t]] += k
+        # positional construction (keyword arguments cost twice as much on these records):
+        # the fields in declaration order
+        program = TokenProgram(tok_const, tok_refs, tok_start, tok_end, tok_func, ev_kind, ev_tok, tok_info, infos,
+                               [f[0].name for f in self.functions], n_symbolic)  # FunctionEntry.gv
+        if self.discarded:
+            all_block, all_info, all_binding, all_index = self.t_block, self.t_info, self.t_binding, self.t_index
+            unplanned = [_unplanned_alloc((all_binding[i], all_block[i], all_index[i], all_info[i].func))
+                         for i in sorted(self.discarded)]
+        else:
+            unplanned = []
+        sites = AllocationSites(t_binding, t_block, t_index, self.functions, self.block_scope, self.block_is_dataflow,
+                                self.block_ifs, self.scope_parent, self.scope_anchor, self.scope_blocks, unplanned)
         return StorageTokens(program, sites, self.tvm_check_failures)
 
 

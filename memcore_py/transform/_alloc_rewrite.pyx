@@ -48,6 +48,8 @@ cdef PyTypeObject* T_INT_IMM = <PyTypeObject*>IntImm
 cdef PyTypeObject* T_TENSOR_TYPE = <PyTypeObject*>TensorType
 cdef PyTypeObject* T_SHAPE_EXPR = <PyTypeObject*>ShapeExpr
 cdef PyTypeObject* T_SHAPE_TYPE = <PyTypeObject*>ShapeType
+cdef PyTypeObject* T_VAR_BINDING = <PyTypeObject*>VarBinding
+cdef PyTypeObject* T_CALL = <PyTypeObject*>Call
 
 
 #: name -> name + "_raw" (the zero-offset views' raw tensors), shared across calls like the
@@ -67,6 +69,32 @@ cdef object _raw_name(name):
     return raw
 
 
+#: storage names "storage", "storage1", ... (NameTable's sequence for one hint), shared
+cdef list _STORAGE_NAMES = ["storage"]
+
+
+cdef inline str _storage_name(Py_ssize_t k):
+    """The name of the ``k``-th storage of a module."""
+    while len(_STORAGE_NAMES) <= k and len(_STORAGE_NAMES) < 4096:
+        _STORAGE_NAMES.append(f"storage{len(_STORAGE_NAMES)}")
+    if k < len(_STORAGE_NAMES):
+        return <str>_STORAGE_NAMES[k]
+    return f"storage{k}"
+
+
+cdef object _device_arg(binding):
+    """``binding.value.args[2]``: the device argument of an ``R.builtin.alloc_tensor`` binding
+    (slots read directly for a ``VarBinding`` of a ``Call``)."""
+    cdef PyObject* p
+    if Py_TYPE(binding) is T_VAR_BINDING:
+        p = get_slot(binding, O_VALUE)
+        if p is not NULL and Py_TYPE(<object>p) is T_CALL:
+            p = get_slot(<object>p, O_ARGS)
+            if p is not NULL and type(<object>p) is tuple:
+                return (<tuple>p)[2]
+    return binding.value.args[2]
+
+
 cdef inline object _binding(op, tuple args, ty, var):
     """``VarBinding(var, Call(op, args, ty=ty))``, built as construct.new_call / new_binding do."""
     return binding_node(var, call_node(op, args, EMPTY_ATTRS, (), ty))
@@ -79,6 +107,11 @@ def storage_binding(op, str name, nbytes, dev, scope_imm, dtype_imm, var_cls, ty
     ``new_binding`` build it. ``nbytes`` is a PrimExpr."""
     if var_cls is not Var and var_cls is not DataflowVar:
         raise TypeError(f"storage_binding: var_cls must be Var or DataflowVar; got {var_cls!r}")
+    return _storage_binding(op, name, nbytes, dev, scope_imm, dtype_imm, var_cls is DataflowVar, ty)
+
+
+cdef object _storage_binding(op, str name, nbytes, dev, scope_imm, dtype_imm, bint dataflow, ty):
+    """:func:`storage_binding` with the var class given as ``dataflow``."""
     cdef tuple values = (nbytes,)
     cdef PyObject* st = alloc_node(T_SHAPE_TYPE)
     put_slot(st, O_ST_VALUES, values)
@@ -86,7 +119,7 @@ def storage_binding(op, str name, nbytes, dev, scope_imm, dtype_imm, var_cls, ty
     shape_type = <object>st
     Py_DECREF(shape_type)
     shape = shape_expr_node(values, shape_type)
-    var = var_node(var_cls is DataflowVar, name, ty)
+    var = var_node(dataflow, name, ty)
     return _binding(op, (shape, dev, scope_imm, dtype_imm), ty, var)
 
 
@@ -232,6 +265,9 @@ cdef class AllocRewrite:
         R.memory.alloc_storage(R.shape([nbytes]), dev, scope_imm, R.dtype(dtype))``: named
         ``storage``, ``storage1``, ... in the order of the calls (NameTable's sequence for one
         hint), a ``DataflowVar`` when ``dataflow`` (see :func:`storage_binding`)."""
+        return self._new_storage(nbytes, dev, scope_imm, dtype, dataflow)
+
+    cdef object _new_storage(self, nbytes, dev, scope_imm, str dtype, bint dataflow):
         cdef Py_ssize_t k = self.n_storages
         self.n_storages = k + 1
         cdef PyObject* dp = PyDict_GetItem(self.dtype_imm, dtype)
@@ -239,8 +275,8 @@ cdef class AllocRewrite:
             dtype_imm = self.dtype_imm[dtype] = DataTypeImm(dtype)
         else:
             dtype_imm = <object>dp
-        return storage_binding(self.storage_op, f"storage{k}" if k else "storage", nbytes, dev, scope_imm, dtype_imm,
-                               DataflowVar if dataflow else Var, self.storage_ty)
+        return _storage_binding(self.storage_op, _storage_name(k), nbytes, dev, scope_imm, dtype_imm, dataflow,
+                                self.storage_ty)
 
     def emit_storages(self, storage_ids, list storages, list tok_binding, list sites, dict scope_imm):
         """The bindings of storages ``storage_ids`` (indices into ``storages``, a plan's
@@ -253,16 +289,18 @@ cdef class AllocRewrite:
         cdef list out = []
         cdef list storage_var = self.storage_var
         cdef PyObject* sp
+        cdef Py_ssize_t k
         for k in storage_ids:
             s = storages[k]
-            dev = tok_binding[s.tokens[0]].value.args[2]
+            # the device argument of the first allocation: binding.value.args[2]
+            dev = _device_arg(tok_binding[s.tokens[0]])
             scope = s.scope
             sp = PyDict_GetItem(scope_imm, scope)
             if sp is NULL:
                 scope_node = scope_imm[scope] = StringImm(scope)
             else:
                 scope_node = <object>sp
-            sb = self.new_storage(s.nbytes, dev, scope_node, s.dtype, sites[k][2])  # .dataflow_var
+            sb = self._new_storage(s.nbytes, dev, scope_node, s.dtype, (<tuple>sites[k])[2])  # .dataflow_var
             storage_var[k] = <object>get_slot(sb, O_VAR)
             out.append(sb)
         return out
@@ -342,3 +380,66 @@ cdef class AllocRewrite:
             positions.append(i)
             raws.append(_binding(op, new_args, ty, raw_var))
             out[i] = _binding(view_op, (raw_var,), ty, var)
+
+
+def site_tables(list storage_site, list tok_block, list tok_index):
+    """Where the rewrite changes each block: ``(emit_before, allocs)``.
+
+    ``emit_before``: block id -> {position: [storage ids to emit before that binding]}, from
+    each storage's :class:`~memcore_py.planning.emission.EmissionSite` (``storage_site[k]``:
+    ``(block, position, ...)``), ids in increasing order. ``allocs``: block id -> {position:
+    token} of the planned allocations (``tok_block`` / ``tok_index``: block id and position of
+    each token's allocation, tokens in program order, so positions come increasing).
+    """
+    cdef dict emit_before = {}, allocs = {}
+    cdef Py_ssize_t k, n = len(storage_site), t, n_tok = len(tok_block)
+    cdef PyObject* p
+    cdef dict at
+    cdef tuple site
+    for k in range(n):
+        site = <tuple>storage_site[k]
+        block, position = site[0], site[1]
+        p = PyDict_GetItem(emit_before, block)
+        if p is NULL:
+            at = {}
+            emit_before[block] = at
+        else:
+            at = <dict>p
+        p = PyDict_GetItem(at, position)
+        if p is NULL:
+            at[position] = [k]
+        else:
+            (<list>p).append(k)
+    if n_tok:
+        b0 = tok_block[0]
+        for t in range(1, n_tok):
+            if tok_block[t] != b0:
+                break
+        else:  # every planned allocation in one block (the common case)
+            allocs[b0] = dict(zip(tok_index, range(n_tok)))
+            return emit_before, allocs
+        for t in range(n_tok):
+            block = tok_block[t]
+            p = PyDict_GetItem(allocs, block)
+            if p is NULL:
+                at = {}
+                allocs[block] = at
+            else:
+                at = <dict>p
+            at[tok_index[t]] = t
+    return emit_before, allocs
+
+
+def dirty_scopes(tables, list block_scope, list scope_parent):
+    """The scope ids that contain a block of some ``{block id: ...}`` dict of ``tables``, and
+    every scope around them (``block_scope``: block -> scope; ``scope_parent``: scope ->
+    parent, -1 at a function body)."""
+    cdef set dirty = set()
+    cdef Py_ssize_t sid
+    for changed in tables:
+        for bid in <dict>changed:
+            sid = block_scope[bid]
+            while sid >= 0 and sid not in dirty:
+                dirty.add(sid)
+                sid = scope_parent[sid]
+    return dirty

@@ -195,50 +195,28 @@ class _StorageAllocationRewriter:
         sites = self.sites = st.sites
         self.plan = plan
         self.zero_offset_views = zero_offset_views
-        self.storage_site = emission_sites(sites, plan)
-        # block id -> {position: [storage ids to emit before it]}
-        emit_before = self.emit_before = {}
-        for k, site in enumerate(self.storage_site):
-            at = emit_before.get(site.block)
-            if at is None:
-                at = emit_before[site.block] = {}
-            ks = at.get(site.position)
-            if ks is None:
-                at[site.position] = [k]
-            else:
-                ks.append(k)
-        # block id -> {position: token}, positions increasing (tokens are in program order)
-        allocs = self.allocs = {}
-        tok_block = sites.tok_block
-        if tok_block and tok_block.count(tok_block[0]) == len(tok_block):
-            # every planned allocation in one block (the common case)
-            allocs[tok_block[0]] = dict(zip(sites.tok_index, range(len(tok_block))))
-        else:
-            for t, (bid, i) in enumerate(zip(tok_block, sites.tok_index)):
-                d = allocs.get(bid)
-                if d is None:
-                    d = allocs[bid] = {}
-                d[i] = t
+        storage_site = self.storage_site = emission_sites(sites, plan)
+        compiled = load_compiled("memcore_py.transform._alloc_rewrite")
+        # block id -> {position: [storage ids to emit before it]}; block id -> {position:
+        # token}, positions increasing (tokens are in program order)
+        self.emit_before, self.allocs = compiled.site_tables(storage_site, sites.tok_block, sites.tok_index)
         # Case 2 candidates: unplanned allocations in functions with the attribute
         self.dynamic: dict = {}
         if sites.unplanned_allocs:
-            plan_dyn = {f for f, entry in enumerate(sites.functions)
-                        if ATTR_PLAN_DYNAMIC_FUNC_OUTPUT in entry.func.attrs
-                        and _truthy(entry.func.attrs[ATTR_PLAN_DYNAMIC_FUNC_OUTPUT])}
+            plan_dyn = None
+            for f, entry in enumerate(sites.functions):
+                attrs = entry[1].attrs  # .func
+                if ATTR_PLAN_DYNAMIC_FUNC_OUTPUT in attrs and _truthy(attrs[ATTR_PLAN_DYNAMIC_FUNC_OUTPUT]):
+                    if plan_dyn is None:
+                        plan_dyn = set()
+                    plan_dyn.add(f)
             if plan_dyn:
                 for u in sites.unplanned_allocs:
                     if u.func in plan_dyn:
                         self.dynamic.setdefault(u.block, {})[u.position] = u.binding
         # scopes that contain a change (and so every scope around them)
-        dirty = set()
-        block_scope, scope_parent = sites.block_scope, sites.scope_parent
-        for changed in (emit_before, allocs, self.dynamic):
-            for bid in changed:
-                sid = block_scope[bid]
-                while sid >= 0 and sid not in dirty:
-                    dirty.add(sid)
-                    sid = scope_parent[sid]
-        self.dirty = dirty
+        self.dirty = compiled.dirty_scopes((self.emit_before, self.allocs, self.dynamic), sites.block_scope,
+                                           sites.scope_parent)
         self.storage_var: list = [None] * len(plan.storages)
         # immutable leaf nodes, shared across calls (bounded caches)
         if len(_DTYPE_IMMS) > _IMM_CACHE_MAX or len(_SCOPE_IMMS) > _IMM_CACHE_MAX or len(_OFFSET_IMMS) > _IMM_CACHE_MAX:
@@ -251,7 +229,6 @@ class _StorageAllocationRewriter:
         self._shape_imm: dict = {}
         self.tok_storage = plan.tok_storage.tolist()
         self.tok_offset = plan.tok_offset.tolist() if plan.mode == "arena" else [0] * len(self.tok_storage)
-        compiled = load_compiled("memcore_py.transform._alloc_rewrite")
         self._same_shape = compiled.same_shape
         self._splice = compiled.splice
         # also names the storages (storage, storage1, ... across the module) and binds them

@@ -76,3 +76,24 @@ def test_unchecked_layout_errors_are_value_errors(name, bad, why):
 def test_unchecked_tok_sym_must_be_empty_or_per_token():
     with pytest.raises(ValueError, match="tok_sym"):
         plan_tokens(**_one_token(), tok_sym=np.array([-1, -1], dtype=np.int64), check=False)
+
+
+@pytest.mark.parametrize("check, n_pools", [(True, None), (False, None), (False, 1)])
+def test_plan_arrays_are_read_only(check, n_pools):
+    """The kernel's arrays are handed out read-only (the TokenPlan skips re-setting the flags)."""
+    plan = plan_tokens(**_one_token(), check=check, n_pools=n_pools)
+    for name in ("storage_of", "storage_bytes", "storage_pool"):
+        arr = getattr(plan, name)
+        assert not arr.flags.writeable
+        with pytest.raises(ValueError):
+            arr[0] = 1
+    assert plan.storage_of.tolist() == [0] and plan.storage_bytes.tolist() == [32]
+    assert plan.storage_pool.tolist() == [0]
+
+
+@pytest.mark.parametrize("bad", [0, -1, 2**63, 1.0, True])
+def test_unchecked_n_pools_is_still_checked(bad):
+    from memcore import InvalidArrayError
+
+    with pytest.raises(InvalidArrayError):
+        plan_tokens(**_one_token(), check=False, n_pools=bad)
