@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from ..errors import IRError
 from ._util import gc_paused
-from .construct import module_with_functions
+from .construct import function_with_body, module_with_functions
 from .expr import (
     BindingBlock,
     Call,
@@ -328,8 +328,9 @@ class ExprMutator:
         body = self.visit_seq(func.body)
         self.in_dataflow = saved
         params_same = all(n is o for n, o in zip(new_params, func.params))
-        if body is func.body and params_same:
-            return func
+        if params_same:
+            # the attrs dict is shared (the TVM bridge then writes back the DictAttrs it read)
+            return func if body is func.body else function_with_body(func, body)
         return Function(new_params, body, func.ret_ty, func.attrs, func.is_pure)
 
     def visit_param(self, param: Var) -> Var:

@@ -28,6 +28,11 @@ shows as ``storage`` and ``storage_1``. Ours holds the same names.
 Not ported: the texture path (a non-``global`` scope on a virtual device whose target
 registers ``DeviceGetMemSize.<kind>``), which needs TVM's target registry.
 
+Speed: in a flat function (:func:`~memcore_py.transform.dead_code_elimination.is_flat`:
+no binding opens a scope or nests a call), only the ``R.builtin.alloc_tensor`` bindings can
+change while no variable has been remapped, so every other binding is kept without the
+mutator's visit (the visit would return it unchanged).
+
 Preconditions: run after StaticPlanBlockMemory. Every ``builtin.alloc_tensor`` must have
 exactly four arguments (shape, ``R.dtype``, ``R.prim_value`` device index, ``R.str``
 scope); otherwise :class:`~memcore_py.errors.PassError` names the function and binding.
@@ -42,6 +47,7 @@ from ..ir.prim import IntImm, Mul
 from ..ir.types import ObjectType, ShapeType, TensorType, dtype_bytes
 from ..ir.functor import map_functions
 from ._lowering_utils import BindingTrackingMutator
+from .dead_code_elimination import is_flat
 from .pass_infra import FunctionPass, PassContext
 
 __all__ = ["lower_alloc_tensor", "LowerAllocTensor", "storage_bytes_expr"]
@@ -86,6 +92,23 @@ class _AllocTensorLowerer(BindingTrackingMutator):
         super().__init__()
         self.func_name = func_name
         self.names = NameTable()
+        self.flat = False
+
+    def visit_function(self, func: Function) -> Function:
+        saved = self.flat
+        self.flat = is_flat(func)
+        try:
+            return super().visit_function(func)
+        finally:
+            self.flat = saved
+
+    def visit_binding(self, b, out):
+        if self.flat and not self.var_remap:  # see the module docstring
+            v = b.value
+            if type(v) is not Call or v.op is not _BUILTIN_ALLOC_TENSOR:
+                out.append(b)
+                return
+        super().visit_binding(b, out)
 
     def visit_call(self, call: Call):
         if call.op is not _BUILTIN_ALLOC_TENSOR:

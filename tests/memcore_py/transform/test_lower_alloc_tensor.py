@@ -272,3 +272,36 @@ def test_function_without_allocations_is_unchanged():
     """)
     assert LowerAllocTensor()(mod) is mod
     assert LowerAllocTensor.name == "lower-alloc-tensor"
+
+
+def test_flat_function_fast_path_equals_the_full_visit(monkeypatch):
+    """A flat function keeps its bindings without the mutator's visit until a variable is
+    remapped (an allocation bound with a less precise type gets a fresh variable, TVM's
+    ReEmitBinding; its later uses must be rewritten): same module as the full visit."""
+    from memcore_py.ir import assert_structural_equal
+    from memcore_py.transform import lower_alloc_tensor as module
+
+    text = """
+    @I.ir_module
+    class Module:
+        @T.prim_func(private=True)
+        def k(A: T.handle, B: T.handle):
+            T.evaluate(0)
+
+        @R.function
+        def main(x: R.Tensor((2, 3), dtype="float32")) -> R.Tensor(dtype="float32", ndim=2):
+            R.func_attr({"relax.force_pure": True})
+            cls = Module
+            a: R.Tensor((2, 3), dtype="float32") = R.builtin.alloc_tensor(R.shape([2, 3]), R.dtype("float32"), R.prim_value(0), R.str("global"))
+            cls.k(x, a)
+            b: R.Tensor(dtype="float32", ndim=2) = R.builtin.alloc_tensor(R.shape([2, 3]), R.dtype("float32"), R.prim_value(0), R.str("global"))
+            cls.k(a, b)
+            c: R.Tensor(dtype="float32", ndim=2) = b
+            return c
+    """
+    mod = module_from_text(text)
+    fast = lower_alloc_tensor(mod["main"], "main")
+    monkeypatch.setattr(module, "is_flat", lambda func: False)
+    slow = lower_alloc_tensor(mod["main"], "main")
+    assert_structural_equal(fast, slow)
+    assert fast.body.blocks[0].bindings[-1].value is not mod["main"].body.blocks[0].bindings[-1].value  # remapped use
