@@ -190,6 +190,28 @@ def test_fixed_cost_native_spbm(benchmark, small_module, mode):
     benchmark.extra_info.update(n_bindings=3 * SMALL_OPS, variant=f"native-{mode}", tvm_seconds_same_run=tvm_seconds)
 
 
+@pytest.mark.parametrize("pass_name", ["LowerAllocTensor", "KillAfterLastUse"])
+def test_fixed_cost_native_lowering(benchmark, small_module, pass_name):
+    """The other two native passes on the 20-binding module, each on the output of TVM's
+    passes before it (as a lone pass call in a TVM pipeline: nothing handed over), against
+    TVM's pass of the same name in the same run (``extra_info``)."""
+    import memcore_py.tvm as mtvm
+    from tvm import relax
+
+    rt = relax.transform
+    module = rt.StaticPlanBlockMemory()(small_module)
+    if pass_name == "KillAfterLastUse":
+        module = rt.LowerAllocTensor()(module)
+    tvm_seconds = _best(lambda: getattr(rt, pass_name)()(module), 50)
+    native = getattr(mtvm, pass_name)()
+    benchmark.group = "tvm-bridge:fixed-cost-20-bindings"
+    benchmark(native, module)
+    extra = dict(n_bindings=3 * SMALL_OPS, variant=f"native-{pass_name}", tvm_seconds_same_run=tvm_seconds)
+    if not benchmark.disabled and benchmark.stats is not None:
+        extra["speedup_vs_tvm"] = round(tvm_seconds / benchmark.stats.stats.min, 2)
+    benchmark.extra_info.update(extra)
+
+
 # ------------------------------------------------------------------------------ to_tvm
 WRITE_WORKLOADS = list_models()  # TVM parses a 30k-binding text in minutes: models only
 
