@@ -106,6 +106,9 @@ _SYMBOLIC = "symbolic-vars"
 #: ``(attrs dict, address of the TVM DictAttrs)`` (the dict is held, so its id stays its own), so
 #: that a function rebuilt with the attrs it was read with writes them back as that object.
 _ATTRS = "function-attrs"
+#: Key of a function's parameters in a ``record`` map, as :data:`_ATTRS`: ``(_PARAMS, id(params
+#: tuple))`` -> ``(params tuple, address of the TVM Array)``.
+_PARAMS = "function-params"
 _BUILTIN_ALLOC = get_op("relax.builtin.alloc_tensor")
 
 
@@ -572,11 +575,12 @@ class _Reader:
         self.where = f"function {name!r}"
         self.prims = {}
         self.leaves = AddrMap()  # the compiled reader's leaf arguments by address (they may hold this function's prims)
+        tvm_params = f.params
         if self.layout is not None:
             params = []
-            _ffi_reader.read_params(self.layout, self, f.params, self.def_var, params)
+            _ffi_reader.read_params(self.layout, self, tvm_params, self.def_var, params)
         else:
-            params = [self.def_var(p) for p in self.items(f.params)]
+            params = [self.def_var(p) for p in self.items(tvm_params)]
         body = self.seq(f.body)
         attrs = None if self.layout is None else _ffi_reader.function_attrs(self.layout, f.__chandle__())
         if attrs is None:
@@ -591,6 +595,7 @@ class _Reader:
             tvm_attrs = f.attrs
             if tvm_attrs is not None:
                 self.record[(_ATTRS, id(r.attrs))] = (r.attrs, tvm_attrs.__chandle__())
+            self.record[(_PARAMS, id(r.params))] = (r.params, tvm_params.__chandle__())
             # the function's symbolic vars by name: new nodes a pass builds must use these
             self.record[(_SYMBOLIC, name)] = {pv.name: self.prim_sources[h] for h, pv in self.prims.items()}
         return r

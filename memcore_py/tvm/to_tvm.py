@@ -67,7 +67,7 @@ from ..ir.types import FuncType, ObjectType, PrimType, ShapeType, TensorType, Tu
 from . import _ffi_writer
 from ._node_map import NodeMap
 from ._api import TVMConversionError, tvm_api
-from .from_tvm import _ATTRS, _SYMBOLIC
+from .from_tvm import _ATTRS, _PARAMS, _SYMBOLIC
 from .values import call_attrs_to_tvm, to_tvm_value
 
 __all__ = ["to_tvm"]
@@ -480,7 +480,11 @@ class _Writer:
             return r
         self.where = f"function {name!r}"
         self.prims = dict(self.reuse.get((_SYMBOLIC, name), ()))  # the TVM vars reused nodes hold
-        params = self.obj(_ffi_writer.array_of(self.keep, [self.def_var_addr(p) for p in f.params]))
+        held = self.reuse.get((_PARAMS, id(f.params)))
+        if held is not None and held[0] is f.params:  # the parameters it was read with: their Array
+            params = self.obj(held[1])
+        else:
+            params = self.obj(_ffi_writer.array_of(self.keep, [self.def_var_addr(p) for p in f.params]))
         body = self.seq(f.body)
         attrs_key = (_ATTRS, id(f.attrs))
         held = self.reuse.get(attrs_key)

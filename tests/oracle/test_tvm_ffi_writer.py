@@ -202,7 +202,8 @@ class Module:
 @pytest.mark.parametrize("extra", ["", ', "relax.memory_plan_dynamic_func_output": True'])
 def test_native_pass_writes_back_the_dict_attrs_it_read_unless_they_changed(extra):
     """A function rebuilt with the attrs it was read with gets the DictAttrs object it had;
-    one whose attrs the pass changed (SPBM drops the Case-2 attribute) gets new ones, as TVM's."""
+    one whose attrs the pass changed (SPBM drops the Case-2 attribute) gets new ones, as TVM's.
+    Its parameters' Array is written back the same way."""
     from memcore_py.tvm import StaticPlanBlockMemory as NativeSPBM
 
     tmod = tvm.script.from_source(_ATTRS_TEXT.replace(', "ATTR"', extra))
@@ -210,6 +211,7 @@ def test_native_pass_writes_back_the_dict_attrs_it_read_unless_they_changed(extr
     tvm.ir.assert_structural_equal(out, tvm.relax.transform.StaticPlanBlockMemory()(tmod))
     assert not out["main"].same_as(tmod["main"])  # the body changed
     assert out["main"].attrs.same_as(tmod["main"].attrs) == (extra == "")
+    assert out["main"].params.same_as(tmod["main"].params)  # the parameters' Array, written back
 
 
 def test_shared_tables_dropped_between_conversions_drop_their_addresses(monkeypatch):
