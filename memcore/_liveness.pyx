@@ -18,9 +18,12 @@ Nothing here allocates inside ``nogil``: outputs and scratch arrays come from nu
 
 import numpy as np
 
+cimport numpy as cnp
 from libc.stdint cimport int64_t
 
 from memcore._typedefs cimport flag_t, idx_t
+
+cnp.import_array()
 
 
 # -------------------------------------------------------------------------------------------
@@ -80,14 +83,16 @@ def _py_live_intervals(def_pos, use_ptr, use_pos, is_output, idx_t n_steps):
 # -------------------------------------------------------------------------------------------
 
 cdef idx_t _max_live_diff(
-    const idx_t[::1] start,
-    const idx_t[::1] end,
-    const idx_t[::1] size,
+    const idx_t* start,
+    const idx_t* end,
+    const idx_t* size,
+    Py_ssize_t n,
     idx_t low,
-    idx_t[::1] diff,
+    idx_t* diff,
+    Py_ssize_t m,
 ) noexcept nogil:
-    """Difference array over [low, low + len(diff) - 1); diff is zeroed by the caller."""
-    cdef Py_ssize_t i, t, n = start.shape[0], m = diff.shape[0]
+    """Difference array over [low, low + m - 1); ``diff`` (m slots) is zeroed by the caller."""
+    cdef Py_ssize_t i, t
     cdef idx_t live = 0, peak = 0
     for i in range(n):
         diff[start[i] - low] += size[i]
@@ -124,38 +129,74 @@ cdef idx_t _max_live_sweep(
     return peak
 
 
+cdef const idx_t* _int64_data(object a, Py_ssize_t n) noexcept:
+    """The elements of ``a`` when it is a 1-d C-contiguous native-order int64 ndarray of
+    length ``n`` (any length when ``n < 0``), else NULL."""
+    if not cnp.PyArray_Check(a):
+        return NULL
+    cdef cnp.ndarray arr = <cnp.ndarray>a
+    if (cnp.PyArray_NDIM(arr) != 1 or not cnp.PyArray_IS_C_CONTIGUOUS(arr) or cnp.PyArray_TYPE(arr) != cnp.NPY_INT64
+            or not cnp.PyArray_ISNOTSWAPPED(arr) or (n >= 0 and cnp.PyArray_DIM(arr, 0) != n)):
+        return NULL
+    return <const idx_t*>cnp.PyArray_DATA(arr)
+
+
+cdef object _max_live_small(const idx_t* start, const idx_t* end, const idx_t* size, Py_ssize_t n):
+    """The difference-array peak when the step span is at most ``4 * n + 64``, else None."""
+    cdef idx_t low = start[0], high = end[0], peak
+    cdef Py_ssize_t i
+    for i in range(1, n):  # a C loop: numpy's min / max cost more than this on small inputs
+        if start[i] < low:
+            low = start[i]
+        if end[i] > high:
+            high = end[i]
+    # high - low cannot overflow as an unsigned difference; compare before subtracting.
+    if <unsigned long long>high - <unsigned long long>low > <unsigned long long>(4 * n + 64):
+        return None
+    cdef cnp.npy_intp m = high - low + 2
+    diff = cnp.PyArray_ZEROS(1, &m, cnp.NPY_INT64, 0)
+    cdef idx_t* diff_p = <idx_t*>cnp.PyArray_DATA(<cnp.ndarray>diff)
+    with nogil:
+        peak = _max_live_diff(start, end, size, n, low, diff_p, m)
+    return peak
+
+
 def _py_max_live_bytes(start, end, size):
     """Kernel on validated arrays (``size`` already rounded to the alignment).
 
     Chooses the difference array when the step span is at most ``4 * n + 64``, else sorts.
+    Arrays that are 1-d C-contiguous int64 are read through their data pointers (typed
+    memoryviews cost more to set up than the whole count on small inputs); others go
+    through memoryviews, which raise ValueError for a wrong dtype or layout.
     """
-    cdef Py_ssize_t n = start.shape[0]
+    cdef const idx_t* start_p = _int64_data(start, -1)
+    cdef Py_ssize_t n
+    cdef const idx_t* end_p
+    cdef const idx_t* size_p
+    if start_p is not NULL:
+        n = cnp.PyArray_DIM(<cnp.ndarray>start, 0)
+        end_p = _int64_data(end, n)
+        size_p = _int64_data(size, n)
+        if end_p is not NULL and size_p is not NULL:
+            if n == 0:
+                return 0
+            peak = _max_live_small(start_p, end_p, size_p, n)
+            if peak is not None:
+                return peak
+    n = start.shape[0]
     if n == 0:
         return 0
     cdef const idx_t[::1] start_v = start
     cdef const idx_t[::1] end_v = end
     cdef const idx_t[::1] size_v = size
-    cdef idx_t low = start_v[0]
-    cdef idx_t high = end_v[0]
-    cdef idx_t peak
-    cdef Py_ssize_t i
     if end_v.shape[0] != n or size_v.shape[0] != n:
         raise ValueError(f"_py_max_live_bytes: arrays of different lengths "
                          f"({n}, {end_v.shape[0]}, {size_v.shape[0]})")
-    for i in range(1, n):  # a C loop: numpy's min / max cost more than this on small inputs
-        if start_v[i] < low:
-            low = start_v[i]
-        if end_v[i] > high:
-            high = end_v[i]
-    cdef idx_t[::1] diff_v
-    cdef const idx_t[::1] start_sorted, start_size, end_sorted, end_size
-    # high - low cannot overflow as an unsigned difference; compare before subtracting.
-    if <unsigned long long>high - <unsigned long long>low <= <unsigned long long>(4 * n + 64):
-        diff = np.zeros(high - low + 2, dtype=np.int64)
-        diff_v = diff
-        with nogil:
-            peak = _max_live_diff(start_v, end_v, size_v, low, diff_v)
+    peak = _max_live_small(&start_v[0], &end_v[0], &size_v[0], n)
+    if peak is not None:
         return peak
+    cdef const idx_t[::1] start_sorted, start_size, end_sorted, end_size
+    cdef idx_t swept
     # Ties need no stable order: every start at time t is taken before any end at t.
     by_start = np.argsort(start)
     by_end = np.argsort(end)
@@ -164,8 +205,8 @@ def _py_max_live_bytes(start, end, size):
     end_sorted = end[by_end]
     end_size = size[by_end]
     with nogil:
-        peak = _max_live_sweep(start_sorted, start_size, end_sorted, end_size)
-    return peak
+        swept = _max_live_sweep(start_sorted, start_size, end_sorted, end_size)
+    return swept
 
 
 # -------------------------------------------------------------------------------------------

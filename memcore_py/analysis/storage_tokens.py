@@ -304,16 +304,11 @@ class TokenProgram:
         """Dense group id per token, for the key ``key_fn(info)`` of each token's
         :class:`TokenInfo`, and the keys in order of first use (``key_fn`` is called once per
         TokenInfo; an ``operator.attrgetter`` is the cheap one)."""
+        keys = list(map(key_fn, self.infos))  # by TokenInfo.id, which is the position in infos
+        if keys and keys.count(keys[0]) == len(keys):  # one group (the common case)
+            return np.zeros(self.tok_info.shape[0], dtype=np.int64), keys[:1]
         ids: dict = {}
-        info_group = []  # by TokenInfo.id, which is the position in infos
-        for info in self.infos:
-            key = key_fn(info)
-            gid = ids.get(key)
-            if gid is None:
-                gid = ids[key] = len(ids)
-            info_group.append(gid)
-        if len(ids) == 1:  # one group (the common case)
-            return np.zeros(self.tok_info.shape[0], dtype=np.int64), list(ids)
+        info_group = [ids.setdefault(key, len(ids)) for key in keys]
         return np.array(info_group, dtype=np.int64)[self.tok_info], list(ids)
 
     def pools(self, *, key_device: bool = True):

@@ -19,6 +19,7 @@ No IR here: where storages are emitted is :mod:`memcore_py.planning.emission`'s 
 from __future__ import annotations
 
 from functools import partial
+from operator import attrgetter
 from typing import NamedTuple
 
 import numpy as np
@@ -58,6 +59,10 @@ _BYTES_IMMS: dict = {}
 _BYTES_IMM_MAX = 4096
 
 
+#: a TokenInfo's dtype
+_DTYPE = attrgetter("dtype")
+
+
 def _bytes_imm(nbytes: int) -> IntImm:
     imm = _BYTES_IMMS.get(nbytes)
     if imm is None:
@@ -77,8 +82,10 @@ def tvm_plan(program: TokenProgram, *, key_device: bool = True) -> MemoryPlan:
     plan = run_token_program(program, key_device=key_device)
     storage_of = plan.storage_of  # int64, one entry per token (every token is requested)
     storages, total = _tvm_storages(program, storage_of, plan.storage_bytes.tolist())
-    return MemoryPlan("tvm", storages, storage_of, np.zeros(len(storage_of), dtype=np.int64),
-                      tvm_bytes=total, planned_bytes=total, function_names=program.function_names)
+    # positional: mode, storages, tok_storage, tok_offset, tvm_bytes, planned_bytes, lower_bound,
+    # function_names (keywords cost more than the rest of this function on small programs)
+    return MemoryPlan("tvm", storages, storage_of, np.zeros(len(storage_of), dtype=np.int64), total, total, 0,
+                      program.function_names)
 
 
 def _tvm_storages(program: TokenProgram, storage_of: np.ndarray, sizes: list):
@@ -122,7 +129,7 @@ def _stacked_storages(sizes, used, tok_storage, alignment, lower_bound, tvm_byte
     """
     if tvm_bytes != lower_bound:
         return None
-    base = {}
+    base = [0] * len(sizes)  # offset of each used storage
     at = 0
     for k in used:
         size = sizes[k]
@@ -130,7 +137,7 @@ def _stacked_storages(sizes, used, tok_storage, alignment, lower_bound, tvm_byte
             return None
         base[k] = at
         at += size
-    offset = np.array([base[k] for k in tok_storage.tolist()], dtype=np.int64)
+    offset = np.array(base, dtype=np.int64)[tok_storage]
     return _packed((at, offset))
 
 
@@ -146,7 +153,7 @@ def arena_plan(program: TokenProgram, alignment: int = 64, time_limit=None) -> M
     bounds = pool_lower_bounds(program, groups)
     keep = [True] * len(sizes)
     arenas = []
-    n_tok = program.n_tok
+    n_tok = program.tok_const.shape[0]
     infos = program.infos
     all_dtypes = None
     for (func, scope, device), idx in groups:
@@ -172,7 +179,7 @@ def arena_plan(program: TokenProgram, alignment: int = 64, time_limit=None) -> M
         # the dtypes of the TokenInfos the pool's tokens use: those of all the (few) infos
         # when they agree, else of the infos counted among the pool's tokens
         if all_dtypes is None:
-            all_dtypes = {info.dtype for info in infos}
+            all_dtypes = set(map(_DTYPE, infos))
         dtypes = all_dtypes
         if len(dtypes) > 1:
             used_infos = np.flatnonzero(np.bincount(program.tok_info[idx], minlength=len(infos)))
@@ -195,6 +202,7 @@ def arena_plan(program: TokenProgram, alignment: int = 64, time_limit=None) -> M
         tok_offset = arenas[0][2]  # idx is 0..n_tok-1
         if not tok_offset.flags.writeable:  # the engine's (read-only) offsets: a writable copy
             tok_offset = np.array(tok_offset, dtype=np.int64)
+        planned = int(final[0].nbytes.value)  # an IntImm (_bytes_imm)
     else:
         # renumber: kept TVM storages first (creation order), then arenas
         tok_offset = np.zeros(n_tok, dtype=np.int64)
@@ -209,10 +217,11 @@ def arena_plan(program: TokenProgram, alignment: int = 64, time_limit=None) -> M
             tok_storage[idx] = len(final)
             tok_offset[idx] = offsets
             final.append(entry)
-    return MemoryPlan("arena", final, tok_storage, tok_offset, tvm_bytes=tvm_total,
-                      planned_bytes=_storage_sum(final), lower_bound=sum(bounds.values()),
-                      function_names=program.function_names,
-                      function_lower_bounds=function_lower_bounds(program, bounds))
+        planned = _storage_sum(final)
+    # positional: mode, storages, tok_storage, tok_offset, tvm_bytes, planned_bytes, lower_bound,
+    # function_names, function_lower_bounds
+    return MemoryPlan("arena", final, tok_storage, tok_offset, tvm_total, planned, sum(bounds.values()),
+                      program.function_names, function_lower_bounds(program, bounds))
 
 
 def plan_memory(program: TokenProgram, mode: str = "tvm", *, alignment: int = 64, time_limit=None,

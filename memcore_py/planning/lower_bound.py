@@ -11,6 +11,8 @@ from operator import attrgetter
 
 import numpy as np
 
+import memcore  # the engine's kernels load on first use
+
 from ..analysis.arith import SizePolynomial
 from ..analysis.storage_tokens import TokenProgram
 
@@ -26,8 +28,6 @@ def max_live_by_pool(start, end, size, pool_keys) -> dict:
     """``{key: max-live bytes}`` of the tensors of each pool (tensors that can never share
     bytes with another pool's). ``start``, ``end``, ``size``: int64 arrays of one length;
     ``pool_keys``: the pool key of each tensor (any hashables)."""
-    import memcore
-
     members: dict = {}
     for i, key in enumerate(pool_keys):
         members.setdefault(key, []).append(i)
@@ -47,10 +47,11 @@ def pool_groups(program: TokenProgram) -> list:
         ``key = (function index, scope, device)`` in order of first use, with the token ids
         of the group in program order. Groups without a constant-size token are left out.
     """
-    distinct = set(map(_POOL_KEY, program.infos))
-    if len(distinct) <= 1:  # one pool (the common case), or no token: no grouping needed
-        toks = np.flatnonzero(program.tok_const >= 0) if program.has_symbolic else np.arange(program.n_tok)
-        return [(distinct.pop(), toks)] if toks.shape[0] else []
+    infos = program.infos
+    if len(infos) == 1 or len(set(map(_POOL_KEY, infos))) <= 1:
+        # one pool (the common case), or no token: no grouping needed
+        toks = np.flatnonzero(program.tok_const >= 0) if program.has_symbolic else np.arange(program.tok_const.shape[0])
+        return [(_POOL_KEY(infos[0]), toks)] if toks.shape[0] else []
     group, keys = program.group_ids(_POOL_KEY)
     toks = np.flatnonzero(program.tok_const >= 0) if program.has_symbolic else np.arange(program.n_tok)
     g = group[toks]
@@ -67,10 +68,8 @@ def pool_groups(program: TokenProgram) -> list:
 def pool_lower_bounds(program: TokenProgram, groups: list | None = None) -> dict:
     """``{(function index, scope, device): max-live bytes}`` of the constant-size tokens
     (``groups``: :func:`pool_groups`'s result, when already computed)."""
-    import memcore
-
     out = {}
-    n_tok = program.n_tok
+    n_tok = program.tok_const.shape[0]
     for key, idx in pool_groups(program) if groups is None else groups:
         # int64 arrays of the analysis, start <= end, constant sizes >= 0: no re-validation
         if idx.shape[0] == n_tok:  # every token (idx is 0..n_tok-1): no gathering
@@ -85,13 +84,14 @@ def function_lower_bounds(program: TokenProgram, pool_bounds: dict | None = None
     """Function name -> sum of its pools' bounds; None for a function with a symbolic-size
     token (its bound is not a constant). Every analysed function is a key. ``pool_bounds``:
     :func:`pool_lower_bounds`'s result, when already computed."""
-    totals: dict = {f: 0 for f in range(len(program.function_names))}
+    names = program.function_names
+    totals = [0] * len(names)
     for (f, _scope, _dev), b in (pool_lower_bounds(program) if pool_bounds is None else pool_bounds).items():
         totals[f] += b
     if program.has_symbolic:
         for f in np.unique(program.tok_func[program.tok_const < 0]).tolist():
             totals[f] = None
-    return {program.function_names[f]: b for f, b in totals.items()}
+    return {name: totals[f] for f, name in enumerate(names)}
 
 
 def function_lower_bounds_at(program: TokenProgram, values: dict) -> dict:

@@ -410,13 +410,17 @@ def site_tables(list storage_site, list tok_block, list tok_index):
             at[position] = [k]
         else:
             (<list>p).append(k)
+    cdef dict one = None
     if n_tok:
         b0 = tok_block[0]
         for t in range(1, n_tok):
             if tok_block[t] != b0:
                 break
         else:  # every planned allocation in one block (the common case)
-            allocs[b0] = dict(zip(tok_index, range(n_tok)))
+            one = {}
+            for t in range(n_tok):
+                one[tok_index[t]] = t
+            allocs[b0] = one
             return emit_before, allocs
         for t in range(n_tok):
             block = tok_block[t]

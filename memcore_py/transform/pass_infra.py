@@ -26,7 +26,18 @@ from ..ir.module import IRModule
 
 __all__ = ["PassContext", "Pass", "ModulePass", "FunctionPass", "Sequential", "PASS_REGISTRY", "get_pass"]
 
-_LOCAL = threading.local()
+
+
+class _ContextStack(threading.local):
+    """The stack of entered contexts, one per thread (created empty on a thread's first use,
+    so that reading it never takes the missing-attribute path: that costs more than a small
+    pass)."""
+
+    def __init__(self):
+        self.stack: list = []
+
+
+_LOCAL = _ContextStack()
 
 
 class PassContext:
@@ -68,16 +79,13 @@ class PassContext:
 
     @staticmethod
     def current() -> "PassContext":
-        stack = getattr(_LOCAL, "stack", None)
+        stack = _LOCAL.stack
         if not stack:
             return _DEFAULT_CONTEXT
         return stack[-1]
 
     def __enter__(self):
-        stack = getattr(_LOCAL, "stack", None)
-        if stack is None:
-            stack = _LOCAL.stack = []
-        stack.append(self)
+        _LOCAL.stack.append(self)
         return self
 
     def __exit__(self, *exc):
