@@ -287,12 +287,17 @@ cdef class AllocRewrite:
         :class:`~memcore_py.planning.emission.EmissionSite` (``sites[k]``) says so;
         ``scope_imm``: scope -> its shared ``StringImm`` (filled here when missing)."""
         cdef list out = []
+        self._emit_into(out, storage_ids, storages, tok_binding, sites, scope_imm)
+        return out
+
+    cdef int _emit_into(self, list out, storage_ids, list storages, list tok_binding, list sites,
+                        dict scope_imm) except -1:
+        """:meth:`emit_storages`, appending the bindings to ``out``."""
         cdef list storage_var = self.storage_var
         cdef PyObject* sp
         cdef Py_ssize_t k
         for k in storage_ids:
             s = storages[k]
-            # the device argument of the first allocation: binding.value.args[2]
             dev = _device_arg(tok_binding[s.tokens[0]])
             scope = s.scope
             sp = PyDict_GetItem(scope_imm, scope)
@@ -303,7 +308,7 @@ cdef class AllocRewrite:
             sb = self._new_storage(s.nbytes, dev, scope_node, s.dtype, (<tuple>sites[k])[2])  # .dataflow_var
             storage_var[k] = <object>get_slot(sb, O_VAR)
             out.append(sb)
-        return out
+        return 0
 
     def args_for(self, key, call, make_args):
         """The shared argument tuple for ``key = (storage, offset, tensor type, device arg)``,
@@ -382,6 +387,72 @@ cdef class AllocRewrite:
             out[i] = _binding(view_op, (raw_var,), ty, var)
 
 
+    def rewrite_block(self, tuple bindings, dict emit, dict allocs, list storages, list tok_binding, list sites,
+                      dict scope_imm, make_args, dict offset_imm, view_op, bint dataflow):
+        """The bindings of a block with storages to emit and planned allocations only (no
+        Case-2 allocation, no ``If`` to rewrite), in one pass: before each binding
+        ``bindings[i]``, the storages ``emit[i]`` (:meth:`emit_storages`); each planned
+        allocation ``i -> token`` of ``allocs`` (positions increasing) rebuilt as
+        :meth:`rebuild` does, or, with ``view_op`` (arena mode's zero-offset views; None
+        otherwise), as :meth:`rebuild_views` does, the raw allocation right before the view.
+        ``dataflow``: the block is a dataflow block (the raw vars are DataflowVars). Returns a
+        new list; the same bindings as :meth:`emit_storages`, :meth:`rebuild` /
+        :meth:`rebuild_views` and :func:`splice` give together.
+
+        Raises
+        ------
+        ValueError
+            Allocation positions not increasing, or a position out of range.
+        """
+        cdef list out = []
+        cdef Py_ssize_t n = len(bindings), i = 0, pos, p, e = 0, n_e
+        cdef list epos = sorted(emit) if emit else []
+        cdef list tok_offset = self.tok_offset
+        n_e = len(epos)
+        op = self.op
+        if allocs:
+            for pos_obj, t in allocs.items():
+                pos = pos_obj
+                if pos < i or pos >= n:
+                    raise ValueError(f"rewrite_block: allocation position {pos} out of range [{i}, {n})")
+                while e < n_e and <Py_ssize_t>epos[e] <= pos:
+                    p = epos[e]
+                    while i < p:
+                        out.append(bindings[i])
+                        i += 1
+                    self._emit_into(out, <list>emit[epos[e]], storages, tok_binding, sites, scope_imm)
+                    e += 1
+                while i < pos:
+                    out.append(bindings[i])
+                    i += 1
+                b = bindings[pos]
+                var = <object>get_slot(b, O_VAR)
+                ty = <object>get_slot(var, O_TY)
+                call = <object>get_slot(b, O_VALUE)
+                offset = tok_offset[t]
+                new_args = self._args(var, ty, call, t, offset, make_args, offset_imm)
+                if view_op is None or not offset:
+                    out.append(_binding(op, new_args, ty, var))
+                else:
+                    raw_var = var_node(dataflow, _raw_name(<object>get_slot(var, O_VAR_NAME)), ty)
+                    out.append(_binding(op, new_args, ty, raw_var))
+                    out.append(_binding(view_op, (raw_var,), ty, var))
+                i = pos + 1
+        while e < n_e:
+            p = epos[e]
+            if p < i or p > n:
+                raise ValueError(f"rewrite_block: emission position {p} out of range [{i}, {n}]")
+            while i < p:
+                out.append(bindings[i])
+                i += 1
+            self._emit_into(out, <list>emit[epos[e]], storages, tok_binding, sites, scope_imm)
+            e += 1
+        while i < n:
+            out.append(bindings[i])
+            i += 1
+        return out
+
+
 def site_tables(list storage_site, list tok_block, list tok_index):
     """Where the rewrite changes each block: ``(emit_before, allocs)``.
 
@@ -447,3 +518,4 @@ def dirty_scopes(tables, list block_scope, list scope_parent):
                 dirty.add(sid)
                 sid = scope_parent[sid]
     return dirty
+

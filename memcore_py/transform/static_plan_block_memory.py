@@ -307,16 +307,22 @@ class _StorageAllocationRewriter:
         if not (emit or allocs or dynamic or dirty_ifs):
             return block
         is_df = type(block) is DataflowBlock
+        if not (dynamic or dirty_ifs):
+            # storages to emit and planned allocations only (the common case): one compiled pass
+            # (a planned allocation at a non-zero offset is reached through a zero-offset view,
+            # see below)
+            out = self._allocs_rewrite.rewrite_block(
+                block.bindings, emit, allocs, self.plan.storages, self.sites.tok_binding, self.storage_site,
+                self._scope_imm, self._alloc_tensor_args, self._offset_imm,
+                _ENSURE_ZERO_OFFSET if self.zero_offset_views else None, is_df)
+            return new_block(DataflowBlock if is_df else BindingBlock, out)
         out = list(block.bindings)
         # Only the special positions (storages to emit, Case-2 allocations, Ifs with changes)
         # are visited; the planned allocations are rebuilt afterwards by AllocRewrite (their
         # storage is emitted at a special position of this block or of an enclosing one, so
         # before it is needed). inserts: (position, bindings to insert before it), increasing
         # positions.
-        if dynamic or dirty_ifs:
-            inserts = self._special_positions(out, emit or {}, dynamic or {}, dirty_ifs or {}, is_df)
-        else:  # storages to emit only (the common case)
-            inserts = [(i, self._emit_storages(emit[i])) for i in sorted(emit)] if emit else []
+        inserts = self._special_positions(out, emit or {}, dynamic or {}, dirty_ifs or {}, is_df)
         view_positions, views = [], []
         if allocs:
             if self.zero_offset_views:
