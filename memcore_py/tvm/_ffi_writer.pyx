@@ -295,10 +295,14 @@ cdef object constant_leaf_key(a):
 
 cdef inline object type_addr(W, t):
     """The address of the TVM type written for the memcore type ``t`` (memoised by ``W``)."""
-    h = W.type_addrs.get(t)
+    cdef dict mine = W.type_addrs
+    h = mine.get(t)
     if h is None:
         h = W.shared_type_addrs.get(t)
-    return h if h is not None else W.ty_addr(t)
+        if h is None:
+            return W.ty_addr(t)
+        mine[t] = h  # one lookup for the next binding of this type
+    return h
 
 
 cdef object write_call_binding(W, Keep K, bd, c, object reuse, object record, NodeMap vars, dict leaves,
@@ -351,6 +355,8 @@ cdef object write_call_binding(W, Keep K, bd, c, object reuse, object record, No
                     skey = constant_leaf_key(a)
                     if skey is not None:
                         hl = shared_leaves.get(skey)
+                        if hl is not None:
+                            leaves[key] = hl  # one lookup for the next binding of this leaf
                 h = <size_t>(hl if hl is not None else W.expr_addr(a))
             else:
                 h = <size_t>W.expr_addr(a)
