@@ -28,11 +28,22 @@ integers), attributes (none) and types (tensor and shape types of such dims, typ
 before) it can read is built here; any other binding, and any object met for the first time
 that needs the Python path (an op, a dtype, a symbolic variable, a composite dim), is read by
 the Python reader, which fills the shared memo tables so that the next occurrence is read here.
-:func:`function_attrs` and :func:`module_attrs` read a ``DictAttrs`` whose map has TVM's small
-layout (at most 4 entries, {key, value} pairs in insertion order) with string keys and bool,
-int, float or string values: most functions' attrs (``global_symbol``, ``relax.force_pure``),
-which cost 3 FFI calls per entry through the Python API. The memo tables are the reader's own (keyed by object address, valid while the source module
-is alive, as in the Python reader). Reads never go past what a type index check allowed:
+``R.Object`` (TVM's ``AnyType``, a new object for every storage binding) is read here too.
+The memo tables are the reader's own (keyed by object address, valid while the source module
+is alive, as in the Python reader).
+
+Above the bindings, what a pass call would otherwise pay per call through the Python API:
+
+- :func:`module_functions`: a module's function map (``ffi.Map``, small or dense layout; see
+  :func:`map_entries`) as (kind, name, GlobalVar, function) entries;
+- :func:`function_attrs` / :func:`module_attrs`: a ``DictAttrs`` whose map has the small
+  layout (at most 4 entries) with string keys and bool, int, float or string values, most
+  functions' attrs (``global_symbol``, ``relax.force_pure``; 3 FFI calls per entry
+  otherwise);
+- :func:`module_has_global_infos`: whether the module's global-info map is non-empty.
+
+Each declines (returns None) what it does not read, and :class:`Layout`'s self-check runs it
+on objects built through the Python API. Reads never go past what a type index check allowed:
 an object's fields are read only after its type index matched the expected type.
 """
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t

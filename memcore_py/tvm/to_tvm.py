@@ -22,7 +22,12 @@ signature-only text) is the one thing parsed with TVM's script parser, function 
 addresses of the TVM objects :func:`~memcore_py.tvm.from_tvm` read them from (kept alive by a
 :class:`~memcore_py.tvm._ffi_writer.Keep`). A node found there is written back as that TVM
 object instead of being rebuilt, so a pass that changed a few bindings pays for those only;
-every memcore pass keeps unchanged nodes identical, so this is exact.
+every memcore pass keeps unchanged nodes identical, so this is exact. A function rebuilt with
+the attrs dict and the parameter tuple it was read with (``function_with_body`` shares them)
+gets the TVM ``DictAttrs`` and parameter ``Array`` it had (the ``_ATTRS`` / ``_PARAMS`` entries
+of the map). The function map is built from addresses (``_ffi_writer.map_of``). Leaves, ops
+and types that hold nothing of one module are shared by every conversion with their
+addresses (``_SHARED``; the addresses are dropped with the objects).
 
 Binding blocks are written by the compiled writer (:mod:`memcore_py.tvm._ffi_writer`: TVM's
 constructors called through tvm_ffi's C API, objects kept as addresses), which hands every
