@@ -98,6 +98,21 @@ def _constant_key(dims):
     return tuple(key)
 
 
+_BINARY = {}
+
+
+def _binary_constructors(api) -> dict:
+    """memcore binary PrimExpr class -> TVM's constructor, built once per TVM."""
+    r = _BINARY.get(id(api))
+    if r is None:
+        pf = api.prim_ffi
+        r = {Add: pf.Add, Sub: pf.Sub, Mul: pf.Mul, FloorDiv: pf.FloorDiv, FloorMod: pf.FloorMod,
+             Min: pf.Min, Max: pf.Max}
+        _BINARY.clear()
+        _BINARY[id(api)] = r
+    return r
+
+
 class _Writer:
     """One conversion: memo tables and the per-kind writers."""
 
@@ -111,9 +126,7 @@ class _Writer:
         self.api = api
         self.ir_ffi = api.ir_ffi
         self.rx_ffi = api.rx_ffi
-        pf = api.prim_ffi
-        self.binary = {Add: pf.Add, Sub: pf.Sub, Mul: pf.Mul, FloorDiv: pf.FloorDiv, FloorMod: pf.FloorMod,
-                       Min: pf.Min, Max: pf.Max}
+        self.binary = _binary_constructors(api)
         self.reuse = reuse if reuse is not None else NodeMap()
         self.mod = mod
         #: memcore node -> the address of the TVM object written for it (every node, reused
@@ -151,8 +164,9 @@ class _Writer:
             singletons.extend((api.ir_ffi.TypeMissing(), api.rx_ffi.AnyType(None)))
         self.missing, self.any = singletons
         self.where = "the module"
+        infos = mod.global_infos
         self.vdevices = [api.VDevice(_target(vd.target), vd.vdevice_id, vd.memory_scope)
-                         for vd in mod.global_infos.get("vdevice", ())]
+                         for vd in infos.get("vdevice", ())] if infos else []
 
     def fail(self, what: str):
         raise TVMConversionError(f"{what} (in {self.where}) cannot be converted to TVM")
