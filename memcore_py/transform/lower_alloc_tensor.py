@@ -30,8 +30,10 @@ registers ``DeviceGetMemSize.<kind>``), which needs TVM's target registry.
 
 Speed: in a flat function (:func:`~memcore_py.transform.dead_code_elimination.is_flat`:
 no binding opens a scope or nests a call), only the ``R.builtin.alloc_tensor`` bindings can
-change while no variable has been remapped, so every other binding is kept without the
-mutator's visit (the visit would return it unchanged).
+change while no variable has been remapped, so a block is rebuilt from slices of its bindings
+around those (the mutator's visit would return every other binding unchanged); from the first
+remapped variable on (an allocation bound with a less precise type), the rest of the function
+goes through the full visit.
 
 Preconditions: run after StaticPlanBlockMemory. Every ``builtin.alloc_tensor`` must have
 exactly four arguments (shape, ``R.dtype``, ``R.prim_value`` device index, ``R.str``
@@ -40,7 +42,9 @@ scope); otherwise :class:`~memcore_py.errors.PassError` names the function and b
 from __future__ import annotations
 
 from ..ir.builder import NameTable
-from ..ir.expr import Call, DataflowVar, DataTypeImm, Function, PrimValue, ShapeExpr, StringImm, Var, VarBinding
+from ..ir.construct import new_block
+from ..ir.expr import (BindingBlock, Call, DataflowBlock, DataflowVar, DataTypeImm, Function, PrimValue, ShapeExpr,
+                       StringImm, Var, VarBinding)
 from ..ir.module import IRModule
 from ..ir.op import get_op
 from ..ir.prim import IntImm, Mul
@@ -102,13 +106,33 @@ class _AllocTensorLowerer(BindingTrackingMutator):
         finally:
             self.flat = saved
 
-    def visit_binding(self, b, out):
-        if self.flat and not self.var_remap:  # see the module docstring
-            v = b.value
-            if type(v) is not Call or v.op is not _BUILTIN_ALLOC_TENSOR:
-                out.append(b)
-                return
-        super().visit_binding(b, out)
+    def visit_block(self, blk):
+        if not self.flat or self.var_remap:
+            return super().visit_block(blk)
+        bindings = blk.bindings
+        allocs = [i for i, b in enumerate(bindings)
+                  if type(b.value) is Call and b.value.op is _BUILTIN_ALLOC_TENSOR]
+        if not allocs:
+            return [blk]
+        # see the module docstring: slices of unchanged bindings around the allocations
+        saved = self.in_dataflow
+        is_df = self.in_dataflow = type(blk) is DataflowBlock
+        try:
+            out = []
+            start = 0
+            for i in allocs:
+                out.extend(bindings[start:i])
+                start = i + 1
+                super().visit_binding(bindings[i], out)
+                if self.var_remap:  # later uses must be rewritten: the full visit for the rest
+                    for b in bindings[start:]:
+                        super().visit_binding(b, out)
+                    start = len(bindings)
+                    break
+            out.extend(bindings[start:])
+        finally:
+            self.in_dataflow = saved
+        return [new_block(DataflowBlock if is_df else BindingBlock, out)]
 
     def visit_call(self, call: Call):
         if call.op is not _BUILTIN_ALLOC_TENSOR:
