@@ -26,9 +26,11 @@ Slots of the IR nodes are read through ``memcore_py/ir/_slots.pxd``.
 """
 from cpython.mem cimport PyMem_Free, PyMem_Realloc
 from cpython.object cimport Py_EQ, PyObject, PyObject_RichCompareBool, PyTypeObject, Py_TYPE
+from cpython.ref cimport Py_DECREF, Py_INCREF
+from cpython.tuple cimport PyTuple_SET_ITEM
 
 from memcore._typedefs cimport EV_DECREF, EV_REQUEST, int64_t, kind_t
-from memcore_py.ir._slots cimport PyDict_GetItem, get_slot, slot_offset
+from memcore_py.ir._slots cimport PyDict_GetItem, PyType_GenericAlloc, get_slot, slot_offset
 
 import numpy as np
 
@@ -78,6 +80,18 @@ cdef inline object _int64_zeros(Py_ssize_t n):
     return cnp.PyArray_ZEROS(1, &dim, cnp.NPY_INT64, 0)
 
 
+cdef object _tuple_of(type cls, a0, a1, a2, a3, a4, a5, a6, a7):
+    """``cls((a0, ..., a7))`` for a tuple subclass ``cls`` of 8 fields without instance dict,
+    built as ``tuple.__new__(cls, ...)`` builds it (allocated by the type, items set)."""
+    cdef PyObject* o = PyType_GenericAlloc(<PyTypeObject*>cls, 8)  # tuple's (and so cls's) tp_alloc
+    obj = <object>o
+    Py_DECREF(obj)  # the new reference tp_alloc returned is now held by obj
+    for i, v in enumerate((a0, a1, a2, a3, a4, a5, a6, a7)):
+        Py_INCREF(v)
+        PyTuple_SET_ITEM(obj, i, v)
+    return obj
+
+
 def same_alloc_args(tuple args, info):
     """Whether ``R.builtin.alloc_tensor`` arguments ``args`` have the values recorded in
     ``info`` (a :class:`~memcore_py.analysis.storage_tokens.TokenInfo`): dtype, device index
@@ -125,11 +139,14 @@ cdef class InitWalk:
         Constant-shape TensorType -> TokenInfo of an earlier allocation (across calls).
         A type not in it is looked up in the current function's ``sym_info``
         (:meth:`begin_function`).
-    make_info : callable
-        ``make_info(fields_tuple)`` -> a ``TokenInfo``.
+    info_cls : type
+        ``TokenInfo``: a tuple subclass of 8 fields without instance dict (a NamedTuple);
+        the walk allocates its records directly (calling the class costs more than the rest
+        of an allocation's handling). TypeError otherwise.
     """
 
-    cdef object alloc_op, make_info
+    cdef object alloc_op
+    cdef type info_cls
     cdef frozenset shares_storage_ops, carriers
     cdef dict call_kind, const_info, sym_info
     cdef public dict var_tokens, size_cache
@@ -140,14 +157,18 @@ cdef class InitWalk:
     cdef public Py_ssize_t func_idx
 
     def __init__(self, alloc_op, frozenset shares_storage_ops, frozenset carriers, dict call_kind,
-                 dict const_info, make_info):
+                 dict const_info, type info_cls):
         self.alloc_op = alloc_op
         self.shares_storage_ops = shares_storage_ops
         self.carriers = carriers
         self.call_kind = call_kind
         self.const_info = const_info
         self.sym_info = {}
-        self.make_info = make_info
+        if (not issubclass(info_cls, tuple) or (<PyTypeObject*>info_cls).tp_dictoffset != 0
+                or (<PyTypeObject*>info_cls).tp_basicsize != (<PyTypeObject*>tuple).tp_basicsize
+                or len(getattr(info_cls, "_fields", ())) != 8):
+            raise TypeError(f"InitWalk: info_cls must be a NamedTuple of 8 fields; got {info_cls!r}")
+        self.info_cls = info_cls
         self.var_tokens = {}
         self.size_cache = {}
         self.t_block = []
@@ -266,7 +287,8 @@ cdef class InitWalk:
                         step0 = slow(b, i, step0)
                         continue
                     c = <tuple>p
-                    info = self.make_info((c[0], c[1], c[2], c[3], c[4], self.func_idx, args[1:], len(self.infos)))
+                    info = _tuple_of(self.info_cls, c[0], c[1], c[2], c[3], c[4], self.func_idx, args[1:],
+                                     len(self.infos))
                     self.infos.append(info)
                     size_cache[ty] = info
                 else:

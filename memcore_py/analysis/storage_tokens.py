@@ -465,7 +465,7 @@ class _StorageAllocatorInit:
         compiled = load_compiled("memcore_py.analysis._storage_walk")
         self._same_alloc_args = compiled.same_alloc_args
         walk = self.walk = compiled.InitWalk(
-            BUILTIN_ALLOC_TENSOR, SHARES_STORAGE_OPS, _CARRIERS, call_kind, _CONST_TYPE_INFO, _token_info)
+            BUILTIN_ALLOC_TENSOR, SHARES_STORAGE_OPS, _CARRIERS, call_kind, _CONST_TYPE_INFO, TokenInfo)
         # token rows (struct of arrays, every allocation seen) and the shared TokenInfos
         self.t_block: list = walk.t_block
         self.t_info: list = walk.t_info
@@ -578,7 +578,12 @@ class _StorageAllocatorInit:
     def _visit_seq(self, seq: SeqExpr, sid: int):
         for block in seq.blocks:
             self._visit_block(block, sid)
-        self._discard(self._tokens_of(seq.body))
+        body = seq.body
+        tb = type(body)
+        if tb is Var or tb is DataflowVar:  # the common result: a variable (_tokens_of's first case)
+            self._discard(self.walk.var_tokens.get(body))
+        else:
+            self._discard(self._tokens_of(body))
 
     def _visit_block(self, block: BindingBlock, sid: int):
         bid = len(self.block_scope)
@@ -592,7 +597,9 @@ class _StorageAllocatorInit:
         step0 = self.walk.walk(bindings, bid, self.step + 1, self._visit_binding)
         self._bid = bid
         if bindings:
-            self.step = max(self.step, step0 + len(bindings) - 1)
+            last = step0 + len(bindings) - 1
+            if last > self.step:
+                self.step = last
 
     def _visit_binding(self, b, i, step0):
         """One binding of the current block at position ``i`` (``step0 + i`` is its step);
