@@ -172,6 +172,9 @@ class FunctionEntry(NamedTuple):
     """Scope id of its body."""
 
 
+#: The storage-sharing ops, none of which counts uses: the start of every walk's callee table
+_SHARING_OPS_KIND = dict.fromkeys(SHARES_STORAGE_OPS, False)
+
 #: ``FunctionEntry`` from one tuple, without NamedTuple's Python-level ``__new__``
 _function_entry = partial(tuple.__new__, FunctionEntry)
 
@@ -453,7 +456,7 @@ class _StorageAllocatorInit:
         # callee (Op, GlobalVar, ExternFunc) -> whether it counts uses (fast path only);
         # prefilled with the module's GlobalVars (a call of a PrimFunc counts, of a Relax
         # function does not) and the storage-sharing ops, as _visit_binding would fill it
-        call_kind = self._call_kind = dict.fromkeys(SHARES_STORAGE_OPS, False)
+        call_kind = self._call_kind = _SHARING_OPS_KIND.copy()
         prim_names = []
         for gv, f in mod.functions.items():
             if isinstance(f, PrimFunc):
@@ -490,7 +493,7 @@ class _StorageAllocatorInit:
         self._func_idx = -1
         self._bounds = None
         self._bounds_key = None
-        self._sym_info: dict = {}
+        self._sym_info: dict | None = None  # set per function
 
     # ------------------------------------------------------------------ entry
     def run(self) -> StorageTokens:

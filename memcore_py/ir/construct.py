@@ -94,19 +94,27 @@ def new_match_cast(var, value, ty):
     return b
 
 
+#: Slot setters of the nodes the rewriting passes rebuild most (a member descriptor's
+#: ``__set__`` skips the attribute lookup of ``object.__setattr__``).
+_SET_BINDINGS = BindingBlock.bindings.__set__
+_SET_BLOCKS = SeqExpr.blocks.__set__
+_SET_BODY = SeqExpr.body.__set__
+_SET_TY = SeqExpr.ty.__set__
+
+
 def new_block(cls, bindings):
     """``cls(bindings)`` for ``cls`` :class:`BindingBlock` or :class:`DataflowBlock`."""
     blk = _new(cls)
-    _set(blk, "bindings", tuple(bindings))
+    _SET_BINDINGS(blk, tuple(bindings))
     return blk
 
 
 def new_seq(blocks, body, ty=None):
     """``SeqExpr(blocks, body, ty)``; the type defaults to the body's."""
     s = _new(SeqExpr)
-    _set(s, "blocks", tuple(blocks))
-    _set(s, "body", body)
-    _set(s, "ty", ty if ty is not None else body.ty)
+    _SET_BLOCKS(s, tuple(blocks))
+    _SET_BODY(s, body)
+    _SET_TY(s, ty if ty is not None else body.ty)
     return s
 
 

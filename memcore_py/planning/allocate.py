@@ -41,6 +41,12 @@ def run_token_program(program: TokenProgram, *, key_device: bool = True):
     """Run the event program through :func:`memcore.plan_tokens` (``match_range`` 16, Relax
     release policy). Returns the engine's :class:`memcore.TokenPlan`."""
     tok_pool, keys = program.pools(key_device=key_device)
+    return _run_pools(program, tok_pool, len(keys))
+
+
+def _run_pools(program: TokenProgram, tok_pool, n_pools: int):
+    """:func:`run_token_program` with the pools already made (``tok_pool``, ``n_pools``:
+    :meth:`TokenProgram.pools`'s)."""
     if program.has_symbolic:
         tok_sym = program.sym_classes(tok_pool)
         tok_bytes = np.where(program.tok_const >= 0, program.tok_const, 0)
@@ -50,7 +56,7 @@ def run_token_program(program: TokenProgram, *, key_device: bool = True):
     # the analysis built these arrays (int64, int8 kinds, consistent lengths, pool ids dense):
     # no re-validation
     return memcore.plan_tokens(tok_bytes, tok_pool, program.tok_refs, program.ev_kind, program.ev_tok,
-                               tok_sym=tok_sym, match_range=16, check=False, n_pools=len(keys))
+                               tok_sym=tok_sym, match_range=16, check=False, n_pools=n_pools)
 
 
 #: Across calls: storage size (int) -> its IntImm (IR nodes are immutable, so plans share
@@ -146,10 +152,12 @@ def arena_plan(program: TokenProgram, alignment: int = 64, time_limit=None) -> M
     the TVM-mode storages of the same tokens (see the module docstring). The lower bound is
     always computed (the search stops at it)."""
     # TVM's plan (the engine's storages); its StoragePlans are built only if some survive
-    token_plan = run_token_program(program)
+    tok_pool, keys = program.pools()
+    token_plan = _run_pools(program, tok_pool, len(keys))
     tok_storage = token_plan.storage_of
     sizes = token_plan.storage_bytes.tolist()
-    groups = pool_groups(program)
+    # one (function, scope, dtype, device) pool: one (function, scope, device) group too
+    groups = pool_groups(program, one_pool=len(keys) == 1)
     bounds = pool_lower_bounds(program, groups)
     keep = [True] * len(sizes)
     arenas = []

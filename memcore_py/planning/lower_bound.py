@@ -38,8 +38,11 @@ def max_live_by_pool(start, end, size, pool_keys) -> dict:
     return out
 
 
-def pool_groups(program: TokenProgram) -> list:
+def pool_groups(program: TokenProgram, *, one_pool: bool = False) -> list:
     """Constant-size tokens grouped by (function, scope, device).
+
+    ``one_pool``: the caller knows that every TokenInfo of ``program`` has the same
+    (function, scope, device) (e.g. from :meth:`TokenProgram.pools`), so it is not checked.
 
     Returns
     -------
@@ -48,7 +51,7 @@ def pool_groups(program: TokenProgram) -> list:
         of the group in program order. Groups without a constant-size token are left out.
     """
     infos = program.infos
-    if len(infos) == 1 or len(set(map(_POOL_KEY, infos))) <= 1:
+    if one_pool or len(infos) == 1 or len(set(map(_POOL_KEY, infos))) <= 1:
         # one pool (the common case), or no token: no grouping needed
         toks = np.flatnonzero(program.tok_const >= 0) if program.has_symbolic else np.arange(program.tok_const.shape[0])
         return [(_POOL_KEY(infos[0]), toks)] if toks.shape[0] else []
@@ -91,6 +94,8 @@ def function_lower_bounds(program: TokenProgram, pool_bounds: dict | None = None
     if program.has_symbolic:
         for f in np.unique(program.tok_func[program.tok_const < 0]).tolist():
             totals[f] = None
+    if len(totals) == 1:  # one function (the common case)
+        return {names[0]: totals[0]}
     return {name: totals[f] for f, name in enumerate(names)}
 
 
