@@ -463,29 +463,27 @@ def constant_leaf_key_of(e):
     return constant_leaf_key(e)
 
 
-def map_of(Keep K, list addresses):
-    """The address (owned by ``K``) of a new ``ffi.Map`` of the objects at ``addresses``, keys
-    and values alternating (a module's function map: no wrapper per GlobalVar or function)."""
+cdef size_t container_of(void* constructor, Keep K, list addresses, const char* what) except 0:
+    """The address (owned by ``K``) of the container ``constructor`` makes of the objects at
+    ``addresses``, passed as its arguments."""
     cdef Py_ssize_t i, n = len(addresses)
     cdef vector[FFIAny] items
     cdef void* h
     items.resize(n)
     for i in range(n):
         set_obj(&items[i], as_handle(addresses[i]))
-    h = make(f_map, items.data(), <int32_t>n, "a map")
+    h = make(constructor, items.data(), <int32_t>n, what)
     K.own(h)
     return <size_t>h
+
+
+def map_of(Keep K, list addresses):
+    """The address (owned by ``K``) of a new ``ffi.Map`` of the objects at ``addresses``, keys
+    and values alternating (a module's function map: no wrapper per GlobalVar or function)."""
+    return container_of(f_map, K, addresses, b"a map")
 
 
 def array_of(Keep K, list addresses):
     """The address (owned by ``K``) of a new ``ffi.Array`` of the objects at ``addresses``
     (a function's parameters: one constructor call instead of a wrapper per element)."""
-    cdef Py_ssize_t i, n = len(addresses)
-    cdef vector[FFIAny] items
-    cdef void* h
-    items.resize(n)
-    for i in range(n):
-        set_obj(&items[i], as_handle(addresses[i]))
-    h = make(f_array, items.data(), <int32_t>n, "an array")
-    K.own(h)
-    return <size_t>h
+    return container_of(f_array, K, addresses, b"an array")
