@@ -48,6 +48,7 @@ import numpy as np
 cimport cython
 cimport numpy as cnp
 from cython.operator cimport dereference as deref
+from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from libc.string cimport memcpy, memmove
 from libcpp.deque cimport deque
 from libcpp.map cimport map as cpp_map
@@ -307,11 +308,11 @@ cdef class _TokenAllocator:
     small (at most ``MAX_BUCKETED_POOLS * 64 * SMALL_STRIDE`` slots).
     """
     cdef vector[FreeList] free_const                    # per (pool, bucket): large lists
-    cdef vector[idx_t] small_key_v                      # per (pool, bucket): SMALL_CAP keys
-    cdef vector[idx_t] small_st_v                       # ... and their storages
+    cdef size_t n_lists                                 # free lists: pools x buckets
+    cdef idx_t* small_v                                 # small_key then small_st (one block)
     cdef vector[int] small_n_v                          # entries in small mode, -1 = large
-    cdef idx_t* small_key                               # small_key_v.data() (never resized)
-    cdef idx_t* small_st                                # small_st_v.data()
+    cdef idx_t* small_key                               # per (pool, bucket): SMALL_CAP keys
+    cdef idx_t* small_st                                # ... and their storages
     cdef int* small_n                                   # small_n_v.data()
     cdef vector[unsigned long long] free_mask           # per pool: bit k = bucket k non-empty
     cdef int n_buckets                                  # 64, or 1 with many pools
@@ -334,12 +335,17 @@ cdef class _TokenAllocator:
         cdef int small_n_init = 0 if bucketed else -1
         cdef size_t n_small = n_lists * SMALL_STRIDE if bucketed else 1
         self.n_buckets = 64 if bucketed else 1
-        self.free_const.resize(n_lists)
+        self.n_lists = n_lists
+        if not bucketed:  # every list large from the start; else made when one overflows
+            self.free_const.resize(n_lists)
         self.small_n_v.resize(n_lists, small_n_init)
-        self.small_key_v.resize(n_small)
-        self.small_st_v.resize(n_small)
-        self.small_key = self.small_key_v.data()
-        self.small_st = self.small_st_v.data()
+        # Not initialised: a slot is read only below its list's count, or as masked-out
+        # garbage by the fixed-trip helpers (zeroing 16 KB a pool cost half of a small plan).
+        self.small_v = <idx_t*>PyMem_Malloc(2 * n_small * sizeof(idx_t))
+        if self.small_v is NULL:
+            raise MemoryError()
+        self.small_key = self.small_v
+        self.small_st = self.small_v + n_small
         self.small_n = self.small_n_v.data() if n_lists else NULL
         self.free_mask.resize(n_pools)  # value-initialised: 0
         self.match_range = match_range
@@ -352,6 +358,9 @@ cdef class _TokenAllocator:
         self.storage_bytes.resize(n_tok)
         self.storage_pool.resize(n_tok)
         self.storage_sym.resize(n_tok)
+
+    def __dealloc__(self):
+        PyMem_Free(self.small_v)
 
     cdef inline idx_t fresh(self, idx_t s, idx_t pool, idx_t sym) noexcept nogil:
         cdef idx_t st = self.n_storage
@@ -454,6 +463,8 @@ cdef class _TokenAllocator:
                 self.small_n[L] = n + 1
                 return 0
             # Full: move the entries (in order) to the large list of L.
+            if self.free_const.size() == 0:  # the first list to overflow
+                self.free_const.resize(self.n_lists)
             for j in range(n):
                 _list_insert(&self.free_const[L], keys[j], sts[j])
             self.small_n[L] = -1

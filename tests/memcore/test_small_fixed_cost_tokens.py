@@ -97,3 +97,32 @@ def test_unchecked_n_pools_is_still_checked(bad):
 
     with pytest.raises(InvalidArrayError):
         plan_tokens(**_one_token(), check=False, n_pools=bad)
+
+
+@pytest.mark.parametrize("n_pools, n_live", [(1, 9), (1, 40), (2, 30), (300, 12)])
+def test_free_lists_overflowing_small_mode_match_the_reference(n_pools, n_live):
+    """Many storages of one size bucket freed together move a bucket out of its inline slots
+    into a large list (made only when the first bucket overflows; with more than 256 pools
+    every list is large from the start); the plan still equals the reference's."""
+    from memcore import _reference as ref
+
+    rng = np.random.default_rng(n_live)
+    n = 2 * n_live
+    tok_bytes = np.concatenate([np.full(n_live, 100), rng.integers(60, 130, n_live)]).astype(np.int64)
+    tok_pool = (np.arange(n) % n_pools).astype(np.int64)
+    tok_refs = np.ones(n, dtype=np.int64)
+    kinds, toks = [], []
+    for t in range(n_live):  # all live together, then released in a shuffled order
+        kinds.append(EV_REQUEST), toks.append(t)
+    for t in rng.permutation(n_live).tolist():
+        kinds.append(EV_DECREF), toks.append(t)
+    for t in range(n_live, n):  # requests reusing them, released at once
+        kinds += [EV_REQUEST, EV_DECREF]
+        toks += [t, t]
+    prog = dict(tok_bytes=tok_bytes, tok_pool=tok_pool, tok_refs=tok_refs,
+                ev_kind=np.array(kinds, dtype=np.int8), ev_tok=np.array(toks, dtype=np.int64))
+    want = ref.plan_tokens(**prog, match_range=16, release_zero_ref=False)
+    for got in (plan_tokens(**prog), plan_tokens(**prog, check=False, n_pools=n_pools)):
+        assert got.storage_of.tolist() == want[0]
+        assert got.storage_bytes.tolist() == want[1]
+        assert got.storage_pool.tolist() == want[2]
