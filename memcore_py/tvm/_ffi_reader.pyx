@@ -352,7 +352,7 @@ cdef class Memo:
     duration of one call (attribute lookups on the reader cost more than the reads)."""
 
     cdef dict dtypes, ints, prims, interned
-    cdef AddrMap types, callees, vars, leaves
+    cdef AddrMap types, ops, callees, vars, leaves
     cdef object reader, builtin_alloc
 
     def __init__(self, reader):
@@ -362,6 +362,7 @@ cdef class Memo:
         self.ints = reader.ints
         self.prims = reader.prims
         self.interned = reader.interned
+        self.ops = reader.ops
         self.callees = reader.callees
         self.vars = reader.vars
         self.leaves = reader.leaves
@@ -590,9 +591,11 @@ cdef object read_call(Layout L, const char* c, Memo M):
     cdef PyObject* known
     if obj_field(c, L.o_call_attrs) != NULL:
         return None
-    known = M.callees.get_obj(addr(obj_field(c, L.o_call_op)))
+    known = M.ops.get_obj(addr(obj_field(c, L.o_call_op)))
     if known == NULL:
-        return None
+        known = M.callees.get_obj(addr(obj_field(c, L.o_call_op)))
+        if known == NULL:
+            return None
     callee = <object>known
     arr = obj_field(c, L.o_call_args)
     if arr == NULL or obj_type(arr) != K_ARRAY:

@@ -128,7 +128,7 @@ class _Shared:
         self.reset()
 
     def reset(self):
-        self.dtypes, self.ops, self.ints, self.interned, self.keep = {}, {}, {}, {}, []
+        self.dtypes, self.ops, self.ints, self.interned, self.keep = {}, AddrMap(), {}, {}, []
 
     def tables(self):
         if len(self.ints) + len(self.interned) > SHARED_MAX:
@@ -220,7 +220,7 @@ class _Reader:
         self.prims = {}
         shared = _SHARED.tables()  # memo tables that outlive this conversion (_Shared)
         self.dtypes, self.ops, self.ints, self.interned, self.keep = shared
-        self.callees = AddrMap(self.ops)  # ops by address, then this module's GlobalVars
+        self.callees = AddrMap()  # this module's GlobalVars by address (ops: the shared ``ops``)
         self.where = "the module"
         self.binary = _binary_classes(api)
         self.layout = _layout(api)
@@ -433,11 +433,14 @@ class _Reader:
     def call(self, c):
         api = self.api
         op = c.op
-        callee = self.callees.get(op.__chandle__())  # ops and GlobalVars, by address
+        h = op.__chandle__()
+        callee = self.ops.get(h)  # ops, then GlobalVars, by address
+        if callee is None:
+            callee = self.callees.get(h)
         oc = type(op)
         if callee is None:
             if oc is api.Op:
-                callee = self.callees[op.__chandle__()] = self.op(op)
+                callee = self.op(op)
             elif oc is api.GlobalVar:
                 callee = self.gvar(op)
             elif oc is api.ExternFunc:
