@@ -86,10 +86,21 @@ cdef object _tuple_of(type cls, a0, a1, a2, a3, a4, a5, a6, a7):
     cdef PyObject* o = PyType_GenericAlloc(<PyTypeObject*>cls, 8)  # tuple's (and so cls's) tp_alloc
     obj = <object>o
     Py_DECREF(obj)  # the new reference tp_alloc returned is now held by obj
-    for i, v in enumerate((a0, a1, a2, a3, a4, a5, a6, a7)):
-        Py_INCREF(v)
-        PyTuple_SET_ITEM(obj, i, v)
+    _put(obj, 0, a0)
+    _put(obj, 1, a1)
+    _put(obj, 2, a2)
+    _put(obj, 3, a3)
+    _put(obj, 4, a4)
+    _put(obj, 5, a5)
+    _put(obj, 6, a6)
+    _put(obj, 7, a7)
     return obj
+
+
+cdef inline void _put(obj, Py_ssize_t i, v) noexcept:
+    """Item ``i`` of a new tuple ``obj`` (its slot is empty) becomes ``v``."""
+    Py_INCREF(v)
+    PyTuple_SET_ITEM(obj, i, v)
 
 
 def same_alloc_args(tuple args, info):

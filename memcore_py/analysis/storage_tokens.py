@@ -451,6 +451,12 @@ class _StorageAllocatorInit:
     is cached per function.
     """
 
+    # one instance per analysis: slots make its ~30 fields cheaper to set, read and free
+    __slots__ = ("mod", "_call_kind", "prim_names", "_same_alloc_args", "walk", "t_block", "t_info", "t_binding",
+                 "t_index", "infos", "discarded", "extra_refs", "block_scope", "block_is_dataflow", "block_ifs",
+                 "scope_parent", "scope_anchor", "scope_blocks", "tvm_check_failures", "step", "_bid", "functions",
+                 "_func_name", "_func_idx", "_bounds", "_bounds_key", "_sym_info")
+
     def __init__(self, mod: IRModule):
         self.mod = mod
         # callee (Op, GlobalVar, ExternFunc) -> whether it counts uses (fast path only);

@@ -97,18 +97,19 @@ def tvm_plan(program: TokenProgram, *, key_device: bool = True) -> MemoryPlan:
 def _tvm_storages(program: TokenProgram, storage_of: np.ndarray, sizes: list):
     """The :class:`StoragePlan` of each storage of the engine's token plan (``storage_of``
     per token, ``sizes`` per storage) and the bytes of the constant-size ones."""
-    members = [[] for _ in sizes]  # tokens of each storage, in program order
-    for t, k in enumerate(storage_of.tolist()):
-        members[k].append(t)
     infos, tok_info = program.infos, program.tok_info.tolist()
-    storages = []
+    storages = [None] * len(sizes)
     total = 0
-    for k, toks in enumerate(members):
-        const_bytes, nbytes, dtype, scope, device, func, _args, _id = infos[tok_info[toks[0]]]  # a TokenInfo
+    for t, k in enumerate(storage_of.tolist()):  # program order: a storage's first token first
+        entry = storages[k]
+        if entry is not None:
+            entry.tokens.append(t)
+            continue
+        const_bytes, nbytes, dtype, scope, device, func, _args, _id = infos[tok_info[t]]  # a TokenInfo
         if const_bytes >= 0:
             nbytes = _BYTES_IMMS.get(sizes[k]) or _bytes_imm(sizes[k])
             total += sizes[k]
-        storages.append(StoragePlan(nbytes, dtype, scope, device, func, toks))
+        storages[k] = StoragePlan(nbytes, dtype, scope, device, func, [t])
     return storages, total
 
 

@@ -190,6 +190,11 @@ class _StorageAllocationRewriter:
     (:class:`memcore_py.transform._alloc_rewrite.AllocRewrite`).
     """
 
+    # one instance per rewrite: slots make its fields cheaper to set, read and free
+    __slots__ = ("mod", "sites", "plan", "zero_offset_views", "storage_site", "emit_before", "allocs", "dynamic",
+                 "dirty", "storage_var", "_dtype_imm", "_scope_imm", "_offset_imm", "_shape_imm", "tok_storage",
+                 "tok_offset", "_same_shape", "_splice", "_allocs_rewrite", "_func_name", "_bounds")
+
     def __init__(self, mod: IRModule, st: StorageTokens, plan: MemoryPlan, zero_offset_views: bool = False):
         self.mod = mod
         sites = self.sites = st.sites
