@@ -634,9 +634,14 @@ class StaticPlanBlockMemory(ModulePass):
         self.alignment = alignment
         self.time_limit = time_limit
         self.zero_offset_views = bool(zero_offset_views)
+        self._checked = (mode, alignment, time_limit)  # the option objects last validated
 
     def transform(self, mod: IRModule, ctx: PassContext) -> IRModule:
-        _check_options(self.mode, self.alignment, self.time_limit)
+        # the options are public attributes: validated again when one was replaced since
+        checked = self._checked
+        if self.mode is not checked[0] or self.alignment is not checked[1] or self.time_limit is not checked[2]:
+            _check_options(self.mode, self.alignment, self.time_limit)
+            self._checked = (self.mode, self.alignment, self.time_limit)
         with gc_paused():
             return _plan_block_memory(mod, self.mode, self.alignment, self.time_limit,
                                       self.zero_offset_views, False, ctx)[0]
