@@ -257,7 +257,7 @@ def plan_memory(program: TokenProgram, mode: str = "tvm", *, alignment: int = 64
     """
     if mode not in MODES:
         raise ValueError(f"planning mode must be one of {MODES}; got {mode!r}")
-    if program.n_tok == 0:
+    if program.tok_const.shape[0] == 0:  # no token (the n_tok property costs more)
         # nothing to plan (every allocation escapes, or none): what both planners return
         # for no tokens, without running the engine
         plan = MemoryPlan(mode, [], np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64),
