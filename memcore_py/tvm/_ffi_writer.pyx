@@ -355,8 +355,13 @@ cdef object write_call_binding(W, Keep K, bd, c, object reuse, object record, No
                     skey = constant_leaf_key(a)
                     if skey is not None:
                         hl = shared_leaves.get(skey)
-                        if hl is not None:
-                            leaves[key] = hl  # one lookup for the next binding of this leaf
+                        if hl is not None:  # as W.expr_addr would: remembered, recorded, held
+                            leaves[key] = hl
+                            if record is not None:  # later bindings find it in the node map, typed
+                                h = <size_t>hl
+                                c_incref(<void*>h)
+                                K.own(<void*>h)
+                                map_put(record, a, h, obj_type(<const char*>h))
                 h = <size_t>(hl if hl is not None else W.expr_addr(a))
             else:
                 h = <size_t>W.expr_addr(a)
