@@ -104,7 +104,8 @@ def storage_binding(op, str name, nbytes, dev, scope_imm, dtype_imm, var_cls, ty
     """``name = op(R.shape([nbytes]), dev, scope_imm, dtype_imm)`` with ``name`` a new
     ``var_cls`` (``Var`` or ``DataflowVar``) of type ``ty``, the call typed ``ty`` too: a
     storage allocation, built as ``construct.new_var`` / ``new_shape_expr`` / ``new_call`` /
-    ``new_binding`` build it. ``nbytes`` is a PrimExpr."""
+    ``new_binding`` build it. ``nbytes`` is a PrimExpr; the ``R.shape([nbytes])`` node is
+    shared by the storages of the same ``nbytes`` object (an immutable leaf)."""
     if var_cls is not Var and var_cls is not DataflowVar:
         raise TypeError(f"storage_binding: var_cls must be Var or DataflowVar; got {var_cls!r}")
     return _storage_binding(op, name, nbytes, dev, scope_imm, dtype_imm, var_cls is DataflowVar, ty)
@@ -112,15 +113,38 @@ def storage_binding(op, str name, nbytes, dev, scope_imm, dtype_imm, var_cls, ty
 
 cdef object _storage_binding(op, str name, nbytes, dev, scope_imm, dtype_imm, bint dataflow, ty):
     """:func:`storage_binding` with the var class given as ``dataflow``."""
+    var = var_node(dataflow, name, ty)
+    return _binding(op, (_size_shape(nbytes), dev, scope_imm, dtype_imm), ty, var)
+
+
+cdef object _new_size_shape(nbytes):
+    """A new ``R.shape([nbytes])`` (ShapeExpr and its ShapeType)."""
     cdef tuple values = (nbytes,)
     cdef PyObject* st = alloc_node(T_SHAPE_TYPE)
     put_slot(st, O_ST_VALUES, values)
     put_slot(st, O_ST_NDIM, 1)
     shape_type = <object>st
     Py_DECREF(shape_type)
-    shape = shape_expr_node(values, shape_type)
-    var = var_node(dataflow, name, ty)
-    return _binding(op, (shape, dev, scope_imm, dtype_imm), ty, var)
+    return shape_expr_node(values, shape_type)
+
+
+#: storage size (PrimExpr, by identity: the planner shares the IntImm of each size across
+#: calls) -> its ``R.shape([size])``, an immutable leaf shared like the rewriter's other
+#: ones; cleared when larger than _SIZE_SHAPES_MAX.
+cdef dict _SIZE_SHAPES = {}
+cdef Py_ssize_t _SIZE_SHAPES_MAX = 4096
+
+
+cdef object _size_shape(nbytes):
+    """The shared ``R.shape([nbytes])`` of a storage allocation."""
+    cdef PyObject* p = PyDict_GetItem(_SIZE_SHAPES, nbytes)
+    if p is not NULL:
+        return <object>p
+    if len(_SIZE_SHAPES) >= _SIZE_SHAPES_MAX:
+        _SIZE_SHAPES.clear()
+    shape = _new_size_shape(nbytes)
+    _SIZE_SHAPES[nbytes] = shape
+    return shape
 
 
 def splice(list out, list inserts, list view_positions, list views):

@@ -78,3 +78,27 @@ def test_allocation_positions_must_increase():
         r._allocs_rewrite.rewrite_block(block.bindings, r.emit_before[bid], backwards, plan.storages,
                                         r.sites.tok_binding, r.storage_site, r._scope_imm,
                                         r._alloc_tensor_args, r._offset_imm, None, False)
+
+
+def _storage_shapes(mod):
+    out = []
+    for gv, func in mod.functions.items():
+        for block in getattr(getattr(func, "body", None), "blocks", ()):
+            for b in block.bindings:
+                if getattr(getattr(b.value, "op", None), "name", "") == "relax.memory.alloc_storage":
+                    out.append(b.value.args[0])
+    return out
+
+
+def test_storage_sizes_share_their_shape_node():
+    """R.shape([size]) of a storage is an immutable leaf shared by equal sizes (across calls
+    too); the output stays well-formed and prints the same."""
+    from memcore_py.ir.well_formed import well_formed_report
+
+    a = spbm.StaticPlanBlockMemory()(chain_module(7, width=64))
+    b = spbm.StaticPlanBlockMemory()(chain_module(7, width=64))
+    sa, sb = _storage_shapes(a), _storage_shapes(b)
+    assert len(sa) == len(sb) > 1
+    for x, y in zip(sa, sb):
+        assert x is y and x.values[0].value == y.values[0].value
+    assert well_formed_report(a) == [] and a.script() == b.script()
