@@ -345,7 +345,7 @@ cdef class AllocRewrite:
         self.args_cache[key] = new_args
         return new_args
 
-    cdef object _args(self, var, ty, call, t, offset, make_args, dict offset_imm):
+    cdef object _args(self, var, ty, call, Py_ssize_t t, offset, make_args, dict offset_imm):
         """Arguments ``(storage, offset, shape, dtype, device)`` of the
         ``R.memory.alloc_tensor`` of token ``t`` at byte ``offset`` (a Python int), replacing
         ``call`` bound to ``var`` of type ``ty``. In the common case (a tensor type, the call's
@@ -356,9 +356,15 @@ cdef class AllocRewrite:
         :meth:`args_for` (with ``make_args``)."""
         cdef PyObject* dp
         cdef PyObject* op_
+        cdef Py_ssize_t k
+        if t < 0 or t >= len(self.tok_storage):  # indices below are unchecked (boundscheck off)
+            raise IndexError(f"AllocRewrite: token {t} out of range [0, {len(self.tok_storage)})")
         args = <object>get_slot(call, O_ARGS)
         if Py_TYPE(ty) is T_TENSOR_TYPE:
-            storage = self.storage_var[self.tok_storage[t]]
+            k = self.tok_storage[t]
+            if k < 0 or k >= len(self.storage_var):
+                raise IndexError(f"AllocRewrite: storage {k} of token {t} out of range [0, {len(self.storage_var)})")
+            storage = self.storage_var[k]
             arg0 = args[0]
             dp = PyDict_GetItem(self.dtype_imm, <object>get_slot(ty, O_TT_DTYPE))
             op_ = <PyObject*>self.zero if not offset else PyDict_GetItem(offset_imm, offset)
@@ -429,14 +435,15 @@ cdef class AllocRewrite:
             Allocation positions not increasing, or a position out of range.
         """
         cdef list out = []
-        cdef Py_ssize_t n = len(bindings), i = 0, pos, p, e = 0, n_e
+        cdef Py_ssize_t n = len(bindings), i = 0, pos, p, e = 0, n_e, t
         cdef list epos = sorted(emit) if emit else []
         cdef list tok_offset = self.tok_offset
         n_e = len(epos)
         op = self.op
         if allocs:
-            for pos_obj, t in allocs.items():
+            for pos_obj, t_obj in allocs.items():
                 pos = pos_obj
+                t = t_obj
                 if pos < i or pos >= n:
                     raise ValueError(f"rewrite_block: allocation position {pos} out of range [{i}, {n})")
                 while e < n_e and <Py_ssize_t>epos[e] <= pos:
@@ -453,6 +460,8 @@ cdef class AllocRewrite:
                 var = <object>get_slot(b, O_VAR)
                 ty = <object>get_slot(var, O_TY)
                 call = <object>get_slot(b, O_VALUE)
+                if t < 0 or t >= len(tok_offset):
+                    raise IndexError(f"rewrite_block: token {t} out of range [0, {len(tok_offset)})")
                 offset = tok_offset[t]
                 new_args = self._args(var, ty, call, t, offset, make_args, offset_imm)
                 if view_op is None or not offset:

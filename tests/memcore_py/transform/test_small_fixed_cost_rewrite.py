@@ -102,3 +102,19 @@ def test_storage_sizes_share_their_shape_node():
     for x, y in zip(sa, sb):
         assert x is y and x.values[0].value == y.values[0].value
     assert well_formed_report(a) == [] and a.script() == b.script()
+
+
+@pytest.mark.parametrize("bad", [-1, 10**6])
+def test_token_out_of_range_is_an_index_error(bad):
+    """The compiled rebuild reads its tables unchecked, so a token id is range-checked first."""
+    mod = chain_module(4, width=64)
+    st = analyze_storage_tokens(mod)
+    plan = plan_memory(st.program, "tvm")
+    r = spbm._StorageAllocationRewriter(mod, st, plan)
+    (bid, allocs), = r.allocs.items()
+    block = r.sites.functions[0].func.body.blocks[0]
+    first = next(iter(allocs))
+    with pytest.raises(IndexError, match="out of range"):
+        r._allocs_rewrite.rewrite_block(block.bindings, r.emit_before[bid], {first: bad}, plan.storages,
+                                        r.sites.tok_binding, r.storage_site, r._scope_imm,
+                                        r._alloc_tensor_args, r._offset_imm, None, False)
