@@ -174,14 +174,15 @@ cdef class InitWalk:
         self.carriers = carriers
         self.call_kind = call_kind
         self.const_info = const_info
-        self.sym_info = {}
+        self.sym_info = None
         if (not issubclass(info_cls, tuple) or (<PyTypeObject*>info_cls).tp_dictoffset != 0
                 or (<PyTypeObject*>info_cls).tp_basicsize != (<PyTypeObject*>tuple).tp_basicsize
                 or len(getattr(info_cls, "_fields", ())) != 8):
             raise TypeError(f"InitWalk: info_cls must be a NamedTuple of 8 fields; got {info_cls!r}")
         self.info_cls = info_cls
-        self.var_tokens = {}
-        self.size_cache = {}
+        # per-function maps: made by begin_function (None before it)
+        self.var_tokens = None
+        self.size_cache = None
         self.t_block = []
         self.t_info = []
         self.t_binding = []
@@ -254,6 +255,8 @@ cdef class InitWalk:
         cdef dict var_tokens = self.var_tokens
         cdef dict size_cache = self.size_cache
         cdef dict call_kind = self.call_kind
+        if var_tokens is None or size_cache is None or self.sym_info is None:
+            raise RuntimeError("InitWalk.walk: begin_function must be called first")
         cdef list t_block = self.t_block
         cdef set discarded = self.discarded
         alloc_op = self.alloc_op
@@ -363,7 +366,7 @@ cdef class InitWalk:
                 self._push(step * SCALE + 2 * t + EV_DECREF)
         return step0
 
-    def decode(self):
+    def decode(self, bint with_new_id=True):
         """The event program without the discarded tokens, kept tokens renumbered densely.
 
         Returns
@@ -379,8 +382,9 @@ cdef class InitWalk:
         kept : tuple of lists
             ``(t_block, t_binding, t_index)`` of the kept tokens (the rows themselves when
             nothing was discarded).
-        new_id : int64 array of shape (n_all,)
-            New id of every token seen; -1 for a discarded one.
+        new_id : int64 array of shape (n_all,), or None
+            New id of every token seen; -1 for a discarded one. None unless
+            ``with_new_id`` (then a small program's ids stay in a C buffer).
         """
         cdef Py_ssize_t n_all = len(self.t_block)
         cdef set discarded = self.discarded
@@ -392,8 +396,16 @@ cdef class InitWalk:
         cdef list kept_block, kept_binding, kept_index
         # arrays written through their data pointers (typed memoryviews cost more to set up
         # than the whole loop on small programs); every index is checked or built in range
-        new_id_arr = _int64_zeros(n_all)
-        cdef int64_t* new_id = <int64_t*>cnp.PyArray_DATA(<cnp.ndarray>new_id_arr)
+        cdef int64_t small_ids[64]
+        cdef int64_t* new_id
+        if with_new_id or n_all > 64:
+            new_id_arr = _int64_zeros(n_all)
+            new_id = <int64_t*>cnp.PyArray_DATA(<cnp.ndarray>new_id_arr)
+        else:
+            new_id_arr = None
+            new_id = small_ids
+            for i in range(n_all):
+                new_id[i] = 0
         for d in discarded:  # token ids of this walk (checked: the set is public)
             i = d
             if i < 0 or i >= n_all:
@@ -465,4 +477,4 @@ cdef class InitWalk:
         if m < n_ev:  # events of discarded tokens were dropped
             kind_arr, tok_arr = kind_arr[:m], tok_arr[:m]
         return (kind_arr, tok_arr, start_arr, end_arr, refs_arr, info_arr, const_arr, func_arr, n_sym,
-                (kept_block, kept_binding, kept_index), new_id_arr)
+                (kept_block, kept_binding, kept_index), new_id_arr if with_new_id else None)

@@ -773,7 +773,7 @@ class _StorageAllocatorInit:
     def _result(self) -> StorageTokens:
         # compiled: filter the discarded tokens, renumber, start / last use / uses per token
         (ev_kind, ev_tok, tok_start, tok_end, tok_refs, tok_info, tok_const, tok_func, n_symbolic, kept,
-         new_id) = self.walk.decode()
+         new_id) = self.walk.decode(bool(self.extra_refs))  # new ids needed only for extra_refs
         t_block, t_binding, t_index = kept
         infos = self.infos
         # uses by nested calls are counted too (never released: TVM would fail its block-end check)

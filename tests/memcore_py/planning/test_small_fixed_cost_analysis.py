@@ -41,3 +41,30 @@ def test_walk_rejects_other_record_classes(cls):
     walk = load_compiled("memcore_py.analysis._storage_walk")
     with pytest.raises(TypeError, match="info_cls"):
         walk.InitWalk(stk.BUILTIN_ALLOC_TENSOR, frozenset(), stk._CARRIERS, {}, {}, cls)
+
+
+def _walked(mod):
+    init = stk._StorageAllocatorInit(mod)
+    for gv, func in mod.functions.items():
+        if isinstance(func, stk.Function):
+            init._visit_function(gv, func)
+    return init.walk
+
+
+def test_decode_without_new_ids_gives_the_same_program():
+    from memcore_py.testing.memory_programs import random_memory_module
+
+    for mod in [chain_module(7, width=64), chain_module(70, width=64)] + [random_memory_module(s, n_functions=2, n_steps=20) for s in range(6)]:
+        full = _walked(mod).decode()
+        lean = _walked(mod).decode(False)
+        assert full[-1] is not None and lean[-1] is None
+        for a, b in zip(full[:8], lean[:8]):
+            assert a.tolist() == b.tolist() and a.dtype == b.dtype
+        assert full[8] == lean[8] and full[9] == lean[9]
+
+
+def test_walk_needs_begin_function():
+    walk = load_compiled("memcore_py.analysis._storage_walk")
+    w = walk.InitWalk(stk.BUILTIN_ALLOC_TENSOR, frozenset(), stk._CARRIERS, {}, {}, stk.TokenInfo)
+    with pytest.raises(RuntimeError, match="begin_function"):
+        w.walk((), 0, 0, None)
