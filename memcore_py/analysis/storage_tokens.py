@@ -455,6 +455,7 @@ class _StorageAllocatorInit:
     __slots__ = ("mod", "_call_kind", "prim_names", "_same_alloc_args", "walk", "t_block", "t_info", "t_binding",
                  "t_index", "infos", "discarded", "extra_refs", "block_scope", "block_is_dataflow", "block_ifs",
                  "scope_parent", "scope_anchor", "scope_blocks", "tvm_check_failures", "step", "_bid", "functions",
+                 "function_names",
                  "_func_name", "_func_idx", "_bounds", "_bounds_key", "_sym_info")
 
     def __init__(self, mod: IRModule):
@@ -495,6 +496,7 @@ class _StorageAllocatorInit:
         self.step = -1
         self._bid = -1
         self.functions: list = []
+        self.function_names: list = []
         self._func_name = ""
         self._func_idx = -1
         self._bounds = None
@@ -521,6 +523,7 @@ class _StorageAllocatorInit:
         self.walk.begin_function(self._func_idx, sym_info)
         sid = self._new_scope(-1, None)
         self.functions.append(_function_entry((gv, func, self._bounds, sid)))
+        self.function_names.append(gv.name)
         self._visit_seq(func.body, sid)
 
     def _new_scope(self, parent, anchor):
@@ -784,7 +787,7 @@ class _StorageAllocatorInit:
         # positional construction (keyword arguments cost twice as much on these records):
         # the fields in declaration order
         program = TokenProgram(tok_const, tok_refs, tok_start, tok_end, tok_func, ev_kind, ev_tok, tok_info, infos,
-                               [f[0].name for f in self.functions], n_symbolic)  # FunctionEntry.gv
+                               self.function_names, n_symbolic)
         if self.discarded:
             all_block, all_info, all_binding, all_index = self.t_block, self.t_info, self.t_binding, self.t_index
             unplanned = [_unplanned_alloc((all_binding[i], all_block[i], all_index[i], all_info[i].func))

@@ -193,7 +193,7 @@ class _StorageAllocationRewriter:
     # one instance per rewrite: slots make its fields cheaper to set, read and free
     __slots__ = ("mod", "sites", "plan", "zero_offset_views", "storage_site", "emit_before", "allocs", "dynamic",
                  "dirty", "storage_var", "_dtype_imm", "_scope_imm", "_offset_imm", "_shape_imm", "tok_storage",
-                 "tok_offset", "_same_shape", "_splice", "_allocs_rewrite", "_func_name", "_bounds")
+                 "tok_offset", "_compiled", "_allocs_rewrite", "_func_name", "_bounds")
 
     def __init__(self, mod: IRModule, st: StorageTokens, plan: MemoryPlan, zero_offset_views: bool = False):
         self.mod = mod
@@ -234,8 +234,7 @@ class _StorageAllocationRewriter:
         self._shape_imm: dict = {}
         self.tok_storage = plan.tok_storage.tolist()
         self.tok_offset = plan.tok_offset.tolist() if plan.mode == "arena" else [0] * len(self.tok_storage)
-        self._same_shape = compiled.same_shape
-        self._splice = compiled.splice
+        self._compiled = compiled  # same_shape, splice
         # also names the storages (storage, storage1, ... across the module) and binds them
         self._allocs_rewrite = compiled.AllocRewrite(
             self.tok_storage, self.tok_offset, self.storage_var, self._dtype_imm, _MEM_ALLOC_TENSOR, _ZERO,
@@ -279,7 +278,7 @@ class _StorageAllocationRewriter:
         """TVM uses the tensor type's shape; the allocation's own shape argument is the same
         expression in well-typed input and is reused then."""
         arg0 = call.args[0]
-        if type(arg0) is ShapeExpr and self._same_shape(arg0.values, ty.shape):
+        if type(arg0) is ShapeExpr and self._compiled.same_shape(arg0.values, ty.shape):
             return arg0
         imm = self._shape_imm.get(ty)
         if imm is None:
@@ -343,7 +342,7 @@ class _StorageAllocationRewriter:
                 self._allocs_rewrite.rebuild(out, allocs, self._alloc_tensor_args, self._offset_imm)
         if inserts or views:
             # compiled merge of the two position-sorted insertion lists
-            out = self._splice(out, inserts, view_positions, views)
+            out = self._compiled.splice(out, inserts, view_positions, views)
         # every element is a binding of the input block or one built here: skip re-validation
         return new_block(DataflowBlock if is_df else BindingBlock, out)
 

@@ -40,7 +40,7 @@ class _GeneralPath(spbm._StorageAllocationRewriter):
             else:
                 self._allocs_rewrite.rebuild(out, allocs, self._alloc_tensor_args, self._offset_imm)
         if inserts or views:
-            out = self._splice(out, inserts, view_positions, views)
+            out = self._compiled.splice(out, inserts, view_positions, views)
         return new_block(DataflowBlock if is_df else BindingBlock, out)
 
 
