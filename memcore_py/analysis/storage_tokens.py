@@ -189,9 +189,6 @@ class UnplannedAlloc(NamedTuple):
     func: int
 
 
-_unplanned_alloc = partial(tuple.__new__, UnplannedAlloc)
-
-
 def alloc_tensor_info(binding, func_name: str):
     """Validate a ``R.builtin.alloc_tensor`` binding; return ``(shape, dtype, device_key,
     scope)``.
@@ -790,7 +787,8 @@ class _StorageAllocatorInit:
                                self.function_names, n_symbolic)
         if self.discarded:
             all_block, all_info, all_binding, all_index = self.t_block, self.t_info, self.t_binding, self.t_index
-            unplanned = [_unplanned_alloc((all_binding[i], all_block[i], all_index[i], all_info[i].func))
+            new = tuple.__new__  # without NamedTuple's Python-level __new__
+            unplanned = [new(UnplannedAlloc, (all_binding[i], all_block[i], all_index[i], all_info[i][5]))  # .func
                          for i in sorted(self.discarded)]
         else:
             unplanned = []
