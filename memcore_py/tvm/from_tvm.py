@@ -635,7 +635,9 @@ class _Reader:
             if cls is api.Function:
                 funcs[g] = self.function(name, f)
             elif cls is prim_func:
-                funcs[g] = PrimFunc.lazy(_PrimFuncSignature(f, name), f)
+                pf = funcs[g] = PrimFunc.lazy(_PrimFuncSignature(f, name), f)
+                if record is not None:  # written back by address while the pass keeps it
+                    record[pf] = f.__chandle__()
             else:
                 raise TVMConversionError(f"module function {name!r} of {_type_key(f)} is not modelled by memcore")
         self.where = "the module"

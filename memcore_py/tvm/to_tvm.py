@@ -552,7 +552,11 @@ class _Writer:
             if type(f) is Function:
                 h = self.function_addr(gv.name, f)
             elif type(f) is PrimFunc:
-                h = keep.hold(self.prim_func(gv.name, f))
+                h = reuse.get(f)
+                if h is None:
+                    h = keep.hold(self.prim_func(gv.name, f))
+                    if record is not None:
+                        record[f] = h
             else:
                 self.fail(f"module function {gv.name!r} of {type(f).__name__}")
             pairs.append(gvar_addrs[gv])
