@@ -7,12 +7,17 @@ replaces each planned ``R.builtin.alloc_tensor`` binding by ``var = R.memory.all
 storage, offset, shape, dtype, device)``: one new ``Call`` and ``VarBinding`` per planned
 allocation, 10^5 and more per call on large functions. :class:`AllocRewrite` holds what the
 rebuild needs for a whole module (the plan's token -> storage / offset lists, the storage
-vars as they get emitted, the shared-argument cache) and :meth:`AllocRewrite.rebuild` rewrites
-the planned allocations of one block in place in a list of bindings (in arena mode,
-:meth:`AllocRewrite.rebuild_views` does it in the same single pass while reaching the tensors at a
-non-zero offset through zero-offset views). It also names and builds the storage bindings
+vars as they get emitted, the shared-argument cache). A block with storages to emit and planned
+allocations only (the common case) is rebuilt in one pass by :meth:`AllocRewrite.rewrite_block`;
+a block with other changes (Case-2 allocations, rewritten ``If`` branches) goes through the
+pieces: :meth:`AllocRewrite.rebuild` rewrites the planned allocations of one block in place in a
+list of bindings (in arena mode, :meth:`AllocRewrite.rebuild_views` does it in the same single
+pass while reaching the tensors at a non-zero offset through zero-offset views) and
+:func:`splice` inserts the new bindings. It also names and builds the storage bindings
 (:meth:`AllocRewrite.emit_storages`, :meth:`AllocRewrite.new_storage`), so that the storage
-counter and the storage vars live in one place.
+counter and the storage vars live in one place. :func:`site_tables` and :func:`dirty_scopes`
+build the rewriter's per-block tables (where storages are emitted and allocations rebuilt,
+which scopes change).
 
 Nodes are built as ``memcore_py.ir.construct.new_call`` / ``new_binding`` build them, through
 the slot access of ``memcore_py/ir/_slots.pxd``.
