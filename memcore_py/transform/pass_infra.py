@@ -27,7 +27,6 @@ from ..ir.module import IRModule
 __all__ = ["PassContext", "Pass", "ModulePass", "FunctionPass", "Sequential", "PASS_REGISTRY", "get_pass"]
 
 
-
 class _ContextStack(threading.local):
     """The stack of entered contexts, one per thread (created empty on a thread's first use,
     so that reading it never takes the missing-attribute path: that costs more than a small
