@@ -212,6 +212,27 @@ def test_fixed_cost_native_lowering(benchmark, small_module, pass_name):
     benchmark.extra_info.update(extra)
 
 
+def test_fixed_cost_native_memory_passes(benchmark, small_module):
+    """StaticPlanBlockMemory, LowerAllocTensor and KillAfterLastUse in one TVM ``Sequential``
+    on the 20-binding module, memcore's native passes (one read, the module handed from pass to
+    pass) against TVM's three in the same run (``extra_info``)."""
+    import memcore_py.tvm as mtvm
+    import tvm
+    from tvm import relax
+
+    rt = relax.transform
+    theirs = tvm.transform.Sequential([rt.StaticPlanBlockMemory(), rt.LowerAllocTensor(), rt.KillAfterLastUse()])
+    ours = tvm.transform.Sequential([mtvm.StaticPlanBlockMemory(), mtvm.LowerAllocTensor(), mtvm.KillAfterLastUse()])
+    tvm.ir.assert_structural_equal(ours(small_module), theirs(small_module))
+    tvm_seconds = _best(lambda: theirs(small_module), 50)
+    benchmark.group = "tvm-bridge:fixed-cost-20-bindings"
+    benchmark(ours, small_module)
+    extra = dict(n_bindings=3 * SMALL_OPS, variant="native-three-passes", tvm_seconds_same_run=tvm_seconds)
+    if not benchmark.disabled and benchmark.stats is not None:
+        extra["speedup_vs_tvm"] = round(tvm_seconds / benchmark.stats.stats.min, 2)
+    benchmark.extra_info.update(extra)
+
+
 # ------------------------------------------------------------------------------ to_tvm
 WRITE_WORKLOADS = list_models()  # TVM parses a 30k-binding text in minutes: models only
 
