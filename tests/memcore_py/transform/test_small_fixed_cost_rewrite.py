@@ -56,9 +56,7 @@ def _modules():
 @pytest.mark.parametrize("name, mod", list(_modules()), ids=lambda x: x if isinstance(x, str) else "")
 def test_one_pass_block_equals_the_general_path(name, mod, mode, views):
     st = analyze_storage_tokens(mod)
-    plan = plan_memory(st.program, mode, time_limit=None)
-    if not plan.storages:
-        pytest.skip("nothing planned")
+    plan = plan_memory(st.program, mode, time_limit=None)  # some modules plan nothing: both keep them
     fast = spbm._StorageAllocationRewriter(mod, st, plan, views).rewrite()
     general = _GeneralPath(mod, st, plan, views).rewrite()
     assert fast.script() == general.script()
