@@ -452,15 +452,10 @@ cdef class AllocRewrite:
                 if pos < i or pos >= n:
                     raise ValueError(f"rewrite_block: allocation position {pos} out of range [{i}, {n})")
                 while e < n_e and <Py_ssize_t>epos[e] <= pos:
-                    p = epos[e]
-                    while i < p:
-                        out.append(bindings[i])
-                        i += 1
+                    i = _copy_to(out, bindings, i, epos[e])
                     self._emit_into(out, <list>emit[epos[e]], storages, tok_binding, sites, scope_imm)
                     e += 1
-                while i < pos:
-                    out.append(bindings[i])
-                    i += 1
+                i = _copy_to(out, bindings, i, pos)
                 b = bindings[pos]
                 var = <object>get_slot(b, O_VAR)
                 ty = <object>get_slot(var, O_TY)
@@ -480,15 +475,19 @@ cdef class AllocRewrite:
             p = epos[e]
             if p < i or p > n:
                 raise ValueError(f"rewrite_block: emission position {p} out of range [{i}, {n}]")
-            while i < p:
-                out.append(bindings[i])
-                i += 1
+            i = _copy_to(out, bindings, i, p)
             self._emit_into(out, <list>emit[epos[e]], storages, tok_binding, sites, scope_imm)
             e += 1
-        while i < n:
-            out.append(bindings[i])
-            i += 1
+        _copy_to(out, bindings, i, n)
         return out
+
+
+cdef inline Py_ssize_t _copy_to(list out, tuple bindings, Py_ssize_t i, Py_ssize_t p) except -1:
+    """Append ``bindings[i:p]`` (unchanged bindings before a change) to ``out``; returns ``p``."""
+    while i < p:
+        out.append(bindings[i])
+        i += 1
+    return p
 
 
 def site_tables(list storage_site, list tok_block, list tok_index):
