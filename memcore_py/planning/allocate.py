@@ -18,13 +18,12 @@ No IR here: where storages are emitted is :mod:`memcore_py.planning.emission`'s 
 """
 from __future__ import annotations
 
-from functools import partial
 from operator import attrgetter
-from typing import NamedTuple
 
 import numpy as np
 
 import memcore  # the engine's kernels load on first use
+from memcore.offsets import pack_trusted
 
 from ..analysis.storage_tokens import TokenProgram
 from ..ir.prim import IntImm
@@ -113,17 +112,6 @@ def _tvm_storages(program: TokenProgram, storage_of: np.ndarray, sizes: list):
     return storages, total
 
 
-class _Packed(NamedTuple):
-    """The two fields of a :class:`memcore.OffsetPlan` that :func:`arena_plan` reads."""
-
-    arena_bytes: int
-    offset: np.ndarray
-
-
-#: ``_Packed`` from a 2-tuple without NamedTuple's Python-level ``__new__``
-_packed = partial(tuple.__new__, _Packed)
-
-
 def _stacked_storages(sizes, used, tok_storage, alignment, lower_bound, tvm_bytes):
     """The pool's TVM-mode storages laid end to end as one arena, when that is already optimal.
 
@@ -132,7 +120,8 @@ def _stacked_storages(sizes, used, tok_storage, alignment, lower_bound, tvm_byte
     packing. When its size equals the unaligned max-live ``lower_bound`` (every storage a
     multiple of ``alignment``, no reuse wasted), no packing can be smaller and the offset
     heuristics of :func:`memcore.plan_offsets` are skipped (they cost 20-60 us a pool even on
-    a handful of tensors). ``sizes``: bytes of each TVM-mode storage. Returns None otherwise.
+    a handful of tensors). ``sizes``: bytes of each TVM-mode storage. Returns ``(offset per
+    token, arena bytes)``, or None otherwise.
     """
     if tvm_bytes != lower_bound:
         return None
@@ -145,7 +134,7 @@ def _stacked_storages(sizes, used, tok_storage, alignment, lower_bound, tvm_byte
         base[k] = at
         at += size
     offset = np.array(base, dtype=np.int64)[tok_storage]
-    return _packed((at, offset))
+    return offset, at
 
 
 def arena_plan(program: TokenProgram, alignment: int = 64, time_limit=None) -> MemoryPlan:
@@ -182,8 +171,9 @@ def arena_plan(program: TokenProgram, alignment: int = 64, time_limit=None) -> M
         packed = _stacked_storages(sizes, used, pool_storage, alignment, bounds[(func, scope, device)], tvm_bytes)
         if packed is None:
             # int64 arrays of the analysis, start <= end, sizes >= 0: no re-validation
-            packed = memcore.plan_offsets(start, end, size, alignment=alignment, time_limit=time_limit, check=False)
-        if packed.arena_bytes > tvm_bytes:
+            packed = pack_trusted(start, end, size, alignment, time_limit)
+        offset, arena_bytes = packed[0], packed[1]
+        if arena_bytes > tvm_bytes:
             continue
         # the dtypes of the TokenInfos the pool's tokens use: those of all the (few) infos
         # when they agree, else of the infos counted among the pool's tokens
@@ -197,8 +187,8 @@ def arena_plan(program: TokenProgram, alignment: int = 64, time_limit=None) -> M
         for s in used:
             keep[s] = False
         # idx: the pool's tokens in program order (pool_groups), as StoragePlan.tokens wants
-        arenas.append((StoragePlan(_bytes_imm(int(packed.arena_bytes)), dtype, scope, device, func, idx.tolist()),
-                       idx, packed.offset))
+        arenas.append((StoragePlan(_bytes_imm(int(arena_bytes)), dtype, scope, device, func, idx.tolist()),
+                       idx, offset))
     some_kept = any(keep)
     if program.has_symbolic or some_kept:
         storages, tvm_total = _tvm_storages(program, tok_storage, sizes)

@@ -5,10 +5,11 @@ reference (``memcore._reference_offsets``) and numpy."""
 import numpy as np
 import pytest
 
-from memcore import max_live_bytes, plan_offsets
+from memcore import max_live_bytes, plan_offsets, verify_offsets
 from memcore import _offsets
 from memcore import _reference_offsets as ref
-from memcore.offsets import _AUTO_LARGE, _HEURISTIC_SPEC, _SPECS, HEURISTICS
+from memcore import InvalidArrayError
+from memcore.offsets import _AUTO_LARGE, _HEURISTIC_SPEC, _SPECS, HEURISTICS, pack_trusted
 
 
 def _problem(seed, n=None):
@@ -103,6 +104,29 @@ def test_unaligned_sizes_unchecked_match_checked():
         b = plan_offsets(start, end, size, alignment=alignment, check=False)
         assert a.offset.tolist() == b.offset.tolist()
         assert (a.arena_bytes, a.lower_bound, a.algorithm) == (b.arena_bytes, b.lower_bound, b.algorithm)
+
+
+def test_pack_trusted_is_plan_offsets_unchecked():
+    # memcore_py's arena planner packs through pack_trusted: the same plan as plan_offsets
+    # (check=False), as a tuple with a writable offset array
+    for seed in range(80):
+        start, end, size, alignment = _problem(seed)
+        a = plan_offsets(start, end, size, alignment=alignment, check=False)
+        offset, arena, lower, algorithm = pack_trusted(start, end, size, alignment, None)
+        assert offset.tolist() == a.offset.tolist()
+        assert (arena, lower, algorithm) == (a.arena_bytes, a.lower_bound, a.algorithm)
+        assert offset.flags.writeable and not a.offset.flags.writeable
+
+
+def test_pack_trusted_searches_and_checks_its_time_limit():
+    start, end, size, alignment = _problem(7, n=40)
+    heuristic = plan_offsets(start, end, size, alignment=alignment)
+    offset, arena, lower, _ = pack_trusted(start, end, size, alignment, 0.05)
+    assert lower == heuristic.lower_bound <= arena <= heuristic.arena_bytes
+    verify_offsets(start, end, _aligned(size, alignment), offset, arena)  # raises on an overlap
+    for bad in (0, -1.0, float("inf"), float("nan"), True, "0.1"):
+        with pytest.raises(InvalidArrayError, match="time_limit"):
+            pack_trusted(start, end, size, alignment, bad)
 
 
 def test_large_input_runs_only_the_start_sweep():
