@@ -12,8 +12,11 @@ bounded and unbounded; synthetic chains of 30k and 300k bindings,
 - ``pure-<mode>``: memcore's own two passes on the memcore module (no conversion).
 
 ``extra_info``: bindings, planned bytes (TVM's plan, memcore's TVM mode and arena mode), the
-max-live lower bound, and each benchmark's ratio to TVM's time measured here. A separate
-group times one pass call on a 20-binding module (the fixed cost per call).
+max-live lower bound, and each benchmark's ratio to TVM's time measured here. On the real
+models, two more groups: memcore's three native memory passes (StaticPlanBlockMemory,
+LowerAllocTensor, KillAfterLastUse) in one ``Sequential`` against TVM's three, and the native
+LowerAllocTensor alone against TVM's. A separate group times one pass call on a 20-binding
+module (the fixed cost per call).
 
 Run: ``pytest bench/bench_tvm_bridge.py --benchmark-only`` (results: bench/README.md,
 "TVM bridge"). Needs apache-tvm; skipped without it.
@@ -162,6 +165,56 @@ def test_pure_memcore_spbm_kill(benchmark, workloads, name, mode):
     _record(benchmark, w, tvm_seconds, f"pure-{mode}")
 
 
+# ------------------------------------------------------------------------------ the three passes
+MODEL_WORKLOADS = list_models() + DYNAMIC  # real models: the chains are covered above
+
+
+def _record_speedup(benchmark, extra, tvm_seconds):
+    extra["tvm_seconds_same_run"] = tvm_seconds
+    if not benchmark.disabled and benchmark.stats is not None:
+        extra["speedup_vs_tvm"] = round(tvm_seconds / benchmark.stats.stats.min, 2)
+    benchmark.extra_info.update(extra)
+
+
+@pytest.mark.parametrize("name", MODEL_WORKLOADS)
+def test_native_memory_passes(benchmark, workloads, name):
+    """StaticPlanBlockMemory, LowerAllocTensor and KillAfterLastUse, memcore's native passes
+    in one TVM ``Sequential`` (one read; the module handed from pass to pass) on a real model,
+    against TVM's three in the same run; the outputs are checked equal."""
+    import memcore_py.tvm as mtvm
+    from tvm import relax
+
+    rt = relax.transform
+    w = workloads[name]
+    theirs = tvm.transform.Sequential([rt.StaticPlanBlockMemory(), rt.LowerAllocTensor(), rt.KillAfterLastUse()])
+    ours = tvm.transform.Sequential([mtvm.StaticPlanBlockMemory(), mtvm.LowerAllocTensor(), mtvm.KillAfterLastUse()])
+    tvm.ir.assert_structural_equal(ours(w["tvm"]), theirs(w["tvm"]))
+    tvm_seconds = _best(lambda: theirs(w["tvm"]), _rounds(name))
+    benchmark.group = f"tvm-bridge:three-passes:{name}"
+    benchmark.pedantic(ours, args=(w["tvm"],), rounds=_rounds(name), iterations=1, warmup_rounds=0)
+    _record_speedup(benchmark, dict(n_bindings=w["facts"]["n_bindings"], variant="native-three-passes"), tvm_seconds)
+
+
+@pytest.mark.parametrize("name", MODEL_WORKLOADS)
+def test_native_lower_alloc_tensor(benchmark, workloads, name):
+    """The native LowerAllocTensor alone on TVM's planned module (a lone pass call in a TVM
+    pipeline: the module is read from TVM and written back) against TVM's LowerAllocTensor on
+    the same module, same run; the outputs are checked equal."""
+    import memcore_py.tvm as mtvm
+    from tvm import relax
+
+    rt = relax.transform
+    w = workloads[name]
+    planned = rt.StaticPlanBlockMemory()(w["tvm"])
+    theirs, ours = rt.LowerAllocTensor(), mtvm.LowerAllocTensor()
+    tvm.ir.assert_structural_equal(ours(planned), theirs(planned))
+    tvm_seconds = _best(lambda: theirs(planned), _rounds(name))
+    benchmark.group = f"tvm-bridge:lower-alloc-tensor:{name}"
+    benchmark.pedantic(ours, args=(planned,), rounds=_rounds(name), iterations=1, warmup_rounds=0)
+    _record_speedup(benchmark, dict(n_bindings=w["facts"]["n_bindings"], variant="native-LowerAllocTensor"),
+                    tvm_seconds)
+
+
 # ------------------------------------------------------------------------------ fixed cost
 SMALL_OPS = 7  # 21 bindings
 
@@ -206,10 +259,7 @@ def test_fixed_cost_native_lowering(benchmark, small_module, pass_name):
     native = getattr(mtvm, pass_name)()
     benchmark.group = "tvm-bridge:fixed-cost-20-bindings"
     benchmark(native, module)
-    extra = dict(n_bindings=3 * SMALL_OPS, variant=f"native-{pass_name}", tvm_seconds_same_run=tvm_seconds)
-    if not benchmark.disabled and benchmark.stats is not None:
-        extra["speedup_vs_tvm"] = round(tvm_seconds / benchmark.stats.stats.min, 2)
-    benchmark.extra_info.update(extra)
+    _record_speedup(benchmark, dict(n_bindings=3 * SMALL_OPS, variant=f"native-{pass_name}"), tvm_seconds)
 
 
 def test_fixed_cost_native_memory_passes(benchmark, small_module):
@@ -227,10 +277,7 @@ def test_fixed_cost_native_memory_passes(benchmark, small_module):
     tvm_seconds = _best(lambda: theirs(small_module), 50)
     benchmark.group = "tvm-bridge:fixed-cost-20-bindings"
     benchmark(ours, small_module)
-    extra = dict(n_bindings=3 * SMALL_OPS, variant="native-three-passes", tvm_seconds_same_run=tvm_seconds)
-    if not benchmark.disabled and benchmark.stats is not None:
-        extra["speedup_vs_tvm"] = round(tvm_seconds / benchmark.stats.stats.min, 2)
-    benchmark.extra_info.update(extra)
+    _record_speedup(benchmark, dict(n_bindings=3 * SMALL_OPS, variant="native-three-passes"), tvm_seconds)
 
 
 # ------------------------------------------------------------------------------ to_tvm
