@@ -30,7 +30,7 @@ from .expr import (
     VarBinding,
 )
 from .module import IRModule
-from .types import ShapeType
+from .types import ShapeType, TensorType
 
 __all__ = [
     "EMPTY_ATTRS",
@@ -45,6 +45,7 @@ __all__ = [
     "new_tuple_get_item",
     "new_shape_expr",
     "new_shape_type",
+    "new_tensor_type",
     "new_function",
     "function_with_body",
     "shallow_copy",
@@ -151,6 +152,17 @@ def new_shape_type(values: tuple):
     _set(st, "values", values)
     _set(st, "ndim", len(values))
     return st
+
+
+def new_tensor_type(shape: tuple, dtype: str):
+    """``TensorType(shape, dtype)`` for a tuple of PrimExprs and a valid dtype (read from a
+    checked node), without a vdevice."""
+    t = _new(TensorType)
+    _set(t, "shape", shape)
+    _set(t, "dtype", dtype)
+    _set(t, "ndim", len(shape))
+    _set(t, "vdevice", None)
+    return t
 
 
 def new_shape_expr(values: tuple, ty=None):

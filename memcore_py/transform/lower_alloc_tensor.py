@@ -42,13 +42,13 @@ scope); otherwise :class:`~memcore_py.errors.PassError` names the function and b
 from __future__ import annotations
 
 from ..ir.builder import NameTable
-from ..ir.construct import new_block
+from ..ir.construct import new_binding, new_block, new_call, new_shape_expr, new_tensor_type, new_var
 from ..ir.expr import (BindingBlock, Call, DataflowBlock, DataflowVar, DataTypeImm, Function, PrimValue, ShapeExpr,
-                       StringImm, Var, VarBinding)
+                       StringImm, Var)
 from ..ir.module import IRModule
 from ..ir.op import get_op
 from ..ir.prim import IntImm, Mul
-from ..ir.types import ObjectType, ShapeType, TensorType, dtype_bytes
+from ..ir.types import ObjectType, ShapeType, dtype_bytes
 from ..ir.functor import map_functions
 from ._lowering_utils import BindingTrackingMutator
 from .dead_code_elimination import is_flat
@@ -59,6 +59,10 @@ __all__ = ["lower_alloc_tensor", "LowerAllocTensor", "storage_bytes_expr"]
 _BUILTIN_ALLOC_TENSOR = get_op("relax.builtin.alloc_tensor")
 _MEM_ALLOC_STORAGE = get_op("relax.memory.alloc_storage")
 _MEM_ALLOC_TENSOR = get_op("relax.memory.alloc_tensor")
+#: leaves every lowered allocation shares (IR nodes are immutable)
+_UINT8 = DataTypeImm("uint8")
+_ZERO_OFFSET = PrimValue(IntImm(0))
+_OBJECT = ObjectType()
 
 
 def _mul_fold(a, b):
@@ -161,15 +165,13 @@ class _AllocTensorLowerer(BindingTrackingMutator):
             )
         if self._out is None:
             raise self._fail("R.builtin.alloc_tensor must be the value of a binding")
-        size = ShapeExpr([storage_bytes_expr(shape, dtype.value)])
-        storage_value = Call(_MEM_ALLOC_STORAGE, [size, dev, scope, DataTypeImm("uint8")], ty=ObjectType())
-        storage = (DataflowVar if self.in_dataflow else Var)(self.names.fresh("storage"), ObjectType())
-        self._out.append(VarBinding(storage, storage_value))
-        return Call(
-            _MEM_ALLOC_TENSOR,
-            [storage, PrimValue(IntImm(0)), shape_arg, dtype, dev],
-            ty=TensorType(shape, dtype.value),
-        )
+        # checked parts (the arguments' types and the shape's PrimExprs): unchecked constructors
+        size = new_shape_expr((storage_bytes_expr(shape, dtype.value),))
+        storage_value = new_call(_MEM_ALLOC_STORAGE, (size, dev, scope, _UINT8), None, (), _OBJECT)
+        storage = new_var(DataflowVar if self.in_dataflow else Var, self.names.fresh("storage"), _OBJECT)
+        self._out.append(new_binding(storage, storage_value))
+        return new_call(_MEM_ALLOC_TENSOR, (storage, _ZERO_OFFSET, shape_arg, dtype, dev), None, (),
+                        new_tensor_type(tuple(shape), dtype.value))
 
 
 def lower_alloc_tensor(func: Function, name: str = "?") -> Function:
