@@ -47,16 +47,22 @@ StaticPlanBlockMemory + KillAfterLastUse on the ``tvm.IRModule`` take 8.2 ms):
 
 Where the time goes (bench/bench_tvm_bridge.py, same run): the compiled reader
 (:mod:`memcore_py.tvm._ffi_reader`, TVM's objects read from memory; the extraction floor
-above no longer applies) brought from_tvm on bert_base from 10.5 to 2.6 ms, which made full
-conversion cheaper than extraction's floor too. The native StaticPlanBlockMemory +
-KillAfterLastUse, conversion included, are now 1.08-1.42x faster than TVM's two passes on the
-static real models, 1.5-2.2x on the dynamic-shape ones and 1.8-2.5x on 30k-300k binding
-chains. Consecutive native passes convert once (the
-second takes the first one's written module, :class:`~memcore_py.tvm.passes._Handoff`), and
-the node map is left untracked by the cyclic GC. The cost left is the writer's Python-level
-TVM constructor calls (~4 per new binding; they dominate at 300k bindings) and a fixed 0.3-0.5 ms
-per pass call (TVM: 0.05 ms); a compiled writer calling TVM's constructors through the tvm_ffi
-C API is the next step.
+above no longer applies) and the compiled writer (:mod:`memcore_py.tvm._ffi_writer`, TVM's
+constructors called through the tvm_ffi C API) brought the native StaticPlanBlockMemory +
+KillAfterLastUse, conversion included, to 2.6-3.5x TVM's two passes on the static real
+models, 3.4-4.6x with bounded and 4.1-6.2x with unbounded symbolic shapes, and about 5x on a
+30k-binding chain. Consecutive native passes convert once (the second takes the first one's
+written module, :class:`~memcore_py.tvm.passes._Handoff`): the three memory passes in one
+``Sequential`` are 2.6-5.6x TVM's three on the real models.
+
+3. *Extraction for LowerAllocTensor* (:mod:`memcore_py.tvm.lower_alloc_extract`, used when
+   the pass is not handed a module): that pass changes only the allocation bindings of a
+   flat function, so a C scan finds them, only they are read, lowered by memcore's own
+   lowerer and written, and the blocks are rebuilt around them from the old bindings'
+   addresses. A lone call on a real model went from 0.5-0.8x TVM's pass (the full read costs
+   more than TVM's whole visit) to 3-9x, and on a 20-binding module from 103 to 41 us (TVM
+   33 us). The planning passes keep the full conversion for the reason in 1.: their analyses
+   read every binding anyway.
 """
 from ._api import TVMConversionError  # noqa: F401
 from .from_tvm import from_tvm  # noqa: F401

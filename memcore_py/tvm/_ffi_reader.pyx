@@ -96,6 +96,8 @@ cdef class Layout:
     cdef Py_ssize_t o_shape_values, o_imm_value, o_const_value, o_str_value, o_tt_shape, o_tt_dtype, o_tt_vdevice, o_tt_ndim
     cdef Py_ssize_t o_st_values, o_st_ndim, o_tuple_fields
     cdef int32_t t_dict_attrs, t_global_var, t_function, t_prim_func, t_any_type
+    cdef int32_t t_if, t_seq, t_tuple, t_tuple_get_item, t_match_cast, t_block, t_dfblock
+    cdef Py_ssize_t o_func_body, o_tuple_expr_fields, o_tgi_tuple, o_mc_value, o_seq_blocks, o_seq_body, o_block_bindings
     cdef Py_ssize_t o_attrs_dict, o_func_attrs, o_mod_attrs, o_mod_infos, o_mod_functions, o_gv_name
 
     def __init__(self, api):
@@ -152,6 +154,22 @@ cdef class Layout:
         self.t_function = info(api.Function).type_index
         self.t_prim_func = info(api.PrimFunc).type_index
         self.t_any_type = info(api.AnyType).type_index
+        self.t_if = info(api.If).type_index
+        self.t_seq = info(api.SeqExpr).type_index
+        self.t_tuple = info(api.Tuple).type_index
+        self.t_tuple_get_item = info(api.TupleGetItem).type_index
+        self.t_match_cast = info(api.MatchCast).type_index
+        self.t_block = info(api.BindingBlock).type_index
+        self.t_dfblock = info(api.DataflowBlock).type_index
+        self.o_func_body = off(api.Function, "body")
+        self.o_tuple_expr_fields = off(api.Tuple, "fields")
+        self.o_tgi_tuple = off(api.TupleGetItem, "tuple_value")
+        self.o_mc_value = off(api.MatchCast, "value")
+        self.o_seq_blocks = off(api.SeqExpr, "blocks")
+        self.o_seq_body = off(api.SeqExpr, "body")
+        self.o_block_bindings = off(api.BindingBlock, "bindings")
+        if off(api.DataflowBlock, "bindings") != self.o_block_bindings:
+            raise RuntimeError("DataflowBlock.bindings is not at BindingBlock.bindings' offset")
         for o in (off(api.DataflowVar, "ty"), off(api.Call, "ty"), off(api.ShapeExpr, "ty"),
                   off(api.IntImm, "ty"), off(api.GenericConst, "ty"), off(api.StringImm, "ty")):
             if o != self.o_expr_ty:
@@ -637,6 +655,42 @@ def register_dtype_imm(Layout L, reader, size_t const_addr, node):
         reader.interned[("dtype-imm", (<const uint32_t*>(val + 8))[0])] = node
 
 
+cdef object read_binding_any(Layout L, Memo M, const char* any, record):
+    """The memcore binding of the ``Binding`` in the ``TVMFFIAny`` at ``any``, read here and
+    recorded (binding, var and value -> TVM object) when ``record`` is not None; None when it
+    is not read here."""
+    cdef const char* b = any_obj(any)
+    cdef const char* v
+    cdef const char* val
+    cdef int32_t vt, ct
+    cdef PyObject* alias
+    if any_type(any) != L.t_binding:
+        return None
+    v = obj_field(b, L.o_b_var)
+    val = obj_field(b, L.o_b_value)
+    vt = obj_type(v)
+    if vt != L.t_var and vt != L.t_dfvar:
+        return None
+    value = None
+    ct = obj_type(val)
+    if ct == L.t_call:
+        value = read_call(L, val, M)
+    elif ct == L.t_var or ct == L.t_dfvar:
+        alias = M.vars.get_obj(addr(val))  # an alias of a variable defined before
+        value = <object>alias if alias != NULL else None
+    if value is None:
+        return None
+    var = define_var(L, M, v, vt)
+    if var is None:
+        return None
+    nb = binding_node(var, value)
+    if record is not None:
+        map_put(record, nb, addr(b), L.t_binding)
+        map_put(record, value, addr(val), ct)
+        map_put(record, var, addr(v), vt)
+    return nb
+
+
 def read_bindings(Layout L, reader, bindings, slow, list out):
     """Append the memcore bindings of the ``Array[Binding]`` ``bindings`` to ``out``.
 
@@ -645,38 +699,156 @@ def read_bindings(Layout L, reader, bindings, slow, list out):
     any other and returns the memcore binding."""
     cdef const char* arr = checked_array(bindings, "read_bindings")
     cdef const char* data = array_data(arr)
-    cdef const char* b
-    cdef const char* v
-    cdef const char* val
     cdef int64_t i
-    cdef int32_t vt, ct
     cdef Memo M = Memo(reader)
-    cdef AddrMap vars = M.vars
-    cdef PyObject* alias
     record = reader.record
     get = reader.get
     for i in range(array_size(arr)):
-        b = any_obj(data + 16 * i)
-        value = var = None
-        if any_type(data + 16 * i) == L.t_binding:
-            v = obj_field(b, L.o_b_var)
-            val = obj_field(b, L.o_b_value)
-            vt = obj_type(v)
-            if vt == L.t_var or vt == L.t_dfvar:
-                ct = obj_type(val)
-                if ct == L.t_call:
-                    value = read_call(L, val, M)
-                elif ct == L.t_var or ct == L.t_dfvar:
-                    alias = vars.get_obj(addr(val))  # an alias of a variable defined before
-                    value = <object>alias if alias != NULL else None
-                if value is not None:
-                    var = define_var(L, M, v, vt)
-        if var is None:
-            out.append(slow(get(bindings, i)))
-            continue
-        nb = binding_node(var, value)
-        if record is not None:
-            map_put(record, nb, addr(b), L.t_binding)
-            map_put(record, value, addr(val), ct)
-            map_put(record, var, addr(v), vt)
+        nb = read_binding_any(L, M, data + 16 * i, record)
+        if nb is None:
+            nb = slow(get(bindings, i))
         out.append(nb)
+
+
+def read_binding_at(Layout L, reader, size_t bindings, Py_ssize_t i):
+    """The memcore binding of element ``i`` of the ``Array[Binding]`` at ``bindings`` as
+    :func:`read_bindings` reads it, or None when it is not read here (the caller reads it
+    through the Python reader)."""
+    cdef const char* arr = <const char*>bindings
+    if arr == NULL or obj_type(arr) != K_ARRAY or not 0 <= i < array_size(arr):
+        raise ValueError("read_binding_at: not an ffi.Array, or the index is out of range")
+    return read_binding_any(L, Memo(reader), array_data(arr) + 16 * i, reader.record)
+
+
+# ------------------------------------------------------------------------ flat functions
+cdef inline bint nesting(Layout L, int32_t t) noexcept:
+    """A node type that opens a scope or is a call (is_flat's NESTING set)."""
+    return t == L.t_call or t == L.t_if or t == L.t_seq or t == L.t_function
+
+
+cdef bint flat_fields(Layout L, const char* tup, bint no_tuples) noexcept:
+    """Whether no field of the relax ``Tuple`` at ``tup`` is nesting (nor a tuple, with
+    ``no_tuples``)."""
+    cdef const char* arr = obj_field(tup, L.o_tuple_expr_fields)
+    cdef const char* data
+    cdef int32_t t
+    cdef int64_t i
+    if arr == NULL or obj_type(arr) != K_ARRAY:
+        return False
+    data = array_data(arr)
+    for i in range(array_size(arr)):
+        t = any_type(data + 16 * i)
+        if nesting(L, t) or (no_tuples and t == L.t_tuple):
+            return False
+    return True
+
+
+cdef bint flat_value(Layout L, const char* v) noexcept:
+    """is_flat's rule for one binding value or a function's result, on a TVM expression."""
+    cdef int32_t t = obj_type(v)
+    cdef const char* arr
+    cdef const char* data
+    cdef const char* a
+    cdef int32_t at
+    cdef int64_t i
+    if t == L.t_call:
+        arr = obj_field(v, L.o_call_args)
+        if arr == NULL or obj_type(arr) != K_ARRAY:
+            return False
+        data = array_data(arr)
+        for i in range(array_size(arr)):
+            at = any_type(data + 16 * i)
+            if at == L.t_tuple:
+                if not flat_fields(L, any_obj(data + 16 * i), True):
+                    return False
+            elif nesting(L, at):
+                return False
+        return True
+    if t == L.t_tuple:
+        return flat_fields(L, v, False)
+    if t == L.t_tuple_get_item:
+        a = obj_field(v, L.o_tgi_tuple)
+        return a != NULL and not nesting(L, obj_type(a))
+    return not nesting(L, t)
+
+
+cdef object call_positions(Layout L, const char* arr, size_t op):
+    """:func:`flat_call_positions` on the array at ``arr``."""
+    cdef const char* data
+    cdef const char* b
+    cdef const char* v
+    cdef int32_t bt
+    cdef int64_t i
+    cdef list out = []
+    if arr == NULL or obj_type(arr) != K_ARRAY:
+        return None
+    data = array_data(arr)
+    for i in range(array_size(arr)):
+        bt = any_type(data + 16 * i)
+        b = any_obj(data + 16 * i)
+        if bt == L.t_binding:
+            v = obj_field(b, L.o_b_value)
+        elif bt == L.t_match_cast:
+            v = obj_field(b, L.o_mc_value)
+        else:
+            return None
+        if v == NULL or not flat_value(L, v):
+            return None
+        if obj_type(v) == L.t_call and addr(obj_field(v, L.o_call_op)) == op:
+            out.append(i)
+    return out
+
+
+def flat_function_calls(Layout L, size_t func, size_t op):
+    """For the Relax ``Function`` at ``func``, when it is flat (is_flat's rule, see
+    :func:`flat_call_positions`): ``(SeqExpr address, blocks Array address, [(block address,
+    is dataflow, bindings Array address, [positions of the calls of op])...])``, every block
+    in order. None when it is not flat or holds what is not read here."""
+    cdef const char* f = <const char*>func
+    cdef const char* seq
+    cdef const char* blocks
+    cdef const char* data
+    cdef const char* blk
+    cdef const char* arr
+    cdef int32_t bt
+    cdef int64_t i
+    if f == NULL or obj_type(f) != L.t_function:
+        return None
+    seq = obj_field(f, L.o_func_body)
+    if seq == NULL or obj_type(seq) != L.t_seq or not flat_result(L, addr(seq)):
+        return None
+    blocks = obj_field(seq, L.o_seq_blocks)
+    if blocks == NULL or obj_type(blocks) != K_ARRAY:
+        return None
+    data = array_data(blocks)
+    out = []
+    for i in range(array_size(blocks)):
+        bt = any_type(data + 16 * i)
+        blk = any_obj(data + 16 * i)
+        if bt != L.t_block and bt != L.t_dfblock:
+            return None
+        arr = obj_field(blk, L.o_block_bindings)
+        positions = call_positions(L, arr, op)
+        if positions is None:
+            return None
+        out.append((addr(blk), bt == L.t_dfblock, addr(arr), positions))
+    return addr(seq), addr(blocks), out
+
+
+def flat_call_positions(Layout L, size_t bindings, size_t op):
+    """The positions of the bindings of the ``Array[Binding]`` at ``bindings`` whose value
+    is a call of the ``Op`` at ``op``, when every binding value is flat (the rule of
+    :func:`memcore_py.transform.dead_code_elimination.is_flat`, read on TVM's objects: no
+    If, SeqExpr or Function, no call or nested tuple inside a call, tuple or get-item).
+    None when one is not, or when an element is not a ``VarBinding`` / ``MatchCast``."""
+    return call_positions(L, <const char*>bindings, op)
+
+
+def flat_result(Layout L, size_t seq):
+    """Whether the result of the ``SeqExpr`` at ``seq`` is flat (is_flat's rule)."""
+    cdef const char* s = <const char*>seq
+    cdef const char* body
+    if s == NULL or obj_type(s) != L.t_seq:
+        return False
+    body = obj_field(s, L.o_seq_body)
+    return body != NULL and flat_value(L, body) and obj_type(body) != L.t_call

@@ -38,7 +38,9 @@ from libcpp.vector cimport vector
 from cpython.unicode cimport PyUnicode_AsUTF8AndSize
 
 from memcore_py.ir._slots cimport get_slot, slot_offset
-from memcore_py.tvm._ffi_abi cimport FFIAny, HDR_SIZE, K_ERROR, K_INT, K_NONE, K_OBJECT_BEGIN, K_RAW_STR, obj_type
+from memcore_py.tvm._ffi_abi cimport (
+    FFIAny, HDR_SIZE, K_ARRAY, K_ERROR, K_INT, K_NONE, K_OBJECT_BEGIN, K_RAW_STR, array_data, array_size, obj_type,
+)
 from memcore_py.tvm._node_map cimport NodeMap, map_get, map_get_typed, map_put
 
 from memcore_py.ir.expr import (
@@ -486,6 +488,53 @@ def map_of(Keep K, list addresses):
     """The address (owned by ``K``) of a new ``ffi.Map`` of the objects at ``addresses``, keys
     and values alternating (a module's function map: no wrapper per GlobalVar or function)."""
     return container_of(f_map, K, addresses, b"a map")
+
+
+def array_spliced(Keep K, size_t array, list positions, list replacements):
+    """The address (owned by ``K``) of a new ``ffi.Array``: the elements of the ``ffi.Array``
+    at ``array`` (objects), with element ``positions[k]`` replaced by the objects at the
+    addresses ``replacements[k]`` (a list, possibly longer than one). ``positions``
+    increasing. A block's bindings with a few of them rewritten: no Python object per
+    element kept.
+
+    Raises
+    ------
+    ValueError
+        ``array`` is not an ``ffi.Array``, the two lists differ in length, or a position is
+        out of range or not increasing.
+    """
+    cdef const char* arr = <const char*>array
+    cdef const char* data
+    cdef int64_t n, i, k = 0, p, last = -1
+    cdef Py_ssize_t n_pos = len(positions)
+    cdef vector[FFIAny] items
+    cdef FFIAny a
+    if arr == NULL or obj_type(arr) != K_ARRAY:
+        raise ValueError("array_spliced: not an ffi.Array")
+    if len(replacements) != n_pos:
+        raise ValueError(f"array_spliced: {n_pos} positions but {len(replacements)} replacements")
+    n = array_size(arr)
+    data = array_data(arr)
+    for i in range(n_pos):
+        p = positions[i]
+        if p <= last or p >= n:
+            raise ValueError(f"array_spliced: position {p} out of range or not increasing")
+        last = p
+    items.reserve(n + 2 * n_pos)
+    for i in range(n):
+        if k < n_pos and i == <int64_t>positions[k]:
+            for r in replacements[k]:
+                set_obj(&a, as_handle(r))
+                items.push_back(a)
+            k += 1
+            continue
+        a = (<const FFIAny*>(data + 16 * i))[0]
+        if a.type_index < K_OBJECT_BEGIN:
+            raise ValueError(f"array_spliced: element {i} is not an object")
+        items.push_back(a)
+    cdef void* h = make(f_array, items.data(), <int32_t>items.size(), b"an array")
+    K.own(h)
+    return <size_t>h
 
 
 def array_of(Keep K, list addresses):

@@ -8,6 +8,10 @@ writes the result back with :func:`~memcore_py.tvm.to_tvm.to_tvm_reusing`: every
 memcore pass kept is written back as the TVM object it was read from, so only what the pass
 changed is rebuilt. PrimFuncs are never read or rebuilt (they are carried as TVM objects).
 
+LowerAllocTensor, when it is not handed the module of the native pass before it, runs by
+extraction instead (:mod:`.lower_alloc_extract`): only its allocation bindings are read and
+rewritten, the rest of each block is kept by address.
+
 The node map (:class:`~memcore_py.tvm._node_map.NodeMap`, C arrays rather than a dict) holds
 addresses, not Python wrappers of TVM objects (a wrapper costs more than the rest of a
 binding's conversion); one :class:`~memcore_py.tvm._ffi_writer.Keep` per chain
@@ -24,6 +28,7 @@ from . import _ffi_writer
 from ._node_map import NodeMap
 from ._api import tvm_api
 from .from_tvm import _Reader
+from .lower_alloc_extract import lower_alloc_tensor_extracted
 from .to_tvm import to_tvm_reusing
 
 __all__ = [
@@ -49,6 +54,12 @@ class _Handoff:
 
     def __init__(self):
         self.tvm_mod = None
+
+    def holds(self, tvm_mod) -> bool:
+        """Whether :meth:`take` would hand ``tvm_mod`` over (nothing is taken)."""
+        last = self.tvm_mod
+        return (last is not None and last.__chandle__() == tvm_mod.__chandle__()
+                and tvm_mod.functions.__chandle__() == self.functions.__chandle__())
 
     def take(self, tvm_mod):
         """``(memcore module, reuse map, its Keep)`` when ``tvm_mod`` is the module last
@@ -138,9 +149,22 @@ def KillAfterLastUse(tvm_scoping: bool = False):  # noqa: N802 - TVM's pass name
     return _module_pass(_KillAfterLastUse(tvm_scoping=tvm_scoping), "memcore.KillAfterLastUse")
 
 
+def _lower_alloc_tensor(tvm_mod, _ctx):
+    """The native LowerAllocTensor: by extraction (:mod:`.lower_alloc_extract`) unless the
+    module was just written by a native pass (then its memcore form is handed over and
+    nothing is read) or the extraction declines it."""
+    if not _HANDOFF.holds(tvm_mod):
+        with gc_paused():
+            out = lower_alloc_tensor_extracted(tvm_api(), tvm_mod)
+        if out is not None:
+            return out
+    return apply_memcore_pass(_LowerAllocTensor(), tvm_mod)
+
+
 def LowerAllocTensor():  # noqa: N802 - TVM's pass name
-    """memcore's LowerAllocTensor as a ``tvm.transform.Pass``."""
-    return _module_pass(_LowerAllocTensor(), "memcore.LowerAllocTensor")
+    """memcore's LowerAllocTensor as a ``tvm.transform.Pass`` (by extraction when it can:
+    :mod:`.lower_alloc_extract`)."""
+    return tvm_api().tvm.transform.module_pass(_lower_alloc_tensor, opt_level=0, name="memcore.LowerAllocTensor")
 
 
 def DataflowUseInplaceCalls(tvm_compat: bool = False):  # noqa: N802 - TVM's pass name
