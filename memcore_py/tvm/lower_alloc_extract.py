@@ -30,10 +30,17 @@ Measured (bench ``test_native_lower_alloc_tensor``, ``test_fixed_cost_native_low
 A module with no allocation left is returned as it is. The full conversion runs instead
 (:func:`lower_alloc_tensor_extracted` returns None) when a function is not flat, a
 lowering would give its variable a new type (later uses would change: TVM's
-``ReEmitBinding``), the module has global infos (a tensor's vdevice indexes them), a
-function entry is neither a Relax function nor a PrimFunc, or the compiled reader is
-unavailable. Tests compare both paths and TVM's own pass on every shipped model, dynamic
-shapes included, and on random modules.
+``ReEmitBinding``), a function body has no type (not normalized), the module has global
+infos (a tensor's vdevice indexes them), a function entry is neither a Relax function nor
+a PrimFunc, or the compiled reader is unavailable.
+
+What the extraction does not read it does not check: a binding calling an op memcore does
+not model passes through as the same TVM object, where the full conversion raises
+:class:`~memcore_py.tvm.TVMConversionError` naming it. Nothing is dropped either way (the
+block keeps TVM's own objects), and LowerAllocTensor has nothing to do with such a
+binding; what it lowers, memcore's lowerer checks as in the full pass. Tests compare both
+paths and TVM's own pass on every shipped model, dynamic shapes included, and on random
+modules.
 """
 from __future__ import annotations
 
@@ -109,7 +116,11 @@ def _alloc_op_address(api) -> int:
 def _lower_function(api, layout, tvm_mod, keep, name, func, seq_addr, blocks_addr, blocks):
     """The address of ``func`` (flat; ``seq_addr``, ``blocks_addr``, ``blocks``: its
     :func:`~memcore_py.tvm._ffi_reader.flat_function_calls`) with its allocations lowered, or
-    None (a variable would be remapped)."""
+    None (a variable would be remapped, or the body has no type)."""
+    object_at = _ffi_writer.object_at
+    old = object_at(seq_addr)
+    if old.ty.is_missing():  # not normalized: TVM's pass would infer the body's type
+        return None
     record = NodeMap()
     reader = _Reader(api, tvm_mod, record=record)
     reader.where = f"function {name!r}"
@@ -117,7 +128,6 @@ def _lower_function(api, layout, tvm_mod, keep, name, func, seq_addr, blocks_add
     reader.leaves = AddrMap()
     lowerer = _AllocTensorLowerer(name)
     lowerer.flat = True
-    object_at = _ffi_writer.object_at
     lowered = []  # (block index, [the memcore bindings replacing each position])
     for k, (_block, dataflow, arr, positions) in enumerate(blocks):
         if not positions:
@@ -145,7 +155,6 @@ def _lower_function(api, layout, tvm_mod, keep, name, func, seq_addr, blocks_add
         new_arr = object_at(_ffi_writer.array_spliced(keep, arr, positions, replacements))
         changed.append(k)
         new_blocks.append([keep.hold((rx.DataflowBlock if dataflow else rx.BindingBlock)(new_arr, None))])
-    old = object_at(seq_addr)
     seq = rx.SeqExpr(object_at(_ffi_writer.array_spliced(keep, blocks_addr, changed, new_blocks)), old.body, None)
     rx.UpdateType(seq, old.ty)
     return keep.hold(rx.Function(func.params, seq, func.ret_ty, func.is_pure, func.attrs, None))

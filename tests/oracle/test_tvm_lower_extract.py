@@ -190,3 +190,35 @@ def test_array_spliced_rejects_bad_positions():
         _ffi_writer.array_spliced(keep, arr.__chandle__(), [0], [])
     with pytest.raises(ValueError, match="array_spliced"):
         _ffi_writer.array_spliced(keep, other, [0], [[other]])
+
+
+def test_an_op_memcore_does_not_model_passes_through_untouched():
+    # the extraction reads only the allocations: a binding of an op memcore does not model
+    # stays TVM's own object (the full conversion would refuse the module, naming the op)
+    from memcore_py.ir.op import is_registered
+    from memcore_py.tvm import TVMConversionError
+
+    name = next(n for n in ("relax.nn.gelu_tanh", "relax.image.resize2d", "relax.nn.nll_loss", "relax.unique")
+                if not is_registered(n))
+    ty = relax.TensorType((4,), "float32")
+    x, y, a = relax.Var("x", ty), relax.Var("y", ty), relax.Var("a", ty)
+    alloc = _module(NO_ALLOC.replace("y = x", 'y = R.builtin.alloc_tensor(R.shape([4]), R.dtype("float32"), '
+                                     'R.prim_value(0), R.str("global"))'))["main"].body.blocks[0].bindings[0].value
+    unmodelled = relax.VarBinding(y, relax.Call(tvm.ir.Op.get(name), [x], None, None, None, ty))
+    body = relax.SeqExpr([relax.BindingBlock([unmodelled, relax.VarBinding(a, alloc)])], a)
+    body = relax.BlockBuilder().normalize(body)
+    m = tvm.IRModule({"main": relax.Function([x], body, ty)})
+    out = lower_alloc_tensor_extracted(tvm_api(), m)
+    tvm.ir.assert_structural_equal(out, TVM_LOWER()(m))
+    assert out["main"].body.blocks[0].bindings[0].same_as(m["main"].body.blocks[0].bindings[0])
+    with pytest.raises(TVMConversionError, match=rf"operator {name!r}"):
+        _full(m)
+
+
+def test_a_body_without_a_type_declines():
+    ty = relax.TensorType((4,), "float32")
+    x, a = relax.Var("x", ty), relax.Var("a", ty)
+    alloc = _module(NO_ALLOC.replace("y = x", 'y = R.builtin.alloc_tensor(R.shape([4]), R.dtype("float32"), '
+                                     'R.prim_value(0), R.str("global"))'))["main"].body.blocks[0].bindings[0].value
+    m = tvm.IRModule({"main": relax.Function([x], relax.SeqExpr([relax.BindingBlock([relax.VarBinding(a, alloc)])], a), ty)})
+    assert lower_alloc_tensor_extracted(tvm_api(), m) is None
