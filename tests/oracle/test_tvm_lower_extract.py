@@ -222,3 +222,35 @@ def test_a_body_without_a_type_declines():
                                      'R.prim_value(0), R.str("global"))'))["main"].body.blocks[0].bindings[0].value
     m = tvm.IRModule({"main": relax.Function([x], relax.SeqExpr([relax.BindingBlock([relax.VarBinding(a, alloc)])], a), ty)})
     assert lower_alloc_tensor_extracted(tvm_api(), m) is None
+
+
+def test_the_flatness_scan_agrees_with_is_flat_and_finds_every_allocation():
+    # the C scan reads is_flat's rule on TVM's objects: never flat where memcore's is_flat
+    # is not, and the same allocation positions block by block
+    from memcore_py.ir import Call, Function
+    from memcore_py.transform.dead_code_elimination import is_flat
+    from memcore_py.tvm import _ffi_reader
+    from memcore_py.tvm.from_tvm import _layout
+    from memcore_py.tvm.lower_alloc_extract import _alloc_op_address
+
+    api = tvm_api()
+    layout, op = _layout(api), _alloc_op_address(api)
+    agreed = 0
+    for seed in range(40):
+        planned = _random(seed)
+        ours = mtvm.from_tvm(planned)
+        for gv, f in planned.functions.items():
+            if not isinstance(f, relax.Function):
+                continue
+            found = _ffi_reader.flat_function_calls(layout, f.__chandle__(), op)
+            func = ours[gv.name_hint]
+            assert isinstance(func, Function)
+            if found is None:
+                continue
+            assert is_flat(func), gv.name_hint
+            want = [[i for i, b in enumerate(blk.bindings)
+                     if type(b.value) is Call and getattr(b.value.op, "name", None) == "relax.builtin.alloc_tensor"]
+                    for blk in func.body.blocks]
+            assert [positions for *_, positions in found[2]] == want
+            agreed += 1
+    assert agreed >= 20, agreed
