@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from ..errors import IRError
+from ..errors import IRError, PassError, PlanningError, WellFormedError
 
 __all__ = ["tvm_api", "TVMConversionError"]
 
@@ -20,6 +20,20 @@ class TVMConversionError(IRError):
 
 
 _API = None
+
+
+def _register_errors():
+    """Register memcore's errors with tvm_ffi, so that one raised inside a native pass
+    (a ``tvm.transform.Pass`` calling memcore) reaches the caller of the pass as the same
+    class with the same message, instead of TVM's ``RuntimeError``. tvm_ffi maps errors by
+    class name; none of these names is one of TVM's. (``ParseError`` is left out: it is
+    made from a position as well as a message, and no pass parses text.)"""
+    import tvm_ffi
+    from memcore._errors import InvalidArrayError, MemcoreError, PlanError
+
+    for cls in (MemcoreError, IRError, WellFormedError, PassError, PlanningError, TVMConversionError,
+                InvalidArrayError, PlanError):
+        tvm_ffi.register_error(cls)
 
 
 def tvm_api() -> SimpleNamespace:
@@ -54,6 +68,7 @@ def tvm_api() -> SimpleNamespace:
     import tvm.ir.prim  # noqa: F401
 
     prim_ffi = tvm.ir.prim._ffi_api if hasattr(tvm.ir.prim, "_ffi_api") else None
+    _register_errors()
     _API = SimpleNamespace(
         tvm=tvm,
         ir=tir_ir,

@@ -254,3 +254,38 @@ def test_the_flatness_scan_agrees_with_is_flat_and_finds_every_allocation():
             assert [positions for *_, positions in found[2]] == want
             agreed += 1
     assert agreed >= 20, agreed
+
+
+def _alloc_call(args):
+    good = _module(NO_ALLOC.replace("y = x", 'y = R.builtin.alloc_tensor(R.shape([4]), R.dtype("float32"), '
+                                    'R.prim_value(0), R.str("global"))'))["main"].body.blocks[0].bindings[0].value
+    ty = relax.TensorType((4,), "float32")
+    return relax.Call(good.op, [good.args[i] for i in args], None, None, None, ty), ty
+
+
+def test_a_malformed_allocation_raises_pass_error_through_the_native_pass():
+    # memcore's errors are registered with tvm_ffi: they leave TVM's pass infra as themselves
+    from memcore_py.errors import PassError
+
+    call, ty = _alloc_call([0, 1, 2])  # the storage scope left out
+    x, a = relax.Var("x", ty), relax.Var("a", ty)
+    body = relax.BlockBuilder().normalize(relax.SeqExpr([relax.BindingBlock([relax.VarBinding(a, call)])], a))
+    m = tvm.IRModule({"main": relax.Function([x], body, ty)})
+    with pytest.raises(PassError, match="must have 4 arguments"):
+        mtvm.LowerAllocTensor()(m)
+    with pytest.raises(PassError, match="must have 4 arguments"):
+        _full(m)
+
+
+def test_an_unmodelled_op_raises_tvm_conversion_error_through_the_native_passes():
+    from memcore_py.ir.op import is_registered
+    from memcore_py.tvm import TVMConversionError
+
+    name = next(n for n in ("relax.nn.gelu_tanh", "relax.image.resize2d", "relax.nn.nll_loss", "relax.unique")
+                if not is_registered(n))
+    ty = relax.TensorType((4,), "float32")
+    x = relax.Var("x", ty)
+    func = relax.Function([x], relax.SeqExpr([], relax.Call(tvm.ir.Op.get(name), [x], None, None, None, ty)), ty)
+    for native in (mtvm.StaticPlanBlockMemory(), mtvm.StaticPlanBlockMemory(mode="arena"), mtvm.KillAfterLastUse()):
+        with pytest.raises(TVMConversionError, match=rf"operator {name!r}"):
+            native(tvm.IRModule({"main": func}))
