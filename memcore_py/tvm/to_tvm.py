@@ -160,9 +160,9 @@ class _Writer:
                 t.clear()
         (self.dtypes, self.ops, self.ints, self.strings, self.dtype_imms, self.constants, self.shared_leaf_addrs,
          self.op_addrs, self.shared_type_addrs, singletons) = shared
-        if not singletons:
-            singletons.extend((api.ir_ffi.TypeMissing(), api.rx_ffi.AnyType(None)))
-        self.missing, self.any = singletons
+        if not singletons:  # the unit type: every kill and void call's (R.Tuple())
+            singletons.extend((api.ir_ffi.TypeMissing(), api.rx_ffi.AnyType(None), api.ir_ffi.TupleType([], None)))
+        self.missing, self.any, self.unit = singletons
         self.where = "the module"
         infos = mod.global_infos
         self.vdevices = [api.VDevice(_target(vd.target), vd.vdevice_id, vd.memory_scope)
@@ -221,7 +221,7 @@ class _Writer:
             ndim = -1 if shape is not None else t.ndim
             r = self.rx_ffi.TensorType(shape, self.dtype(t.dtype) if t.dtype else None, ndim, vd, None)
         elif cls is TupleType:
-            r = self.ir_ffi.TupleType([self.ty(f) for f in t.fields], None)
+            r = self.ir_ffi.TupleType([self.ty(f) for f in t.fields], None) if t.fields else self.unit
         elif cls is ObjectType:
             r = self.any
         elif cls is ShapeType:
