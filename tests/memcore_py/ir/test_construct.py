@@ -131,6 +131,10 @@ def _cases():
         "new_tuple": [(lambda: construct.new_tuple((x, y), tup.ty), lambda: Tuple([x, y]))],
         "new_tuple_get_item": [(lambda: construct.new_tuple_get_item(tup, 1, T23), lambda: TupleGetItem(tup, 1))],
         "new_shape_type": [(lambda: construct.new_shape_type((IntImm(2), N)), lambda: ShapeType((IntImm(2), N)))],
+        "new_tensor_type": [
+            (lambda: construct.new_tensor_type((IntImm(2), N), "float16"), lambda: TensorType((IntImm(2), N), "float16")),
+            (lambda: construct.new_tensor_type((), "bool"), lambda: TensorType((), "bool")),
+        ],
         "new_shape_expr": [
             (lambda: construct.new_shape_expr((IntImm(2), N)), lambda: ShapeExpr((IntImm(2), N))),
             (lambda: construct.new_shape_expr((N,), ShapeType((N,))), lambda: ShapeExpr((N,))),
