@@ -50,8 +50,8 @@ Where the time goes (bench/bench_tvm_bridge.py, same run): the compiled reader
 above no longer applies) and the compiled writer (:mod:`memcore_py.tvm._ffi_writer`, TVM's
 constructors called through the tvm_ffi C API) brought the native StaticPlanBlockMemory +
 KillAfterLastUse, conversion included, to 2.6-3.5x TVM's two passes on the static real
-models, 3.4-4.6x with bounded and 4.1-6.2x with unbounded symbolic shapes, and about 5x on a
-30k-binding chain. Consecutive native passes convert once (the second takes the first one's
+models, 3.4-4.6x with bounded and 4.1-6.2x with unbounded symbolic shapes, 4.8-7.8x on a
+30k-binding chain (TVM's own time there varies between processes) and 8-9.5x at 300k. Consecutive native passes convert once (the second takes the first one's
 written module, :class:`~memcore_py.tvm.passes._Handoff`): the three memory passes in one
 ``Sequential`` are 2.6-5.6x TVM's three on the real models.
 
