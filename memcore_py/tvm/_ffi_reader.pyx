@@ -773,7 +773,11 @@ cdef bint flat_value(Layout L, const char* v) noexcept:
 
 
 cdef object call_positions(Layout L, const char* arr, size_t op):
-    """:func:`flat_call_positions` on the array at ``arr``."""
+    """The positions of the bindings of the ``Array[Binding]`` at ``arr`` whose value is a
+    call of the ``Op`` at ``op``, when every binding value is flat (the rule of
+    :func:`memcore_py.transform.dead_code_elimination.is_flat`, read on TVM's objects: no
+    If, SeqExpr or Function, no call or nested tuple inside a call, tuple or get-item).
+    None when one is not, or when an element is not a ``VarBinding`` / ``MatchCast``."""
     cdef const char* data
     cdef const char* b
     cdef const char* v
@@ -801,7 +805,7 @@ cdef object call_positions(Layout L, const char* arr, size_t op):
 
 def flat_function_calls(Layout L, size_t func, size_t op):
     """For the Relax ``Function`` at ``func``, when it is flat (is_flat's rule, see
-    :func:`flat_call_positions`): ``(SeqExpr address, blocks Array address, [(block address,
+    :func:`call_positions`): ``(SeqExpr address, blocks Array address, [(block address,
     is dataflow, bindings Array address, [positions of the calls of op])...])``, every block
     in order. None when it is not flat or holds what is not read here."""
     cdef const char* f = <const char*>func
@@ -815,7 +819,7 @@ def flat_function_calls(Layout L, size_t func, size_t op):
     if f == NULL or obj_type(f) != L.t_function:
         return None
     seq = obj_field(f, L.o_func_body)
-    if seq == NULL or obj_type(seq) != L.t_seq or not flat_result(L, addr(seq)):
+    if seq == NULL or obj_type(seq) != L.t_seq or not flat_result(L, seq):
         return None
     blocks = obj_field(seq, L.o_seq_blocks)
     if blocks == NULL or obj_type(blocks) != K_ARRAY:
@@ -835,18 +839,8 @@ def flat_function_calls(Layout L, size_t func, size_t op):
     return addr(seq), addr(blocks), out
 
 
-def flat_call_positions(Layout L, size_t bindings, size_t op):
-    """The positions of the bindings of the ``Array[Binding]`` at ``bindings`` whose value
-    is a call of the ``Op`` at ``op``, when every binding value is flat (the rule of
-    :func:`memcore_py.transform.dead_code_elimination.is_flat`, read on TVM's objects: no
-    If, SeqExpr or Function, no call or nested tuple inside a call, tuple or get-item).
-    None when one is not, or when an element is not a ``VarBinding`` / ``MatchCast``."""
-    return call_positions(L, <const char*>bindings, op)
-
-
-def flat_result(Layout L, size_t seq):
-    """Whether the result of the ``SeqExpr`` at ``seq`` is flat (is_flat's rule)."""
-    cdef const char* s = <const char*>seq
+cdef bint flat_result(Layout L, const char* s) noexcept:
+    """Whether the result of the ``SeqExpr`` at ``s`` is flat (is_flat's rule)."""
     cdef const char* body
     if s == NULL or obj_type(s) != L.t_seq:
         return False
