@@ -69,8 +69,9 @@ _HEURISTIC_SPEC = {
     "first_fit": (_ORD_SIZE, True, False),
 }
 
-#: The deterministic heuristics, in the order ``auto`` runs them (cheapest first: the start
-#: sweep needs no index; then the orders most often optimal on real models).
+#: The deterministic heuristics, in the order ``auto`` runs them on more than
+#: :data:`_SIZE_FIRST_MAX_N` buffers (cheapest first: the start sweep needs no index; then the
+#: orders most often optimal on real models).
 HEURISTICS = (
     "greedy_start",
     "greedy_breadth",
@@ -84,16 +85,36 @@ HEURISTICS = (
 #: Every valid ``algorithm`` argument.
 ALGORITHMS = ("auto",) + HEURISTICS
 
+#: ``auto`` on at most this many buffers runs :data:`_AUTO_SMALL` instead: size order first.
+#: Measured per heuristic (one full run): on the shipped models' pools (49-269 buffers) the
+#: size-ordered best fit costs 0.8-0.9x the start sweep and reaches the bound wherever
+#: ``greedy_breadth`` does (llama static and bounded, bert bounded, where the sweep misses it),
+#: at 0.65x breadth's cost (no range maximum): auto 22.1 -> 11.1 us on llama, 33.8 -> 20.4 us on
+#: bert bounded, within 2.5 us elsewhere. Above a few hundred buffers its O(n x C) bucket
+#: queries cost 2x (minimalloc K, 454 buffers) to 80x (idealloc Y_1, 62k) the sweep, and a
+#: failed size run before a breadth run that reaches the bound made Y_1 7x slower.
+_SIZE_FIRST_MAX_N = 320
+_AUTO_SMALL = ("greedy_size", "greedy_start") + tuple(
+    name for name in HEURISTICS if name not in ("greedy_size", "greedy_start"))
+
 #: ``auto`` on more buffers than this runs only the heuristics of ``_AUTO_LARGE``: the
 #: size-ordered ones cost O(n x C) bucket queries (C = placed buffers each conflicts with),
 #: seconds per heuristic at a million buffers, while the start sweep stays near-linear.
 _AUTO_FULL_MAX_N = 200_000
 _AUTO_LARGE = ("greedy_start",)
 
+
+def auto_order(n: int) -> tuple:
+    """The heuristics ``algorithm="auto"`` runs on ``n`` buffers, in its order."""
+    if n <= _SIZE_FIRST_MAX_N:
+        return _AUTO_SMALL
+    return HEURISTICS if n <= _AUTO_FULL_MAX_N else _AUTO_LARGE
+
+
 #: The kernel's arguments for each sequence of heuristics that plan_offsets runs.
 _SPECS = {
     names: tuple(_HEURISTIC_SPEC[name] for name in names)
-    for names in [HEURISTICS, _AUTO_LARGE] + [(name,) for name in HEURISTICS]
+    for names in [HEURISTICS, _AUTO_SMALL, _AUTO_LARGE] + [(name,) for name in HEURISTICS]
 }
 
 #: The DFS is used while the sum of the buffers' spans (in sections) stays below this: one
@@ -388,9 +409,10 @@ def plan_offsets(start, end, size, *, alignment=1, algorithm="auto", time_limit=
     ``first_fit``
         Size descending, first fit (the lowest gap that is large enough).
     ``auto``
-        Runs the heuristics in the order of :data:`HEURISTICS` (cheapest first) and keeps
-        the first plan with the smallest arena, stopping as soon as one equals the lower
-        bound. (A heuristic is cut short once it can no longer be that plan: at its first
+        Runs the heuristics in the order of :data:`HEURISTICS` (cheapest first; on at most
+        320 buffers ``greedy_size`` then ``greedy_start`` first, cheaper there:
+        :func:`auto_order`) and keeps the first plan with the smallest arena, stopping as
+        soon as one equals the lower bound. (A heuristic is cut short once it can no longer be that plan: at its first
         buffer placed above the bound, or above the best arena so far; the result is the
         same.) Above 200 000 buffers it runs only ``greedy_start``, the one whose cost stays
         near-linear (a million buffers in well under a second); on random workloads its
@@ -456,7 +478,7 @@ def _pack(start, end, size, alignment, algorithm, time_limit, t0):
     # Step 2. Heuristics, with the time compression and the bound: one kernel call (the
     # kernel rounds the sizes up to the alignment; validated ones are already rounded).
     if algorithm == "auto":
-        names = HEURISTICS if start.shape[0] <= _AUTO_FULL_MAX_N else _AUTO_LARGE
+        names = auto_order(start.shape[0])
     else:
         names = (algorithm,)
     offset, arena, order, k, cost, lower = _offsets._py_heuristics(

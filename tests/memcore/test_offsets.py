@@ -22,7 +22,7 @@ from memcore import (
 )
 from memcore import _offsets
 from memcore import _reference_offsets as ref
-from memcore.offsets import ALGORITHMS, HEURISTICS, OffsetPlan
+from memcore.offsets import ALGORITHMS, HEURISTICS, OffsetPlan, auto_order
 
 from _helpers import MINIMALLOC_DIR as DATA
 
@@ -124,7 +124,9 @@ def test_heuristics_match_reference(block):
     for seed in range(8 * block, 8 * block + 8):
         start, end, size, alignment = _random_problem(seed)
         arenas = []
-        for name in HEURISTICS:
+        order = auto_order(start.shape[0])  # auto's order: the first smallest arena wins
+        assert sorted(order) == sorted(HEURISTICS)
+        for name in order:
             plan = plan_offsets(start, end, size, alignment=alignment, algorithm=name)
             expected, arena = ref.greedy(name, start, end, size, alignment=alignment)
             assert plan.offset.tolist() == expected, (seed, name)
@@ -133,7 +135,28 @@ def test_heuristics_match_reference(block):
             arenas.append(arena)
         auto = plan_offsets(start, end, size, alignment=alignment)
         assert auto.arena_bytes == min(arenas), seed
-        assert auto.algorithm == HEURISTICS[arenas.index(min(arenas))], seed
+        assert auto.algorithm == order[arenas.index(min(arenas))], seed
+
+
+@pytest.mark.parametrize("n", [320, 321, 700])
+def test_auto_order_by_size(n):
+    # size order first up to 320 buffers, the start sweep first above: either way auto keeps
+    # the first smallest arena of its order
+    order = auto_order(n)
+    assert order[0] == ("greedy_size" if n <= 320 else "greedy_start")
+    assert sorted(order) == sorted(HEURISTICS)
+    rng = np.random.default_rng(n)
+    for _ in range(4):
+        start = rng.integers(0, n // 4, n)
+        end = start + rng.integers(0, 12, n)
+        size = rng.integers(1, 1000, n) * rng.integers(0, 2, n)
+        arenas = [plan_offsets(start, end, size, algorithm=name).arena_bytes for name in order]
+        auto = plan_offsets(start, end, size)
+        assert auto.arena_bytes == min(arenas)
+        if auto.arena_bytes > auto.lower_bound:  # every heuristic ran: the first minimum wins
+            assert auto.algorithm == order[arenas.index(min(arenas))]
+        else:  # stopped at the first reaching the bound
+            assert auto.algorithm == order[arenas.index(auto.lower_bound)]
 
 
 @pytest.mark.parametrize("name", HEURISTICS)
