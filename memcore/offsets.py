@@ -104,7 +104,7 @@ _AUTO_FULL_MAX_N = 200_000
 _AUTO_LARGE = ("greedy_start",)
 
 
-def auto_order(n: int) -> tuple:
+def _auto_order(n: int) -> tuple:
     """The heuristics ``algorithm="auto"`` runs on ``n`` buffers, in its order."""
     if n <= _SIZE_FIRST_MAX_N:
         return _AUTO_SMALL
@@ -410,9 +410,9 @@ def plan_offsets(start, end, size, *, alignment=1, algorithm="auto", time_limit=
         Size descending, first fit (the lowest gap that is large enough).
     ``auto``
         Runs the heuristics in the order of :data:`HEURISTICS` (cheapest first; on at most
-        320 buffers ``greedy_size`` then ``greedy_start`` first, cheaper there:
-        :func:`auto_order`) and keeps the first plan with the smallest arena, stopping as
-        soon as one equals the lower bound. (A heuristic is cut short once it can no longer be that plan: at its first
+        320 buffers ``greedy_size`` then ``greedy_start`` first, cheaper there) and keeps
+        the first plan with the smallest arena, stopping as soon as one equals the lower
+        bound. (A heuristic is cut short once it can no longer be that plan: at its first
         buffer placed above the bound, or above the best arena so far; the result is the
         same.) Above 200 000 buffers it runs only ``greedy_start``, the one whose cost stays
         near-linear (a million buffers in well under a second); on random workloads its
@@ -478,7 +478,7 @@ def _pack(start, end, size, alignment, algorithm, time_limit, t0):
     # Step 2. Heuristics, with the time compression and the bound: one kernel call (the
     # kernel rounds the sizes up to the alignment; validated ones are already rounded).
     if algorithm == "auto":
-        names = auto_order(start.shape[0])
+        names = _auto_order(start.shape[0])
     else:
         names = (algorithm,)
     offset, arena, order, k, cost, lower = _offsets._py_heuristics(

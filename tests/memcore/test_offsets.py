@@ -22,7 +22,7 @@ from memcore import (
 )
 from memcore import _offsets
 from memcore import _reference_offsets as ref
-from memcore.offsets import ALGORITHMS, HEURISTICS, OffsetPlan, auto_order
+from memcore.offsets import ALGORITHMS, HEURISTICS, OffsetPlan, _auto_order
 
 from _helpers import MINIMALLOC_DIR as DATA
 
@@ -124,7 +124,7 @@ def test_heuristics_match_reference(block):
     for seed in range(8 * block, 8 * block + 8):
         start, end, size, alignment = _random_problem(seed)
         arenas = []
-        order = auto_order(start.shape[0])  # auto's order: the first smallest arena wins
+        order = _auto_order(start.shape[0])  # auto's order: the first smallest arena wins
         assert sorted(order) == sorted(HEURISTICS)
         for name in order:
             plan = plan_offsets(start, end, size, alignment=alignment, algorithm=name)
@@ -142,7 +142,7 @@ def test_heuristics_match_reference(block):
 def test_auto_order_by_size(n):
     # size order first up to 320 buffers, the start sweep first above: either way auto keeps
     # the first smallest arena of its order
-    order = auto_order(n)
+    order = _auto_order(n)
     assert order[0] == ("greedy_size" if n <= 320 else "greedy_start")
     assert sorted(order) == sorted(HEURISTICS)
     rng = np.random.default_rng(n)

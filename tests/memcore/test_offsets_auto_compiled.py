@@ -9,7 +9,7 @@ from memcore import max_live_bytes, plan_offsets, verify_offsets
 from memcore import _offsets
 from memcore import _reference_offsets as ref
 from memcore import InvalidArrayError
-from memcore.offsets import _AUTO_LARGE, _HEURISTIC_SPEC, _SPECS, HEURISTICS, auto_order, pack_trusted
+from memcore.offsets import _AUTO_LARGE, _HEURISTIC_SPEC, _SPECS, HEURISTICS, _auto_order, pack_trusted
 
 
 def _problem(seed, n=None):
@@ -57,7 +57,7 @@ def test_auto_keeps_the_first_best_and_stops_at_the_bound(seed):
     start, end, size, alignment = _problem(seed)
     lower = max_live_bytes(start, end, size, alignment=alignment)
     # the expected run: heuristics in auto's order until one reaches the bound
-    names = auto_order(start.shape[0])
+    names = _auto_order(start.shape[0])
     plans = []
     for name in names:
         plans.append(ref.greedy(name, start, end, size, alignment=alignment))
