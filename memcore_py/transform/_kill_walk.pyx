@@ -197,19 +197,6 @@ cdef class VarTable:
     function being walked, which outlives the table.
     """
 
-    cdef PyObject** keys
-    cdef Py_ssize_t* last
-    cdef signed char* kind
-    cdef char* killed
-    cdef PyObject** repl
-    cdef PyObject** known
-    cdef Py_ssize_t n, cap
-    cdef Py_ssize_t* table
-    cdef size_t mask
-    cdef int shift
-    cdef Py_ssize_t* defs
-    cdef Py_ssize_t n_defs
-
     def __cinit__(self, Py_ssize_t expected):
         cdef Py_ssize_t size = 16
         while size < 2 * expected + 16:
@@ -240,19 +227,6 @@ cdef class VarTable:
         PyMem_Free(self.repl)
         PyMem_Free(self.known)
         PyMem_Free(self.defs)
-
-    cdef inline size_t home(self, PyObject* key) noexcept:
-        return ((<unsigned long long>key >> 4) * 0x9E3779B97F4A7C15ULL) >> self.shift
-
-    cdef inline Py_ssize_t find(self, PyObject* key) noexcept:
-        """The number of ``key``, or -1 when it was never seen."""
-        cdef size_t i = self.home(key)
-        cdef Py_ssize_t j
-        while True:
-            j = self.table[i]
-            if j < 0 or self.keys[j] == key:
-                return j
-            i = (i + 1) & self.mask
 
     cdef Py_ssize_t get(self, PyObject* key) except -1:
         """The number of ``key``, given the next one (nothing known) when new."""
@@ -300,16 +274,6 @@ cdef class VarTable:
             while self.table[i] >= 0:
                 i = (i + 1) & self.mask
             self.table[i] = j
-        return 0
-
-    cdef inline void set_kind(self, Py_ssize_t j, signed char k) noexcept:
-        if self.kind[j] < 0:
-            self.defs[self.n_defs] = j
-            self.n_defs += 1
-        self.kind[j] = k
-
-    cdef inline int use(self, object v, Py_ssize_t pos) except -1:
-        self.last[self.get(<PyObject*>v)] = pos
         return 0
 
 
@@ -587,48 +551,70 @@ def kill_flat(func, bint staged=False):
     return function_with_body(func, new_seq(new_blocks, result))
 
 
-cdef list splice_kills(list out, VarTable V):
-    """``out`` with the kills after each last use (module docstring, step 2): the killable
-    variables in definition order are chained into one list per last-use position."""
-    cdef Py_ssize_t n = len(out), p, d, j, e, k = 0
+cdef Py_ssize_t kill_schedule(VarTable V, Py_ssize_t n, Py_ssize_t* order, Py_ssize_t* at) except -1:
+    """The kills of a walk whose output list has ``n`` bindings (module docstring, step 2), in
+    the order they are spliced in: ``order[c]`` the killed variable's number, ``at[c]`` the
+    output position it follows (non-decreasing); returns their count. ``order`` and ``at``
+    hold at least ``V.n_defs`` places. The killable variables in definition order are chained
+    into one list per last-use position; a position with several kills emits the tensors,
+    then the storages, then the objects, each in definition order."""
+    cdef Py_ssize_t p, d, j, e, c = 0
     cdef int want
     cdef Py_ssize_t* head = <Py_ssize_t*>PyMem_Malloc((2 * n + V.n_defs + 1) * sizeof(Py_ssize_t))
     if head == NULL:
         raise MemoryError()
     cdef Py_ssize_t* tail = head + n
     cdef Py_ssize_t* nxt = tail + n
+    memset(head, 0xff, 2 * n * sizeof(Py_ssize_t))
+    for d in range(V.n_defs):
+        j = V.defs[d]
+        p = V.last[j]
+        if p < 0 or V.killed[j]:
+            continue
+        nxt[d] = -1
+        if head[p] < 0:
+            head[p] = d
+        else:
+            nxt[tail[p]] = d
+        tail[p] = d
+    for p in range(n):
+        e = head[p]
+        if e < 0:
+            continue
+        if nxt[e] < 0:
+            order[c] = V.defs[e]
+            at[c] = p
+            c += 1
+            continue
+        for want in range(3):  # tensors, storages, objects; definition order within each
+            e = head[p]
+            while e >= 0:
+                j = V.defs[e]
+                if V.kind[j] == want:
+                    order[c] = j
+                    at[c] = p
+                    c += 1
+                e = nxt[e]
+    PyMem_Free(head)
+    return c
+
+
+cdef list splice_kills(list out, VarTable V):
+    """``out`` with the kills of :func:`kill_schedule` after their positions."""
+    cdef Py_ssize_t n = len(out), p, c = 0, n_kills, j
+    cdef Py_ssize_t* order = <Py_ssize_t*>PyMem_Malloc((2 * V.n_defs + 1) * sizeof(Py_ssize_t))
+    if order == NULL:
+        raise MemoryError()
+    cdef Py_ssize_t* at = order + V.n_defs
     cdef list final = []
     try:
-        memset(head, 0xff, 2 * n * sizeof(Py_ssize_t))
-        for d in range(V.n_defs):
-            j = V.defs[d]
-            p = V.last[j]
-            if p < 0 or V.killed[j]:
-                continue
-            nxt[d] = -1
-            if head[p] < 0:
-                head[p] = d
-            else:
-                nxt[tail[p]] = d
-            tail[p] = d
+        n_kills = kill_schedule(V, n, order, at)
         for p in range(n):
             final.append(out[p])
-            e = head[p]
-            if e < 0:
-                continue
-            if nxt[e] < 0:
-                j = V.defs[e]
-                final.append(kill_binding(k, V.kind[j], <object>V.keys[j]))
-                k += 1
-                continue
-            for want in range(3):  # tensors, storages, objects; definition order within each
-                e = head[p]
-                while e >= 0:
-                    j = V.defs[e]
-                    if V.kind[j] == want:
-                        final.append(kill_binding(k, want, <object>V.keys[j]))
-                        k += 1
-                    e = nxt[e]
+            while c < n_kills and at[c] == p:
+                j = order[c]
+                final.append(kill_binding(c, V.kind[j], <object>V.keys[j]))
+                c += 1
     finally:
-        PyMem_Free(head)
+        PyMem_Free(order)
     return final
