@@ -88,18 +88,6 @@ cdef class Layout:
     """Type indices and field offsets of the TVM classes read here, from tvm_ffi's reflection
     (module docstring). ``ok`` is False when the ABI self-check failed."""
 
-    cdef readonly bint ok
-    cdef int32_t t_var, t_dfvar, t_binding, t_call, t_shape_expr, t_tensor_type, t_shape_type
-    cdef int32_t t_int_imm, t_generic_const, t_string_imm, t_tuple_type
-    cdef Py_ssize_t o_expr_ty, o_var_name, o_b_var, o_b_value
-    cdef Py_ssize_t o_call_op, o_call_args, o_call_attrs, o_call_ty_args
-    cdef Py_ssize_t o_shape_values, o_imm_value, o_const_value, o_str_value, o_tt_shape, o_tt_dtype, o_tt_vdevice, o_tt_ndim
-    cdef Py_ssize_t o_st_values, o_st_ndim, o_tuple_fields
-    cdef int32_t t_dict_attrs, t_global_var, t_function, t_prim_func, t_any_type
-    cdef int32_t t_if, t_seq, t_tuple, t_tuple_get_item, t_match_cast, t_block, t_dfblock
-    cdef Py_ssize_t o_func_body, o_tuple_expr_fields, o_tgi_tuple, o_mc_value, o_seq_blocks, o_seq_body, o_block_bindings
-    cdef Py_ssize_t o_attrs_dict, o_func_attrs, o_mod_attrs, o_mod_infos, o_mod_functions, o_gv_name
-
     def __init__(self, api):
         def info(cls):
             return cls.__tvm_ffi_type_info__
@@ -154,6 +142,11 @@ cdef class Layout:
         self.t_function = info(api.Function).type_index
         self.t_prim_func = info(api.PrimFunc).type_index
         self.t_any_type = info(api.AnyType).type_index
+        self.t_func_type = info(api.FuncType).type_index
+        self.t_prim_type = info(api.PrimType).type_index
+        self.t_op = info(api.Op).type_index
+        self.t_extern_func = info(api.ExternFunc).type_index
+        self.t_type_missing = type(api.ir_ffi.TypeMissing()).__tvm_ffi_type_info__.type_index
         self.t_if = info(api.If).type_index
         self.t_seq = info(api.SeqExpr).type_index
         self.t_tuple = info(api.Tuple).type_index

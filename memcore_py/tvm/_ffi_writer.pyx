@@ -79,6 +79,7 @@ cdef void* f_binding = NULL
 cdef void* f_block = NULL
 cdef void* f_dfblock = NULL
 cdef void* f_map = NULL
+cdef void* f_tuple = NULL
 cdef void* h_empty_array = NULL
 _FUNCS = []
 #: where the block being written is (``_Writer.where``), for constructor errors
@@ -121,7 +122,7 @@ def init(api):
     """Resolve the C API and the constructors once (idempotent); False when this tvm_ffi does
     not export what is needed (the Python writer is then used alone)."""
     global c_call, c_incref, c_decref, c_err_move, c_err_set
-    global f_array, f_var, f_dfvar, f_call, f_binding, f_block, f_dfblock, f_map, h_empty_array
+    global f_array, f_var, f_dfvar, f_call, f_binding, f_block, f_dfblock, f_map, f_tuple, h_empty_array
     if c_call != NULL:
         return True
     import ctypes
@@ -139,7 +140,7 @@ def init(api):
         return False
     funcs = [tvm_ffi.get_global_func(n) for n in ("ffi.Array", "ir.Var", "relax.DataflowVar", "ir.Call",
                                                    "relax.VarBinding", "relax.BindingBlock",
-                                                   "relax.DataflowBlock", "ffi.Map")]
+                                                   "relax.DataflowBlock", "ffi.Map", "ir.Tuple")]
     empty = api.Array([])
     c_incref = <ref_t><size_t>ptr["TVMFFIObjectIncRef"]
     c_decref = <ref_t><size_t>ptr["TVMFFIObjectDecRef"]
@@ -170,9 +171,35 @@ def init(api):
     f_block = <void*><size_t>hs[5]
     f_dfblock = <void*><size_t>hs[6]
     f_map = <void*><size_t>hs[7]
+    f_tuple = <void*><size_t>hs[8]
     h_empty_array = <void*><size_t>empty.__chandle__()
     c_call = <call_t><size_t>ptr["TVMFFIFunctionCall"]  # set last: the "initialised" flag
     return True
+
+
+cdef void* handle(int which) noexcept:
+    """The handle of a constructor, or of the shared empty array (a ``Ctor``); NULL before
+    :func:`init` succeeded."""
+    if which == CTOR_ARRAY:
+        return f_array
+    if which == CTOR_VAR:
+        return f_var
+    if which == CTOR_CALL:
+        return f_call
+    if which == CTOR_BINDING:
+        return f_binding
+    if which == CTOR_BLOCK:
+        return f_block
+    if which == CTOR_TUPLE:
+        return f_tuple
+    if which == CTOR_EMPTY_ARRAY:
+        return h_empty_array
+    return NULL
+
+
+cdef void release(void* h) noexcept:
+    """Drop one reference to the object at ``h`` (an owned handle handed to a constructor)."""
+    c_decref(h)
 
 
 def object_at(size_t address):
@@ -183,9 +210,6 @@ def object_at(size_t address):
 cdef class Keep:
     """Owner of the TVM objects a node map's addresses point to: references to raw handles
     (what the compiled writer built) and Python objects (:meth:`hold`)."""
-
-    cdef vector[void*] owned
-    cdef list held
 
     def __cinit__(self):
         self.held = []
@@ -204,9 +228,6 @@ cdef class Keep:
 
     def __len__(self):
         return self.owned.size() + len(self.held)
-
-    cdef inline void own(self, void* h):
-        self.owned.push_back(h)
 
 
 cdef int raise_ffi_error(const char* what) except -1:
@@ -234,16 +255,6 @@ cdef void* make(void* fn, FFIAny* args, int32_t n, const char* what) except NULL
     if res.type_index < K_OBJECT_BEGIN or res.value == 0:
         raise TVMConversionError(f"TVM returned no object for {what.decode()}")
     return <void*><size_t>res.value
-
-
-cdef inline void set_obj(FFIAny* a, void* h) noexcept:
-    a.small_len = 0
-    if h == NULL:
-        a.type_index = K_NONE
-        a.value = 0
-    else:
-        a.type_index = obj_type(<const char*>h)
-        a.value = <int64_t><size_t>h
 
 
 cdef inline void set_typed(FFIAny* a, size_t h, int type_index) noexcept:

@@ -1,0 +1,40 @@
+# What other compiled walks over TVM objects (memcore_py/tvm/_kill_extract.pyx) use of the
+# compiled writer (see _ffi_writer.pyx): the owner of what constructors return, the
+# constructor call with TVM's error turned into TVMConversionError, and the constructors.
+from libc.stdint cimport int32_t, int64_t
+from libcpp.vector cimport vector
+
+from memcore_py.tvm._ffi_abi cimport FFIAny, K_NONE, obj_type
+
+
+cdef enum Ctor:
+    CTOR_ARRAY
+    CTOR_VAR
+    CTOR_CALL
+    CTOR_BINDING
+    CTOR_BLOCK
+    CTOR_TUPLE
+    CTOR_EMPTY_ARRAY
+
+
+cdef class Keep:
+    cdef vector[void*] owned
+    cdef list held
+
+    cdef inline void own(self, void* h):
+        self.owned.push_back(h)
+
+
+cdef void* make(void* fn, FFIAny* args, int32_t n, const char* what) except NULL
+cdef void* handle(int which) noexcept
+cdef void release(void* h) noexcept
+
+
+cdef inline void set_obj(FFIAny* a, void* h) noexcept:
+    a.small_len = 0
+    if h == NULL:
+        a.type_index = K_NONE
+        a.value = 0
+    else:
+        a.type_index = obj_type(<const char*>h)
+        a.value = <int64_t><size_t>h
