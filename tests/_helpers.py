@@ -85,3 +85,17 @@ def strip_kills(func):
         return SeqExpr(normalize_blocks(blocks), s.body)
 
     return Function(func.params, seq(func.body), func.ret_ty, func.attrs, func.is_pure)
+
+
+def dynamic_model_text(name: str, bounded: bool) -> str:
+    """The dynamic-shape export of a shipped model the benchmarks plan
+    (``bench/bench_small_and_dynamic.py``'s ``dynamic_text``): its sequence length symbolic,
+    with the benchmarks' upper bound when ``bounded``."""
+    import sys
+
+    sys.path.insert(0, str(REPO_ROOT / "bench"))
+    try:
+        from bench_small_and_dynamic import UPPER_BOUND, dynamic_text
+    finally:
+        sys.path.pop(0)
+    return dynamic_text(name, UPPER_BOUND if bounded else None)

@@ -48,7 +48,8 @@ from ..ir.module import IRModule
 from ..transform.lower_alloc_tensor import _AllocTensorLowerer
 from . import _ffi_reader, _ffi_writer
 from ._node_map import AddrMap, NodeMap
-from .from_tvm import _Reader, _layout
+from ._extraction import UNCHANGED, rewrite_functions
+from .from_tvm import _Reader
 from .to_tvm import _Writer
 
 __all__ = ["lower_alloc_tensor_extracted"]
@@ -66,41 +67,17 @@ def lower_alloc_tensor_extracted(api, tvm_mod):
     memcore_py.errors.PassError
         An allocation memcore's LowerAllocTensor rejects (wrong arguments), as the full pass.
     """
-    layout = _layout(api)
-    if layout is None:
-        return None
-    mod_addr = tvm_mod.__chandle__()
-    if _ffi_reader.module_has_global_infos(layout, mod_addr):
-        return None
-    entries = _ffi_reader.module_functions(layout, mod_addr)
-    if entries is None:
-        return None
     op = _alloc_op_address(api)
-    keep = _ffi_writer.Keep()
-    keep.hold(tvm_mod)  # every address below points into it, or into keep
-    object_at = _ffi_writer.object_at
-    new_funcs = {}
-    for kind, name, _gv, f_addr in entries:
-        if kind == 0:
-            continue
-        if kind != 1:
-            return None
+
+    def rewrite(layout, keep, name, f_addr):
         found = _ffi_reader.flat_function_calls(layout, f_addr, op)
         if found is None:
             return None
-        if any(block[3] for block in found[2]):
-            new = _lower_function(api, layout, tvm_mod, keep, name, object_at(f_addr), *found)
-            if new is None:
-                return None
-            new_funcs[f_addr] = new
-    if not new_funcs:
-        return tvm_mod
-    pairs = []
-    for _kind, _name, gv, f_addr in entries:
-        pairs.append(gv)
-        pairs.append(new_funcs.get(f_addr, f_addr))
-    funcs = object_at(_ffi_writer.map_of(keep, pairs))
-    return api.ir_ffi.IRModule(funcs, tvm_mod.attrs, {})
+        if not any(block[3] for block in found[2]):
+            return UNCHANGED
+        return _lower_function(api, layout, tvm_mod, keep, name, _ffi_writer.object_at(f_addr), *found)
+
+    return rewrite_functions(api, tvm_mod, rewrite)
 
 
 _OP_ADDRESS = []

@@ -7,6 +7,7 @@ import pytest
 
 tvm = pytest.importorskip("tvm")
 
+from _helpers import dynamic_model_text  # noqa: E402
 from tvm import relax  # noqa: E402
 
 import memcore_py.tvm as mtvm  # noqa: E402
@@ -21,18 +22,6 @@ from memcore_py.tvm.passes import apply_memcore_pass  # noqa: E402
 
 TVM_SPBM = relax.transform.StaticPlanBlockMemory
 TVM_LOWER = relax.transform.LowerAllocTensor
-
-
-def _dynamic_text(name, bounded):
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-    try:
-        from bench_small_and_dynamic import UPPER_BOUND, dynamic_text
-    finally:
-        sys.path.pop(0)
-    return dynamic_text(name, UPPER_BOUND if bounded else None)
 
 
 def _full(planned):
@@ -58,7 +47,7 @@ CASES = list_models() + [f"{m}:{k}" for m in ("bert_base", "gpt2_small", "llama_
 @pytest.mark.parametrize("case", CASES)
 def test_real_models_are_lowered_by_extraction(case):
     name, _, kind = case.partition(":")
-    text = model_text(name) if not kind else _dynamic_text(name, kind == "bounded")
+    text = model_text(name) if not kind else dynamic_model_text(name, kind == "bounded")
     planned = TVM_SPBM()(tvm.script.from_source(text))
     out = _check(planned)
     assert out is not None, "a planned real model is flat: the extraction must not decline it"
