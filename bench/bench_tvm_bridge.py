@@ -215,6 +215,26 @@ def test_native_lower_alloc_tensor(benchmark, workloads, name):
                     tvm_seconds)
 
 
+@pytest.mark.parametrize("name", MODEL_WORKLOADS)
+def test_native_kill_after_last_use(benchmark, workloads, name):
+    """The native KillAfterLastUse alone on TVM's planned and lowered module (a lone pass call
+    in a TVM pipeline: by extraction, nothing converted) against TVM's KillAfterLastUse on the
+    same module, same run; the outputs are checked equal."""
+    import memcore_py.tvm as mtvm
+    from tvm import relax
+
+    rt = relax.transform
+    w = workloads[name]
+    lowered = rt.LowerAllocTensor()(rt.StaticPlanBlockMemory()(w["tvm"]))
+    theirs, ours = rt.KillAfterLastUse(), mtvm.KillAfterLastUse()
+    tvm.ir.assert_structural_equal(ours(lowered), theirs(lowered))
+    tvm_seconds = _best(lambda: theirs(lowered), _rounds(name))
+    benchmark.group = f"tvm-bridge:kill-after-last-use:{name}"
+    benchmark.pedantic(ours, args=(lowered,), rounds=_rounds(name), iterations=1, warmup_rounds=0)
+    _record_speedup(benchmark, dict(n_bindings=w["facts"]["n_bindings"], variant="native-KillAfterLastUse"),
+                    tvm_seconds)
+
+
 # ------------------------------------------------------------------------------ fixed cost
 SMALL_OPS = 7  # 21 bindings
 

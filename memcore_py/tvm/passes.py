@@ -28,6 +28,7 @@ from . import _ffi_writer
 from ._node_map import NodeMap
 from ._api import tvm_api
 from .from_tvm import _Reader
+from .kill_extract import kill_after_last_use_extracted
 from .lower_alloc_extract import lower_alloc_tensor_extracted
 from .to_tvm import to_tvm_reusing
 
@@ -142,11 +143,29 @@ def StaticPlanBlockMemory(mode: str = "tvm", **options):  # noqa: N802 - TVM's p
     return _module_pass(_StaticPlanBlockMemory(mode=mode, **options), "memcore.StaticPlanBlockMemory")
 
 
+def _kill_after_last_use(tvm_mod, _ctx):
+    """The native KillAfterLastUse: by extraction (:mod:`.kill_extract`) unless the module was
+    just written by a native pass (then its memcore form is handed over and nothing is read)
+    or the extraction declines it."""
+    if not _HANDOFF.holds(tvm_mod):
+        with gc_paused():
+            out = kill_after_last_use_extracted(tvm_api(), tvm_mod)
+        if out is not None:
+            return out
+    return apply_memcore_pass(_KILL_AFTER_LAST_USE, tvm_mod)
+
+
+_KILL_AFTER_LAST_USE = _KillAfterLastUse()
+
+
 def KillAfterLastUse(tvm_scoping: bool = False):  # noqa: N802 - TVM's pass name
     """memcore's KillAfterLastUse as a ``tvm.transform.Pass`` (``tvm_scoping`` as
     :class:`memcore_py.transform.KillAfterLastUse`: True reproduces TVM's placement in nested
-    scopes and dataflow blocks, for differential tests)."""
-    return _module_pass(_KillAfterLastUse(tvm_scoping=tvm_scoping), "memcore.KillAfterLastUse")
+    scopes and dataflow blocks, for differential tests). By extraction when it can
+    (:mod:`.kill_extract`; never with ``tvm_scoping``)."""
+    if tvm_scoping:
+        return _module_pass(_KillAfterLastUse(tvm_scoping=True), "memcore.KillAfterLastUse")
+    return tvm_api().tvm.transform.module_pass(_kill_after_last_use, opt_level=0, name="memcore.KillAfterLastUse")
 
 
 def _lower_alloc_tensor(tvm_mod, _ctx):
