@@ -8,9 +8,10 @@ writes the result back with :func:`~memcore_py.tvm.to_tvm.to_tvm_reusing`: every
 memcore pass kept is written back as the TVM object it was read from, so only what the pass
 changed is rebuilt. PrimFuncs are never read or rebuilt (they are carried as TVM objects).
 
-LowerAllocTensor, when it is not handed the module of the native pass before it, runs by
-extraction instead (:mod:`.lower_alloc_extract`): only its allocation bindings are read and
-rewritten, the rest of each block is kept by address.
+LowerAllocTensor and KillAfterLastUse, when they are not handed the module of the native pass
+before them, run by extraction instead (:mod:`.lower_alloc_extract`: only the allocation
+bindings are read and rewritten; :mod:`.kill_extract`: the kills are computed and spliced in
+on TVM's objects in C, nothing is converted); the rest of each block is kept by address.
 
 The node map (:class:`~memcore_py.tvm._node_map.NodeMap`, C arrays rather than a dict) holds
 addresses, not Python wrappers of TVM objects (a wrapper costs more than the rest of a
