@@ -156,16 +156,7 @@ cdef class InitWalk:
         of an allocation's handling). TypeError otherwise.
     """
 
-    cdef object alloc_op
-    cdef type info_cls
-    cdef frozenset shares_storage_ops, carriers
-    cdef dict call_kind, const_info, sym_info
-    cdef public dict var_tokens, size_cache
-    cdef public list t_block, t_info, t_binding, t_index, infos
-    cdef long long* ev       # packed events (module docstring), ev_n of ev_cap used
-    cdef Py_ssize_t ev_n, ev_cap
-    cdef public set discarded
-    cdef public Py_ssize_t func_idx
+    # fields: _storage_walk.pxd
 
     def __init__(self, alloc_op, frozenset shares_storage_ops, frozenset carriers, dict call_kind,
                  dict const_info, type info_cls):
@@ -219,6 +210,10 @@ cdef class InitWalk:
     def use(self, long long step, Py_ssize_t t):
         """Record an EV_DECREF of token ``t`` at ``step``."""
         self._push(step * SCALE + 2 * t + EV_DECREF)
+
+    cdef int _use(self, long long step, Py_ssize_t t) except -1:
+        """:meth:`use` for compiled callers."""
+        return self._push(step * SCALE + 2 * t + EV_DECREF)
 
     cdef int _push(self, long long e) except -1:
         """Append one packed event (the buffer doubles when full)."""

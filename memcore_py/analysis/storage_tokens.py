@@ -771,20 +771,7 @@ class _StorageAllocatorInit:
 
     # ------------------------------------------------------------------ result
     def _result(self) -> StorageTokens:
-        # compiled: filter the discarded tokens, renumber, start / last use / uses per token
-        (ev_kind, ev_tok, tok_start, tok_end, tok_refs, tok_info, tok_const, tok_func, n_symbolic, kept,
-         new_id) = self.walk.decode(bool(self.extra_refs))  # new ids needed only for extra_refs
-        t_block, t_binding, t_index = kept
-        infos = self.infos
-        # uses by nested calls are counted too (never released: TVM would fail its block-end check)
-        if self.extra_refs:
-            for t, k in self.extra_refs.items():
-                if new_id[t] >= 0:
-                    tok_refs[new_id[t]] += k
-        # positional construction (keyword arguments cost twice as much on these records):
-        # the fields in declaration order
-        program = TokenProgram(tok_const, tok_refs, tok_start, tok_end, tok_func, ev_kind, ev_tok, tok_info, infos,
-                               self.function_names, n_symbolic)
+        program, (t_block, t_binding, t_index) = walk_program(self.walk, self.function_names, self.extra_refs)
         if self.discarded:
             all_block, all_info, all_binding, all_index = self.t_block, self.t_info, self.t_binding, self.t_index
             new = tuple.__new__  # without NamedTuple's Python-level __new__
@@ -795,6 +782,27 @@ class _StorageAllocatorInit:
         sites = AllocationSites(t_binding, t_block, t_index, self.functions, self.block_scope, self.block_is_dataflow,
                                 self.block_ifs, self.scope_parent, self.scope_anchor, self.scope_blocks, unplanned)
         return StorageTokens(program, sites, self.tvm_check_failures)
+
+
+def walk_program(walk, function_names: list, extra_refs: dict | None = None):
+    """The :class:`TokenProgram` of a finished Init walk (a compiled ``InitWalk`` fed by
+    :class:`_StorageAllocatorInit`, or by the extraction over TVM's objects), and the rows
+    ``(t_block, t_binding, t_index)`` of its kept tokens.
+
+    ``extra_refs``: token -> uses by calls that are not a binding's value (counted, never
+    released: TVM would fail its block-end check)."""
+    # compiled: filter the discarded tokens, renumber, start / last use / uses per token
+    (ev_kind, ev_tok, tok_start, tok_end, tok_refs, tok_info, tok_const, tok_func, n_symbolic, kept,
+     new_id) = walk.decode(bool(extra_refs))  # new ids needed only for extra_refs
+    if extra_refs:
+        for t, k in extra_refs.items():
+            if new_id[t] >= 0:
+                tok_refs[new_id[t]] += k
+    # positional construction (keyword arguments cost twice as much on these records): the
+    # fields in declaration order
+    program = TokenProgram(tok_const, tok_refs, tok_start, tok_end, tok_func, ev_kind, ev_tok, tok_info, walk.infos,
+                           function_names, n_symbolic)
+    return program, kept
 
 
 def analyze_storage_tokens(mod: IRModule) -> StorageTokens:

@@ -12,6 +12,7 @@ from libc.stdint cimport int32_t, int64_t, uint32_t
 cdef enum:
     K_NONE = 0
     K_INT = 1
+    K_BOOL = 2
     K_DATATYPE = 5
     K_RAW_STR = 8
     K_SMALL_STR = 11

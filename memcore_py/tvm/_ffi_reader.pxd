@@ -17,3 +17,7 @@ cdef class Layout:
     cdef int32_t t_if, t_seq, t_tuple, t_tuple_get_item, t_match_cast, t_block, t_dfblock
     cdef Py_ssize_t o_func_body, o_tuple_expr_fields, o_tgi_tuple, o_mc_value, o_seq_blocks, o_seq_body, o_block_bindings
     cdef Py_ssize_t o_attrs_dict, o_func_attrs, o_mod_attrs, o_mod_infos, o_mod_functions, o_gv_name
+    cdef Py_ssize_t o_tgi_index, o_pt_dtype, o_extern_symbol, o_func_params, o_func_ret_ty, o_func_is_pure
+
+
+cdef object read_string(const char* any)

@@ -53,14 +53,13 @@ from cpython.unicode cimport PyUnicode_DecodeUTF8
 from memcore_py.ir._nodes cimport binding_node, call_node, shape_expr_node, var_node
 from memcore_py.tvm._node_map cimport AddrMap, map_put
 from memcore_py.tvm._ffi_abi cimport (
-    HDR_SIZE, K_ARRAY, K_DATATYPE, K_INT, K_OBJECT_BEGIN, K_SMALL_STR, K_STR, addr, any_obj, any_type, array_data,
+    HDR_SIZE, K_ARRAY, K_BOOL, K_DATATYPE, K_INT, K_OBJECT_BEGIN, K_SMALL_STR, K_STR, addr, any_obj, any_type, array_data,
     array_size, obj_field, obj_type,
 )
 
 from memcore_py.ir.construct import EMPTY_ATTRS, new_shape_type
 
 cdef enum:
-    K_BOOL = 2
     K_FLOAT = 3
     K_MAP = 72
 from memcore_py.ir.expr import Call, DataflowVar, DataTypeImm, PrimValue, ShapeExpr, StringImm, Var, VarBinding
@@ -158,9 +157,17 @@ cdef class Layout:
         self.o_tuple_expr_fields = off(api.Tuple, "fields")
         self.o_tgi_tuple = off(api.TupleGetItem, "tuple_value")
         self.o_mc_value = off(api.MatchCast, "value")
+        self.o_tgi_index = off(api.TupleGetItem, "index")  # an int32
+        self.o_pt_dtype = off(api.PrimType, "dtype")  # an inline DLDataType
+        self.o_extern_symbol = off(api.ExternFunc, "global_symbol")  # a String
+        self.o_func_params = off(api.Function, "params")
+        self.o_func_ret_ty = off(api.Function, "ret_ty")
+        self.o_func_is_pure = off(api.Function, "is_pure")  # a bool (one byte)
         self.o_seq_blocks = off(api.SeqExpr, "blocks")
         self.o_seq_body = off(api.SeqExpr, "body")
         self.o_block_bindings = off(api.BindingBlock, "bindings")
+        if off(api.MatchCast, "var") != self.o_b_var:
+            raise RuntimeError("MatchCast.var is not at VarBinding.var's offset")
         if off(api.DataflowBlock, "bindings") != self.o_block_bindings:
             raise RuntimeError("DataflowBlock.bindings is not at BindingBlock.bindings' offset")
         for o in (off(api.DataflowVar, "ty"), off(api.Call, "ty"), off(api.ShapeExpr, "ty"),
@@ -219,6 +226,16 @@ cdef class Layout:
         if module_has_global_infos(self, empty.__chandle__()) != (len(empty.global_infos) > 0):
             return False
         if not self._check_module_functions(api):
+            return False
+        # the fields only the extracted StaticPlanBlockMemory reads (_spbm_extract.pyx)
+        symbol = api.ExternFunc("a_packed_function_name_0123456789")
+        if read_string(<const char*><size_t>symbol.__chandle__() + self.o_extern_symbol) != str(symbol.global_symbol):
+            return False
+        half = api.PrimType("float16")
+        if (<const uint32_t*>(<const char*><size_t>half.__chandle__() + self.o_pt_dtype))[0] != (2 | 16 << 8 | 1 << 16):
+            return False
+        item = api.TupleGetItem(api.Var("t", api.TupleType([half, half, half], None)), 2)
+        if (<const int32_t*>(<const char*><size_t>item.__chandle__() + self.o_tgi_index))[0] != item.index:
             return False
         probe["s"] = "ab"  # five entries: TVM's dense layout, left to the Python API
         attrs = api.ir.make_node("ir.DictAttrs", **probe)

@@ -1,6 +1,7 @@
-# What other compiled walks over TVM objects (memcore_py/tvm/_kill_extract.pyx) use of the
-# compiled writer (see _ffi_writer.pyx): the owner of what constructors return, the
-# constructor call with TVM's error turned into TVMConversionError, and the constructors.
+# What other compiled walks over TVM objects (memcore_py/tvm/_kill_extract.pyx,
+# _spbm_extract.pyx) use of the compiled writer (see _ffi_writer.pyx): the owner of what
+# constructors return, the constructor call with TVM's error turned into TVMConversionError,
+# and the constructors.
 from libc.stdint cimport int32_t, int64_t
 from libcpp.vector cimport vector
 
@@ -15,6 +16,9 @@ cdef enum Ctor:
     CTOR_BLOCK
     CTOR_TUPLE
     CTOR_EMPTY_ARRAY
+    CTOR_SEQ
+    CTOR_FUNCTION
+    CTOR_MODULE
 
 
 cdef class Keep:
@@ -28,6 +32,12 @@ cdef class Keep:
 cdef void* make(void* fn, FFIAny* args, int32_t n, const char* what) except NULL
 cdef void* handle(int which) noexcept
 cdef void release(void* h) noexcept
+cdef void* owned(Keep K, int ctor, FFIAny* args, int32_t n, const char* what) except NULL
+cdef void* new_var(Keep K, const char* name, void* ty) except NULL
+cdef void* new_binding(Keep K, const char* var, void* value) except NULL
+cdef void* new_call(Keep K, void* ty, void* op, const FFIAny* args, int64_t n, void* attrs, void* ty_args) except NULL
+cdef void* new_with_array(Keep K, int ctor, void* before0, void* before1, const FFIAny* items, int64_t n,
+                          void* after0, void* after1, const char* what) except NULL
 
 
 cdef inline void set_obj(FFIAny* a, void* h) noexcept:

@@ -39,9 +39,11 @@ from cpython.unicode cimport PyUnicode_AsUTF8AndSize
 
 from memcore_py.ir._slots cimport get_slot, slot_offset
 from memcore_py.tvm._ffi_abi cimport (
-    FFIAny, HDR_SIZE, K_ARRAY, K_ERROR, K_INT, K_NONE, K_OBJECT_BEGIN, K_RAW_STR, array_data, array_size, obj_type,
+    FFIAny, HDR_SIZE, K_ARRAY, K_BOOL, K_ERROR, K_INT, K_NONE, K_OBJECT_BEGIN, K_RAW_STR, array_data, array_size, obj_field,
+    obj_type,
 )
 from memcore_py.tvm._node_map cimport NodeMap, map_get, map_get_typed, map_put
+from memcore_py.tvm._ffi_reader cimport Layout
 
 from memcore_py.ir.expr import (
     BindingBlock, Call, DataflowVar, DataTypeImm, GlobalVar, PrimValue, ShapeExpr, StringImm, Var, VarBinding,
@@ -80,6 +82,11 @@ cdef void* f_block = NULL
 cdef void* f_dfblock = NULL
 cdef void* f_map = NULL
 cdef void* f_tuple = NULL
+cdef void* f_seq = NULL
+cdef void* f_function = NULL
+cdef void* f_update_type = NULL
+cdef void* f_module = NULL
+cdef void* h_empty_map = NULL
 cdef void* h_empty_array = NULL
 _FUNCS = []
 #: where the block being written is (``_Writer.where``), for constructor errors
@@ -123,6 +130,7 @@ def init(api):
     not export what is needed (the Python writer is then used alone)."""
     global c_call, c_incref, c_decref, c_err_move, c_err_set
     global f_array, f_var, f_dfvar, f_call, f_binding, f_block, f_dfblock, f_map, f_tuple, h_empty_array
+    global f_seq, f_function, f_update_type, f_module, h_empty_map
     if c_call != NULL:
         return True
     import ctypes
@@ -140,8 +148,11 @@ def init(api):
         return False
     funcs = [tvm_ffi.get_global_func(n) for n in ("ffi.Array", "ir.Var", "relax.DataflowVar", "ir.Call",
                                                    "relax.VarBinding", "relax.BindingBlock",
-                                                   "relax.DataflowBlock", "ffi.Map", "ir.Tuple")]
+                                                   "relax.DataflowBlock", "ffi.Map", "ir.Tuple",
+                                                   "relax.SeqExpr", "relax.Function", "relax.UpdateType",
+                                                   "ir.IRModule")]
     empty = api.Array([])
+    empty_map = api.Map({})
     c_incref = <ref_t><size_t>ptr["TVMFFIObjectIncRef"]
     c_decref = <ref_t><size_t>ptr["TVMFFIObjectDecRef"]
     c_err_move = <err_move_t><size_t>ptr["TVMFFIErrorMoveFromRaised"]
@@ -162,6 +173,7 @@ def init(api):
     _OBJECT_AT.append(tvm_ffi.get_global_func(OBJECT_AT_NAME))
     _FUNCS.extend(funcs)
     _FUNCS.append(empty)
+    _FUNCS.append(empty_map)
     cdef list hs = [f.__chandle__() for f in funcs]
     f_array = <void*><size_t>hs[0]
     f_var = <void*><size_t>hs[1]
@@ -172,7 +184,12 @@ def init(api):
     f_dfblock = <void*><size_t>hs[6]
     f_map = <void*><size_t>hs[7]
     f_tuple = <void*><size_t>hs[8]
+    f_seq = <void*><size_t>hs[9]
+    f_function = <void*><size_t>hs[10]
+    f_update_type = <void*><size_t>hs[11]
+    f_module = <void*><size_t>hs[12]
     h_empty_array = <void*><size_t>empty.__chandle__()
+    h_empty_map = <void*><size_t>empty_map.__chandle__()
     c_call = <call_t><size_t>ptr["TVMFFIFunctionCall"]  # set last: the "initialised" flag
     return True
 
@@ -180,6 +197,12 @@ def init(api):
 cdef void* handle(int which) noexcept:
     """The handle of a constructor, or of the shared empty array (a ``Ctor``); NULL before
     :func:`init` succeeded."""
+    if which == CTOR_SEQ:
+        return f_seq
+    if which == CTOR_FUNCTION:
+        return f_function
+    if which == CTOR_MODULE:
+        return f_module
     if which == CTOR_ARRAY:
         return f_array
     if which == CTOR_VAR:
@@ -200,6 +223,68 @@ cdef void* handle(int which) noexcept:
 cdef void release(void* h) noexcept:
     """Drop one reference to the object at ``h`` (an owned handle handed to a constructor)."""
     c_decref(h)
+
+
+# ------------------------------------------------------------------ for compiled walks
+# Constructors for the walks that build on TVM's objects directly (_kill_extract.pyx,
+# _spbm_extract.pyx), declared in _ffi_writer.pxd; every object they return is owned by K.
+cdef void* owned(Keep K, int ctor, FFIAny* args, int32_t n, const char* what) except NULL:
+    """A new object from the constructor ``ctor`` (a ``Ctor``), owned by ``K``."""
+    cdef void* h = make(handle(ctor), args, n, what)
+    K.own(h)
+    return h
+
+
+cdef void* new_var(Keep K, const char* name, void* ty) except NULL:
+    """A new ``Var`` named ``name`` (a NUL-terminated UTF-8 string) of type ``ty``."""
+    cdef FFIAny cargs[3]
+    cargs[0].type_index = K_RAW_STR
+    cargs[0].small_len = 0
+    cargs[0].value = <int64_t><size_t>name
+    set_obj(&cargs[1], ty)
+    set_obj(&cargs[2], NULL)
+    return owned(K, CTOR_VAR, cargs, 3, b"a variable")
+
+
+cdef void* new_binding(Keep K, const char* var, void* value) except NULL:
+    """A new ``VarBinding`` of ``var`` to ``value``."""
+    cdef FFIAny cargs[3]
+    set_obj(&cargs[0], <void*>var)
+    set_obj(&cargs[1], value)
+    set_obj(&cargs[2], NULL)
+    return owned(K, CTOR_BINDING, cargs, 3, b"a binding")
+
+
+cdef void* new_call(Keep K, void* ty, void* op, const FFIAny* args, int64_t n, void* attrs, void* ty_args) except NULL:
+    """A new call: ``ir.Call``'s (type, op, arguments, attributes, type arguments, span), the
+    arguments given as ``TVMFFIAny`` s."""
+    return new_with_array(K, CTOR_CALL, ty, op, args, n, attrs, ty_args, b"a call")
+
+
+cdef void* new_with_array(Keep K, int ctor, void* before0, void* before1, const FFIAny* items, int64_t n,
+                          void* after0, void* after1, const char* what) except NULL:
+    """``ctor(before0, before1, <new ffi.Array of items>, after0, after1, None)`` for a call;
+    ``ctor(<array>, None)`` for a tuple or a binding block (``before*`` / ``after*`` unused).
+    The array is released after the call (the new object holds its own reference)."""
+    cdef FFIAny cargs[6]
+    cdef int32_t n_cargs
+    cdef void* harr = make(f_array, <FFIAny*>items, <int32_t>n, what)
+    if ctor == CTOR_CALL:
+        set_obj(&cargs[0], before0)
+        set_obj(&cargs[1], before1)
+        set_obj(&cargs[2], harr)
+        set_obj(&cargs[3], after0)
+        set_obj(&cargs[4], after1)
+        set_obj(&cargs[5], NULL)
+        n_cargs = 6
+    else:
+        set_obj(&cargs[0], harr)
+        set_obj(&cargs[1], NULL)
+        n_cargs = 2
+    try:
+        return owned(K, ctor, cargs, n_cargs, what)
+    finally:
+        c_decref(harr)
 
 
 def object_at(size_t address):
@@ -552,3 +637,63 @@ def array_of(Keep K, list addresses):
     """The address (owned by ``K``) of a new ``ffi.Array`` of the objects at ``addresses``
     (a function's parameters: one constructor call instead of a wrapper per element)."""
     return container_of(f_array, K, addresses, b"an array")
+
+
+# ------------------------------------------------------------------ function and module
+def function_with_blocks(Layout L, Keep K, size_t func, size_t blocks, list changed, list new_blocks, size_t ty):
+    """The address (owned by ``K``) of a new Relax ``Function``: the one at ``func`` (its
+    parameters, return type, purity and attributes), whose body is a new ``SeqExpr`` of the
+    blocks of the ``ffi.Array`` at ``blocks`` (its body's) with block ``changed[k]`` replaced
+    by the block at address ``new_blocks[k]`` (``changed`` increasing), the old body's result,
+    typed as the type at ``ty`` (0: the old body's type). What the extracted passes make of a
+    function they change, in C: no Python wrapper of the parts.
+
+    Raises
+    ------
+    ValueError
+        ``func`` is not a Relax function with a ``SeqExpr`` body, or ``changed`` is not a
+        list of increasing block positions (:func:`array_spliced`).
+    """
+    cdef const char* f = <const char*>func
+    cdef const char* seq
+    cdef FFIAny cargs[6]
+    cdef FFIAny res
+    if f == NULL or obj_type(f) != L.t_function:
+        raise ValueError("function_with_blocks: not a Relax function")
+    seq = obj_field(f, L.o_func_body)
+    if seq == NULL or obj_type(seq) != L.t_seq:
+        raise ValueError("function_with_blocks: the function's body is not a SeqExpr")
+    cdef size_t arr = array_spliced(K, blocks, changed, [[b] for b in new_blocks])
+    set_obj(&cargs[0], <void*>arr)
+    set_obj(&cargs[1], <void*>obj_field(seq, L.o_seq_body))
+    set_obj(&cargs[2], NULL)
+    cdef void* hseq = owned(K, CTOR_SEQ, cargs, 3, b"a SeqExpr")
+    set_obj(&cargs[0], hseq)
+    set_obj(&cargs[1], <void*>(ty if ty else <size_t>obj_field(seq, L.o_expr_ty)))
+    res.type_index = K_NONE
+    res.small_len = 0
+    res.value = 0
+    if c_call(f_update_type, cargs, 2, &res) != 0:
+        raise_ffi_error(b"the type of a SeqExpr")
+    if res.type_index >= K_OBJECT_BEGIN and res.value != 0:
+        c_decref(<void*><size_t>res.value)
+    set_obj(&cargs[0], <void*>obj_field(f, L.o_func_params))
+    set_obj(&cargs[1], hseq)
+    set_obj(&cargs[2], <void*>obj_field(f, L.o_func_ret_ty))
+    cargs[3].type_index = K_BOOL
+    cargs[3].small_len = 0
+    cargs[3].value = (<const unsigned char*>(f + L.o_func_is_pure))[0] != 0
+    set_obj(&cargs[4], <void*>obj_field(f, L.o_func_attrs))
+    set_obj(&cargs[5], NULL)
+    return <size_t>owned(K, CTOR_FUNCTION, cargs, 6, b"a function")
+
+
+def module_with_functions(Layout L, Keep K, size_t mod, list pairs):
+    """The address (owned by ``K``) of a new ``IRModule`` of the functions ``pairs`` (GlobalVar
+    and function addresses alternating) with the attributes of the module at ``mod`` and no
+    global infos."""
+    cdef FFIAny cargs[3]
+    set_obj(&cargs[0], <void*>container_of(f_map, K, pairs, b"a map"))
+    set_obj(&cargs[1], <void*>obj_field(<const char*>mod, L.o_mod_attrs))
+    set_obj(&cargs[2], h_empty_map)
+    return <size_t>owned(K, CTOR_MODULE, cargs, 3, b"a module")

@@ -42,11 +42,11 @@ from cpython.object cimport PyObject
 
 from memcore_py.transform._kill_walk cimport VarTable, kill_schedule
 from memcore_py.tvm._ffi_abi cimport (
-    FFIAny, K_ARRAY, K_DATATYPE, K_OBJECT_BEGIN, K_RAW_STR, any_obj, any_type, array_data, array_size, obj_field, obj_type,
+    FFIAny, K_ARRAY, K_DATATYPE, K_OBJECT_BEGIN, any_obj, any_type, array_data, array_size, obj_field, obj_type,
 )
 from memcore_py.tvm._ffi_reader cimport Layout
 from memcore_py.tvm._ffi_writer cimport (
-    CTOR_ARRAY, CTOR_BINDING, CTOR_BLOCK, CTOR_CALL, CTOR_EMPTY_ARRAY, CTOR_TUPLE, CTOR_VAR, Keep, handle, make, release, set_obj,
+    CTOR_BLOCK, CTOR_EMPTY_ARRAY, CTOR_TUPLE, Keep, handle, new_binding, new_call, new_var, new_with_array, set_obj,
 )
 
 cdef enum:
@@ -154,55 +154,6 @@ cdef void* record_uses(Layout L, VarTable V, Keep K, const char* items, Py_ssize
     return <void*>K  # not items, not NULL
 
 
-cdef void* owned(Keep K, int ctor, FFIAny* args, int32_t n, const char* what) except NULL:
-    """A new object from the compiled writer's constructor ``ctor``, owned by ``K``."""
-    cdef void* h = make(handle(ctor), args, n, what)
-    K.own(h)
-    return h
-
-
-cdef void* new_binding(Keep K, const char* var, void* value) except NULL:
-    """A new ``VarBinding`` of ``var`` to ``value``, owned by ``K``."""
-    cdef FFIAny cargs[3]
-    set_obj(&cargs[0], <void*>var)
-    set_obj(&cargs[1], value)
-    set_obj(&cargs[2], NULL)
-    return owned(K, CTOR_BINDING, cargs, 3, b"a binding")
-
-
-cdef void* new_call(Keep K, void* ty, void* op, const FFIAny* args, int64_t n, void* attrs, void* ty_args) except NULL:
-    """A new call (owned by ``K``): ``ir.Call``'s (type, op, arguments, attributes, type
-    arguments, span), the arguments given as ``TVMFFIAny`` s."""
-    return new_with_array(K, CTOR_CALL, ty, op, args, n, attrs, ty_args, b"a call")
-
-
-cdef void* new_with_array(Keep K, int ctor, void* before0, void* before1, const FFIAny* items, int64_t n,
-                          void* after0, void* after1, const char* what) except NULL:
-    """``ctor(before0, before1, <new ffi.Array of items>, after0, after1, None)`` for a call;
-    ``ctor(<array>, None)`` for a tuple (``before0`` / ``before1`` / ``after*`` unused), owned
-    by ``K``. The array is released after the call (the new object holds its own
-    reference)."""
-    cdef FFIAny cargs[6]
-    cdef int32_t n_cargs
-    cdef void* harr = make(handle(CTOR_ARRAY), <FFIAny*>items, <int32_t>n, what)
-    if ctor == CTOR_CALL:
-        set_obj(&cargs[0], before0)
-        set_obj(&cargs[1], before1)
-        set_obj(&cargs[2], harr)
-        set_obj(&cargs[3], after0)
-        set_obj(&cargs[4], after1)
-        set_obj(&cargs[5], NULL)
-        n_cargs = 6
-    else:
-        set_obj(&cargs[0], harr)
-        set_obj(&cargs[1], NULL)
-        n_cargs = 2
-    try:
-        return owned(K, ctor, cargs, n_cargs, what)
-    finally:
-        release(harr)
-
-
 cdef void* rebuilt_binding(Layout L, Keep K, const char* var, const char* call, const FFIAny* new_args,
                            int64_t n) except NULL:
     """A new ``VarBinding`` of ``var`` to ``call`` with the arguments ``new_args`` (same op,
@@ -235,18 +186,12 @@ cdef void* kill_binding(Keep K, Py_ssize_t k, void* op, const char* target, void
     """``_k = <op>(target)``: a new ``VarBinding`` of a fresh ``R.Tuple()`` variable named as
     the flat walk names its k-th kill (``_``, ``_1``, ...); owned by ``K``."""
     cdef char name[32]
-    cdef FFIAny cargs[3]
     cdef FFIAny arg
     if k == 0:
         snprintf(name, 32, "_")
     else:
         snprintf(name, 32, "_%zd", k)
-    cargs[0].type_index = K_RAW_STR
-    cargs[0].small_len = 0
-    cargs[0].value = <int64_t><size_t>name
-    set_obj(&cargs[1], unit)
-    set_obj(&cargs[2], NULL)
-    cdef void* hvar = owned(K, CTOR_VAR, cargs, 3, b"a variable")
+    cdef void* hvar = new_var(K, name, unit)
     set_obj(&arg, <void*>target)
     return new_binding(K, <const char*>hvar, new_call(K, unit, op, &arg, 1, NULL, handle(CTOR_EMPTY_ARRAY)))
 
@@ -463,11 +408,5 @@ def kill_function(Layout L, Keep K, size_t func, tuple ops, size_t unit):
         PyMem_Free(order)
     if final.size() == 0:
         return 0, <size_t>result
-    h = make(handle(CTOR_ARRAY), final.data(), <int32_t>final.size(), b"the bindings of a block")
-    K.own(h)
-    cdef FFIAny bargs[2]
-    set_obj(&bargs[0], h)
-    set_obj(&bargs[1], NULL)
-    h = make(handle(CTOR_BLOCK), bargs, 2, b"a block")
-    K.own(h)
+    h = new_with_array(K, CTOR_BLOCK, NULL, NULL, final.data(), <int64_t>final.size(), NULL, NULL, b"a block")
     return <size_t>h, <size_t>result

@@ -48,7 +48,7 @@ from ..ir.module import IRModule
 from ..transform.lower_alloc_tensor import _AllocTensorLowerer
 from . import _ffi_reader, _ffi_writer
 from ._node_map import AddrMap, NodeMap
-from ._extraction import UNCHANGED, rewrite_functions
+from ._extraction import UNCHANGED, function_with_blocks, rewrite_functions
 from .from_tvm import _Reader
 from .to_tvm import _Writer
 
@@ -131,7 +131,5 @@ def _lower_function(api, layout, tvm_mod, keep, name, func, seq_addr, blocks_add
         replacements = [[writer.binding_addr(b) for b in out] for out in per_position]
         new_arr = object_at(_ffi_writer.array_spliced(keep, arr, positions, replacements))
         changed.append(k)
-        new_blocks.append([keep.hold((rx.DataflowBlock if dataflow else rx.BindingBlock)(new_arr, None))])
-    seq = rx.SeqExpr(object_at(_ffi_writer.array_spliced(keep, blocks_addr, changed, new_blocks)), old.body, None)
-    rx.UpdateType(seq, old.ty)
-    return keep.hold(rx.Function(func.params, seq, func.ret_ty, func.is_pure, func.attrs, None))
+        new_blocks.append(keep.hold((rx.DataflowBlock if dataflow else rx.BindingBlock)(new_arr, None)))
+    return function_with_blocks(layout, keep, func.__chandle__(), blocks_addr, changed, new_blocks, 0)
