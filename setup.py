@@ -44,6 +44,7 @@ EXTENSIONS = {
     "memcore_py.tvm._ffi_writer": {"sources": ["memcore_py/tvm/_ffi_writer.pyx"], "language": "c++"},
     "memcore_py.tvm._node_map": {"sources": ["memcore_py/tvm/_node_map.pyx"], "language": "c"},
     "memcore_py.tvm._kill_extract": {"sources": ["memcore_py/tvm/_kill_extract.pyx"], "language": "c++"},
+    "memcore_py.tvm._spbm_extract": {"sources": ["memcore_py/tvm/_spbm_extract.pyx"], "language": "c++"},
 }
 
 _COMPILE_ARGS = ["-O0", "-g", "-UNDEBUG"] if DEBUG else ["-O3"]

@@ -14,8 +14,9 @@ bounded and unbounded; synthetic chains of 30k and 300k bindings,
 ``extra_info``: bindings, planned bytes (TVM's plan, memcore's TVM mode and arena mode), the
 max-live lower bound, and each benchmark's ratio to TVM's time measured here. On the real
 models, two more groups: memcore's three native memory passes (StaticPlanBlockMemory,
-LowerAllocTensor, KillAfterLastUse) in one ``Sequential`` against TVM's three, and the native
-LowerAllocTensor alone against TVM's. A separate group times one pass call on a 20-binding
+LowerAllocTensor, KillAfterLastUse) in one ``Sequential`` against TVM's three, and each native
+pass alone against TVM's (StaticPlanBlockMemory in both modes, ``extra_info["path"]``: by
+extraction or by the full conversion). A separate group times one pass call on a 20-binding
 module (the fixed cost per call).
 
 Run: ``pytest bench/bench_tvm_bridge.py --benchmark-only`` (results: bench/README.md,
@@ -195,6 +196,34 @@ def test_native_memory_passes(benchmark, workloads, name):
     _record_speedup(benchmark, dict(n_bindings=w["facts"]["n_bindings"], variant="native-three-passes"), tvm_seconds)
 
 
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", MODEL_WORKLOADS)
+def test_native_static_plan_block_memory(benchmark, workloads, name, mode):
+    """The native StaticPlanBlockMemory alone on a real model (a lone pass call in a TVM
+    pipeline: by extraction where it can, ``extra_info["path"]``) against TVM's
+    StaticPlanBlockMemory on the same module, same run; the output is checked equal to the
+    full conversion's (and, in TVM mode, to TVM's)."""
+    import memcore_py.tvm as mtvm
+    from memcore_py.transform import StaticPlanBlockMemory
+    from memcore_py.tvm._api import tvm_api
+    from memcore_py.tvm.passes import apply_memcore_pass
+    from memcore_py.tvm.spbm_extract import static_plan_block_memory_extracted
+    from tvm import relax
+
+    w = workloads[name]
+    theirs, ours = relax.transform.StaticPlanBlockMemory(), mtvm.StaticPlanBlockMemory(mode=mode)
+    out = ours(w["tvm"])
+    tvm.ir.assert_structural_equal(out, apply_memcore_pass(StaticPlanBlockMemory(mode=mode), w["tvm"]))
+    if mode == "tvm":
+        tvm.ir.assert_structural_equal(out, theirs(w["tvm"]))
+    extracted = static_plan_block_memory_extracted(tvm_api(), w["tvm"], mode, 64, None, True) is not None
+    tvm_seconds = _best(lambda: theirs(w["tvm"]), _rounds(name))
+    benchmark.group = f"tvm-bridge:static-plan-block-memory:{name}"
+    benchmark.pedantic(ours, args=(w["tvm"],), rounds=_rounds(name), iterations=1, warmup_rounds=0)
+    _record_speedup(benchmark, dict(n_bindings=w["facts"]["n_bindings"], variant=f"native-SPBM-{mode}",
+                                    path="extraction" if extracted else "full conversion"), tvm_seconds)
+
+
 @pytest.mark.parametrize("name", MODEL_WORKLOADS)
 def test_native_lower_alloc_tensor(benchmark, workloads, name):
     """The native LowerAllocTensor alone on TVM's planned module (a lone pass call in a TVM
@@ -260,7 +289,7 @@ def test_fixed_cost_native_spbm(benchmark, small_module, mode):
     tvm_seconds = _best(lambda: relax.transform.StaticPlanBlockMemory()(small_module), 50)
     benchmark.group = "tvm-bridge:fixed-cost-20-bindings"
     benchmark(mtvm.StaticPlanBlockMemory(mode=mode), small_module)
-    benchmark.extra_info.update(n_bindings=3 * SMALL_OPS, variant=f"native-{mode}", tvm_seconds_same_run=tvm_seconds)
+    _record_speedup(benchmark, dict(n_bindings=3 * SMALL_OPS, variant=f"native-{mode}"), tvm_seconds)
 
 
 @pytest.mark.parametrize("pass_name", ["LowerAllocTensor", "KillAfterLastUse"])

@@ -239,6 +239,33 @@ def alloc_tensor_info(binding, func_name: str):
     return ty.shape, ty.dtype, device_key, scope
 
 
+def alloc_token_info(binding, func_name: str, func_idx: int, bounds: VarBounds, info_id: int) -> TokenInfo:
+    """The :class:`TokenInfo` (id ``info_id``) of the ``R.builtin.alloc_tensor`` binding
+    ``binding`` in the ``func_idx``-th function, ``func_name``, whose ``tir_var_*`` bounds are
+    ``bounds``: its size is that of the upper-bounded shape (spec §1.2/§1.6).
+
+    Raises
+    ------
+    PassError
+        :func:`alloc_tensor_info`'s, a shape whose upper bound needs ``T.Select``, or a tensor
+        that cannot exist (a negative dim, a size over int64).
+    """
+    shape, dtype, device, scope = alloc_tensor_info(binding, func_name)
+    try:
+        ub = upper_bound_shape(shape, bounds)
+    except UnsupportedBound:
+        raise PassError(
+            f"function {func_name!r}, binding {binding.var.name!r}: the upper bound of shape "
+            f"{list(shape)!r} needs a sign condition (T.Select), which is not supported; mark the "
+            f"unbounded vars non-negative (tir_non_negative_var) or bound them (tir_var_upper_bound)"
+        ) from None
+    why = tensor_size_problem(ub, dtype)
+    if why is not None:
+        raise PassError(f"function {func_name!r}, binding {binding.var.name!r}: the allocated tensor {why}")
+    nbytes, const = tensor_bytes(ub, dtype)
+    return _token_info((const, nbytes, dtype, scope, device, func_idx, binding.value.args[1:], info_id))
+
+
 @dataclass(eq=False)
 class TokenProgram:
     """Planned allocations as flat arrays and their event program: everything a planner
@@ -743,21 +770,8 @@ class _StorageAllocatorInit:
             info = _token_info((cached.const_bytes, cached.nbytes, cached.dtype, cached.scope, cached.device,
                                 self._func_idx, args[1:], len(self.infos)))
         else:
-            shape, dtype, device, scope = alloc_tensor_info(binding, self._func_name)
-            try:
-                ub = upper_bound_shape(shape, self._bounds)
-            except UnsupportedBound:
-                raise PassError(
-                    f"function {self._func_name!r}, binding {binding.var.name!r}: the upper bound of shape "
-                    f"{list(shape)!r} needs a sign condition (T.Select), which is not supported; mark the "
-                    f"unbounded vars non-negative (tir_non_negative_var) or bound them (tir_var_upper_bound)"
-                ) from None
-            why = tensor_size_problem(ub, dtype)
-            if why is not None:
-                raise PassError(f"function {self._func_name!r}, binding {binding.var.name!r}: the allocated tensor {why}")
-            nbytes, const = tensor_bytes(ub, dtype)
-            info = _token_info((const, nbytes, dtype, scope, device, self._func_idx, args[1:], len(self.infos)))
-            if const >= 0 and all(type(d) is IntImm for d in shape):
+            info = alloc_token_info(binding, self._func_name, self._func_idx, self._bounds, len(self.infos))
+            if info.const_bytes >= 0 and all(type(d) is IntImm for d in binding.var.ty.shape):
                 if len(_CONST_TYPE_INFO) >= _CONST_TYPE_INFO_MAX:
                     _CONST_TYPE_INFO.clear()
                 _CONST_TYPE_INFO[ty] = info

@@ -7,10 +7,53 @@ from __future__ import annotations
 from . import _ffi_reader, _ffi_writer
 from .from_tvm import _layout
 
-__all__ = ["UNCHANGED", "rewrite_functions", "module_entries", "module_with", "function_with_blocks"]
+__all__ = ["UNCHANGED", "rewrite_functions", "module_entries", "module_with", "function_with_blocks", "shape_of_bytes",
+           "int64_imm", "dtype_const", "any_type"]
 
 #: what a function rewrite returns for a function the pass leaves as it is
 UNCHANGED = 0
+
+#: TVM leaves the extracted passes write, shared across calls as the writer shares constant
+#: leaves (held here; each cache cleared when larger than _LEAF_CACHE_MAX): storage bytes ->
+#: ``R.shape([bytes])``; value -> int64 ``IntImm``; dtype -> ``R.dtype(dtype)``; ``R.Object``
+_SHAPES: dict = {}
+_INTS: dict = {}
+_DTYPES: dict = {}
+_ANY: list = []
+_LEAF_CACHE_MAX = 4096
+
+
+def _leaf(cache: dict, key, make) -> int:
+    """The address of the TVM object ``cache[key]``, made by ``make()`` when missing."""
+    obj = cache.get(key)
+    if obj is None:
+        if len(cache) >= _LEAF_CACHE_MAX:
+            cache.clear()
+        obj = cache[key] = make()
+    return obj.__chandle__()
+
+
+def shape_of_bytes(api, nbytes: int) -> int:
+    """The address of a (shared) ``R.shape([nbytes])``."""
+    return _leaf(_SHAPES, nbytes, lambda: api.rx_ffi.ShapeExpr([api.IntImm("int64", nbytes)], None))
+
+
+def int64_imm(api, value: int) -> int:
+    """The address of a (shared) int64 ``IntImm`` of ``value``."""
+    return _leaf(_INTS, value, lambda: api.IntImm("int64", value))
+
+
+def dtype_const(api, dtype: str) -> int:
+    """The address of a (shared) ``R.dtype(dtype)``, as the writer makes it."""
+    return _leaf(_DTYPES, dtype, lambda: api.ir_ffi.GenericConst(api.tvm.DataType(dtype), api.rx_ffi.AnyType(None),
+                                                                 None))
+
+
+def any_type(api) -> int:
+    """The address of a (shared) ``R.Object`` (TVM's ``AnyType``)."""
+    if not _ANY:
+        _ANY.append(api.rx_ffi.AnyType(None))
+    return _ANY[0].__chandle__()
 
 
 def module_entries(api, tvm_mod):

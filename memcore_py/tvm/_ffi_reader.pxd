@@ -1,7 +1,10 @@
 # The type indices and field offsets of the TVM classes the compiled reader reads (see
-# _ffi_reader.pyx, ``Layout``), declared here so that other compiled walks over TVM objects
-# (memcore_py/tvm/_kill_extract.pyx) read through the same checked layout.
-from libc.stdint cimport int32_t
+# _ffi_reader.pyx, ``Layout``), and the reads of dtypes and constant dims, declared here so
+# that other compiled walks over TVM objects (memcore_py/tvm/_kill_extract.pyx,
+# _spbm_extract.pyx, _lower_extract.pyx) read through the same checked layout.
+from libc.stdint cimport int32_t, int64_t, uint32_t
+
+from memcore_py.tvm._ffi_abi cimport K_INT, any_obj, any_type
 
 
 cdef class Layout:
@@ -21,3 +24,47 @@ cdef class Layout:
 
 
 cdef object read_string(const char* any)
+cdef object dtype_name(int64_t packed)
+
+
+cdef enum:
+    # DLDataType type codes (dlpack.h)
+    DL_INT = 0
+    DL_UINT = 1
+    DL_FLOAT = 2
+    DL_BFLOAT = 4
+    DL_BOOL = 6
+
+
+cdef inline int64_t packed_dtype(const char* p) noexcept:
+    """The DLDataType at ``p`` (code, bits, lanes: 4 bytes) as one integer."""
+    return (<const uint32_t*>p)[0]
+
+
+cdef inline int64_t element_bytes(int64_t packed) noexcept:
+    """Bytes per element (TVM ``StorageBytes``) of a dtype the compiled walks size themselves
+    (int, uint or float of 8 to 64 bits, bfloat16, bool; one lane), or -1."""
+    cdef int64_t code = packed & 0xFF, bits = (packed >> 8) & 0xFF, lanes = packed >> 16
+    if lanes != 1:
+        return -1
+    if code == DL_BOOL:
+        return 1 if bits == 8 else -1
+    if code == DL_BFLOAT:
+        return 2 if bits == 16 else -1
+    if code != DL_INT and code != DL_UINT and code != DL_FLOAT:
+        return -1
+    if bits != 8 and bits != 16 and bits != 32 and bits != 64:
+        return -1
+    return bits // 8
+
+
+cdef inline int64_t const_dim(Layout L, const char* any) noexcept:
+    """The value of a dim given as an ``IntImm`` in a ``TVMFFIAny`` (negative when it is
+    one), or -1 when it is not an integer."""
+    cdef const char* v
+    if any_type(any) != L.t_int_imm:
+        return -1
+    v = any_obj(any) + L.o_imm_value
+    if any_type(v) != K_INT:
+        return -1
+    return (<const int64_t*>(v + 8))[0]

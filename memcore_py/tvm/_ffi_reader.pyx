@@ -856,3 +856,11 @@ cdef bint flat_result(Layout L, const char* s) noexcept:
         return False
     body = obj_field(s, L.o_seq_body)
     return body != NULL and flat_value(L, body) and obj_type(body) != L.t_call
+
+
+cdef object dtype_name(int64_t packed):
+    """memcore's name of a dtype :func:`element_bytes` sizes (``"float32"``, ``"bool"``)."""
+    cdef int64_t code = packed & 0xFF, bits = (packed >> 8) & 0xFF
+    if code == DL_BOOL:
+        return "bool"
+    return ("int", "uint", "float", "", "bfloat")[code] + str(bits)

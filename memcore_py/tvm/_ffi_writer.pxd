@@ -19,6 +19,8 @@ cdef enum Ctor:
     CTOR_SEQ
     CTOR_FUNCTION
     CTOR_MODULE
+    CTOR_DFVAR
+    CTOR_DFBLOCK
 
 
 cdef class Keep:
@@ -33,7 +35,7 @@ cdef void* make(void* fn, FFIAny* args, int32_t n, const char* what) except NULL
 cdef void* handle(int which) noexcept
 cdef void release(void* h) noexcept
 cdef void* owned(Keep K, int ctor, FFIAny* args, int32_t n, const char* what) except NULL
-cdef void* new_var(Keep K, const char* name, void* ty) except NULL
+cdef void* new_var(Keep K, const char* name, void* ty, bint dataflow=*) except NULL
 cdef void* new_binding(Keep K, const char* var, void* value) except NULL
 cdef void* new_call(Keep K, void* ty, void* op, const FFIAny* args, int64_t n, void* attrs, void* ty_args) except NULL
 cdef void* new_with_array(Keep K, int ctor, void* before0, void* before1, const FFIAny* items, int64_t n,

@@ -203,6 +203,10 @@ cdef void* handle(int which) noexcept:
         return f_function
     if which == CTOR_MODULE:
         return f_module
+    if which == CTOR_DFVAR:
+        return f_dfvar
+    if which == CTOR_DFBLOCK:
+        return f_dfblock
     if which == CTOR_ARRAY:
         return f_array
     if which == CTOR_VAR:
@@ -235,15 +239,16 @@ cdef void* owned(Keep K, int ctor, FFIAny* args, int32_t n, const char* what) ex
     return h
 
 
-cdef void* new_var(Keep K, const char* name, void* ty) except NULL:
-    """A new ``Var`` named ``name`` (a NUL-terminated UTF-8 string) of type ``ty``."""
+cdef void* new_var(Keep K, const char* name, void* ty, bint dataflow=False) except NULL:
+    """A new ``Var`` (``DataflowVar`` when ``dataflow``) named ``name`` (a NUL-terminated UTF-8
+    string) of type ``ty``."""
     cdef FFIAny cargs[3]
     cargs[0].type_index = K_RAW_STR
     cargs[0].small_len = 0
     cargs[0].value = <int64_t><size_t>name
     set_obj(&cargs[1], ty)
     set_obj(&cargs[2], NULL)
-    return owned(K, CTOR_VAR, cargs, 3, b"a variable")
+    return owned(K, CTOR_DFVAR if dataflow else CTOR_VAR, cargs, 3, b"a variable")
 
 
 cdef void* new_binding(Keep K, const char* var, void* value) except NULL:
@@ -264,7 +269,8 @@ cdef void* new_call(Keep K, void* ty, void* op, const FFIAny* args, int64_t n, v
 cdef void* new_with_array(Keep K, int ctor, void* before0, void* before1, const FFIAny* items, int64_t n,
                           void* after0, void* after1, const char* what) except NULL:
     """``ctor(before0, before1, <new ffi.Array of items>, after0, after1, None)`` for a call;
-    ``ctor(<array>, None)`` for a tuple or a binding block (``before*`` / ``after*`` unused).
+    ``ctor(<array>, None)`` for a tuple or a (dataflow) binding block (``before*`` / ``after*``
+    unused).
     The array is released after the call (the new object holds its own reference)."""
     cdef FFIAny cargs[6]
     cdef int32_t n_cargs

@@ -8,10 +8,14 @@ writes the result back with :func:`~memcore_py.tvm.to_tvm.to_tvm_reusing`: every
 memcore pass kept is written back as the TVM object it was read from, so only what the pass
 changed is rebuilt. PrimFuncs are never read or rebuilt (they are carried as TVM objects).
 
-LowerAllocTensor and KillAfterLastUse, when they are not handed the module of the native pass
-before them, run by extraction instead (:mod:`.lower_alloc_extract`: only the allocation
+StaticPlanBlockMemory, LowerAllocTensor and KillAfterLastUse, when they are not handed the
+module of the native pass before them, run by extraction instead (:mod:`.spbm_extract`: the
+tokens are read and the plan written on TVM's objects in C, only allocations of symbolic shapes
+are read into memcore's IR to be sized; :mod:`.lower_alloc_extract`: only the allocation
 bindings are read and rewritten; :mod:`.kill_extract`: the kills are computed and spliced in
-on TVM's objects in C, nothing is converted); the rest of each block is kept by address.
+on TVM's objects in C, nothing is converted); the rest of each block is kept by address. The
+full conversion remains for what an extraction declines, and for the passes that change more
+(DataflowUseInplaceCalls, AttachAttrLayoutFreeBuffers).
 
 The node map (:class:`~memcore_py.tvm._node_map.NodeMap`, C arrays rather than a dict) holds
 addresses, not Python wrappers of TVM objects (a wrapper costs more than the rest of a
@@ -31,6 +35,7 @@ from ._api import tvm_api
 from .from_tvm import _Reader
 from .kill_extract import kill_after_last_use_extracted
 from .lower_alloc_extract import lower_alloc_tensor_extracted
+from .spbm_extract import static_plan_block_memory_extracted
 from .to_tvm import to_tvm_reusing
 
 __all__ = [
@@ -141,7 +146,21 @@ def StaticPlanBlockMemory(mode: str = "tvm", **options):  # noqa: N802 - TVM's p
     tvm.transform.Pass
         A module pass named ``"memcore.StaticPlanBlockMemory"``.
     """
-    return _module_pass(_StaticPlanBlockMemory(mode=mode, **options), "memcore.StaticPlanBlockMemory")
+    spbm = _StaticPlanBlockMemory(mode=mode, **options)
+    api = tvm_api()
+
+    def transform(tvm_mod, _ctx):
+        # by extraction (.spbm_extract) unless the module was just written by a native pass
+        # (its memcore form is then handed over and nothing is read) or the extraction declines
+        if not _HANDOFF.holds(tvm_mod):
+            with gc_paused():
+                out = static_plan_block_memory_extracted(api, tvm_mod, spbm.mode, spbm.alignment, spbm.time_limit,
+                                                         spbm.zero_offset_views)
+            if out is not None:
+                return out
+        return apply_memcore_pass(spbm, tvm_mod)
+
+    return api.tvm.transform.module_pass(transform, opt_level=0, name="memcore.StaticPlanBlockMemory")
 
 
 def _kill_after_last_use(tvm_mod, _ctx):

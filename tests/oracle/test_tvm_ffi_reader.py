@@ -155,11 +155,11 @@ def test_native_pass_node_map_is_not_tracked_by_the_gc():
     the user's and stays tracked."""
     import gc
 
-    import memcore_py.tvm as mtvm
-    from memcore_py.tvm.passes import _HANDOFF
+    from memcore_py.transform import StaticPlanBlockMemory
+    from memcore_py.tvm.passes import _HANDOFF, apply_memcore_pass
 
     tmod = tvm.script.from_source(model_text("resnet50"))
-    out = mtvm.StaticPlanBlockMemory()(tmod)
+    out = apply_memcore_pass(StaticPlanBlockMemory(), tmod)  # the full conversion (a native pass chain's)
     assert _HANDOFF.tvm_mod.__chandle__() == out.__chandle__() and gc.is_tracked(out)
     tracked = [k for k, v in _HANDOFF.reuse.items() if gc.is_tracked(k) or gc.is_tracked(v)]
     assert not tracked, f"{len(tracked)} of {len(_HANDOFF.reuse)} entries still tracked"
@@ -169,9 +169,12 @@ def test_function_added_in_place_between_native_passes_is_read():
     """The hand-over keys on the module's function map: adding a function in place copies the
     map, so the next native pass reads the module again and sees the new function."""
     import memcore_py.tvm as mtvm
+    from memcore_py.transform import StaticPlanBlockMemory
+    from memcore_py.tvm.passes import _HANDOFF, apply_memcore_pass
 
     tmod = tvm.script.from_source(model_text("resnet50"))
-    planned = mtvm.StaticPlanBlockMemory()(tmod)
+    planned = apply_memcore_pass(StaticPlanBlockMemory(), tmod)  # the full conversion: handed over
+    assert _HANDOFF.holds(planned)
     planned[tvm.ir.GlobalVar("extra")] = tmod["main"]  # the unplanned function, under a new name
     ours = mtvm.KillAfterLastUse()(planned)
     theirs = relax.transform.KillAfterLastUse()(planned)

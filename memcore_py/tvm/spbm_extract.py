@@ -1,0 +1,256 @@
+"""The native StaticPlanBlockMemory by extraction: the tokens are read and the plan written on
+the TVM objects; only allocations of symbolic shapes are read into memcore's IR.
+
+Design
+------
+The full conversion (:func:`~memcore_py.tvm.passes.apply_memcore_pass`) reads the whole module
+into memcore's IR, runs :class:`memcore_py.transform.StaticPlanBlockMemory` and writes the result
+back. On a 21-binding module that cost about 150 us against TVM's 90 us on the same machine:
+reading every binding (~40 us) and writing the function back (~30 us) cost more than the
+analysis and the plan together. StaticPlanBlockMemory reads of most bindings only which
+variables they pass to which kind of callee, and changes only the planned allocations. Here:
+
+1. :class:`~memcore_py.tvm._spbm_extract.Scan` walks each Relax function's bindings in C with
+   the Init rules of :mod:`memcore_py.analysis.storage_tokens` (its docstring lists the forms it
+   handles) and records the tokens and events in the compiled Init walk's own tables, so that
+   :func:`~memcore_py.analysis.storage_tokens.walk_program` makes the same
+   :class:`~memcore_py.analysis.storage_tokens.TokenProgram` as the full pass;
+2. :func:`~memcore_py.planning.allocate.plan_memory`, the full pass's planner, plans it (TVM
+   or arena mode, the same options);
+3. :func:`~memcore_py.tvm._spbm_extract.rewrite_function` rebuilds, in C, the blocks holding
+   planned allocations: the storage bindings and the rewritten allocations are built through
+   the compiled writer's constructors, every other binding is the object it was; then a new
+   ``SeqExpr``, ``Function`` and module are made (:mod:`._extraction`).
+
+The storages' ``R.shape([bytes])`` and the offsets' ``IntImm`` s are TVM objects shared across
+calls (bounded caches below), as the writer shares constant leaves.
+
+Allocations of symbolic shapes (bounded by ``tir_var_upper_bound`` or not) are the one place
+where memcore's IR is read: the scan hands each distinct symbolic type of a function to
+:class:`_Symbolic`, which reads that one binding with the full conversion's reader and sizes it
+with the full pass's own code (:func:`~memcore_py.analysis.storage_tokens.alloc_token_info`,
+after :func:`~memcore_py.analysis.arith.read_var_bounds` on the function's signature and
+attributes); a storage of a symbolic size is written with the writer, in the function's own
+symbolic variables.
+
+The full conversion runs instead (:func:`static_plan_block_memory_extracted` returns None) when
+a function is not of the form the scan handles (an ``If``, a ``MatchCast`` of a call, a
+dataflow block, a nested call, an unusual allocation), has the attribute
+``relax.memory_plan_dynamic_func_output`` (Case-2 allocations), a bound attribute or an
+allocation the full pass rejects (the full conversion then reports it), a body without a type
+that a ``MatchCast`` may name, when the module has global infos or a function entry that is
+neither a Relax function nor a PrimFunc, or when the compiled reader is unavailable.
+
+What the extraction does not read it does not check, as for the other extracted passes
+(:mod:`.lower_alloc_extract`, :mod:`.kill_extract`): a call of an op memcore does not model
+stays the same TVM object (its arguments' tokens are discarded, TVM's rule for any other
+call), where the full conversion raises :class:`~memcore_py.tvm.TVMConversionError` naming it.
+Nothing is dropped either way. An allocation the scan does not accept (a malformed one
+included) declines, so the full pass reports it as it would.
+
+Measured (bench ``test_fixed_cost_native_spbm``, ``test_native_static_plan_block_memory``,
+TVM's pass in the same run): a 21-binding module 151 -> 52 us (TVM 97-135 us on that busy VM);
+the real models 4.9-9.3x TVM's pass (TVM mode), bounded dynamic shapes 0.9-1.25x -> 2.5-3.3x,
+unbounded 3.4-5.4x -> 7.5-11.8x (bench/README.md, "TVM bridge").
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from .._compiled import load_compiled
+from ..analysis.arith import ATTR_TIR_NON_NEGATIVE_VAR, ATTR_TIR_VAR_LOWER_BOUND, ATTR_TIR_VAR_UPPER_BOUND, EMPTY_BOUNDS
+from ..analysis.arith import read_var_bounds
+from ..analysis.storage_tokens import TokenInfo, alloc_token_info, walk_program
+from ..errors import MemcoreError
+from ..ir.construct import new_shape_expr
+from ..ir.module import IRModule
+from ..ir.op import get_op
+from ..ir.ops import SHARES_STORAGE_OPS
+from ..ir.prim import IntImm
+from ..planning.allocate import plan_memory
+from ..transform.static_plan_block_memory import ATTR_PLAN_DYNAMIC_FUNC_OUTPUT
+from . import _ffi_reader, _ffi_writer, _spbm_extract
+from ._extraction import any_type, dtype_const, function_with_blocks, int64_imm, module_entries, module_with
+from ._extraction import shape_of_bytes
+from ._node_map import AddrMap, NodeMap
+from .from_tvm import _entry_order, _Reader
+from .to_tvm import _Writer
+from .values import dict_attrs_from_tvm
+
+__all__ = ["static_plan_block_memory_extracted"]
+
+#: function attributes that bound symbolic sizes (read by the full pass's own reader)
+_BOUND_ATTRS = frozenset((ATTR_TIR_VAR_UPPER_BOUND, ATTR_TIR_VAR_LOWER_BOUND, ATTR_TIR_NON_NEGATIVE_VAR))
+#: an empty memcore module: the writer's context (no global infos, so no vdevices)
+_NO_INFOS = IRModule({})
+
+
+class _Signature(NamedTuple):
+    """What :func:`~memcore_py.analysis.arith.read_var_bounds` reads of a function."""
+
+    params: tuple
+    ret_ty: object
+    attrs: dict
+
+
+class _Symbolic:
+    """The sizes of allocations of symbolic shapes, and the ``R.shape([bytes])`` of their
+    storages: the full pass's own code on the few bindings the scan hands over, read by the
+    full conversion's reader (made at the first one), one function at a time."""
+
+    def __init__(self, api, layout, tvm_mod):
+        self.api, self.layout, self.tvm_mod = api, layout, tvm_mod
+        self.reader = None
+        self.name = ""
+        self.func_idx = -1
+        self.bounds = EMPTY_BOUNDS
+        #: function index -> {symbolic var name: its TVM var}, for the storages' sizes
+        self.sources: dict = {}
+
+    def _reader(self):
+        if self.reader is None:
+            # recording: the reader then keeps each symbolic var's TVM object (prim_sources)
+            self.reader = _Reader(self.api, self.tvm_mod, record=NodeMap())
+        return self.reader
+
+    def begin(self, name: str, func_idx: int, f_addr: int, attrs: dict):
+        """Start the function ``name``: read its bounds when it has ``tir_var_*`` attributes.
+
+        Raises
+        ------
+        PassError
+            A bound attribute of the wrong type (as the full pass).
+        """
+        self.name, self.func_idx = name, func_idx
+        bounded = not _BOUND_ATTRS.isdisjoint(attrs)
+        if self.reader is None and not bounded:  # the common case: nothing to read
+            self.bounds = EMPTY_BOUNDS
+            return
+        reader = self._reader()
+        reader.where = f"function {name!r}"
+        reader.prims = {}
+        reader.leaves = AddrMap()
+        if not bounded:
+            self.bounds = EMPTY_BOUNDS
+            return
+        func = _ffi_writer.object_at(f_addr)
+        params = []
+        _ffi_reader.read_params(self.layout, reader, func.params, reader.def_var, params)
+        self.bounds = read_var_bounds(_Signature(tuple(params), reader.ty(func.ret_ty), attrs), name)
+
+    def __call__(self, arr: int, i: int):
+        """The fields of the :class:`TokenInfo` of the allocation at position ``i`` of the
+        bindings ``Array`` at ``arr`` before the function index: ``(const bytes, bytes,
+        dtype, scope, device)``; None when it is not read or the full pass would reject it
+        (then the full conversion reports it)."""
+        reader = self._reader()
+        if reader.where != f"function {self.name!r}":
+            reader.where = f"function {self.name!r}"
+            reader.prims = {}
+            reader.leaves = AddrMap()
+        try:
+            binding = _ffi_reader.read_binding_at(self.layout, reader, arr, i)
+            if binding is None:
+                binding = reader.binding(_ffi_writer.object_at(arr)[i])
+            info = alloc_token_info(binding, self.name, self.func_idx, self.bounds, 0)
+        except MemcoreError:
+            return None
+        self.sources[self.func_idx] = {pv.name: reader.prim_sources[h] for h, pv in reader.prims.items()}
+        return info[:5]
+
+    def shape_addr(self, keep, func_idx: int, nbytes) -> int:
+        """The address (owned by ``keep``) of ``R.shape([nbytes])`` for a storage of the
+        ``func_idx``-th function, its symbolic vars that function's own."""
+        writer = _Writer(self.api, _NO_INFOS, keep=keep)
+        writer.where = "a storage's size"
+        writer.prims = dict(self.sources.get(func_idx, {}))
+        return writer.expr_addr(new_shape_expr((nbytes,)))
+
+_STORAGE_WALK = []
+#: the ops the scan and the rewrite take, made once: (scan op addresses, rewrite op addresses,
+#: the ops themselves, held)
+_OPS = []
+
+
+def _ops(api):
+    if not _OPS:
+        scan_ops = [api.Op.get("relax.builtin.alloc_tensor"), api.Op.get("relax.vm.call_tir_dyn")]
+        scan_ops += [api.Op.get(op.name) for op in sorted(SHARES_STORAGE_OPS, key=lambda o: o.name)]
+        rewrite_ops = [api.Op.get(n) for n in ("relax.memory.alloc_storage", "relax.memory.alloc_tensor",
+                                               "relax.memory.ensure_zero_offset")]
+        _OPS.append((tuple(op.__chandle__() for op in scan_ops), tuple(op.__chandle__() for op in rewrite_ops),
+                     (scan_ops, rewrite_ops)))
+    return _OPS[0]
+
+
+def static_plan_block_memory_extracted(api, tvm_mod, mode: str = "tvm", alignment: int = 64, time_limit=None,
+                                       zero_offset_views: bool = True):
+    """StaticPlanBlockMemory on ``tvm_mod`` by extraction (module docstring): a
+    ``tvm.IRModule`` (``tvm_mod`` itself when nothing is planned), or None when the full
+    conversion must run. The options are :class:`memcore_py.transform.StaticPlanBlockMemory`'s
+    (validated by the caller)."""
+    found = module_entries(api, tvm_mod)
+    if found is None:
+        return None
+    layout, entries = found
+    scan_ops, rewrite_ops, _held = _ops(api)
+    if not _STORAGE_WALK:
+        _STORAGE_WALK.append(load_compiled("memcore_py.analysis._storage_walk").InitWalk)
+    walk = _STORAGE_WALK[0](get_op("relax.builtin.alloc_tensor"), frozenset(), frozenset(), {}, {}, TokenInfo)
+    scan = _spbm_extract.Scan(layout, walk, {gv: kind == 0 for kind, _n, gv, _f in entries}, scan_ops, TokenInfo)
+    symbolic = scan.symbolic = _Symbolic(api, layout, tvm_mod)
+    relax = sorted(((True, name == "main", name, f) for kind, name, _gv, f in entries if kind == 1), key=_entry_order)
+    functions = []
+    for _r, _main, name, f_addr in relax:
+        attrs = _ffi_reader.function_attrs(layout, f_addr)
+        try:
+            if attrs is None:
+                attrs = dict_attrs_from_tvm(_ffi_writer.object_at(f_addr).attrs, f"function {name!r}")
+            if ATTR_PLAN_DYNAMIC_FUNC_OUTPUT in attrs:
+                return None  # Case-2 allocations: the full pass
+            symbolic.begin(name, len(functions), f_addr, attrs)
+        except MemcoreError:
+            return None  # the full conversion reports it
+        got = scan.function(f_addr, len(functions))
+        if got is None:
+            return None
+        functions.append((name, f_addr, got))
+    program, (tok_block, tok_binding, tok_index) = walk_program(walk, [name for name, _f, _g in functions])
+    plan = plan_memory(program, mode, alignment=alignment, time_limit=time_limit)
+    storages = plan.storages
+    if not storages:
+        return tvm_mod
+    keep = _ffi_writer.Keep()
+    keep.hold(tvm_mod)
+    tok_storage = plan.tok_storage.tolist()
+    storage_first = [s.tokens[0] for s in storages]
+    storage_shape = [shape_of_bytes(api, s.nbytes.value) if type(s.nbytes) is IntImm
+                     else symbolic.shape_addr(keep, s.func, s.nbytes) for s in storages]
+    infos, tok_info = program.infos, program.tok_info
+    storage_dtype = [0 if s.dtype == infos[tok_info[t]].dtype else dtype_const(api, s.dtype)
+                     for s, t in zip(storages, storage_first)]
+    offset_imm = None
+    if plan.mode == "arena":
+        offsets = plan.tok_offset.tolist()
+        if any(offsets):
+            offset_imm = [int64_imm(api, o) if o else 0 for o in offsets]
+    storage_var = [0] * len(storages)
+    new_funcs = {}
+    n_storages = 0
+    t0 = 0
+    func_of = program.tok_func.tolist()
+    n_tok = len(func_of)
+    for f, (_name, f_addr, (_seq, blocks_addr, arrays, first_block, ty_addr)) in enumerate(functions):
+        t1 = t0
+        while t1 < n_tok and func_of[t1] == f:
+            t1 += 1
+        if t1 == t0:
+            continue
+        changed, n_storages = _spbm_extract.rewrite_function(
+            layout, keep, arrays, first_block, tok_block, tok_index, tok_binding, t0, t1, tok_storage, offset_imm,
+            storage_var, storage_first, storage_shape, storage_dtype, int64_imm(api, 0), any_type(api), rewrite_ops,
+            bool(zero_offset_views) and offset_imm is not None, n_storages)
+        t0 = t1
+        new_funcs[f_addr] = function_with_blocks(layout, keep, f_addr, blocks_addr, [k for k, _b in changed],
+                                                 [b for _k, b in changed], ty_addr)
+    return module_with(api, layout, keep, tvm_mod, entries, new_funcs)

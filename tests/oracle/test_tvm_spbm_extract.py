@@ -1,0 +1,394 @@
+"""The native StaticPlanBlockMemory by extraction (memcore_py/tvm/spbm_extract.py) against the
+full conversion (both modes) and TVM's StaticPlanBlockMemory (TVM mode), on real models,
+dynamic shapes and random modules, and the cases where it must decline."""
+from __future__ import annotations
+
+import pytest
+
+tvm = pytest.importorskip("tvm")
+
+from _helpers import dynamic_model_text  # noqa: E402
+from tvm import relax  # noqa: E402
+
+import memcore_py.tvm as mtvm  # noqa: E402
+from memcore_py.examples.models import list_models, model_text  # noqa: E402
+from memcore_py.testing import random_lowered_module  # noqa: E402
+from memcore_py.testing.memory_programs import random_memory_module  # noqa: E402
+from memcore_py.transform import StaticPlanBlockMemory as MemcoreStaticPlanBlockMemory  # noqa: E402
+from memcore_py.transform import ToNonDataflow  # noqa: E402
+from memcore_py.transform.static_plan_block_memory import differences_from_tvm  # noqa: E402
+from memcore_py.tvm._api import tvm_api  # noqa: E402
+from memcore_py.tvm.passes import apply_memcore_pass  # noqa: E402
+from memcore_py.tvm.spbm_extract import static_plan_block_memory_extracted  # noqa: E402
+
+TVM_SPBM = relax.transform.StaticPlanBlockMemory
+MODES = ("tvm", "arena")
+
+
+def _extracted(mod, mode):
+    return static_plan_block_memory_extracted(tvm_api(), mod, mode, 64, None, True)
+
+
+def _full(mod, mode):
+    """The full conversion's StaticPlanBlockMemory (read everything, plan, write back)."""
+    return apply_memcore_pass(MemcoreStaticPlanBlockMemory(mode=mode, time_limit=None), mod)
+
+
+def _check(mod, mode, *, like_tvm=None):
+    """The extraction's output equals the full conversion's and the native pass's (and, in TVM
+    mode, TVM's own when ``like_tvm``, by default when memcore documents no difference from
+    TVM on ``mod``); returns it (None when it declined)."""
+    out = _extracted(mod, mode)
+    full = _full(mod, mode)
+    tvm.ir.assert_structural_equal(mtvm.StaticPlanBlockMemory(mode=mode, time_limit=None)(mod), full)
+    if out is not None:
+        tvm.ir.assert_structural_equal(out, full)
+        assert out.script() == full.script()  # the same names too (storage, storage1, ..., *_raw)
+        if mode == "tvm":
+            if like_tvm is None:
+                like_tvm = not differences_from_tvm(mtvm.from_tvm(mod))
+            if like_tvm:
+                tvm.ir.assert_structural_equal(out, TVM_SPBM()(mod))
+    return out
+
+
+CASES = list_models() + [f"{m}:{k}" for m in ("bert_base", "gpt2_small", "llama_small") for k in ("bounded", "unbounded")]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("case", CASES)
+def test_real_models_by_extraction(case, mode):
+    name, _, kind = case.partition(":")
+    mod = tvm.script.from_source(model_text(name) if not kind else dynamic_model_text(name, kind == "bounded"))
+    out = _check(mod, mode)
+    assert out is not None  # static, bounded and unbounded: planned by the extraction
+    for gv, f in mod.functions.items():  # PrimFuncs are carried as they are
+        if isinstance(f, tvm.tirx.PrimFunc):
+            assert out[gv.name_hint].same_as(f)
+
+
+def _random(seed):
+    """A random post-CallTIRRewrite module as TVM parses it: memcore's random lowered
+    programs (tuples, get-items, packed calls, the packed reshape; symbolic sizes 40 % of the
+    time), or several-function memory programs (If, dataflow blocks, local scopes, devices,
+    symbolic sizes: each sometimes), after ToNonDataflow."""
+    if seed % 3 == 2:
+        opts = {} if seed % 2 else {"p_if": 0.0, "p_dataflow": 0.0, "p_symbolic": 0.0}
+        mod = ToNonDataflow()(random_memory_module(seed, 3, 10, **opts))
+    else:
+        mod = random_lowered_module(seed, 20 + seed % 60)
+    return tvm.script.from_source(mod.script())
+
+
+@pytest.mark.no_verify
+@pytest.mark.parametrize("mode", MODES)
+def test_random_modules_by_extraction_equal_the_full_conversion(mode):
+    extracted = declined = 0
+    for seed in range(90):
+        if _check(_random(seed), mode, like_tvm=False) is None:
+            declined += 1
+        else:
+            extracted += 1
+    # both paths are exercised by these modules
+    assert extracted >= 60 and declined >= 4, (extracted, declined)
+
+
+def _module(text):
+    parsed = tvm.script.from_source(text)
+    return parsed if isinstance(parsed, tvm.IRModule) else tvm.IRModule({"main": parsed})
+
+
+MODULE = """# from tvm.script import ir as I
+# from tvm.script import relax as R
+# from tvm.script import tirx as T
+
+@I.ir_module
+class Module:
+    @T.prim_func(private=True)
+    def k1(A0: T.handle, A1: T.handle):
+        T.evaluate(0)
+
+    @T.prim_func(private=True)
+    def k2(A0: T.handle, A1: T.handle, A2: T.handle):
+        T.evaluate(0)
+
+"""
+
+
+def _with_main(m, main):
+    """``m`` with ``main`` replaced (the PrimFuncs keep their GlobalVars, which main calls)."""
+    return tvm.IRModule({gv: (main if gv.name_hint == "main" else f) for gv, f in m.functions.items()})
+
+
+def _alloc(shape, dtype="float32", scope="global"):
+    return f'R.builtin.alloc_tensor(R.shape({list(shape)}), R.dtype("{dtype}"), R.prim_value(0), R.str("{scope}"))'
+
+
+def _fn(name, body, params='x: R.Tensor((4,), dtype="float32")', ret='R.Tensor((4,), dtype="float32")', attrs=""):
+    head = f"    @R.function(pure=False)\n    def {name}({params}) -> {ret}:\n        cls = Module\n"
+    if attrs:
+        head += f"        R.func_attr({attrs})\n"
+    return head + "".join(f"        {line}\n" for line in body.strip("\n").split("\n")) + "\n"
+
+
+#: three allocations in a chain, the last one returned: the first two are planned
+CHAIN = f"""a = {_alloc([4])}
+_ = cls.k1(x, a)
+b = {_alloc([4])}
+_1 = cls.k1(a, b)
+c = {_alloc([4])}
+_2 = cls.k1(b, c)
+return c"""
+
+
+def test_storages_are_named_across_functions_and_reused_within_each():
+    # two functions in module order (main last): the names continue from one to the next
+    m = _module(MODULE + _fn("main", CHAIN) + _fn("helper", CHAIN))
+    for mode in MODES:
+        out = _check(m, mode)
+        assert out is not None
+    out = _extracted(m, "tvm")
+    assert "storage1" in out["helper"].script() and "storage2" in out["main"].script()
+
+
+def test_tuples_get_items_packed_calls_and_the_packed_reshape_carry_tokens():
+    body = f"""a = {_alloc([4])}
+b = {_alloc([2, 2])}
+_ = cls.k2(x, a, b)
+t = (a, b)
+u = t[1]
+r = R.call_packed("vm.builtin.reshape", u, R.shape([4]), ty_args=(R.Tensor((4,), dtype="float32"),))
+c = {_alloc([4])}
+_1 = R.call_packed("my_kernel", t, c, ty_args=(R.Tuple,))
+d = {_alloc([4])}
+_2 = cls.k2(r, c, d)
+e = {_alloc([4])}
+_3 = cls.k1(d, e)
+return e"""
+    m = _module(MODULE + _fn("main", body))
+    for mode in MODES:
+        assert _check(m, mode) is not None
+
+
+def test_an_escaping_or_unplanned_allocation_stays_and_a_use_elsewhere_discards():
+    # a: returned inside a tuple; b: passed to a Relax op (escapes); c, d planned
+    body = f"""a = {_alloc([4])}
+_ = cls.k1(x, a)
+b = {_alloc([4])}
+_1 = cls.k1(a, b)
+s = R.add(b, x)
+c = {_alloc([4])}
+_2 = cls.k1(s, c)
+d = {_alloc([4])}
+_3 = cls.k1(c, d)
+return (a, d)"""
+    m = _module(MODULE + _fn("main", body, ret='R.Tuple(R.Tensor((4,), dtype="float32"), R.Tensor((4,), dtype="float32"))'))
+    for mode in MODES:
+        out = _check(m, mode)
+        assert out is not None
+    assert _extracted(m, "tvm")["main"].script().count("R.builtin.alloc_tensor") == 3  # a, b and d
+
+
+def test_a_match_cast_carries_its_value_tokens():
+    body = f"""a = {_alloc([4])}
+_ = cls.k1(x, a)
+b = R.match_cast(a, R.Tensor((4,), dtype="float32"))
+c = {_alloc([4])}
+_1 = cls.k1(b, c)
+d = {_alloc([4])}
+_2 = cls.k1(c, d)
+return d"""
+    m = _module(MODULE + _fn("main", body))
+    for mode in MODES:
+        assert _check(m, mode) is not None
+
+
+def test_blocks_plan_as_one_function():
+    # a token used in the next block is discarded; a storage is reused across blocks
+    ty = relax.TensorType((4,), "float32")
+    m = _module(MODULE + _fn("main", f"""a = {_alloc([4])}
+_ = cls.k1(x, a)
+return a"""))
+    k1 = m.get_global_var("k1")
+    x = relax.Var("x", ty)
+    template = m["main"].body.blocks[0].bindings[0].value
+    void = m["main"].body.blocks[0].bindings[1].var.ty
+
+    def alloc(var):  # a call object each (TVM's pass keys its tokens by call)
+        return relax.VarBinding(var, relax.Call(template.op, template.args, template.attrs, template.ty_args, ret_ty=ty))
+
+    def call(*args):
+        return relax.VarBinding(relax.Var("_", void), relax.Call(k1, list(args), ret_ty=void))
+
+    a, b, c, d = (relax.Var(n, ty) for n in "abcd")
+    blocks = [relax.BindingBlock([alloc(a), call(x, a), alloc(b), call(a, b)]),
+              relax.BindingBlock([alloc(c), call(b, c), alloc(d), call(c, d)])]
+    body = relax.BlockBuilder().normalize(relax.SeqExpr(blocks, d))
+    m2 = tvm.IRModule({k1: m[k1], "main": relax.Function([x], body, ty, is_pure=False)})
+    for mode in MODES:
+        assert _check(m2, mode) is not None
+
+
+def test_arena_mode_of_mixed_dtypes_and_offsets():
+    # three dtypes with chained lifetimes: TVM mode keeps a storage per dtype, the arena shares
+    body = f"""a = {_alloc([64])}
+_ = cls.k1(x, a)
+b = {_alloc([256], "int8")}
+_1 = cls.k1(a, b)
+c = {_alloc([128], "float16")}
+_2 = cls.k1(b, c)
+d = {_alloc([64])}
+_3 = cls.k1(c, d)
+return d"""
+    m = _module(MODULE + _fn("main", body))
+    out = _check(m, "arena")
+    assert out is not None
+    text = out["main"].script()
+    assert "_raw" in text and "R.memory.ensure_zero_offset" in text and 'R.dtype("uint8")' in text, text
+    # without views: the tensors are allocated at their offsets directly
+    plain = static_plan_block_memory_extracted(tvm_api(), m, "arena", 64, None, False)
+    tvm.ir.assert_structural_equal(plain, apply_memcore_pass(
+        MemcoreStaticPlanBlockMemory(mode="arena", time_limit=None, zero_offset_views=False), m))
+    assert "ensure_zero_offset" not in plain["main"].script()
+
+
+def test_nothing_planned_returns_the_module():
+    m = _module(MODULE + _fn("main", f"""a = {_alloc([4])}
+_ = cls.k1(x, a)
+return a"""))
+    for mode in MODES:
+        assert _extracted(m, mode).same_as(m)
+
+
+def test_a_body_without_a_type_takes_its_results():
+    # TVM's constructors leave a SeqExpr untyped; its result's type is the body's
+    m = _module(MODULE + _fn("main", CHAIN))
+    f = m["main"]
+    untyped = relax.SeqExpr(f.body.blocks, f.body.body)
+    assert untyped.ty.is_missing()
+    m2 = _with_main(m, relax.Function(f.params, untyped, f.ret_ty, False, f.attrs))
+    for mode in MODES:
+        out = _check(m2, mode)
+        assert out is not None and not out["main"].body.ty.is_missing()
+
+
+DECLINED = {
+    "if": f"""c = R.const(True, "bool")
+if c:
+    a = {_alloc([4])}
+    _ = cls.k1(x, a)
+    r = a
+else:
+    r = x
+return r""",
+    "dataflow": f"""with R.dataflow():
+    a = R.add(x, x)
+    R.output(a)
+b = {_alloc([4])}
+_ = cls.k1(a, b)
+return b""",
+}
+
+
+@pytest.mark.parametrize("case", sorted(DECLINED))
+def test_what_the_extraction_does_not_handle_declines_to_the_full_conversion(case):
+    m = _module(MODULE + _fn("main", DECLINED[case]))
+    for mode in MODES:
+        assert _extracted(m, mode) is None
+        tvm.ir.assert_structural_equal(mtvm.StaticPlanBlockMemory(mode=mode, time_limit=None)(m), _full(m, mode))
+
+
+def test_a_nested_call_declines():
+    # TVMScript normalizes nested calls away: built with TVM's constructors
+    m = _module(MODULE + _fn("main", f"""a = {_alloc([4])}
+_ = cls.k1(x, a)
+return a"""))
+    f = m["main"]
+    b0, b1 = f.body.blocks[0].bindings
+    add = relax.Call(tvm.ir.Op.get("relax.add"), [f.params[0], f.params[0]], None, None, None, f.params[0].ty)
+    nested = relax.VarBinding(b1.var, relax.Call(b1.value.op, [add, b0.var], ret_ty=b1.var.ty))
+    m2 = _with_main(m, relax.Function(f.params, relax.SeqExpr([relax.BindingBlock([b0, nested])], f.body.body, ),
+                                      f.ret_ty, False, f.attrs))
+    assert _extracted(m2, "tvm") is None
+
+
+SYMBOLIC = """n = T.int64()
+y = R.match_cast(x, R.Tensor((n,), dtype="float32"))
+a = R.builtin.alloc_tensor(R.shape([n]), R.dtype("float32"), R.prim_value(0), R.str("global"))
+_ = cls.k1(y, a)
+b = R.builtin.alloc_tensor(R.shape([n]), R.dtype("float32"), R.prim_value(0), R.str("global"))
+_1 = cls.k1(a, b)
+c = R.builtin.alloc_tensor(R.shape([2, n]), R.dtype("float32"), R.prim_value(0), R.str("global"))
+_2 = cls.k1(b, c)
+d = R.builtin.alloc_tensor(R.shape([2, n]), R.dtype("float32"), R.prim_value(0), R.str("global"))
+_3 = cls.k1(c, d)
+return x"""
+
+
+@pytest.mark.parametrize("attrs", ["", '{"tir_var_upper_bound": {"n": 16}}', '{"tir_non_negative_var": ["n"]}'])
+def test_symbolic_sizes_bounded_or_not_are_planned_by_extraction(attrs):
+    m = _module(MODULE + _fn("main", SYMBOLIC, attrs=attrs))
+    for mode in MODES:
+        assert _check(m, mode) is not None
+
+
+@pytest.mark.parametrize("attr", ['{"tir_var_upper_bound": {"n": "many"}}', '{"relax.memory_plan_dynamic_func_output": True}'])
+def test_a_malformed_bound_or_case_2_declines(attr):
+    m = _module(MODULE + _fn("main", SYMBOLIC, attrs=attr))
+    assert _extracted(m, "tvm") is None
+    if "many" in attr:  # the full conversion reports the bad attribute
+        from memcore_py.errors import PassError
+
+        with pytest.raises(PassError, match="tir_var_upper_bound"):
+            mtvm.StaticPlanBlockMemory()(m)
+    else:
+        tvm.ir.assert_structural_equal(mtvm.StaticPlanBlockMemory()(m), _full(m, "tvm"))
+
+
+def test_a_malformed_allocation_declines_and_the_full_conversion_reports_it():
+    from memcore_py.errors import PassError
+
+    m = _module(MODULE + _fn("main", CHAIN))
+    f = m["main"]
+    bindings = list(f.body.blocks[0].bindings)
+    good = bindings[0].value  # the dtype argument no longer the type's (TVMScript refuses to write it)
+    int32 = tvm.script.from_source(MODULE + _fn("main", f"""a = {_alloc([4], "int32")}
+return x"""))["main"].body.blocks[0].bindings[0].value.args[1]
+    bindings[0] = relax.VarBinding(bindings[0].var, relax.Call(good.op, [good.args[0], int32, good.args[2], good.args[3]],
+                                                               good.attrs, good.ty_args, ret_ty=good.ty))
+    m2 = _with_main(m, relax.Function(f.params, relax.SeqExpr([relax.BindingBlock(bindings)], f.body.body),
+                                      f.ret_ty, False, f.attrs))
+    assert _extracted(m2, "tvm") is None
+    with pytest.raises(PassError, match="dtype argument 'int32' must equal"):
+        mtvm.StaticPlanBlockMemory()(m2)
+
+
+def test_a_module_with_global_infos_declines():
+    m = _module(MODULE + _fn("main", CHAIN))
+    with_infos = tvm.IRModule(m.functions, global_infos={"vdevice": [relax.VDevice("llvm", 0, "global")]})
+    assert _extracted(with_infos, "tvm") is None
+    tvm.ir.assert_structural_equal(mtvm.StaticPlanBlockMemory()(with_infos), _full(with_infos, "tvm"))
+
+
+def test_an_op_memcore_does_not_model_passes_through_and_discards_its_arguments():
+    # the extraction reads only variables and kinds of callees: a call of an op memcore does
+    # not model stays TVM's own object and its arguments escape, TVM's rule for any other call
+    # (the full conversion refuses the module, naming the op)
+    from memcore_py.ir.op import is_registered
+    from memcore_py.tvm import TVMConversionError
+
+    name = next(n for n in ("relax.nn.gelu_tanh", "relax.image.resize2d", "relax.nn.nll_loss", "relax.unique")
+                if not is_registered(n))
+    m = _module(MODULE + _fn("main", CHAIN))
+    f = m["main"]
+    bindings = list(f.body.blocks[0].bindings)
+    ty = relax.TensorType((4,), "float32")
+    g = relax.Var("g", ty)
+    bindings.insert(4, relax.VarBinding(g, relax.Call(tvm.ir.Op.get(name), [bindings[2].var], None, None, None, ty)))
+    body = relax.BlockBuilder().normalize(relax.SeqExpr([relax.BindingBlock(bindings)], f.body.body))
+    m2 = _with_main(m, relax.Function(f.params, body, f.ret_ty, False, f.attrs))
+    out = _extracted(m2, "tvm")
+    tvm.ir.assert_structural_equal(out, TVM_SPBM()(m2))
+    assert any(b.same_as(bindings[4]) for b in out["main"].body.blocks[0].bindings)  # the unmodelled call, as it was
+    with pytest.raises(TVMConversionError, match=rf"operator {name!r}"):
+        _full(m2, "tvm")
