@@ -45,6 +45,7 @@ EXTENSIONS = {
     "memcore_py.tvm._node_map": {"sources": ["memcore_py/tvm/_node_map.pyx"], "language": "c"},
     "memcore_py.tvm._kill_extract": {"sources": ["memcore_py/tvm/_kill_extract.pyx"], "language": "c++"},
     "memcore_py.tvm._spbm_extract": {"sources": ["memcore_py/tvm/_spbm_extract.pyx"], "language": "c++"},
+    "memcore_py.tvm._lower_extract": {"sources": ["memcore_py/tvm/_lower_extract.pyx"], "language": "c++"},
 }
 
 _COMPILE_ARGS = ["-O0", "-g", "-UNDEBUG"] if DEBUG else ["-O3"]

@@ -13,11 +13,14 @@ Here, on the TVM objects:
    function in C for the allocations, and checks that the function is flat (the rule of
    :func:`~memcore_py.transform.dead_code_elimination.is_flat`: the allocations can then
    only be binding values of its top-level blocks, and nothing else changes);
-2. each allocation binding is read alone (:func:`~memcore_py.tvm._ffi_reader.read_binding_at`,
-   or the Python reader :class:`~.from_tvm._Reader` for what it declines) and
-   lowered by memcore's own lowerer (``_AllocTensorLowerer``, one per function, so storage
-   names follow the same sequence as in the full pass), then written back by the writer
-   (:class:`~.to_tvm._Writer`: the same types and argument objects as a full write-back);
+2. when every allocation of the function has a constant shape and a variable typed exactly as
+   its lowered call (the common case), :mod:`~memcore_py.tvm._lower_extract` sizes and lowers
+   them in C, the storages named as memcore's lowerer names them; otherwise each allocation
+   binding is read alone (:func:`~memcore_py.tvm._ffi_reader.read_binding_at`, or the Python
+   reader :class:`~.from_tvm._Reader` for what it declines) and lowered by memcore's own
+   lowerer (``_AllocTensorLowerer``, one per function, so storage names follow the same
+   sequence as in the full pass), then written back by the writer (:class:`~.to_tvm._Writer`:
+   the same types and argument objects as a full write-back);
 3. the block is a new ``ffi.Array`` of the old bindings' addresses with the new ones spliced
    in (:func:`~memcore_py.tvm._ffi_writer.array_spliced`), then a new block, ``SeqExpr``
    (the old blocks array with the new blocks spliced in, the old result and type),
@@ -25,7 +28,8 @@ Here, on the TVM objects:
    GlobalVars, the other functions as they are).
 
 Measured (bench ``test_native_lower_alloc_tensor``, ``test_fixed_cost_native_lowering``): a
-20-binding module 103 -> 41 us (TVM 33 us); bert_base 1.58 -> 0.14 ms (TVM 1.06 ms).
+20-binding module 103 -> 41 us (TVM 33 us); bert_base 1.58 -> 0.14 ms (TVM 1.06 ms). The
+compiled lowering of constant shapes (stop 25): see bench/README.md ("TVM bridge").
 
 A module with no allocation left is returned as it is. The full conversion runs instead
 (:func:`lower_alloc_tensor_extracted` returns None) when a function is not flat, a
@@ -46,9 +50,10 @@ from __future__ import annotations
 
 from ..ir.module import IRModule
 from ..transform.lower_alloc_tensor import _AllocTensorLowerer
-from . import _ffi_reader, _ffi_writer
+from . import _ffi_reader, _ffi_writer, _lower_extract
 from ._node_map import AddrMap, NodeMap
-from ._extraction import UNCHANGED, function_with_blocks, rewrite_functions
+from ._extraction import UNCHANGED, any_type, dtype_const, function_with_blocks, int64_imm, rewrite_functions
+from ._extraction import shape_of_bytes
 from .from_tvm import _Reader
 from .to_tvm import _Writer
 
@@ -98,6 +103,13 @@ def _lower_function(api, layout, tvm_mod, keep, name, func, seq_addr, blocks_add
     old = object_at(seq_addr)
     if old.ty.is_missing():  # not normalized: TVM's pass would infer the body's type
         return None
+    sizes = []
+    for _block, _dataflow, arr, positions in blocks:
+        sizes.append(_lower_extract.constant_sizes(layout, arr, positions) if positions else [])
+        if sizes[-1] is None:
+            break
+    else:  # every allocation of constant shape and exactly typed: lowered in C
+        return _lower_constant(api, layout, keep, func, blocks_addr, blocks, sizes)
     record = NodeMap()
     reader = _Reader(api, tvm_mod, record=record)
     reader.where = f"function {name!r}"
@@ -133,3 +145,32 @@ def _lower_function(api, layout, tvm_mod, keep, name, func, seq_addr, blocks_add
         changed.append(k)
         new_blocks.append(keep.hold((rx.DataflowBlock if dataflow else rx.BindingBlock)(new_arr, None)))
     return function_with_blocks(layout, keep, func.__chandle__(), blocks_addr, changed, new_blocks, 0)
+
+
+def _lower_constant(api, layout, keep, func, blocks_addr, blocks, sizes):
+    """:func:`_lower_function` when :func:`~._lower_extract.constant_sizes` accepted every
+    allocation (``sizes``: their bytes, per block): the blocks built in C."""
+    ops = _lower_ops(api)
+    uint8, zero, any_ty = dtype_const(api, "uint8"), int64_imm(api, 0), any_type(api)
+    changed, new_blocks = [], []
+    n_storages = 0
+    for k, ((_block, dataflow, arr, positions), block_sizes) in enumerate(zip(blocks, sizes)):
+        if not positions:
+            continue
+        shapes = [shape_of_bytes(api, b) for b in block_sizes]
+        block, n_storages = _lower_extract.lower_block(layout, keep, arr, positions, shapes, dataflow, uint8, zero,
+                                                       any_ty, ops[0], ops[1], n_storages)
+        changed.append(k)
+        new_blocks.append(block)
+    return function_with_blocks(layout, keep, func.__chandle__(), blocks_addr, changed, new_blocks, 0)
+
+
+_LOWER_OPS = []
+
+
+def _lower_ops(api):
+    """The addresses of ``relax.memory.alloc_storage`` and ``alloc_tensor`` (held here)."""
+    if not _LOWER_OPS:
+        ops = [api.Op.get("relax.memory.alloc_storage"), api.Op.get("relax.memory.alloc_tensor")]
+        _LOWER_OPS.extend((tuple(op.__chandle__() for op in ops), ops))
+    return _LOWER_OPS[0]

@@ -278,3 +278,70 @@ def test_an_unmodelled_op_raises_tvm_conversion_error_through_the_native_passes(
     for native in (mtvm.StaticPlanBlockMemory(), mtvm.StaticPlanBlockMemory(mode="arena"), mtvm.KillAfterLastUse()):
         with pytest.raises(TVMConversionError, match=rf"operator {name!r}"):
             native(tvm.IRModule({"main": func}))
+
+
+CONSTANT_SHAPES = """# from tvm.script import relax as R
+
+@R.function(pure=False)
+def main(x: R.Tensor((4,), dtype="float32")) -> R.Tensor((2, 3), dtype="bool"):
+    a = R.builtin.alloc_tensor(R.shape([4]), R.dtype("float32"), R.prim_value(0), R.str("global"))
+    b = R.builtin.alloc_tensor(R.shape([8, 2]), R.dtype("float16"), R.prim_value(0), R.str("local"))
+    with R.dataflow():
+        c = R.builtin.alloc_tensor(R.shape([2, 3]), R.dtype("bool"), R.prim_value(0), R.str("global"))
+        d = R.builtin.alloc_tensor(R.shape([0]), R.dtype("int8"), R.prim_value(0), R.str("global"))
+        R.output(c)
+    return c
+"""
+
+
+def test_constant_shapes_are_lowered_in_c():
+    # sizes by dtype (bool: 1 byte; a 0-element tensor), storage names across blocks, a
+    # dataflow block's storages as DataflowVars: as TVM lowers them
+    from memcore_py.tvm import _lower_extract
+    from memcore_py.tvm.from_tvm import _layout
+
+    m = _module(CONSTANT_SHAPES)
+    blocks = m["main"].body.blocks
+    layout = _layout(tvm_api())
+    assert _lower_extract.constant_sizes(layout, blocks[0].bindings.__chandle__(), [0, 1]) == [16, 32]
+    assert _lower_extract.constant_sizes(layout, blocks[1].bindings.__chandle__(), [0, 1]) == [6, 0]
+    out = _check(m)
+    assert out is not None
+    assert isinstance(out["main"].body.blocks[1].bindings[0].var, relax.DataflowVar)
+    names = [str(b.var.name) for blk in out["main"].body.blocks for b in blk.bindings]
+    assert names == ["storage", "a", "storage1", "b", "storage2", "c", "storage3", "d"], names
+
+
+def test_symbolic_or_loosely_typed_allocations_are_not_lowered_in_c():
+    from memcore_py.tvm import _lower_extract
+    from memcore_py.tvm.from_tvm import _layout
+
+    layout = _layout(tvm_api())
+    for text in (SYMBOLIC_DATAFLOW, LESS_PRECISE):
+        m = _module(text)
+        for blk in m["main"].body.blocks:
+            positions = [i for i, b in enumerate(blk.bindings)
+                         if isinstance(b.value, relax.Call) and str(getattr(b.value.op, "name", "")) == "relax.builtin.alloc_tensor"]
+            if positions:
+                assert _lower_extract.constant_sizes(layout, blk.bindings.__chandle__(), positions) is None
+
+
+def test_the_compiled_lowering_rejects_bad_arguments():
+    from memcore_py.tvm import _lower_extract
+    from memcore_py.tvm.from_tvm import _layout
+
+    layout = _layout(tvm_api())
+    m = _module(CONSTANT_SHAPES)
+    arr = m["main"].body.blocks[0].bindings.__chandle__()
+    keep = _ffi_writer.Keep()
+    for bad in ([2], [-1]):
+        with pytest.raises(ValueError, match="constant_sizes"):
+            _lower_extract.constant_sizes(layout, arr, bad)
+    with pytest.raises(ValueError, match="constant_sizes"):
+        _lower_extract.constant_sizes(layout, m["main"].__chandle__(), [0])
+    args = (False, 1, 1, 1, 1, 1, 0)  # addresses never used: the arguments are checked first
+    with pytest.raises(ValueError, match="lower_block"):
+        _lower_extract.lower_block(layout, keep, arr, [0, 1], [1], *args)  # a shape per position
+    for positions in ([1, 0], [0, 5]):  # not increasing; out of range
+        with pytest.raises(ValueError, match="lower_block"):
+            _lower_extract.lower_block(layout, keep, arr, positions, [1, 1], *args)
