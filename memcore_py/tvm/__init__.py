@@ -21,8 +21,8 @@ Public API
 TVM is imported lazily (:mod:`memcore_py.tvm._api`), only by this package; importing
 ``memcore_py.tvm`` needs no TVM, calling it does.
 
-Design: full conversion, with write-back by reuse
--------------------------------------------------
+Design: full conversion with write-back by reuse; extraction for the memory passes
+----------------------------------------------------------------------------------
 Two designs were measured (same run, bert_base: 850 bindings, 28 PrimFuncs; TVM's own
 StaticPlanBlockMemory + KillAfterLastUse on the ``tvm.IRModule`` take 8.2 ms):
 
@@ -57,12 +57,27 @@ written module, :class:`~memcore_py.tvm.passes._Handoff`): the three memory pass
 
 3. *Extraction for LowerAllocTensor* (:mod:`memcore_py.tvm.lower_alloc_extract`, used when
    the pass is not handed a module): that pass changes only the allocation bindings of a
-   flat function, so a C scan finds them, only they are read, lowered by memcore's own
-   lowerer and written, and the blocks are rebuilt around them from the old bindings'
-   addresses. A lone call on a real model went from 0.5-0.8x TVM's pass (the full read costs
-   more than TVM's whole visit) to 3-9x, and on a 20-binding module from 103 to 41 us (TVM
-   33 us). The planning passes keep the full conversion for the reason in 1.: their analyses
-   read every binding anyway.
+   flat function, so a C scan finds them and the blocks are rebuilt around them from the old
+   bindings' addresses; allocations of constant shape are lowered in C, the others read,
+   lowered by memcore's own lowerer and written. A lone call on a real model went from
+   0.5-0.8x TVM's pass (the full read costs more than TVM's whole visit) to 4-25x, and on a
+   20-binding module from 103 to 17 us (TVM 72 us on that VM).
+4. *Extraction for the analyses too* (stop 25: :mod:`memcore_py.tvm.kill_extract`,
+   :mod:`memcore_py.tvm.spbm_extract`). The objection in 1. was a second copy of the token
+   and kill analyses. It is avoided where it matters: the C walks over TVM's objects fill the
+   *same* tables as memcore's compiled walks (``VarTable`` / ``kill_schedule`` declared in
+   ``_kill_walk.pxd``; ``InitWalk`` in ``_storage_walk.pxd``, decoded by the same
+   ``walk_program`` into the same ``TokenProgram``), memcore's planner and its symbolic-size
+   arithmetic run unchanged, and only the binding-level rules are restated, for flat
+   functions alone (anything else declines to the full conversion). The tests compare the two
+   paths and TVM on every shipped model and on random modules. What it bought on a 20-binding
+   module: StaticPlanBlockMemory 149 -> 46 us (TVM 89), KillAfterLastUse 107 -> 26 us; on the
+   real models SPBM + KillAfterLastUse went from 2.6-6.2x TVM's to 8.6-21x, the three memory
+   passes from 2.7-6x to 9.7-17x.
+
+The full conversion stays the path of everything the extractions decline, of the passes that
+change more than a few bindings (DataflowUseInplaceCalls, AttachAttrLayoutFreeBuffers), and of
+:func:`from_tvm` / :func:`to_tvm` themselves.
 """
 from ._api import TVMConversionError  # noqa: F401
 from .from_tvm import from_tvm  # noqa: F401
