@@ -4,14 +4,18 @@ Relax functions on the TVM objects, and a new module is made of the old GlobalVa
 rewritten functions and the others as they are."""
 from __future__ import annotations
 
+from ..ir.module import IRModule
 from . import _ffi_reader, _ffi_writer
 from .from_tvm import _layout
 
-__all__ = ["UNCHANGED", "rewrite_functions", "module_entries", "module_with", "function_with_blocks", "shape_of_bytes",
+__all__ = ["UNCHANGED", "NO_INFOS", "rewrite_functions", "module_entries", "module_with", "function_with_blocks", "shape_of_bytes",
            "int64_imm", "dtype_const", "any_type"]
 
 #: what a function rewrite returns for a function the pass leaves as it is
 UNCHANGED = 0
+#: an empty memcore module: the writer's context when an extraction writes a few nodes (no
+#: global infos, so no vdevices: the extractions decline modules that have them)
+NO_INFOS = IRModule({})
 
 #: TVM leaves the extracted passes write, shared across calls as the writer shares constant
 #: leaves (held here; each cache cleared when larger than _LEAF_CACHE_MAX): storage bytes ->

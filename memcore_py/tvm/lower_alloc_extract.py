@@ -48,19 +48,16 @@ modules.
 """
 from __future__ import annotations
 
-from ..ir.module import IRModule
 from ..transform.lower_alloc_tensor import _AllocTensorLowerer
 from . import _ffi_reader, _ffi_writer, _lower_extract
 from ._node_map import AddrMap, NodeMap
 from ._extraction import UNCHANGED, any_type, dtype_const, function_with_blocks, int64_imm, rewrite_functions
-from ._extraction import shape_of_bytes
+from ._extraction import NO_INFOS, shape_of_bytes
 from .from_tvm import _Reader
 from .to_tvm import _Writer
 
 __all__ = ["lower_alloc_tensor_extracted"]
 
-#: an empty memcore module: the writer's context (no global infos, so no vdevices)
-_NO_INFOS = IRModule({})
 
 
 def lower_alloc_tensor_extracted(api, tvm_mod):
@@ -133,7 +130,7 @@ def _lower_function(api, layout, tvm_mod, keep, name, func, seq_addr, blocks_add
                 return None
             per_position.append(out)
         lowered.append((k, per_position))
-    writer = _Writer(api, _NO_INFOS, reuse=record, keep=keep)
+    writer = _Writer(api, NO_INFOS, reuse=record, keep=keep)
     writer.where = reader.where
     writer.prims = {pv.name: reader.prim_sources[h] for h, pv in reader.prims.items()}
     rx = api.rx_ffi

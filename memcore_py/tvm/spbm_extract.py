@@ -49,9 +49,9 @@ Nothing is dropped either way. An allocation the scan does not accept (a malform
 included) declines, so the full pass reports it as it would.
 
 Measured (bench ``test_fixed_cost_native_spbm``, ``test_native_static_plan_block_memory``,
-TVM's pass in the same run): a 21-binding module 151 -> 52 us (TVM 97-135 us on that busy VM);
-the real models 4.9-9.3x TVM's pass (TVM mode), bounded dynamic shapes 0.9-1.25x -> 2.5-3.3x,
-unbounded 3.4-5.4x -> 7.5-11.8x (bench/README.md, "TVM bridge").
+TVM's pass in the same run): a 21-binding module 149 -> 46-47 us (TVM 89-91 us on a quiet VM);
+the real models 5.0-6.9x TVM's pass (TVM mode), bounded dynamic shapes 0.9-1.25x -> 2.7-3.7x,
+unbounded 3.4-5.4x -> 7.1-11.8x (bench/README.md, "TVM bridge").
 """
 from __future__ import annotations
 
@@ -63,7 +63,6 @@ from ..analysis.arith import read_var_bounds
 from ..analysis.storage_tokens import TokenInfo, alloc_token_info, walk_program
 from ..errors import MemcoreError
 from ..ir.construct import new_shape_expr
-from ..ir.module import IRModule
 from ..ir.op import get_op
 from ..ir.ops import SHARES_STORAGE_OPS
 from ..ir.prim import IntImm
@@ -71,7 +70,7 @@ from ..planning.allocate import plan_memory
 from ..transform.static_plan_block_memory import ATTR_PLAN_DYNAMIC_FUNC_OUTPUT
 from . import _ffi_reader, _ffi_writer, _spbm_extract
 from ._extraction import any_type, dtype_const, function_with_blocks, int64_imm, module_entries, module_with
-from ._extraction import shape_of_bytes
+from ._extraction import NO_INFOS, shape_of_bytes
 from ._node_map import AddrMap, NodeMap
 from .from_tvm import _entry_order, _Reader
 from .to_tvm import _Writer
@@ -81,8 +80,6 @@ __all__ = ["static_plan_block_memory_extracted"]
 
 #: function attributes that bound symbolic sizes (read by the full pass's own reader)
 _BOUND_ATTRS = frozenset((ATTR_TIR_VAR_UPPER_BOUND, ATTR_TIR_VAR_LOWER_BOUND, ATTR_TIR_NON_NEGATIVE_VAR))
-#: an empty memcore module: the writer's context (no global infos, so no vdevices)
-_NO_INFOS = IRModule({})
 
 
 class _Signature(NamedTuple):
@@ -101,6 +98,7 @@ class _Symbolic:
     def __init__(self, api, layout, tvm_mod):
         self.api, self.layout, self.tvm_mod = api, layout, tvm_mod
         self.reader = None
+        self.read_for = -1  # the function index the reader was last started on
         self.name = ""
         self.func_idx = -1
         self.bounds = EMPTY_BOUNDS
@@ -108,10 +106,18 @@ class _Symbolic:
         self.sources: dict = {}
 
     def _reader(self):
-        if self.reader is None:
+        """The reader, started on the current function (its symbolic vars and leaves are
+        per function, as the full conversion's)."""
+        reader = self.reader
+        if reader is None:
             # recording: the reader then keeps each symbolic var's TVM object (prim_sources)
-            self.reader = _Reader(self.api, self.tvm_mod, record=NodeMap())
-        return self.reader
+            reader = self.reader = _Reader(self.api, self.tvm_mod, record=NodeMap())
+        if self.read_for != self.func_idx:
+            self.read_for = self.func_idx
+            reader.where = f"function {self.name!r}"
+            reader.prims = {}
+            reader.leaves = AddrMap()
+        return reader
 
     def begin(self, name: str, func_idx: int, f_addr: int, attrs: dict):
         """Start the function ``name``: read its bounds when it has ``tir_var_*`` attributes.
@@ -122,17 +128,10 @@ class _Symbolic:
             A bound attribute of the wrong type (as the full pass).
         """
         self.name, self.func_idx = name, func_idx
-        bounded = not _BOUND_ATTRS.isdisjoint(attrs)
-        if self.reader is None and not bounded:  # the common case: nothing to read
+        if _BOUND_ATTRS.isdisjoint(attrs):  # the common case: nothing to read
             self.bounds = EMPTY_BOUNDS
             return
         reader = self._reader()
-        reader.where = f"function {name!r}"
-        reader.prims = {}
-        reader.leaves = AddrMap()
-        if not bounded:
-            self.bounds = EMPTY_BOUNDS
-            return
         func = _ffi_writer.object_at(f_addr)
         params = []
         _ffi_reader.read_params(self.layout, reader, func.params, reader.def_var, params)
@@ -144,10 +143,6 @@ class _Symbolic:
         dtype, scope, device)``; None when it is not read or the full pass would reject it
         (then the full conversion reports it)."""
         reader = self._reader()
-        if reader.where != f"function {self.name!r}":
-            reader.where = f"function {self.name!r}"
-            reader.prims = {}
-            reader.leaves = AddrMap()
         try:
             binding = _ffi_reader.read_binding_at(self.layout, reader, arr, i)
             if binding is None:
@@ -161,7 +156,7 @@ class _Symbolic:
     def shape_addr(self, keep, func_idx: int, nbytes) -> int:
         """The address (owned by ``keep``) of ``R.shape([nbytes])`` for a storage of the
         ``func_idx``-th function, its symbolic vars that function's own."""
-        writer = _Writer(self.api, _NO_INFOS, keep=keep)
+        writer = _Writer(self.api, NO_INFOS, keep=keep)
         writer.where = "a storage's size"
         writer.prims = dict(self.sources.get(func_idx, {}))
         return writer.expr_addr(new_shape_expr((nbytes,)))

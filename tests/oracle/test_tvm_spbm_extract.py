@@ -392,3 +392,38 @@ def test_an_op_memcore_does_not_model_passes_through_and_discards_its_arguments(
     assert any(b.same_as(bindings[4]) for b in out["main"].body.blocks[0].bindings)  # the unmodelled call, as it was
     with pytest.raises(TVMConversionError, match=rf"operator {name!r}"):
         _full(m2, "tvm")
+
+
+def test_the_compiled_parts_reject_bad_arguments():
+    from memcore_py._compiled import load_compiled
+    from memcore_py.analysis.storage_tokens import TokenInfo
+    from memcore_py.ir.op import get_op
+    from memcore_py.tvm import _ffi_writer, _spbm_extract
+    from memcore_py.tvm._extraction import module_entries
+    from memcore_py.tvm.spbm_extract import _ops
+
+    api = tvm_api()
+    m = _module(MODULE + _fn("main", CHAIN))
+    layout, entries = module_entries(api, m)
+    walk = load_compiled("memcore_py.analysis._storage_walk").InitWalk(
+        get_op("relax.builtin.alloc_tensor"), frozenset(), frozenset(), {}, {}, TokenInfo)
+    scan = _spbm_extract.Scan(layout, walk, {gv: kind == 0 for kind, _n, gv, _f in entries}, _ops(api)[0], TokenInfo)
+    prim = next(f for kind, _n, _g, f in entries if kind == 0)
+    assert scan.function(prim, 0) is None  # a PrimFunc: not a Relax function
+    main = next(f for kind, _n, _g, f in entries if kind == 1)
+    _seq, _blocks, arrays, first, _ty = scan.function(main, 0)
+    keep = _ffi_writer.Keep()
+    common = ([0], [0], [0], 0, 1, [0], None, [0], [0], [1], [0], 1, 1, (1, 1, 1), False, 0)
+    for t0, t1 in ((0, 2), (1, 0), (-1, 1)):  # out of range, reversed, negative
+        args = list(common)
+        args[3], args[4] = t0, t1
+        with pytest.raises(IndexError, match="rewrite_function"):
+            _spbm_extract.rewrite_function(layout, keep, arrays, first, *args)
+    args = list(common)
+    args[0] = [first + 5]  # a block that is not the function's
+    with pytest.raises(IndexError, match="rewrite_function"):
+        _spbm_extract.rewrite_function(layout, keep, arrays, first, *args)
+    args = list(common)
+    args[1] = [99]  # a position past the block
+    with pytest.raises(IndexError, match="rewrite_function"):
+        _spbm_extract.rewrite_function(layout, keep, arrays, first, *args)
