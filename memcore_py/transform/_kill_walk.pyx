@@ -371,11 +371,12 @@ cdef object unwrap_known(e, VarTable V):
 
 
 cdef inline signed char kept_kind(ty) noexcept:
-    """The kill kind of a kept binding's variable of type ``ty`` (-1: no register)."""
+    """The kill kind of a kept binding's variable of type ``ty`` (-1: no register; an
+    ``R.Tuple()`` value is never killed, as ``collect_last_usage`` documents)."""
     tcls = type(ty)
     if tcls is TENSOR_TYPE:
         return 0
-    if tcls in NO_REGISTER_TYPES:
+    if tcls in NO_REGISTER_TYPES or (tcls is TUPLE_TYPE and not ty.fields):
         return -1
     return 2
 

@@ -76,8 +76,8 @@ cdef inline int classify_type(Layout L, int32_t t) noexcept:
 
 
 cdef inline int type_kind(Layout L, const char* ty) noexcept:
-    """The kill kind of a call result of type ``ty`` (0 tensor, 2 object, -1 none), or -2 for
-    a type the walk declines."""
+    """The kill kind of a variable of type ``ty`` (0 tensor, 2 object, -1 none: shapes, prim
+    values, functions and ``R.Tuple()``), or -2 for a type the walk declines."""
     cdef int32_t t
     if ty == NULL:
         return -2
@@ -108,12 +108,7 @@ cdef inline PyObject* key(const char* p) noexcept:
     return <PyObject*>p
 
 
-cdef inline int kept_kind(Layout L, const char* ty) noexcept:
-    """The kill kind of a kept non-call binding's variable of type ``ty`` (the flat walk's
-    ``kept_kind``: any tuple holds a register), or -2 for a type the walk declines."""
-    if ty != NULL and obj_type(ty) == L.t_tuple_type:
-        return 2
-    return type_kind(L, ty)
+
 
 
 cdef void* record_uses(Layout L, VarTable V, Keep K, const char* items, Py_ssize_t pos,
@@ -285,7 +280,7 @@ def kill_function(Layout L, Keep K, size_t func, tuple ops, size_t unit):
                 changed = True
                 continue
             if t == L.t_tuple:  # kept; its fields' re-bindings resolved
-                kind = kept_kind(L, obj_field(var, L.o_expr_ty))
+                kind = type_kind(L, obj_field(var, L.o_expr_ty))
                 fields = obj_field(value, L.o_tuple_expr_fields)
                 if kind == -2 or fields == NULL or obj_type(fields) != K_ARRAY:
                     return None
@@ -305,7 +300,7 @@ def kill_function(Layout L, Keep K, size_t func, tuple ops, size_t unit):
             if t != L.t_call:
                 if not plain_value(L, value, t):
                     return None
-                kind = kept_kind(L, obj_field(var, L.o_expr_ty))  # kept as it is
+                kind = type_kind(L, obj_field(var, L.o_expr_ty))  # kept as it is
                 if kind == -2:
                     return None
                 if kind >= 0:

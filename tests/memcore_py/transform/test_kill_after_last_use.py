@@ -1050,3 +1050,26 @@ def test_void_value_is_never_killed():
     assert_structural_equal(fast, general)
     kills = [(b.value.op.name, b.value.args[0].name) for b in fast.body.blocks[0].bindings if b.var.name.startswith("_")]
     assert kills == [("relax.memory.kill_tensor", "a")]
+
+
+def test_kill_after_last_use_empty_tuple():
+    """``t: R.Tuple = R.tuple()`` used in a returned tuple is never killed, whichever path
+    runs: an empty tuple holds no register (TVM reads ``R.tuple()`` at every use of ``t``,
+    so its pass kills nothing here either)."""
+    before = f"""
+    @I.ir_module
+    class Module:
+        @R.function(pure=False)
+        def main(x: {T23}) -> R.Tuple(R.Tuple, {T23}):
+            t: R.Tuple = R.tuple()
+            u: R.Tuple(R.Tuple, {T23}) = (t, x)
+            return u
+    """
+    from memcore_py.transform.kill_after_last_use import _kill_after_last_use
+
+    mod = module_from_text(before)
+    fast = kill_flat(mod["main"])
+    general = _kill_after_last_use(mod["main"], "main", False, allow_fast=False)
+    assert_structural_equal(fast, general)
+    assert _kill_names(fast) == []
+    assert_structural_equal(KillAfterLastUse()(mod), mod)
