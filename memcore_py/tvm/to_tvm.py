@@ -12,7 +12,10 @@ to text and that are applied here too, so that ``to_tvm(m)`` equals
 - call attributes are built by TVM's own constructor of the op (:mod:`.values`);
 - symbolic dims are one ``ir.Var`` per name and function (TVM's parser binds a name once
   per function), typed ``PrimType(dtype)``;
-- a tensor's vdevice ``"kind:index:scope"`` is the module's ``global_infos["vdevice"][index]``.
+- a tensor's vdevice ``"kind:index:scope"`` is the module's ``global_infos["vdevice"][index]``;
+- a module's GlobalVar has its function's type (``ty``), as the parser and
+  ``BlockBuilder.add_func`` give it (structural equality does not look at it, relax's
+  normalizer does).
 
 PrimFuncs: a PrimFunc carried from TVM (``PrimFunc.source``) is written back as that very
 object. A PrimFunc memcore made itself (importers, tests) has no TVM object; its text (or its
@@ -536,14 +539,25 @@ class _Writer:
         except Exception as exc:  # noqa: BLE001 - TVM's parser refused memcore's PrimFunc text
             raise TVMConversionError(f"TVM could not read the text of PrimFunc {name!r}: {exc}") from exc
 
+    def type_gvar(self, gvar_addr: int, func_addr: int):
+        """Give the new GlobalVar at ``gvar_addr`` the type of its function (at ``func_addr``),
+        as TVM does (``BlockBuilder.add_func``, the script parser): relax's normalizer rejects a
+        call of a GlobalVar without one. The GlobalVar is updated in place, so the references
+        already written to it see the type too."""
+        ty = self.obj(func_addr).ty
+        if ty is not None and not ty.same_as(self.missing):
+            self.rx_ffi.UpdateType(self.obj(gvar_addr), ty)
+
     def module(self, mod: IRModule):
         # GlobalVars and functions by address: the function map is built from addresses
         # (_ffi_writer.map_of), with no Python wrapper of a reused object
         reuse, record, keep, gvar_addrs = self.reuse, self.record, self.keep, self.gvar_addrs
+        new_gvars = set()  # GlobalVars made here: typed with their function once it is written
         for gv in mod.functions:
             a = reuse.get(gv)
             if a is None:
                 a = keep.hold(self.ir_ffi.GlobalVar(gv.name))
+                new_gvars.add(gv)
             gvar_addrs[gv] = a
             if record is not None:
                 record[gv] = a
@@ -559,6 +573,8 @@ class _Writer:
                         record[f] = h
             else:
                 self.fail(f"module function {gv.name!r} of {type(f).__name__}")
+            if gv in new_gvars:
+                self.type_gvar(gvar_addrs[gv], h)
             pairs.append(gvar_addrs[gv])
             pairs.append(h)
         funcs = self.obj(_ffi_writer.map_of(keep, pairs))
