@@ -21,6 +21,13 @@ Public API
 TVM is imported lazily (:mod:`memcore_py.tvm._api`), only by this package; importing
 ``memcore_py.tvm`` needs no TVM, calling it does.
 
+TVM compatibility (:mod:`memcore_py.tvm.compat`): the compiled fast paths (the extractions
+and the compiled reader, which read TVM's objects in memory) run only on a supported TVM
+(``compat.SUPPORTED_TVM``) whose object layout passes a self-check. Otherwise the bridge warns
+once (:class:`TVMVersionWarning` or :class:`TVMLayoutWarning`) and runs every pass on the
+portable path: the full conversion through TVM's Python API. ``MEMCORE_TVM_PORTABLE=1`` forces
+the portable path.
+
 Design: full conversion with write-back by reuse; extraction for the memory passes
 ----------------------------------------------------------------------------------
 Two designs were measured (same run, bert_base: 850 bindings, 28 PrimFuncs; TVM's own
@@ -80,6 +87,7 @@ change more than a few bindings (DataflowUseInplaceCalls, AttachAttrLayoutFreeBu
 :func:`from_tvm` / :func:`to_tvm` themselves.
 """
 from ._api import TVMConversionError  # noqa: F401
+from .compat import TVMLayoutWarning, TVMVersionWarning  # noqa: F401
 from .from_tvm import from_tvm  # noqa: F401
 from .passes import (  # noqa: F401
     AttachAttrLayoutFreeBuffers,
@@ -101,4 +109,6 @@ __all__ = [
     "AttachAttrLayoutFreeBuffers",
     "pipeline",
     "TVMConversionError",
+    "TVMVersionWarning",
+    "TVMLayoutWarning",
 ]

@@ -62,8 +62,8 @@ def tvm_api() -> SimpleNamespace:
         from tvm_ffi import container
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ImportError(
-            "memcore_py.tvm needs Apache TVM 0.27: pip install 'memcore[oracle]' "
-            "(apache-tvm==0.27.0.post1)"
+            "memcore_py.tvm needs Apache TVM: pip install 'memcore[oracle]' (the supported version: "
+            "memcore_py.tvm.compat.SUPPORTED_TVM)"
         ) from exc
     import tvm.ir.prim  # noqa: F401
 

@@ -5,8 +5,7 @@ rewritten functions and the others as they are."""
 from __future__ import annotations
 
 from ..ir.module import IRModule
-from . import _ffi_reader, _ffi_writer
-from .from_tvm import _layout
+from . import _ffi_reader, _ffi_writer, compat
 
 __all__ = ["UNCHANGED", "NO_INFOS", "rewrite_functions", "module_entries", "module_with", "function_with_blocks", "shape_of_bytes",
            "int64_imm", "dtype_const", "any_type"]
@@ -64,9 +63,9 @@ def module_entries(api, tvm_mod):
     """``(layout, entries)`` of ``tvm_mod``: the compiled reader's layout and
     :func:`~._ffi_reader.module_functions`' ``(kind, name, GlobalVar address, function
     address)`` entries, in the map's order. None (the full conversion must run) when the
-    compiled reader is unavailable, the module has global infos (a tensor's vdevice indexes
+    compatibility gate turns the compiled reader off (:func:`~.compat.fast_layout`), the module has global infos (a tensor's vdevice indexes
     them) or an entry is neither a Relax function nor a PrimFunc."""
-    layout = _layout(api)
+    layout = compat.fast_layout(api)
     if layout is None:
         return None
     mod_addr = tvm_mod.__chandle__()

@@ -9,6 +9,7 @@ from memcore_py.tvm._ffi_abi cimport K_INT, any_obj, any_type
 
 cdef class Layout:
     cdef readonly bint ok
+    cdef readonly object failure  # None, or the self-check that failed (``Layout._self_check``)
     cdef int32_t t_var, t_dfvar, t_binding, t_call, t_shape_expr, t_tensor_type, t_shape_type
     cdef int32_t t_int_imm, t_generic_const, t_string_imm, t_tuple_type
     cdef Py_ssize_t o_expr_ty, o_var_name, o_b_var, o_b_value

@@ -83,9 +83,66 @@ cdef object read_string(const char* any):
     return None
 
 
+cdef enum FieldKind:
+    # how a field is stored, for the layout's self-check (field_matches)
+    F_OBJ = 0  # an object pointer (null for None)
+    F_STR = 1  # a String: an inline TVMFFIAny (read_string)
+    F_INT_ANY = 2  # an integer in an inline TVMFFIAny (IntImm.value)
+    F_DTYPE_ANY = 3  # a DataType in an inline TVMFFIAny (GenericConst.value of a dtype)
+    F_I32 = 4  # an int32
+    F_BOOL = 5  # a one-byte bool
+    F_DLDTYPE = 6  # an inline DLDataType (4 bytes)
+
+
+def _reflected(cls, name):
+    """The getter TVM's reflection registers for the field ``name`` of ``cls`` (what the
+    Python attribute calls; ``DictAttrs.__dict__`` is reached only this way)."""
+    ti = cls.__tvm_ffi_type_info__
+    while ti is not None:
+        for f in ti.fields:
+            if f.name == name:
+                return f.as_property(cls).fget
+        ti = ti.parent_type_info
+    raise KeyError(name)
+
+
+cdef inline int64_t packed_of(dt):
+    """A Python dtype (``tvm_ffi.dtype``) as :func:`packed_dtype` packs a DLDataType."""
+    return dt.type_code | dt.bits << 8 | dt.lanes << 16
+
+
+cdef bint field_matches(const char* obj, Py_ssize_t offset, int kind, value):
+    """Whether the field of kind ``kind`` at ``obj + offset`` holds ``value``, the field as
+    TVM's reflection returns it; any value of an unexpected Python type does not match."""
+    cdef const char* f = obj + offset
+    try:
+        if kind == F_OBJ:
+            return addr(obj_field(obj, offset)) == (0 if value is None else value.__chandle__())
+        if kind == F_STR:
+            return isinstance(value, str) and read_string(f) == value
+        if kind == F_INT_ANY:
+            return any_type(f) == K_INT and (<const int64_t*>(f + 8))[0] == int(value)
+        if kind == F_DTYPE_ANY:
+            return any_type(f) == K_DATATYPE and (<const uint32_t*>(f + 8))[0] == packed_of(value)
+        if kind == F_I32:
+            return (<const int32_t*>f)[0] == int(value)
+        if kind == F_BOOL:
+            return isinstance(value, bool) and ((<const uint8_t*>f)[0] != 0) == value
+        if kind == F_DLDTYPE:
+            return (<const uint32_t*>f)[0] == packed_of(value)
+    except (AttributeError, TypeError, ValueError):
+        return False
+    return False
+
+
 cdef class Layout:
     """Type indices and field offsets of the TVM classes read here, from tvm_ffi's reflection
-    (module docstring). ``ok`` is False when the ABI self-check failed."""
+    (module docstring). ``ok`` is False when the ABI self-check failed, and ``failure`` then
+    names the first check that did (None otherwise).
+
+    Construction raises ``KeyError`` when a field read here is missing from TVM's reflection
+    and ``RuntimeError`` when fields the readers treat as one sit at different offsets;
+    :func:`memcore_py.tvm.compat.fast_layout` takes either as "no fast path"."""
 
     def __init__(self, api):
         def info(cls):
@@ -176,7 +233,8 @@ cdef class Layout:
                 raise RuntimeError("TVM expressions do not share the offset of 'ty'")
         if off(api.DataflowVar, "name") != self.o_var_name:
             raise RuntimeError("DataflowVar.name is not at Var.name's offset")
-        self.ok = self._self_check(api)
+        self.failure = self._self_check(api)
+        self.ok = self.failure is None
 
     def _check_module_functions(self, api):
         """:func:`module_functions` on modules of both map layouts against the Python API."""
@@ -193,10 +251,108 @@ cdef class Layout:
                 return False
         return True
 
+    def _field_samples(self, api):
+        """``(object, expected type index, [(field, offset, kind), ...])`` for an object of every
+        class read here, built through TVM's Python API with a value in every field the
+        readers read (non-null where the field may be null, two objects where a field is a
+        flag): every offset of this layout is read on one of them (:meth:`_check_fields`)."""
+        i64 = lambda v: api.IntImm("int64", v)
+        half = api.PrimType("float16")
+        vdevice = api.VDevice(None, 3, "global")
+        shape = api.rx_ffi.ShapeExpr([i64(2), i64(-(1 << 40) + 3)], None)
+        tensor = api.TensorType(shape, "float32", vdevice)
+        plain = api.TensorType(None, "bfloat16", None, 3)
+        shape_ty = api.ShapeType([i64(2), i64(7), i64(9), i64(4), i64(5)])
+        unknown_shape = api.ShapeType(None, 2)
+        tuple_ty = api.TupleType([tensor, half])
+        x = api.Var("a_long_parameter_name_0123456789", tensor)
+        y = api.DataflowVar("a_long_dataflow_var_0123456789", plain)
+        z = api.Var("z", tensor)
+        w = api.Var("w", api.AnyType())
+        attrs = api.ir.make_node("ir.DictAttrs", n=5, s="a_long_attribute_value_0123456789")
+        call = api.Call(api.Op.get("relax.add"), [x, shape], attrs=attrs, ty_args=[half, tuple_ty], ret_ty=plain)
+        dtype = api.ir_ffi.GenericConst(api.tvm.DataType("bfloat16"), api.rx_ffi.AnyType(None), None)
+        string = api.StringImm("a_long_string_immediate_0123456789")
+        tup = api.Tuple([x, string, dtype])
+        item = api.TupleGetItem(tup, 2)
+        binding = api.VarBinding(y, call)
+        cast = api.MatchCast(z, y, tensor)
+        last = api.VarBinding(w, item)
+        dfblock = api.DataflowBlock([binding, cast])
+        block = api.BindingBlock([last])
+        seq = api.SeqExpr([dfblock, block], z)
+        impure = api.Function([x], seq, tensor, False, attrs)
+        pure = api.Function([x, z], x, None, True, None)
+        gv = api.GlobalVar("a_long_global_function_name_0123456789")
+        mod = api.IRModule({gv: impure}, attrs, {"vdevice": [vdevice]})
+        symbol = api.ExternFunc("a_packed_function_name_0123456789")
+        O, S, I, D, I32, B, DL = F_OBJ, F_STR, F_INT_ANY, F_DTYPE_ANY, F_I32, F_BOOL, F_DLDTYPE
+        var_fields = [("name", self.o_var_name, S), ("ty", self.o_expr_ty, O)]
+        return [
+            (x, self.t_var, var_fields),
+            (y, self.t_dfvar, var_fields),
+            (call, self.t_call, [("op", self.o_call_op, O), ("args", self.o_call_args, O),
+                                 ("attrs", self.o_call_attrs, O), ("ty_args", self.o_call_ty_args, O),
+                                 ("ty", self.o_expr_ty, O)]),
+            (shape, self.t_shape_expr, [("values", self.o_shape_values, O), ("ty", self.o_expr_ty, O)]),
+            (i64(-(1 << 40) + 3), self.t_int_imm, [("value", self.o_imm_value, I), ("ty", self.o_expr_ty, O)]),
+            (dtype, self.t_generic_const, [("value", self.o_const_value, D), ("ty", self.o_expr_ty, O)]),
+            (string, self.t_string_imm, [("value", self.o_str_value, S), ("ty", self.o_expr_ty, O)]),
+            (tensor, self.t_tensor_type, [("shape", self.o_tt_shape, O), ("dtype", self.o_tt_dtype, O),
+                                          ("vdevice", self.o_tt_vdevice, O), ("ndim", self.o_tt_ndim, I32)]),
+            (plain, self.t_tensor_type, [("shape", self.o_tt_shape, O), ("dtype", self.o_tt_dtype, O),
+                                         ("vdevice", self.o_tt_vdevice, O), ("ndim", self.o_tt_ndim, I32)]),
+            (shape_ty, self.t_shape_type, [("values", self.o_st_values, O), ("ndim", self.o_st_ndim, I32)]),
+            (unknown_shape, self.t_shape_type, [("values", self.o_st_values, O), ("ndim", self.o_st_ndim, I32)]),
+            (tuple_ty, self.t_tuple_type, [("fields", self.o_tuple_fields, O)]),
+            (attrs, self.t_dict_attrs, [("__dict__", self.o_attrs_dict, O)]),
+            (impure, self.t_function, [("attrs", self.o_func_attrs, O), ("body", self.o_func_body, O),
+                                       ("params", self.o_func_params, O), ("ret_ty", self.o_func_ret_ty, O),
+                                       ("is_pure", self.o_func_is_pure, B)]),
+            (pure, self.t_function, [("body", self.o_func_body, O), ("params", self.o_func_params, O),
+                                     ("is_pure", self.o_func_is_pure, B)]),
+            (mod, -1, [("attrs", self.o_mod_attrs, O), ("global_infos", self.o_mod_infos, O),
+                       ("functions", self.o_mod_functions, O)]),
+            (gv, self.t_global_var, [("name_hint", self.o_gv_name, S)]),
+            (tup, self.t_tuple, [("fields", self.o_tuple_expr_fields, O)]),
+            (item, self.t_tuple_get_item, [("tuple_value", self.o_tgi_tuple, O), ("index", self.o_tgi_index, I32)]),
+            (binding, self.t_binding, [("var", self.o_b_var, O), ("value", self.o_b_value, O)]),
+            (cast, self.t_match_cast, [("var", self.o_b_var, O), ("value", self.o_mc_value, O)]),
+            (dfblock, self.t_dfblock, [("bindings", self.o_block_bindings, O)]),
+            (block, self.t_block, [("bindings", self.o_block_bindings, O)]),
+            (seq, self.t_seq, [("blocks", self.o_seq_blocks, O), ("body", self.o_seq_body, O)]),
+            (half, self.t_prim_type, [("dtype", self.o_pt_dtype, DL)]),
+            (symbol, self.t_extern_func, [("global_symbol", self.o_extern_symbol, S)]),
+            (api.rx_ffi.AnyType(None), self.t_any_type, []),
+            (api.Op.get("relax.add"), self.t_op, []),
+            (api.ir_ffi.TypeMissing(), self.t_type_missing, []),
+        ]
+
+    def _check_fields(self, api):
+        """Read every field offset of this layout on objects built through TVM's Python API
+        (:meth:`_field_samples`) and compare with what TVM's reflection getter (the Python
+        attribute) returns for that field; also each object's type index. None when all
+        agree, else the name of the first field (or type) that does not."""
+        samples = self._field_samples(api)
+        cdef const char* p
+        for obj, type_index, fields in samples:
+            p = <const char*><size_t>obj.__chandle__()
+            cls = type(obj)
+            if type_index >= 0 and obj_type(p) != type_index:
+                return f"the type index of {cls.__name__}"
+            for name, offset, kind in fields:
+                if not field_matches(p, offset, kind, _reflected(cls, name)(obj)):
+                    return f"{cls.__name__}.{name} (offset {offset})"
+        return None
+
     def _self_check(self, api):
-        """Read objects built through TVM's Python API and compare with what the API reads."""
+        """Read objects built through TVM's Python API and compare with what the API reads.
+        None when every check passed, else a short description of the first that failed."""
         import tvm_ffi
 
+        failed = self._check_fields(api)
+        if failed is not None:
+            return f"{failed} does not read what TVM's API reads"
         short = api.Var("ab", None)
         long = api.Var("a_long_variable_name_0123456789", None)
         big = api.IntImm("int64", 1 << 40)
@@ -204,44 +360,34 @@ cdef class Layout:
         cdef const char* a = <const char*><size_t>arr.__chandle__()
         cdef const char* data
         if obj_type(a) != K_ARRAY or array_size(a) != 3:
-            return False
+            return "an Array's header"
         data = array_data(a)
         if any_type(data) != self.t_var or addr(any_obj(data)) != short.__chandle__():
-            return False
+            return "an Array's elements"
         if any_type(data + 32) != self.t_int_imm or addr(any_obj(data + 32)) != big.__chandle__():
-            return False
+            return "an Array's elements"
         if read_string(any_obj(data) + self.o_var_name) != "ab":
-            return False
+            return "a small string"
         if read_string(any_obj(data + 16) + self.o_var_name) != "a_long_variable_name_0123456789":
-            return False
+            return "a string object"
         cdef const char* v = any_obj(data + 32) + self.o_imm_value
         if any_type(v) != K_INT or (<const int64_t*>(v + 8))[0] != (1 << 40):
-            return False
+            return "an IntImm's value"
         probe = {"relax.force_pure": True, "n": -7, "x": 1.5, "global_symbol": "a_long_symbol_name_0123456789"}
         attrs = api.ir.make_node("ir.DictAttrs", **probe)
         got = read_dict_attrs_at(self, <const char*><size_t>attrs.__chandle__())
         if got != probe or list(got) != [str(k) for k, _ in attrs.items()] or type(got["n"]) is not int:
-            return False
+            return "a DictAttrs' small map"
         empty = api.IRModule({})
         if module_has_global_infos(self, empty.__chandle__()) != (len(empty.global_infos) > 0):
-            return False
+            return "an empty module's global infos"
         if not self._check_module_functions(api):
-            return False
-        # the fields only the extracted StaticPlanBlockMemory reads (_spbm_extract.pyx)
-        symbol = api.ExternFunc("a_packed_function_name_0123456789")
-        if read_string(<const char*><size_t>symbol.__chandle__() + self.o_extern_symbol) != str(symbol.global_symbol):
-            return False
-        half = api.PrimType("float16")
-        if (<const uint32_t*>(<const char*><size_t>half.__chandle__() + self.o_pt_dtype))[0] != (2 | 16 << 8 | 1 << 16):
-            return False
-        item = api.TupleGetItem(api.Var("t", api.TupleType([half, half, half], None)), 2)
-        if (<const int32_t*>(<const char*><size_t>item.__chandle__() + self.o_tgi_index))[0] != item.index:
-            return False
+            return "a module's function map"
         probe["s"] = "ab"  # five entries: TVM's dense layout, left to the Python API
         attrs = api.ir.make_node("ir.DictAttrs", **probe)
         if read_dict_attrs_at(self, <const char*><size_t>attrs.__chandle__()) is not None:
-            return False
-        return obj_type(any_obj(data)) == self.t_var
+            return "a DictAttrs' dense map"
+        return None
 
 
 cdef object read_small_map(const char* m):

@@ -89,7 +89,7 @@ from ..ir.op import get_op, is_registered
 from ..ir.ops import builtin_alloc_own_type
 from ..ir.prim import Add, FloatImm, FloorDiv, FloorMod, IntImm, Max, Min, Mul, PrimVar, Sub
 from ..ir.types import FuncType, PrimType, ShapeType, TensorType, TupleType
-from . import _ffi_reader, _ffi_writer
+from . import _ffi_reader, _ffi_writer, compat
 from ._node_map import AddrMap
 from ._api import TVMConversionError, tvm_api
 from .values import _type_key, call_attrs_from_tvm, dict_attrs_from_tvm
@@ -139,17 +139,13 @@ class _Shared:
 #: Entries of the shared memo tables (:class:`_Shared`) above which they are dropped.
 SHARED_MAX = 1 << 16
 _SHARED = _Shared()
-_LAYOUT = []
 
 
 def _layout(api):
     """The compiled reader's :class:`~memcore_py.tvm._ffi_reader.Layout` for this TVM, or
-    None when its ABI self-check failed or tvm_ffi lacks the C API the compiled writer's
-    ``object_at`` needs (then everything is read through the Python API)."""
-    if not _LAYOUT:
-        layout = _ffi_reader.Layout(api) if _ffi_writer.init(api) else None
-        _LAYOUT.append(layout if layout is not None and layout.ok else None)
-    return _LAYOUT[0]
+    None when the compatibility gate turns the fast paths off (then everything is read
+    through the Python API): :func:`memcore_py.tvm.compat.fast_layout`."""
+    return compat.fast_layout(api)
 
 
 _BINARY = {}

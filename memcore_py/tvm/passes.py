@@ -15,7 +15,10 @@ are read into memcore's IR to be sized; :mod:`.lower_alloc_extract`: only the al
 bindings are read and rewritten; :mod:`.kill_extract`: the kills are computed and spliced in
 on TVM's objects in C, nothing is converted); the rest of each block is kept by address. The
 full conversion remains for what an extraction declines, and for the passes that change more
-(DataflowUseInplaceCalls, AttachAttrLayoutFreeBuffers).
+(DataflowUseInplaceCalls, AttachAttrLayoutFreeBuffers), and the only path when the
+compatibility gate (:mod:`.compat`: an unsupported TVM version, a layout that fails its
+self-check, or ``MEMCORE_TVM_PORTABLE=1``) turns the compiled fast paths off: then no
+extraction runs and the full conversion reads through TVM's Python API alone.
 
 The node map (:class:`~memcore_py.tvm._node_map.NodeMap`, C arrays rather than a dict) holds
 addresses, not Python wrappers of TVM objects (a wrapper costs more than the rest of a
@@ -29,7 +32,7 @@ from ..ir._util import gc_paused
 from ..transform import KillAfterLastUse as _KillAfterLastUse
 from ..transform import LowerAllocTensor as _LowerAllocTensor
 from ..transform import StaticPlanBlockMemory as _StaticPlanBlockMemory
-from . import _ffi_writer
+from . import _ffi_writer, compat
 from ._node_map import NodeMap
 from ._api import tvm_api
 from .from_tvm import _Reader
@@ -120,6 +123,13 @@ def _apply(memcore_pass, tvm_mod):
     return tvm_out
 
 
+def _extracting(api, tvm_mod) -> bool:
+    """Whether a pass runs by extraction: the compatibility gate is open
+    (:func:`~.compat.fast_layout`) and ``tvm_mod`` is not the module the last native pass
+    wrote (its memcore form is handed over instead)."""
+    return compat.fast_layout(api) is not None and not _HANDOFF.holds(tvm_mod)
+
+
 def _module_pass(memcore_pass, name: str):
     api = tvm_api()
 
@@ -151,8 +161,9 @@ def StaticPlanBlockMemory(mode: str = "tvm", **options):  # noqa: N802 - TVM's p
 
     def transform(tvm_mod, _ctx):
         # by extraction (.spbm_extract) unless the module was just written by a native pass
-        # (its memcore form is then handed over and nothing is read) or the extraction declines
-        if not _HANDOFF.holds(tvm_mod):
+        # (its memcore form is then handed over and nothing is read), the gate is closed or
+        # the extraction declines
+        if _extracting(api, tvm_mod):
             with gc_paused():
                 out = static_plan_block_memory_extracted(api, tvm_mod, spbm.mode, spbm.alignment, spbm.time_limit,
                                                          spbm.zero_offset_views)
@@ -166,10 +177,11 @@ def StaticPlanBlockMemory(mode: str = "tvm", **options):  # noqa: N802 - TVM's p
 def _kill_after_last_use(tvm_mod, _ctx):
     """The native KillAfterLastUse: by extraction (:mod:`.kill_extract`) unless the module was
     just written by a native pass (then its memcore form is handed over and nothing is read)
-    or the extraction declines it."""
-    if not _HANDOFF.holds(tvm_mod):
+    the compatibility gate is closed or the extraction declines it."""
+    api = tvm_api()
+    if _extracting(api, tvm_mod):
         with gc_paused():
-            out = kill_after_last_use_extracted(tvm_api(), tvm_mod)
+            out = kill_after_last_use_extracted(api, tvm_mod)
         if out is not None:
             return out
     return apply_memcore_pass(_KILL_AFTER_LAST_USE, tvm_mod)
@@ -191,10 +203,11 @@ def KillAfterLastUse(tvm_scoping: bool = False):  # noqa: N802 - TVM's pass name
 def _lower_alloc_tensor(tvm_mod, _ctx):
     """The native LowerAllocTensor: by extraction (:mod:`.lower_alloc_extract`) unless the
     module was just written by a native pass (then its memcore form is handed over and
-    nothing is read) or the extraction declines it."""
-    if not _HANDOFF.holds(tvm_mod):
+    nothing is read), the compatibility gate is closed or the extraction declines it."""
+    api = tvm_api()
+    if _extracting(api, tvm_mod):
         with gc_paused():
-            out = lower_alloc_tensor_extracted(tvm_api(), tvm_mod)
+            out = lower_alloc_tensor_extracted(api, tvm_mod)
         if out is not None:
             return out
     return apply_memcore_pass(_LowerAllocTensor(), tvm_mod)
@@ -247,7 +260,8 @@ def _swap(passes, mode, options):
     if missing:
         from ..errors import PassError
 
-        raise PassError(f"TVM's default pipeline has no {missing} pass to replace; is this TVM 0.27?")
+        raise PassError(f"TVM's default pipeline has no {missing} pass to replace; this is TVM "
+                        f"{compat.tvm_version(tvm_api())}, memcore supports {', '.join(compat.SUPPORTED_TVM)}")
     return out
 
 
