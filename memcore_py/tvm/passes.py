@@ -266,31 +266,60 @@ def _swap(passes, mode, options):
 
 
 def _default_build_passes(api):
-    """The passes of TVM 0.27's ``relax.pipeline.default_build_pipeline`` (what
-    ``tvm.compile(..., relax_pipeline="default")`` runs on a CPU target), in its order."""
-    t = api.tvm.relax.transform
-    b = api.tvm.relax.backend
-    return [
-        b.DispatchSampling(),
-        b.DispatchSortScan(),
-        t.LegalizeOps(),
-        t.RewriteDataflowReshape(),
-        t.ToNonDataflow(),
-        t.RemovePurityChecking(),
-        t.CallTIRRewrite(),
-        t.StaticPlanBlockMemory(),
-        t.RewriteCUDAGraph(),
-        t.LowerAllocTensor(),
-        t.KillAfterLastUse(),
-        t.LowerRuntimeBuiltin(),
-        t.ComputePrimValue(),
-        t.VMShapeLower(),
-        t.AttachGlobalSymbol(),
-    ]
+    """The passes of TVM's own ``relax.pipeline.default_build_pipeline`` (what
+    ``tvm.compile(..., relax_pipeline="default")`` runs on a CPU target), in its order.
+
+    TVM builds that pipeline's ``Sequential`` inside the pipeline function, so its pass list
+    cannot be read off the object: it is recorded by running the pipeline once on an empty
+    module under a pass instrument (the passes the ``Sequential`` runs directly, not those
+    they run inside themselves), and each pass is made again by its name from
+    ``tvm.relax.transform`` or ``tvm.relax.backend`` (the default pipeline's passes take no
+    arguments).
+
+    Raises
+    ------
+    PassError
+        A pass of TVM's pipeline that cannot be made by its name.
+    """
+    tvm = api.tvm
+    names = _recorded_pass_names(tvm, tvm.relax.pipeline.default_build_pipeline())
+    passes = []
+    for name in names:
+        make = getattr(tvm.relax.transform, name, None) or getattr(tvm.relax.backend, name, None)
+        if make is None:
+            from ..errors import PassError
+
+            raise PassError(f"TVM's default pipeline runs a pass {name!r} that memcore cannot make by its name; "
+                            f"this is TVM {compat.tvm_version(api)}, memcore supports {', '.join(compat.SUPPORTED_TVM)}")
+        passes.append(make())
+    return passes
+
+
+def _recorded_pass_names(tvm, pipeline_pass) -> list:
+    """The names of the passes the ``Sequential`` inside ``pipeline_pass`` runs, in order,
+    recorded on an empty module (depth 2: the pipeline pass, its ``Sequential``, its passes)."""
+    names = []
+
+    @tvm.instrument.pass_instrument
+    class _Recorder:
+        def __init__(self):
+            self.depth = 0
+
+        def run_before_pass(self, _mod, info):
+            if self.depth == 2:
+                names.append(info.name)
+            self.depth += 1
+
+        def run_after_pass(self, _mod, _info):
+            self.depth -= 1
+
+    with tvm.transform.PassContext(instruments=[_Recorder()]):
+        pipeline_pass(tvm.IRModule())
+    return names
 
 
 def pipeline(target, mode: str = "tvm", **options):
-    """TVM 0.27's default Relax build pipeline for ``target``, with memcore's
+    """TVM's own default Relax build pipeline for ``target``, with memcore's
     StaticPlanBlockMemory (in ``mode``), LowerAllocTensor and KillAfterLastUse in place of
     TVM's.
 

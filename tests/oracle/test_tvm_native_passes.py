@@ -228,3 +228,46 @@ def test_random_dataflow_use_inplace_calls(seed):
 def test_random_attach_attr_layout_free_buffers(seed):
     m = tvm.script.from_source(random_layout_free_program(seed))
     same_as_memcore(mtvm.AttachAttrLayoutFreeBuffers()(m), mc.AttachAttrLayoutFreeBuffers(), m)
+
+
+def test_pipeline_follows_tvms_own_default_pipeline(monkeypatch):
+    """The CPU pipeline is TVM's ``default_build_pipeline`` as TVM defines it when called (here
+    with a pass added and one removed), memcore's passes in place of TVM's three."""
+    from memcore_py.tvm._api import tvm_api
+    from memcore_py.tvm.passes import _default_build_passes
+
+    t = relax.transform
+
+    def changed_pipeline():
+        @tvm.transform.module_pass(opt_level=0)
+        def _pipeline(mod, _ctx):
+            return tvm.transform.Sequential([
+                t.LegalizeOps(), t.ToNonDataflow(), t.RemovePurityChecking(), t.CallTIRRewrite(),
+                t.DeadCodeElimination(), t.StaticPlanBlockMemory(), t.LowerAllocTensor(), t.KillAfterLastUse(),
+                t.VMShapeLower(),
+            ])(mod)
+        return _pipeline
+
+    monkeypatch.setattr(relax.pipeline, "default_build_pipeline", changed_pipeline)
+    names = [p.info.name for p in _default_build_passes(tvm_api())]
+    assert names == ["LegalizeOps", "ToNonDataflow", "RemovePurityChecking", "CallTIRRewrite", "DeadCodeElimination",
+                     "StaticPlanBlockMemory", "LowerAllocTensor", "KillAfterLastUse", "VMShapeLower"]
+
+
+def test_pipeline_refuses_a_tvm_pass_it_cannot_make(monkeypatch):
+    from memcore_py import PassError
+    from memcore_py.tvm._api import tvm_api
+    from memcore_py.tvm.passes import _default_build_passes
+
+    def odd_pipeline():
+        @tvm.transform.module_pass(opt_level=0, name="_pipeline")
+        def _pipeline(mod, _ctx):
+            @tvm.transform.module_pass(opt_level=0, name="VendorPass")
+            def vendor(m, _c):
+                return m
+            return tvm.transform.Sequential([vendor])(mod)
+        return _pipeline
+
+    monkeypatch.setattr(relax.pipeline, "default_build_pipeline", odd_pipeline)
+    with pytest.raises(PassError, match="'VendorPass'"):
+        _default_build_passes(tvm_api())
