@@ -915,8 +915,8 @@ cdef void _bucket_layout(
 
     ``sh0 < 0``: level-0 buckets about four times as wide as the median span, i.e. sh0 = 2 +
     bit_length of the (m // 2)-th smallest span, read off a histogram of the spans' bit
-    lengths (bit_length is monotone): 30-45 % faster than buckets as wide as the median
-    span on model pools and random workloads alike (fewer levels and buckets to visit). The
+    lengths (bit_length is monotone): faster than buckets as wide as the median span on
+    model pools and random workloads alike (fewer levels and buckets to visit). The
     layout depends on the set of buffers only, not on their order, and never changes a plan.
     """
     cdef Py_ssize_t hist[65]

@@ -86,13 +86,13 @@ HEURISTICS = (
 ALGORITHMS = ("auto",) + HEURISTICS
 
 #: ``auto`` on at most this many buffers runs :data:`_AUTO_SMALL` instead: size order first.
-#: Measured per heuristic (one full run): on the shipped models' pools (49-269 buffers) the
-#: size-ordered best fit costs 0.8-0.9x the start sweep and reaches the bound wherever
-#: ``greedy_breadth`` does (llama static and bounded, bert bounded, where the sweep misses it),
-#: at 0.65x breadth's cost (no range maximum): auto 22.1 -> 11.1 us on llama, 33.8 -> 20.4 us on
-#: bert bounded, within 2.5 us elsewhere. Above a few hundred buffers its O(n x C) bucket
-#: queries cost 2x (minimalloc K, 454 buffers) to 80x (idealloc Y_1, 62k) the sweep, and a
-#: failed size run before a breadth run that reaches the bound made Y_1 7x slower.
+#: On the shipped models' pools (49-269 buffers) the size-ordered best fit costs less than
+#: the start sweep and reaches the bound wherever ``greedy_breadth`` does (llama static and
+#: bounded, bert bounded, where the sweep misses it), for less than breadth costs (it needs no
+#: range maximum), so ``auto`` stops earlier there. Above a few hundred buffers its O(n x C)
+#: bucket queries cost more than the sweep, the more so the larger the pool, and a failed size
+#: run before a breadth run that reaches the bound is pure loss (bench/README.md, "Small
+#: modules and dynamic shapes", has the measurements).
 _SIZE_FIRST_MAX_N = 320
 _AUTO_SMALL = ("greedy_size", "greedy_start") + tuple(
     name for name in HEURISTICS if name not in ("greedy_size", "greedy_start"))

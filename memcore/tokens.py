@@ -64,7 +64,7 @@ class TokenPlan:
     def _of_readonly(cls, storage_of, storage_bytes, storage_pool):
         """The plan of three arrays that are already read-only (the kernel's): the fields are
         set as the dataclass ``__init__`` sets them, without it and its ``__post_init__``
-        (about 1 us, most of a small program's wrapper cost)."""
+        (on a small program those are most of the wrapper's cost)."""
         plan = _new(cls)
         plan.__dict__.update(storage_of=storage_of, storage_bytes=storage_bytes, storage_pool=storage_pool)
         return plan
@@ -144,12 +144,11 @@ def plan_tokens(
         callers that build the arrays themselves (memcore_py's planning layer): they must
         be C-contiguous int64 (``ev_kind`` int8) of consistent lengths (else ValueError)
         with values in range and ``match_range`` an int ``>= 0``; the event *sequence* is
-        still checked. Saves about 10 us a call, which is most of the cost on small
-        programs.
+        still checked. The checks are most of the cost of a call on small programs.
     n_pools : int, optional
         With ``check=False`` only (ignored otherwise): the pool ids are already dense,
         ``0 <= tok_pool < n_pools``, as the caller guarantees for the other unchecked ranges;
-        saves finding the largest id (a few us on small programs).
+        saves finding the largest id.
 
     Returns
     -------

@@ -42,8 +42,8 @@ small block.
 
 Why the engine's allocator is not called: :func:`memcore.plan_tokens` runs the same rule (its
 ``release_zero_ref`` mode) with 64 size buckets per pool, tuned for millions of events; its
-setup (the bucket tables, output arrays, argument views) costs about 5 us a call, more than
-Relay's whole run on a 40-entry graph. This walk needs no event program and no setup beyond
+setup (the bucket tables, output arrays, argument views) costs more than this whole walk on
+a small graph. This walk needs no event program and no setup beyond
 its output arrays (made with numpy's C API) and one scratch block, and is checked against
 the engine on the recorded program (the tests run both on the same graphs) and against a
 pure-Python reading of Relay.

@@ -119,9 +119,9 @@ def _stacked_storages(sizes, used, tok_storage, alignment, lower_bound, tvm_byte
     placing storage ``k`` at the sum of the aligned sizes of the storages before it is a valid
     packing. When its size equals the unaligned max-live ``lower_bound`` (every storage a
     multiple of ``alignment``, no reuse wasted), no packing can be smaller and the offset
-    heuristics of :func:`memcore.plan_offsets` are skipped (they cost 20-60 us a pool even on
-    a handful of tensors). ``sizes``: bytes of each TVM-mode storage. Returns ``(offset per
-    token, arena bytes)``, or None otherwise.
+    heuristics of :func:`memcore.plan_offsets` are skipped (on small problems they cost more
+    than the planning itself). ``sizes``: bytes of each TVM-mode storage. Returns ``(offset
+    per token, arena bytes)``, or None otherwise.
     """
     if tvm_bytes != lower_bound:
         return None

@@ -16,13 +16,12 @@ per pool, :func:`memcore.max_live_bytes`), its per-storage scope names and its
 :class:`StoragePlan` objects are built when first read: on a small graph each costs more
 than planning it.
 
-Why one compiled walk: the previous form of this module built the event program with ~40
-vectorised numpy operations and called :func:`memcore.plan_tokens`; on the relay.testing
-graphs (36-1,223 entries) that was ~0.15 ms of fixed cost per call (numpy calls, the
-engine's argument checks and bucket tables), up to 20x Relay's own run, and the walk is
-faster at every size measured (2-3x at 1M entries), so the numpy path is gone. The walk's
-allocator and the engine's are checked against each other in the tests (see
-:mod:`memcore_py.planning._graph_plan` for why the engine's is not called).
+Why one compiled walk: building the event program with vectorised numpy operations (about
+40 of them) and calling :func:`memcore.plan_tokens` has a fixed cost per call (numpy calls,
+the engine's argument checks and bucket tables) that exceeds Relay's own run on the
+relay.testing graphs (36-1,223 entries), and the walk is faster at every size measured,
+large graphs included. The walk's allocator and the engine's are checked against each other
+in the tests (see :mod:`memcore_py.planning._graph_plan` for why the engine's is not called).
 
 Relay's rules as the walk applies them (nodes in order, which is Relay's visiting order):
 
