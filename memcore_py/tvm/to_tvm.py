@@ -18,8 +18,12 @@ to text and that are applied here too, so that ``to_tvm(m)`` equals
   normalizer does).
 
 PrimFuncs: a PrimFunc carried from TVM (``PrimFunc.source``) is written back as that very
-object. A PrimFunc memcore made itself (importers, tests) has no TVM object; its text (or its
-signature-only text) is the one thing parsed with TVM's script parser, function by function.
+object. A copy of one with only its attributes edited and its text not yet written (as
+AttachAttrLayoutFreeBuffers makes them) is that object with its definitions renewed and the
+attributes changed, as TVM makes such copies (TVM's parser would not give every body back: a
+buffer region's extent can come back int32 where TVM's is int64). A PrimFunc memcore made
+itself (importers, tests, in-place copies) has no TVM object; its text (or its signature-only
+text) is the one thing parsed with TVM's script parser, function by function.
 
 ``reuse`` (internal, used by the TVM-native passes): a map from memcore nodes to the
 addresses of the TVM objects :func:`~memcore_py.tvm.from_tvm` read them from (kept alive by a
@@ -529,6 +533,9 @@ class _Writer:
         src = f.source
         if src is not None and isinstance(src, self.api.PrimFunc):
             return src
+        edited = self.edited_prim_func(name, f)
+        if edited is not None:
+            return edited
         from ..ir.prim_func_text import renamed_text, signature_only_text, signature_typevars, synced_text
 
         text = signature_only_text(name, f) if f.text is None else synced_text(renamed_text(f.text, name), f.attrs, f.private)
@@ -538,6 +545,42 @@ class _Writer:
             return self.api.tvm.script.from_source(header + text)
         except Exception as exc:  # noqa: BLE001 - TVM's parser refused memcore's PrimFunc text
             raise TVMConversionError(f"TVM could not read the text of PrimFunc {name!r}: {exc}") from exc
+
+    def edited_prim_func(self, name, f):
+        """The TVM object of ``f`` when ``f`` is a PrimFunc from TVM with its attributes (or
+        privacy) edited and its text not yet written (``with_attrs``: the
+        :meth:`~memcore_py.ir.PrimFunc.unwritten_base` chain ends at a PrimFunc carrying its
+        TVM object): that object with its definitions renewed (``s_tir.RenewDefs``: a
+        function added next to the original defines its own variables and buffers, as TVM's
+        AttachAttrLayoutFreeBuffers makes its copies) and the changed attributes set and the
+        removed ones dropped (``WithAttr`` / ``WithoutAttr``). Its body is TVM's own; the text
+        through TVM's parser would not always give it back (a region extent's dtype). None
+        for any other PrimFunc, or when this TVM has no ``s_tir.RenewDefs``."""
+        base = f.unwritten_base()
+        while base is not None and base.unwritten_base() is not None:
+            base = base.unwritten_base()
+        if base is None:
+            return None
+        src = base.source
+        if src is None or not isinstance(src, self.api.PrimFunc):
+            return None
+        renew = self.api.tvm.get_global_func("s_tir.RenewDefs", allow_missing=True)
+        if renew is None:
+            return None
+        old, new = base.attrs, f.attrs
+        node = renew(src)
+        for k in old:
+            if k not in new:
+                node = node.without_attr(k)
+        for k, v in new.items():
+            if k not in old or not _same_value(old[k], v):
+                node = node.with_attr(k, to_tvm_value(v, f"attribute {k!r} of PrimFunc {name!r}"))
+        if f.private != base.private:  # TVM's parser: a public PrimFunc's symbol is its name
+            if f.private:
+                node = node.without_attr("global_symbol")
+            elif "global_symbol" not in new:
+                node = node.with_attr("global_symbol", name)
+        return node
 
     def type_gvar(self, gvar_addr: int, func_addr: int):
         """Give the new GlobalVar at ``gvar_addr`` the type of its function (at ``func_addr``),
@@ -623,6 +666,21 @@ def _alloc_ty_args_implied(call, bound_ty) -> bool:
         return type_equal(ty_args[0], bound_ty)
     args = call.args
     return len(args) >= 2 and type_equal(ty_args[0], builtin_alloc_own_type(args[0], args[1]))
+
+
+def _same_value(a, b) -> bool:
+    """Whether the attribute values ``a`` and ``b`` are known equal (plain Python values and
+    tuples of them compared by value, anything else by identity)."""
+    if a is b:
+        return True
+    t = type(a)
+    if t is not type(b):
+        return False
+    if t is tuple or t is list:
+        return len(a) == len(b) and all(_same_value(x, y) for x, y in zip(a, b))
+    if t is int or t is bool or t is float or t is str:
+        return a == b
+    return False
 
 
 def _target(target):

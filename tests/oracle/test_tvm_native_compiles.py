@@ -6,7 +6,9 @@ normalizer rejects a call of a GlobalVar that has none. So:
 1. every GlobalVar of the native pass's output (the new PrimFunc copies included) has the
    type TVM's own pass gives it, on random programs;
 2. a torch-free model through memcore's DataflowUseInplaceCalls builds with
-   ``tvm.compile(target="llvm")`` and TVM's VM gives the outputs of TVM's own pass's module.
+   ``tvm.compile(target="llvm")`` and TVM's VM gives the outputs of TVM's own pass's module;
+3. AttachAttrLayoutFreeBuffers' copy of a legalized embedding lookup (``take``) is TVM's
+   copy, body included (TVM's script parser reads that body's region extent back as int32).
 """
 from __future__ import annotations
 
@@ -93,3 +95,28 @@ def test_inplace_output_compiles_and_runs_like_tvms():
     got = run_on_vm(ours, inputs)
     np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(got, np.maximum(inputs[0] * inputs[1], 0) + inputs[0])
+
+
+# ------------------------------------------------------------------------------ layout-free copies
+def embedding_module():
+    """``matmul(take(emb, ids), w)`` with ``num_input=1`` (``emb`` and ``w`` are weights),
+    legalized: the PrimFuncs have real bodies."""
+    bb = relax.BlockBuilder()
+    ids = relax.Var("ids", relax.TensorType((8,), "int32"))
+    emb = relax.Var("emb", relax.TensorType((100, 16), "float32"))
+    w = relax.Var("w", relax.TensorType((16, 16), "float32"))
+    with bb.function("main", [ids, emb, w], attrs={"num_input": 1}):
+        with bb.dataflow():
+            h = bb.emit(relax.op.take(emb, ids, axis=0, mode="fast"))
+            out = bb.emit_output(relax.op.matmul(h, w))
+        bb.emit_func_output(out)
+    return relax.transform.LegalizeOps()(bb.get())
+
+
+def test_layout_free_copy_of_an_embedding_lookup_is_tvms_copy():
+    m = embedding_module()
+    ours = mtvm.AttachAttrLayoutFreeBuffers()(m)
+    theirs = relax.transform.AttachAttrLayoutFreeBuffers()(m)
+    assert {"take1", "matmul1"} <= added_names(ours, m)
+    tvm.ir.assert_structural_equal(ours, theirs)
+    assert_global_var_types_equal(ours, theirs)
