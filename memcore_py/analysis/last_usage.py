@@ -11,14 +11,16 @@ of scopes nested in it). Within a scope, bindings are numbered in order across i
 
 A *use* of a variable is any occurrence in a binding's value, with three exceptions:
 
-1. ``v = R.memory.alloc_storage(...)`` / ``R.vm.alloc_storage(...)``: the arguments are
-   not visited, and ``v`` is a *storage object*;
-2. ``v = R.memory.kill_tensor(x)`` / ``kill_storage(x)`` / ``R.vm.kill_object(x)``: ``x``
+1. ``v = R.memory.alloc_storage(...)`` / ``R.vm.alloc_storage(...)`` (the ops whose
+   ``kill_role`` is ``"storage"`` in the op table, :mod:`memcore_py.ir.op`): the arguments
+   are not visited, and ``v`` is a *storage object*;
+2. ``v = R.memory.kill_tensor(x)`` / ``kill_storage(x)`` / ``R.vm.kill_object(x)`` (the kill
+   roles): ``x``
    is *already killed* and this is not a use (the call must have exactly one argument, a
    variable: anything else raises :class:`~memcore_py.errors.PassError`);
 3. ``v = <Constant>`` is a *constant* (no VM register; not visited).
 
-A variable bound by ``v = R.null_value()`` has no VM register either. Neither is a variable
+A variable bound by ``v = R.null_value()`` (kill role ``"no_register"``) has no VM register either. Neither is a variable
 of type ``R.Tuple()`` (a DPS call's result) ever killed: TVM's normalizer replaces every
 use of such a variable by an empty tuple literal, so in TVM it never has a use. The *last use* of a
 variable of scope S is the binding of S whose value (including anything nested in it, such
@@ -58,19 +60,15 @@ from ..ir.expr import (
     Var,
     VarBinding,
 )
-from ..ir.op import get_op
+from ..ir.op import KILL_KINDS, ops_with_kill_role
 from ..ir.types import FuncType, PrimType, ShapeType, TensorType, TupleType
 
 __all__ = ["KillSet", "LastUsage", "collect_last_usage", "OUTPUT"]
 
-_MEM_ALLOC_STORAGE = get_op("relax.memory.alloc_storage")
-_VM_ALLOC_STORAGE = get_op("relax.vm.alloc_storage")
-_KILL_TENSOR = get_op("relax.memory.kill_tensor")
-_KILL_STORAGE = get_op("relax.memory.kill_storage")
-_KILL_OBJECT = get_op("relax.vm.kill_object")
-_NULL_VALUE = get_op("relax.null_value")
-_STORAGE_OPS = frozenset((_MEM_ALLOC_STORAGE, _VM_ALLOC_STORAGE))
-_KILL_OPS = frozenset((_KILL_TENSOR, _KILL_STORAGE, _KILL_OBJECT))
+#: The ops by ``Op.kill_role`` (the op table's declaration of these rules).
+_STORAGE_OPS = frozenset(ops_with_kill_role("storage"))
+_KILL_OPS = frozenset(ops_with_kill_role(*KILL_KINDS))
+_NO_REGISTER_OPS = frozenset(ops_with_kill_role("no_register"))
 _NO_REGISTER_TYPES = frozenset((FuncType, ShapeType, PrimType))
 _SCOPE_CLASSES = (If, Function, SeqExpr)
 
@@ -183,7 +181,7 @@ class _Collector:
                             killed.add(target)
                             pos += 1
                             continue
-                        if op is _NULL_VALUE:
+                        if op in _NO_REGISTER_OPS:
                             no_register.add(var)
                     if isinstance(op, Var):
                         last[op] = pos

@@ -35,6 +35,14 @@ keeps a list of op names for these properties. Properties, and the TVM source of
 - ``attr_names``: keyword attributes in TVMScript order (``R.split(x, indices_or_sections=2,
   axis=0)``): the schema's attribute names when there is a schema; ``n_args``: (min, max)
   positional Relax arguments (max None = variadic), implied by the schema when there is one.
+- ``kill_role``: how KillAfterLastUse treats ``v = <call of the op>`` (TVM ``CollectLastUsage``
+  in src/relax/transform/kill_after_last_use.cc): ``"storage"`` — ``v`` is a storage object
+  (killed with ``kill_storage``) and the arguments are not uses (``memory.alloc_storage``,
+  ``vm.alloc_storage``); ``"kill_tensor"`` / ``"kill_storage"`` / ``"kill_object"`` — the
+  call kills its one argument, which is then never killed again, and is not a use (the kill
+  ops, one per kill kind: :func:`kill_op` finds them); ``"no_register"`` — ``v`` holds no VM
+  register and is never killed (``null_value``); None for every other op. Every walk of that
+  pass, over memcore's IR or TVM's objects, takes these ops from :func:`ops_with_kill_role`.
 - ``type_rule``: ``rule(call, arg_types) -> Type``, the result type of a call whose
   arguments have types ``arg_types`` (TVM ``FInferStructInfo``); what
   :func:`~memcore_py.ir.infer.infer_type` calls. None: calls of the op cannot be inferred.
@@ -47,9 +55,16 @@ from ..errors import IRError
 from .expr import ExternFunc
 from .op_schema import ABSENT, REQUIRED, Schema, complete_attrs, convert_attr
 
-__all__ = ["Op", "register_op", "get_op", "is_registered", "list_ops", "shares_storage", "RESHAPE_PACKED"]
+__all__ = ["Op", "register_op", "get_op", "is_registered", "list_ops", "shares_storage", "RESHAPE_PACKED", "KILL_ROLES",
+           "KILL_KINDS", "kill_op", "ops_with_kill_role"]
 
 _set = object.__setattr__
+
+#: The values of ``Op.kill_role`` other than None (module docstring).
+KILL_ROLES = ("storage", "kill_tensor", "kill_storage", "kill_object", "no_register")
+#: KillAfterLastUse's kill kinds in its kill order (0 tensor, 1 storage, 2 object): the kill
+#: role of the op that kills a value of each kind.
+KILL_KINDS = ("kill_tensor", "kill_storage", "kill_object")
 
 #: Packed function whose result is its first argument's storage (TVM PR #20134, "Track
 #: lowered reshape storage aliases"; ``RewriteDataflowReshape`` lowers ``R.reshape`` to it).
@@ -62,11 +77,12 @@ class Op:
 
     __slots__ = (
         "name", "pure", "shares_storage", "view_memory", "inplace", "legalize", "calls_prim_func",
-        "attr_names", "n_args", "type_rule", "schema",
+        "attr_names", "n_args", "type_rule", "schema", "kill_role",
     )
 
     def __init__(self, name, *, type_rule=None, pure=True, shares_storage=False, view_memory=False,
-                 inplace=False, legalize=None, calls_prim_func=False, attr_names=(), n_args=(0, None), schema=None):
+                 inplace=False, legalize=None, calls_prim_func=False, attr_names=(), n_args=(0, None), schema=None,
+                 kill_role=None):
         if not isinstance(name, str) or not name:
             raise IRError(f"an op name must be a non-empty str; got {name!r}")
         if type_rule is not None and not callable(type_rule):
@@ -80,6 +96,8 @@ class Op:
                 f"{name} is registered shares_storage=True, which implies view_memory=True "
                 f"(a result that is args[0]'s storage may alias it); got view_memory=False"
             )
+        if kill_role is not None and kill_role not in KILL_ROLES:
+            raise IRError(f"the kill_role of {name} must be None or one of {KILL_ROLES}; got {kill_role!r}")
         if schema is not None:
             if not isinstance(schema, Schema):
                 raise IRError(f"the schema of {name} must be an op_schema.Schema; got {schema!r}")
@@ -99,6 +117,7 @@ class Op:
         _set(self, "n_args", (lo, hi))
         _set(self, "type_rule", type_rule)
         _set(self, "schema", schema)
+        _set(self, "kill_role", kill_role)
 
     def __setattr__(self, key, value):
         raise AttributeError("Op is immutable")
@@ -182,8 +201,8 @@ def register_op(name: str, **properties) -> Op:
         ``"relax.<name>"``.
     **properties
         ``type_rule``, ``pure``, ``shares_storage``, ``view_memory``, ``inplace``,
-        ``legalize``, ``calls_prim_func``, ``attr_names``, ``n_args``, ``schema`` (module
-        docstring).
+        ``legalize``, ``calls_prim_func``, ``attr_names``, ``n_args``, ``schema``,
+        ``kill_role`` (module docstring).
 
     Returns
     -------
@@ -225,6 +244,23 @@ def is_registered(name: str) -> bool:
 def list_ops():
     """All registered op names, sorted."""
     return sorted(_REGISTRY)
+
+
+def ops_with_kill_role(*roles: str) -> tuple:
+    """The registered ops whose ``kill_role`` is one of ``roles``, in name order."""
+    bad = [r for r in roles if r not in KILL_ROLES]
+    if bad:
+        raise IRError(f"kill roles must be among {KILL_ROLES}; got {bad}")
+    return tuple(_REGISTRY[n] for n in sorted(_REGISTRY) if _REGISTRY[n].kill_role in roles)
+
+
+def kill_op(kind: int) -> Op:
+    """The op KillAfterLastUse emits to kill a value of kill kind ``kind`` (0 tensor, 1
+    storage, 2 object: :data:`KILL_KINDS`)."""
+    if kind not in (0, 1, 2):
+        raise IRError(f"a kill kind must be 0 (tensor), 1 (storage) or 2 (object); got {kind!r}")
+    (op,) = ops_with_kill_role(KILL_KINDS[kind])
+    return op
 
 
 def shares_storage(callee) -> bool:

@@ -656,14 +656,14 @@ register_op("relax.vm.call_tir_dyn", type_rule=_void, pure=False, n_args=(2, 2))
 # --- memory. Purity is TVM 0.27's ``FPurity``: allocations are pure (so they may sit in
 # dataflow blocks and DeadCodeElimination drops unused ones); only kills are impure. ---------
 register_op("relax.builtin.alloc_tensor", type_rule=_alloc_tensor(0, 1), n_args=(3, 4))
-register_op("relax.memory.alloc_storage", type_rule=_object, n_args=(4, 4))
+register_op("relax.memory.alloc_storage", type_rule=_object, n_args=(4, 4), kill_role="storage")
 register_op("relax.memory.alloc_tensor", type_rule=_alloc_tensor(2, 3), n_args=(4, 5))
-register_op("relax.memory.kill_storage", type_rule=_void, pure=False, n_args=(1, 1))
-register_op("relax.memory.kill_tensor", type_rule=_void, pure=False, n_args=(1, 1))
-register_op("relax.vm.alloc_storage", type_rule=_object, n_args=(3, 4))
+register_op("relax.memory.kill_storage", type_rule=_void, pure=False, n_args=(1, 1), kill_role="kill_storage")
+register_op("relax.memory.kill_tensor", type_rule=_void, pure=False, n_args=(1, 1), kill_role="kill_tensor")
+register_op("relax.vm.alloc_storage", type_rule=_object, n_args=(3, 4), kill_role="storage")
 register_op("relax.vm.alloc_tensor", type_rule=_alloc_tensor(2, 3), n_args=(4, 5))
-register_op("relax.vm.kill_object", type_rule=_void, pure=False, n_args=(1, 1))
-register_op("relax.null_value", type_rule=_object, n_args=(0, 0))
+register_op("relax.vm.kill_object", type_rule=_void, pure=False, n_args=(1, 1), kill_role="kill_object")
+register_op("relax.null_value", type_rule=_object, n_args=(0, 0), kill_role="no_register")
 # ``R.assert_op(cond, *format_args, format=R.str("..."))``: arguments stored as TVM stores
 # them, ``(cond, format, *format_args)``; impure, void (a statement). The parser and the
 # printer spell it (its keyword sits after the variadic arguments).

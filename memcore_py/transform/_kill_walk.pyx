@@ -7,8 +7,8 @@ the rules and runs the general path (CanonicalizeBindings, ``collect_last_usage`
 inserter) for functions with nested scopes or dataflow blocks. A function whose body is only
 binding blocks without nested scopes (every function after ToNonDataflow without control
 flow) takes :func:`kill_flat` instead, whose two per-binding loops were most of the pass's
-time in CPython (about 1.1 of 1.25 ms on BERT-base: the first loop 55 %, the second 45 %,
-a third of each building nodes). The rules are the general path's, fused:
+time in CPython (on BERT-base about evenly split between them, a third of each building
+nodes). The rules are the general path's, fused:
 
 1. One walk over the bindings does CanonicalizeBindings' planning and rewriting together
    (every replacement target is an earlier binding: ``y = x`` re-bindings are dropped and
@@ -98,7 +98,7 @@ from memcore_py.ir.expr import (BindingBlock, Call, Constant, DataflowVar, DataT
                                 GlobalVar, If, MatchCast, PrimValue, SeqExpr, ShapeExpr, StringImm, Tuple,
                                 TupleGetItem, Var, VarBinding)
 from memcore_py.ir.functor import value_type
-from memcore_py.ir.op import get_op
+from memcore_py.ir.op import kill_op, ops_with_kill_role
 from memcore_py.ir.types import VOID, FuncType, PrimType, ShapeType, TensorType, TupleType, type_equal
 
 
@@ -139,12 +139,13 @@ cdef type BLOCK = BindingBlock
 cdef type TENSOR_TYPE = TensorType
 cdef type TUPLE_TYPE = TupleType
 
-cdef object KILL_TENSOR = get_op("relax.memory.kill_tensor")
-cdef object KILL_STORAGE = get_op("relax.memory.kill_storage")
-cdef object KILL_OBJECT = get_op("relax.vm.kill_object")
-cdef object ALLOC_STORAGE = get_op("relax.memory.alloc_storage")
-cdef object VM_ALLOC_STORAGE = get_op("relax.vm.alloc_storage")
-cdef object NULL_VALUE = get_op("relax.null_value")
+#: The ops by kill role (``Op.kill_role``, memcore_py.ir.op): the kill ops in kill-kind order,
+#: the storage allocations, and the calls whose result holds no register.
+cdef object KILL_TENSOR = kill_op(0)
+cdef object KILL_STORAGE = kill_op(1)
+cdef object KILL_OBJECT = kill_op(2)
+cdef frozenset STORAGE_OPS = frozenset(ops_with_kill_role("storage"))
+cdef frozenset NO_REGISTER_OPS = frozenset(ops_with_kill_role("no_register"))
 cdef object VOID_TY = VOID
 cdef object EMPTY = EMPTY_ATTRS
 cdef tuple KILL_OPS = (KILL_TENSOR, KILL_STORAGE, KILL_OBJECT)
@@ -436,11 +437,11 @@ def kill_flat(func, bint staged=False):
                     V.killed[V.get(<PyObject*>target)] = 1
                     out.append(b)
                     continue
-                if is_vb and (op is ALLOC_STORAGE or op is VM_ALLOC_STORAGE or op is NULL_VALUE):
+                if is_vb and (op in STORAGE_OPS or op in NO_REGISTER_OPS):
                     for a in args:
                         if type(a) not in PLAIN:
                             raise NotFlat
-                    if op is not NULL_VALUE:  # a null value has no register: never killed
+                    if op in STORAGE_OPS:  # a null value has no register: never killed
                         V.set_kind(V.get(<PyObject*>var), 1)
                     out.append(b)
                     continue

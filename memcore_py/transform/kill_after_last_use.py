@@ -82,7 +82,7 @@ from ..ir.expr import (
 )
 from ..ir.functor import ExprMutator, map_functions, normalize_blocks, var_uses
 from ..ir.module import IRModule
-from ..ir.op import get_op
+from ..ir.op import kill_op
 from ..ir.types import VOID, type_equal
 from ._kill_walk import HasMatchCast, NotFlat, kill_flat
 from .canonicalize_bindings import canonicalize_bindings, canonicalize_tir_variables
@@ -90,9 +90,7 @@ from .pass_infra import FunctionPass, PassContext
 
 __all__ = ["kill_after_last_use", "remove_unused_trivial_bindings", "KillAfterLastUse"]
 
-_KILL_TENSOR = get_op("relax.memory.kill_tensor")
-_KILL_STORAGE = get_op("relax.memory.kill_storage")
-_KILL_OBJECT = get_op("relax.vm.kill_object")
+_KILL_TENSOR, _KILL_STORAGE, _KILL_OBJECT = (kill_op(kind) for kind in range(3))
 _SCOPE_CLASSES = (If, Function, SeqExpr)
 _VAR_CLASSES = (Var, DataflowVar)
 

@@ -191,7 +191,32 @@ cdef void* kill_binding(Keep K, Py_ssize_t k, void* op, const char* target, void
     return new_binding(K, <const char*>hvar, new_call(K, unit, op, &arg, 1, NULL, handle(CTOR_EMPTY_ARRAY)))
 
 
-def kill_function(Layout L, Keep K, size_t func, tuple ops, size_t unit):
+cdef class KillRoleOps:
+    """The addresses of TVM's ops by kill role (``Op.kill_role`` in memcore's op table,
+    :mod:`memcore_py.ir.op`), as :func:`kill_function` compares them."""
+    cdef size_t kill[3]                 # the kill op of each kill kind: tensor, storage, object
+    cdef vector[size_t] storage         # ops whose result is a storage object (args not uses)
+    cdef vector[size_t] no_register     # ops whose result holds no register (never killed)
+
+    def __init__(self, tuple kill, tuple storage, tuple no_register):
+        if len(kill) != 3:
+            raise ValueError(f"kill must hold the three kill ops' addresses; got {len(kill)}")
+        for i in range(3):
+            self.kill[i] = kill[i]
+        for a in storage:
+            self.storage.push_back(a)
+        for a in no_register:
+            self.no_register.push_back(a)
+
+
+cdef inline bint among(size_t op, vector[size_t]& addresses) noexcept:
+    for a in addresses:
+        if a == op:
+            return True
+    return False
+
+
+def kill_function(Layout L, Keep K, size_t func, KillRoleOps ops, size_t unit):
     """KillAfterLastUse of the Relax ``Function`` at ``func`` (module docstring).
 
     Parameters
@@ -201,10 +226,8 @@ def kill_function(Layout L, Keep K, size_t func, tuple ops, size_t unit):
         Owns every object built; ``func`` must stay alive while it is used.
     func : int
         The function's address.
-    ops : tuple of int
-        The addresses of ``relax.memory.kill_tensor``, ``relax.memory.kill_storage``,
-        ``relax.vm.kill_object``, ``relax.memory.alloc_storage``, ``relax.vm.alloc_storage``
-        and ``relax.null_value``.
+    ops : KillRoleOps
+        TVM's ops by kill role.
     unit : int
         The address of an ``R.Tuple()`` type (the kill variables' and calls' type).
 
@@ -230,8 +253,6 @@ def kill_function(Layout L, Keep K, size_t func, tuple ops, size_t unit):
     cdef const char* result
     cdef const char* data
     cdef const char* fields
-    cdef size_t k_tensor = ops[0], k_storage = ops[1], k_object = ops[2]
-    cdef size_t a_storage = ops[3], a_vm_storage = ops[4], a_null = ops[5]
     cdef int64_t n_blocks, n_total = 0, i, ib, n, na, ia
     cdef int32_t t, ot
     cdef int kind, c
@@ -313,7 +334,7 @@ def kill_function(Layout L, Keep K, size_t func, tuple ops, size_t unit):
                 return None
             na = array_size(args)
             item = (<const FFIAny*>(data + 16 * i))[0]
-            if <size_t>op == k_tensor or <size_t>op == k_storage or <size_t>op == k_object:
+            if <size_t>op == ops.kill[0] or <size_t>op == ops.kill[1] or <size_t>op == ops.kill[2]:
                 if na != 1 or classify(L, array_data(args)) != ARG_VAR:
                     return None  # the full conversion reports a malformed kill
                 target = any_obj(array_data(args))
@@ -327,11 +348,11 @@ def kill_function(Layout L, Keep K, size_t func, tuple ops, size_t unit):
                 V.killed[V.get(key(target))] = 1
                 out.push_back(item)
                 continue
-            if <size_t>op == a_storage or <size_t>op == a_vm_storage or <size_t>op == a_null:
+            if among(<size_t>op, ops.storage) or among(<size_t>op, ops.no_register):
                 for ia in range(na):
                     if classify(L, array_data(args) + 16 * ia) != ARG_LEAF:
                         return None
-                if <size_t>op != a_null:  # a null value holds no register
+                if among(<size_t>op, ops.storage):  # a null value holds no register
                     V.set_kind(V.get(key(var)), 1)
                 out.push_back(item)
                 continue
@@ -383,10 +404,6 @@ def kill_function(Layout L, Keep K, size_t func, tuple ops, size_t unit):
     cdef Py_ssize_t* at = order + V.n_defs
     cdef Py_ssize_t n_kills, kc = 0
     cdef vector[FFIAny] final
-    cdef void* kill_ops[3]
-    kill_ops[0] = <void*>k_tensor
-    kill_ops[1] = <void*>k_storage
-    kill_ops[2] = <void*>k_object
     try:
         n_kills = kill_schedule(V, n, order, at)
         if n_kills == 0 and not changed and (n_blocks == 0 or n > 0):
@@ -396,7 +413,7 @@ def kill_function(Layout L, Keep K, size_t func, tuple ops, size_t unit):
             final.push_back(out[i])
             while kc < n_kills and at[kc] == i:
                 j = order[kc]
-                set_obj(&item, kill_binding(K, kc, kill_ops[V.kind[j]], <const char*>V.keys[j], <void*>unit))
+                set_obj(&item, kill_binding(K, kc, <void*>ops.kill[V.kind[j]], <const char*>V.keys[j], <void*>unit))
                 final.push_back(item)
                 kc += 1
     finally:

@@ -5,11 +5,10 @@ Design
 ------
 The full conversion (:func:`~memcore_py.tvm.passes.apply_memcore_pass`) reads the whole module
 into memcore's IR, runs :class:`memcore_py.transform.KillAfterLastUse` and writes the result
-back. On a 20-binding module that cost about 105 us (TVM's own pass: about 300 us on the same
-machine), of which the pass itself was under 10 us: the rest was reading every binding and
-writing the function back. KillAfterLastUse only drops re-bindings (``y = x``), rewrites the
-calls that used them, and inserts kill bindings; every other binding stays the same object.
-Here, for each Relax function:
+back. On a small module the pass itself was a small part of that: the rest was reading every
+binding and writing the function back. KillAfterLastUse only drops re-bindings (``y = x``),
+rewrites the calls that used them, and inserts kill bindings; every other binding stays the
+same object. Here, for each Relax function:
 
 1. :func:`~memcore_py.tvm._kill_extract.kill_function` walks the function's bindings in C
    with the flat walk's own rules and tables (its docstring lists what it handles) and
@@ -41,22 +40,30 @@ the extraction declines anyway.
 from __future__ import annotations
 
 from . import _ffi_writer, _kill_extract
+from ..ir.op import kill_op, ops_with_kill_role
 from ._extraction import UNCHANGED, rewrite_functions
 
 __all__ = ["kill_after_last_use_extracted"]
 
 _OPS = []
-_OP_NAMES = ("relax.memory.kill_tensor", "relax.memory.kill_storage", "relax.vm.kill_object",
-             "relax.memory.alloc_storage", "relax.vm.alloc_storage", "relax.null_value")
 
 
 def _ops_and_unit(api):
-    """The addresses of the ops :func:`~._kill_extract.kill_function` takes and of an
-    ``R.Tuple()`` type, made once (the objects are held here, so the addresses stay valid)."""
+    """TVM's ops by kill role (:class:`~._kill_extract.KillRoleOps`, from memcore's op table)
+    and the address of an ``R.Tuple()`` type, made once (the objects are held here, so the
+    addresses stay valid)."""
     if not _OPS:
-        ops = [api.Op.get(n) for n in _OP_NAMES]
+        def tvm_ops(ops):
+            return [api.Op.get(op.name) for op in ops]
+
+        kill = tvm_ops(kill_op(kind) for kind in range(3))
+        storage = tvm_ops(ops_with_kill_role("storage"))
+        no_register = tvm_ops(ops_with_kill_role("no_register"))
         unit = api.ir_ffi.TupleType([], None)
-        _OPS.append((ops, unit, tuple(op.__chandle__() for op in ops), unit.__chandle__()))
+        roles = _kill_extract.KillRoleOps(tuple(op.__chandle__() for op in kill),
+                                         tuple(op.__chandle__() for op in storage),
+                                         tuple(op.__chandle__() for op in no_register))
+        _OPS.append((kill + storage + no_register, unit, roles, unit.__chandle__()))
     return _OPS[0][2], _OPS[0][3]
 
 

@@ -174,3 +174,27 @@ def test_tuple_result_rule_and_op_repr():
     split = Call(get_op("relax.split"), [x], {"indices_or_sections": 2, "axis": 0})
     assert isinstance(infer_type(split), TupleType)
     assert repr(get_op("relax.split")) == "Op('relax.split')" and isinstance(get_op("relax.split"), Op)
+
+
+def test_kill_roles_are_declared_in_the_op_table():
+    """KillAfterLastUse's op rules (TVM CollectLastUsage) come from ``Op.kill_role``."""
+    from memcore_py.ir.op import KILL_KINDS, kill_op, ops_with_kill_role
+
+    names = lambda ops: [o.name for o in ops]  # noqa: E731
+    assert names(ops_with_kill_role("storage")) == ["relax.memory.alloc_storage", "relax.vm.alloc_storage"]
+    assert names(ops_with_kill_role("no_register")) == ["relax.null_value"]
+    assert [kill_op(k).name for k in range(3)] == ["relax.memory.kill_tensor", "relax.memory.kill_storage",
+                                                   "relax.vm.kill_object"]
+    assert [kill_op(k).kill_role for k in range(3)] == list(KILL_KINDS)
+    assert get_op("relax.builtin.alloc_tensor").kill_role is None
+
+
+def test_kill_role_errors():
+    from memcore_py.ir.op import kill_op, ops_with_kill_role
+
+    with pytest.raises(IRError, match="kill_role of relax.test_bad_role must be None or one of"):
+        Op("relax.test_bad_role", kill_role="free")
+    with pytest.raises(IRError, match="kill roles must be among"):
+        ops_with_kill_role("free")
+    with pytest.raises(IRError, match="a kill kind must be 0"):
+        kill_op(3)
