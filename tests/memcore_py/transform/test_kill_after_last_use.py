@@ -974,7 +974,7 @@ def test_collect_last_usage_rejects_non_function():
 
 # ----------------------------------------------------------------------- properties
 @pytest.mark.parametrize("seed", range(12))
-def test_fast_path_equals_general_path(seed):
+def test_flat_functions_equal_the_general_path(seed):
     """The fused two-pass path for flat functions gives exactly the general path's result
     (structure and every binding's name), on planned programs and on flat programs mixing
     every construct the pass distinguishes."""
@@ -994,7 +994,7 @@ def test_fast_path_equals_general_path(seed):
                 [b.var.name for b in general.body.blocks[0].bindings]
 
 
-def test_fast_path_on_the_benchmark_chain():
+def test_elementwise_chain_equals_the_general_path():
     func = LowerAllocTensor()(elementwise_chain(40))["main"]
     from memcore_py.transform.kill_after_last_use import _kill_after_last_use
 

@@ -274,7 +274,7 @@ def test_function_without_allocations_is_unchanged():
     assert LowerAllocTensor.name == "lower-alloc-tensor"
 
 
-def test_flat_function_fast_path_equals_the_full_visit(monkeypatch):
+def test_flat_function_equals_the_full_visit(monkeypatch):
     """A flat function keeps its bindings without the mutator's visit until a variable is
     remapped (an allocation bound with a less precise type gets a fresh variable, TVM's
     ReEmitBinding; its later uses must be rewritten): same module as the full visit."""

@@ -132,7 +132,7 @@ def test_bounds_follow_attributes_replaced_on_the_same_signature():
 @pytest.mark.oracle
 @pytest.mark.parametrize("text", [wide_call_text(40), wide_call_text(32), bounded_text(64, 256)],
                          ids=["call-40-args", "call-32-args", "two-bounds"])
-def test_fast_paths_reproduce_tvm(text):
+def test_wide_calls_and_bounds_reproduce_tvm(text):
     tvm = pytest.importorskip("tvm")
     from tvm import relax
 
