@@ -14,7 +14,12 @@ their ``import``/``cimport`` lines. Nothing is imported.
     ``memcore_py/__init__.py`` may import ``errors``, and ``ir.parser`` only lazily (inside
     ``parse``). The engine (``memcore/``) imports nothing from ``memcore_py``.
 (b) No cycle in the module graph built from all imports, lazy ones included (strongly
-    connected components), except the one edge of :data:`ALLOWED_EDGES`.
+    connected components), except the one edge of :data:`ALLOWED_EDGES`. ``from .pkg import
+    name`` is an edge to ``pkg`` (its ``__init__``) unless ``name`` is a submodule, so a
+    submodule that imports its own package closes a circle through that ``__init__``. An
+    import of ``a.b.c`` is also an edge to ``a.b`` (Python runs its ``__init__`` first) when
+    the importer is outside ``a.b``. A cimport counts too (a compiled module imports what it
+    cimports when it starts).
 
 Every failure names the file, the line and the import as written.
 """
@@ -22,7 +27,8 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass
+import sys
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from _helpers import REPO_ROOT
@@ -66,9 +72,11 @@ class Import:
     importer: str
     target: str
     lazy: bool
+    via_package: bool = False  # the edge to a package whose submodule the statement imports
 
     def where(self) -> str:
-        return f"{self.path.relative_to(REPO_ROOT)}:{self.line}: `{self.statement}`"
+        via = " (runs its package's __init__)" if self.via_package else ""
+        return f"{self.path.relative_to(REPO_ROOT)}:{self.line}: `{self.statement}`{via}"
 
 
 def _module_name(path: Path) -> str:
@@ -288,8 +296,46 @@ def test_strongly_connected_finds_cycles():
     assert comps == [["a", "b", "c"], ["d"], ["e"]]
 
 
+def _with_packages(imports: list[Import]) -> list[Import]:
+    """``imports`` plus, per import of ``a.b.c``, one of ``a.b``: Python runs a package's
+    ``__init__`` before its submodule. The importer's own packages are left out (they are
+    already running when it runs)."""
+    out = list(imports)
+    for imp in imports:
+        parts = imp.target.split(".")
+        for k in range(1, len(parts)):
+            package = ".".join(parts[:k])
+            if not (imp.importer == package or imp.importer.startswith(package + ".")):
+                out.append(replace(imp, target=package, via_package=True))
+    return out
+
+
+def test_the_scanner_resolves_imports_to_modules(tmp_path, monkeypatch):
+    """``from . import sub`` -> the submodule; ``from ..pkg import name`` -> the package unless
+    ``name`` is a submodule; ``import a.b.c`` also reaches ``a.b``; a function's import is lazy."""
+    monkeypatch.setattr(sys.modules[__name__], "REPO_ROOT", tmp_path)
+    pkg = tmp_path / "memcore_py" / "pkg"
+    (pkg / "inner").mkdir(parents=True)
+    for name in ("__init__", "a", "b", "inner/__init__", "inner/c"):
+        (pkg / f"{name}.py").write_text("")
+    (pkg / "a.py").write_text(
+        "from . import b\nfrom .inner import c, NAME\nfrom ..pkg.inner import OTHER\n"
+        "import memcore_py.pkg.inner.c\ndef f():\n    from .b import x\n"
+    )
+    known = {"memcore_py", "memcore_py.pkg", "memcore_py.pkg.a", "memcore_py.pkg.b",
+             "memcore_py.pkg.inner", "memcore_py.pkg.inner.c"}
+    found = {(i.target, i.lazy, i.via_package)
+             for i in _with_packages(_python_imports(pkg / "a.py", known))}
+    assert found == {
+        ("memcore_py.pkg.b", False, False), ("memcore_py.pkg.b", True, False),
+        ("memcore_py.pkg.inner.c", False, False), ("memcore_py.pkg.inner", False, False),
+        ("memcore_py.pkg.inner", False, True),
+    }
+
+
 def test_no_import_cycles():
-    imports = [i for i in _imports("memcore_py") if _is_ours(i.target) and i.target != i.importer]
+    imports = [i for i in _with_packages(_imports("memcore_py"))
+               if _is_ours(i.target) and i.target != i.importer]
     by_edge: dict[tuple[str, str], list[Import]] = {}
     for imp in imports:
         by_edge.setdefault((imp.importer, imp.target), []).append(imp)
