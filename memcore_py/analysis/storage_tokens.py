@@ -117,19 +117,20 @@ _CONST_TYPE_INFO_MAX = 4096
 #: upper-bounded size of a symbolic shape depends on the type's dims and the function's var
 #: bounds only, so it is computed once per distinct (type, bounds) instead of once per
 #: function and call (sizing a symbolic shape runs the bound arithmetic of
-#: :mod:`~memcore_py.analysis.arith`: 10-20 us a type); the compiled walk looks types up in
+#: :mod:`~memcore_py.analysis.arith`, in Python); the compiled walk looks types up in
 #: the current function's inner dict. Bounded: cleared when full.
 _SYM_TYPE_INFO: dict = {}
 _SYM_BOUNDS_MAX = 64
 #: Across calls: ``(params, return type, id(attrs))`` of a Relax function -> ``(copy of its
 #: attrs, VarBounds, bounds key)``: :func:`~memcore_py.analysis.arith.read_var_bounds` walks
-#: the signature types (10-20 us on a bounded function). The bounds depend on the attributes
+#: the signature types (in Python). The bounds depend on the attributes
 #: and the signature only; the stored copy of the attributes must still equal the
 #: function's. Bounded: cleared when full.
 _FUNC_BOUNDS: dict = {}
 _FUNC_BOUNDS_MAX = 256
 #: Across calls: symbolic size expression (by identity, kept alive by the key) -> its
-#: :func:`~memcore_py.analysis.arith.size_class_key` (canonicalisation costs 10-50 us).
+#: :func:`~memcore_py.analysis.arith.size_class_key` (canonicalisation is Python arithmetic
+#: on the expression tree, costly next to a dict lookup).
 _SIZE_CLASS_KEY: dict = {}
 
 

@@ -11,7 +11,7 @@ class gc_paused:
 
     IR trees are acyclic, so walks that allocate many small objects (maps, result lists)
     create no cyclic garbage; on modules of 1e5+ bindings the collector's full passes over
-    the live heap would otherwise cost more than the walk itself (measured 2-10x). The
+    the live heap would otherwise cost more than the walk itself. The
     previous state is restored, also on error. Resuming allocates nothing (a class, not a
     generator), so it does not itself start a collection over the objects the walk made.
     """

@@ -513,7 +513,7 @@ def static_plan_block_memory(mod: IRModule, mode: str = "tvm", *, alignment: int
     _check_options(mode, alignment, time_limit)
     # The pass allocates a few objects per binding and frees nothing until it returns; the
     # cyclic garbage collector would rescan the whole (acyclic) IR again and again on large
-    # functions (2-5x the running time at 300k bindings), so it is paused meanwhile. It is
+    # functions (a multiple of the pass's own time), so it is paused meanwhile. It is
     # resumed only after the analysis and the plan are released (taking the module out inside the
     # paused region), so that resuming does not start a collection over them.
     with gc_paused():

@@ -30,46 +30,46 @@ the portable path.
 
 Design: full conversion with write-back by reuse; extraction for the memory passes
 ----------------------------------------------------------------------------------
-Two designs were measured (same run, bert_base: 850 bindings, 28 PrimFuncs; TVM's own
-StaticPlanBlockMemory + KillAfterLastUse on the ``tvm.IRModule`` take 8.2 ms):
+Two designs were measured on bert_base (850 bindings, 28 PrimFuncs) against TVM's own
+StaticPlanBlockMemory + KillAfterLastUse on the ``tvm.IRModule``:
 
 1. *Extraction + write-back through TVM's mutator*: read only what planning needs and
-   rewrite with ``relax.PyExprMutator``. Write-back floor (a no-op ``visit_call_`` over
-   every call, the walk in C++): 1.2 ms. Extraction floor (FFI reads only: every binding's
-   var, its type handle and the call's op and arguments, no memcore node built): 1.5-2.2 ms.
-   But memcore's planner and kill analysis run on memcore IR (``analysis.storage_tokens``,
-   ``analysis.last_usage``); extraction would need a second front-end for both over TVM
-   objects, a copy of their logic (tokens, aliases, escapes, canonicalized bindings) that
-   would have to stay TVM-exact on its own.
-2. *Full conversion* (chosen): :func:`from_tvm` builds the memcore module (10.5 ms cold on
-   bert_base, of which ~4 ms are FFI field reads: ~0.1-0.2 us per field, and a
-   ``tvm_ffi.Array`` element costs ~0.25 us through the FFI's get-item, ~0.7 us through its
-   Python iterator), the memcore pass runs unchanged, and the result is written back by
-   *reuse*: :func:`from_tvm` records which TVM object every memcore node came from, and
-   the writer returns that object for every node the pass kept (memcore passes are
-   functional and keep unchanged nodes identical). Only new bindings are built with TVM's
-   FFI constructors: 1.8 ms after StaticPlanBlockMemory on bert_base, less than the
-   mutator's floor. One code path for planning (TVM-exact by the same tests), and the
-   conversion is the public :func:`from_tvm` / :func:`to_tvm` pair.
+   rewrite with ``relax.PyExprMutator``. Both floors were a fraction of TVM's two passes:
+   write-back (a no-op ``visit_call_`` over every call, the walk in C++) and extraction (FFI
+   reads only: every binding's var, its type handle and the call's op and arguments, no
+   memcore node built). But memcore's planner and kill analysis run on memcore IR
+   (``analysis.storage_tokens``, ``analysis.last_usage``); extraction would need a second
+   front-end for both over TVM objects, a copy of their logic (tokens, aliases, escapes,
+   canonicalized bindings) that would have to stay TVM-exact on its own.
+2. *Full conversion* (chosen): :func:`from_tvm` builds the memcore module (a large share
+   of it FFI field reads: through the Python API every field read and every
+   ``tvm_ffi.Array`` element is a call, the FFI's get-item being cheaper than its Python
+   iterator), the memcore pass runs unchanged, and the result is written back by *reuse*:
+   :func:`from_tvm` records which TVM object every memcore node came from, and the writer
+   returns that object for every node the pass kept (memcore passes are functional and keep
+   unchanged nodes identical). Only new bindings are built with TVM's FFI constructors,
+   which after StaticPlanBlockMemory cost less than the mutator's floor. One code path for
+   planning (TVM-exact by the same tests), and the conversion is the public
+   :func:`from_tvm` / :func:`to_tvm` pair.
 
-Where the time goes (bench/bench_tvm_bridge.py, same run): the compiled reader
-(:mod:`memcore_py.tvm._ffi_reader`, TVM's objects read from memory; the extraction floor
-above no longer applies) and the compiled writer (:mod:`memcore_py.tvm._ffi_writer`, TVM's
-constructors called through the tvm_ffi C API) brought the native StaticPlanBlockMemory +
-KillAfterLastUse, conversion included, to 2.6-3.5x TVM's two passes on the static real
-models, 3.4-4.6x with bounded and 4.1-6.2x with unbounded symbolic shapes, 4.8-7.8x on a
-30k-binding chain (TVM's own time there varies between processes) and 8-9.5x at 300k. Consecutive native passes convert once (the second takes the first one's
-written module, :class:`~memcore_py.tvm.passes._Handoff`): the three memory passes in one
-``Sequential`` are 2.6-5.6x TVM's three on the real models.
+Where the time goes (bench/bench_tvm_bridge.py; figures in bench/README.md, "TVM bridge"):
+the Python API's per-field reads and per-constructor calls. The compiled reader
+(:mod:`memcore_py.tvm._ffi_reader`, TVM's objects read from memory, which also makes the
+extraction floor above moot) and the compiled writer (:mod:`memcore_py.tvm._ffi_writer`,
+TVM's constructors called through the tvm_ffi C API) take both out, so the native
+StaticPlanBlockMemory + KillAfterLastUse, conversion included, beat TVM's two passes on the
+static real models, with bounded and unbounded symbolic shapes and on long chains (where
+TVM's own time varies between processes). Consecutive native passes convert once (the
+second takes the first one's written module, :class:`~memcore_py.tvm.passes._Handoff`), so
+the three memory passes in one ``Sequential`` read the module once.
 
 3. *Extraction for LowerAllocTensor* (:mod:`memcore_py.tvm.lower_alloc_extract`, used when
    the pass is not handed a module): that pass changes only the allocation bindings of a
    flat function, so a C scan finds them and the blocks are rebuilt around them from the old
    bindings' addresses; allocations of constant shape are lowered in C, the others read,
-   lowered by memcore's own lowerer and written. A lone call on a real model went from
-   0.5-0.8x TVM's pass (the full read costs more than TVM's whole visit) to 4-25x, and on a
-   20-binding module from 103 to 17 us (TVM 72 us on that VM).
-4. *Extraction for the analyses too* (stop 25: :mod:`memcore_py.tvm.kill_extract`,
+   lowered by memcore's own lowerer and written. A lone call does not pay for the full
+   read, which costs more than TVM's whole visit.
+4. *Extraction for the analyses too* (:mod:`memcore_py.tvm.kill_extract`,
    :mod:`memcore_py.tvm.spbm_extract`). The objection in 1. was a second copy of the token
    and kill analyses. It is avoided where it matters: the C walks over TVM's objects fill the
    *same* tables as memcore's compiled walks (``VarTable`` / ``kill_schedule`` declared in
@@ -77,10 +77,11 @@ written module, :class:`~memcore_py.tvm.passes._Handoff`): the three memory pass
    ``walk_program`` into the same ``TokenProgram``), memcore's planner and its symbolic-size
    arithmetic run unchanged, and only the binding-level rules are restated, for flat
    functions alone (anything else declines to the full conversion). The tests compare the two
-   paths and TVM on every shipped model and on random modules. What it bought on a 20-binding
-   module: StaticPlanBlockMemory 149 -> 46 us (TVM 89), KillAfterLastUse 107 -> 26 us; on the
-   real models SPBM + KillAfterLastUse went from 2.6-6.2x TVM's to 8.6-21x, the three memory
-   passes from 2.7-6x to 9.7-17x.
+   paths and TVM on every shipped model and on random modules. Reading and writing every
+   binding cost more than the analysis and the plan on a small module, and a large share of
+   the time on the real models: without them the native StaticPlanBlockMemory costs less
+   than TVM's on small modules too, and the memory passes on the real models much less than
+   by full conversion.
 
 The full conversion stays the path of everything the extractions decline, of the passes that
 change more than a few bindings (DataflowUseInplaceCalls, AttachAttrLayoutFreeBuffers), and of

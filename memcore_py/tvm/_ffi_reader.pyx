@@ -4,8 +4,8 @@
 Design
 ------
 ``from_tvm`` through TVM's Python API pays for every field it reads: a field read builds a
-Python wrapper (0.1-0.15 us), an array element costs a global-function call (0.4 us), and a
-binding of a lowered model needs 15-25 of them, which made reading 10x TVM's own
+Python wrapper, an array element costs a global-function call, and a binding of a lowered
+model needs 15-25 of them, which made reading cost several times TVM's own
 StaticPlanBlockMemory. A TVM object is a C struct with a stable ABI (``tvm/ffi/c_api.h``):
 
 - every object starts with ``TVMFFIObject`` {u64 ref count; i32 type index; ...}, so its type

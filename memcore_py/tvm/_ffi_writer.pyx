@@ -4,11 +4,12 @@ Python writer is the fallback for everything this module declines).
 
 Design
 ------
-Writing through TVM's Python API costs a Python-level FFI call per constructor (1-3 us: the
+Writing through TVM's Python API costs a Python-level FFI call per constructor (the
 arguments are converted one by one, lists become ``ffi.Array`` through another call, and the
 result gets a Python wrapper), and a new binding of a lowered module needs four of them
-(variable, argument array, call, binding). A pass that adds 10k bindings (StaticPlanBlockMemory
-or KillAfterLastUse on a long chain) paid 40-60 ms for that, more than the pass itself.
+(variable, argument array, call, binding). A pass that adds many bindings
+(StaticPlanBlockMemory or KillAfterLastUse on a long chain) paid more for that than for the
+pass itself.
 
 Here the same constructors (TVM's registered global functions ``ir.Var``, ``ir.Call``,
 ``relax.VarBinding``, ``ffi.Array``, ...) are called through tvm_ffi's C API

@@ -42,9 +42,10 @@ integers or known symbolic variables, and call arguments (variables, shapes, dty
 integers). Whatever it declines (a first occurrence that needs the Python API -- an op, a
 dtype, a symbolic variable, a composite dim --, MatchCast, If, tuples, constants ...) is read
 here through TVM's Python API, which fills the memo tables the compiled reader then uses.
-Through the Python API a field read costs ~0.1-0.2 us and an array element ~0.4 us (arrays
-are read with the FFI's size/get-item functions); BERT-base took 10.9 ms that way, 2.6 ms
-now. Types, dtypes, ops and symbolic vars are memoised by the address of their TVM object
+Through the Python API every field read and every array element is an FFI call with a
+Python wrapper for its result (arrays are read with the FFI's size/get-item functions),
+which made reading a whole model that way slow; reading from memory skips both. Types,
+dtypes, ops and symbolic vars are memoised by the address of their TVM object
 (``__chandle__``), valid while the object is alive: per conversion for types and variables,
 across conversions (:class:`_Shared`, which keeps every keyed object alive) for ops, dtypes
 and interned integers and nodes.

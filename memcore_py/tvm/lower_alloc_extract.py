@@ -6,7 +6,7 @@ LowerAllocTensor changes nothing in a function but its ``R.builtin.alloc_tensor`
 each becomes a storage binding and an ``R.memory.alloc_tensor`` binding of the same variable
 (:mod:`memcore_py.transform.lower_alloc_tensor`). The full conversion
 (:func:`~memcore_py.tvm.passes.apply_memcore_pass`) reads the whole module into memcore's IR
-for that, about 1.3 us a binding: more than TVM's own pass, which visits each binding once.
+for that, which costs more than TVM's own pass: it visits each binding once.
 Here, on the TVM objects:
 
 1. :func:`~memcore_py.tvm._ffi_reader.flat_function_calls` scans the blocks of each Relax
@@ -27,9 +27,8 @@ Here, on the TVM objects:
    ``Function`` (the old parameters, return type, purity and attrs) and module (the old
    GlobalVars, the other functions as they are).
 
-Measured (bench ``test_native_lower_alloc_tensor``, ``test_fixed_cost_native_lowering``): a
-20-binding module 103 -> 41 us (TVM 33 us); bert_base 1.58 -> 0.14 ms (TVM 1.06 ms). The
-compiled lowering of constant shapes (stop 25): see bench/README.md ("TVM bridge").
+Measured against TVM's pass by bench ``test_native_lower_alloc_tensor`` and
+``test_fixed_cost_native_lowering``; figures in bench/README.md ("TVM bridge").
 
 A module with no allocation left is returned as it is. The full conversion runs instead
 (:func:`lower_alloc_tensor_extracted` returns None) when a function is not flat, a

@@ -5,10 +5,10 @@ Design
 ------
 The full conversion (:func:`~memcore_py.tvm.passes.apply_memcore_pass`) reads the whole module
 into memcore's IR, runs :class:`memcore_py.transform.StaticPlanBlockMemory` and writes the result
-back. On a 21-binding module that cost about 150 us against TVM's 90 us on the same machine:
-reading every binding (~40 us) and writing the function back (~30 us) cost more than the
-analysis and the plan together. StaticPlanBlockMemory reads of most bindings only which
-variables they pass to which kind of callee, and changes only the planned allocations. Here:
+back. On a small module that cost more than TVM's own pass: reading every binding and
+writing the function back cost more than the analysis and the plan together.
+StaticPlanBlockMemory reads of most bindings only which variables they pass to which kind
+of callee, and changes only the planned allocations. Here:
 
 1. :class:`~memcore_py.tvm._spbm_extract.Scan` walks each Relax function's bindings in C with
    the Init rules of :mod:`memcore_py.analysis.storage_tokens` (its docstring lists the forms it
@@ -48,10 +48,8 @@ call), where the full conversion raises :class:`~memcore_py.tvm.TVMConversionErr
 Nothing is dropped either way. An allocation the scan does not accept (a malformed one
 included) declines, so the full pass reports it as it would.
 
-Measured (bench ``test_fixed_cost_native_spbm``, ``test_native_static_plan_block_memory``,
-TVM's pass in the same run): a 21-binding module 149 -> 46-47 us (TVM 89-91 us on a quiet VM);
-the real models 5.0-6.9x TVM's pass (TVM mode), bounded dynamic shapes 0.9-1.25x -> 2.7-3.7x,
-unbounded 3.4-5.4x -> 7.1-11.8x (bench/README.md, "TVM bridge").
+Measured against TVM's pass by bench ``test_fixed_cost_native_spbm`` and
+``test_native_static_plan_block_memory``; figures in bench/README.md ("TVM bridge").
 """
 from __future__ import annotations
 
