@@ -640,10 +640,48 @@ cdef void* storage_binding(Layout L, Keep K, const char* alloc_args, void* shape
                        new_call(K, any_ty, op, cargs, 4, NULL, handle(CTOR_EMPTY_ARRAY)))
 
 
-def rewrite_function(Layout L, Keep K, list arrays, Py_ssize_t first_block, list tok_block, list tok_index,
-                     list tok_binding, Py_ssize_t t0, Py_ssize_t t1, list tok_storage, list tok_offset_imm,
-                     list storage_var, list storage_first, list storage_shape, list storage_dtype, size_t zero,
-                     size_t any_ty, tuple ops, bint views, Py_ssize_t n_storages):
+cdef class PlannedModule:
+    """What the rewrite of every function needs of the module's plan (the planned tokens in
+    program order, the storages, the constants the new bindings share), filled once by
+    :func:`memcore_py.tvm.spbm_extract.static_plan_block_memory_extracted`; the rewrite of
+    each function reads it and records the storages it emits."""
+    cdef list tok_block         # block id of each planned token
+    cdef list tok_index         # its position in the block
+    cdef list tok_binding       # the address of its allocation binding
+    cdef list tok_storage       # its storage
+    cdef object tok_offset_imm  # list: address of each token's offset IntImm (0: offset 0); None: all 0
+    cdef list storage_first     # the first token of each storage
+    cdef list storage_shape     # the address of each storage's R.shape([bytes])
+    cdef list storage_dtype     # each storage's dtype constant address (0: its first allocation's)
+    cdef list storage_var       # the address of each storage's variable, 0 until emitted (filled here)
+    cdef size_t zero            # the offset IntImm 0
+    cdef size_t any_ty          # an AnyType (a storage's type)
+    cdef size_t op_alloc_storage, op_alloc_tensor, op_ensure_zero_offset
+    cdef bint views             # reach an allocation at a non-zero offset through ensure_zero_offset
+    cdef public Py_ssize_t n_storages  # storages emitted so far in the module (the next one's name)
+
+    def __init__(self, *, list tok_block, list tok_index, list tok_binding, list tok_storage, tok_offset_imm,
+                 list storage_first, list storage_shape, list storage_dtype, size_t zero, size_t any_ty,
+                 size_t op_alloc_storage, size_t op_alloc_tensor, size_t op_ensure_zero_offset, bint views):
+        n_tok, n_sto = len(tok_block), len(storage_first)
+        if (len(tok_index) != n_tok or len(tok_binding) != n_tok or len(tok_storage) != n_tok
+                or (tok_offset_imm is not None and len(tok_offset_imm) != n_tok)):
+            raise ValueError("PlannedModule: the token lists must have one entry per token")
+        if len(storage_shape) != n_sto or len(storage_dtype) != n_sto:
+            raise ValueError("PlannedModule: the storage lists must have one entry per storage")
+        self.tok_block, self.tok_index, self.tok_binding = tok_block, tok_index, tok_binding
+        self.tok_storage, self.tok_offset_imm = tok_storage, tok_offset_imm
+        self.storage_first, self.storage_shape, self.storage_dtype = storage_first, storage_shape, storage_dtype
+        self.storage_var = [0] * n_sto
+        self.zero, self.any_ty = zero, any_ty
+        self.op_alloc_storage, self.op_alloc_tensor = op_alloc_storage, op_alloc_tensor
+        self.op_ensure_zero_offset = op_ensure_zero_offset
+        self.views = views and tok_offset_imm is not None
+        self.n_storages = 0
+
+
+def rewrite_function(Layout L, Keep K, PlannedModule P, list arrays, Py_ssize_t first_block, Py_ssize_t t0,
+                     Py_ssize_t t1):
     """Rebuild the blocks of one function holding planned allocations (module docstring).
 
     Parameters
@@ -651,42 +689,27 @@ def rewrite_function(Layout L, Keep K, list arrays, Py_ssize_t first_block, list
     L : Layout
     K : Keep
         Owns every object built.
+    P : PlannedModule
+        The module's plan; the storages emitted here are recorded in it.
     arrays : list of int
         The bindings ``Array`` of each block of the function (:meth:`Scan.function`'s).
     first_block : int
         The block id of its first block.
-    tok_block, tok_index, tok_binding : list of int
-        Block id, position and binding address of each planned token (the module's, in
-        program order); the function's are ``t0 .. t1 - 1``.
-    tok_storage : list of int
-        Storage of each token.
-    tok_offset_imm : list of int, or None
-        Address of each token's offset ``IntImm`` (0: offset 0); None: every offset is 0.
-    storage_var : list of int
-        Address of each storage's variable, 0 until it is emitted (filled here).
-    storage_first, storage_shape, storage_dtype : list of int
-        Each storage's first token, ``R.shape([bytes])`` address, and dtype constant address
-        (0: its first allocation's).
-    zero : int
-        Address of the offset ``IntImm`` 0.
-    any_ty : int
-        Address of an ``AnyType`` (a storage's type).
-    ops : tuple of int
-        Addresses of ``relax.memory.alloc_storage``, ``relax.memory.alloc_tensor`` and
-        ``relax.memory.ensure_zero_offset``.
-    views : bool
-        Reach an allocation at a non-zero offset through ``ensure_zero_offset``.
-    n_storages : int
-        Storages emitted so far in the module (the next one's name).
+    t0, t1 : int
+        The function's planned tokens are ``t0 .. t1 - 1`` of ``P``'s.
 
     Returns
     -------
-    tuple
-        ``([(block index in the function, new block address), ...], n_storages)``.
+    list
+        ``[(block index in the function, new block address), ...]``.
     """
-    cdef void* op_storage = <void*><size_t>ops[0]
-    cdef void* op_alloc = <void*><size_t>ops[1]
-    cdef void* op_view = <void*><size_t>ops[2]
+    cdef void* op_storage = <void*>P.op_alloc_storage
+    cdef void* op_alloc = <void*>P.op_alloc_tensor
+    cdef void* op_view = <void*>P.op_ensure_zero_offset
+    cdef list tok_block = P.tok_block, tok_index = P.tok_index, tok_binding = P.tok_binding
+    cdef list tok_storage = P.tok_storage, storage_var = P.storage_var
+    tok_offset_imm = P.tok_offset_imm
+    cdef size_t zero = P.zero
     cdef void* empty = handle(CTOR_EMPTY_ARRAY)
     cdef Py_ssize_t t = t0, bid, pos, i, n, k
     cdef size_t off
@@ -728,11 +751,11 @@ def rewrite_function(Layout L, Keep K, list arrays, Py_ssize_t first_block, list
             args = obj_field(call, L.o_call_args)
             k = tok_storage[t]
             if storage_var[k] == 0:
-                if storage_first[k] != t:
+                if P.storage_first[k] != t:
                     raise AssertionError(f"internal error: storage {k} used before its first token")
-                h = storage_binding(L, K, args, <void*><size_t>storage_shape[k], <void*><size_t>storage_dtype[k],
-                                    <void*>any_ty, op_storage, n_storages)
-                n_storages += 1
+                h = storage_binding(L, K, args, <void*><size_t>P.storage_shape[k], <void*><size_t>P.storage_dtype[k],
+                                    <void*>P.any_ty, op_storage, P.n_storages)
+                P.n_storages += 1
                 storage_var[k] = <size_t>obj_field(<const char*>h, L.o_b_var)
                 set_obj(&item, h)
                 items.push_back(item)
@@ -743,7 +766,7 @@ def rewrite_function(Layout L, Keep K, list arrays, Py_ssize_t first_block, list
             nargs[2] = (<const FFIAny*>array_data(args))[0]
             nargs[3] = (<const FFIAny*>(array_data(args) + 16))[0]
             nargs[4] = (<const FFIAny*>(array_data(args) + 32))[0]
-            if views and off:
+            if P.views and off:
                 vname_obj = read_string(var + L.o_var_name)
                 if vname_obj is None:
                     raise ValueError("rewrite_function: an allocation's variable has no name")
@@ -763,4 +786,4 @@ def rewrite_function(Layout L, Keep K, list arrays, Py_ssize_t first_block, list
             i += 1
         h = new_with_array(K, CTOR_BLOCK, NULL, NULL, items.data(), <int64_t>items.size(), NULL, NULL, b"a block")
         out.append((bid - first_block, <size_t>h))
-    return out, n_storages
+    return out

@@ -227,9 +227,13 @@ def static_plan_block_memory_extracted(api, tvm_mod, mode: str = "tvm", alignmen
         offsets = plan.tok_offset.tolist()
         if any(offsets):
             offset_imm = [int64_imm(api, o) if o else 0 for o in offsets]
-    storage_var = [0] * len(storages)
+    planned = _spbm_extract.PlannedModule(
+        tok_block=tok_block, tok_index=tok_index, tok_binding=tok_binding, tok_storage=tok_storage,
+        tok_offset_imm=offset_imm, storage_first=storage_first, storage_shape=storage_shape,
+        storage_dtype=storage_dtype, zero=int64_imm(api, 0), any_ty=any_type(api),
+        op_alloc_storage=rewrite_ops[0], op_alloc_tensor=rewrite_ops[1], op_ensure_zero_offset=rewrite_ops[2],
+        views=bool(zero_offset_views))
     new_funcs = {}
-    n_storages = 0
     t0 = 0
     func_of = program.tok_func.tolist()
     n_tok = len(func_of)
@@ -239,10 +243,7 @@ def static_plan_block_memory_extracted(api, tvm_mod, mode: str = "tvm", alignmen
             t1 += 1
         if t1 == t0:
             continue
-        changed, n_storages = _spbm_extract.rewrite_function(
-            layout, keep, arrays, first_block, tok_block, tok_index, tok_binding, t0, t1, tok_storage, offset_imm,
-            storage_var, storage_first, storage_shape, storage_dtype, int64_imm(api, 0), any_type(api), rewrite_ops,
-            bool(zero_offset_views) and offset_imm is not None, n_storages)
+        changed = _spbm_extract.rewrite_function(layout, keep, planned, arrays, first_block, t0, t1)
         t0 = t1
         new_funcs[f_addr] = function_with_blocks(layout, keep, f_addr, blocks_addr, [k for k, _b in changed],
                                                  [b for _k, b in changed], ty_addr)

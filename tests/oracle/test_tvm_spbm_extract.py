@@ -413,17 +413,21 @@ def test_the_compiled_parts_reject_bad_arguments():
     main = next(f for kind, _n, _g, f in entries if kind == 1)
     _seq, _blocks, arrays, first, _ty = scan.function(main, 0)
     keep = _ffi_writer.Keep()
-    common = ([0], [0], [0], 0, 1, [0], None, [0], [0], [1], [0], 1, 1, (1, 1, 1), False, 0)
+    def planned(**changes):
+        tables = dict(tok_block=[0], tok_index=[0], tok_binding=[0], tok_storage=[0], tok_offset_imm=None,
+                      storage_first=[0], storage_shape=[1], storage_dtype=[0], zero=1, any_ty=1,
+                      op_alloc_storage=1, op_alloc_tensor=1, op_ensure_zero_offset=1, views=False)
+        tables.update(changes)
+        return _spbm_extract.PlannedModule(**tables)
+
     for t0, t1 in ((0, 2), (1, 0), (-1, 1)):  # out of range, reversed, negative
-        args = list(common)
-        args[3], args[4] = t0, t1
         with pytest.raises(IndexError, match="rewrite_function"):
-            _spbm_extract.rewrite_function(layout, keep, arrays, first, *args)
-    args = list(common)
-    args[0] = [first + 5]  # a block that is not the function's
-    with pytest.raises(IndexError, match="rewrite_function"):
-        _spbm_extract.rewrite_function(layout, keep, arrays, first, *args)
-    args = list(common)
-    args[1] = [99]  # a position past the block
-    with pytest.raises(IndexError, match="rewrite_function"):
-        _spbm_extract.rewrite_function(layout, keep, arrays, first, *args)
+            _spbm_extract.rewrite_function(layout, keep, planned(), arrays, first, t0, t1)
+    with pytest.raises(IndexError, match="rewrite_function"):  # a block that is not the function's
+        _spbm_extract.rewrite_function(layout, keep, planned(tok_block=[first + 5]), arrays, first, 0, 1)
+    with pytest.raises(IndexError, match="rewrite_function"):  # a position past the block
+        _spbm_extract.rewrite_function(layout, keep, planned(tok_index=[99]), arrays, first, 0, 1)
+    with pytest.raises(ValueError, match="one entry per token"):
+        planned(tok_index=[0, 1])
+    with pytest.raises(ValueError, match="one entry per storage"):
+        planned(storage_shape=[])
