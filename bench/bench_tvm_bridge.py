@@ -19,12 +19,24 @@ pass alone against TVM's (StaticPlanBlockMemory in both modes, ``extra_info["pat
 extraction or by the full conversion). A separate group times one pass call on a 20-binding
 module (the fixed cost per call).
 
+Unseen models (issue 27, ``_unseen_models``): torch.cond (static, dynamic batch), a convnet
+with symbolic H and W, BERT with dynamic batch and sequence (bounded and unbounded), a
+cross-attention block with three symbolic dims, transformers' Qwen2 decoder with a 2-D mask,
+ViT and DeiT, each exported by ``torch.export`` and imported by TVM's frontend. Per (model,
+pass) one group ``tvm-bridge:unseen:<model>:<pass>`` for each of the five native passes:
+TVM's pass and memcore's on the module the pass gets in TVM's pipeline; ``extra_info``:
+``speedup_vs_tvm`` (TVM's best / memcore's, same run), ``equal_to_tvm`` (and
+``equal_to_tvm_exact_mode``), planned bytes for StaticPlanBlockMemory, and ``error`` when a
+pass raises (shown as a warning, not a failure).
+
 Run: ``pytest bench/bench_tvm_bridge.py --benchmark-only`` (results: bench/README.md,
 "TVM bridge"). Needs apache-tvm; skipped without it.
 """
 from __future__ import annotations
 
+import importlib.util
 import time
+import warnings
 
 import pytest
 
@@ -366,3 +378,160 @@ def test_to_tvm(benchmark, workloads, name):
     if best is not None:
         benchmark.extra_info.update(speedup_vs_python_writer=python_seconds / best.min,
                                     speedup_vs_tvm_parser=parser_seconds / best.min)
+
+
+# ------------------------------------------------------------------------------ unseen models
+#: Issue 27: models memcore's tests never saw (``_unseen_models``: torch.cond, a convnet with
+#: symbolic H and W, BERT with dynamic batch and sequence bounded and unbounded, a
+#: cross-attention block with three symbolic dims, transformers' Qwen2 decoder with a 2-D mask,
+#: ViT and DeiT), exported by torch.export and imported by TVM's frontend, each of the five
+#: native passes against TVM's on the module the pass gets in TVM's pipeline.
+from _unseen_models import PASSES as UNSEEN_PASSES  # noqa: E402
+from _unseen_models import WORKLOADS as UNSEEN_WORKLOADS  # noqa: E402
+
+UNSEEN_ROUNDS = 10
+
+#: pass name -> (memcore's native pass as a user gets it, its TVM-exact variant or None when
+#: the default is TVM-exact). The first is timed; both outputs are compared with TVM's.
+_UNSEEN_NATIVE = {
+    "DataflowUseInplaceCalls": (lambda m: m.DataflowUseInplaceCalls(),
+                                lambda m: m.DataflowUseInplaceCalls(tvm_compat=True)),
+    "AttachAttrLayoutFreeBuffers": (lambda m: m.AttachAttrLayoutFreeBuffers(),
+                                    lambda m: m.AttachAttrLayoutFreeBuffers(tvm_compat=True)),
+    "StaticPlanBlockMemory": (lambda m: m.StaticPlanBlockMemory(), None),
+    "LowerAllocTensor": (lambda m: m.LowerAllocTensor(), None),
+    "KillAfterLastUse": (lambda m: m.KillAfterLastUse(), lambda m: m.KillAfterLastUse(tvm_scoping=True)),
+}
+
+
+@pytest.fixture(scope="session")
+def unseen_models():
+    """Workload name -> {pass name -> TVM input module}, each model exported and imported once,
+    on first use (an ``:unbounded`` workload reuses its bounded sibling's import)."""
+    import _unseen_models as um
+
+    cache, high = {}, {}
+
+    def get(name):
+        if name not in cache:
+            if importlib.util.find_spec("torch") is None:
+                pytest.skip("torch is not installed")
+            need = um.needs(name)
+            if need is not None and not um.has(need):
+                pytest.skip(f"{name} needs {need}")
+            base = name.replace(":unbounded", ":bounded")
+            if base not in high:
+                high[base] = um.export_and_import(base)[0]
+            mod = um.without_upper_bound(high[base]) if name != base else high[base]
+            cache[name] = um.pass_inputs(mod)
+        return cache[name]
+
+    return get
+
+
+def _same(a, b) -> bool:
+    try:
+        tvm.ir.assert_structural_equal(a, b)
+    except ValueError:
+        return False
+    return True
+
+
+def _unseen_bindings(mod) -> int:
+    from tvm import relax
+
+    return sum(len(blk.bindings) for f in mod.functions.values() if isinstance(f, relax.Function)
+               for blk in f.body.blocks)
+
+
+def _unseen_rounds(benchmark) -> int:
+    return 1 if benchmark.disabled else UNSEEN_ROUNDS
+
+
+def _finding(benchmark, name, pass_name, who, exc):
+    """Record (``extra_info["error"]``) and show a pass that raised on an unseen model: a
+    finding to report, not a failure of the bench."""
+    msg = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+    benchmark.extra_info["error"] = msg
+    print(f"\n[issue 27] {who} {pass_name} raised on {name}: {msg}")
+    warnings.warn(f"[issue 27] {who} {pass_name} raised on {name}: {msg}", stacklevel=2)
+
+
+@pytest.mark.parametrize("pass_name", UNSEEN_PASSES)
+@pytest.mark.parametrize("name", UNSEEN_WORKLOADS)
+def test_unseen_tvm(benchmark, unseen_models, name, pass_name):
+    """TVM's pass on an unseen model's module (the group's reference)."""
+    from tvm import relax
+
+    x = unseen_models(name)[pass_name]
+    theirs = getattr(relax.transform, pass_name)()
+    benchmark.group = f"tvm-bridge:unseen:{name}:{pass_name}"
+    benchmark.extra_info.update(n_bindings=_unseen_bindings(x), variant="tvm")
+    try:
+        theirs(x)
+    except Exception as exc:  # noqa: BLE001 - a finding, recorded
+        _finding(benchmark, name, pass_name, "TVM's", exc)
+        return
+    rounds = _unseen_rounds(benchmark)
+    benchmark.pedantic(theirs, args=(x,), rounds=rounds, iterations=1, warmup_rounds=0)
+
+
+@pytest.mark.parametrize("pass_name", UNSEEN_PASSES)
+@pytest.mark.parametrize("name", UNSEEN_WORKLOADS)
+def test_unseen_native(benchmark, unseen_models, name, pass_name):
+    """memcore's native pass on an unseen model's module, conversion included, against TVM's
+    pass on the same module in the same run (``speedup_vs_tvm``). ``equal_to_tvm``: the
+    output is structurally TVM's; ``equal_to_tvm_exact_mode``: the same for the pass's
+    TVM-exact variant (``tvm_compat=True``, ``tvm_scoping=True``) where the default is not
+    TVM-exact. StaticPlanBlockMemory also records the planned bytes (TVM's, memcore's TVM
+    mode and arena mode); it and LowerAllocTensor record ``path`` (by extraction or by the
+    full conversion)."""
+    import memcore_py.tvm as mtvm
+    from tvm import relax
+
+    x = unseen_models(name)[pass_name]
+    theirs = getattr(relax.transform, pass_name)()
+    make, make_exact = _UNSEEN_NATIVE[pass_name]
+    ours = make(mtvm)
+    benchmark.group = f"tvm-bridge:unseen:{name}:{pass_name}"
+    extra = dict(n_bindings=_unseen_bindings(x), variant=f"native-{pass_name}")
+    benchmark.extra_info.update(extra)
+    try:
+        reference = theirs(x)
+    except Exception as exc:  # noqa: BLE001
+        _finding(benchmark, name, pass_name, "TVM's", exc)
+        return
+    try:
+        out = ours(x)
+    except Exception as exc:  # noqa: BLE001 - a finding, recorded and shown
+        _finding(benchmark, name, pass_name, "memcore's native", exc)
+        return
+    extra["equal_to_tvm"] = _same(out, reference)
+    if make_exact is not None:
+        try:
+            extra["equal_to_tvm_exact_mode"] = _same(make_exact(mtvm)(x), reference)
+        except Exception as exc:  # noqa: BLE001
+            extra["equal_to_tvm_exact_mode"] = f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
+    if pass_name in ("StaticPlanBlockMemory", "LowerAllocTensor"):
+        from memcore_py.tvm._api import tvm_api
+
+        if pass_name == "StaticPlanBlockMemory":
+            from memcore_py.tvm.spbm_extract import static_plan_block_memory_extracted
+
+            extracted = static_plan_block_memory_extracted(tvm_api(), x, "tvm", 64, None, True) is not None
+            try:
+                extra.update(tvm_planned_bytes=_planned_bytes(mtvm.from_tvm(reference)),
+                             native_planned_bytes=_planned_bytes(mtvm.from_tvm(out)),
+                             native_arena_bytes=_planned_bytes(
+                                 mtvm.from_tvm(mtvm.StaticPlanBlockMemory(mode="arena")(x))))
+            except Exception as exc:  # noqa: BLE001
+                extra["planned_bytes_error"] = f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
+        else:
+            from memcore_py.tvm.lower_alloc_extract import lower_alloc_tensor_extracted
+
+            extracted = lower_alloc_tensor_extracted(tvm_api(), x) is not None
+        extra["path"] = "extraction" if extracted else "full conversion"
+    rounds = _unseen_rounds(benchmark)
+    tvm_seconds = _best(lambda: theirs(x), rounds)
+    benchmark.pedantic(ours, args=(x,), rounds=rounds, iterations=1, warmup_rounds=0)
+    _record_speedup(benchmark, extra, tvm_seconds)
