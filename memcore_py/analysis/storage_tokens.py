@@ -69,6 +69,7 @@ from ..ir.expr import (
     TupleGetItem,
     Var,
 )
+from ..ir.memo import MEMO
 from ..ir.module import IRModule
 from ..ir.op import RESHAPE_PACKED, get_op, shares_storage
 from ..ir.ops import SHARES_STORAGE_OPS
@@ -108,30 +109,32 @@ _CARRIERS = frozenset((Tuple, TupleGetItem, Call, If))
 #: Across calls: constant-shape ``TensorType`` (by identity; IR nodes are immutable) ->
 #: :class:`TokenInfo` of a validated allocation of it. Constant sizes do not depend on the
 #: function's var bounds, so a later allocation of the same type with equal arguments skips
-#: validation and sizing (only ``const_bytes`` .. ``device`` are reused). Bounded: cleared
-#: when full.
-_CONST_TYPE_INFO: dict = {}
-_CONST_TYPE_INFO_MAX = 4096
+#: validation and sizing (only ``const_bytes`` .. ``device`` are reused). The memo tables here
+#: are memcore_py.ir.memo's (one size policy).
+_CONST_TYPE_INFO_GROUP = MEMO.group("analysis.storage_tokens.const_type_info")
+_CONST_TYPE_INFO = _CONST_TYPE_INFO_GROUP.table
 #: Across calls: bounds key (:func:`_bounds_key`) -> {TensorType with a symbolic dim ->
 #: :class:`TokenInfo` of a validated allocation of it under those ``tir_var_*`` bounds}. The
 #: upper-bounded size of a symbolic shape depends on the type's dims and the function's var
 #: bounds only, so it is computed once per distinct (type, bounds) instead of once per
 #: function and call (sizing a symbolic shape runs the bound arithmetic of
 #: :mod:`~memcore_py.analysis.arith`, in Python); the compiled walk looks types up in
-#: the current function's inner dict. Bounded: cleared when full.
-_SYM_TYPE_INFO: dict = {}
-_SYM_BOUNDS_MAX = 64
+#: the current function's inner dict (an inner dict is emptied when it holds the memo policy's
+#: ``max_entries``).
+_SYM_TYPE_INFO_GROUP = MEMO.group("analysis.storage_tokens.sym_type_info")
+_SYM_TYPE_INFO = _SYM_TYPE_INFO_GROUP.table
 #: Across calls: ``(params, return type, id(attrs))`` of a Relax function -> ``(copy of its
 #: attrs, VarBounds, bounds key)``: :func:`~memcore_py.analysis.arith.read_var_bounds` walks
 #: the signature types (in Python). The bounds depend on the attributes
 #: and the signature only; the stored copy of the attributes must still equal the
-#: function's. Bounded: cleared when full.
-_FUNC_BOUNDS: dict = {}
-_FUNC_BOUNDS_MAX = 256
+#: function's.
+_FUNC_BOUNDS_GROUP = MEMO.group("analysis.storage_tokens.function_bounds")
+_FUNC_BOUNDS = _FUNC_BOUNDS_GROUP.table
 #: Across calls: symbolic size expression (by identity, kept alive by the key) -> its
 #: :func:`~memcore_py.analysis.arith.size_class_key` (canonicalisation is Python arithmetic
 #: on the expression tree, costly next to a dict lookup).
-_SIZE_CLASS_KEY: dict = {}
+_SIZE_CLASS_KEY_GROUP = MEMO.group("analysis.storage_tokens.size_class_key")
+_SIZE_CLASS_KEY = _SIZE_CLASS_KEY_GROUP.table
 
 
 class TokenInfo(NamedTuple):
@@ -368,9 +371,7 @@ class TokenProgram:
             nbytes = infos[tok_info[t]].nbytes
             skey = _SIZE_CLASS_KEY.get(nbytes)
             if skey is None:
-                if len(_SIZE_CLASS_KEY) >= _CONST_TYPE_INFO_MAX:
-                    _SIZE_CLASS_KEY.clear()
-                skey = _SIZE_CLASS_KEY[nbytes] = size_class_key(nbytes)
+                skey = _SIZE_CLASS_KEY_GROUP.put(nbytes, size_class_key(nbytes))
             key = (pools[t], skey)
             cid = ids.get(key)
             if cid is None:
@@ -443,13 +444,11 @@ def _function_bounds(func: Function, name: str):
         return hit[1], hit[2]
     bounds = read_var_bounds(func, name)
     bkey = _bounds_key(bounds)
-    if len(_FUNC_BOUNDS) >= _FUNC_BOUNDS_MAX:
-        _FUNC_BOUNDS.clear()
     # the copy keeps the attrs' contents (one level into dict / list values, as the tir_var_*
     # attributes are) to compare; the key's id(attrs) stays valid while the entry holds the
     # dict itself
     snapshot = {k: (dict(v) if type(v) is dict else list(v) if type(v) is list else v) for k, v in attrs.items()}
-    _FUNC_BOUNDS[key] = (snapshot, bounds, bkey, attrs)
+    _FUNC_BOUNDS_GROUP.put(key, (snapshot, bounds, bkey, attrs))
     return bounds, bkey
 
 
@@ -541,9 +540,7 @@ class _StorageAllocatorInit:
         self._bounds, self._bounds_key = _function_bounds(func, gv.name)
         sym_info = _SYM_TYPE_INFO.get(self._bounds_key)
         if sym_info is None:
-            if len(_SYM_TYPE_INFO) >= _SYM_BOUNDS_MAX:
-                _SYM_TYPE_INFO.clear()
-            sym_info = _SYM_TYPE_INFO[self._bounds_key] = {}
+            sym_info = _SYM_TYPE_INFO_GROUP.put(self._bounds_key, {})
         self._sym_info = sym_info
         self.walk.begin_function(self._func_idx, sym_info)
         sid = self._new_scope(-1, None)
@@ -773,11 +770,9 @@ class _StorageAllocatorInit:
         else:
             info = alloc_token_info(binding, self._func_name, self._func_idx, self._bounds, len(self.infos))
             if info.const_bytes >= 0 and all(type(d) is IntImm for d in binding.var.ty.shape):
-                if len(_CONST_TYPE_INFO) >= _CONST_TYPE_INFO_MAX:
-                    _CONST_TYPE_INFO.clear()
-                _CONST_TYPE_INFO[ty] = info
+                _CONST_TYPE_INFO_GROUP.put(ty, info)
             elif sym_info is not None:
-                if len(sym_info) >= _CONST_TYPE_INFO_MAX:
+                if len(sym_info) >= MEMO.max_entries:
                     sym_info.clear()
                 sym_info[ty] = info
         self.infos.append(info)

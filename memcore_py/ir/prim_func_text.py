@@ -82,6 +82,7 @@ import numpy as np
 from ..errors import IRError, ParseError
 from ._lexer import string_value, strip_comment, tokenize
 from .expr import PrimFunc, PrimFuncParam
+from .memo import MEMO
 from .module import VDevice
 from .prim import Add, FloatImm, FloorDiv, FloorMod, IntImm, Max, Min, Mul, PrimExpr, PrimVar, Sub
 
@@ -864,16 +865,15 @@ def _attr_line(lines, body):
 
 # Caches of what does not depend on the function (no names read): decorator lines ->
 # private, parameter annotations -> (dtype, dims), T.func_attr lines -> attrs. PrimExprs are
-# immutable and shared, as the parser shares types; attr dicts are copied per use.
-_CACHE_LIMIT = 4096
-_DECORATOR_CACHE: dict = {}
-_ANNOTATION_CACHE: dict = {}
-_ATTR_CACHE: dict = {}
+# immutable and shared, as the parser shares types; attr dicts are copied per use. Memo
+# tables (memcore_py.ir.memo).
+_TEXT_PARTS = MEMO.group("ir.prim_func_text.parts", 3)
+_DECORATOR_CACHE, _ANNOTATION_CACHE, _ATTR_CACHE = _TEXT_PARTS.tables
 
 
 def _cache_put(cache: dict, key, value):
-    if len(cache) >= _CACHE_LIMIT:
-        cache.clear()
+    """``cache[key] = value`` for one of the ``_TEXT_PARTS`` tables, under the memo policy."""
+    _TEXT_PARTS.trim()
     cache[key] = value
 
 

@@ -26,6 +26,7 @@ import memcore  # the engine's kernels load on first use
 from memcore.offsets import pack_trusted
 
 from ..analysis.storage_tokens import TokenProgram
+from ..ir.memo import MEMO
 from ..ir.prim import IntImm
 from .lower_bound import function_lower_bounds, pool_groups, pool_lower_bounds
 from .memory_plan import MemoryPlan, StoragePlan
@@ -59,9 +60,8 @@ def _run_pools(program: TokenProgram, tok_pool, n_pools: int):
 
 
 #: Across calls: storage size (int) -> its IntImm (IR nodes are immutable, so plans share
-#: them as the rewriter shares its leaf nodes). Cleared when larger than _BYTES_IMM_MAX.
-_BYTES_IMMS: dict = {}
-_BYTES_IMM_MAX = 4096
+#: them as the rewriter shares its leaf nodes). A memo table (memcore_py.ir.memo).
+_BYTES_IMMS = MEMO.group("planning.allocate.bytes_imms")
 
 
 #: a TokenInfo's dtype
@@ -69,11 +69,9 @@ _DTYPE = attrgetter("dtype")
 
 
 def _bytes_imm(nbytes: int) -> IntImm:
-    imm = _BYTES_IMMS.get(nbytes)
+    imm = _BYTES_IMMS.table.get(nbytes)
     if imm is None:
-        if len(_BYTES_IMMS) >= _BYTES_IMM_MAX:
-            _BYTES_IMMS.clear()
-        imm = _BYTES_IMMS[nbytes] = IntImm(nbytes)
+        imm = _BYTES_IMMS.put(nbytes, IntImm(nbytes))
     return imm
 
 
@@ -106,7 +104,7 @@ def _tvm_storages(program: TokenProgram, storage_of: np.ndarray, sizes: list):
             continue
         const_bytes, nbytes, dtype, scope, device, func, _args, _id = infos[tok_info[t]]  # a TokenInfo
         if const_bytes >= 0:
-            nbytes = _BYTES_IMMS.get(sizes[k]) or _bytes_imm(sizes[k])
+            nbytes = _BYTES_IMMS.table.get(sizes[k]) or _bytes_imm(sizes[k])
             total += sizes[k]
         storages[k] = StoragePlan(nbytes, dtype, scope, device, func, [t])
     return storages, total

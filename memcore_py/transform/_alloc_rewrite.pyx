@@ -30,6 +30,7 @@ from memcore_py.ir._slots cimport PyDict_GetItem, alloc_node, get_slot, put_slot
 
 from memcore_py.ir.construct import EMPTY_ATTRS
 from memcore_py.ir.expr import Call, DataflowVar, DataTypeImm, ShapeExpr, StringImm, Var, VarBinding
+from memcore_py.ir.memo import MEMO
 from memcore_py.ir.prim import IntImm, PrimVar
 from memcore_py.ir.types import ShapeType, TensorType
 
@@ -58,20 +59,16 @@ cdef PyTypeObject* T_CALL = <PyTypeObject*>Call
 
 
 #: name -> name + "_raw" (the zero-offset views' raw tensors), shared across calls like the
-#: rewriter's other immutable leaves; cleared when larger than _RAW_NAMES_MAX.
-cdef dict _RAW_NAMES = {}
-cdef Py_ssize_t _RAW_NAMES_MAX = 1 << 16
+#: rewriter's other immutable leaves: a memo table (memcore_py.ir.memo).
+cdef object _RAW_NAMES_GROUP = MEMO.group("transform.alloc_rewrite.raw_names")
+cdef dict _RAW_NAMES = _RAW_NAMES_GROUP.table
 
 
 cdef object _raw_name(name):
     cdef PyObject* p = PyDict_GetItem(_RAW_NAMES, name)
     if p is not NULL:
         return <object>p
-    if len(_RAW_NAMES) >= _RAW_NAMES_MAX:
-        _RAW_NAMES.clear()
-    raw = name + "_raw"
-    _RAW_NAMES[name] = raw
-    return raw
+    return _RAW_NAMES_GROUP.put(name, name + "_raw")
 
 
 #: storage names "storage", "storage1", ... (NameTable's sequence for one hint), shared
@@ -135,9 +132,9 @@ cdef object _new_size_shape(nbytes):
 
 #: storage size (PrimExpr, by identity: the planner shares the IntImm of each size across
 #: calls) -> its ``R.shape([size])``, an immutable leaf shared like the rewriter's other
-#: ones; cleared when larger than _SIZE_SHAPES_MAX.
-cdef dict _SIZE_SHAPES = {}
-cdef Py_ssize_t _SIZE_SHAPES_MAX = 4096
+#: ones: a memo table (memcore_py.ir.memo).
+cdef object _SIZE_SHAPES_GROUP = MEMO.group("transform.alloc_rewrite.size_shapes")
+cdef dict _SIZE_SHAPES = _SIZE_SHAPES_GROUP.table
 
 
 cdef object _size_shape(nbytes):
@@ -145,11 +142,7 @@ cdef object _size_shape(nbytes):
     cdef PyObject* p = PyDict_GetItem(_SIZE_SHAPES, nbytes)
     if p is not NULL:
         return <object>p
-    if len(_SIZE_SHAPES) >= _SIZE_SHAPES_MAX:
-        _SIZE_SHAPES.clear()
-    shape = _new_size_shape(nbytes)
-    _SIZE_SHAPES[nbytes] = shape
-    return shape
+    return _SIZE_SHAPES_GROUP.put(nbytes, _new_size_shape(nbytes))
 
 
 def splice(list out, list inserts, list view_positions, list views):

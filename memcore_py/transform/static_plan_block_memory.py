@@ -127,6 +127,7 @@ from ..ir.expr import (
     StringImm,
     Var,
 )
+from ..ir.memo import MEMO
 from ..ir.module import IRModule
 from ..ir.op import get_op
 from ..ir.prim import IntImm
@@ -166,12 +167,10 @@ _ENSURE_ZERO_OFFSET = get_op("relax.memory.ensure_zero_offset")
 _OBJECT = ObjectType()
 _ZERO = PrimValue(IntImm(0))
 #: Leaf nodes of the rewritten allocations, shared across calls (IR nodes are immutable):
-#: dtype -> DataTypeImm, scope -> StringImm, offset -> PrimValue. Cleared when larger than
-#: _IMM_CACHE_MAX.
-_DTYPE_IMMS: dict = {}
-_SCOPE_IMMS: dict = {}
-_OFFSET_IMMS: dict = {0: _ZERO}
-_IMM_CACHE_MAX = 4096
+#: dtype -> DataTypeImm, scope -> StringImm, offset -> PrimValue. Memo tables
+#: (memcore_py.ir.memo), trimmed when a rewrite starts.
+_LEAF_IMMS = MEMO.group("transform.static_plan_block_memory.leaf_imms", 3)
+_DTYPE_IMMS, _SCOPE_IMMS, _OFFSET_IMMS = _LEAF_IMMS.tables
 
 
 # --------------------------------------------------------------------------------------
@@ -224,10 +223,7 @@ class _StorageAllocationRewriter:
                                            sites.scope_parent)
         self.storage_var: list = [None] * len(plan.storages)
         # immutable leaf nodes, shared across calls (bounded caches)
-        if len(_DTYPE_IMMS) > _IMM_CACHE_MAX or len(_SCOPE_IMMS) > _IMM_CACHE_MAX or len(_OFFSET_IMMS) > _IMM_CACHE_MAX:
-            for cache in (_DTYPE_IMMS, _SCOPE_IMMS, _OFFSET_IMMS):
-                if len(cache) > _IMM_CACHE_MAX:
-                    cache.clear()
+        _LEAF_IMMS.trim()
         self._dtype_imm: dict = _DTYPE_IMMS
         self._scope_imm: dict = _SCOPE_IMMS
         self._offset_imm: dict = _OFFSET_IMMS

@@ -4,6 +4,7 @@ Relax functions on the TVM objects, and a new module is made of the old GlobalVa
 rewritten functions and the others as they are."""
 from __future__ import annotations
 
+from ..ir.memo import MEMO
 from ..ir.module import IRModule
 from . import _ffi_reader, _ffi_writer, compat
 
@@ -17,21 +18,21 @@ UNCHANGED = 0
 NO_INFOS = IRModule({})
 
 #: TVM leaves the extracted passes write, shared across calls as the writer shares constant
-#: leaves (held here; each cache cleared when larger than _LEAF_CACHE_MAX): storage bytes ->
-#: ``R.shape([bytes])``; value -> int64 ``IntImm``; dtype -> ``R.dtype(dtype)``; ``R.Object``
-_SHAPES: dict = {}
-_INTS: dict = {}
-_DTYPES: dict = {}
+#: leaves (held here; memo tables, memcore_py.ir.memo): storage bytes -> ``R.shape([bytes])``;
+#: value -> int64 ``IntImm``; dtype -> ``R.dtype(dtype)``; ``R.Object``. The tables are trimmed
+#: only when an extraction starts (:func:`module_entries`): an address handed out during a
+#: pass stays valid until the pass has built the objects that hold it.
+_LEAVES = MEMO.group("tvm.extraction.leaves", 3)
+_SHAPES, _INTS, _DTYPES = range(3)
 _ANY: list = []
-_LEAF_CACHE_MAX = 4096
 
 
-def _leaf(cache: dict, key, make) -> int:
-    """The address of the TVM object ``cache[key]``, made by ``make()`` when missing."""
+def _leaf(table: int, key, make) -> int:
+    """The address of the TVM object ``key`` stands for in the leaf table ``table``, made by
+    ``make()`` when missing."""
+    cache = _LEAVES.tables[table]
     obj = cache.get(key)
     if obj is None:
-        if len(cache) >= _LEAF_CACHE_MAX:
-            cache.clear()
         obj = cache[key] = make()
     return obj.__chandle__()
 
@@ -68,6 +69,7 @@ def module_entries(api, tvm_mod):
     layout = compat.fast_layout(api)
     if layout is None:
         return None
+    _LEAVES.trim()
     mod_addr = tvm_mod.__chandle__()
     if _ffi_reader.module_has_global_infos(layout, mod_addr):
         return None

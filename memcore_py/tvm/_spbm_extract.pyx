@@ -70,6 +70,7 @@ from memcore_py.tvm._ffi_writer cimport (
     CTOR_BLOCK, CTOR_EMPTY_ARRAY, Keep, handle, new_binding, new_call, new_var, new_with_array, set_obj,
 )
 
+from memcore_py.ir.memo import MEMO
 from memcore_py.ir.op import RESHAPE_PACKED
 from memcore_py.ir.prim import IntImm
 
@@ -77,9 +78,11 @@ cdef enum:
     NONE = -1               # a message carrying no token (tuples are -2, -3, ...)
     DECLINE = -2147483647   # tokens_of: the walk declines the expression
 
-#: across calls: packed dtype -> its name; storage bytes -> memcore IntImm (immutable nodes)
-cdef dict _DTYPE_NAMES = {}
-cdef dict _BYTES_IMMS = {}
+#: across calls, memo tables (memcore_py.ir.memo): packed dtype -> its name; storage bytes ->
+#: memcore IntImm (immutable nodes)
+cdef object _INFO_LEAVES = MEMO.group("tvm.spbm_extract.info_leaves", 2)
+cdef dict _DTYPE_NAMES = _INFO_LEAVES.tables[0]
+cdef dict _BYTES_IMMS = _INFO_LEAVES.tables[1]
 
 
 cdef object new_info(type info_cls, int64_t nbytes, int64_t dtype, str scope, int64_t device, Py_ssize_t func,
@@ -88,12 +91,10 @@ cdef object new_info(type info_cls, int64_t nbytes, int64_t dtype, str scope, in
     allocation's arguments left out: nothing reads them after the walk)."""
     name = _DTYPE_NAMES.get(dtype)
     if name is None:
-        name = _DTYPE_NAMES[dtype] = dtype_name(dtype)
+        name = _INFO_LEAVES.put(dtype, dtype_name(dtype), 0)
     imm = _BYTES_IMMS.get(nbytes)
     if imm is None:
-        if len(_BYTES_IMMS) >= 4096:
-            _BYTES_IMMS.clear()
-        imm = _BYTES_IMMS[nbytes] = IntImm(nbytes)
+        imm = _INFO_LEAVES.put(nbytes, IntImm(nbytes), 1)
     return tuple.__new__(info_cls, (nbytes, imm, name, scope, device, func, None, id_))
 
 

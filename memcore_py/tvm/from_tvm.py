@@ -85,6 +85,7 @@ from ..ir.expr import (
     StringImm,
     Var,
 )
+from ..ir.memo import MEMO
 from ..ir.module import IRModule, VDevice
 from ..ir.op import get_op, is_registered
 from ..ir.ops import builtin_alloc_own_type
@@ -120,25 +121,25 @@ class _Shared:
     address), and the value-keyed interned nodes (tensor and shape types, dtype/string/prim
     leaves; memcore nodes are immutable, so modules may share them). Every TVM object whose
     address is a key is kept alive in ``keep``, so an address can never be reused by another
-    object while its entry exists. The tables are dropped together when they grow past
-    :data:`SHARED_MAX` entries (symbolic shapes make new keys per module)."""
+    object while its entry exists. The dict tables are a memo group (memcore_py.ir.memo),
+    trimmed when a conversion starts (symbolic shapes make new keys per module); ``ops`` and
+    ``keep`` are dropped with them."""
 
-    __slots__ = ("dtypes", "ops", "ints", "interned", "keep")
+    __slots__ = ("group", "ops", "keep")
 
     def __init__(self):
-        self.reset()
+        self.group = MEMO.group("tvm.from_tvm.shared", 3, on_clear=self._drop_objects)
+        self._drop_objects()
 
-    def reset(self):
-        self.dtypes, self.ops, self.ints, self.interned, self.keep = {}, AddrMap(), {}, {}, []
+    def _drop_objects(self):
+        self.ops, self.keep = AddrMap(), []
 
     def tables(self):
-        if len(self.ints) + len(self.interned) > SHARED_MAX:
-            self.reset()
-        return self.dtypes, self.ops, self.ints, self.interned, self.keep
+        self.group.trim()
+        dtypes, ints, interned = self.group.tables
+        return dtypes, self.ops, ints, interned, self.keep
 
 
-#: Entries of the shared memo tables (:class:`_Shared`) above which they are dropped.
-SHARED_MAX = 1 << 16
 _SHARED = _Shared()
 
 

@@ -71,6 +71,7 @@ from ..ir.expr import (
 from ..errors import IRError
 from ..ir._util import gc_paused
 from ..ir.infer import infer_type
+from ..ir.memo import MEMO
 from ..ir.module import IRModule
 from ..ir.op import Op
 from ..ir.ops import builtin_alloc_own_type
@@ -87,11 +88,12 @@ __all__ = ["to_tvm"]
 _BUILTIN_ALLOC = "relax.builtin.alloc_tensor"
 
 
-#: TVM objects every conversion may share (see _Writer.__init__), dropped past _SHARED_MAX:
-#: dtypes, ops, ints, strings, dtype_imms, constants, and the addresses of shared objects
-#: (leaves, ops, types; dropped with the objects they point to), then the singletons.
-_SHARED = ({}, {}, {}, {}, {}, {}, {}, {}, {}, [])
-_SHARED_MAX = 1 << 14
+#: TVM objects every conversion may share (see _Writer.__init__), a memo group
+#: (memcore_py.ir.memo) trimmed when a conversion starts: dtypes, ops, ints, strings,
+#: dtype_imms, constants, and the addresses of shared objects (leaves, ops, types; dropped with
+#: the objects they point to). The singletons are never dropped.
+_SHARED = MEMO.group("tvm.to_tvm.shared", 9)
+_SINGLETONS: list = []
 
 
 def _constant_key(dims):
@@ -161,12 +163,10 @@ class _Writer:
         #: those leaves by value (``_ffi_writer.constant_leaf_key``: ``shared_leaf_addrs``), of
         #: ops (``op_addrs``) and of those types (``shared_type_addrs``, by memcore type)
         self.shapes = {}
-        shared = _SHARED
-        if sum(map(len, shared[:9])) > _SHARED_MAX:
-            for t in shared[:9]:  # the addresses with the objects they point to
-                t.clear()
+        _SHARED.trim()  # the addresses with the objects they point to
         (self.dtypes, self.ops, self.ints, self.strings, self.dtype_imms, self.constants, self.shared_leaf_addrs,
-         self.op_addrs, self.shared_type_addrs, singletons) = shared
+         self.op_addrs, self.shared_type_addrs) = _SHARED.tables
+        singletons = _SINGLETONS
         if not singletons:  # the unit type: every kill and void call's (R.Tuple())
             singletons.extend((api.ir_ffi.TypeMissing(), api.rx_ffi.AnyType(None), api.ir_ffi.TupleType([], None)))
         self.missing, self.any, self.unit = singletons

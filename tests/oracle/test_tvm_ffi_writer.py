@@ -18,6 +18,7 @@ tvm = pytest.importorskip("tvm")
 
 from memcore_py import parse  # noqa: E402
 from memcore_py.examples.models import list_models, model_text  # noqa: E402
+from memcore_py.ir.memo import MEMO  # noqa: E402
 from memcore_py.testing import random_lowered_module  # noqa: E402
 from memcore_py.transform import KillAfterLastUse, StaticPlanBlockMemory  # noqa: E402
 from memcore_py.tvm import TVMConversionError, _ffi_writer  # noqa: E402
@@ -131,15 +132,18 @@ def _use_count(address: int) -> int:
     return ctypes.c_uint64.from_address(address).value & 0xFFFFFFFF
 
 
-def test_converters_are_freed_when_the_pass_returns():
-    """Reader and writer hold no reference cycle: once a native pass returns, its node map is
-    referenced by the hand-off alone (a cycle would keep the map, and every TVM object its
-    Keep owns, alive until the cyclic collector ran)."""
+def test_converters_are_freed_when_the_pass_returns(monkeypatch):
+    """Reader and writer hold no reference cycle: once a native pass that converted the module
+    returns, its node map is referenced by the hand-off alone (a cycle would keep the map, and
+    every TVM object its Keep owns, alive until the cyclic collector ran). The extractions are
+    turned off, so that both passes convert."""
     import sys
 
     import memcore_py.tvm as mtvm
+    from memcore_py.tvm import passes
     from memcore_py.tvm.passes import _HANDOFF
 
+    monkeypatch.setattr(passes, "_extracting", lambda _api, _mod: False)
     tmod = tvm.script.from_source(model_text("resnet50"))
     was = gc.isenabled()
     gc.disable()
@@ -224,7 +228,6 @@ def test_shared_tables_dropped_between_conversions_drop_their_addresses(monkeypa
     from memcore_py.tvm import KillAfterLastUse as NativeKALU
     from memcore_py.tvm import StaticPlanBlockMemory as NativeSPBM
 
-    to_tvm_module = importlib.import_module("memcore_py.tvm.to_tvm")
     passes = importlib.import_module("memcore_py.tvm.passes")
     text = model_text("resnet50")
     expected = tvm.relax.transform.KillAfterLastUse()(tvm.relax.transform.StaticPlanBlockMemory()(
@@ -232,7 +235,7 @@ def test_shared_tables_dropped_between_conversions_drop_their_addresses(monkeypa
     out = NativeSPBM()(tvm.script.from_source(text))  # fills the shared tables
     passes._HANDOFF.take(out)  # the hand-off holds the last module written: release it
     del out
-    monkeypatch.setattr(to_tvm_module, "_SHARED_MAX", -1)
+    monkeypatch.setattr(MEMO, "max_entries", 0)  # every memo group is emptied at each trim
     for _ in range(3):
         out = NativeKALU()(NativeSPBM()(tvm.script.from_source(text)))
         tvm.ir.assert_structural_equal(out, expected)
