@@ -24,6 +24,11 @@ op's legalized name (``add``, ``add1`` when an ``add`` of another structure exis
 structurally equal functions share one GlobalVar, the in-place copy is added as
 ``<legalized name>_inplace`` (uniquified: ``add_inplace1``), and the legalizations are
 removed at the end. A folded scalar constant is not an argument of the new call.
+Symbolic variables used in the shapes but not a dim of any buffer (``n``, ``m`` of
+``(n * m,)``) are scalar parameters after the buffers, and the call passes the caller's
+variables after the tensors (:func:`unbound_tir_vars`), as ``bb.call_te`` does::
+
+    b = R.call_tir_inplace(cls.multiply_inplace, (a, y, n, m), out_ty=..., inplace_indices=[0])
 
 Where TVM is unsound or crashes (DIFFERENCES.md, section DataflowUseInplaceCalls)
 ------------------------------------------------------------------------------
@@ -45,13 +50,15 @@ unknown dtype or shape are left alone, as in TVM.
 from __future__ import annotations
 
 from ..errors import IRError, PassError
-from ..ir.expr import (Call, Constant, DataflowBlock, DataflowVar, Function, MatchCast, PrimValue, ShapeExpr, Tuple,
-                       TupleGetItem, Var, VarBinding)
+from ..ir.expr import (Call, Constant, DataflowBlock, DataflowVar, Function, MatchCast, PrimFunc, PrimFuncParam,
+                       PrimValue, ShapeExpr, Tuple, TupleGetItem, Var, VarBinding)
 from ..ir.construct import new_binding, new_call, new_match_cast, new_tuple
 from ..ir.functor import ExprMutator
 from ..ir.infer import infer_type
 from ..ir.module import IRModule
 from ..ir.op import Op, get_op
+from ..ir.prim import IntImm, PrimVar, free_prim_vars
+from ..ir.prim_func_text import format_prim, str_literal
 from ..ir.types import TensorType, TupleType
 from ..analysis.dataflow_inplace import inplace_opportunities
 from .legalize_elementwise import (SUPPORTED, ElementwiseCall, Operand, folded_operand, prim_func, scalar_of,
@@ -66,6 +73,86 @@ _CALL_TIR_INPLACE = get_op("relax.call_tir_inplace")
 
 #: Binding values without nested scopes (no dataflow block can be inside them).
 _FLAT_VALUES = frozenset({Call, Tuple, TupleGetItem, Var, DataflowVar, Constant, ShapeExpr, PrimValue})
+
+
+def unbound_tir_vars(ec: ElementwiseCall) -> tuple:
+    """The symbolic variables TVM's ``bb.call_te`` passes to the legalized PrimFunc as scalar
+    arguments (``gen_call_tir_inputs``' ``unbound_tir_vars``): those used in the buffer
+    shapes (the tensor operands in argument order, then the result) that are not themselves
+    a dimension of one of them, so the PrimFunc cannot read them from a buffer's shape, e.g.
+    ``n`` and ``m`` for operands of shape ``(n * m,)``.
+
+    In first-occurrence order. TVM takes them from a Python ``set`` of objects hashed by
+    address: its order is this one whenever at most two are unbound and the first variable
+    used is one of them (the cases TVM itself orders the same way every run); otherwise
+    TVM's order changes from run to run and this one is one of its orders."""
+    shapes = [o.shape for o in ec.operands if o.is_buffer]
+    shapes.append(ec.shape)
+    used: dict = {}
+    bound = set()
+    for shape in shapes:
+        for d in shape:
+            if type(d) is PrimVar:
+                bound.add(d.name)
+            if type(d) is not IntImm:
+                free_prim_vars(d, used)
+    return tuple(v for name, v in used.items() if name not in bound)
+
+
+def _signature_dims(params) -> list:
+    """Each buffer's dims as TVM 0.27's printer writes them in a PrimFunc signature: a
+    dimension that is a variable (or a constant) bare; an expression as a string
+    (``"n * m"``) when it uses a variable that is a dimension of some buffer, or when it uses
+    a variable the signature has not written yet (this defines that expression's variables
+    for the dims after it), bare otherwise (the rule of TVM's output, checked by
+    tests/oracle/test_dataflow_inplace_oracle.py). ``None`` for a scalar parameter."""
+    dim_vars = {d.name for p in params if p.is_buffer for d in p.shape if type(d) is PrimVar}
+    written = set()
+    out = []
+    for p in params:
+        if not p.is_buffer:
+            out.append(None)
+            continue
+        dims = []
+        for d in p.shape:
+            text = format_prim(d, tir=True)
+            if type(d) is PrimVar:
+                written.add(d.name)
+            elif type(d) is not IntImm:
+                names = free_prim_vars(d).keys()
+                if any(n in dim_vars for n in names):
+                    text = str_literal(text)
+                elif not all(n in written for n in names):
+                    text = str_literal(text)
+                    written.update(names)
+            dims.append(text)
+        out.append(dims)
+    return out
+
+
+def _with_scalar_params(func: PrimFunc, scalars: tuple, inplace: bool) -> PrimFunc:
+    """``func`` (a PrimFunc :func:`~.legalize_elementwise.prim_func` wrote) with the scalar
+    parameters ``scalars`` (:func:`unbound_tir_vars`) where ``bb.call_te`` puts them: after
+    the input buffers, before the output buffer of a legalization (an in-place copy has
+    none), and its signature line written as TVM prints it (:func:`_signature_dims`; this
+    also quotes the expression dims of a function without scalar parameters)."""
+    if not scalars and all(type(d) is IntImm or type(d) is PrimVar for p in func.params for d in p.shape):
+        return func  # the signature is already written as TVM prints it
+    params = list(func.params)
+    at = len(params) if inplace else len(params) - 1
+    params[at:at] = [PrimFuncParam(v.name, v.dtype) for v in scalars]
+    decls = []
+    for p, dims in zip(params, _signature_dims(params)):
+        if dims is None:
+            decls.append(f"{p.name}: T.{p.dtype}")
+        else:
+            shape = "(" + ", ".join(dims) + ("," if len(dims) == 1 else "") + ")"
+            decls.append(f'{p.name}: T.Buffer({shape}, "{p.dtype}")')
+    lines = func.text.split("\n")
+    k = next(i for i, ln in enumerate(lines) if ln.startswith("def "))
+    name = lines[k][4:lines[k].index("(")]
+    lines[k] = f"def {name}({', '.join(decls)}):"
+    return PrimFunc(params, func.attrs, text="\n".join(lines), private=func.private)
 
 
 class _Rewriter(ExprMutator):
@@ -158,7 +245,8 @@ class _Rewriter(ExprMutator):
             # TVM derives the in-place function from the legalization it found, whose buffers
             # are named after the arguments of the call that first created it.
             ec = self.named.setdefault(key if index is None else structure_key(ec), ec)
-            gv = self.registry.add(prim_func(ec, hint, index), hint, key)
+            func = _with_scalar_params(prim_func(ec, hint, index), unbound_tir_vars(ec), index is not None)
+            gv = self.registry.add(func, hint, key)
             table[key] = gv
         return gv
 
@@ -176,14 +264,18 @@ class _Rewriter(ExprMutator):
             gv_legal = self._function(self.legal, ec, None, call.op.legalize)
             gv = self._function(self.inplace, ec, j, gv_legal.name + "_inplace")
             idx = j - sum(folded[:j])  # position among the PrimFunc's inputs (folded constants skipped)
-            hit = self.by_types[fast] = (gv_legal, gv, TupleType([a.ty for a in kept]), {"inplace_indices": (idx,)},
-                                         (rty,), (rty,) + tuple(a.ty for a in call.args))  # the last keeps ids valid
-        gv_legal, gv, args_ty, attrs, ty_args = hit[:5]
+            # The symbolic variables the PrimFunc takes as scalars follow the tensors in the
+            # argument tuple, as bb.call_te appends them (TVM's in-place call keeps its tuple).
+            scalars = tuple(PrimValue(v) for v in unbound_tir_vars(ec))
+            hit = self.by_types[fast] = (gv_legal, gv, TupleType([a.ty for a in kept] + [p.ty for p in scalars]),
+                                         {"inplace_indices": (idx,)}, (rty,), scalars,
+                                         (rty,) + tuple(a.ty for a in call.args))  # the last keeps ids valid
+        gv_legal, gv, args_ty, attrs, ty_args, scalars = hit[:6]
         self.legal_added.append(gv_legal)
         if self.var_remap:
             kept = tuple(self.visit_expr(a) for a in kept)
         # Parts taken from a checked call and types of its arguments: built unchecked.
-        return new_call(_CALL_TIR_INPLACE, (gv, new_tuple(kept, args_ty)), attrs, ty_args)
+        return new_call(_CALL_TIR_INPLACE, (gv, new_tuple(kept + scalars, args_ty)), attrs, ty_args)
 
     def result(self, updates: dict) -> IRModule:
         out = self.registry.module(updates)

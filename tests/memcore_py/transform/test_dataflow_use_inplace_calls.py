@@ -477,3 +477,109 @@ def test_liveness_reads_variables_inside_tuple_and_shape_arguments():
     """)
     live = by_name(dataflow_liveness(block_of(mod)))
     assert live == {"x": (-1, 4), "y": (-1, 4), "a": (0, 2), "b": (1, 2), "c": (2, 3), "d": (3, 4)}
+
+
+# ------------------------------------------------------- symbolic vars no buffer shape binds
+# TVM 0.27's bb.call_te gives the legalized PrimFunc a scalar parameter for each symbolic
+# variable used in a buffer shape that is not itself a dim (n and m of (n * m,)), and appends
+# the caller's variables to the call's argument tuple; the in-place copy keeps both. Expected
+# modules: TVM 0.27's DataflowUseInplaceCalls output, as it printed it.
+_PRODUCT_DIM_SOURCE = HEADER + """    @R.function
+    def main(x: R.Tensor(("n", "m"), dtype="float32"), y: R.Tensor(("n * m",), dtype="float32")):
+        n = T.int64()
+        m = T.int64()
+        with R.dataflow():
+            a = R.add(y, y)
+            b = R.multiply(a, y)
+            R.output(b)
+        return b
+"""
+
+_PRODUCT_DIM_TVM = """# from typing import TypeVar
+# from tvm.script import ir as I
+# from tvm.script import tirx as T
+# from tvm.script import relax as R
+
+m = TypeVar("m")
+n = TypeVar("n")
+@I.ir_module
+class Module:
+    @T.prim_func(private=True, s_tir=True)
+    def multiply_inplace(a: T.Buffer(("n * m",), "float32"), y: T.Buffer((n * m,), "float32"), n: T.int64, m: T.int64):
+        T.func_attr({"tirx.noalias": True})
+        # with T.sblock("root"):
+        for ax0 in range(n * m):
+            with T.sblock("T_multiply"):
+                v_ax0 = T.axis.spatial(n * m, ax0)
+                T.reads(a[v_ax0], y[v_ax0])
+                T.writes(a[v_ax0])
+                a[v_ax0] = a[v_ax0] * y[v_ax0]
+
+    @R.function
+    def main(x: R.Tensor((n, m), dtype="float32"), y: R.Tensor(("n * m",), dtype="float32")) -> R.Tensor(("n * m",), dtype="float32"):
+        cls = Module
+        with R.dataflow():
+            a: R.Tensor((n * m,), dtype="float32") = R.add(y, y)
+            b: R.Tensor((n * m,), dtype="float32") = R.call_tir_inplace(cls.multiply_inplace, (a, y, n, m), out_ty=R.Tensor((n * m,), dtype="float32"), inplace_indices=[0])
+            R.output(b)
+        return b
+"""
+
+_DIM_TIMES_VAR_SOURCE = HEADER + """    @R.function
+    def main(x: R.Tensor(("k", "n"), dtype="float32"), y: R.Tensor(("k", "n * k"), dtype="float32")):
+        k = T.int64()
+        n = T.int64()
+        with R.dataflow():
+            a = R.subtract(y, y)
+            b = R.nn.relu(a)
+            R.output(b)
+        return b
+"""
+
+_DIM_TIMES_VAR_TVM = """# from typing import TypeVar
+# from tvm.script import ir as I
+# from tvm.script import tirx as T
+# from tvm.script import relax as R
+
+k = TypeVar("k")
+n = TypeVar("n")
+@I.ir_module
+class Module:
+    @T.prim_func(private=True, s_tir=True)
+    def relu_inplace(a: T.Buffer((k, "n * k"), "float32"), n: T.int64):
+        T.func_attr({"tirx.noalias": True})
+        # with T.sblock("root"):
+        for i0, i1 in T.grid(k, n * k):
+            with T.sblock("compute"):
+                v_i0, v_i1 = T.axis.remap("SS", [i0, i1])
+                T.reads(a[v_i0, v_i1])
+                T.writes(a[v_i0, v_i1])
+                a[v_i0, v_i1] = T.max(a[v_i0, v_i1], T.float32(0.0))
+
+    @R.function
+    def main(x: R.Tensor((k, n), dtype="float32"), y: R.Tensor((k, "n * k"), dtype="float32")) -> R.Tensor((k, "n * k"), dtype="float32"):
+        cls = Module
+        with R.dataflow():
+            a: R.Tensor((k, n * k), dtype="float32") = R.subtract(y, y)
+            b: R.Tensor((k, n * k), dtype="float32") = R.call_tir_inplace(cls.relu_inplace, (a, n), out_ty=R.Tensor((k, n * k), dtype="float32"), inplace_indices=[0])
+            R.output(b)
+        return b
+"""
+
+
+@pytest.mark.parametrize("source, tvm_output", [(_PRODUCT_DIM_SOURCE, _PRODUCT_DIM_TVM),
+                                                (_DIM_TIMES_VAR_SOURCE, _DIM_TIMES_VAR_TVM)],
+                         ids=["product-dim", "dim-times-bound-var"])
+def test_symbolic_vars_no_buffer_dim_binds_become_scalar_params_passed_by_the_call(source, tvm_output):
+    """n and m of (n * m,) (and n of (k, n * k), k being a dim) are scalar parameters after
+    the buffers, and the call passes the caller's variables after the tensors; without them
+    the PrimFunc uses variables it is never given (TVM refuses to build it). The signature is
+    written as TVM prints it (an expression dim quoted where TVM quotes it), so the texts
+    match too."""
+    want = memcore_py.parse(tvm_output)
+    for tvm_compat in (True, False):  # no tuple here: the sound default makes the same rewrite
+        out = dataflow_use_inplace_calls(memcore_py.parse(source), tvm_compat=tvm_compat)
+        assert structural_equal(out, want)
+    (inplace,) = [f for gv, f in out.functions.items() if gv.name.endswith("_inplace")]
+    assert not inplace.params[-1].is_buffer
+    assert well_formed(out)
