@@ -263,3 +263,10 @@ def test_tvm_scoping_runs_the_full_conversion():
     tvm.ir.assert_structural_equal(mtvm.KillAfterLastUse(tvm_scoping=True)(m),
                                    apply_memcore_pass(MemcoreKillAfterLastUse(tvm_scoping=True), m))
     tvm.ir.assert_structural_equal(mtvm.KillAfterLastUse(tvm_scoping=True)(m), TVM_KILL()(m))
+
+
+def test_kill_role_ops_record_rejects_a_wrong_kill_op_count():
+    from memcore_py.tvm import _kill_extract
+
+    with pytest.raises(ValueError, match="three kill ops"):
+        _kill_extract.KillRoleOps((1, 2), (), ())
