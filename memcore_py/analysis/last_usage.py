@@ -60,8 +60,8 @@ from ..ir.expr import (
     Var,
     VarBinding,
 )
+from .._compiled import load_compiled
 from ..ir.op import KILL_KINDS, ops_with_kill_role
-from ..ir.types import FuncType, PrimType, ShapeType, TensorType, TupleType
 
 __all__ = ["KillSet", "LastUsage", "collect_last_usage", "OUTPUT"]
 
@@ -69,7 +69,6 @@ __all__ = ["KillSet", "LastUsage", "collect_last_usage", "OUTPUT"]
 _STORAGE_OPS = frozenset(ops_with_kill_role("storage"))
 _KILL_OPS = frozenset(ops_with_kill_role(*KILL_KINDS))
 _NO_REGISTER_OPS = frozenset(ops_with_kill_role("no_register"))
-_NO_REGISTER_TYPES = frozenset((FuncType, ShapeType, PrimType))
 _SCOPE_CLASSES = (If, Function, SeqExpr)
 
 #: ``LastUsage.last_use`` value for a variable whose last use is its scope's result.
@@ -135,6 +134,11 @@ class LastUsage:
 
 class _Collector:
     def __init__(self, func_name, tvm_scoping):
+        # The kill-kind rule lives once, in _kill_rules; a constant and a null value both
+        # hold no VM register ("no_register").
+        rules = load_compiled("memcore_py.analysis._kill_rules")
+        self.kill_kind = rules.kill_kind
+        self.definitions = tuple(rules.DEFINITIONS[k] for k in ("plain", "storage", "no_register"))
         self.func_name = func_name
         self.tvm_scoping = tvm_scoping
         self.result = LastUsage()
@@ -204,6 +208,7 @@ class _Collector:
         self._uses(seq.body, -1, last)
 
         # Classification, in binding order.
+        plain, storage_def, no_register_def = self.definitions
         groups = [None] * pos
         for var in order:
             p = last.get(var)
@@ -212,14 +217,10 @@ class _Collector:
             result.last_use[var] = order[p] if p >= 0 else OUTPUT
             if p < 0 or var in killed:
                 continue
-            if var in storage:
-                kind = 1
-            else:
-                ty = var.ty
-                tcls = type(ty)
-                if var in no_register or tcls in _NO_REGISTER_TYPES or (tcls is TupleType and not ty.fields):
-                    continue
-                kind = 0 if tcls is TensorType else 2
+            kind = self.kill_kind(storage_def if var in storage else no_register_def if var in no_register else plain,
+                                  var.ty)
+            if kind < 0:
+                continue
             if tvm and cut is not None and p >= cut:
                 continue  # TVM: nothing is killed at or after the first nested scope
             if not tvm and any_dataflow and type(pos_block[p]) is DataflowBlock:

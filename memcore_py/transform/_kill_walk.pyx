@@ -18,7 +18,9 @@ nodes). The rules are the general path's, fused:
    (position in the output list; ``-1`` for the function's result) and, at its
    definition, the kind of kill it would get: 0 ``kill_tensor``, 1 ``kill_storage``,
    2 ``kill_object``; nothing for parameters, constants, ``R.null_value()``, shapes, prim
-   values, functions and ``R.Tuple()`` values.
+   values, functions and ``R.Tuple()`` values. The kind is ``kill_kind_of``
+   (``memcore_py/analysis/_kill_rules.pxd``), the one statement of that rule, of the codes
+   this walk reads off the binding and the variable's type.
 2. The second walk groups the killable variables by last-use position (definition order
    within a group, then stably by kind: tensors, storages, objects) and splices their
    kill bindings (named ``_``, ``_1``, ... as a fresh ``NameTable`` would) after the
@@ -53,6 +55,8 @@ from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from cpython.object cimport PyObject, PyTypeObject
 from libc.string cimport memset
 
+from memcore_py.analysis._kill_rules cimport (DEF_NO_REGISTER, DEF_PLAIN, DEF_STORAGE, TY_OBJECT, TY_TUPLE, TY_UNTYPED,
+                                             kill_kind_of, memcore_type_code)
 from memcore_py.ir._nodes cimport binding_node, call_node, var_node
 from memcore_py.ir._slots cimport get_slot, slot_offset
 
@@ -99,7 +103,7 @@ from memcore_py.ir.expr import (BindingBlock, Call, Constant, DataflowVar, DataT
                                 TupleGetItem, Var, VarBinding)
 from memcore_py.ir.functor import value_type
 from memcore_py.ir.op import kill_op, ops_with_kill_role
-from memcore_py.ir.types import VOID, FuncType, PrimType, ShapeType, TensorType, TupleType, type_equal
+from memcore_py.ir.types import VOID, TupleType, type_equal
 
 
 class NotFlat(Exception):
@@ -136,7 +140,6 @@ cdef type TUPLE = Tuple
 cdef type TGI = TupleGetItem
 cdef type VB = VarBinding
 cdef type BLOCK = BindingBlock
-cdef type TENSOR_TYPE = TensorType
 cdef type TUPLE_TYPE = TupleType
 
 #: The ops by kill role (``Op.kill_role``, memcore_py.ir.op): the kill ops in kill-kind order,
@@ -150,8 +153,6 @@ cdef object VOID_TY = VOID
 cdef object EMPTY = EMPTY_ATTRS
 cdef tuple KILL_OPS = (KILL_TENSOR, KILL_STORAGE, KILL_OBJECT)
 
-#: Types whose values hold no register (never killed).
-cdef frozenset NO_REGISTER_TYPES = frozenset((FuncType, ShapeType, PrimType))
 #: Leaves that hold no Relax variable.
 cdef frozenset PLAIN = frozenset((Constant, ShapeExpr, PrimValue, StringImm, DataTypeImm, ExternFunc, GlobalVar))
 #: Values that open a scope.
@@ -372,14 +373,9 @@ cdef object unwrap_known(e, VarTable V):
 
 
 cdef inline signed char kept_kind(ty) noexcept:
-    """The kill kind of a kept binding's variable of type ``ty`` (-1: no register; an
-    ``R.Tuple()`` value is never killed, as ``collect_last_usage`` documents)."""
-    tcls = type(ty)
-    if tcls is TENSOR_TYPE:
-        return 0
-    if tcls in NO_REGISTER_TYPES or (tcls is TUPLE_TYPE and not ty.fields):
-        return -1
-    return 2
+    """The kill kind of a kept binding's variable of type ``ty`` (``_kill_rules.kill_kind_of``;
+    -1: none)."""
+    return kill_kind_of(DEF_PLAIN, memcore_type_code(ty))
 
 
 # ---------------------------------------------------------------------------- the walk
@@ -441,8 +437,9 @@ def kill_flat(func, bint staged=False):
                     for a in args:
                         if type(a) not in PLAIN:
                             raise NotFlat
-                    if op in STORAGE_OPS:  # a null value has no register: never killed
-                        V.set_kind(V.get(<PyObject*>var), 1)
+                    k = kill_kind_of(DEF_STORAGE if op in STORAGE_OPS else DEF_NO_REGISTER, TY_OBJECT)
+                    if k >= 0:
+                        V.set_kind(V.get(<PyObject*>var), k)
                     out.append(b)
                     continue
                 if is_var(op):
@@ -466,23 +463,15 @@ def kill_flat(func, bint staged=False):
                     for a in args:
                         new_args.append(a if type(a) in PLAIN else rewrite_leafy(a, V, pos))
                 vty = <object>get_slot(var, O_TY)
-                tcls = type(vty)
-                if tcls is TENSOR_TYPE:
-                    V.set_kind(V.get(<PyObject*>var), 0)
-                elif tcls is TUPLE_TYPE:
-                    if vty.fields:
-                        # Only a tuple-typed call result can be the source of a tuple
-                        # re-packing; knowing it is a call keeps `(t[0], t[1])` from
-                        # counting as a copy of t.
-                        j = V.get(<PyObject*>var)
-                        V.known[j] = <PyObject*>orig
-                        V.set_kind(j, 2)
-                    # else R.Tuple() (a DPS call's result): never killed, see last_usage
-                elif tcls not in NO_REGISTER_TYPES:
-                    j = V.get(<PyObject*>var)
-                    if vty is None:
-                        V.known[j] = <PyObject*>orig
-                    V.set_kind(j, 2)
+                tc = memcore_type_code(vty)
+                if tc == TY_TUPLE or tc == TY_UNTYPED:
+                    # Only a tuple-typed (or untyped) call result can be the source of a
+                    # tuple re-packing; knowing it is a call keeps `(t[0], t[1])` from
+                    # counting as a copy of t.
+                    V.known[V.get(<PyObject*>var)] = <PyObject*>orig
+                k = kill_kind_of(DEF_PLAIN, tc)
+                if k >= 0:
+                    V.set_kind(V.get(<PyObject*>var), k)
                 if new_args is not None:
                     n_args = len(args)
                     for i in range(n_args):

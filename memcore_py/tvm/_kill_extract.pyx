@@ -13,7 +13,8 @@ then a kill after each last use) on a function whose every binding is one of
   variables or leaves without variables (shapes, prim values, strings, dtypes, constants,
   functions): uses recorded at the binding; ``v`` gets the kill of its type (tensor:
   ``kill_tensor``; ``R.Object`` or a non-empty tuple: ``kill_object``; shapes, prim values,
-  functions and ``R.Tuple()``: none);
+  functions and ``R.Tuple()``: none; the rule is ``kill_kind_of`` of
+  ``memcore_py/analysis/_kill_rules.pxd``, this walk only reads TVM's type into its code);
 - ``v = R.memory.alloc_storage(...)`` / ``R.vm.alloc_storage`` / ``R.null_value()`` of such
   leaves (a storage gets ``kill_storage``; a null value nothing);
 - an explicit kill of one variable (that variable is not killed again);
@@ -40,6 +41,8 @@ from libcpp.vector cimport vector
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from cpython.object cimport PyObject
 
+from memcore_py.analysis._kill_rules cimport (DEF_NO_REGISTER, DEF_PLAIN, DEF_STORAGE, TY_FUNC, TY_OBJECT, TY_PRIM,
+                                             TY_SHAPE, TY_TENSOR, TY_TUPLE, TY_UNIT, kill_kind_of)
 from memcore_py.transform._kill_walk cimport VarTable, kill_schedule
 from memcore_py.tvm._ffi_abi cimport (
     FFIAny, K_ARRAY, K_DATATYPE, K_OBJECT_BEGIN, any_obj, any_type, array_data, array_size, obj_field, obj_type,
@@ -75,22 +78,35 @@ cdef inline int classify_type(Layout L, int32_t t) noexcept:
     return ARG_LEAF
 
 
-cdef inline int type_kind(Layout L, const char* ty) noexcept:
-    """The kill kind of a variable of type ``ty`` (0 tensor, 2 object, -1 none: shapes, prim
-    values, functions and ``R.Tuple()``), or -2 for a type the walk declines."""
+cdef inline int type_code(Layout L, const char* ty) noexcept:
+    """The ``TY_*`` code (``memcore_py/analysis/_kill_rules.pxd``) of the TVM type ``ty``, or -1
+    for a type this reader declines (none, or one it does not know)."""
     cdef int32_t t
     if ty == NULL:
-        return -2
+        return -1
     t = obj_type(ty)
     if t == L.t_tensor_type:
-        return 0
+        return TY_TENSOR
     if t == L.t_any_type:
-        return 2
+        return TY_OBJECT
     if t == L.t_tuple_type:
-        return 2 if array_size(obj_field(ty, L.o_tuple_fields)) > 0 else -1
-    if t == L.t_func_type or t == L.t_shape_type or t == L.t_prim_type:
-        return -1
-    return -2
+        return TY_TUPLE if array_size(obj_field(ty, L.o_tuple_fields)) > 0 else TY_UNIT
+    if t == L.t_func_type:
+        return TY_FUNC
+    if t == L.t_shape_type:
+        return TY_SHAPE
+    if t == L.t_prim_type:
+        return TY_PRIM
+    return -1
+
+
+cdef inline int type_kind(Layout L, const char* ty) noexcept:
+    """The kill kind of a variable of type ``ty`` defined by a plain binding
+    (``kill_kind_of``), or -2 for a type the walk declines."""
+    cdef int code = type_code(L, ty)
+    if code < 0:
+        return -2
+    return kill_kind_of(DEF_PLAIN, code)
 
 
 cdef inline bint plain_value(Layout L, const char* value, int32_t t) noexcept:
@@ -352,8 +368,9 @@ def kill_function(Layout L, Keep K, size_t func, KillRoleOps ops, size_t unit):
                 for ia in range(na):
                     if classify(L, array_data(args) + 16 * ia) != ARG_LEAF:
                         return None
-                if among(<size_t>op, ops.storage):  # a null value holds no register
-                    V.set_kind(V.get(key(var)), 1)
+                kind = kill_kind_of(DEF_STORAGE if among(<size_t>op, ops.storage) else DEF_NO_REGISTER, TY_OBJECT)
+                if kind >= 0:
+                    V.set_kind(V.get(key(var)), <signed char>kind)
                 out.push_back(item)
                 continue
             ot = obj_type(op)
