@@ -10,6 +10,7 @@ Public API
 - :class:`TVMVersionWarning`, :class:`TVMLayoutWarning`: why the fast paths are off.
 - :func:`reset`: forget the decision (after changing the environment variable in-process,
   and between tests).
+- :func:`parse_script` ``(api, text)``: TVM's script parser on a text memcore wrote (below).
 
 Design
 ------
@@ -39,6 +40,16 @@ fast paths run only when all of these hold, decided once per process by :func:`f
 When 1. or 3. fails, one warning says why (:class:`TVMVersionWarning`,
 :class:`TVMLayoutWarning`) and every pass runs on the portable path; a forced portable path
 (2.) is silent. The decision is cached: a process warns once.
+
+Parsing. A PrimFunc memcore made (DataflowUseInplaceCalls' in-place functions) reaches TVM as
+text through TVM's own parser. That parser evaluates the decorator ``@T.prim_func(...)`` of
+each function only to learn its dialect (the ``dispatch_token``; ``private`` and the other
+flags are read from the syntax tree), and TVM's ``prim_func`` captures the Python call stack
+for a decorator applied to Python source (``inspect.stack()``: a call per frame to
+``inspect.getmodule``, often most of the parse). On a supported TVM :func:`parse_script` runs
+the same parser, :func:`tvm.script.parser.core.entry.parse`, with TVM's default globals
+except that ``T.prim_func`` evaluates to the dialect token alone: the same objects, without
+the capture nothing in a text can use. Elsewhere it is ``tvm.script.from_source``.
 """
 from __future__ import annotations
 
@@ -49,7 +60,7 @@ import warnings
 from . import _ffi_reader, _ffi_writer
 
 __all__ = ["SUPPORTED_TVM", "PORTABLE_ENV", "TVMVersionWarning", "TVMLayoutWarning", "is_supported",
-           "tvm_version", "fast_layout", "reset"]
+           "tvm_version", "fast_layout", "reset", "parse_script"]
 
 #: The TVM versions (``tvm.__version__``) the fast paths were built and checked against;
 #: another version with the same release also matches (:func:`is_supported`).
@@ -113,9 +124,11 @@ _DECISION = _Decision()
 
 
 def reset() -> None:
-    """Forget the cached decision: the next :func:`fast_layout` decides (and warns) again."""
+    """Forget the cached decisions: the next :func:`fast_layout` decides (and warns) again, and
+    the next :func:`parse_script` looks at the version again."""
     _DECISION.made = False
     _DECISION.layout = None
+    _SCRIPT_GLOBALS.value = None
 
 
 def _forced_portable() -> bool:
@@ -173,3 +186,60 @@ def fast_layout(api):
         _DECISION.layout = _decide(api)
         _DECISION.made = True
     return _DECISION.layout
+
+
+class _ScriptGlobals:
+    """The globals :func:`parse_script` gives TVM's parser (built once per process from TVM's
+    own default globals; None until the first parse, False when this TVM has no such entry)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self):
+        self.value = None
+
+
+_SCRIPT_GLOBALS = _ScriptGlobals()
+
+
+def _text_prim_func_decorator(*args, **kwargs):
+    """``T.prim_func`` as the parser evaluates it in a text: only its dialect matters."""
+    return _text_prim_func_decorator
+
+
+def _script_globals(api):
+    import types
+
+    try:
+        from tvm.script.parser.core import entry
+
+        defaults = entry._default_globals()
+        real_t = defaults["T"]
+        token = real_t.prim_func.dispatch_token
+    except Exception:  # noqa: BLE001 - another parser layout: use the public entry
+        return False
+    _text_prim_func_decorator.dispatch_token = token
+    t = types.ModuleType(real_t.__name__)
+    t.__dict__.update(real_t.__dict__)
+    t.prim_func = _text_prim_func_decorator
+    out = dict(defaults)
+    for k, v in defaults.items():
+        if v is real_t:
+            out[k] = t
+    return entry.parse, out
+
+
+def parse_script(api, text: str):
+    """The object TVM's script parser makes of ``text`` (a module or a function); see the
+    module docstring, "Parsing".
+
+    Raises
+    ------
+    Exception
+        Whatever TVM's parser raises for a text it refuses (the caller reports it).
+    """
+    if _SCRIPT_GLOBALS.value is None:
+        _SCRIPT_GLOBALS.value = _script_globals(api) if is_supported(tvm_version(api)) else False
+    if _SCRIPT_GLOBALS.value is False:
+        return api.tvm.script.from_source(text)
+    parse, script_globals = _SCRIPT_GLOBALS.value
+    return parse(text, extra_vars=dict(script_globals))

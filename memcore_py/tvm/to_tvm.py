@@ -78,6 +78,7 @@ from ..ir.ops import builtin_alloc_own_type
 from ..ir.prim import Add, FloatImm, FloorDiv, FloorMod, IntImm, Max, Min, Mul, PrimVar, Sub
 from ..ir.types import FuncType, ObjectType, PrimType, ShapeType, TensorType, TupleType, type_equal
 from . import _ffi_writer
+from .compat import parse_script
 from ._node_map import NodeMap
 from ._api import TVMConversionError, tvm_api
 from .from_tvm import _ATTRS, _PARAMS, _SYMBOLIC
@@ -542,7 +543,7 @@ class _Writer:
         typevars = "".join(f'{n} = TypeVar("{n}")\n' for n in signature_typevars(text))
         header = "# from typing import TypeVar\n# from tvm.script import tirx as T\n\n" + typevars
         try:
-            return self.api.tvm.script.from_source(header + text)
+            return parse_script(self.api, header + text)
         except Exception as exc:  # noqa: BLE001 - TVM's parser refused memcore's PrimFunc text
             raise TVMConversionError(f"TVM could not read the text of PrimFunc {name!r}: {exc}") from exc
 
