@@ -59,6 +59,22 @@ functions, dataflow blocks, unusual kill calls) takes the general path below. Th
 garbage collector is paused during the pass (speed against TVM's pass: bench/README.md,
 "KillAfterLastUse").
 
+Rules and where each lives
+--------------------------
+- Which ops define storages, kill, or hold no register: the op table (``Op.kill_role``,
+  :mod:`memcore_py.ir.op`), read by every walk through ``ops_with_kill_role`` / ``kill_op``.
+- The kill kind of a variable (storage, tensor, other register object, none):
+  ``kill_kind_of`` in ``memcore_py/analysis/_kill_rules.pxd``, asked by
+  :func:`~memcore_py.analysis.last_usage.collect_last_usage` (through
+  ``_kill_rules.kill_kind``), by the compiled flat walk and by the walk over TVM's objects
+  (:mod:`memcore_py.tvm._kill_extract`), each of which only reads its object model into the
+  rule's codes.
+- The kill order after one binding: ``kill_schedule`` (``_kill_walk.pxd``) for both compiled
+  walks; the general path groups its kills the same way in ``collect_last_usage``.
+- Last uses, re-binding removal and kill names are still walked three times (the general
+  path, the compiled flat walk, the walk over TVM's objects); the three-way differential
+  suite (tests/oracle/test_three_way.py) holds them equal.
+
 Preconditions: meant for non-dataflow, impure-allowed IR after StaticPlanBlockMemory and
 LowerAllocTensor. Postconditions: kill calls are placed as above; re-running the pass adds
 no kills for already-killed variables. Bad input (a kill call whose argument is not a
