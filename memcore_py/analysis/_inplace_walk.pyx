@@ -176,16 +176,22 @@ cdef class AliasAnalyzer:
     """TVM's ``AliasAnalyzer`` (spec §3.4); ids in TVM's order of creation.
 
     ``alias``: Var -> set of ids; ``tuples``: tuple id -> [set of ids per field].
+    ``constants_external``: a Constant's memory is outside the block (``{-1}``, as a
+    parameter's), so neither it nor a view of it is ever written in place; False is TVM's rule
+    (a Constant is a fresh location, so a dead view of it may be overwritten, which writes into
+    the constant once the view is lowered to share its storage).
     """
 
     cdef public dict alias
     cdef public dict tuples
     cdef long next_id
+    cdef bint constants_external
 
-    def __init__(self):
+    def __init__(self, bint constants_external=False):
         self.alias = {}
         self.tuples = {}
         self.next_id = 0
+        self.constants_external = constants_external
 
     cdef inline long fresh(self):
         cdef long k = self.next_id
@@ -259,6 +265,8 @@ cdef class AliasAnalyzer:
                     self.fresh_tuple(t, bound_ty)
                 return {t}
             return self.mystery_call(value, bound_ty, False)
+        if cls is Constant and self.constants_external:
+            return {-1}
         if cls is Constant or cls is Function or cls is PrimValue:
             return {self.fresh()}
         if cls is Tuple:

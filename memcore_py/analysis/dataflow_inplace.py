@@ -40,6 +40,15 @@ q = concat(t)`` makes ``multiply`` overwrite ``a`` while ``t`` still holds it.
 ``tvm_tuple_capture=True`` (the default of :func:`inplace_opportunities`, like TVM's testing
 entry point) reproduces TVM.
 
+With ``tvm_constant_memory=False`` (also the pass's default; DIFFERENCES.md,
+``constant-views``) a Constant's memory is outside the block (alias set ``{-1}``, as for a
+parameter), so no view of a constant is written in place: TVM gives a Constant a fresh
+location, and ``v = R.expand_dims(c); w = R.add(v, eps)`` then adds into ``v``, which TVM's
+lowering (``RewriteDataflowReshape``, then a storage-sharing reshape) makes a view of ``c``:
+every run of the compiled function adds ``eps`` into the constant again (a BatchNorm's
+running variance after ``DecomposeOpsForInference``). ``tvm_constant_memory=True`` (the
+default of :func:`inplace_opportunities`) reproduces TVM.
+
 The per-binding loops (collecting uses, the alias analyzer, the candidate search) are the
 compiled helper ``memcore_py/analysis/_inplace_walk.pyx``; this module validates the
 arguments, supplies TVM's special cases of "used vars" and shapes the results.
@@ -188,7 +197,7 @@ def element_count(shape):
     return out
 
 
-def inplace_opportunities(block, inputs=(), *, tvm_tuple_capture: bool = True):
+def inplace_opportunities(block, inputs=(), *, tvm_tuple_capture: bool = True, tvm_constant_memory: bool = True):
     """The bindings of a dataflow block whose op call may be computed in place of one of its
     arguments (spec §3.5).
 
@@ -200,6 +209,10 @@ def inplace_opportunities(block, inputs=(), *, tvm_tuple_capture: bool = True):
     tvm_tuple_capture : bool, default True
         True: TVM's rule (a value captured in a live tuple is not protected). False: the
         sound rule DataflowUseInplaceCalls uses by default (module docstring).
+    tvm_constant_memory : bool, default True
+        True: TVM's rule (a Constant is fresh memory the block may overwrite, through a view
+        of it). False: the sound rule DataflowUseInplaceCalls uses by default (a Constant's
+        memory is outside the block, like a parameter's; module docstring).
 
     Returns
     -------
@@ -221,5 +234,5 @@ def inplace_opportunities(block, inputs=(), *, tvm_tuple_capture: bool = True):
     walk = load_compiled("memcore_py.analysis._inplace_walk")
     bindings = list(block.bindings)
     order, index, start, end = _intervals(block, not tvm_tuple_capture)
-    alias, tuples = walk.AliasAnalyzer().run(bindings, inputs)
+    alias, tuples = walk.AliasAnalyzer(not tvm_constant_memory).run(bindings, inputs)
     return walk.find_opportunities(bindings, order, index, start, end, alias, tuples, not tvm_tuple_capture)

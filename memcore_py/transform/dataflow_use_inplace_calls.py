@@ -37,9 +37,12 @@ Where TVM is unsound or crashes (DIFFERENCES.md, section DataflowUseInplaceCalls
   the folded constant (TVM fails "In-place index ... out of range").
 - ``existing-legalization``: a PrimFunc of the input module that equals a legalization is
   kept (TVM deletes it and leaves its callers dangling).
+- ``constant-views``: a view of a constant (``R.expand_dims(c)``, a reshape) is never
+  overwritten: TVM's lowering makes it share the constant's storage, so TVM's in-place
+  write changes the constant at every run (a decomposed BatchNorm's running variance).
 
-``DataflowUseInplaceCalls(tvm_compat=True)`` reproduces TVM's choices for the first and the
-last (for differential tests); the second is always fixed.
+``DataflowUseInplaceCalls(tvm_compat=True)`` reproduces TVM's choices for all but the second
+(for differential tests); the second is always fixed.
 
 Sharing is decided by :func:`~.legalize_elementwise.structure_key` for the functions this
 pass makes; a pre-existing PrimFunc is recognised as equal when its text equals the one
@@ -174,7 +177,8 @@ class _Rewriter(ExprMutator):
     def visit_block(self, blk):
         if type(blk) is not DataflowBlock:
             return super().visit_block(blk)
-        _size, exact = inplace_opportunities(blk, (), tvm_tuple_capture=self.tvm_compat)
+        _size, exact = inplace_opportunities(blk, (), tvm_tuple_capture=self.tvm_compat,
+                                             tvm_constant_memory=self.tvm_compat)
         saved = self.chosen
         self.chosen = {blk.bindings[i]: idx[0] for i, idx in exact}
         try:

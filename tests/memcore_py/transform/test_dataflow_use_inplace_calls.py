@@ -349,6 +349,22 @@ def test_sound_tuple_capture_vs_tvm_compat():
     assert _ops(DataflowUseInplaceCalls(tvm_compat=True)(mod))["b"] == ("multiply_inplace", (1,))
 
 
+def test_view_of_a_constant_is_not_overwritten():
+    # v is a view of the constant (TVM's lowering makes expand_dims share its storage): adding
+    # into v would add into the constant at every run. A fresh tensor (a) is still reused.
+    mod = module("""
+        v = R.expand_dims(R.const(1.0, "float32"), axis=[0])
+        w = R.add(v, R.const(1e-5, "float32"))
+        a = R.multiply(x, x)
+        b = R.add(a, w)
+        R.output(b)
+    """, params='x: R.Tensor((2, 3), dtype="float32")')
+    ops = _ops(dataflow_use_inplace_calls(mod))
+    assert ops["w"] == "relax.add"
+    assert ops["b"] == ("add_inplace", (0,))
+    assert _ops(DataflowUseInplaceCalls(tvm_compat=True)(mod))["w"][1] == (0,)  # TVM writes into v
+
+
 def test_leading_scalar_constant_does_not_crash():
     # TVM folds the constant, so the PrimFunc has one input: the index is 0, not 1.
     mod = module("""
