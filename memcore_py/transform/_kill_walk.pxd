@@ -44,5 +44,24 @@ cdef class VarTable:
         self.last[self.get(<PyObject*>v)] = pos
         return 0
 
+    # The re-binding rule (CanonicalizeBindings, as KillAfterLastUse runs it first), once for
+    # both compiled walks: ``y = x`` is dropped and every later use of ``y`` reads ``x``, or
+    # what ``x`` itself stands for; a use of a variable is a use of what it stands for.
+    cdef inline int rebind(self, PyObject* y, PyObject* x) except -1:
+        """``y = x`` is dropped: ``y`` stands for what ``x`` stands for."""
+        cdef PyObject* r = self.repl[self.get(x)]
+        self.repl[self.get(y)] = x if r == NULL else r
+        return 0
+
+    cdef inline PyObject* stands_for(self, PyObject* x) except NULL:
+        """What the uses of ``x`` read: ``x`` itself unless a re-binding (or, over memcore's
+        IR, a constant binding) replaced it."""
+        cdef PyObject* r = self.repl[self.get(x)]
+        return x if r == NULL else r
+
+
+cdef object kill_name(Py_ssize_t k)
+    # The name of a function's k-th kill variable: what a fresh NameTable's k-th fresh("_") is.
+
 
 cdef Py_ssize_t kill_schedule(VarTable V, Py_ssize_t n, Py_ssize_t* order, Py_ssize_t* at) except -1

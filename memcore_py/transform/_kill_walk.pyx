@@ -97,6 +97,7 @@ cdef extern from *:
     void kw_prefetch_ahead(object bindings, Py_ssize_t i, Py_ssize_t n, Py_ssize_t o_var, Py_ssize_t o_value,
                            Py_ssize_t o_ty, Py_ssize_t o_args, PyTypeObject* call_type) noexcept
 
+from memcore_py.ir.builder import NameTable
 from memcore_py.ir.construct import EMPTY_ATTRS, function_with_body, new_block, new_seq
 from memcore_py.ir.expr import (BindingBlock, Call, Constant, DataflowVar, DataTypeImm, Expr, ExternFunc, Function,
                                 GlobalVar, If, MatchCast, PrimValue, SeqExpr, ShapeExpr, StringImm, Tuple,
@@ -158,8 +159,10 @@ cdef frozenset PLAIN = frozenset((Constant, ShapeExpr, PrimValue, StringImm, Dat
 #: Values that open a scope.
 cdef frozenset SCOPES = frozenset((If, Function, SeqExpr))
 
-#: Kill variable names in order: what ``NameTable().fresh("_")`` returns the k-th time.
-cdef list KILL_NAMES = ["_"]
+#: Kill variable names in order, as the general path names them: what one
+#: ``NameTable().fresh("_")`` returns the k-th time (filled from such a table on demand).
+cdef list KILL_NAMES = []
+cdef object KILL_NAME_TABLE = NameTable()
 
 
 cdef inline bint is_var(object o):
@@ -169,7 +172,7 @@ cdef inline bint is_var(object o):
 
 cdef object kill_name(Py_ssize_t k):
     while len(KILL_NAMES) <= k:
-        KILL_NAMES.append(f"_{len(KILL_NAMES)}")
+        KILL_NAMES.append(KILL_NAME_TABLE.fresh("_"))
     return KILL_NAMES[k]
 
 
@@ -302,9 +305,7 @@ cdef object rewrite_leafy(e, VarTable V, Py_ssize_t pos):
     cdef bint changed
     cdef PyObject* r
     if cls is VAR or cls is DFVAR:
-        r = V.repl[V.get(<PyObject*>e)]
-        if r != NULL:
-            e = <object>r
+        e = <object>V.stands_for(<PyObject*>e)
         if type(e) is not CONSTANT:
             V.use(e, pos)
         return e
@@ -423,8 +424,8 @@ def kill_flat(func, bint staged=False):
                     if len(args) != 1 or not is_var(args[0]):
                         raise NotFlat  # the general path reports it
                     target = args[0]
-                    r = V.repl[V.get(<PyObject*>target)]
-                    if r != NULL:
+                    r = V.stands_for(<PyObject*>target)
+                    if r != <PyObject*>target:
                         if type(<object>r) is CONSTANT:
                             raise NotFlat
                         target = <object>r
@@ -504,8 +505,7 @@ def kill_flat(func, bint staged=False):
                     V.known[V.get(<PyObject*>var)] = <PyObject*>value
                 if same_type:
                     # trivial: dropped
-                    r = V.repl[jv]
-                    V.repl[V.get(<PyObject*>var)] = <PyObject*>value if r == NULL else r
+                    V.rebind(<PyObject*>var, <PyObject*>value)
                     continue
             else:
                 j = V.get(<PyObject*>var)

@@ -36,14 +36,13 @@ constructors (:mod:`memcore_py.tvm._ffi_writer`); every object built is owned by
 dereferenced as Python objects).
 """
 from libc.stdint cimport int32_t, int64_t
-from libc.stdio cimport snprintf
 from libcpp.vector cimport vector
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from cpython.object cimport PyObject
 
 from memcore_py.analysis._kill_rules cimport (DEF_NO_REGISTER, DEF_PLAIN, DEF_STORAGE, TY_FUNC, TY_OBJECT, TY_PRIM,
                                              TY_SHAPE, TY_TENSOR, TY_TUPLE, TY_UNIT, kill_kind_of)
-from memcore_py.transform._kill_walk cimport VarTable, kill_schedule
+from memcore_py.transform._kill_walk cimport VarTable, kill_name, kill_schedule
 from memcore_py.tvm._ffi_abi cimport (
     FFIAny, K_ARRAY, K_DATATYPE, K_OBJECT_BEGIN, any_obj, any_type, array_data, array_size, obj_field, obj_type,
 )
@@ -146,12 +145,9 @@ cdef void* record_uses(Layout L, VarTable V, Keep K, const char* items, Py_ssize
         if c == ARG_OTHER:
             return NULL
         if c == ARG_VAR:
-            j = V.get(key(any_obj(a)))
-            r = V.repl[j]
-            if r != NULL:
-                subst = True
-                j = V.get(r)
-            V.last[j] = pos
+            r = V.stands_for(key(any_obj(a)))
+            subst = subst or r != key(any_obj(a))
+            V.last[V.get(r)] = pos
     if not subst:
         return <void*>items
     resolved.resize(n)
@@ -159,9 +155,7 @@ cdef void* record_uses(Layout L, VarTable V, Keep K, const char* items, Py_ssize
         a = array_data(items) + 16 * ia
         resolved[0][ia] = (<const FFIAny*>a)[0]
         if classify(L, a) == ARG_VAR:
-            r = V.repl[V.get(key(any_obj(a)))]
-            if r != NULL:
-                set_obj(&resolved[0][ia], <void*>r)
+            set_obj(&resolved[0][ia], <void*>V.stands_for(key(any_obj(a))))
     return <void*>K  # not items, not NULL
 
 
@@ -195,13 +189,9 @@ cdef void* rebuilt_tuple_binding(Layout L, Keep K, const char* var, vector[FFIAn
 
 cdef void* kill_binding(Keep K, Py_ssize_t k, void* op, const char* target, void* unit) except NULL:
     """``_k = <op>(target)``: a new ``VarBinding`` of a fresh ``R.Tuple()`` variable named as
-    the flat walk names its k-th kill (``_``, ``_1``, ...); owned by ``K``."""
-    cdef char name[32]
+    the flat walk names its k-th kill (``kill_name``: ``_``, ``_1``, ...); owned by ``K``."""
+    cdef bytes name = kill_name(k).encode()
     cdef FFIAny arg
-    if k == 0:
-        snprintf(name, 32, "_")
-    else:
-        snprintf(name, 32, "_%zd", k)
     cdef void* hvar = new_var(K, name, unit)
     set_obj(&arg, <void*>target)
     return new_binding(K, <const char*>hvar, new_call(K, unit, op, &arg, 1, NULL, handle(CTOR_EMPTY_ARRAY)))
@@ -312,8 +302,7 @@ def kill_function(Layout L, Keep K, size_t func, KillRoleOps ops, size_t unit):
                 return None
             t = obj_type(value)
             if t == L.t_var:  # y = x: dropped; y's uses read x (or what x stands for)
-                r = V.repl[V.get(key(value))]
-                V.repl[V.get(key(var))] = key(value) if r == NULL else r
+                V.rebind(key(var), key(value))
                 changed = True
                 continue
             if t == L.t_tuple:  # kept; its fields' re-bindings resolved
@@ -354,8 +343,8 @@ def kill_function(Layout L, Keep K, size_t func, KillRoleOps ops, size_t unit):
                 if na != 1 or classify(L, array_data(args)) != ARG_VAR:
                     return None  # the full conversion reports a malformed kill
                 target = any_obj(array_data(args))
-                r = V.repl[V.get(key(target))]
-                if r != NULL:
+                r = V.stands_for(key(target))
+                if r != key(target):
                     target = <const char*>r
                     new_args.resize(1)
                     set_obj(&new_args[0], <void*>target)
@@ -393,13 +382,11 @@ def kill_function(Layout L, Keep K, size_t func, KillRoleOps ops, size_t unit):
         return None
     t = obj_type(result)
     if t == L.t_var or t == L.t_dfvar:
-        j = V.get(key(result))
-        r = V.repl[j]
-        if r != NULL:
+        r = V.stands_for(key(result))
+        if r != key(result):
             result = <const char*>r
-            j = V.get(r)
             changed = True
-        V.last[j] = -1
+        V.last[V.get(r)] = -1
     elif t == L.t_tuple:
         fields = obj_field(result, L.o_tuple_expr_fields)
         if fields == NULL or obj_type(fields) != K_ARRAY:
