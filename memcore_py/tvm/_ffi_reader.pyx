@@ -58,6 +58,7 @@ from memcore_py.tvm._ffi_abi cimport (
 )
 
 from memcore_py.ir.construct import EMPTY_ATTRS, new_shape_type
+from memcore_py.ir.prim import Add, FloorDiv, FloorMod, Max, Min, Mul, Sub
 
 cdef enum:
     K_FLOAT = 3
@@ -233,6 +234,12 @@ cdef class Layout:
                 raise RuntimeError("TVM expressions do not share the offset of 'ty'")
         if off(api.DataflowVar, "name") != self.o_var_name:
             raise RuntimeError("DataflowVar.name is not at Var.name's offset")
+        binary = [getattr(api.prim, name) for name, _node in BINARY_PRIM_NODES]
+        self.o_bin_a, self.o_bin_b = off(binary[0], "a"), off(binary[0], "b")
+        for k, cls in enumerate(binary):
+            self.t_bin[k] = info(cls).type_index
+            if off(cls, "a") != self.o_bin_a or off(cls, "b") != self.o_bin_b:
+                raise RuntimeError(f"{cls.__name__}'s operands are not at {binary[0].__name__}'s offsets")
         self.failure = self._self_check(api)
         self.ok = self.failure is None
 
@@ -323,6 +330,8 @@ cdef class Layout:
             (seq, self.t_seq, [("blocks", self.o_seq_blocks, O), ("body", self.o_seq_body, O)]),
             (half, self.t_prim_type, [("dtype", self.o_pt_dtype, DL)]),
             (symbol, self.t_extern_func, [("global_symbol", self.o_extern_symbol, S)]),
+            *[(getattr(api.prim, name)(i64(k - 3), api.Var(f"n{k}", api.PrimType("int64"))), self.t_bin[k],
+               [("a", self.o_bin_a, O), ("b", self.o_bin_b, O)]) for k, (name, _node) in enumerate(BINARY_PRIM_NODES)],
             (api.rx_ffi.AnyType(None), self.t_any_type, []),
             (api.Op.get("relax.add"), self.t_op, []),
             (api.ir_ffi.TypeMissing(), self.t_type_missing, []),
@@ -543,32 +552,59 @@ cdef class Memo:
         self.builtin_alloc = reader.builtin_alloc
 
 
-cdef object read_dims_at(Layout L, const char* arr, dict ints, dict prims):
-    """The dims of an ``Array[PrimExpr]`` as memcore prims when every one is an ``IntImm``
-    already interned (by value and type object) or a symbolic variable already read;
+#: The binary PrimExprs the readers read: (TVM class name in ``tvm.ir.prim.expr``, memcore
+#: node), the one list of this correspondence (``from_tvm._binary_classes`` is built from it).
+BINARY_PRIM_NODES = (("Add", Add), ("Sub", Sub), ("Mul", Mul), ("FloorDiv", FloorDiv), ("FloorMod", FloorMod),
+                     ("Min", Min), ("Max", Max))
+cdef tuple BINARY_NODES = tuple(node for _name, node in BINARY_PRIM_NODES)
+
+
+cdef object read_prim_at(Layout L, int32_t ti, const char* e, dict ints, dict prims, int depth):
+    """The memcore prim of the PrimExpr ``e`` (type index ``ti``) when it is an ``IntImm``
+    already interned (by value and type object), a symbolic variable already read, or a
+    binary node (``BINARY_PRIM_NODES``) of such parts, built as the Python reader builds it;
     None otherwise (the Python path reads it and fills the tables)."""
+    cdef const char* val
+    cdef const char* a
+    cdef const char* b
+    cdef int k
+    if ti == L.t_int_imm:
+        val = e + L.o_imm_value
+        if any_type(val) != K_INT:
+            return None
+        return ints.get(((<const int64_t*>(val + 8))[0], addr(obj_field(e, L.o_expr_ty))))
+    if ti == L.t_var:
+        return prims.get(addr(e))
+    if depth > 64:  # deeper than any shape arithmetic: left to the Python reader
+        return None
+    for k in range(7):
+        if ti == L.t_bin[k]:
+            a = obj_field(e, L.o_bin_a)
+            b = obj_field(e, L.o_bin_b)
+            if a == NULL or b == NULL:
+                return None
+            x = read_prim_at(L, obj_type(a), a, ints, prims, depth + 1)
+            if x is None:
+                return None
+            y = read_prim_at(L, obj_type(b), b, ints, prims, depth + 1)
+            if y is None:
+                return None
+            return BINARY_NODES[k](x, y)
+    return None
+
+
+cdef object read_dims_at(Layout L, const char* arr, dict ints, dict prims):
+    """The dims of an ``Array[PrimExpr]`` as memcore prims when :func:`read_prim_at` reads
+    every one; None otherwise (the Python path reads it and fills the tables)."""
     cdef int64_t n, i
     cdef const char* data
-    cdef const char* e
-    cdef const char* val
-    cdef int32_t ti
     if arr == NULL or obj_type(arr) != K_ARRAY:
         return None
     n = array_size(arr)
     data = array_data(arr)
     out = [None] * n
     for i in range(n):
-        ti = any_type(data + 16 * i)
-        e = any_obj(data + 16 * i)
-        if ti == L.t_int_imm:
-            val = e + L.o_imm_value
-            if any_type(val) != K_INT:
-                return None
-            r = ints.get(((<const int64_t*>(val + 8))[0], addr(obj_field(e, L.o_expr_ty))))
-        elif ti == L.t_var:
-            r = prims.get(addr(e))
-        else:
-            return None
+        r = read_prim_at(L, any_type(data + 16 * i), any_obj(data + 16 * i), ints, prims, 0)
         if r is None:
             return None
         out[i] = r

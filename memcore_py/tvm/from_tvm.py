@@ -89,7 +89,7 @@ from ..ir.memo import MEMO
 from ..ir.module import IRModule, VDevice
 from ..ir.op import get_op, is_registered
 from ..ir.ops import builtin_alloc_own_type
-from ..ir.prim import Add, FloatImm, FloorDiv, FloorMod, IntImm, Max, Min, Mul, PrimVar, Sub
+from ..ir.prim import FloatImm, IntImm, PrimVar
 from ..ir.types import FuncType, PrimType, ShapeType, TensorType, TupleType
 from . import _ffi_reader, _ffi_writer, compat
 from ._node_map import AddrMap
@@ -157,8 +157,7 @@ def _binary_classes(api):
     """TVM binary PrimExpr class -> memcore's, built once per TVM."""
     r = _BINARY.get(id(api))
     if r is None:
-        p = api.prim
-        r = {p.Add: Add, p.Sub: Sub, p.Mul: Mul, p.FloorDiv: FloorDiv, p.FloorMod: FloorMod, p.Min: Min, p.Max: Max}
+        r = {getattr(api.prim, name): node for name, node in _ffi_reader.BINARY_PRIM_NODES}
         _BINARY.clear()
         _BINARY[id(api)] = r
     return r

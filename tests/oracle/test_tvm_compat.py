@@ -146,6 +146,31 @@ def test_layout_self_check_rejects_a_wrong_offset_of_every_field(monkeypatch, cl
     assert "does not read what TVM's API reads" in layout.failure
 
 
+BINARY = [name for name, _node in _ffi_reader.BINARY_PRIM_NODES]
+
+
+@pytest.mark.parametrize("field", ["a", "b"])
+@pytest.mark.parametrize("by", [8, -8])
+def test_layout_self_check_rejects_a_wrong_offset_of_the_binary_prim_exprs(monkeypatch, field, by):
+    """The seven binary PrimExprs' operands: all shifted alike, the self-check reads wrong
+    operands; one class shifted alone, the layout refuses to build."""
+    api = tvm_api()
+    assert _ffi_reader.Layout(api).ok
+    for name in BINARY:
+        _shift_offset(monkeypatch, getattr(api.prim, name), field, by)
+    layout = _ffi_reader.Layout(api)
+    assert not layout.ok
+    assert "does not read what TVM's API reads" in layout.failure
+
+
+@pytest.mark.parametrize("name", BINARY[1:])
+def test_layout_refuses_binary_prim_exprs_whose_operands_sit_apart(monkeypatch, name):
+    api = tvm_api()
+    _shift_offset(monkeypatch, getattr(api.prim, name), "a", 8)
+    with pytest.raises(RuntimeError, match=f"{name}'s operands are not at Add's offsets"):
+        _ffi_reader.Layout(api)
+
+
 def test_forced_portable_path_is_silent_and_like_tvm(monkeypatch, inputs):
     monkeypatch.setenv(compat.PORTABLE_ENV, "1")
     _forbid_fast_paths(monkeypatch)

@@ -136,7 +136,9 @@ def test_long_and_short_names_and_big_dims():
 
 
 def test_read_dims_declines_what_it_cannot_read():
-    """A composite dim (``n * 2``) is not read by the compiled path: None, not a guess."""
+    """A dim whose variable was never read (``n * 2``) is not read by the compiled path: None,
+    not a guess; once the Python reader has read ``n``, the compiled path reads the same dims,
+    composite ones included; a node kind it does not read (``truncdiv``) still declines."""
     n = tvm.tirx.Var("n", "int64")
     shape = relax.ShapeExpr([n * 2, 3])
     r = _Reader(tvm_api(), tvm.IRModule({}))
@@ -147,6 +149,24 @@ def test_read_dims_declines_what_it_cannot_read():
     d0 = dims[0]
     assert type(d0) is Mul and type(d0.a) is PrimVar and d0.a.name == "n"
     assert type(d0.b) is IntImm and d0.b.value == 2 and dims[1].value == 3
+    again = _ffi_reader.read_dims(r.layout, shape.values.__chandle__(), r.ints, r.prims)
+    assert again is not None and [str(d) for d in again] == [str(d) for d in dims]
+    assert type(again[0]) is Mul and again[0].a is d0.a
+    other = relax.ShapeExpr([tvm.tirx.truncdiv(n, 2)])
+    assert _ffi_reader.read_dims(r.layout, other.values.__chandle__(), r.ints, r.prims) is None
+
+
+@pytest.mark.parametrize("name", [name for name, _node in _ffi_reader.BINARY_PRIM_NODES])
+def test_compiled_reader_reads_every_binary_prim_expr_as_the_python_reader(name):
+    n, m = tvm.tirx.Var("n", "int64"), tvm.tirx.Var("m", "int64")
+    node = getattr(tvm_api().prim, name)
+    shape = relax.ShapeExpr([node(n, node(m, tvm.tirx.IntImm("int64", 3))), n])
+    r = _Reader(tvm_api(), tvm.IRModule({}))
+    slow = r.prims_of(shape.values)
+    fast = _ffi_reader.read_dims(r.layout, shape.values.__chandle__(), r.ints, r.prims)
+    assert fast is not None and fast is not slow
+    assert [str(d) for d in fast] == [str(d) for d in slow]
+    assert type(fast[0]) is type(slow[0]) and type(fast[0].b) is type(slow[0].b)
 
 
 def test_native_pass_node_map_is_not_tracked_by_the_gc():
