@@ -32,6 +32,29 @@ device and reference count. Three stages, as in TVM:
    with a symbolic shape also gets its own storage of the upper-bounded size ("Case 2"), and
    the attribute is removed.
 
+Rules and where each lives
+--------------------------
+- Which ops share their input's storage (``R.reshape``, ``memory.view``, the packed reshape):
+  the op table (``Op.shares_storage``), read by every walk.
+- Sizing an allocation (bytes, the upper bound of a symbolic shape under the function's
+  bounds, dtype, scope, device, validation): :func:`~memcore_py.analysis.storage_tokens.
+  alloc_token_info`; the compiled walk over memcore's IR asks it through its callback (once
+  per distinct allocation), the scan of TVM's objects (:mod:`memcore_py.tvm.spbm_extract`)
+  for every symbolic allocation (reading only that binding) but sizes constant shapes itself
+  (``element_bytes`` times the dims, ``tvm/_ffi_reader.pxd``): a second statement of the
+  constant case, held equal by the three-way suite.
+- The Init walk's rules (uses by PrimFunc and packed calls, discards of tokens that escape,
+  re-bindings, storage-sharing ops, uses across blocks and into ``If`` branches): still three
+  walks, the general ``_StorageAllocatorInit``, the compiled ``_storage_walk.InitWalk`` for the
+  common flat forms, and the C scan of TVM's objects (``tvm/_spbm_extract.Scan``); they share
+  the ``InitWalk`` tables and the ``walk_program`` decode into one :class:`~memcore_py.analysis.
+  storage_tokens.TokenProgram`, and the three-way differential suite
+  (tests/oracle/test_three_way.py) holds them equal.
+- Allocation (the token program, TVM mode and arena packing): :func:`memcore.plan_tokens` and
+  :func:`memcore.plan_offsets`, once.
+- The rewrite: :class:`_StorageAllocationRewriter` on memcore's IR, ``rewrite_function`` of
+  ``tvm/_spbm_extract.pyx`` on TVM's objects (two writers of one plan).
+
 Deliberately left out (as in TVM): no ``memory.kill_storage`` / ``memory.kill_tensor``
 (KillAfterLastUse inserts them), no sharing across functions, no in-place reuse of an input
 by the output of the same call, no mixing of dtypes (TVM mode) or storage scopes. Texture
