@@ -44,31 +44,45 @@ cdef frozenset LEAVES = frozenset((Constant, ShapeExpr, PrimValue, StringImm, Da
 
 
 # ---------------------------------------------------------------------------- flatness
+cdef bint flat_bindings(tuple bindings) except -1:
+    """Whether no binding value of ``bindings`` opens a scope (If, SeqExpr, nested function) or
+    holds a call inside its top-level call, tuple or get-item."""
+    cdef tuple args
+    for b in bindings:
+        v = <object>get_slot(b, O_VALUE)
+        cls = type(v)
+        if cls is Call:
+            args = <tuple>get_slot(v, O_ARGS)
+            for a in args:
+                ca = type(a)
+                if ca is Tuple:
+                    for f in <tuple>get_slot(a, O_FIELDS):
+                        tf = type(f)
+                        if tf in NESTING or tf is Tuple:
+                            return False
+                elif ca in NESTING:
+                    return False
+        elif cls is Tuple:
+            for f in <tuple>get_slot(v, O_FIELDS):
+                if type(f) in NESTING:
+                    return False
+        elif cls in NESTING or (cls is TupleGetItem and type(v.tuple_value) in NESTING):
+            return False
+    return True
+
+
+def is_flat_block(blk) -> bool:
+    """Whether no binding value of the block ``blk`` opens a scope or holds a call inside its
+    top-level call, tuple or get-item (:func:`is_flat`'s rule for one block)."""
+    return flat_bindings(<tuple>blk.bindings)
+
+
 def is_flat(func) -> bool:
     """Whether no binding value of ``func`` opens a scope (If, SeqExpr, nested function) or
     holds a call inside its top-level call, tuple or get-item."""
-    cdef tuple args
     for blk in func.body.blocks:
-        for b in blk.bindings:
-            v = <object>get_slot(b, O_VALUE)
-            cls = type(v)
-            if cls is Call:
-                args = <tuple>get_slot(v, O_ARGS)
-                for a in args:
-                    ca = type(a)
-                    if ca is Tuple:
-                        for f in <tuple>get_slot(a, O_FIELDS):
-                            tf = type(f)
-                            if tf in NESTING or tf is Tuple:
-                                return False
-                    elif ca in NESTING:
-                        return False
-            elif cls is Tuple:
-                for f in <tuple>get_slot(v, O_FIELDS):
-                    if type(f) in NESTING:
-                        return False
-            elif cls in NESTING or (cls is TupleGetItem and type(v.tuple_value) in NESTING):
-                return False
+        if not flat_bindings(<tuple>blk.bindings):
+            return False
     result = func.body.body
     if type(result) is Tuple:
         for f in <tuple>get_slot(result, O_FIELDS):

@@ -114,6 +114,12 @@ def is_flat(func: Function) -> bool:
     return load_compiled("memcore_py.transform._flat_walks").is_flat(func)
 
 
+def is_flat_block(blk) -> bool:
+    """:func:`is_flat`'s rule for one binding block: whether no binding value opens a scope or
+    holds a call inside its top-level call, tuple or get-item."""
+    return load_compiled("memcore_py.transform._flat_walks").is_flat_block(blk)
+
+
 def _children(e) -> list:
     """The expressions evaluating ``e`` reads directly: a call's arguments (and a callee that
     is not an Op), tuple fields, the tuple of a get-item, an If's condition and branches, a

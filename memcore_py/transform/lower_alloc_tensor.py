@@ -28,12 +28,14 @@ shows as ``storage`` and ``storage_1``. Ours holds the same names.
 Not ported: the texture path (a non-``global`` scope on a virtual device whose target
 registers ``DeviceGetMemSize.<kind>``), which needs TVM's target registry.
 
-Speed: in a flat function (:func:`~memcore_py.transform.dead_code_elimination.is_flat`:
-no binding opens a scope or nests a call), only the ``R.builtin.alloc_tensor`` bindings can
-change while no variable has been remapped, so a block is rebuilt from slices of its bindings
-around those (the mutator's visit would return every other binding unchanged); from the first
-remapped variable on (an allocation bound with a less precise type), the rest of the function
-goes through the full visit.
+Speed: in a flat block (:func:`~memcore_py.transform.dead_code_elimination.is_flat_block`:
+no binding opens a scope or nests a call; every block of a function without control flow,
+and the branches' blocks of one with it), only the ``R.builtin.alloc_tensor`` bindings can
+change while no variable has been remapped, so the block is rebuilt from slices of its
+bindings around those (the mutator's visit would return every other binding unchanged); from
+the first remapped variable on (an allocation bound with a less precise type), the rest of the
+function goes through the full visit, as does a block with a nested scope (its If is visited,
+and the flat blocks of its branches take the slices again).
 
 Preconditions: run after StaticPlanBlockMemory. Every ``builtin.alloc_tensor`` must have
 exactly four arguments (shape, ``R.dtype``, ``R.prim_value`` device index, ``R.str``
@@ -51,7 +53,7 @@ from ..ir.prim import IntImm, Mul
 from ..ir.types import ObjectType, ShapeType, dtype_bytes
 from ..ir.functor import map_functions
 from ._lowering_utils import BindingTrackingMutator
-from .dead_code_elimination import is_flat
+from .dead_code_elimination import is_flat_block
 from .pass_infra import FunctionPass, PassContext
 
 __all__ = ["lower_alloc_tensor", "LowerAllocTensor", "storage_bytes_expr"]
@@ -100,18 +102,9 @@ class _AllocTensorLowerer(BindingTrackingMutator):
         super().__init__()
         self.func_name = func_name
         self.names = NameTable()
-        self.flat = False
-
-    def visit_function(self, func: Function) -> Function:
-        saved = self.flat
-        self.flat = is_flat(func)
-        try:
-            return super().visit_function(func)
-        finally:
-            self.flat = saved
 
     def visit_block(self, blk):
-        if not self.flat or self.var_remap:
+        if self.var_remap or not is_flat_block(blk):
             return super().visit_block(blk)
         bindings = blk.bindings
         allocs = [i for i, b in enumerate(bindings)

@@ -301,7 +301,52 @@ def test_flat_function_equals_the_full_visit(monkeypatch):
     """
     mod = module_from_text(text)
     fast = lower_alloc_tensor(mod["main"], "main")
-    monkeypatch.setattr(module, "is_flat", lambda func: False)
+    monkeypatch.setattr(module, "is_flat_block", lambda blk: False)
     slow = lower_alloc_tensor(mod["main"], "main")
     assert_structural_equal(fast, slow)
     assert fast.body.blocks[0].bindings[-1].value is not mod["main"].body.blocks[0].bindings[-1].value  # remapped use
+
+
+def test_flat_blocks_of_a_function_with_an_if_equal_the_full_visit(monkeypatch):
+    """In a function with an If, the flat blocks (the branches', the one after the If) are
+    rebuilt from slices and the block holding the If is visited: the same function as the
+    full visit, storages named in the same order, untouched bindings kept as they were."""
+    from memcore_py.ir import assert_structural_equal
+    from memcore_py.transform import lower_alloc_tensor as module
+
+    alloc = 'R.builtin.alloc_tensor(R.shape([2, 3]), R.dtype("float32"), R.prim_value(0), R.str("global"))'
+    text = f"""
+    @I.ir_module
+    class Module:
+        @T.prim_func(private=True)
+        def k(A: T.handle, B: T.handle):
+            T.evaluate(0)
+
+        @R.function
+        def main(x: R.Tensor((2, 3), dtype="float32"), c: R.Tensor((), dtype="bool")) -> R.Tensor((2, 3), dtype="float32"):
+            R.func_attr({{"relax.force_pure": True}})
+            cls = Module
+            a: R.Tensor((2, 3), dtype="float32") = {alloc}
+            cls.k(x, a)
+            if c:
+                b: R.Tensor((2, 3), dtype="float32") = {alloc}
+                cls.k(a, b)
+                r: R.Tensor((2, 3), dtype="float32") = b
+            else:
+                r: R.Tensor((2, 3), dtype="float32") = a
+            d: R.Tensor((2, 3), dtype="float32") = {alloc}
+            cls.k(r, d)
+            return d
+    """
+    mod = module_from_text(text)
+    fast = lower_alloc_tensor(mod["main"], "main")
+    monkeypatch.setattr(module, "is_flat_block", lambda blk: False)
+    slow = lower_alloc_tensor(mod["main"], "main")
+    assert_structural_equal(fast, slow)
+    names = [b.var.name for blk in fast.body.blocks for b in blk.bindings if b.var.name.startswith("storage")]
+    assert names == [b.var.name for blk in slow.body.blocks for b in blk.bindings if b.var.name.startswith("storage")]
+    assert len(names) == 2  # the If's block and the block after it; the branch's storage is nested
+    branch = next(b.value.true_branch for blk in fast.body.blocks for b in blk.bindings if hasattr(b.value, "true_branch"))
+    values = [b.value for seq in (fast.body, branch) for blk in seq.blocks for b in blk.bindings]
+    ops = [getattr(getattr(v, "op", None), "name", None) for v in values]
+    assert "relax.builtin.alloc_tensor" not in ops and ops.count("relax.memory.alloc_storage") == 3
