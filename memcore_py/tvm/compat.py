@@ -111,13 +111,16 @@ def tvm_version(api) -> str:
 
 
 class _Decision:
-    """The cached answer of :func:`fast_layout` (``made`` False until the first call)."""
+    """The cached answers of :func:`fast_layout` (``made`` False until the first call) and of
+    :func:`parse_script` (``script_globals``: None until the first parse, False when the public
+    entry must run, else ``(parse, globals)``)."""
 
-    __slots__ = ("made", "layout")
+    __slots__ = ("made", "layout", "script_globals")
 
     def __init__(self):
         self.made = False
         self.layout = None
+        self.script_globals = None
 
 
 _DECISION = _Decision()
@@ -128,7 +131,7 @@ def reset() -> None:
     the next :func:`parse_script` looks at the version again."""
     _DECISION.made = False
     _DECISION.layout = None
-    _SCRIPT_GLOBALS.value = None
+    _DECISION.script_globals = None
 
 
 def _forced_portable() -> bool:
@@ -188,19 +191,6 @@ def fast_layout(api):
     return _DECISION.layout
 
 
-class _ScriptGlobals:
-    """The globals :func:`parse_script` gives TVM's parser (built once per process from TVM's
-    own default globals; None until the first parse, False when this TVM has no such entry)."""
-
-    __slots__ = ("value",)
-
-    def __init__(self):
-        self.value = None
-
-
-_SCRIPT_GLOBALS = _ScriptGlobals()
-
-
 def _text_prim_func_decorator(*args, **kwargs):
     """``T.prim_func`` as the parser evaluates it in a text: only its dialect matters."""
     return _text_prim_func_decorator
@@ -237,9 +227,9 @@ def parse_script(api, text: str):
     Exception
         Whatever TVM's parser raises for a text it refuses (the caller reports it).
     """
-    if _SCRIPT_GLOBALS.value is None:
-        _SCRIPT_GLOBALS.value = _script_globals(api) if is_supported(tvm_version(api)) else False
-    if _SCRIPT_GLOBALS.value is False:
+    if _DECISION.script_globals is None:
+        _DECISION.script_globals = _script_globals(api) if is_supported(tvm_version(api)) else False
+    if _DECISION.script_globals is False:
         return api.tvm.script.from_source(text)
-    parse, script_globals = _SCRIPT_GLOBALS.value
+    parse, script_globals = _DECISION.script_globals
     return parse(text, extra_vars=dict(script_globals))

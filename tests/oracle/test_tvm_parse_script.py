@@ -95,6 +95,6 @@ def test_native_inplace_pass_output_is_unchanged_by_the_shortcut(monkeypatch):
 
     mod = tvm.script.from_source(highlevel_model_text("gpt2_small"))
     fast = mtvm.DataflowUseInplaceCalls()(mod)
-    monkeypatch.setattr(compat._SCRIPT_GLOBALS, "value", False)
+    monkeypatch.setattr(compat._DECISION, "script_globals", False)
     public = mtvm.DataflowUseInplaceCalls()(mod)
     tvm.ir.assert_structural_equal(fast, public)

@@ -274,12 +274,22 @@ def test_function_without_allocations_is_unchanged():
     assert LowerAllocTensor.name == "lower-alloc-tensor"
 
 
+def _sliced_and_full_visit(monkeypatch, text):
+    """``(module, the function lowered as the pass lowers it, the same with every block
+    taking the full visit)`` for the ``main`` of ``text``."""
+    from memcore_py.transform import lower_alloc_tensor as module
+
+    mod = module_from_text(text)
+    fast = lower_alloc_tensor(mod["main"], "main")
+    monkeypatch.setattr(module, "is_flat_block", lambda blk: False)
+    return mod, fast, lower_alloc_tensor(mod["main"], "main")
+
+
 def test_flat_function_equals_the_full_visit(monkeypatch):
     """A flat function keeps its bindings without the mutator's visit until a variable is
     remapped (an allocation bound with a less precise type gets a fresh variable, TVM's
     ReEmitBinding; its later uses must be rewritten): same module as the full visit."""
     from memcore_py.ir import assert_structural_equal
-    from memcore_py.transform import lower_alloc_tensor as module
 
     text = """
     @I.ir_module
@@ -299,10 +309,7 @@ def test_flat_function_equals_the_full_visit(monkeypatch):
             c: R.Tensor(dtype="float32", ndim=2) = b
             return c
     """
-    mod = module_from_text(text)
-    fast = lower_alloc_tensor(mod["main"], "main")
-    monkeypatch.setattr(module, "is_flat_block", lambda blk: False)
-    slow = lower_alloc_tensor(mod["main"], "main")
+    mod, fast, slow = _sliced_and_full_visit(monkeypatch, text)
     assert_structural_equal(fast, slow)
     assert fast.body.blocks[0].bindings[-1].value is not mod["main"].body.blocks[0].bindings[-1].value  # remapped use
 
@@ -310,9 +317,8 @@ def test_flat_function_equals_the_full_visit(monkeypatch):
 def test_flat_blocks_of_a_function_with_an_if_equal_the_full_visit(monkeypatch):
     """In a function with an If, the flat blocks (the branches', the one after the If) are
     rebuilt from slices and the block holding the If is visited: the same function as the
-    full visit, storages named in the same order, untouched bindings kept as they were."""
+    full visit, storages named in the same order, no allocation left unlowered."""
     from memcore_py.ir import assert_structural_equal
-    from memcore_py.transform import lower_alloc_tensor as module
 
     alloc = 'R.builtin.alloc_tensor(R.shape([2, 3]), R.dtype("float32"), R.prim_value(0), R.str("global"))'
     text = f"""
@@ -338,10 +344,7 @@ def test_flat_blocks_of_a_function_with_an_if_equal_the_full_visit(monkeypatch):
             cls.k(r, d)
             return d
     """
-    mod = module_from_text(text)
-    fast = lower_alloc_tensor(mod["main"], "main")
-    monkeypatch.setattr(module, "is_flat_block", lambda blk: False)
-    slow = lower_alloc_tensor(mod["main"], "main")
+    _mod, fast, slow = _sliced_and_full_visit(monkeypatch, text)
     assert_structural_equal(fast, slow)
     names = [b.var.name for blk in fast.body.blocks for b in blk.bindings if b.var.name.startswith("storage")]
     assert names == [b.var.name for blk in slow.body.blocks for b in blk.bindings if b.var.name.startswith("storage")]
