@@ -34,7 +34,9 @@ EXTENSIONS = {
     "memcore._verify": {"sources": ["memcore/_verify.pyx"], "language": "c++"},
     # compiled helpers of the Python layer, in the package whose job they do; no fallback
     "memcore_py.ir._nodes": {"sources": ["memcore_py/ir/_nodes.pyx"], "language": "c"},
-    "memcore_py.analysis._storage_walk": {"sources": ["memcore_py/analysis/_storage_walk.pyx"], "language": "c"},
+    "memcore_py.analysis._binding_table": {"sources": ["memcore_py/analysis/_binding_table.pyx"], "language": "c++"},
+    "memcore_py.analysis._ir_reader": {"sources": ["memcore_py/analysis/_ir_reader.pyx"], "language": "c++"},
+    "memcore_py.analysis._storage_walk": {"sources": ["memcore_py/analysis/_storage_walk.pyx"], "language": "c++"},
     "memcore_py.analysis._inplace_walk": {"sources": ["memcore_py/analysis/_inplace_walk.pyx"], "language": "c"},
     "memcore_py.analysis._kill_rules": {"sources": ["memcore_py/analysis/_kill_rules.pyx"], "language": "c"},
     "memcore_py.transform._alloc_rewrite": {"sources": ["memcore_py/transform/_alloc_rewrite.pyx"], "language": "c"},
@@ -45,6 +47,7 @@ EXTENSIONS = {
     "memcore_py.tvm._ffi_writer": {"sources": ["memcore_py/tvm/_ffi_writer.pyx"], "language": "c++"},
     "memcore_py.tvm._node_map": {"sources": ["memcore_py/tvm/_node_map.pyx"], "language": "c"},
     "memcore_py.tvm._kill_extract": {"sources": ["memcore_py/tvm/_kill_extract.pyx"], "language": "c++"},
+    "memcore_py.tvm._table_reader": {"sources": ["memcore_py/tvm/_table_reader.pyx"], "language": "c++"},
     "memcore_py.tvm._spbm_extract": {"sources": ["memcore_py/tvm/_spbm_extract.pyx"], "language": "c++"},
     "memcore_py.tvm._lower_extract": {"sources": ["memcore_py/tvm/_lower_extract.pyx"], "language": "c++"},
 }

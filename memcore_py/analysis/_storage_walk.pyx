@@ -1,35 +1,50 @@
-"""Compiled binding loop of StaticPlanBlockMemory's Init walk (built by ``setup.py``; no fallback).
+# cython: language_level=3
+"""StaticPlanBlockMemory's Init rules, once, over the binding table (built by ``setup.py``; no
+fallback).
 
 Design
 ------
-:class:`~memcore_py.analysis.storage_tokens._StorageAllocatorInit` walks every block of a
-module; in CPython that walk is dominated by per-binding interpreter overhead, so its state
-and its common cases live in :class:`InitWalk`:
+:class:`InitRules` is the rule kernel of TVM's ``StorageAllocatorInit``
+(src/relax/transform/static_plan_block_memory.cc; the rules in
+:mod:`memcore_py.analysis.storage_tokens`'s docstring). It walks the items of a
+:class:`~memcore_py.analysis._binding_table.BindingTable` in visit order -- whatever reader
+filled it -- and computes for each expression the tokens it carries (a token, none, or a
+tuple of those: TVM's ``NestedMsg``, here one 64-bit *message*: ``t >= 0`` a token,
+:data:`NONE`, ``-2 - k`` the ``k``-th tuple of the function). Each item takes one step
+(module-wide; the bindings of an ``If``'s branches right after the ``If`` binding):
 
-- the per-token rows (``t_block``, ``t_info``, ``t_binding``, ``t_index``: struct of arrays,
-  one entry per ``R.builtin.alloc_tensor`` seen, in program order), the discarded set and the
-  packed event list, and the per-function maps (``var_tokens``, ``size_cache``);
-- :meth:`InitWalk.walk` runs over one block and handles the post-CallTIRRewrite forms — an
-  allocation whose tensor type was seen before with equal arguments (same nodes or same
-  values), a call to a PrimFunc / packed function whose arguments are variables, a rebinding
-  ``v = x``, a storage-sharing op of a variable (``v = R.reshape(x, ...)``) — and hands every
-  other binding, unchanged and in program order, to the Python callback
-  ``slow(binding, position, step0)``;
-- :meth:`InitWalk.decode` ends the walk: the event list without the discarded tokens,
-  renumbered densely, with each token's allocation step, last use and use count, and the
-  rows of the kept tokens.
+- an allocation binding (a call of a :data:`CF_ALLOCATES` callee) makes a token, sized by the
+  :class:`AllocSizer` (once per distinct tensor type and arguments), with an ``EV_REQUEST``;
+- a call of a :data:`CF_USES_ARGS` callee uses every token of its arguments (tuple leaves
+  included, twice when passed twice) at its step: an ``EV_DECREF`` each, after discarding the
+  tokens allocated in another block (TVM ``GetTokensWithAllocSiteCheck``); nested in an
+  expression or the value of a ``MatchCast`` the uses are counted but never released
+  (``extra_refs``);
+- a call of a :data:`CF_SHARES` callee carries its first argument's tokens;
+- any other call, an ``If``'s condition and every scope's result discard their tokens;
+- a variable, a tuple and a get-item carry their tokens.
+
+Tokens, events and discards are recorded in a :class:`TokenRecorder` (declared in
+``_storage_walk.pxd``, so that the scan of TVM's objects, ``memcore_py/tvm/_spbm_extract.pyx``,
+records into the same rows), and :meth:`TokenRecorder.decode` makes the
+:class:`~memcore_py.analysis.storage_tokens.TokenProgram` of both.
 
 Events are packed one 64-bit integer each, ``step * EV_SCALE + 2 * token + kind`` (kind
 ``EV_REQUEST`` / ``EV_DECREF`` from ``memcore/_typedefs.pxd``), in a growable C buffer owned by
-the walk; tokens must stay below 2**31.
-Slots of the IR nodes are read through ``memcore_py/ir/_slots.pxd``.
+the recorder; tokens must stay below 2**31.
 """
 from cpython.mem cimport PyMem_Free, PyMem_Realloc
 from cpython.object cimport Py_EQ, PyObject, PyObject_RichCompareBool, PyTypeObject, Py_TYPE
 from cpython.ref cimport Py_DECREF, Py_INCREF
 from cpython.tuple cimport PyTuple_SET_ITEM
+from libc.stdint cimport int8_t
+from libcpp.vector cimport vector
 
 from memcore._typedefs cimport EV_DECREF, EV_REQUEST, int64_t, kind_t
+from memcore_py.analysis._binding_table cimport (
+    BindingTable, CF_ALLOCATES, CF_SHARES, CF_USES_ARGS, I_BINDING, I_RESULT, X_CALL, X_GET_ITEM, X_IF, X_LEAF,
+    X_TUPLE, X_VAR,
+)
 from memcore_py.ir._slots cimport PyDict_GetItem, PyType_GenericAlloc, get_slot, slot_offset
 
 import numpy as np
@@ -38,13 +53,12 @@ cimport numpy as cnp
 
 cnp.import_array()
 
-from memcore_py.ir.expr import Call, DataflowVar, DataTypeImm, MatchCast, PrimValue, StringImm, Var, VarBinding
+from memcore_py.ir.expr import Call, DataTypeImm, PrimValue, StringImm, Var, VarBinding
 from memcore_py.ir.prim import IntImm
 
 cdef enum:
-    # calls with more arguments than this take the slow path (the loop keeps their tokens
-    # in a fixed array)
-    MAX_ARGS = 32
+    NONE = -1           # a message carrying no token (tuples are -2, -3, ...)
+    FAILED = -2147483647  # the sentinel of a raised error in message-returning methods
 
 #: events are packed as ``step * SCALE + 2 * token + kind`` (C arithmetic in the loops)
 cdef long long SCALE = 1LL << 32
@@ -53,25 +67,16 @@ EV_SCALE = SCALE
 cdef Py_ssize_t O_VAR = slot_offset(VarBinding.var)
 cdef Py_ssize_t O_VALUE = slot_offset(VarBinding.value)
 cdef Py_ssize_t O_TY = slot_offset(Var.ty)
-cdef Py_ssize_t O_OP = slot_offset(Call.op)
 cdef Py_ssize_t O_ARGS = slot_offset(Call.args)
-if slot_offset(Call.ty) != O_TY or slot_offset(MatchCast.var) != O_VAR or slot_offset(MatchCast.value) != O_VALUE:
-    raise ImportError("memcore_py.analysis._storage_walk: unexpected slot layout of the IR nodes")
-
 cdef Py_ssize_t O_DTYPE_VALUE = slot_offset(DataTypeImm.value)
 cdef Py_ssize_t O_PRIM_VALUE = slot_offset(PrimValue.value)
 cdef Py_ssize_t O_STR_VALUE = slot_offset(StringImm.value)
 cdef Py_ssize_t O_INT_VALUE = slot_offset(IntImm.value)
 
-cdef PyTypeObject* T_CALL = <PyTypeObject*>Call
 cdef PyTypeObject* T_DTYPE_IMM = <PyTypeObject*>DataTypeImm
 cdef PyTypeObject* T_PRIM_VALUE = <PyTypeObject*>PrimValue
 cdef PyTypeObject* T_STRING_IMM = <PyTypeObject*>StringImm
 cdef PyTypeObject* T_INT_IMM = <PyTypeObject*>IntImm
-cdef PyTypeObject* T_VAR_BINDING = <PyTypeObject*>VarBinding
-cdef PyTypeObject* T_MATCH_CAST = <PyTypeObject*>MatchCast
-cdef PyTypeObject* T_VAR = <PyTypeObject*>Var
-cdef PyTypeObject* T_DATAFLOW_VAR = <PyTypeObject*>DataflowVar
 
 
 cdef inline object _int64_zeros(Py_ssize_t n):
@@ -132,48 +137,375 @@ cdef bint _same_alloc_args(tuple args, info) except -1:
             and _slot_equals(a3, O_STR_VALUE, fields[3]))
 
 
-cdef class InitWalk:
-    """State and compiled binding loop of the Init walk (see the module docstring).
+cdef class Sizer:
+    """The sizing the Init rule kernel asks an object model for (``_storage_walk.pxd``); this
+    base sizes nothing."""
+
+    cdef object info(self, BindingTable T, int64_t item):
+        raise NotImplementedError(f"{type(self).__name__} does not size allocations")
+
+    cdef object site(self, BindingTable T, int64_t item):
+        raise NotImplementedError(f"{type(self).__name__} does not record allocation sites")
+
+
+cdef class AllocSizer(Sizer):
+    """The :class:`TokenInfo` of each allocation binding of memcore's IR: the size of its
+    tensor type, computed once per distinct type and arguments.
+
+    Lookups, in order: the current function's types (``size_cache``, with equal argument
+    nodes or values), a constant-shape type sized in an earlier call (``const_info``) or a
+    symbolic one under the same bounds (the function's ``sym_info``), both with equal argument
+    values; else ``slow(binding, info_id)``, the pass's own sizing and validation.
 
     Parameters
     ----------
-    alloc_op : Op
-        ``relax.builtin.alloc_tensor``.
-    shares_storage_ops : frozenset of Op
-        Ops whose result carries ``args[0]``'s tokens (TVM's in-place memory ops).
-    carriers : frozenset of type
-        Argument node classes that may carry tokens without being a variable.
-    call_kind : dict
-        Callee -> whether a call to it counts uses (True) or only propagates (False);
-        callees not in it go to ``slow``.
     const_info : dict
         Constant-shape TensorType -> TokenInfo of an earlier allocation (across calls).
-        A type not in it is looked up in the current function's ``sym_info``
-        (:meth:`begin_function`).
+    infos : list
+        The TokenInfo list of the walk (``TokenRecorder.infos``): new ones are appended, their
+        ``id`` their index.
     info_cls : type
         ``TokenInfo``: a tuple subclass of 8 fields without instance dict (a NamedTuple);
-        the walk allocates its records directly (calling the class costs more than the rest
-        of an allocation's handling). TypeError otherwise.
+        records are allocated directly. TypeError otherwise.
+    """
+
+    cdef dict size_cache, const_info, sym_info
+    cdef list infos
+    cdef type info_cls
+    cdef object slow
+    cdef Py_ssize_t func_idx
+
+    def __init__(self, dict const_info, list infos, type info_cls):
+        if (not issubclass(info_cls, tuple) or (<PyTypeObject*>info_cls).tp_dictoffset != 0
+                or (<PyTypeObject*>info_cls).tp_basicsize != (<PyTypeObject*>tuple).tp_basicsize
+                or len(getattr(info_cls, "_fields", ())) != 8):
+            raise TypeError(f"AllocSizer: info_cls must be a NamedTuple of 8 fields; got {info_cls!r}")
+        self.const_info = const_info
+        self.infos = infos
+        self.info_cls = info_cls
+        self.size_cache = None
+        self.sym_info = None
+        self.slow = None
+        self.func_idx = -1
+
+    def begin_function(self, Py_ssize_t func_idx, dict sym_info, slow):
+        """Start a new function: a fresh size cache; ``sym_info``: TensorType -> TokenInfo of
+        an earlier allocation under the function's ``tir_var_*`` bounds; ``slow(binding,
+        info_id) -> TokenInfo`` sizes and validates what no cache holds."""
+        self.func_idx = func_idx
+        self.sym_info = sym_info
+        self.slow = slow
+        self.size_cache = {}
+        self.started = True
+
+    cdef object site(self, BindingTable T, int64_t item):
+        """The allocation's binding (the object itself)."""
+        return <object><PyObject*>T.i_ref[item]
+
+    cdef object info(self, BindingTable T, int64_t item):
+        """The TokenInfo of the allocation binding at ``item`` (appended to ``infos`` when
+        new)."""
+        cdef PyObject* p
+        binding = <object><PyObject*>T.i_ref[item]
+        var = <object>get_slot(binding, O_VAR)
+        args = <object>get_slot(<object>get_slot(binding, O_VALUE), O_ARGS)
+        p = get_slot(var, O_TY)
+        if p is NULL or type(args) is not tuple:
+            return self.fresh(binding, None)
+        ty = <object>p
+        p = PyDict_GetItem(self.size_cache, ty)
+        if p is not NULL:
+            info = <object>p
+            if _same_alloc_args(args, info) or args[1:] == (<tuple>info)[6]:
+                return info
+            return self.fresh(binding, ty)
+        p = PyDict_GetItem(self.const_info, ty)
+        if p is NULL:
+            p = PyDict_GetItem(self.sym_info, ty)
+        if p is NULL or not _same_alloc_args(args, <object>p):
+            return self.fresh(binding, ty)
+        c = <tuple>p
+        info = _tuple_of(self.info_cls, c[0], c[1], c[2], c[3], c[4], self.func_idx, args[1:], len(self.infos))
+        self.infos.append(info)
+        self.size_cache[ty] = info
+        return info
+
+    cdef object fresh(self, binding, ty):
+        info = self.slow(binding, len(self.infos))
+        self.infos.append(info)
+        if ty is not None:
+            self.size_cache[ty] = info
+        return info
+
+
+cdef class InitRules:
+    """The Init rules (module docstring) over the functions of one binding table, recorded in
+    one :class:`TokenRecorder`.
+
+    Parameters
+    ----------
+    table : BindingTable
+    recorder : TokenRecorder
+    error_cls : type
+        The pass's error type (a malformed module).
+
+    Attributes
+    ----------
+    extra_refs : dict
+        Token -> uses counted by calls that are not a binding's value (never released).
+    tvm_check_failures : list
+        Names of the functions on which TVM's pass fails an internal check (a token
+        allocated in another block appears twice in one call argument), once per case.
+    """
+
+    cdef BindingTable T
+    cdef TokenRecorder W
+    cdef object error_cls
+    cdef public dict extra_refs
+    cdef public list tvm_check_failures
+    cdef vector[int64_t] tok_block      # token -> block of its allocation
+    cdef vector[char] dead              # token -> discarded (W.discarded holds the same)
+    cdef vector[int64_t] var_msg        # the current function's var id -> message
+    cdef vector[int64_t] tup_start, tup_len, tup_fields
+    cdef vector[int64_t] dropped        # scratch: the tokens one argument discarded
+    cdef long long step
+    cdef Py_ssize_t func, item
+
+    def __init__(self, BindingTable table, TokenRecorder recorder, error_cls):
+        self.T = table
+        self.W = recorder
+        self.error_cls = error_cls
+        self.extra_refs = {}
+        self.tvm_check_failures = []
+        self.step = -1
+        self.func = -1
+        self.item = -1
+
+    def run_function(self, Py_ssize_t k, Sizer sizer):
+        """Apply the rules to the table's ``k``-th function (every earlier one done first);
+        raises the reader's error of that function, if any, after the items before it.
+        Returns False when ``sizer`` declined an allocation (the rows are then incomplete),
+        else True."""
+        cdef BindingTable T = self.T
+        if k != self.func + 1 or k >= <Py_ssize_t>T.f_first.size():
+            raise ValueError(f"InitRules.run_function: function {k} out of order (next is {self.func + 1})")
+        if not sizer.started:
+            raise RuntimeError("InitRules.run_function: the sizer's begin_function must be called first")
+        self.func = k
+        cdef int64_t i, first = T.f_first[k]
+        cdef int64_t stop = T.f_error[k]
+        cdef int64_t end = T.f_first[k + 1] if k + 1 < <Py_ssize_t>T.f_first.size() else <int64_t>T.i_kind.size()
+        if stop < 0:
+            stop = end
+        self.var_msg.assign(T.f_n_vars[k], NONE)
+        self.tup_start.clear()
+        self.tup_len.clear()
+        self.tup_fields.clear()
+        for i in range(first, stop):
+            self.item = i
+            if not self.run_item(i, sizer):
+                return False
+        if stop < end or T.errors[k] is not None:
+            raise T.errors[k]
+        return True
+
+    cdef int run_item(self, int64_t i, Sizer sizer) except -1:
+        """Apply the rules to item ``i``; 0 when the sizer declined it, else 1."""
+        cdef BindingTable T = self.T
+        cdef int8_t kind = T.i_kind[i]
+        cdef int64_t x = T.i_value[i], s, c, t, bid
+        cdef int8_t xk = T.x_kind[x]
+        if kind == I_RESULT:
+            self.discard(self.eval(x, T.i_outer[i]))
+            return 1
+        self.step += 1
+        bid = T.i_block[i]
+        if xk == X_CALL:
+            c = T.c_flags[T.x_a[x]]
+            if c & CF_ALLOCATES:
+                if kind != I_BINDING:
+                    self.nested_alloc()
+                info = sizer.info(T, i)
+                if info is None:
+                    return 0
+                t = self.W._new_token(info, sizer.site(T, i), bid, T.i_pos[i], self.step)
+                self.tok_block.push_back(bid)
+                self.dead.push_back(0)
+                self.var_msg[T.i_var[i]] = t
+                return 1
+            if c & CF_SHARES:
+                s = self.eval(T.x_child[T.x_first[x]], T.i_outer[i]) if T.x_n[x] else NONE
+            elif c & CF_USES_ARGS:
+                self.use_args(x, bid, T.i_outer[i], kind == I_BINDING)
+                return 1
+            else:
+                self.discard_args(x, T.i_outer[i])
+                return 1
+        elif xk == X_IF:
+            self.discard(self.eval(T.x_a[x], T.i_outer[i]))
+            return 1
+        else:
+            s = self.eval(x, T.i_outer[i])
+        if s != NONE:
+            self.var_msg[T.i_var[i]] = s
+        return 1
+
+    # ------------------------------------------------------------------ messages
+    cdef int64_t eval(self, int64_t x, int64_t outer) except? FAILED:
+        """The message of expression ``x`` (calls nested in it visited; ``outer``: the block
+        of their uses)."""
+        cdef BindingTable T = self.T
+        cdef int8_t xk = T.x_kind[x]
+        cdef int64_t n, j, s, k, idx
+        cdef bint some
+        cdef int64_t small[8]
+        cdef vector[int64_t] many
+        cdef int64_t* fields = small
+        if xk == X_VAR:
+            return self.var_msg[T.x_a[x]]
+        if xk == X_LEAF:
+            return NONE
+        if xk == X_TUPLE:
+            n = T.x_n[x]
+            if n > 8:
+                many.resize(n)
+                fields = many.data()
+            some = False
+            for j in range(n):
+                s = self.eval(T.x_child[T.x_first[x] + j], outer)
+                fields[j] = s
+                if s != NONE:
+                    some = True
+            if not some:
+                return NONE
+            k = <int64_t>self.tup_start.size()
+            self.tup_start.push_back(<int64_t>self.tup_fields.size())
+            self.tup_len.push_back(n)
+            for j in range(n):
+                self.tup_fields.push_back(fields[j])
+            return -2 - k
+        if xk == X_GET_ITEM:
+            s = self.eval(T.x_a[x], outer)
+            if s == NONE:
+                return NONE
+            idx = T.x_b[x]
+            if s >= 0 or idx < 0 or idx >= self.tup_len[-2 - s]:
+                self.bad_index(idx)
+            return self.tup_fields[self.tup_start[-2 - s] + idx]
+        if xk == X_CALL:
+            k = T.c_flags[T.x_a[x]]
+            if k & CF_ALLOCATES:
+                self.nested_alloc()
+            if k & CF_SHARES:
+                return self.eval(T.x_child[T.x_first[x]], outer) if T.x_n[x] else NONE
+            if k & CF_USES_ARGS:
+                self.use_args(x, outer, outer, False)
+            else:
+                self.discard_args(x, outer)
+            return NONE
+        raise ValueError(f"InitRules: expression {x} of kind {xk} where a value was expected")
+
+    cdef int discard(self, int64_t s) except -1:
+        """Discard every token of the message ``s``."""
+        cdef int64_t j, k
+        if s >= 0:
+            if not self.dead[s]:
+                self.dead[s] = 1
+                self.W.discarded.add(s)
+        elif s != NONE:
+            k = -2 - s
+            for j in range(self.tup_len[k]):
+                self.discard(self.tup_fields[self.tup_start[k] + j])
+        return 0
+
+    cdef int discard_args(self, int64_t x, int64_t outer) except -1:
+        """A call that does not use its arguments: their tokens are discarded."""
+        cdef BindingTable T = self.T
+        cdef int64_t j
+        for j in range(T.x_n[x]):
+            self.discard(self.eval(T.x_child[T.x_first[x] + j], outer))
+        return 0
+
+    cdef int use_args(self, int64_t x, int64_t bid, int64_t outer, bint record) except -1:
+        """A call that uses its arguments' tokens (TVM ``GetTokensWithAllocSiteCheck``, then
+        one use each): a token of another block than ``bid`` is discarded instead; ``record``:
+        the uses are released by events at this step, else only counted."""
+        cdef BindingTable T = self.T
+        cdef int64_t j, s
+        for j in range(T.x_n[x]):
+            s = self.eval(T.x_child[T.x_first[x] + j], outer)
+            if s != NONE:
+                self.dropped.clear()
+                self.use_leaves(s, bid, record)
+        return 0
+
+    cdef int use_leaves(self, int64_t s, int64_t bid, bint record) except -1:
+        cdef int64_t j, k
+        cdef size_t d
+        if s < 0:
+            if s != NONE:
+                k = -2 - s
+                for j in range(self.tup_len[k]):
+                    self.use_leaves(self.tup_fields[self.tup_start[k] + j], bid, record)
+            return 0
+        if self.dead[s]:
+            for d in range(self.dropped.size()):
+                if self.dropped[d] == s:
+                    # TVM looks the token up again after discarding it: internal check failure
+                    # (DIFFERENCES.md: duplicate-cross-block-leaf)
+                    self.tvm_check_failures.append(self.T.func_names[self.func])
+                    break
+            return 0
+        if self.tok_block[s] != bid:
+            self.dead[s] = 1
+            self.W.discarded.add(s)
+            self.dropped.push_back(s)
+            return 0
+        if record:
+            self.W._use(self.step, s)
+        else:
+            self.extra_refs[s] = self.extra_refs.get(s, 0) + 1
+        return 0
+
+    # ------------------------------------------------------------------ errors
+    cdef str where(self):
+        """The function and binding of the current item, for messages."""
+        cdef BindingTable T = self.T
+        cdef int64_t i = self.item
+        name = T.func_names[self.func]
+        if T.i_kind[i] == I_RESULT:
+            return f"function {name!r}, the result of a scope"
+        bindings = T.block_bindings[T.i_block[i]] if T.i_block[i] < len(T.block_bindings) else None
+        if bindings is None:
+            return f"function {name!r}, binding {T.i_pos[i]} of block {T.i_block[i]}"
+        return f"function {name!r}, binding {(<tuple>bindings)[T.i_pos[i]].var.name!r}"
+
+    cdef int nested_alloc(self) except -1:
+        raise self.error_cls(f"{self.where()}: R.builtin.alloc_tensor must be bound directly to a variable "
+                             f"(A-normal form, a VarBinding); got it nested in an expression or matched")
+
+    cdef int bad_index(self, int64_t idx) except -1:
+        raise self.error_cls(f"{self.where()}: tuple index {idx} applied to a value that is not a tuple of "
+                             f"that many fields")
+
+
+cdef class TokenRecorder:
+    """The token rows and the event list of an Init walk (module docstring), and their decode.
+
+    Attributes
+    ----------
+    t_block, t_info, t_binding, t_index : list
+        Per token (every allocation seen, in program order): its block, :class:`TokenInfo`,
+        allocation binding (an object of the reader's object model) and position in the block.
+    infos : list
+        The TokenInfo records, by id.
+    discarded : set
+        Tokens discarded (left unplanned).
     """
 
     # fields: _storage_walk.pxd
 
-    def __init__(self, alloc_op, frozenset shares_storage_ops, frozenset carriers, dict call_kind,
-                 dict const_info, type info_cls):
-        self.alloc_op = alloc_op
-        self.shares_storage_ops = shares_storage_ops
-        self.carriers = carriers
-        self.call_kind = call_kind
-        self.const_info = const_info
-        self.sym_info = None
-        if (not issubclass(info_cls, tuple) or (<PyTypeObject*>info_cls).tp_dictoffset != 0
-                or (<PyTypeObject*>info_cls).tp_basicsize != (<PyTypeObject*>tuple).tp_basicsize
-                or len(getattr(info_cls, "_fields", ())) != 8):
-            raise TypeError(f"InitWalk: info_cls must be a NamedTuple of 8 fields; got {info_cls!r}")
-        self.info_cls = info_cls
-        # per-function maps: made by begin_function (None before it)
-        self.var_tokens = None
-        self.size_cache = None
+    def __init__(self):
         self.t_block = []
         self.t_info = []
         self.t_binding = []
@@ -181,16 +513,6 @@ cdef class InitWalk:
         self.infos = []
         self.ev_n = 0
         self.discarded = set()
-        self.func_idx = -1
-
-    def begin_function(self, Py_ssize_t func_idx, dict sym_info):
-        """Start a new function: fresh var -> tokens map and size cache; ``sym_info``:
-        TensorType -> TokenInfo of an earlier allocation under the function's ``tir_var_*``
-        bounds (types with a symbolic dim, across calls)."""
-        self.func_idx = func_idx
-        self.sym_info = sym_info
-        self.var_tokens = {}
-        self.size_cache = {}
 
     def new_token(self, info, binding, Py_ssize_t bid, Py_ssize_t index, long long step):
         """Record a token for allocation ``binding`` (position ``index`` of block ``bid``,
@@ -232,134 +554,6 @@ cdef class InitWalk:
 
     def __dealloc__(self):
         PyMem_Free(self.ev)
-
-    def walk(self, tuple bindings, Py_ssize_t bid, Py_ssize_t step0, slow):
-        """Run the binding loop over one block (its first binding at ``step0``); returns
-        ``step0`` after the block (If branches take steps). Every binding the loop does not
-        handle goes to ``slow(binding, position, step0) -> step0``, the general code (passed
-        per call, so that the walk holds no reference back to its owner)."""
-        cdef Py_ssize_t i, n = len(bindings), t, k, nf
-        cdef PyObject* found[MAX_ARGS]
-        cdef tuple targs
-        cdef long long step
-        cdef PyObject* p
-        cdef PyTypeObject* tb
-        cdef PyTypeObject* tv
-        cdef PyTypeObject* ta
-        cdef bint ok
-        cdef dict var_tokens = self.var_tokens
-        cdef dict size_cache = self.size_cache
-        cdef dict call_kind = self.call_kind
-        if var_tokens is None or size_cache is None or self.sym_info is None:
-            raise RuntimeError("InitWalk.walk: begin_function must be called first")
-        cdef list t_block = self.t_block
-        cdef set discarded = self.discarded
-        alloc_op = self.alloc_op
-        for i in range(n):
-            b = bindings[i]
-            tb = Py_TYPE(b)
-            if tb is not T_VAR_BINDING and tb is not T_MATCH_CAST:
-                step0 = slow(b, i, step0)
-                continue
-            p = get_slot(b, O_VALUE)
-            if p is NULL:
-                step0 = slow(b, i, step0)
-                continue
-            value = <object>p
-            tv = Py_TYPE(value)
-            if tv is T_VAR or tv is T_DATAFLOW_VAR:
-                # v = x
-                p = PyDict_GetItem(var_tokens, value)
-                if p is not NULL:
-                    var_tokens[<object>get_slot(b, O_VAR)] = <object>p
-                continue
-            if tv is not T_CALL or tb is not T_VAR_BINDING:
-                step0 = slow(b, i, step0)
-                continue
-            op = <object>get_slot(value, O_OP)
-            args = <object>get_slot(value, O_ARGS)
-            if op is alloc_op:
-                # allocation of a tensor type seen before in this function (or in an earlier
-                # call: constant shape, or symbolic under the same bounds), with equal arguments
-                var = <object>get_slot(b, O_VAR)
-                p = get_slot(var, O_TY)
-                if p is NULL:
-                    step0 = slow(b, i, step0)
-                    continue
-                ty = <object>p
-                p = PyDict_GetItem(size_cache, ty)
-                if p is NULL:
-                    p = PyDict_GetItem(self.const_info, ty)
-                    if p is NULL:
-                        p = PyDict_GetItem(self.sym_info, ty)
-                    if p is NULL or not _same_alloc_args(args, <object>p):
-                        step0 = slow(b, i, step0)
-                        continue
-                    c = <tuple>p
-                    info = _tuple_of(self.info_cls, c[0], c[1], c[2], c[3], c[4], self.func_idx, args[1:],
-                                     len(self.infos))
-                    self.infos.append(info)
-                    size_cache[ty] = info
-                else:
-                    info = <object>p
-                    if not _same_alloc_args(args, info) and not (args[1:] == (<tuple>info)[6]):
-                        step0 = slow(b, i, step0)
-                        continue
-                var_tokens[var] = self._new_token(info, b, bid, i, step0 + i)
-                continue
-            p = PyDict_GetItem(call_kind, op)
-            if p is NULL:
-                step0 = slow(b, i, step0)
-                continue
-            if not (<object>p):
-                if op in self.shares_storage_ops and len(args) > 0:
-                    # v = R.reshape(x, ...) and the other storage-sharing ops: v carries x's tokens
-                    a = args[0]
-                    ta = Py_TYPE(a)
-                    if ta is T_VAR or ta is T_DATAFLOW_VAR:
-                        p = PyDict_GetItem(var_tokens, a)
-                        if p is not NULL:
-                            var_tokens[<object>get_slot(b, O_VAR)] = <object>p
-                        continue
-                step0 = slow(b, i, step0)
-                continue
-            # counting call: every argument a variable (or a value carrying no token); the
-            # tokens found are kept (borrowed from var_tokens, not changed meanwhile) for the
-            # second loop. Calls of more than MAX_ARGS arguments take the slow path.
-            if type(args) is not tuple or len(<tuple>args) > MAX_ARGS:
-                step0 = slow(b, i, step0)
-                continue
-            targs = <tuple>args
-            ok = True
-            nf = 0
-            for k in range(len(targs)):
-                a = targs[k]
-                p = PyDict_GetItem(var_tokens, a)
-                if p is NULL:
-                    ta = Py_TYPE(a)
-                    if ta is T_VAR or ta is T_DATAFLOW_VAR or type(a) not in self.carriers:
-                        continue
-                    ok = False
-                    break
-                if type(<object>p) is not int:
-                    ok = False
-                    break
-                found[nf] = p
-                nf += 1
-            if not ok:
-                step0 = slow(b, i, step0)
-                continue
-            step = step0 + i
-            for k in range(nf):
-                s = <object>found[k]
-                if discarded and s in discarded:
-                    continue
-                t = s
-                if <Py_ssize_t>t_block[t] != bid:
-                    discarded.add(s)
-                    continue
-                self._push(step * SCALE + 2 * t + EV_DECREF)
-        return step0
 
     def decode(self, bint with_new_id=True):
         """The event program without the discarded tokens, kept tokens renumbered densely.
@@ -404,7 +598,7 @@ cdef class InitWalk:
         for d in discarded:  # token ids of this walk (checked: the set is public)
             i = d
             if i < 0 or i >= n_all:
-                raise ValueError(f"InitWalk.decode: discarded token {i} out of range [0, {n_all})")
+                raise ValueError(f"TokenRecorder.decode: discarded token {i} out of range [0, {n_all})")
             new_id[i] = -1
         for i in range(n_all):
             if new_id[i] == 0:
@@ -454,7 +648,7 @@ cdef class InitWalk:
             step = e // SCALE
             rest = e - step * SCALE
             if rest < 0 or (rest >> 1) >= n_all:  # use() is public: check its token ids
-                raise ValueError(f"InitWalk.decode: event of token {rest >> 1} out of range [0, {n_all})")
+                raise ValueError(f"TokenRecorder.decode: event of token {rest >> 1} out of range [0, {n_all})")
             t = new_id[rest >> 1]
             if t < 0:
                 continue

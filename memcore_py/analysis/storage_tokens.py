@@ -21,6 +21,13 @@ expression the *tokens* it carries — a leaf token (an int), ``None``, or a tup
 A discarded token is gone everywhere (TVM removes it from every expression that carried it),
 so the walk only marks it and the event program is filtered at the end.
 
+Where it lives: these rules are applied once, by the compiled rule kernel
+(:class:`memcore_py.analysis._storage_walk.InitRules`) over the binding table that a reader
+fills (memcore's IR: :mod:`memcore_py.analysis._ir_reader`; TVM's objects:
+:mod:`memcore_py.tvm._table_reader`). This module holds what a reader asks (the callee
+properties, :func:`callee_flags`), the sizing of an allocation (:func:`alloc_token_info`), the
+records of the result, and the driver over memcore's IR (:func:`analyze_storage_tokens`).
+
 Result (:class:`StorageTokens`), in two parts so that a planner needs only the first:
 
 - :class:`TokenProgram` (planning input, flat arrays): per planned token its bytes
@@ -51,28 +58,17 @@ import numpy as np
 from .._compiled import load_compiled
 from ..errors import PassError
 from ..ir.expr import (
-    BindingBlock,
-    Call,
-    DataflowBlock,
-    DataflowVar,
     DataTypeImm,
     ExternFunc,
     Function,
     GlobalVar,
-    If,
-    MatchCast,
     PrimFunc,
     PrimValue,
-    SeqExpr,
     StringImm,
-    Tuple,
-    TupleGetItem,
-    Var,
 )
 from ..ir.memo import MEMO
 from ..ir.module import IRModule
-from ..ir.op import RESHAPE_PACKED, get_op, shares_storage
-from ..ir.ops import SHARES_STORAGE_OPS
+from ..ir.op import get_op, shares_storage
 from ..ir.prim import IntImm, PrimExpr
 from ..ir.types import TensorType, check_dtype, tensor_size_problem
 from .arith import (
@@ -89,23 +85,20 @@ from .arith import (
 )
 
 __all__ = [
-    "StorageTokens",
-    "TokenProgram",
-    "TokenInfo",
+    "BUILTIN_ALLOC_TENSOR",
     "AllocationSites",
     "FunctionEntry",
+    "StorageTokens",
+    "TokenInfo",
+    "TokenProgram",
     "UnplannedAlloc",
-    "analyze_storage_tokens",
-    "BUILTIN_ALLOC_TENSOR",
     "alloc_tensor_info",
+    "analyze_storage_tokens",
 ]
 
 BUILTIN_ALLOC_TENSOR = get_op("relax.builtin.alloc_tensor")
 CALL_TIR_DYN = get_op("relax.vm.call_tir_dyn")
 
-_VAR_TYPES = (Var, DataflowVar)
-#: argument expressions that may carry tokens without being a variable
-_CARRIERS = frozenset((Tuple, TupleGetItem, Call, If))
 #: Across calls: constant-shape ``TensorType`` (by identity; IR nodes are immutable) ->
 #: :class:`TokenInfo` of a validated allocation of it. Constant sizes do not depend on the
 #: function's var bounds, so a later allocation of the same type with equal arguments skips
@@ -175,9 +168,6 @@ class FunctionEntry(NamedTuple):
     scope: int
     """Scope id of its body."""
 
-
-#: The storage-sharing ops, none of which counts uses: the start of every walk's callee table
-_SHARING_OPS_KIND = dict.fromkeys(SHARES_STORAGE_OPS, False)
 
 #: ``FunctionEntry`` from one tuple, without NamedTuple's Python-level ``__new__``
 _function_entry = partial(tuple.__new__, FunctionEntry)
@@ -459,75 +449,48 @@ def _equal_attrs(a: dict, b: dict) -> bool:
         return False
 
 
+def callee_flags(prim_names: frozenset, callee) -> int:
+    """The ``CALLEE_*`` properties (``memcore_py/analysis/_binding_table.pxd``) of a call's
+    callee in a module whose PrimFuncs are named ``prim_names``: ``R.builtin.alloc_tensor``
+    allocates; the storage-sharing ops (:func:`~memcore_py.ir.op.shares_storage`) share their
+    first argument's storage; a PrimFunc of the module, an ``ExternFunc`` and
+    ``R.vm.call_tir_dyn`` use their arguments (kernels reading and writing them); any other
+    callee (a Relax op or function, a variable) has none of these."""
+    table = load_compiled("memcore_py.analysis._binding_table")
+    if callee is BUILTIN_ALLOC_TENSOR:
+        return table.CALLEE_ALLOCATES
+    if shares_storage(callee):
+        return table.CALLEE_SHARES
+    t = type(callee)
+    if (t is GlobalVar and callee.name in prim_names) or t is ExternFunc or callee is CALL_TIR_DYN:
+        return table.CALLEE_USES_ARGS
+    return 0
+
+
 class _StorageAllocatorInit:
-    """Port of TVM ``StorageAllocatorInit`` (src/relax/transform/static_plan_block_memory.cc).
+    """StaticPlanBlockMemory's Init phase (TVM ``StorageAllocatorInit``) on memcore's IR:
+    the IR reader (:mod:`memcore_py.analysis._ir_reader`) fills the binding table function by
+    function, and the Init rule kernel (:class:`memcore_py.analysis._storage_walk.InitRules`)
+    walks it; this class holds the per-function context the kernel asks for (the function's
+    ``tir_var_*`` bounds and the sizing of new tensor types, :func:`alloc_token_info`) and
+    assembles the result. Malformed allocations raise :class:`PassError` where TVM fails an
+    internal check."""
 
-    Differences in form, not in result: tokens are ints and discarding marks a token dead
-    instead of rewriting every expression that carried it; the reference counting of the
-    later ``StorageAllocator`` is recorded as an event list at the same time. Malformed
-    allocations raise :class:`PassError` where TVM fails an internal check.
-
-    The token rows, the event list and the binding loop are compiled
-    (:class:`memcore_py.analysis._storage_walk.InitWalk`): the loop handles the common
-    post-CallTIRRewrite forms (allocation of a tensor type seen before in the function, direct
-    call with variable arguments, rebinding, storage-sharing op of a variable) and hands every
-    other binding to :meth:`_visit_binding`, in program order. The size of each tensor type
-    is cached per function.
-    """
-
-    # one instance per analysis: slots make its ~30 fields cheaper to set, read and free
-    __slots__ = ("mod", "_call_kind", "prim_names", "_same_alloc_args", "walk", "t_block", "t_info", "t_binding",
-                 "t_index", "infos", "discarded", "extra_refs", "block_scope", "block_is_dataflow", "block_ifs",
-                 "scope_parent", "scope_anchor", "scope_blocks", "tvm_check_failures", "step", "_bid", "functions",
-                 "function_names",
-                 "_func_name", "_func_idx", "_bounds", "_bounds_key", "_sym_info")
+    __slots__ = ("function_names", "functions", "mod", "reader", "recorder", "rules", "sizer", "table")
 
     def __init__(self, mod: IRModule):
         self.mod = mod
-        # callee (Op, GlobalVar, ExternFunc) -> whether it counts uses (fast path only);
-        # prefilled with the module's GlobalVars (a call of a PrimFunc counts, of a Relax
-        # function does not) and the storage-sharing ops, as _visit_binding would fill it
-        call_kind = self._call_kind = _SHARING_OPS_KIND.copy()
-        prim_names = []
-        for gv, f in mod.functions.items():
-            if isinstance(f, PrimFunc):
-                prim_names.append(gv.name)
-                call_kind[gv] = True
-            else:
-                call_kind[gv] = False
-        self.prim_names = frozenset(prim_names)
-        compiled = load_compiled("memcore_py.analysis._storage_walk")
-        self._same_alloc_args = compiled.same_alloc_args
-        walk = self.walk = compiled.InitWalk(
-            BUILTIN_ALLOC_TENSOR, SHARES_STORAGE_OPS, _CARRIERS, call_kind, _CONST_TYPE_INFO, TokenInfo)
-        # token rows (struct of arrays, every allocation seen) and the shared TokenInfos
-        self.t_block: list = walk.t_block
-        self.t_info: list = walk.t_info
-        self.t_binding: list = walk.t_binding
-        self.t_index: list = walk.t_index
-        self.infos: list = walk.infos
-        self.discarded: set = walk.discarded
-        self.extra_refs: dict = {}
-        """token -> uses by calls that are not a binding's value (counted, never released)"""
-        # blocks and scopes
-        self.block_scope: list = []
-        self.block_is_dataflow: list = []
-        self.block_ifs: dict = {}
-        self.scope_parent: list = []
-        self.scope_anchor: list = []
-        self.scope_blocks: list = []
-        self.tvm_check_failures: list = []
-        self.step = -1
-        self._bid = -1
+        prim_names = frozenset(gv.name for gv, f in mod.functions.items() if isinstance(f, PrimFunc))
+        rules = load_compiled("memcore_py.analysis._storage_walk")
+        table = self.table = load_compiled("memcore_py.analysis._binding_table").BindingTable()
+        self.reader = load_compiled("memcore_py.analysis._ir_reader").IRReader(
+            table, partial(callee_flags, prim_names), PassError, "StaticPlanBlockMemory")
+        recorder = self.recorder = rules.TokenRecorder()
+        self.sizer = rules.AllocSizer(_CONST_TYPE_INFO, recorder.infos, TokenInfo)
+        self.rules = rules.InitRules(table, recorder, PassError)
         self.functions: list = []
         self.function_names: list = []
-        self._func_name = ""
-        self._func_idx = -1
-        self._bounds = None
-        self._bounds_key = None
-        self._sym_info: dict | None = None  # set per function
 
-    # ------------------------------------------------------------------ entry
     def run(self) -> StorageTokens:
         for gv, func in self.mod.functions.items():
             if isinstance(func, Function):
@@ -535,268 +498,54 @@ class _StorageAllocatorInit:
         return self._result()
 
     def _visit_function(self, gv, func: Function):
-        self._func_name = gv.name
-        self._func_idx = len(self.functions)
-        self._bounds, self._bounds_key = _function_bounds(func, gv.name)
-        sym_info = _SYM_TYPE_INFO.get(self._bounds_key)
+        name = gv.name
+        idx = len(self.functions)
+        bounds, bounds_key = _function_bounds(func, name)
+        sym_info = _SYM_TYPE_INFO.get(bounds_key)
         if sym_info is None:
-            sym_info = _SYM_TYPE_INFO_GROUP.put(self._bounds_key, {})
-        self._sym_info = sym_info
-        self.walk.begin_function(self._func_idx, sym_info)
-        sid = self._new_scope(-1, None)
-        self.functions.append(_function_entry((gv, func, self._bounds, sid)))
-        self.function_names.append(gv.name)
-        self._visit_seq(func.body, sid)
+            sym_info = _SYM_TYPE_INFO_GROUP.put(bounds_key, {})
+        self.sizer.begin_function(idx, sym_info, partial(_size_allocation, name, idx, bounds, sym_info))
+        sid = self.reader.read_function(name, func.body)
+        self.functions.append(_function_entry((gv, func, bounds, sid)))
+        self.function_names.append(name)
+        self.rules.run_function(idx, self.sizer)
 
-    def _new_scope(self, parent, anchor):
-        self.scope_parent.append(parent)
-        self.scope_anchor.append(anchor)
-        self.scope_blocks.append([])
-        return len(self.scope_parent) - 1
-
-    # ------------------------------------------------------------------ tokens
-    def _discard(self, s):
-        """Discard every leaf token of the nested structure ``s``."""
-        if s is None:
-            return
-        if type(s) is int:
-            self.discarded.add(s)
-            return
-        for f in s:
-            self._discard(f)
-
-    def _leaves(self, s, out):
-        if type(s) is int:
-            out.append(s)
-        elif s is not None:
-            for f in s:
-                self._leaves(f, out)
-        return out
-
-    def _tokens_of(self, e):
-        """Tokens carried by expression ``e`` (visiting any nested call)."""
-        t = type(e)
-        if t is Var or t is DataflowVar:
-            return self.walk.var_tokens.get(e)
-        if t is Tuple:
-            fields = [self._tokens_of(f) for f in e.fields]
-            for f in fields:
-                if f is not None:
-                    return tuple(fields)
-            return None
-        if t is TupleGetItem:
-            s = self._tokens_of(e.tuple_value)
-            if s is None:
-                return None
-            if type(s) is int or e.index >= len(s):
-                raise PassError(
-                    f"function {self._func_name!r}: tuple index {e.index} applied to a value that is not "
-                    f"a tuple of that many fields ({e!r})"
-                )
-            return s[e.index]
-        if t is Call:
-            return self._visit_call(e, None, None)
-        if t is If:
-            self._visit_if(e, None, None)
-            return None
-        if t is SeqExpr:
-            raise PassError(f"function {self._func_name!r}: a SeqExpr may only be a function body or an If branch")
-        if isinstance(e, Function):
-            raise PassError(
-                f"function {self._func_name!r}: nested functions are not supported by StaticPlanBlockMemory; "
-                "lift them to the module first (LambdaLift)"
-            )
-        return None
-
-    # ------------------------------------------------------------------ walk
-    def _visit_seq(self, seq: SeqExpr, sid: int):
-        for block in seq.blocks:
-            self._visit_block(block, sid)
-        body = seq.body
-        tb = type(body)
-        if tb is Var or tb is DataflowVar:  # the common result: a variable (_tokens_of's first case)
-            self._discard(self.walk.var_tokens.get(body))
-        else:
-            self._discard(self._tokens_of(body))
-
-    def _visit_block(self, block: BindingBlock, sid: int):
-        bid = len(self.block_scope)
-        self.block_scope.append(sid)
-        self.block_is_dataflow.append(isinstance(block, DataflowBlock))
-        self.scope_blocks[sid].append(bid)
-        bindings = block.bindings
-        self._bid = bid
-        # The compiled loop handles the common post-CallTIRRewrite forms and calls
-        # _visit_binding for every other binding.
-        step0 = self.walk.walk(bindings, bid, self.step + 1, self._visit_binding)
-        self._bid = bid
-        if bindings:
-            last = step0 + len(bindings) - 1
-            if last > self.step:
-                self.step = last
-
-    def _visit_binding(self, b, i, step0):
-        """One binding of the current block at position ``i`` (``step0 + i`` is its step);
-        returns ``step0`` for the next binding (an If's branches take steps)."""
-        bid = self._bid
-        var_tokens = self.walk.var_tokens
-        value = b.value
-        vt = type(value)
-        if vt is Call:
-            op = value.op
-            if op is BUILTIN_ALLOC_TENSOR:
-                self.step = step0 + i
-                if type(b) is MatchCast:
-                    s = self._visit_call(value, None, bid)
-                    if s is not None:
-                        var_tokens[b.var] = s
-                    return step0
-                var_tokens[b.var] = self._create_token(b, bid, i)
-                return step0
-            call_kind = self._call_kind
-            counting = call_kind.get(op)
-            if counting is None:
-                top = type(op)
-                counting = call_kind[op] = (top is GlobalVar and op.name in self.prim_names) or (
-                    top is ExternFunc and op.global_symbol != RESHAPE_PACKED)
-            self.step = step0 + i
-            if counting and type(b) is not MatchCast:
-                # counting call with some argument that is not a plain variable
-                self._count_uses(value, bid, True)
-                return step0
-            s = self._visit_call(value, None if type(b) is MatchCast else b, bid, i)
-        elif vt is Var or vt is DataflowVar:
-            s = var_tokens.get(value)
-        elif vt is If:
-            self.step = step0 + i
-            self._visit_if(value, b, bid, i)
-            self._bid = bid
-            # the branches' bindings took steps: continue after them
-            return self.step - i
-        else:
-            self.step = step0 + i
-            s = self._tokens_of(value)
-        if s is not None:
-            var_tokens[b.var] = s
-        return step0
-
-    def _visit_if(self, e: If, binding, bid, index=-1):
-        self._discard(self._tokens_of(e.cond))
-        if binding is None:
-            raise PassError(
-                f"function {self._func_name!r}: an If must be bound directly to a variable (A-normal form); "
-                "got it nested in an expression"
-            )
-        parent = self.block_scope[bid]
-        anchor = (bid, binding, index)
-        sids = []
-        for branch in (e.true_branch, e.false_branch):
-            sid = self._new_scope(parent, anchor)
-            sids.append(sid)
-            self._visit_seq(branch, sid)
-        self.block_ifs.setdefault(bid, []).append((index, tuple(sids)))
-
-    def _count_uses(self, call, bid, record):
-        """A call that uses its arguments' tokens: count every leaf of every argument."""
-        for a in call.args:
-            s = self._tokens_of(a)
-            if s is not None:
-                self._use_leaves((s,) if type(s) is int else self._leaves(s, []), bid, record)
-
-    def _use_leaves(self, leaves, bid, record):
-        """Count the uses of one argument's leaf tokens (TVM ``GetTokensWithAllocSiteCheck``
-        then ``ref_counter += 1``); ``record``: also emit EV_DECREF events."""
-        t_block, discarded = self.t_block, self.discarded
-        dropped = None
-        for t in leaves:
-            if t in discarded:
-                if dropped is not None and t in dropped:
-                    # TVM looks the token up again after discarding it: internal check
-                    # failure (DIFFERENCES.md: duplicate-cross-block-leaf).
-                    self.tvm_check_failures.append(self._func_name)
-                continue
-            if t_block[t] != bid:
-                discarded.add(t)
-                if dropped is None:
-                    dropped = set()
-                dropped.add(t)
-                continue
-            if record:
-                self.walk.use(self.step, t)
-            else:
-                self.extra_refs[t] = self.extra_refs.get(t, 0) + 1
-
-    def _visit_call(self, call: Call, binding, bid, index=-1):
-        """Handle one call; ``binding`` is its VarBinding when the call is a binding's value
-        (only then does TVM's allocator decrement its uses)."""
-        op = call.op
-        if op is BUILTIN_ALLOC_TENSOR:
-            if binding is None:
-                raise PassError(
-                    f"function {self._func_name!r}: R.builtin.alloc_tensor must be bound directly to a "
-                    f"variable (A-normal form); got it nested in an expression"
-                )
-            return self._create_token(binding, bid, index)
-        if shares_storage(op):
-            args = call.args
-            return self._tokens_of(args[0]) if args else None
-        top = type(op)
-        if (top is GlobalVar and op.name in self.prim_names) or top is ExternFunc or op is CALL_TIR_DYN:
-            if bid is None:
-                bid = len(self.block_scope) - 1
-            self._count_uses(call, bid, binding is not None)
-            return None
-        for a in call.args:
-            self._discard(self._tokens_of(a))
-        return None
-
-    def _create_token(self, binding, bid, index) -> int:
-        """Validate a new ``R.builtin.alloc_tensor`` and make its token; the size, dtype, scope
-        and device are cached by tensor type (and equal argument values)."""
-        ty = binding.var.ty
-        args = binding.value.args
-        walk = self.walk
-        info = walk.size_cache.get(ty)
-        if info is not None and (args[1:] == info.args or self._same_alloc_args(args, info)):
-            return walk.new_token(info, binding, bid, index, self.step)
-        cached = _CONST_TYPE_INFO.get(ty)
-        sym_info = None
-        if cached is None:
-            sym_info = self._sym_info
-            cached = sym_info.get(ty)
-        if cached is not None and self._same_alloc_args(args, cached):
-            info = _token_info((cached.const_bytes, cached.nbytes, cached.dtype, cached.scope, cached.device,
-                                self._func_idx, args[1:], len(self.infos)))
-        else:
-            info = alloc_token_info(binding, self._func_name, self._func_idx, self._bounds, len(self.infos))
-            if info.const_bytes >= 0 and all(type(d) is IntImm for d in binding.var.ty.shape):
-                _CONST_TYPE_INFO_GROUP.put(ty, info)
-            elif sym_info is not None:
-                if len(sym_info) >= MEMO.max_entries:
-                    sym_info.clear()
-                sym_info[ty] = info
-        self.infos.append(info)
-        walk.size_cache[ty] = info
-        return walk.new_token(info, binding, bid, index, self.step)
-
-    # ------------------------------------------------------------------ result
     def _result(self) -> StorageTokens:
-        program, (t_block, t_binding, t_index) = walk_program(self.walk, self.function_names, self.extra_refs)
-        if self.discarded:
-            all_block, all_info, all_binding, all_index = self.t_block, self.t_info, self.t_binding, self.t_index
+        recorder, table = self.recorder, self.table
+        program, (t_block, t_binding, t_index) = walk_program(recorder, self.function_names, self.rules.extra_refs)
+        discarded = recorder.discarded
+        if discarded:
+            all_block, all_info, all_binding, all_index = (recorder.t_block, recorder.t_info, recorder.t_binding,
+                                                           recorder.t_index)
             new = tuple.__new__  # without NamedTuple's Python-level __new__
             unplanned = [new(UnplannedAlloc, (all_binding[i], all_block[i], all_index[i], all_info[i][5]))  # .func
-                         for i in sorted(self.discarded)]
+                         for i in sorted(discarded)]
         else:
             unplanned = []
-        sites = AllocationSites(t_binding, t_block, t_index, self.functions, self.block_scope, self.block_is_dataflow,
-                                self.block_ifs, self.scope_parent, self.scope_anchor, self.scope_blocks, unplanned)
-        return StorageTokens(program, sites, self.tvm_check_failures)
+        sites = AllocationSites(t_binding, t_block, t_index, self.functions, table.block_scope,
+                                table.block_is_dataflow, table.block_ifs, table.scope_parent, table.scope_anchor,
+                                table.scope_blocks, unplanned)
+        return StorageTokens(program, sites, self.rules.tvm_check_failures)
+
+
+def _size_allocation(func_name, func_idx, bounds, sym_info, binding, info_id):
+    """The :class:`TokenInfo` of an allocation no cache of the sizer holds
+    (:func:`alloc_token_info`), remembered across calls: a constant shape by its type, a
+    symbolic one by its type under the function's bounds (``sym_info``)."""
+    info = alloc_token_info(binding, func_name, func_idx, bounds, info_id)
+    ty = binding.var.ty
+    if info.const_bytes >= 0 and all(type(d) is IntImm for d in ty.shape):
+        _CONST_TYPE_INFO_GROUP.put(ty, info)
+    else:
+        if len(sym_info) >= MEMO.max_entries:
+            sym_info.clear()
+        sym_info[ty] = info
+    return info
 
 
 def walk_program(walk, function_names: list, extra_refs: dict | None = None):
-    """The :class:`TokenProgram` of a finished Init walk (a compiled ``InitWalk`` fed by
-    :class:`_StorageAllocatorInit`, or by the extraction over TVM's objects), and the rows
+    """The :class:`TokenProgram` of a finished Init walk (the ``TokenRecorder`` of the Init
+    rule kernel, or of the extraction over TVM's objects), and the rows
     ``(t_block, t_binding, t_index)`` of its kept tokens.
 
     ``extra_refs``: token -> uses by calls that are not a binding's value (counted, never

@@ -38,18 +38,23 @@ Rules and where each lives
   the op table (``Op.shares_storage``), read by every walk.
 - Sizing an allocation (bytes, the upper bound of a symbolic shape under the function's
   bounds, dtype, scope, device, validation): :func:`~memcore_py.analysis.storage_tokens.
-  alloc_token_info`; the compiled walk over memcore's IR asks it through its callback (once
-  per distinct allocation), the scan of TVM's objects (:mod:`memcore_py.tvm.spbm_extract`)
-  for every symbolic allocation (reading only that binding) but sizes constant shapes itself
+  alloc_token_info`; the kernel asks memcore's IR through ``AllocSizer`` (once per distinct
+  allocation), and TVM's objects through ``tvm/_spbm_extract.TVMSizer``, which hands every
+  symbolic allocation to it (reading only that binding) but sizes constant shapes itself
   (``element_bytes`` times the dims, ``tvm/_ffi_reader.pxd``): a second statement of the
   constant case, held equal by the three-way suite.
-- The Init walk's rules (uses by PrimFunc and packed calls, discards of tokens that escape,
-  re-bindings, storage-sharing ops, uses across blocks and into ``If`` branches): still three
-  walks, the general ``_StorageAllocatorInit``, the compiled ``_storage_walk.InitWalk`` for the
-  common flat forms, and the C scan of TVM's objects (``tvm/_spbm_extract.Scan``); they share
-  the ``InitWalk`` tables and the ``walk_program`` decode into one :class:`~memcore_py.analysis.
-  storage_tokens.TokenProgram`, and the three-way differential suite
-  (tests/oracle/test_three_way.py) holds them equal.
+- Which calls use their arguments (a PrimFunc of the module, an ``ExternFunc``,
+  ``R.vm.call_tir_dyn``), allocate or share storage: :func:`~memcore_py.analysis.
+  storage_tokens.callee_flags`, recorded per callee in the binding table by the reader.
+- The Init walk's rules (uses by those calls, discards of tokens that escape -- returned,
+  passed to another kind of call, into an ``If``, used in another block -- re-bindings,
+  storage-sharing ops, tuples and get-items, the steps): once, in the rule kernel
+  :class:`memcore_py.analysis._storage_walk.InitRules` over the binding table
+  (``analysis/_binding_table.pxd``). Two readers fill the table and apply no rule: memcore's
+  IR through ``analysis/_ir_reader.pyx``, TVM's objects through ``tvm/_table_reader.pyx``
+  (the native pass, :mod:`memcore_py.tvm.spbm_extract`). Both record into one
+  ``TokenRecorder``, decoded into the :class:`~memcore_py.analysis.storage_tokens.
+  TokenProgram` by one ``walk_program``.
 - Allocation (the token program, TVM mode and arena packing): :func:`memcore.plan_tokens` and
   :func:`memcore.plan_offsets`, once.
 - The rewrite: :class:`_StorageAllocationRewriter` on memcore's IR, ``rewrite_function`` of

@@ -73,7 +73,7 @@ the three memory passes in one ``Sequential`` read the module once.
    :mod:`memcore_py.tvm.spbm_extract`). The objection in 1. was a second copy of the token
    and kill analyses. It is avoided where it matters: the C walks over TVM's objects fill the
    *same* tables as memcore's compiled walks (``VarTable`` / ``kill_schedule`` declared in
-   ``_kill_walk.pxd``; ``InitWalk`` in ``_storage_walk.pxd``, decoded by the same
+   ``_kill_walk.pxd``; ``TokenRecorder`` in ``_storage_walk.pxd``, decoded by the same
    ``walk_program`` into the same ``TokenProgram``), memcore's planner and its symbolic-size
    arithmetic run unchanged, and only the binding-level rules are restated, for flat
    functions alone (anything else declines to the full conversion). The tests compare the two

@@ -22,6 +22,7 @@ cdef class Layout:
     cdef Py_ssize_t o_func_body, o_tuple_expr_fields, o_tgi_tuple, o_mc_value, o_seq_blocks, o_seq_body, o_block_bindings
     cdef Py_ssize_t o_attrs_dict, o_func_attrs, o_mod_attrs, o_mod_infos, o_mod_functions, o_gv_name
     cdef Py_ssize_t o_tgi_index, o_pt_dtype, o_extern_symbol, o_func_params, o_func_ret_ty, o_func_is_pure
+    cdef Py_ssize_t o_if_cond, o_if_then, o_if_else
     cdef int32_t t_bin[7]          # type indices of the binary PrimExprs, in BINARY_PRIM_NODES' order
     cdef Py_ssize_t o_bin_a, o_bin_b  # their operands (one offset for all seven, checked)
 

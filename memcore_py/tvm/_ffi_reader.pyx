@@ -224,6 +224,9 @@ cdef class Layout:
         self.o_seq_blocks = off(api.SeqExpr, "blocks")
         self.o_seq_body = off(api.SeqExpr, "body")
         self.o_block_bindings = off(api.BindingBlock, "bindings")
+        self.o_if_cond = off(api.If, "cond")
+        self.o_if_then = off(api.If, "true_branch")
+        self.o_if_else = off(api.If, "false_branch")
         if off(api.MatchCast, "var") != self.o_b_var:
             raise RuntimeError("MatchCast.var is not at VarBinding.var's offset")
         if off(api.DataflowBlock, "bindings") != self.o_block_bindings:
@@ -288,6 +291,8 @@ cdef class Layout:
         dfblock = api.DataflowBlock([binding, cast])
         block = api.BindingBlock([last])
         seq = api.SeqExpr([dfblock, block], z)
+        branch = api.If(api.Var("c", api.TensorType(api.rx_ffi.ShapeExpr([], None), "bool", None)), seq,
+                        api.SeqExpr([block], x))
         impure = api.Function([x], seq, tensor, False, attrs)
         pure = api.Function([x, z], x, None, True, None)
         gv = api.GlobalVar("a_long_global_function_name_0123456789")
@@ -328,6 +333,8 @@ cdef class Layout:
             (dfblock, self.t_dfblock, [("bindings", self.o_block_bindings, O)]),
             (block, self.t_block, [("bindings", self.o_block_bindings, O)]),
             (seq, self.t_seq, [("blocks", self.o_seq_blocks, O), ("body", self.o_seq_body, O)]),
+            (branch, self.t_if, [("cond", self.o_if_cond, O), ("true_branch", self.o_if_then, O),
+                                 ("false_branch", self.o_if_else, O)]),
             (half, self.t_prim_type, [("dtype", self.o_pt_dtype, DL)]),
             (symbol, self.t_extern_func, [("global_symbol", self.o_extern_symbol, S)]),
             *[(getattr(api.prim, name)(i64(k - 3), api.Var(f"n{k}", api.PrimType("int64"))), self.t_bin[k],

@@ -1,41 +1,25 @@
 # cython: language_level=3
-"""Compiled StaticPlanBlockMemory of flat Relax functions, on the TVM objects themselves (built
-by ``setup.py``; :mod:`memcore_py.tvm.spbm_extract` drives it and declines to the full
-conversion what it declines).
+"""Compiled StaticPlanBlockMemory on the TVM objects themselves: the sizing of their
+allocations and the writer of the plan (built by ``setup.py``; :mod:`memcore_py.tvm.
+spbm_extract` drives it and declines to the full conversion what it declines).
 
 Design
 ------
-Two walks, with the planner between them (:func:`memcore_py.planning.allocate.plan_memory`,
-run by the caller on the program the first walk makes):
+The Init rules are not here: :mod:`memcore_py.tvm._table_reader` reads the module into the
+binding table and the one rule kernel (:class:`~memcore_py.analysis._storage_walk.InitRules`)
+runs over it, recording into the same ``TokenRecorder`` as on memcore's IR, so that the same
+``decode`` makes the same :class:`~memcore_py.analysis.storage_tokens.TokenProgram`. This
+module holds what is specific to TVM's objects, with the planner between
+(:func:`memcore_py.planning.allocate.plan_memory`, run by the caller):
 
-1. :class:`Scan` runs the Init rules of :mod:`memcore_py.analysis.storage_tokens` (TVM's
-   ``StorageAllocatorInit``) over each function's bindings and records its tokens and events
-   in the compiled Init walk's own tables (:class:`~memcore_py.analysis._storage_walk.InitWalk`,
-   declared in ``_storage_walk.pxd``), so that the same ``decode`` makes the same
-   :class:`~memcore_py.analysis.storage_tokens.TokenProgram` as the walk over memcore's IR:
-   same token order, steps, events and :class:`TokenInfo` fields. Handled: functions whose
-   body is a ``SeqExpr`` (typed, or untyped with a typed result and no ``MatchCast``) of
-   non-dataflow binding blocks of ``VarBinding`` s whose values are
-
-   - ``R.builtin.alloc_tensor(shape, dtype, device, scope)`` of a tensor type (no vdevice),
-     the shape argument the type's dims (the same symbolic objects), the dtype argument the
-     type's dtype (int, uint or float of 8 to 64 bits, bfloat16 or bool; one lane), an
-     integer device and a string scope: a token of ``prod(dims) * bytes(dtype)`` bytes when
-     the dims are constant; a symbolic shape is sized by the caller's ``symbolic`` (the full
-     pass's own sizing of the upper-bounded shape, once per distinct type in a function);
-   - a call of a storage-sharing op (``R.reshape``, ``R.memory.view``,
-     ``R.memory.ensure_zero_offset``, the packed ``vm.builtin.reshape``): the variable carries
-     its first argument's tokens;
-   - a call of a PrimFunc of the module, of an ``ExternFunc`` or ``R.vm.call_tir_dyn``: every
-     token of its arguments is used (discarded when allocated in another block);
-   - a call of any other ``Op`` or of a Relax function: its arguments' tokens are discarded;
-   - a variable, a tuple, a get-item (tokens carried, TVM's ``NestedMsg``), or a leaf;
-
-   and of ``MatchCast`` s of the last kind, with call arguments and results that are
-   variables, leaves or tuples of them. Anything else (an ``If``, a ``MatchCast`` of a call,
-   a dataflow block, a nested call, an unusual allocation, a call of a GlobalVar
-   that is not the module's) declines: None, and the caller runs the full conversion, which
-   handles and checks it.
+1. :class:`TVMSizer`, what the kernel asks at each allocation: the :class:`TokenInfo` of an
+   ``R.builtin.alloc_tensor(shape, dtype, device, scope)`` binding of a tensor type (no
+   vdevice), the shape argument the type's dims (the same symbolic objects), the dtype
+   argument the type's dtype (int, uint or float of 8 to 64 bits, bfloat16 or bool; one
+   lane), an integer device and a string scope: ``prod(dims) * bytes(dtype)`` bytes when the
+   dims are constant; a symbolic shape is sized by the caller's ``symbolic`` (the full pass's
+   own sizing of the upper-bounded shape, once per distinct type in a function). Any other
+   allocation declines (None), and the caller runs the full conversion, which checks it.
 
 2. :func:`rewrite_function` rebuilds a function's blocks that hold planned allocations: each
    storage is emitted right before its first allocation (every use is in the same scope and
@@ -53,7 +37,7 @@ Reads go through the checked :class:`~memcore_py.tvm._ffi_reader.Layout`: an obj
 are read only after its type index matched. Objects built here are owned by the caller's
 ``Keep``; variables are keyed by address (compared, never dereferenced as Python objects).
 """
-from libc.stdint cimport INT64_MAX, int32_t, int64_t, uint32_t
+from libc.stdint cimport INT64_MAX, int32_t, int64_t, uint32_t, uint64_t
 from libc.stdio cimport snprintf
 from libcpp.map cimport map
 from libcpp.pair cimport pair
@@ -61,9 +45,10 @@ from libcpp.unordered_map cimport unordered_map
 from libcpp.vector cimport vector
 from cython.operator cimport dereference as deref
 
-from memcore_py.analysis._storage_walk cimport InitWalk
+from memcore_py.analysis._binding_table cimport BindingTable
+from memcore_py.analysis._storage_walk cimport Sizer, TokenRecorder
 from memcore_py.tvm._ffi_abi cimport (
-    FFIAny, K_ARRAY, K_DATATYPE, K_INT, K_OBJECT_BEGIN, any_obj, any_type, array_data, array_size, obj_field, obj_type,
+    FFIAny, K_ARRAY, K_DATATYPE, K_INT, K_OBJECT_BEGIN, K_SMALL_STR, any_obj, any_type, array_data, array_size, obj_field, obj_type,
 )
 from memcore_py.tvm._ffi_reader cimport Layout, const_dim, dtype_name, element_bytes, packed_dtype, read_string
 from memcore_py.tvm._ffi_writer cimport (
@@ -71,12 +56,7 @@ from memcore_py.tvm._ffi_writer cimport (
 )
 
 from memcore_py.ir.memo import MEMO
-from memcore_py.ir.op import RESHAPE_PACKED
 from memcore_py.ir.prim import IntImm
-
-cdef enum:
-    NONE = -1               # a message carrying no token (tuples are -2, -3, ...)
-    DECLINE = -2147483647   # tokens_of: the walk declines the expression
 
 #: across calls, memo tables (memcore_py.ir.memo): packed dtype -> its name; storage bytes ->
 #: memcore IntImm (immutable nodes)
@@ -98,27 +78,23 @@ cdef object new_info(type info_cls, int64_t nbytes, int64_t dtype, str scope, in
     return tuple.__new__(info_cls, (nbytes, imm, name, scope, device, func, None, id_))
 
 
-cdef class Scan:
-    """The first walk (module docstring) over the Relax functions of one module, in module
-    order, into ``walk``.
+cdef class TVMSizer(Sizer):
+    """The sizing of the allocations of TVM's objects the Init rule kernel asks for
+    (:class:`~memcore_py.analysis._storage_walk.Sizer`): the :class:`TokenInfo` of an
+    ``R.builtin.alloc_tensor`` binding read in place (module docstring), recorded in the
+    kernel's ``TokenRecorder``; the token rows record the binding's address.
 
     Parameters
     ----------
     L : Layout
-    walk : InitWalk
-        Receives the tokens (``t_binding``: the allocation binding's address), the events,
-        the discarded tokens and the :class:`TokenInfo` s.
-    gvars : dict
-        GlobalVar address -> True for a PrimFunc of the module, False for a Relax function.
-    ops : tuple of int
-        Addresses of ``relax.builtin.alloc_tensor``, ``relax.vm.call_tir_dyn``, then of the
-        storage-sharing ops.
+    recorder : TokenRecorder
+        Its ``infos`` receive the new :class:`TokenInfo` s.
     info_cls : type
         ``TokenInfo``.
     """
 
     cdef Layout L
-    cdef InitWalk W
+    cdef TokenRecorder W
     cdef dict scope_ids, sym_infos
     cdef list infos_of_function, scope_names
     cdef public object symbolic
@@ -126,194 +102,41 @@ cdef class Scan:
     device)`` of an allocation of a symbolic shape in the current function (the fields of its
     :class:`TokenInfo` before the function's index), or None to decline; None: decline
     every such allocation."""
-    cdef unordered_map[size_t, char] gvars
-    cdef unordered_map[size_t, int64_t] scope_of_imm
+    cdef unordered_map[size_t, int64_t] scope_of_imm   # a StringImm's address -> its scope id
+    cdef vector[uint64_t] small_keys                    # an inline string's length and bytes
+    cdef vector[int64_t] small_ids                      # ... -> its scope id
     cdef map[pair[pair[int64_t, int64_t], pair[int64_t, int64_t]], Py_ssize_t] info_index
     cdef type info_cls
-    cdef size_t op_alloc, op_call_tir_dyn
-    cdef vector[size_t] sharing
-    cdef long long step
-    cdef Py_ssize_t n_blocks, func_idx
-    cdef vector[size_t] var_keys     # the variables' messages: open addressing, linear probing
-    cdef vector[int64_t] var_vals
-    cdef size_t var_mask
-    cdef vector[int64_t] toks        # scratch
-    cdef vector[int64_t] tup_start, tup_len, tup_fields
-    cdef vector[Py_ssize_t] tok_block
-    cdef vector[char] discarded
-    cdef readonly Py_ssize_t at_block, at_binding
-    """Where the last :meth:`function` stopped: block and binding position (-1 before the
-    first binding, the number of bindings at the result); a decline's place."""
+    cdef Py_ssize_t func_idx
 
-    def __init__(self, Layout L, InitWalk walk, dict gvars, tuple ops, type info_cls):
-        cdef char prim_func
+    def __init__(self, Layout L, TokenRecorder recorder, type info_cls):
         self.L = L
-        self.W = walk
-        for gv, prim in gvars.items():
-            prim_func = 1 if prim else 0  # (assigned to the map element directly, Cython 3 drops it)
-            self.gvars[<size_t>gv] = prim_func
+        self.W = recorder
         self.scope_ids = {}
         self.scope_names = []
-        self.op_alloc = ops[0]
-        self.op_call_tir_dyn = ops[1]
-        for op in ops[2:]:
-            self.sharing.push_back(<size_t>op)
         self.info_cls = info_cls
-        self.step = -1
-        self.n_blocks = 0
+        self.symbolic = None
+        self.func_idx = -1
 
-    # ------------------------------------------------------------------ variables
-    cdef void reset_vars(self, int64_t n) noexcept:
-        """An empty variable table for at most ``n`` variables."""
-        cdef size_t cap = 16
-        while cap < <size_t>(2 * n + 2):
-            cap <<= 1
-        self.var_keys.assign(cap, 0)
-        self.var_vals.resize(cap)
-        self.var_mask = cap - 1
+    def begin_function(self, Py_ssize_t func_idx):
+        """Start the ``func_idx``-th function (in module order): TokenInfos are per function."""
+        self.func_idx = func_idx
+        self.sym_infos = {}
+        self.infos_of_function = []
+        self.info_index.clear()
+        self.started = True
 
-    cdef inline size_t var_slot(self, size_t key) noexcept:
-        """The slot of ``key``: its own, or the empty one where it would go."""
-        cdef size_t i = ((key >> 4) * <size_t>0x9E3779B97F4A7C15ULL) & self.var_mask
-        while self.var_keys[i] != 0 and self.var_keys[i] != key:
-            i = (i + 1) & self.var_mask
-        return i
+    cdef object site(self, BindingTable T, int64_t item):
+        """The allocation binding's address."""
+        return T.i_ref[item]
 
-    cdef inline int64_t var_get(self, size_t key) noexcept:
-        cdef size_t i = self.var_slot(key)
-        return self.var_vals[i] if self.var_keys[i] == key else NONE
-
-    cdef inline void var_set(self, size_t key, int64_t msg) noexcept:
-        """``key`` carries ``msg`` (the table has room: :meth:`reset_vars`)."""
-        cdef size_t i = self.var_slot(key)
-        self.var_keys[i] = key
-        self.var_vals[i] = msg
-
-    # ------------------------------------------------------------------ messages
-    cdef int64_t tokens_of(self, const char* any) except? DECLINE:
-        """The message (a token, NONE, or a tuple: ``-2 - k``) of the expression in the
-        ``TVMFFIAny`` at ``any``; DECLINE for what the walk declines."""
-        cdef Layout L = self.L
-        cdef int32_t t = any_type(any)
-        cdef const char* e = any_obj(any)
-        cdef const char* arr
-        cdef int64_t s, n, i, k
-        cdef vector[int64_t] fields
-        cdef bint some = False
-        if t < K_OBJECT_BEGIN or e == NULL:
-            return DECLINE
-        if t == L.t_var or t == L.t_dfvar:
-            return self.var_get(<size_t>e)
-        if t == L.t_tuple:
-            arr = obj_field(e, L.o_tuple_expr_fields)
-            if arr == NULL or obj_type(arr) != K_ARRAY:
-                return DECLINE
-            n = array_size(arr)
-            for i in range(n):
-                s = self.tokens_of(array_data(arr) + 16 * i)
-                if s == DECLINE:
-                    return DECLINE
-                fields.push_back(s)
-                if s != NONE:
-                    some = True
-            if not some:
-                return NONE
-            k = <int64_t>self.tup_start.size()
-            self.tup_start.push_back(<int64_t>self.tup_fields.size())
-            self.tup_len.push_back(n)
-            for i in range(n):
-                self.tup_fields.push_back(fields[i])
-            return -2 - k
-        if t == L.t_tuple_get_item:
-            arr = obj_field(e, L.o_tgi_tuple)  # the tuple expression
-            if arr == NULL or obj_type(arr) != L.t_var:
-                return DECLINE
-            s = self.var_get(<size_t>arr)
-            if s == NONE:
-                return NONE
-            i = (<const int32_t*>(e + L.o_tgi_index))[0]
-            if s >= 0 or i < 0 or i >= self.tup_len[-2 - s]:
-                return DECLINE  # the full conversion reports the malformed get-item
-            return self.tup_fields[self.tup_start[-2 - s] + i]
-        if (t == L.t_call or t == L.t_if or t == L.t_seq or t == L.t_function or t == L.t_binding
-                or t == L.t_match_cast or t == L.t_block or t == L.t_dfblock):
-            return DECLINE
-        return NONE  # a leaf: a shape, a constant, an integer, a string, a dtype, a callee
-
-    cdef int leaves(self, int64_t s, vector[int64_t]* out) except -1:
-        """Append the tokens of the message ``s`` to ``out``."""
-        cdef int64_t i, k
-        if s >= 0:
-            out.push_back(s)
-        elif s != NONE:
-            k = -2 - s
-            for i in range(self.tup_len[k]):
-                self.leaves(self.tup_fields[self.tup_start[k] + i], out)
-        return 0
-
-    cdef int discard(self, int64_t s) except -1:
-        """Discard every token of the message ``s``."""
-        cdef size_t j
-        cdef int64_t tk
-        if s == NONE:
-            return 0
-        self.toks.clear()
-        self.leaves(s, &self.toks)
-        for j in range(self.toks.size()):
-            tk = self.toks[j]
-            if not self.discarded[tk]:
-                self.discarded[tk] = 1
-                self.W.discarded.add(tk)
-        return 0
-
-    cdef int use_args(self, const char* args, Py_ssize_t bid) except -1:
-        """A call that uses its arguments' tokens (TVM ``GetTokensWithAllocSiteCheck``, then
-        one use each): a token of another block is discarded instead. Returns 1 when an
-        argument is declined."""
-        cdef int64_t n = array_size(args), i, s, tk
-        cdef size_t j
-        for i in range(n):
-            s = self.tokens_of(array_data(args) + 16 * i)
-            if s == DECLINE:
-                return 1
-            if s == NONE:
-                continue
-            self.toks.clear()
-            self.leaves(s, &self.toks)
-            for j in range(self.toks.size()):
-                tk = self.toks[j]
-                if self.discarded[tk]:
-                    continue
-                if self.tok_block[tk] != bid:
-                    self.discarded[tk] = 1
-                    self.W.discarded.add(tk)
-                    continue
-                self.W._use(self.step, tk)
-        return 0
-
-    cdef int share_first(self, const char* var, const char* args) except -1:
-        """``var`` carries the tokens of the first argument (a storage-sharing call). Returns
-        1 when that argument is declined."""
-        cdef int64_t s
-        if array_size(args) == 0:
-            return 0
-        s = self.tokens_of(array_data(args))
-        if s == DECLINE:
-            return 1
-        if s != NONE:
-            self.var_set(<size_t>var, s)
-        return 0
-
-    cdef int discard_args(self, const char* args) except -1:
-        """A call that does not use its arguments: their tokens are discarded. Returns 1 when
-        an argument is declined."""
-        cdef int64_t n = array_size(args), i, s
-        for i in range(n):
-            s = self.tokens_of(array_data(args) + 16 * i)
-            if s == DECLINE:
-                return 1
-            self.discard(s)
-        return 0
+    cdef object info(self, BindingTable T, int64_t item):
+        """The TokenInfo of the allocation binding at ``item``, or None to decline it."""
+        cdef const char* b = <const char*>T.i_ref[item]
+        cdef const char* arr = <const char*>T.b_ref[T.i_block[item]]
+        if b == NULL or arr == NULL or obj_type(b) != self.L.t_binding:
+            return None
+        return self.alloc_info(arr, T.i_pos[item], obj_field(b, self.L.o_b_var), obj_field(b, self.L.o_b_value))
 
     # ------------------------------------------------------------------ allocations
     cdef object alloc_info(self, const char* arr, int64_t pos, const char* var, const char* call):
@@ -427,193 +250,41 @@ cdef class Scan:
     cdef int64_t scope_id(self, const char* imm) except? -2:
         """A number for the string of the ``StringImm`` at ``imm`` (equal strings, equal
         numbers), or -1 when it holds no string."""
-        cdef unordered_map[size_t, int64_t].iterator it = self.scope_of_imm.find(<size_t>imm)
-        if it != self.scope_of_imm.end():
-            return deref(it).second
-        text = read_string(imm + self.L.o_str_value)
+        cdef unordered_map[size_t, int64_t].iterator it
+        cdef uint32_t n
+        cdef const char* v = imm + self.L.o_str_value
+        cdef size_t j
+        cdef uint64_t small = 0
+        cdef bint inline_str = any_type(v) == K_SMALL_STR
+        if inline_str:
+            # an inline string of at most 7 bytes ("global", "local"): its length and bytes
+            # are its key
+            n = (<const uint32_t*>(v + 4))[0]
+            if n < 8:
+                small = ((<const uint64_t*>(v + 8))[0] & ((1ULL << (8 * n)) - 1)) | (<uint64_t>n << 56)
+            else:
+                inline_str = False
+        if inline_str:
+            for j in range(self.small_keys.size()):
+                if self.small_keys[j] == small:
+                    return self.small_ids[j]
+        else:
+            it = self.scope_of_imm.find(<size_t>imm)
+            if it != self.scope_of_imm.end():
+                return deref(it).second
+        text = read_string(v)
         if text is None:
             return -1
         k = self.scope_ids.get(text)
         if k is None:
             k = self.scope_ids[text] = len(self.scope_names)
             self.scope_names.append(text)
-        self.scope_of_imm[<size_t>imm] = k
+        if inline_str:
+            self.small_keys.push_back(small)
+            self.small_ids.push_back(k)
+        else:
+            self.scope_of_imm[<size_t>imm] = k
         return k
-
-    # ------------------------------------------------------------------ walk
-    def function(self, size_t func, Py_ssize_t func_idx):
-        """Walk the Relax ``Function`` at ``func`` (the ``func_idx``-th of the module's, in
-        module order).
-
-        Returns
-        -------
-        tuple or None
-            ``(SeqExpr address, blocks Array address, [bindings Array address of each block],
-            block id of its first block, address of the body's type)``; None when the walk declines the function (the
-            walk's tables are then incomplete: run the full conversion).
-        """
-        cdef Layout L = self.L
-        cdef const char* f = <const char*>func
-        cdef const char* seq
-        cdef const char* blocks
-        cdef const char* arr
-        cdef const char* b
-        cdef const char* var
-        cdef const char* value
-        cdef const char* op
-        cdef const char* args
-        cdef const char* ty
-        cdef const char* data
-        cdef int64_t nb, ib, n, i, s
-        cdef int32_t vt, ot
-        cdef Py_ssize_t bid, t
-        cdef long long step0
-        cdef bint found, untyped, match_cast = False
-        cdef size_t j
-        cdef unordered_map[size_t, char].iterator git
-        if f == NULL or obj_type(f) != L.t_function:
-            return None
-        seq = obj_field(f, L.o_func_body)
-        if seq == NULL or obj_type(seq) != L.t_seq:
-            return None
-        ty = obj_field(seq, L.o_expr_ty)
-        untyped = ty == NULL or obj_type(ty) == L.t_type_missing
-        if untyped:
-            # not normalized: the body's type is its result's, unless a MatchCast defines a
-            # variable it names (checked below: the full conversion erases those)
-            ty = obj_field(seq, L.o_seq_body)
-            if ty != NULL:
-                ty = obj_field(ty, L.o_expr_ty)
-            if ty == NULL or obj_type(ty) == L.t_type_missing:
-                return None  # the full conversion infers it
-        blocks = obj_field(seq, L.o_seq_blocks)
-        if blocks == NULL or obj_type(blocks) != K_ARRAY:
-            return None
-        self.func_idx = func_idx
-        self.sym_infos = {}
-        self.infos_of_function = []
-        self.info_index.clear()
-        self.at_block = self.at_binding = -1
-        self.tup_start.clear()
-        self.tup_len.clear()
-        self.tup_fields.clear()
-        nb = array_size(blocks)
-        n = 0
-        for ib in range(nb):
-            if any_type(array_data(blocks) + 16 * ib) != L.t_block:
-                return None  # a dataflow block: the full conversion places its storages
-            arr = obj_field(any_obj(array_data(blocks) + 16 * ib), L.o_block_bindings)
-            if arr == NULL or obj_type(arr) != K_ARRAY:
-                return None
-            n += array_size(arr)
-        self.reset_vars(n)
-        arrays = []
-        first_block = self.n_blocks
-        for ib in range(nb):
-            arr = obj_field(any_obj(array_data(blocks) + 16 * ib), L.o_block_bindings)
-            arrays.append(<size_t>arr)
-            bid = self.n_blocks
-            self.n_blocks += 1
-            data = array_data(arr)
-            n = array_size(arr)
-            step0 = self.step + 1
-            self.at_block = ib
-            for i in range(n):
-                self.at_binding = i
-                b = any_obj(data + 16 * i)
-                if any_type(data + 16 * i) == L.t_binding:
-                    value = obj_field(b, L.o_b_value)
-                elif any_type(data + 16 * i) == L.t_match_cast:
-                    value = obj_field(b, L.o_mc_value)
-                    if value == NULL or obj_type(value) == L.t_call:
-                        return None  # a cast call: uses never released, or a malformed allocation
-                    match_cast = True
-                else:
-                    return None
-                var = obj_field(b, L.o_b_var)  # MatchCast's var too (Layout checks the offset)
-                if var == NULL or obj_type(var) != L.t_var or value == NULL:
-                    return None
-                self.step = step0 + i
-                vt = obj_type(value)
-                if vt != L.t_call:
-                    s = self.value_tokens(value)
-                    if s == DECLINE:
-                        return None
-                    if s != NONE:
-                        self.var_set(<size_t>var, s)
-                    continue
-                op = obj_field(value, L.o_call_op)
-                args = obj_field(value, L.o_call_args)
-                if op == NULL or args == NULL or obj_type(args) != K_ARRAY:
-                    return None
-                if <size_t>op == self.op_alloc:
-                    info = self.alloc_info(arr, i, var, value)
-                    if info is None:
-                        return None
-                    t = self.W._new_token(info, <size_t>b, bid, i, self.step)
-                    self.tok_block.push_back(bid)
-                    self.discarded.push_back(0)
-                    self.var_set(<size_t>var, t)
-                    continue
-                ot = obj_type(op)
-                if ot == L.t_op:
-                    found = False
-                    for j in range(self.sharing.size()):
-                        if self.sharing[j] == <size_t>op:
-                            found = True
-                            break
-                    if found:
-                        if self.share_first(var, args):
-                            return None
-                        continue
-                    if <size_t>op == self.op_call_tir_dyn:
-                        if self.use_args(args, bid):
-                            return None
-                    elif self.discard_args(args):
-                        return None
-                elif ot == L.t_global_var:
-                    git = self.gvars.find(<size_t>op)
-                    if git == self.gvars.end():
-                        return None  # not the module's GlobalVar object: the full conversion
-                    if (self.use_args(args, bid) if deref(git).second else self.discard_args(args)):
-                        return None
-                elif ot == L.t_extern_func:
-                    symbol = read_string(op + L.o_extern_symbol)
-                    if symbol is None:
-                        return None
-                    if symbol == RESHAPE_PACKED:  # shares its first argument's storage
-                        if self.share_first(var, args):
-                            return None
-                        continue
-                    if self.use_args(args, bid):
-                        return None
-                else:
-                    return None
-        if untyped and match_cast:
-            return None
-        # the result's tokens escape
-        self.at_block = nb
-        s = self.value_of_result(seq)
-        if s == DECLINE:
-            return None
-        self.discard(s)
-        return <size_t>seq, <size_t>blocks, arrays, first_block, <size_t>ty
-
-    cdef int64_t value_tokens(self, const char* value) except? DECLINE:
-        """The message of a binding's value that is not a call (a variable, a tuple, a
-        get-item, a leaf)."""
-        cdef FFIAny a
-        set_obj(&a, <void*>value)
-        return self.tokens_of(<const char*>&a)
-
-    cdef int64_t value_of_result(self, const char* seq) except? DECLINE:
-        """The message of a ``SeqExpr``'s result."""
-        cdef FFIAny a
-        cdef const char* body = obj_field(seq, self.L.o_seq_body)
-        if body == NULL:
-            return DECLINE
-        set_obj(&a, <void*>body)
-        return self.tokens_of(<const char*>&a)
 
 
 # ------------------------------------------------------------------------------ rewrite

@@ -1,5 +1,6 @@
-"""The native StaticPlanBlockMemory by extraction: the tokens are read and the plan written on
-the TVM objects; only allocations of symbolic shapes are read into memcore's IR.
+"""The native StaticPlanBlockMemory by extraction: the module is read in place into the
+binding table, the one rule kernel finds the tokens, and the plan is written on the TVM
+objects; only allocations of symbolic shapes are read into memcore's IR.
 
 Design
 ------
@@ -10,9 +11,13 @@ writing the function back cost more than the analysis and the plan together.
 StaticPlanBlockMemory reads of most bindings only which variables they pass to which kind
 of callee, and changes only the planned allocations. Here:
 
-1. :class:`~memcore_py.tvm._spbm_extract.Scan` walks each Relax function's bindings in C with
-   the Init rules of :mod:`memcore_py.analysis.storage_tokens` (its docstring lists the forms it
-   handles) and records the tokens and events in the compiled Init walk's own tables, so that
+1. :class:`~memcore_py.tvm._table_reader.TVMReader` reads each Relax function (``If``
+   branches, dataflow blocks, nested calls, ``MatchCast`` s included) into the binding table
+   (``analysis/_binding_table.pxd``), with each callee's properties from memcore's op table
+   (:func:`~memcore_py.analysis.storage_tokens.callee_flags`, per op, GlobalVar and packed
+   symbol); the Init rule kernel (:class:`~memcore_py.analysis._storage_walk.InitRules`, the
+   same as on memcore's IR) walks it and records tokens and events, each allocation sized by
+   :class:`~memcore_py.tvm._spbm_extract.TVMSizer`, so that
    :func:`~memcore_py.analysis.storage_tokens.walk_program` makes the same
    :class:`~memcore_py.analysis.storage_tokens.TokenProgram` as the full pass;
 2. :func:`~memcore_py.planning.allocate.plan_memory`, the full pass's planner, plans it (TVM
@@ -20,13 +25,14 @@ of callee, and changes only the planned allocations. Here:
 3. :func:`~memcore_py.tvm._spbm_extract.rewrite_function` rebuilds, in C, the blocks holding
    planned allocations: the storage bindings and the rewritten allocations are built through
    the compiled writer's constructors, every other binding is the object it was; then a new
-   ``SeqExpr``, ``Function`` and module are made (:mod:`._extraction`).
+   ``SeqExpr``, ``Function`` and module are made (:mod:`._extraction`). The writer places
+   storages in the function body's own plain blocks only.
 
 The storages' ``R.shape([bytes])`` and the offsets' ``IntImm`` s are TVM objects shared across
 calls (bounded caches below), as the writer shares constant leaves.
 
 Allocations of symbolic shapes (bounded by ``tir_var_upper_bound`` or not) are the one place
-where memcore's IR is read: the scan hands each distinct symbolic type of a function to
+where memcore's IR is read: the sizer hands each distinct symbolic type of a function to
 :class:`_Symbolic`, which reads that one binding with the full conversion's reader and sizes it
 with the full pass's own code (:func:`~memcore_py.analysis.storage_tokens.alloc_token_info`,
 after :func:`~memcore_py.analysis.arith.read_var_bounds` on the function's signature and
@@ -34,18 +40,21 @@ attributes); a storage of a symbolic size is written with the writer, in the fun
 symbolic variables.
 
 The full conversion runs instead (:func:`static_plan_block_memory_extracted` returns None) when
-a function is not of the form the scan handles (an ``If``, a ``MatchCast`` of a call, a
-dataflow block, a nested call, an unusual allocation), has the attribute
+the reader declines a function (a ``SeqExpr`` or function nested in an expression, an object of
+an unexpected class, a callee that is not an ``Op``, a GlobalVar of the module or an
+``ExternFunc``), when an allocation is planned inside an ``If`` branch or a dataflow block (the
+writer does not place those storages), when a function has the attribute
 ``relax.memory_plan_dynamic_func_output`` (Case-2 allocations), a bound attribute or an
-allocation the full pass rejects (the full conversion then reports it), a body without a type
-that a ``MatchCast`` may name, when the module has global infos or a function entry that is
-neither a Relax function nor a PrimFunc, or when the compiled reader is unavailable.
+allocation the full pass rejects or the sizer does not size (the full conversion then reports
+it), a body without a type that a ``MatchCast`` may name, when the module has global infos or a
+function entry that is neither a Relax function nor a PrimFunc, or when the compiled reader is
+unavailable.
 
 What the extraction does not read it does not check, as for the other extracted passes
 (:mod:`.lower_alloc_extract`, :mod:`.kill_extract`): a call of an op memcore does not model
 stays the same TVM object (its arguments' tokens are discarded, TVM's rule for any other
 call), where the full conversion raises :class:`~memcore_py.tvm.TVMConversionError` naming it.
-Nothing is dropped either way. An allocation the scan does not accept (a malformed one
+Nothing is dropped either way. An allocation the sizer does not accept (a malformed one
 included) declines, so the full pass reports it as it would.
 
 Measured against TVM's pass by bench ``test_fixed_cost_native_spbm`` and
@@ -56,19 +65,37 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from .._compiled import load_compiled
-from ..analysis.arith import ATTR_TIR_NON_NEGATIVE_VAR, ATTR_TIR_VAR_LOWER_BOUND, ATTR_TIR_VAR_UPPER_BOUND, EMPTY_BOUNDS
-from ..analysis.arith import read_var_bounds
-from ..analysis.storage_tokens import TokenInfo, alloc_token_info, walk_program
-from ..errors import MemcoreError
+from ..analysis.arith import (
+    ATTR_TIR_NON_NEGATIVE_VAR,
+    ATTR_TIR_VAR_LOWER_BOUND,
+    ATTR_TIR_VAR_UPPER_BOUND,
+    EMPTY_BOUNDS,
+    read_var_bounds,
+)
+from ..analysis.storage_tokens import (
+    TokenInfo,
+    alloc_token_info,
+    callee_flags,
+    walk_program,
+)
+from ..errors import MemcoreError, PassError
 from ..ir.construct import new_shape_expr
-from ..ir.op import get_op
-from ..ir.ops import SHARES_STORAGE_OPS
+from ..ir.expr import ExternFunc
+from ..ir.op import get_op, list_ops
 from ..ir.prim import IntImm
 from ..planning.allocate import plan_memory
 from ..transform.static_plan_block_memory import ATTR_PLAN_DYNAMIC_FUNC_OUTPUT
-from . import _ffi_reader, _ffi_writer, _spbm_extract
-from ._extraction import any_type, dtype_const, function_with_blocks, int64_imm, module_entries, module_with
-from ._extraction import NO_INFOS, shape_of_bytes
+from . import _ffi_reader, _ffi_writer, _spbm_extract, _table_reader
+from ._extraction import (
+    NO_INFOS,
+    any_type,
+    dtype_const,
+    function_with_blocks,
+    int64_imm,
+    module_entries,
+    module_with,
+    shape_of_bytes,
+)
 from ._node_map import AddrMap, NodeMap
 from .from_tvm import _entry_order, _Reader
 from .to_tvm import _Writer
@@ -90,7 +117,7 @@ class _Signature(NamedTuple):
 
 class _Symbolic:
     """The sizes of allocations of symbolic shapes, and the ``R.shape([bytes])`` of their
-    storages: the full pass's own code on the few bindings the scan hands over, read by the
+    storages: the full pass's own code on the few bindings the sizer hands over, read by the
     full conversion's reader (made at the first one), one function at a time."""
 
     def __init__(self, api, layout, tvm_mod):
@@ -159,21 +186,25 @@ class _Symbolic:
         writer.prims = dict(self.sources.get(func_idx, {}))
         return writer.expr_addr(new_shape_expr((nbytes,)))
 
-_STORAGE_WALK = []
-#: the ops the scan and the rewrite take, made once: (scan op addresses, rewrite op addresses,
-#: the ops themselves, held)
+#: made once per process: (``{op address: CALLEE_* flags}`` of every op memcore's op table gives
+#: a property, the rewrite's op addresses, the ops themselves, held)
 _OPS = []
 
 
 def _ops(api):
     if not _OPS:
-        scan_ops = [api.Op.get("relax.builtin.alloc_tensor"), api.Op.get("relax.vm.call_tir_dyn")]
-        scan_ops += [api.Op.get(op.name) for op in sorted(SHARES_STORAGE_OPS, key=lambda o: o.name)]
+        flagged = [(name, callee_flags(frozenset(), get_op(name))) for name in list_ops()]
+        flagged = [(api.Op.get(name), flags) for name, flags in flagged if flags]
         rewrite_ops = [api.Op.get(n) for n in ("relax.memory.alloc_storage", "relax.memory.alloc_tensor",
                                                "relax.memory.ensure_zero_offset")]
-        _OPS.append((tuple(op.__chandle__() for op in scan_ops), tuple(op.__chandle__() for op in rewrite_ops),
-                     (scan_ops, rewrite_ops)))
+        _OPS.append(({op.__chandle__(): flags for op, flags in flagged},
+                     tuple(op.__chandle__() for op in rewrite_ops), (flagged, rewrite_ops)))
     return _OPS[0]
+
+
+def _extern_flags(symbol: str) -> int:
+    """The properties of an ``ExternFunc`` callee: memcore's for the same packed symbol."""
+    return callee_flags(frozenset(), ExternFunc(symbol))
 
 
 def static_plan_block_memory_extracted(api, tvm_mod, mode: str = "tvm", alignment: int = 64, time_limit=None,
@@ -186,12 +217,18 @@ def static_plan_block_memory_extracted(api, tvm_mod, mode: str = "tvm", alignmen
     if found is None:
         return None
     layout, entries = found
-    scan_ops, rewrite_ops, _held = _ops(api)
-    if not _STORAGE_WALK:
-        _STORAGE_WALK.append(load_compiled("memcore_py.analysis._storage_walk").InitWalk)
-    walk = _STORAGE_WALK[0](get_op("relax.builtin.alloc_tensor"), frozenset(), frozenset(), {}, {}, TokenInfo)
-    scan = _spbm_extract.Scan(layout, walk, {gv: kind == 0 for kind, _n, gv, _f in entries}, scan_ops, TokenInfo)
-    symbolic = scan.symbolic = _Symbolic(api, layout, tvm_mod)
+    op_flags, rewrite_ops, _held = _ops(api)
+    rules = load_compiled("memcore_py.analysis._storage_walk")
+    recorder = rules.TokenRecorder()
+    table = load_compiled("memcore_py.analysis._binding_table").BindingTable()
+    prim = load_compiled("memcore_py.analysis._binding_table").CALLEE_USES_ARGS
+    known = dict(op_flags)
+    for kind, _n, gv, _f in entries:
+        known[gv] = prim if kind == 0 else 0  # a PrimFunc of the module uses its arguments
+    reader = _table_reader.TVMReader(table, layout, known, _extern_flags)
+    kernel = rules.InitRules(table, recorder, PassError)
+    sizer = _spbm_extract.TVMSizer(layout, recorder, TokenInfo)
+    symbolic = sizer.symbolic = _Symbolic(api, layout, tvm_mod)
     relax = sorted(((True, name == "main", name, f) for kind, name, _gv, f in entries if kind == 1), key=_entry_order)
     functions = []
     for _r, _main, name, f_addr in relax:
@@ -204,11 +241,23 @@ def static_plan_block_memory_extracted(api, tvm_mod, mode: str = "tvm", alignmen
             symbolic.begin(name, len(functions), f_addr, attrs)
         except MemcoreError:
             return None  # the full conversion reports it
-        got = scan.function(f_addr, len(functions))
+        got = reader.read_function(f_addr, name)
         if got is None:
             return None
+        sizer.begin_function(len(functions))
+        try:
+            if not kernel.run_function(len(functions), sizer):
+                return None
+        except PassError:
+            return None  # a malformed module: the full conversion reports it
         functions.append((name, f_addr, got))
-    program, (tok_block, tok_binding, tok_index) = walk_program(walk, [name for name, _f, _g in functions])
+    program, (tok_block, tok_binding, tok_index) = walk_program(recorder, [name for name, _f, _g in functions],
+                                                                kernel.extra_refs)
+    # the writer places storages in the body's own plain blocks only (module docstring)
+    flat = {b for _n, _f, (_s, _b, sid, _first, _t) in functions for b in table.scope_blocks[sid]
+            if not table.block_is_dataflow[b]}
+    if not flat.issuperset(tok_block):
+        return None
     plan = plan_memory(program, mode, alignment=alignment, time_limit=time_limit)
     storages = plan.storages
     if not storages:
@@ -237,14 +286,20 @@ def static_plan_block_memory_extracted(api, tvm_mod, mode: str = "tvm", alignmen
     t0 = 0
     func_of = program.tok_func.tolist()
     n_tok = len(func_of)
-    for f, (_name, f_addr, (_seq, blocks_addr, arrays, first_block, ty_addr)) in enumerate(functions):
+    block_refs = table.block_refs()
+    for f, (_name, f_addr, (_seq, blocks_addr, sid, first_block, ty_addr)) in enumerate(functions):
         t1 = t0
         while t1 < n_tok and func_of[t1] == f:
             t1 += 1
         if t1 == t0:
             continue
-        changed = _spbm_extract.rewrite_function(layout, keep, planned, arrays, first_block, t0, t1)
+        body_blocks = table.scope_blocks[sid]
+        end_block = functions[f + 1][2][3] if f + 1 < len(functions) else len(block_refs)
+        changed = _spbm_extract.rewrite_function(layout, keep, planned, block_refs[first_block:end_block],
+                                                 first_block, t0, t1)
         t0 = t1
-        new_funcs[f_addr] = function_with_blocks(layout, keep, f_addr, blocks_addr, [k for k, _b in changed],
+        # the rewritten blocks by their index among the body's blocks
+        index = {b - first_block: k for k, b in enumerate(body_blocks)}
+        new_funcs[f_addr] = function_with_blocks(layout, keep, f_addr, blocks_addr, [index[k] for k, _b in changed],
                                                  [b for _k, b in changed], ty_addr)
     return module_with(api, layout, keep, tvm_mod, entries, new_funcs)

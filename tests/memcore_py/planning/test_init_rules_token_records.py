@@ -1,6 +1,6 @@
-"""The compiled Init walk allocates its TokenInfo records directly (no call of the class):
-they are real TokenInfo tuples, equal field by field to the ones the Python path makes, and
-the walk refuses a record class it cannot build that way."""
+"""The compiled sizer of the Init rule kernel allocates its TokenInfo records directly (no
+call of the class): they are real TokenInfo tuples, equal field by field to the ones the
+Python sizing makes, and the sizer refuses a record class it cannot build that way."""
 from typing import NamedTuple
 
 import pytest
@@ -37,10 +37,10 @@ class _Dict(tuple):
 
 
 @pytest.mark.parametrize("cls", [tuple, _Three, _Dict, dict])
-def test_walk_rejects_other_record_classes(cls):
-    walk = load_compiled("memcore_py.analysis._storage_walk")
+def test_sizer_rejects_other_record_classes(cls):
+    rules = load_compiled("memcore_py.analysis._storage_walk")
     with pytest.raises(TypeError, match="info_cls"):
-        walk.InitWalk(stk.BUILTIN_ALLOC_TENSOR, frozenset(), stk._CARRIERS, {}, {}, cls)
+        rules.AllocSizer({}, [], cls)
 
 
 def _walked(mod):
@@ -48,7 +48,7 @@ def _walked(mod):
     for gv, func in mod.functions.items():
         if isinstance(func, stk.Function):
             init._visit_function(gv, func)
-    return init.walk
+    return init.recorder
 
 
 def test_decode_without_new_ids_gives_the_same_program():
@@ -63,8 +63,12 @@ def test_decode_without_new_ids_gives_the_same_program():
         assert full[8] == lean[8] and full[9] == lean[9]
 
 
-def test_walk_needs_begin_function():
-    walk = load_compiled("memcore_py.analysis._storage_walk")
-    w = walk.InitWalk(stk.BUILTIN_ALLOC_TENSOR, frozenset(), stk._CARRIERS, {}, {}, stk.TokenInfo)
+def test_rules_need_the_functions_in_order_and_a_started_sizer():
+    rules = load_compiled("memcore_py.analysis._storage_walk")
+    init = stk._StorageAllocatorInit(chain_module(3, width=8))
+    with pytest.raises(ValueError, match="out of order"):
+        init.rules.run_function(0, init.sizer)  # nothing read yet
+    gv, func = next((gv, f) for gv, f in init.mod.functions.items() if isinstance(f, stk.Function))
+    init.reader.read_function(gv.name, func.body)
     with pytest.raises(RuntimeError, match="begin_function"):
-        w.walk((), 0, 0, None)
+        init.rules.run_function(0, rules.AllocSizer({}, [], stk.TokenInfo))

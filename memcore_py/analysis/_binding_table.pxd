@@ -1,0 +1,95 @@
+# The flat binding table of one module (see _binding_table.pyx): what a reader records of a
+# module's Relax functions and a pass's rule kernel walks. Struct of arrays; ids are dense.
+# A reader fills it in visit order and applies no pass rule; what it cannot read it reports
+# through ``error`` (memcore IR) or declines (TVM objects).
+cimport cython
+from libc.stdint cimport int8_t, int64_t
+from libcpp.vector cimport vector
+
+cdef enum ExprKind:
+    X_LEAF = 0          # carries nothing a pass tracks: a constant, shape, prim value, string, dtype, callee
+    X_VAR = 1           # a variable: x_a = its var id (per function)
+    X_TUPLE = 2         # a tuple: its fields are x_child[x_first : x_first + x_n]
+    X_GET_ITEM = 3      # a tuple get-item: x_a = the tuple's expr id, x_b = the index
+    X_CALL = 4          # a call: x_a = callee id, its arguments are x_child[x_first : x_first + x_n]
+                        # (none for a CF_ALLOCATES callee: shape, dtype, device and scope carry nothing)
+    X_IF = 5            # an If (only as a binding's value): x_a = condition expr, x_b / x_c = then / else scope
+
+cdef enum ItemKind:
+    I_BINDING = 0       # a VarBinding
+    I_MATCH_CAST = 1    # a MatchCast
+    I_RESULT = 2        # the result of a scope (a function body or an If branch), after its blocks
+
+cdef enum CalleeFlag:
+    # properties of a callee, from the op table and the module (a reader fills c_flags)
+    CF_ALLOCATES = 1    # R.builtin.alloc_tensor
+    CF_SHARES = 2       # the result is args[0]'s storage (R.reshape, R.memory.view, ...)
+    CF_USES_ARGS = 4    # a kernel call reading and writing its arguments (PrimFunc, packed, call_tir_dyn)
+
+
+@cython.final
+cdef class PointerIds:
+    # Dense ids of objects by address, for readers (variables, callees); see _binding_table.pyx
+    cdef vector[size_t] keys        # open addressing, 0 = empty
+    cdef vector[int64_t] vals       # the id of each key
+    cdef size_t mask
+    cdef int shift                  # 64 - log2(capacity): hashing by the product's high bits
+    cdef int64_t n                  # ids handed out
+
+    cdef void resize(self, size_t cap) noexcept
+    cdef void clear(self, size_t expected) noexcept
+    cdef size_t slot(self, size_t key) noexcept
+    cdef int64_t get(self, size_t key) noexcept
+    cdef int64_t add(self, size_t key) except -1
+    cdef void grow(self) noexcept
+
+
+cdef class BindingTable:
+    # ---- expressions: every value and everything nested in it, in reading order
+    cdef vector[int8_t] x_kind      # ExprKind
+    cdef vector[int64_t] x_a        # per kind (ExprKind)
+    cdef vector[int64_t] x_b
+    cdef vector[int64_t] x_c
+    cdef vector[int64_t] x_first    # first child in x_child (tuples and calls)
+    cdef vector[int64_t] x_n        # number of children
+    cdef vector[int64_t] x_child    # children's expr ids (CSR)
+    # ---- items: the bindings and scope results of every function, in visit order (If branches
+    # right after their If binding: the then branch, its result, the else branch, its result)
+    cdef vector[int8_t] i_kind      # ItemKind
+    cdef vector[int64_t] i_var      # the bound variable's var id (-1 for a result)
+    cdef vector[int64_t] i_value    # the value's (or result's) expr id
+    cdef vector[int64_t] i_block    # block id of a binding; for a result, the last block read before it
+    cdef vector[int64_t] i_pos      # position of a binding in its block
+    cdef vector[int64_t] i_outer    # block read last before the item (the block of calls nested in it)
+    cdef vector[size_t] i_ref       # the binding object's address (borrowed; the reader's module holds it)
+    # ---- callees: one id per distinct callee object of the module
+    cdef vector[int8_t] c_flags     # CalleeFlag bits
+    # ---- functions: items f_first[k] .. f_first[k + 1] - 1 are the k-th function's
+    cdef vector[int64_t] f_first
+    cdef vector[int64_t] f_n_vars   # variables of the function (var ids 0 .. n - 1)
+    cdef vector[int64_t] f_error    # item at which reading stopped (its error in errors[k]), or -1
+    cdef public list errors         # per function: the reader's error (an exception), or None
+    cdef public list func_names     # per function: its name
+    # ---- blocks and scopes (as AllocationSites holds them; objects of the reader's object model)
+    cdef public list block_bindings # block id -> the block's bindings (memcore IR; None for TVM objects)
+    cdef vector[size_t] b_ref       # block id -> the address of the block's bindings array (TVM objects; 0 else)
+    cdef public list block_scope    # block id -> scope id
+    cdef public list block_is_dataflow
+    cdef public dict block_ifs      # block id -> [(position, (then scope, else scope)), ...] of its Ifs
+    cdef public list scope_parent   # scope id -> parent scope id (-1: a function body)
+    cdef public list scope_anchor   # scope id -> (block id, If binding, position), None for a body
+    cdef public list scope_blocks   # scope id -> its block ids
+    # ---- the function being read (reader state kept here, so both readers share it)
+    cdef PointerIds var_ids         # variable address -> var id
+    cdef vector[int64_t] var_x      # var id -> its X_VAR expression (-1 before its first use)
+
+    cdef int64_t add_expr(self, int8_t kind, int64_t a, int64_t b, int64_t c) except -1
+    cdef int64_t add_parent(self, int8_t kind, int64_t a, const int64_t* kids, int64_t n) except -1
+    cdef int begin_function(self, str name, size_t expected_vars) except -1
+    cdef int end_function(self, error) except -1
+    cdef int64_t var_id(self, size_t key) except -1
+    cdef int64_t var_expr(self, size_t key) except -1
+    cdef Py_ssize_t new_scope(self, Py_ssize_t parent, anchor) except -1
+    cdef Py_ssize_t new_block(self, Py_ssize_t sid, bint dataflow, bindings, size_t ref) except -1
+    cdef int64_t add_item(self, int8_t kind, int64_t var, int64_t value, int64_t block, int64_t pos,
+                          int64_t outer, size_t ref) except -1

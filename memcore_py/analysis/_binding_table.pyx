@@ -1,0 +1,234 @@
+# cython: language_level=3
+"""The flat binding table of a module: one record of what a pass's rules need to know of a
+module's Relax functions, whatever object model the module is in (built by ``setup.py``).
+
+Design
+------
+A memory pass is *reader -> binding table -> rule kernel*: a reader walks one object model
+(memcore's IR: :mod:`memcore_py.analysis._ir_reader`) and fills this table; the pass's rule
+kernel (StaticPlanBlockMemory's Init rules: :func:`memcore_py.analysis._storage_walk.run_init`)
+walks the table and nothing else. A reader applies no pass rule: it records what each
+binding *is* (the kind of its value, the callee and its op-table properties, the variables
+it reads, where it sits), and the kernel decides what that means. So each rule is written
+once, in the kernel, for every object model a reader exists for.
+
+The fields are declared, one comment each, in ``_binding_table.pxd``. The table is a struct
+of arrays of C integers:
+
+- *expressions* (``x_*``): every value and every expression nested in it, children before
+  nothing in particular but always by id (``x_child``, a CSR list of child expr ids);
+- *items* (``i_*``): the bindings and scope results of each function in visit order, the
+  bindings of an ``If``'s branches right after the ``If`` binding itself (then branch, its
+  result, else branch, its result), so that a kernel walks the items in one loop;
+- *callees* (``c_flags``): per distinct callee its op-table properties (:data:`CF_ALLOCATES`,
+  :data:`CF_SHARES`, :data:`CF_USES_ARGS`);
+- *functions* (``f_*``): where each function's items start, how many variables it has, and
+  where its reader stopped with an error (the kernel runs the items before it, then raises
+  the reader's error: errors are reported in visit order, whichever side finds them);
+- the block and scope structure as Python lists (what a rewriter needs to place new
+  bindings), holding the reader's own objects.
+"""
+from memcore_py.analysis._binding_table cimport CF_ALLOCATES, CF_SHARES, CF_USES_ARGS, X_VAR
+
+
+cdef class PointerIds:
+    """Dense ids of objects by address (open addressing, linear probing, multiplicative
+    hashing by the high bits). The objects must outlive the table (a reader's module holds
+    them); they are compared, never used."""
+
+    # fields: _binding_table.pxd
+
+    def __cinit__(self):
+        self.resize(64)
+
+    cdef void resize(self, size_t cap) noexcept:
+        """Empty, with room for ``cap`` slots (a power of two)."""
+        self.keys.assign(cap, 0)
+        self.vals.resize(cap)
+        self.mask = cap - 1
+        self.shift = 64
+        while cap > 1:
+            cap >>= 1
+            self.shift -= 1
+        self.n = 0
+
+    cdef void clear(self, size_t expected) noexcept:
+        """Empty, with room for about ``expected`` keys without growing."""
+        cdef size_t cap = 64
+        while cap < 2 * expected + 2:
+            cap <<= 1
+        self.resize(cap)
+
+    cdef size_t slot(self, size_t key) noexcept:
+        cdef size_t i = ((key >> 4) * <size_t>0x9E3779B97F4A7C15ULL) >> self.shift
+        while self.keys[i] != 0 and self.keys[i] != key:
+            i = (i + 1) & self.mask
+        return i
+
+    cdef int64_t get(self, size_t key) noexcept:
+        """The id of ``key``, or -1."""
+        cdef size_t i = self.slot(key)
+        return self.vals[i] if self.keys[i] == key else -1
+
+    cdef int64_t add(self, size_t key) except -1:
+        """The id of ``key``, a new one (``n`` before the call) if it had none."""
+        cdef size_t i = self.slot(key)
+        if self.keys[i] == key:
+            return self.vals[i]
+        if 2 * (<size_t>self.n + 1) > self.mask:
+            self.grow()
+            i = self.slot(key)
+        self.keys[i] = key
+        self.vals[i] = self.n
+        self.n += 1
+        return self.n - 1
+
+    cdef void grow(self) noexcept:
+        cdef vector[size_t] keys = self.keys
+        cdef vector[int64_t] vals = self.vals
+        cdef int64_t n = self.n
+        cdef size_t j, i
+        self.resize(2 * (self.mask + 1))
+        self.n = n
+        for j in range(keys.size()):
+            if keys[j] != 0:
+                i = self.slot(keys[j])
+                self.keys[i] = keys[j]
+                self.vals[i] = vals[j]
+
+
+cdef class BindingTable:
+    """An empty table (fields: ``_binding_table.pxd``)."""
+
+    def __init__(self):
+        self.errors = []
+        self.func_names = []
+        self.block_bindings = []
+        self.block_scope = []
+        self.block_is_dataflow = []
+        self.block_ifs = {}
+        self.scope_parent = []
+        self.scope_anchor = []
+        self.scope_blocks = []
+        self.var_ids = PointerIds()
+
+    cdef int64_t add_expr(self, int8_t kind, int64_t a, int64_t b, int64_t c) except -1:
+        """Append an expression without children; returns its id."""
+        cdef int64_t x = <int64_t>self.x_kind.size()
+        self.x_kind.push_back(kind)
+        self.x_a.push_back(a)
+        self.x_b.push_back(b)
+        self.x_c.push_back(c)
+        self.x_first.push_back(<int64_t>self.x_child.size())
+        self.x_n.push_back(0)
+        return x
+
+    cdef int64_t add_parent(self, int8_t kind, int64_t a, const int64_t* kids, int64_t n) except -1:
+        """Append a tuple or call record of the children ``kids[0 .. n-1]`` (stored
+        contiguously); returns its id."""
+        cdef int64_t x = self.add_expr(kind, a, 0, 0), i
+        self.x_first[x] = <int64_t>self.x_child.size()
+        self.x_n[x] = n
+        for i in range(n):
+            self.x_child.push_back(kids[i])
+        return x
+
+    cdef int begin_function(self, str name, size_t expected_vars) except -1:
+        """Start reading the next function (``expected_vars``: about how many variables)."""
+        self.var_ids.clear(expected_vars)
+        self.var_x.clear()
+        self.f_first.push_back(<int64_t>self.i_kind.size())
+        self.func_names.append(name)
+        return 0
+
+    cdef int end_function(self, error) except -1:
+        """The function is read: ``error`` is the reading error that stopped it at the next
+        item (an exception), or None."""
+        self.f_n_vars.push_back(<int64_t>self.var_x.size())
+        self.f_error.push_back(<int64_t>self.i_kind.size() if error is not None else -1)
+        self.errors.append(error)
+        return 0
+
+    cdef int64_t var_id(self, size_t key) except -1:
+        """The var id of the variable at address ``key`` in the function being read."""
+        cdef int64_t k = self.var_ids.add(key)
+        if k == <int64_t>self.var_x.size():
+            self.var_x.push_back(-1)
+        return k
+
+    cdef int64_t var_expr(self, size_t key) except -1:
+        """The X_VAR expression of the variable at address ``key`` (one per variable)."""
+        cdef int64_t k = self.var_id(key)
+        cdef int64_t x = self.var_x[k]
+        if x < 0:
+            x = self.var_x[k] = self.add_expr(X_VAR, k, 0, 0)
+        return x
+
+    cdef Py_ssize_t new_scope(self, Py_ssize_t parent, anchor) except -1:
+        """A new scope (a function body, or an If branch anchored at ``(block, If binding,
+        position)``); returns its id."""
+        self.scope_parent.append(parent)
+        self.scope_anchor.append(anchor)
+        self.scope_blocks.append([])
+        return len(self.scope_parent) - 1
+
+    cdef Py_ssize_t new_block(self, Py_ssize_t sid, bint dataflow, bindings, size_t ref) except -1:
+        """A new block of scope ``sid`` (``bindings``: memcore's tuple of them, or None;
+        ``ref``: the TVM bindings Array's address, or 0); returns its id."""
+        cdef Py_ssize_t bid = len(self.block_scope)
+        self.block_scope.append(sid)
+        self.block_is_dataflow.append(dataflow)
+        (<list>self.scope_blocks[sid]).append(bid)
+        self.block_bindings.append(bindings)
+        self.b_ref.push_back(ref)
+        return bid
+
+    cdef int64_t add_item(self, int8_t kind, int64_t var, int64_t value, int64_t block, int64_t pos,
+                          int64_t outer, size_t ref) except -1:
+        """Append an item; returns its index."""
+        cdef int64_t i = <int64_t>self.i_kind.size()
+        self.i_kind.push_back(kind)
+        self.i_var.push_back(var)
+        self.i_value.push_back(value)
+        self.i_block.push_back(block)
+        self.i_pos.push_back(pos)
+        self.i_outer.push_back(outer)
+        self.i_ref.push_back(ref)
+        return i
+
+    @property
+    def n_items(self):
+        """Number of items recorded."""
+        return <Py_ssize_t>self.i_kind.size()
+
+    @property
+    def n_exprs(self):
+        """Number of expressions recorded."""
+        return <Py_ssize_t>self.x_kind.size()
+
+    @property
+    def n_functions(self):
+        """Number of functions recorded."""
+        return <Py_ssize_t>self.f_first.size()
+
+    def block_refs(self):
+        """``b_ref`` of every block (the bindings ``Array`` address over TVM objects, else 0)."""
+        return [self.b_ref[b] for b in range(self.b_ref.size())]
+
+    def items(self):
+        """The items as ``(kind, var, value, block, pos, outer)`` tuples (for tests and
+        debugging)."""
+        return [(self.i_kind[i], self.i_var[i], self.i_value[i], self.i_block[i], self.i_pos[i], self.i_outer[i])
+                for i in range(self.i_kind.size())]
+
+    def exprs(self):
+        """The expressions as ``(kind, a, b, c, children)`` tuples (for tests and debugging)."""
+        return [(self.x_kind[x], self.x_a[x], self.x_b[x], self.x_c[x],
+                 [self.x_child[self.x_first[x] + k] for k in range(self.x_n[x])])
+                for x in range(self.x_kind.size())]
+
+
+#: the callee properties, for the ``callee_flags`` functions readers are given (``CF_*``)
+CALLEE_ALLOCATES = CF_ALLOCATES
+CALLEE_SHARES = CF_SHARES
+CALLEE_USES_ARGS = CF_USES_ARGS

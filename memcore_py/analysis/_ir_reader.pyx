@@ -1,0 +1,226 @@
+# cython: language_level=3
+"""The reader of memcore's IR into the binding table (built by ``setup.py``; no fallback).
+
+Design
+------
+:class:`IRReader` walks the Relax functions of a memcore :class:`~memcore_py.ir.module.
+IRModule` in visit order and fills a :class:`~memcore_py.analysis._binding_table.
+BindingTable` (fields and order: ``_binding_table.pxd``). It applies no pass rule: a binding's
+value becomes an expression record (variable, tuple, get-item, call of a callee id, ``If``,
+leaf), a callee's properties come from the ``callee_flags`` function it is given (the op
+table's, once per distinct callee), and variables become dense per-function ids.
+
+What the table cannot hold is a *reading* error, raised as the pass's error type with the
+function's name: a ``SeqExpr`` anywhere but a function body or an ``If`` branch, a nested
+function, an ``If`` that is not a binding's value. The reader stops the function there and
+records the error at the item it stopped at (``f_error``); a rule kernel runs the items before
+it and then raises it, so that errors come in visit order.
+
+Slots of the IR nodes are read through ``memcore_py/ir/_slots.pxd``.
+"""
+from cpython.object cimport PyObject, PyObject_TypeCheck, PyTypeObject, Py_TYPE
+from libc.stdint cimport int8_t, int64_t
+from libcpp.vector cimport vector
+
+from memcore_py.analysis._binding_table cimport (
+    BindingTable, CF_ALLOCATES, I_BINDING, I_MATCH_CAST, I_RESULT, PointerIds, X_CALL, X_GET_ITEM, X_IF, X_LEAF,
+    X_TUPLE,
+)
+from memcore_py.ir._slots cimport get_slot, slot_offset
+
+from memcore_py.ir.expr import (
+    Call, DataflowBlock, DataflowVar, Function, If, MatchCast, SeqExpr, Tuple, TupleGetItem, Var, VarBinding,
+)
+
+cdef Py_ssize_t O_VAR = slot_offset(VarBinding.var)
+cdef Py_ssize_t O_VALUE = slot_offset(VarBinding.value)
+cdef Py_ssize_t O_OP = slot_offset(Call.op)
+cdef Py_ssize_t O_ARGS = slot_offset(Call.args)
+cdef Py_ssize_t O_FIELDS = slot_offset(Tuple.fields)
+cdef Py_ssize_t O_SEQ_BLOCKS = slot_offset(SeqExpr.blocks)
+cdef Py_ssize_t O_SEQ_BODY = slot_offset(SeqExpr.body)
+if slot_offset(MatchCast.var) != O_VAR or slot_offset(MatchCast.value) != O_VALUE:
+    raise ImportError("memcore_py.analysis._ir_reader: unexpected slot layout of the IR nodes")
+
+cdef PyTypeObject* T_VAR = <PyTypeObject*>Var
+cdef PyTypeObject* T_DATAFLOW_VAR = <PyTypeObject*>DataflowVar
+cdef PyTypeObject* T_CALL = <PyTypeObject*>Call
+cdef PyTypeObject* T_TUPLE = <PyTypeObject*>Tuple
+cdef PyTypeObject* T_GET_ITEM = <PyTypeObject*>TupleGetItem
+cdef PyTypeObject* T_IF = <PyTypeObject*>If
+cdef PyTypeObject* T_SEQ = <PyTypeObject*>SeqExpr
+cdef PyTypeObject* T_VAR_BINDING = <PyTypeObject*>VarBinding
+cdef PyTypeObject* T_MATCH_CAST = <PyTypeObject*>MatchCast
+cdef PyTypeObject* T_DATAFLOW_BLOCK = <PyTypeObject*>DataflowBlock
+cdef PyTypeObject* T_FUNCTION = <PyTypeObject*>Function
+
+
+cdef class IRReader:
+    """Fills ``table`` with the Relax functions it is given (:meth:`read_function`).
+
+    Parameters
+    ----------
+    table : BindingTable
+    callee_flags : callable
+        ``callee -> int``: the ``CF_*`` properties of a call's callee (asked once per distinct
+        callee object).
+    error_cls : type
+        The exception type of reading errors (the pass's).
+    pass_name : str
+        The pass, for the messages of what it does not support.
+    """
+
+    cdef BindingTable T
+    cdef object callee_flags, error_cls
+    cdef PointerIds callee_ids  # callee object -> callee id
+    cdef list callees           # the callees (held: their ids are by address)
+    cdef int64_t leaf
+    cdef str func_name, pass_name
+
+    def __init__(self, BindingTable table, callee_flags, error_cls, str pass_name):
+        self.T = table
+        self.callee_flags = callee_flags
+        self.error_cls = error_cls
+        self.callee_ids = PointerIds()
+        self.callees = []
+        self.leaf = table.add_expr(X_LEAF, 0, 0, 0)
+        self.func_name = ""
+        self.pass_name = pass_name
+
+    def read_function(self, str name, body):
+        """Record one function (its body, a ``SeqExpr``) as the table's next function; a
+        reading error is recorded (``errors``, ``f_error``), not raised. Returns the scope id
+        of the body."""
+        cdef BindingTable T = self.T
+        cdef Py_ssize_t expected = 0
+        self.func_name = name
+        if Py_TYPE(body) is T_SEQ:
+            for block in <object>get_slot(body, O_SEQ_BLOCKS):
+                expected += len(block.bindings)
+        T.begin_function(name, expected + 16)
+        sid = T.new_scope(-1, None)
+        try:
+            if Py_TYPE(body) is not T_SEQ:
+                raise self.error_cls(f"function {name!r}: the body must be a SeqExpr; got {type(body).__name__}")
+            self.read_seq(body, sid)
+        except self.error_cls as exc:
+            T.end_function(exc)
+        else:
+            T.end_function(None)
+        return sid
+
+    cdef int read_seq(self, seq, Py_ssize_t sid) except -1:
+        cdef BindingTable T = self.T
+        for block in <object>get_slot(seq, O_SEQ_BLOCKS):
+            self.read_block(block, sid)
+        cdef int64_t outer = len(T.block_scope) - 1
+        cdef int64_t x = self.read_expr(<object>get_slot(seq, O_SEQ_BODY))
+        T.add_item(I_RESULT, -1, x, outer, -1, outer, 0)
+        return 0
+
+    cdef int read_block(self, block, Py_ssize_t sid) except -1:
+        cdef BindingTable T = self.T
+        cdef tuple bindings = tuple(block.bindings)
+        cdef Py_ssize_t bid = T.new_block(sid, Py_TYPE(block) is T_DATAFLOW_BLOCK, bindings, 0)
+        cdef Py_ssize_t i, n = len(bindings)
+        cdef PyTypeObject* tb
+        cdef PyObject* p
+        cdef int8_t kind
+        cdef int64_t x, var, outer
+        for i in range(n):
+            b = bindings[i]
+            tb = Py_TYPE(b)
+            if tb is T_VAR_BINDING:
+                kind = I_BINDING
+            elif tb is T_MATCH_CAST:
+                kind = I_MATCH_CAST
+            else:
+                raise self.error_cls(f"function {self.func_name!r}: a block holds {type(b).__name__}, not a binding")
+            outer = len(T.block_scope) - 1
+            p = get_slot(b, O_VALUE)
+            value = <object>p if p is not NULL else None
+            if Py_TYPE(value) is T_IF:
+                self.read_if(value, b, bid, i, kind, outer)
+                continue
+            x = self.read_expr(value)
+            p = get_slot(b, O_VAR)
+            var = T.var_id(<size_t>p) if p is not NULL else -1
+            T.add_item(kind, var, x, bid, i, outer, <size_t><PyObject*>b)
+        return 0
+
+    cdef int read_if(self, e, b, Py_ssize_t bid, Py_ssize_t pos, int8_t kind, int64_t outer) except -1:
+        """An If binding: its item, then each branch's items (a scope each)."""
+        cdef BindingTable T = self.T
+        cdef int64_t cond = self.read_expr(e.cond)
+        cdef int64_t x = T.add_expr(X_IF, cond, -1, -1)
+        cdef PyObject* p = get_slot(b, O_VAR)
+        T.add_item(kind, T.var_id(<size_t>p) if p is not NULL else -1, x, bid, pos, outer, <size_t><PyObject*>b)
+        parent = T.block_scope[bid]
+        anchor = (bid, b, pos)
+        then_sid = T.new_scope(parent, anchor)
+        T.x_b[x] = then_sid
+        self.read_branch(e.true_branch, then_sid)
+        else_sid = T.new_scope(parent, anchor)
+        T.x_c[x] = else_sid
+        self.read_branch(e.false_branch, else_sid)
+        T.block_ifs.setdefault(bid, []).append((pos, (then_sid, else_sid)))
+        return 0
+
+    cdef int read_branch(self, branch, Py_ssize_t sid) except -1:
+        if Py_TYPE(branch) is not T_SEQ:
+            raise self.error_cls(f"function {self.func_name!r}: an If branch must be a SeqExpr; "
+                                 f"got {type(branch).__name__}")
+        return self.read_seq(branch, sid)
+
+    cdef int64_t read_expr(self, e) except -1:
+        """The expr id of ``e`` (its nested expressions recorded first)."""
+        cdef BindingTable T = self.T
+        cdef PyTypeObject* t = Py_TYPE(e)
+        cdef int64_t k
+        cdef int8_t flags
+        if t is T_VAR or t is T_DATAFLOW_VAR:
+            return T.var_expr(<size_t><PyObject*>e)
+        if t is T_CALL:
+            op = <object>get_slot(e, O_OP)
+            k = self.callee_ids.get(<size_t><PyObject*>op)
+            if k < 0:
+                flags = <int8_t>self.callee_flags(op)
+                k = self.callee_ids.add(<size_t><PyObject*>op)
+                self.callees.append(op)
+                T.c_flags.push_back(flags)
+            if T.c_flags[k] & CF_ALLOCATES:
+                # an allocation's arguments are its shape, dtype, device and scope: not read
+                return T.add_expr(X_CALL, k, 0, 0)
+            args = <object>get_slot(e, O_ARGS)
+            return self.with_children(X_CALL, k, args if type(args) is tuple else tuple(args))
+        if t is T_TUPLE:
+            return self.with_children(X_TUPLE, 0, tuple(<object>get_slot(e, O_FIELDS)))
+        if t is T_GET_ITEM:
+            k = self.read_expr(e.tuple_value)
+            return T.add_expr(X_GET_ITEM, k, e.index, 0)
+        if t is T_IF:
+            raise self.error_cls(
+                f"function {self.func_name!r}: an If must be bound directly to a variable (A-normal form); "
+                "got it nested in an expression"
+            )
+        if t is T_SEQ:
+            raise self.error_cls(f"function {self.func_name!r}: a SeqExpr may only be a function body or an If branch")
+        if PyObject_TypeCheck(e, T_FUNCTION):
+            raise self.error_cls(
+                f"function {self.func_name!r}: nested functions are not supported by {self.pass_name}; "
+                "lift them to the module first (LambdaLift)"
+            )
+        return self.leaf
+
+    cdef int64_t with_children(self, int8_t kind, int64_t a, tuple children) except -1:
+        """A tuple or call record of ``children`` (read first)."""
+        cdef Py_ssize_t i, n = len(children)
+        cdef int64_t small[8]
+        cdef vector[int64_t] many
+        cdef int64_t* kids = small
+        if n > 8:
+            many.resize(n)
+            kids = many.data()
+        for i in range(n):
+            kids[i] = self.read_expr(children[i])
+        return self.T.add_parent(kind, a, kids, n)
