@@ -82,9 +82,10 @@ cdef class BindingTable:
     # ---- the function being read (reader state kept here, so both readers share it)
     cdef PointerIds var_ids         # variable address -> var id
     cdef vector[int64_t] var_x      # var id -> its X_VAR expression (-1 before its first use)
+    cdef vector[int64_t] pending    # children read so far of the tuples and calls being read (a stack)
 
     cdef int64_t add_expr(self, int8_t kind, int64_t a, int64_t b, int64_t c) except -1
-    cdef int64_t add_parent(self, int8_t kind, int64_t a, const int64_t* kids, int64_t n) except -1
+    cdef int64_t add_parent(self, int8_t kind, int64_t a, size_t start) except -1
     cdef int begin_function(self, str name, size_t expected_vars) except -1
     cdef int end_function(self, error) except -1
     cdef int64_t var_id(self, size_t key) except -1

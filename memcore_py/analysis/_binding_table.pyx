@@ -123,20 +123,24 @@ cdef class BindingTable:
         self.x_n.push_back(0)
         return x
 
-    cdef int64_t add_parent(self, int8_t kind, int64_t a, const int64_t* kids, int64_t n) except -1:
-        """Append a tuple or call record of the children ``kids[0 .. n-1]`` (stored
+    cdef int64_t add_parent(self, int8_t kind, int64_t a, size_t start) except -1:
+        """Append a tuple or call record whose children are ``pending[start:]`` (a reader
+        pushes each child's id there as it reads it; they are moved into ``x_child``
         contiguously); returns its id."""
-        cdef int64_t x = self.add_expr(kind, a, 0, 0), i
+        cdef int64_t x = self.add_expr(kind, a, 0, 0)
+        cdef size_t i
         self.x_first[x] = <int64_t>self.x_child.size()
-        self.x_n[x] = n
-        for i in range(n):
-            self.x_child.push_back(kids[i])
+        self.x_n[x] = <int64_t>(self.pending.size() - start)
+        for i in range(start, self.pending.size()):
+            self.x_child.push_back(self.pending[i])
+        self.pending.resize(start)
         return x
 
     cdef int begin_function(self, str name, size_t expected_vars) except -1:
         """Start reading the next function (``expected_vars``: about how many variables)."""
         self.var_ids.clear(expected_vars)
         self.var_x.clear()
+        self.pending.clear()
         self.f_first.push_back(<int64_t>self.i_kind.size())
         self.func_names.append(name)
         return 0

@@ -20,7 +20,6 @@ Slots of the IR nodes are read through ``memcore_py/ir/_slots.pxd``.
 """
 from cpython.object cimport PyObject, PyObject_TypeCheck, PyTypeObject, Py_TYPE
 from libc.stdint cimport int8_t, int64_t
-from libcpp.vector cimport vector
 
 from memcore_py.analysis._binding_table cimport (
     BindingTable, CF_ALLOCATES, I_BINDING, I_MATCH_CAST, I_RESULT, PointerIds, X_CALL, X_GET_ITEM, X_IF, X_LEAF,
@@ -214,13 +213,10 @@ cdef class IRReader:
 
     cdef int64_t with_children(self, int8_t kind, int64_t a, tuple children) except -1:
         """A tuple or call record of ``children`` (read first)."""
-        cdef Py_ssize_t i, n = len(children)
-        cdef int64_t small[8]
-        cdef vector[int64_t] many
-        cdef int64_t* kids = small
-        if n > 8:
-            many.resize(n)
-            kids = many.data()
-        for i in range(n):
-            kids[i] = self.read_expr(children[i])
-        return self.T.add_parent(kind, a, kids, n)
+        cdef BindingTable T = self.T
+        cdef size_t start = T.pending.size()
+        cdef int64_t x
+        for c in children:
+            x = self.read_expr(c)
+            T.pending.push_back(x)
+        return T.add_parent(kind, a, start)

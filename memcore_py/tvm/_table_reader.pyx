@@ -22,7 +22,6 @@ holds a ``MatchCast``. Every object is read only after its type index matched; v
 and callees are keyed by address (compared, never dereferenced as Python objects).
 """
 from libc.stdint cimport int8_t, int32_t, int64_t
-from libcpp.vector cimport vector
 
 from memcore_py.analysis._binding_table cimport (
     BindingTable, CF_ALLOCATES, I_BINDING, I_MATCH_CAST, I_RESULT, PointerIds, X_CALL, X_GET_ITEM, X_IF, X_LEAF,
@@ -292,16 +291,12 @@ cdef class TVMReader:
     cdef int64_t with_children(self, int8_t kind, int64_t a, const char* arr) except -1:
         """A tuple or call record of the expressions in the ``Array`` at ``arr``."""
         cdef BindingTable T = self.T
-        cdef int64_t i, n = array_size(arr), x
-        cdef int64_t small[8]
-        cdef vector[int64_t] many
-        cdef int64_t* kids = small
-        if n > 8:
-            many.resize(n)
-            kids = many.data()
-        for i in range(n):
+        cdef size_t start = T.pending.size()
+        cdef int64_t i, x
+        for i in range(array_size(arr)):
             x = self.read_any(array_data(arr) + 16 * i)
             if x == DECLINE:
+                T.pending.resize(start)
                 return DECLINE
-            kids[i] = x
-        return T.add_parent(kind, a, kids, n)
+            T.pending.push_back(x)
+        return T.add_parent(kind, a, start)
