@@ -26,7 +26,7 @@ from _passes_common import SIZES, WIDTH, tvm_chain_module
 from _passes_common import tvm_or_none as _tvm
 from memcore_py.testing.memory_programs import chain_module
 from memcore_py.transform import KillAfterLastUse, LowerAllocTensor
-from memcore_py.transform.kill_after_last_use import _kill_flat
+from memcore_py.transform.kill_after_last_use import _kill_with_rebindings
 from memcore_py.transform.static_plan_block_memory import static_plan_block_memory
 
 KILL_OPS = ("relax.memory.kill_tensor", "relax.memory.kill_storage", "relax.vm.kill_object")
@@ -96,7 +96,8 @@ def test_kill_after_last_use_ours(benchmark, request, kill_inputs, tvm_kill_inpu
     out = benchmark(KillAfterLastUse(), mod)
     benchmark.extra_info.update(n_ops=n, n_bindings=_count_bindings(mod["main"]),
                                 n_kills=_count_kills_ours(out["main"]),
-                                kill_path="compiled flat" if _kill_flat(mod["main"], "main") is not None else "general")
+                                kill_path=("rebinding rule" if _kill_with_rebindings(mod["main"], "main", False) is not None
+                                           else "CanonicalizeBindings"))
     if tvm_kill_inputs is not None and not request.config.getoption("benchmark_disable"):
         if n not in tvm_kill_inputs:
             tvm_kill_inputs[n] = _tvm_chain(n)

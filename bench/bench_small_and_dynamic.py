@@ -290,15 +290,15 @@ def _spbm(benchmark, case, mode, pure_rounds=PURE_ROUNDS):
 
 def _kill(benchmark, case):
     """KillAfterLastUse on the planned and lowered module; ``extra_info["kill_path"]`` says
-    whether every Relax function took the compiled flat path (``_kill_walk.kill_flat``) or
-    some needed the general one."""
+    whether every Relax function took the kernel's rebinding rule alone or some needed
+    CanonicalizeBindings first."""
     from memcore_py.transform import KillAfterLastUse
-    from memcore_py.transform.kill_after_last_use import _kill_flat
+    from memcore_py.transform.kill_after_last_use import _kill_with_rebindings
 
     _versus_tvm(benchmark, case, KillAfterLastUse(), case.lowered, "KillAfterLastUse", 1)
-    flat = all(_kill_flat(f, gv.name) is not None for gv, f in case.lowered.functions.items()
+    flat = all(_kill_with_rebindings(f, gv.name, False) is not None for gv, f in case.lowered.functions.items()
                if type(f).__name__ == "Function")
-    path = "compiled flat" if flat else "general"
+    path = "rebinding rule" if flat else "CanonicalizeBindings"
     benchmark.extra_info["kill_path"] = path
 
 

@@ -12,8 +12,15 @@ cdef enum ExprKind:
     X_TUPLE = 2         # a tuple: its fields are x_child[x_first : x_first + x_n]
     X_GET_ITEM = 3      # a tuple get-item: x_a = the tuple's expr id, x_b = the index
     X_CALL = 4          # a call: x_a = callee id, its arguments are x_child[x_first : x_first + x_n]
-                        # (none for a CF_ALLOCATES callee: shape, dtype, device and scope carry nothing)
+                        # (none for a CF_ALLOCATES callee: shape, dtype, device and scope carry nothing);
+                        # x_b = the X_VAR expr of a callee that is a variable, else -1
     X_IF = 5            # an If (only as a binding's value): x_a = condition expr, x_b / x_c = then / else scope
+    X_SCOPE = 6         # a nested function or SeqExpr (read only when the reader is asked to): x_b = its scope
+
+cdef enum LeafKind:
+    # x_a of an X_LEAF
+    LEAF_PLAIN = 0      # a shape, prim value, string, dtype, callee, ...
+    LEAF_CONST = 1      # a tensor constant
 
 cdef enum ItemKind:
     I_BINDING = 0       # a VarBinding
@@ -25,6 +32,9 @@ cdef enum CalleeFlag:
     CF_ALLOCATES = 1    # R.builtin.alloc_tensor
     CF_SHARES = 2       # the result is args[0]'s storage (R.reshape, R.memory.view, ...)
     CF_USES_ARGS = 4    # a kernel call reading and writing its arguments (PrimFunc, packed, call_tir_dyn)
+    CF_STORAGE = 8      # kill role "storage": the result is a storage object (memory./vm.alloc_storage)
+    CF_KILL = 16        # kill role kill_tensor / kill_storage / kill_object: an explicit kill
+    CF_NO_REGISTER = 32 # kill role "no_register": the result holds no VM register (R.null_value())
 
 
 @cython.final
@@ -62,6 +72,8 @@ cdef class BindingTable:
     cdef vector[int64_t] i_pos      # position of a binding in its block
     cdef vector[int64_t] i_outer    # block read last before the item (the block of calls nested in it)
     cdef vector[size_t] i_ref       # the binding object's address (borrowed; the reader's module holds it)
+    cdef vector[int64_t] i_scope    # the scope the item belongs to
+    cdef vector[int8_t] i_same_type # 1: a MatchCast of a variable to exactly that variable's type (memcore IR)
     # ---- callees: one id per distinct callee object of the module
     cdef vector[int8_t] c_flags     # CalleeFlag bits
     # ---- functions: items f_first[k] .. f_first[k + 1] - 1 are the k-th function's
@@ -79,9 +91,15 @@ cdef class BindingTable:
     cdef public list scope_parent   # scope id -> parent scope id (-1: a function body)
     cdef public list scope_anchor   # scope id -> (block id, If binding, position), None for a body
     cdef public list scope_blocks   # scope id -> its block ids
+    cdef vector[int64_t] b_scope    # block id -> scope id (block_scope, for kernels)
+    cdef vector[int8_t] b_dataflow  # block id -> 1 for a dataflow block
+    cdef vector[int64_t] s_anchor   # scope id -> the item of the binding whose value holds it (-1: a body)
     # ---- the function being read (reader state kept here, so both readers share it)
     cdef PointerIds var_ids         # variable address -> var id
     cdef vector[int64_t] var_x      # var id -> its X_VAR expression (-1 before its first use)
+    cdef vector[int8_t] v_ty        # var id -> the TY_* code of its type (_kill_rules.pxd); -1 unbound or unread
+    cdef vector[int8_t] v_dataflow  # var id -> 1 for a DataflowVar
+    cdef vector[size_t] v_ref       # var id -> the variable object's address (borrowed)
     cdef vector[int64_t] pending    # children read so far of the tuples and calls being read (a stack)
 
     cdef int64_t add_expr(self, int8_t kind, int64_t a, int64_t b, int64_t c) except -1
@@ -93,4 +111,4 @@ cdef class BindingTable:
     cdef Py_ssize_t new_scope(self, Py_ssize_t parent, anchor) except -1
     cdef Py_ssize_t new_block(self, Py_ssize_t sid, bint dataflow, bindings, size_t ref) except -1
     cdef int64_t add_item(self, int8_t kind, int64_t var, int64_t value, int64_t block, int64_t pos,
-                          int64_t outer, size_t ref) except -1
+                          int64_t outer, size_t ref, int64_t scope) except -1

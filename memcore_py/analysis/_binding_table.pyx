@@ -28,7 +28,8 @@ of arrays of C integers:
 - the block and scope structure as Python lists (what a rewriter needs to place new
   bindings), holding the reader's own objects.
 """
-from memcore_py.analysis._binding_table cimport CF_ALLOCATES, CF_SHARES, CF_USES_ARGS, X_VAR
+from memcore_py.analysis._binding_table cimport (CF_ALLOCATES, CF_KILL, CF_NO_REGISTER, CF_SHARES, CF_STORAGE,
+                                                 CF_USES_ARGS, X_VAR)
 
 
 cdef class PointerIds:
@@ -127,7 +128,7 @@ cdef class BindingTable:
         """Append a tuple or call record whose children are ``pending[start:]`` (a reader
         pushes each child's id there as it reads it; they are moved into ``x_child``
         contiguously); returns its id."""
-        cdef int64_t x = self.add_expr(kind, a, 0, 0)
+        cdef int64_t x = self.add_expr(kind, a, -1, 0)
         cdef size_t i
         self.x_first[x] = <int64_t>self.x_child.size()
         self.x_n[x] = <int64_t>(self.pending.size() - start)
@@ -140,6 +141,9 @@ cdef class BindingTable:
         """Start reading the next function (``expected_vars``: about how many variables)."""
         self.var_ids.clear(expected_vars)
         self.var_x.clear()
+        self.v_ty.clear()
+        self.v_dataflow.clear()
+        self.v_ref.clear()
         self.pending.clear()
         self.f_first.push_back(<int64_t>self.i_kind.size())
         self.func_names.append(name)
@@ -158,6 +162,9 @@ cdef class BindingTable:
         cdef int64_t k = self.var_ids.add(key)
         if k == <int64_t>self.var_x.size():
             self.var_x.push_back(-1)
+            self.v_ty.push_back(-1)
+            self.v_dataflow.push_back(0)
+            self.v_ref.push_back(key)
         return k
 
     cdef int64_t var_expr(self, size_t key) except -1:
@@ -174,6 +181,7 @@ cdef class BindingTable:
         self.scope_parent.append(parent)
         self.scope_anchor.append(anchor)
         self.scope_blocks.append([])
+        self.s_anchor.push_back(-1)
         return len(self.scope_parent) - 1
 
     cdef Py_ssize_t new_block(self, Py_ssize_t sid, bint dataflow, bindings, size_t ref) except -1:
@@ -182,13 +190,15 @@ cdef class BindingTable:
         cdef Py_ssize_t bid = len(self.block_scope)
         self.block_scope.append(sid)
         self.block_is_dataflow.append(dataflow)
+        self.b_scope.push_back(sid)
+        self.b_dataflow.push_back(dataflow)
         (<list>self.scope_blocks[sid]).append(bid)
         self.block_bindings.append(bindings)
         self.b_ref.push_back(ref)
         return bid
 
     cdef int64_t add_item(self, int8_t kind, int64_t var, int64_t value, int64_t block, int64_t pos,
-                          int64_t outer, size_t ref) except -1:
+                          int64_t outer, size_t ref, int64_t scope) except -1:
         """Append an item; returns its index."""
         cdef int64_t i = <int64_t>self.i_kind.size()
         self.i_kind.push_back(kind)
@@ -198,6 +208,8 @@ cdef class BindingTable:
         self.i_pos.push_back(pos)
         self.i_outer.push_back(outer)
         self.i_ref.push_back(ref)
+        self.i_scope.push_back(scope)
+        self.i_same_type.push_back(0)
         return i
 
     @property
@@ -236,3 +248,6 @@ cdef class BindingTable:
 CALLEE_ALLOCATES = CF_ALLOCATES
 CALLEE_SHARES = CF_SHARES
 CALLEE_USES_ARGS = CF_USES_ARGS
+CALLEE_STORAGE = CF_STORAGE
+CALLEE_KILL = CF_KILL
+CALLEE_NO_REGISTER = CF_NO_REGISTER

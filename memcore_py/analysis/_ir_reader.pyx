@@ -10,9 +10,16 @@ value becomes an expression record (variable, tuple, get-item, call of a callee 
 leaf), a callee's properties come from the ``callee_flags`` function it is given (the op
 table's, once per distinct callee), and variables become dense per-function ids.
 
+Per bound variable it records the ``TY_*`` code of its type (``_kill_rules.pxd``) and whether
+it is a ``DataflowVar``; a tensor constant is a leaf of its own kind (``LEAF_CONST``); a call of
+a variable records that variable (``x_b``).
+
 What the table cannot hold is a *reading* error, raised as the pass's error type with the
 function's name: a ``SeqExpr`` anywhere but a function body or an ``If`` branch, a nested
-function, an ``If`` that is not a binding's value. The reader stops the function there and
+function, an ``If`` that is not a binding's value. Nested functions and ``SeqExpr`` s are read
+as scopes instead (``X_SCOPE``) when the reader is made with ``nested_scopes=True``: the items
+of such a scope come right after the binding whose value it is, or, when it is nested deeper
+in that value, right before that binding's item. The reader stops the function there and
 records the error at the item it stopped at (``f_error``); a rule kernel runs the items before
 it and then raises it, so that errors come in visit order.
 
@@ -22,13 +29,16 @@ from cpython.object cimport PyObject, PyObject_TypeCheck, PyTypeObject, Py_TYPE
 from libc.stdint cimport int8_t, int64_t
 
 from memcore_py.analysis._binding_table cimport (
-    BindingTable, CF_ALLOCATES, I_BINDING, I_MATCH_CAST, I_RESULT, PointerIds, X_CALL, X_GET_ITEM, X_IF, X_LEAF,
-    X_TUPLE,
+    BindingTable, CF_ALLOCATES, I_BINDING, I_MATCH_CAST, I_RESULT, LEAF_CONST, LEAF_PLAIN, PointerIds, X_CALL,
+    X_GET_ITEM, X_IF, X_LEAF, X_SCOPE, X_TUPLE,
 )
+from memcore_py.analysis._kill_rules cimport memcore_type_code
 from memcore_py.ir._slots cimport get_slot, slot_offset
 
+from memcore_py.ir.types import type_equal
 from memcore_py.ir.expr import (
-    Call, DataflowBlock, DataflowVar, Function, If, MatchCast, SeqExpr, Tuple, TupleGetItem, Var, VarBinding,
+    Call, Constant, DataflowBlock, DataflowVar, Expr, Function, If, MatchCast, SeqExpr, Tuple, TupleGetItem, Var,
+    VarBinding,
 )
 
 cdef Py_ssize_t O_VAR = slot_offset(VarBinding.var)
@@ -38,6 +48,8 @@ cdef Py_ssize_t O_ARGS = slot_offset(Call.args)
 cdef Py_ssize_t O_FIELDS = slot_offset(Tuple.fields)
 cdef Py_ssize_t O_SEQ_BLOCKS = slot_offset(SeqExpr.blocks)
 cdef Py_ssize_t O_SEQ_BODY = slot_offset(SeqExpr.body)
+cdef Py_ssize_t O_TY = slot_offset(Expr.ty)
+cdef Py_ssize_t O_FUNC_BODY = slot_offset(Function.body)
 if slot_offset(MatchCast.var) != O_VAR or slot_offset(MatchCast.value) != O_VALUE:
     raise ImportError("memcore_py.analysis._ir_reader: unexpected slot layout of the IR nodes")
 
@@ -52,6 +64,7 @@ cdef PyTypeObject* T_VAR_BINDING = <PyTypeObject*>VarBinding
 cdef PyTypeObject* T_MATCH_CAST = <PyTypeObject*>MatchCast
 cdef PyTypeObject* T_DATAFLOW_BLOCK = <PyTypeObject*>DataflowBlock
 cdef PyTypeObject* T_FUNCTION = <PyTypeObject*>Function
+cdef PyTypeObject* T_CONSTANT = <PyTypeObject*>Constant
 
 
 cdef class IRReader:
@@ -67,24 +80,33 @@ cdef class IRReader:
         The exception type of reading errors (the pass's).
     pass_name : str
         The pass, for the messages of what it does not support.
+    nested_scopes : bool, default False
+        Read nested functions and ``SeqExpr`` s as scopes (``X_SCOPE``) instead of reporting
+        them.
     """
 
     cdef BindingTable T
     cdef object callee_flags, error_cls
     cdef PointerIds callee_ids  # callee object -> callee id
     cdef list callees           # the callees (held: their ids are by address)
-    cdef int64_t leaf
+    cdef int64_t leaf, const_leaf
     cdef str func_name, pass_name
+    cdef bint nested_scopes
+    cdef list opened            # scopes opened while reading the value of the binding being read
+    cdef Py_ssize_t current_scope  # the scope of the binding or result being read
 
-    def __init__(self, BindingTable table, callee_flags, error_cls, str pass_name):
+    def __init__(self, BindingTable table, callee_flags, error_cls, str pass_name, bint nested_scopes=False):
         self.T = table
         self.callee_flags = callee_flags
         self.error_cls = error_cls
         self.callee_ids = PointerIds()
         self.callees = []
-        self.leaf = table.add_expr(X_LEAF, 0, 0, 0)
+        self.leaf = table.add_expr(X_LEAF, LEAF_PLAIN, 0, 0)
+        self.const_leaf = table.add_expr(X_LEAF, LEAF_CONST, 0, 0)
         self.func_name = ""
         self.pass_name = pass_name
+        self.nested_scopes = nested_scopes
+        self.opened = []
 
     def read_function(self, str name, body):
         """Record one function (its body, a ``SeqExpr``) as the table's next function; a
@@ -113,8 +135,17 @@ cdef class IRReader:
         for block in <object>get_slot(seq, O_SEQ_BLOCKS):
             self.read_block(block, sid)
         cdef int64_t outer = len(T.block_scope) - 1
+        self.current_scope = sid
         cdef int64_t x = self.read_expr(<object>get_slot(seq, O_SEQ_BODY))
-        T.add_item(I_RESULT, -1, x, outer, -1, outer, 0)
+        self.anchor_opened(T.add_item(I_RESULT, -1, x, outer, -1, outer, 0, sid))
+        return 0
+
+    cdef int anchor_opened(self, int64_t item) except -1:
+        """Anchor the scopes opened while reading ``item``'s value at ``item``."""
+        if self.opened:
+            for s in self.opened:
+                self.T.s_anchor[s] = item
+            self.opened.clear()
         return 0
 
     cdef int read_block(self, block, Py_ssize_t sid) except -1:
@@ -125,7 +156,7 @@ cdef class IRReader:
         cdef PyTypeObject* tb
         cdef PyObject* p
         cdef int8_t kind
-        cdef int64_t x, var, outer
+        cdef int64_t x, var, outer, item
         for i in range(n):
             b = bindings[i]
             tb = Py_TYPE(b)
@@ -136,30 +167,70 @@ cdef class IRReader:
             else:
                 raise self.error_cls(f"function {self.func_name!r}: a block holds {type(b).__name__}, not a binding")
             outer = len(T.block_scope) - 1
+            self.current_scope = sid
             p = get_slot(b, O_VALUE)
             value = <object>p if p is not NULL else None
+            p = get_slot(b, O_VAR)
             if Py_TYPE(value) is T_IF:
-                self.read_if(value, b, bid, i, kind, outer)
+                self.read_if(value, b, bid, i, kind, p, outer, sid)
+                continue
+            if self.nested_scopes and (Py_TYPE(value) is T_SEQ or PyObject_TypeCheck(value, T_FUNCTION)):
+                x = T.add_expr(X_SCOPE, 0, -1, 0)
+                item = T.add_item(kind, self.bound_var(p), x, bid, i, outer, <size_t><PyObject*>b, sid)
+                T.x_b[x] = self.read_scope(value, sid, (bid, b, i), item)
                 continue
             x = self.read_expr(value)
-            p = get_slot(b, O_VAR)
-            var = T.var_id(<size_t>p) if p is not NULL else -1
-            T.add_item(kind, var, x, bid, i, outer, <size_t><PyObject*>b)
+            var = self.bound_var(p)
+            item = T.add_item(kind, var, x, bid, i, outer, <size_t><PyObject*>b, sid)
+            self.anchor_opened(item)
+            if kind == I_MATCH_CAST and (Py_TYPE(value) is T_VAR or Py_TYPE(value) is T_DATAFLOW_VAR):
+                T.i_same_type[item] = type_equal(<object>get_slot(<object>p, O_TY), <object>get_slot(value, O_TY))
         return 0
 
-    cdef int read_if(self, e, b, Py_ssize_t bid, Py_ssize_t pos, int8_t kind, int64_t outer) except -1:
+    cdef int64_t bound_var(self, PyObject* p) except -2:
+        """The var id of a binding's variable (its type code and kind recorded), -1 for none."""
+        cdef BindingTable T = self.T
+        if p is NULL:
+            return -1
+        cdef int64_t var = T.var_id(<size_t>p)
+        cdef PyObject* ty = get_slot(<object>p, O_TY)
+        T.v_ty[var] = memcore_type_code(<object>ty if ty is not NULL else None)
+        T.v_dataflow[var] = Py_TYPE(<object>p) is T_DATAFLOW_VAR
+        return var
+
+    cdef Py_ssize_t read_scope(self, e, Py_ssize_t parent, anchor, int64_t item) except -1:
+        """A nested function or SeqExpr as a scope anchored at ``item`` (-1: not yet known, see
+        ``opened``); returns its scope id."""
+        cdef BindingTable T = self.T
+        cdef Py_ssize_t sid = T.new_scope(parent, anchor)
+        T.s_anchor[sid] = item
+        if item < 0:
+            self.opened.append(sid)
+        seq = e if Py_TYPE(e) is T_SEQ else <object>get_slot(e, O_FUNC_BODY)
+        if Py_TYPE(seq) is not T_SEQ:
+            raise self.error_cls(f"function {self.func_name!r}: a nested function's body must be a SeqExpr; "
+                                 f"got {type(seq).__name__}")
+        cdef list opened = self.opened
+        self.opened = []
+        self.read_seq(seq, sid)
+        self.opened = opened
+        self.current_scope = parent
+        return sid
+
+    cdef int read_if(self, e, b, Py_ssize_t bid, Py_ssize_t pos, int8_t kind, PyObject* var, int64_t outer,
+                     Py_ssize_t parent) except -1:
         """An If binding: its item, then each branch's items (a scope each)."""
         cdef BindingTable T = self.T
         cdef int64_t cond = self.read_expr(e.cond)
         cdef int64_t x = T.add_expr(X_IF, cond, -1, -1)
-        cdef PyObject* p = get_slot(b, O_VAR)
-        T.add_item(kind, T.var_id(<size_t>p) if p is not NULL else -1, x, bid, pos, outer, <size_t><PyObject*>b)
-        parent = T.block_scope[bid]
+        cdef int64_t item = T.add_item(kind, self.bound_var(var), x, bid, pos, outer, <size_t><PyObject*>b, parent)
         anchor = (bid, b, pos)
         then_sid = T.new_scope(parent, anchor)
+        T.s_anchor[then_sid] = item
         T.x_b[x] = then_sid
         self.read_branch(e.true_branch, then_sid)
         else_sid = T.new_scope(parent, anchor)
+        T.s_anchor[else_sid] = item
         T.x_c[x] = else_sid
         self.read_branch(e.false_branch, else_sid)
         T.block_ifs.setdefault(bid, []).append((pos, (then_sid, else_sid)))
@@ -175,7 +246,7 @@ cdef class IRReader:
         """The expr id of ``e`` (its nested expressions recorded first)."""
         cdef BindingTable T = self.T
         cdef PyTypeObject* t = Py_TYPE(e)
-        cdef int64_t k
+        cdef int64_t k, x
         cdef int8_t flags
         if t is T_VAR or t is T_DATAFLOW_VAR:
             return T.var_expr(<size_t><PyObject*>e)
@@ -189,9 +260,12 @@ cdef class IRReader:
                 T.c_flags.push_back(flags)
             if T.c_flags[k] & CF_ALLOCATES:
                 # an allocation's arguments are its shape, dtype, device and scope: not read
-                return T.add_expr(X_CALL, k, 0, 0)
+                return T.add_expr(X_CALL, k, -1, 0)
             args = <object>get_slot(e, O_ARGS)
-            return self.with_children(X_CALL, k, args if type(args) is tuple else tuple(args))
+            x = self.with_children(X_CALL, k, args if type(args) is tuple else tuple(args))
+            if Py_TYPE(op) is T_VAR or Py_TYPE(op) is T_DATAFLOW_VAR:
+                T.x_b[x] = T.var_expr(<size_t><PyObject*>op)
+            return x
         if t is T_TUPLE:
             return self.with_children(X_TUPLE, 0, tuple(<object>get_slot(e, O_FIELDS)))
         if t is T_GET_ITEM:
@@ -202,6 +276,12 @@ cdef class IRReader:
                 f"function {self.func_name!r}: an If must be bound directly to a variable (A-normal form); "
                 "got it nested in an expression"
             )
+        if t is T_CONSTANT:
+            return self.const_leaf
+        if self.nested_scopes and (t is T_SEQ or PyObject_TypeCheck(e, T_FUNCTION)):
+            x = T.add_expr(X_SCOPE, 0, -1, 0)
+            T.x_b[x] = self.read_scope(e, self.current_scope, None, -1)
+            return x
         if t is T_SEQ:
             raise self.error_cls(f"function {self.func_name!r}: a SeqExpr may only be a function body or an If branch")
         if PyObject_TypeCheck(e, T_FUNCTION):

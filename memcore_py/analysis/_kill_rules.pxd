@@ -1,7 +1,9 @@
-# See _kill_rules.pyx for details. KillAfterLastUse's kill-kind rule, declared once: every
-# walk (the general path's collect_last_usage through _kill_rules.kill_kind, the compiled flat
-# walk over memcore's IR, the compiled walk over TVM's objects) reads a variable's binding and
-# type into the codes below and asks kill_kind_of; none of them restates the rule.
+# See _kill_rules.pyx for details. KillAfterLastUse's rules, declared once: the kill-kind rule
+# (kill_kind_of over the codes below, which readers produce) and the rule kernel over the
+# binding table (kill_rules in _kill_rules.pyx, whose result is a KillEdits).
+
+from libc.stdint cimport int8_t, int64_t
+from libcpp.vector cimport vector
 
 cdef enum:
     # What a reader saw of a variable's type (reading, not a rule).
@@ -47,3 +49,46 @@ cdef inline signed char kill_kind_of(int definition, int ty) noexcept nogil:
     if ty == TY_UNIT or ty == TY_SHAPE or ty == TY_PRIM or ty == TY_FUNC:
         return KILL_NONE
     return KILL_OBJECT
+
+
+cdef enum:
+    # What becomes of a binding (KillEdits.s_action)
+    EDIT_KEEP = 0       # kept as it is
+    EDIT_DROP = 1       # a rebinding y = x, removed (y's uses read what subst says)
+    EDIT_REWRITE = 2    # kept, its value rebuilt with the substituted variables (or constants) read
+
+
+cdef class KillEdits:
+    # What KillAfterLastUse changes in one function (kill_rules' result; see _kill_rules.pyx).
+    # Addresses are of the reader's objects (memcore IR or TVM), borrowed from its module. A
+    # *slot* is a binding of one of the function's blocks: slot = blk_first[block] + position.
+    cdef vector[int64_t] blk_first  # block id -> its first slot (-1: a block of another function)
+    cdef vector[int8_t] s_action    # slot -> EDIT_*
+    cdef vector[int64_t] s_item     # slot -> its item in the table
+    cdef vector[int64_t] s_kill     # slot -> its first kill (the kills right after it: s_nkill of them)
+    cdef vector[int64_t] s_nkill
+    cdef vector[int64_t] d_kill     # block id -> its first deferred kill (right after the block), -1 none
+    cdef vector[int64_t] d_nkill
+    cdef vector[int8_t] k_kind      # kill -> its kind (KILL_TENSOR, KILL_STORAGE, KILL_OBJECT); the
+    cdef vector[size_t] k_target    # kill -> the killed variable's address; the k-th is named kill_name(k)
+    cdef public dict subst          # var address -> address of the variable it stands for (dropped vars)
+    cdef vector[int64_t] v_sub      # var id -> the var id it stands for (-1: itself)
+    cdef vector[int8_t] v_const     # var id -> 1: bound to a tensor constant, its uses read the constant
+    cdef public set constants       # addresses of the variables bound to a tensor constant: their uses read it
+    cdef public Py_ssize_t n_kills
+    cdef public Py_ssize_t n_dropped
+    cdef public Py_ssize_t n_rewritten
+    cdef public bint needs_canonical  # CanonicalizeBindings would change more than the rebindings y = x
+    cdef public bint unknown_type     # a variable that may be killed has a type the reader did not know
+    cdef public bint has_match_cast   # the function has a match_cast
+    cdef public Py_ssize_t error_item # item of a malformed kill call (-1: none); error_code 1: not one
+    cdef public int error_code        # argument (error_n of them), 2: the argument is not a variable
+    cdef public Py_ssize_t error_n
+    cdef public size_t error_ref      # that kill binding's address
+    cdef public dict last_use         # only when asked (report=True): var address -> address of the
+                                      # binding of its last use in its own scope (0: the scope's result)
+    cdef public set killed            # only when asked: addresses of the variables explicit kills name
+
+
+cpdef str kill_name(Py_ssize_t k)
+    # The name of a function's k-th kill variable (``_``, ``_1``, ...: NameTable().fresh("_")).

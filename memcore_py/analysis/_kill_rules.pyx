@@ -1,19 +1,61 @@
-"""KillAfterLastUse's kill-kind rule (built by ``setup.py``; no fallback).
+# cython: language_level=3
+"""KillAfterLastUse's rules, once, for every object model (built by ``setup.py``; no fallback).
 
 Design
 ------
-The rule itself is ``kill_kind_of`` in ``_kill_rules.pxd``: an inline function over two codes a
-reader produces, what defines the variable (``DEF_*``) and what its type is (``TY_*``). The
-compiled walks cimport it: :mod:`memcore_py.transform._kill_walk` over memcore's IR and
-:mod:`memcore_py.tvm._kill_extract` over TVM's objects, each with its own reader of the codes.
-This module gives the general path (:func:`memcore_py.analysis.last_usage.collect_last_usage`)
-the same rule: :func:`kill_kind` reads a memcore type into its code and calls ``kill_kind_of``.
-The rule is stated once, so the three paths cannot disagree on it (the empty tuple was such a
-case).
+KillAfterLastUse is *reader -> binding table -> rule kernel -> edits -> writer*. A reader
+(:mod:`memcore_py.analysis._ir_reader` over memcore's IR, :mod:`memcore_py.tvm._table_reader`
+over TVM's objects) fills the :class:`~memcore_py.analysis._binding_table.BindingTable`;
+:func:`kill_rules` below walks one function's items and says what changes
+(:class:`KillEdits`); a writer applies that to its object model
+(:mod:`memcore_py.transform.kill_after_last_use`, :mod:`memcore_py.tvm.kill_extract`). The rules
+(TVM ``CollectLastUsage`` / ``KillInserter``, with memcore's scoping, DIFFERENCES.md) and the
+one place each lives:
+
+1. *Kill kind* of a variable: ``kill_kind_of`` (``_kill_rules.pxd``) of how its binding defines
+   it (``DEF_*``: an op whose kill role is "storage", "no_register", a tensor constant, else
+   plain) and its type (``TY_*``, read by the reader).
+2. *Uses*: every occurrence of a variable in an item's value (a call's arguments and a callee
+   that is a variable, tuple fields, get-items, an ``If``'s condition); not the arguments of a
+   storage allocation, not the argument of an explicit kill (that variable is *already
+   killed*, wherever the kill is). A kill call must have exactly one argument, a variable
+   (else :attr:`KillEdits.error_item`: the portable path raises, the TVM path declines).
+3. *Last use*: a variable of scope S is last used at the item of S whose value holds its last
+   occurrence in S (an occurrence after S ends is none), an occurrence in a nested scope (an ``If`` branch, a nested function) counting
+   at the binding of S that holds that scope; one in S's result makes it an output.
+4. *Placement*: killed after its last-use binding, unless an output, unused, already killed or
+   of no kill kind; with ``tvm_scoping`` (TVM's placement) nothing at or after the first
+   binding of S whose value is an ``If`` or nested scope; otherwise a last use inside a
+   dataflow block defers the kill to right after the block (a ``DataflowVar``: no kill).
+5. *Order and names*: the kills after one binding are emitted tensors, then storages, then
+   objects, each in definition order; a binding holding scopes emits its kills after theirs;
+   the k-th kill emitted in the function is named as ``NameTable().fresh("_")``'s k-th name
+   (:func:`kill_name`).
+6. *Rebindings* (``rebind=True``, the paths that do not run CanonicalizeBindings first): a
+   function body's VarBinding ``y = x`` (or a match_cast of ``x`` to exactly its type), or ``y = t[i]`` of a tuple literal whose field ``i``
+   is the variable ``x`` (through variables), is dropped and ``y``'s uses read ``x``; the uses
+   of a variable bound to a tensor constant read the constant (the binding stays), as
+   CanonicalizeBindings does. What else CanonicalizeBindings would change (a ``match_cast``
+   of anything but a call or a variable, a dataflow block, a constant bound in a branch, the kill of a
+   constant, another get-item of a tuple literal, a tuple of get-items, a rebinding in a branch or
+   read by a branch's result other than a call) sets :attr:`KillEdits.needs_canonical`: the
+   caller runs CanonicalizeBindings (:mod:`memcore_py.transform.canonicalize_bindings`) first and
+   calls again with ``rebind=False``.
 """
+from libc.stdint cimport int8_t, int64_t
+from libcpp.algorithm cimport sort
+from libcpp.pair cimport pair
+from libcpp.vector cimport vector
+
+from memcore_py.analysis._binding_table cimport (
+    BindingTable, CF_KILL, CF_NO_REGISTER, CF_STORAGE, I_BINDING, I_MATCH_CAST, I_RESULT, LEAF_CONST, X_CALL,
+    X_GET_ITEM, X_IF, X_LEAF, X_SCOPE, X_TUPLE, X_VAR,
+)
+
+from memcore_py.ir.builder import NameTable
 from memcore_py.ir.types import FuncType, PrimType, ShapeType, TensorType, TupleType
 
-__all__ = ["kill_kind", "memcore_type_code", "DEFINITIONS"]
+__all__ = ["kill_kind", "kill_name", "kill_rules", "memcore_type_code", "DEFINITIONS", "KillEdits"]
 
 #: ``definition`` argument of :func:`kill_kind` -> its code.
 DEFINITIONS = {"plain": DEF_PLAIN, "storage": DEF_STORAGE, "no_register": DEF_NO_REGISTER,
@@ -67,3 +109,377 @@ def kill_kind(int definition, ty):
     if definition < DEF_PLAIN or definition > DEF_CONSTANT:
         raise ValueError(f"definition must be one of {sorted(DEFINITIONS.values())}; got {definition}")
     return kill_kind_of(definition, memcore_type_code(ty))
+
+
+#: Kill variable names in order: what one ``NameTable().fresh("_")`` returns the k-th time.
+cdef list KILL_NAMES = []
+cdef object KILL_NAME_TABLE = NameTable()
+
+
+cpdef str kill_name(Py_ssize_t k):
+    """The name of the k-th kill variable of a function (``_``, ``_1``, ...)."""
+    while len(KILL_NAMES) <= k:
+        KILL_NAMES.append(KILL_NAME_TABLE.fresh("_"))
+    return KILL_NAMES[k]
+
+
+cdef class KillEdits:
+    """What :func:`kill_rules` found for one function (fields: ``_kill_rules.pxd``)."""
+
+    def __init__(self):
+        self.subst = {}
+        self.constants = set()
+        self.n_kills = 0
+        self.n_dropped = 0
+        self.n_rewritten = 0
+        self.needs_canonical = False
+        self.unknown_type = False
+        self.has_match_cast = False
+        self.error_item = -1
+        self.error_code = 0
+        self.error_n = 0
+        self.error_ref = 0
+        self.last_use = None
+        self.killed = None
+
+    @property
+    def changed(self):
+        """Whether the function changes at all."""
+        return self.n_kills > 0 or self.n_dropped > 0 or self.n_rewritten > 0
+
+    def kills_after(self, Py_ssize_t block, Py_ssize_t pos):
+        """The kills right after binding ``pos`` of block ``block``: ``[(kind, target address,
+        kill index), ...]`` (for tests and the analysis API)."""
+        cdef int64_t s = self.blk_first[block] + pos
+        return self.records(self.s_kill[s], self.s_nkill[s])
+
+    def kills_after_block(self, Py_ssize_t block):
+        """The kills right after block ``block``, as :meth:`kills_after` gives them."""
+        return self.records(self.d_kill[block], self.d_nkill[block])
+
+    def records(self, int64_t start, int64_t n):
+        """Kill records ``start .. start + n - 1`` as ``(kind, target address, kill index)``."""
+        cdef int64_t k
+        cdef list out = []
+        for k in range(start, start + n):
+            out.append((<int>self.k_kind[k], self.k_target[k], k))
+        return out
+
+    def action(self, Py_ssize_t block, Py_ssize_t pos):
+        """What becomes of binding ``pos`` of block ``block``: 0 kept, 1 dropped, 2 rewritten."""
+        cdef int64_t s = self.blk_first[block] + pos
+        return <int>self.s_action[s]
+
+
+cdef inline int64_t resolve(vector[int64_t]& sub, int64_t v) noexcept nogil:
+    while sub[v] >= 0:
+        v = sub[v]
+    return v
+
+
+cdef inline int64_t bound_value(BindingTable T, vector[int64_t]& vdef, vector[int64_t]& sub, int64_t x) noexcept nogil:
+    """The value expr of the binding of the variable ``x`` stands for (x an X_VAR expr), or -1."""
+    if T.x_kind[x] != X_VAR:
+        return -1
+    cdef int64_t d = vdef[resolve(sub, T.x_a[x])]
+    return T.i_value[d] if d >= 0 else -1
+
+
+cdef int64_t item_source(BindingTable T, vector[int64_t]& vdef, vector[int64_t]& sub, int64_t y, int64_t j) noexcept:
+    """For ``y`` (a field expr) that is, directly or through a variable, the get-item ``s[j]``:
+    an id of ``s`` (its var id, or -2 - its expr id); else -1."""
+    if T.x_kind[y] == X_VAR:
+        y = bound_value(T, vdef, sub, y)
+        if y < 0:
+            return -1
+    if T.x_kind[y] != X_GET_ITEM or T.x_b[y] != j:
+        return -1
+    y = T.x_a[y]
+    return resolve(sub, T.x_a[y]) if T.x_kind[y] == X_VAR else -2 - y
+
+
+cdef bint repacks(BindingTable T, vector[int64_t]& vdef, vector[int64_t]& sub, int64_t x) noexcept:
+    """Whether the tuple ``x`` is ``(s[0], s[1], ...)`` of one ``s`` (CanonicalizeBindings
+    may read it as ``s``)."""
+    cdef int64_t j, s0 = item_source(T, vdef, sub, T.x_child[T.x_first[x]], 0)
+    if s0 == -1:
+        return False
+    for j in range(1, T.x_n[x]):
+        if item_source(T, vdef, sub, T.x_child[T.x_first[x] + j], j) != s0:
+            return False
+    return True
+
+
+def kill_rules(BindingTable T, Py_ssize_t k, bint tvm_scoping=False, bint rebind=False, bint report=False):
+    """KillAfterLastUse's rules (module docstring) on the ``k``-th function of ``T``.
+
+    Parameters
+    ----------
+    T : BindingTable
+        Read with variable types and, for memcore IR, nested scopes.
+    k : int
+        The function.
+    tvm_scoping : bool
+        TVM's placement around nested scopes and in dataflow blocks (rule 4).
+    rebind : bool
+        Drop the rebindings ``y = x`` (rule 6).
+    report : bool
+        Also fill :attr:`KillEdits.last_use`.
+
+    Returns
+    -------
+    KillEdits
+        With ``needs_canonical``, ``unknown_type`` or ``error_item`` set, its other fields are
+        incomplete.
+    """
+    if k < 0 or k >= <Py_ssize_t>T.f_first.size():
+        raise IndexError(f"no function {k} in the table")
+    cdef KillEdits E = KillEdits()
+    cdef int64_t first = T.f_first[k]
+    cdef int64_t end = T.f_first[k + 1] if k + 1 < <Py_ssize_t>T.f_first.size() else <int64_t>T.i_kind.size()
+    cdef int64_t n_vars = T.f_n_vars[k]
+    cdef int64_t n_scopes = <int64_t>T.s_anchor.size()
+    cdef int64_t n_blocks = <int64_t>T.b_scope.size()
+    cdef int64_t i, j, x, y, v, w, a, b, d, c, kind, defk, p
+    cdef int8_t f
+    cdef vector[int64_t] sub = vector[int64_t](n_vars, -1)     # var -> var it stands for
+    cdef vector[int64_t] vdef = vector[int64_t](n_vars, -1)    # var -> its binding item
+    cdef vector[int64_t] last = vector[int64_t](n_vars, -1)    # var -> item of its last occurrence
+    cdef vector[int8_t] killed = vector[int8_t](n_vars, 0)
+    cdef vector[int8_t] define = vector[int8_t](n_vars, DEF_PLAIN)
+    cdef vector[int8_t] drop = vector[int8_t](end - first, 0)
+    cdef vector[int8_t] rewrite = vector[int8_t](end - first, 0)  # item -> reads a substituted variable
+    cdef vector[int8_t] cst = vector[int8_t](n_vars, 0)       # var -> bound to a constant (rule 6)
+    cdef vector[int64_t] cut = vector[int64_t](n_scopes, -1)   # scope -> first item holding a scope
+    cdef vector[int64_t] scope_end = vector[int64_t](n_scopes, -1)  # scope -> its result item
+    cdef vector[int64_t] subtree_end = vector[int64_t](end - first, 0)
+    cdef vector[int64_t] block_last = vector[int64_t](n_blocks, -1)
+    cdef vector[int64_t] stack
+    cdef vector[pair[int64_t, int64_t]] order
+    cdef vector[int64_t] target     # per item: where its variable's kill goes (item, or -2 - block)
+
+    # bindings: what defines each variable; the rebindings (rule 6)
+    for i in range(first, end):
+        v = T.i_var[i]
+        if v < 0:
+            continue
+        vdef[v] = i
+        x = T.i_value[i]
+        c = T.x_kind[x]
+        if T.i_kind[i] == I_BINDING:
+            if c == X_CALL:
+                f = T.c_flags[T.x_a[x]]
+                if f & CF_STORAGE:
+                    define[v] = DEF_STORAGE
+                elif f & CF_NO_REGISTER:
+                    define[v] = DEF_NO_REGISTER
+            elif c == X_LEAF and T.x_a[x] == LEAF_CONST:
+                define[v] = DEF_CONSTANT
+        if (c == X_IF or c == X_SCOPE) and cut[T.i_scope[i]] < 0:
+            cut[T.i_scope[i]] = i
+        if T.i_kind[i] == I_MATCH_CAST:
+            E.has_match_cast = True
+        if not rebind:
+            continue
+        if T.b_dataflow[T.i_block[i]]:
+            E.needs_canonical = True
+        elif T.i_kind[i] == I_MATCH_CAST:
+            if c == X_VAR and T.i_same_type[i]:
+                if T.s_anchor[T.i_scope[i]] >= 0:
+                    E.needs_canonical = True  # a rebinding in a branch or nested function
+                else:
+                    sub[v] = resolve(sub, T.x_a[x])
+                    drop[i - first] = 1
+            elif c == X_VAR:
+                pass  # a cast to another type: kept, a use of the variable (the writer declines
+                      # when the variable it reads now has the cast's type)
+            elif c != X_CALL:
+                E.needs_canonical = True
+        elif c == X_GET_ITEM:
+            # t[i] of a tuple literal (directly or through variables) is its field
+            y = T.x_a[x]
+            if T.x_kind[y] == X_VAR:
+                y = bound_value(T, vdef, sub, y)
+            if y >= 0 and T.x_kind[y] == X_TUPLE:
+                y = T.x_child[T.x_first[y] + T.x_b[x]] if 0 <= T.x_b[x] < T.x_n[y] else -1
+                if y < 0 or T.x_kind[y] != X_VAR or T.s_anchor[T.i_scope[i]] >= 0:
+                    E.needs_canonical = True
+                else:
+                    sub[v] = resolve(sub, T.x_a[y])
+                    drop[i - first] = 1
+        elif c == X_VAR and T.s_anchor[T.i_scope[i]] >= 0:
+            E.needs_canonical = True  # a rebinding in a branch or nested function
+        elif c == X_VAR:
+            sub[v] = resolve(sub, T.x_a[x])
+            drop[i - first] = 1
+        elif define[v] == DEF_CONSTANT:
+            if T.s_anchor[T.i_scope[i]] >= 0:
+                E.needs_canonical = True
+            else:
+                cst[v] = 1
+                E.constants.add(T.v_ref[v])
+        elif c == X_TUPLE and T.x_n[x] > 0 and repacks(T, vdef, sub, x):
+            E.needs_canonical = True
+    if E.needs_canonical:
+        return E
+
+    # uses (rules 2, 3): the last occurrence of every variable in its own scope, in visit order
+    # (an occurrence after the end of that scope, as TVM's StaticPlanBlockMemory leaves a
+    # storage bound in a branch and used after the If, is not a use there)
+    for i in range(first, end):
+        if T.i_kind[i] == I_RESULT:
+            scope_end[T.i_scope[i]] = i
+    for i in range(first, end):
+        if drop[i - first]:
+            continue
+        x = T.i_value[i]
+        if T.i_kind[i] == I_BINDING and T.x_kind[x] == X_CALL:
+            f = T.c_flags[T.x_a[x]]
+            if f & CF_STORAGE:
+                continue
+            if f & CF_KILL:
+                if T.x_n[x] != 1 or T.x_kind[T.x_child[T.x_first[x]]] != X_VAR:
+                    E.error_item = i
+                    E.error_ref = T.i_ref[i]
+                    E.error_code = 1 if T.x_n[x] != 1 else 2
+                    E.error_n = T.x_n[x]
+                    return E
+                v = T.x_a[T.x_child[T.x_first[x]]]
+                w = resolve(sub, v)
+                if cst[w]:
+                    E.needs_canonical = True  # the kill of a constant: CanonicalizeBindings' path reports it
+                    return E
+                if w != v:
+                    rewrite[i - first] = 1
+                killed[w] = 1
+                continue
+        stack.push_back(x)
+        while stack.size():
+            y = stack.back()
+            stack.pop_back()
+            c = T.x_kind[y]
+            if c == X_VAR:
+                v = T.x_a[y]
+                w = resolve(sub, v)
+                if w != v or cst[w]:
+                    if (T.i_kind[i] == I_RESULT and T.s_anchor[T.i_scope[i]] >= 0
+                            and T.x_kind[T.i_value[i]] != X_CALL):
+                        E.needs_canonical = True  # a branch's result, and maybe its type, changes
+                        return E
+                    rewrite[i - first] = 1
+                if not cst[w] and (vdef[w] < 0 or i <= scope_end[T.i_scope[vdef[w]]]):
+                    last[w] = i
+            elif c == X_CALL or c == X_TUPLE:
+                if c == X_CALL and T.x_b[y] >= 0:
+                    stack.push_back(T.x_b[y])
+                for j in range(T.x_n[y]):
+                    stack.push_back(T.x_child[T.x_first[y] + j])
+            elif c == X_GET_ITEM:
+                stack.push_back(T.x_a[y])
+            elif c == X_IF:
+                stack.push_back(T.x_a[y])
+
+    # the end of each item's subtree (rule 5: a binding holding scopes emits after them)
+    for i in range(first, end):
+        subtree_end[i - first] = i
+        if T.i_kind[i] != I_RESULT and not drop[i - first]:
+            block_last[T.i_block[i]] = i
+        d = T.i_scope[i]
+        while T.s_anchor[d] >= 0:
+            a = T.s_anchor[d]
+            if subtree_end[a - first] < i:
+                subtree_end[a - first] = i
+            d = T.i_scope[a]
+
+    # placement (rule 4)
+    target.resize(end - first)
+    if report:
+        E.last_use = {}
+        E.killed = {T.v_ref[v] for v in range(n_vars) if killed[v]}
+    for i in range(first, end):
+        v = T.i_var[i]
+        if v < 0 or drop[i - first] or last[v] < 0:
+            continue
+        d = T.i_scope[i]
+        a = last[v]
+        while a >= 0 and T.i_scope[a] != d:
+            a = T.s_anchor[T.i_scope[a]]
+        if a < 0:
+            continue  # not reached: occurrences outside the variable's scope are not recorded
+        if report:
+            E.last_use[T.v_ref[v]] = T.i_ref[a] if T.i_kind[a] != I_RESULT else 0
+        if T.i_kind[a] == I_RESULT or killed[v]:
+            continue
+        if T.v_ty[v] < 0:
+            E.unknown_type = True
+            return E
+        kind = kill_kind_of(define[v], T.v_ty[v])
+        if kind < 0:
+            continue
+        if tvm_scoping and cut[d] >= 0 and a >= cut[d]:
+            continue
+        if not tvm_scoping and T.b_dataflow[T.i_block[a]]:
+            if T.v_dataflow[v]:
+                continue
+            target[i - first] = -2 - T.i_block[a]
+            order.push_back(pair[int64_t, int64_t](subtree_end[block_last[T.i_block[a]] - first],
+                                                   ((4 + kind) * (end - first) + (i - first))))
+            continue
+        target[i - first] = a
+        order.push_back(pair[int64_t, int64_t](subtree_end[a - first], kind * (end - first) + (i - first)))
+
+    # order and names (rule 5); the slots of the function's blocks
+    sort(order.begin(), order.end())
+    cdef int64_t n_slots = 0
+    E.blk_first.assign(n_blocks, -1)
+    E.d_kill.assign(n_blocks, -1)
+    E.d_nkill.assign(n_blocks, 0)
+    cdef vector[int64_t] block_size = vector[int64_t](n_blocks, -1)
+    for i in range(first, end):
+        if T.i_kind[i] != I_RESULT and block_size[T.i_block[i]] <= T.i_pos[i]:
+            block_size[T.i_block[i]] = T.i_pos[i] + 1
+    for b in range(n_blocks):  # the function's blocks that hold bindings, in id order
+        if block_size[b] > 0:
+            E.blk_first[b] = n_slots
+            n_slots += block_size[b]
+    E.s_action.assign(n_slots, EDIT_KEEP)
+    E.s_item.assign(n_slots, -1)
+    E.v_sub = sub
+    E.v_const = cst
+    E.s_kill.assign(n_slots, 0)
+    E.s_nkill.assign(n_slots, 0)
+    E.k_kind.resize(order.size())
+    E.k_target.resize(order.size())
+    for p in range(<int64_t>order.size()):
+        i = first + order[p].second % (end - first)
+        E.k_kind[p] = (order[p].second // (end - first)) % 4
+        E.k_target[p] = T.v_ref[T.i_var[i]]
+        a = target[i - first]
+        if a >= 0:
+            w = E.blk_first[T.i_block[a]] + T.i_pos[a]
+            if E.s_nkill[w] == 0:
+                E.s_kill[w] = p
+            E.s_nkill[w] += 1
+        else:
+            b = -2 - a
+            if E.d_nkill[b] == 0:
+                E.d_kill[b] = p
+            E.d_nkill[b] += 1
+    E.n_kills = <Py_ssize_t>order.size()
+    for i in range(first, end):
+        if T.i_kind[i] == I_RESULT:
+            continue
+        w = E.blk_first[T.i_block[i]] + T.i_pos[i]
+        E.s_item[w] = i
+        if drop[i - first]:
+            E.s_action[w] = EDIT_DROP
+            E.n_dropped += 1
+            v = T.i_var[i]
+            E.subst[T.v_ref[v]] = T.v_ref[sub[v]]
+        elif rewrite[i - first]:
+            E.s_action[w] = EDIT_REWRITE
+            E.n_rewritten += 1
+    for i in range(first, end):
+        if T.i_kind[i] == I_RESULT and rewrite[i - first]:
+            E.n_rewritten += 1
+    return E

@@ -1,7 +1,10 @@
 """Last usage of every variable, and what to kill after which binding.
 
 Port of TVM ``CollectLastUsage`` (src/relax/transform/kill_after_last_use.cc), the analysis
-behind :class:`~memcore_py.transform.KillAfterLastUse`.
+behind :class:`~memcore_py.transform.KillAfterLastUse`. The rules below are stated once, in
+KillAfterLastUse's rule kernel (:func:`memcore_py.analysis._kill_rules.kill_rules`, over the
+binding table); this module reads a memcore function into that table
+(:mod:`memcore_py.analysis._ir_reader`), runs the kernel and presents its result.
 
 Definitions
 -----------
@@ -45,34 +48,19 @@ the If. ``tvm_scoping=True`` reproduces TVM's placement (for differential tests)
 """
 from __future__ import annotations
 
+from functools import partial
+
+from .._compiled import load_compiled
 from ..errors import PassError
 from ..ir.diagnostics import binding_error
-from ..ir.expr import (
-    Call,
-    Constant,
-    DataflowBlock,
-    DataflowVar,
-    Function,
-    If,
-    SeqExpr,
-    Tuple,
-    TupleGetItem,
-    Var,
-    VarBinding,
-)
-from .._compiled import load_compiled
-from ..ir.op import KILL_KINDS, ops_with_kill_role
+from ..ir.expr import Function, If, SeqExpr
+from .storage_tokens import callee_flags
 
-__all__ = ["KillSet", "LastUsage", "collect_last_usage", "OUTPUT"]
-
-#: The ops by ``Op.kill_role`` (the op table's declaration of these rules).
-_STORAGE_OPS = frozenset(ops_with_kill_role("storage"))
-_KILL_OPS = frozenset(ops_with_kill_role(*KILL_KINDS))
-_NO_REGISTER_OPS = frozenset(ops_with_kill_role("no_register"))
-_SCOPE_CLASSES = (If, Function, SeqExpr)
+__all__ = ["KillSet", "LastUsage", "collect_last_usage", "function_edits", "OUTPUT"]
 
 #: ``LastUsage.last_use`` value for a variable whose last use is its scope's result.
 OUTPUT = None
+_PASS = "kill-after-last-use"
 
 
 class KillSet:
@@ -112,8 +100,8 @@ class LastUsage:
         Binding variable -> what to kill right after that binding (only non-empty sets).
         Binding variables are unique in a function, so one dict serves all scopes.
     last_use : dict of Var -> Var or None
-        Every variable with a recorded use -> the binding variable (of the variable's own
-        scope) of its last use, or :data:`OUTPUT` (None) for the scope's result.
+        Every bound variable with a recorded use -> the binding variable (of the variable's
+        own scope) of its last use, or :data:`OUTPUT` (None) for the scope's result.
     killed : set of Var
         Variables some existing kill call already kills.
     deferred : dict of DataflowBlock -> KillSet
@@ -132,181 +120,55 @@ class LastUsage:
         self.deferred: dict = {}
 
 
-class _Collector:
-    def __init__(self, func_name, tvm_scoping):
-        # The kill-kind rule lives once, in _kill_rules; a constant and a null value both
-        # hold no VM register ("no_register").
-        rules = load_compiled("memcore_py.analysis._kill_rules")
-        self.kill_kind = rules.kill_kind
-        self.definitions = tuple(rules.DEFINITIONS[k] for k in ("plain", "storage", "no_register"))
-        self.func_name = func_name
-        self.tvm_scoping = tvm_scoping
-        self.result = LastUsage()
-
-    def fail(self, binding, what):
-        return binding_error("kill-after-last-use", self.func_name, binding, what)
-
-    def scope(self, seq: SeqExpr) -> None:
-        """Collect the kills of one scope (and, recursively, of the scopes nested in it)."""
-        result = self.result
-        tvm = self.tvm_scoping
-        order = []          # binding vars of this scope
-        last = {}           # var -> position of its last-use binding; -1 = output
-        storage = set()
-        no_register = set()
-        killed = result.killed
-        pos_block = []      # position -> the block it is in (only when dataflow matters)
-        cut = None          # TVM scoping: first position whose binding opens a nested scope
-        any_dataflow = False
-        pos = 0
-        for blk in seq.blocks:
-            is_df = type(blk) is DataflowBlock
-            any_dataflow = any_dataflow or is_df
-            for b in blk.bindings:
-                var = b.var
-                order.append(var)
-                pos_block.append(blk)
-                value = b.value
-                cls = type(value)
-                if cls is Call:
-                    op = value.op
-                    if type(b) is VarBinding:
-                        if op in _STORAGE_OPS:
-                            storage.add(var)
-                            pos += 1
-                            continue
-                        if op in _KILL_OPS:
-                            args = value.args
-                            if len(args) != 1:
-                                raise self.fail(b, f"{op.name} must have exactly one argument; got {len(args)}")
-                            target = args[0]
-                            if not isinstance(target, Var):
-                                raise self.fail(b, f"{op.name} must be applied to a variable; got {target!r}")
-                            killed.add(target)
-                            pos += 1
-                            continue
-                        if op in _NO_REGISTER_OPS:
-                            no_register.add(var)
-                    if isinstance(op, Var):
-                        last[op] = pos
-                    for a in value.args:
-                        ca = type(a)
-                        if ca is Var or ca is DataflowVar:
-                            last[a] = pos
-                        elif ca is Tuple or ca is TupleGetItem or ca in _SCOPE_CLASSES:
-                            self._uses(a, pos, last)
-                elif cls is Var or cls is DataflowVar:
-                    last[value] = pos
-                elif cls is Constant:
-                    if type(b) is VarBinding:
-                        no_register.add(var)
-                else:
-                    self._uses(value, pos, last)
-                    if cls in _SCOPE_CLASSES and cut is None:
-                        cut = pos
-                pos += 1
-        self._uses(seq.body, -1, last)
-
-        # Classification, in binding order.
-        plain, storage_def, no_register_def = self.definitions
-        groups = [None] * pos
-        for var in order:
-            p = last.get(var)
-            if p is None:
-                continue
-            result.last_use[var] = order[p] if p >= 0 else OUTPUT
-            if p < 0 or var in killed:
-                continue
-            kind = self.kill_kind(storage_def if var in storage else no_register_def if var in no_register else plain,
-                                  var.ty)
-            if kind < 0:
-                continue
-            if tvm and cut is not None and p >= cut:
-                continue  # TVM: nothing is killed at or after the first nested scope
-            if not tvm and any_dataflow and type(pos_block[p]) is DataflowBlock:
-                if type(var) is not DataflowVar:
-                    blk = pos_block[p]
-                    g = result.deferred.get(blk)
-                    if g is None:
-                        g = result.deferred[blk] = KillSet()
-                    (g.tensors, g.storage, g.objects)[kind].append(var)
-                continue
-            g = groups[p]
-            if g is None:
-                g = groups[p] = KillSet()
-            (g.tensors, g.storage, g.objects)[kind].append(var)
-        kills_after = result.kills_after
-        for p, g in enumerate(groups):
-            if g is not None:
-                kills_after[order[p]] = g
-
-    def _uses(self, expr, pos, last):
-        """Record every variable occurrence in ``expr`` as a use at ``pos``; collect the
-        scopes nested in it."""
-        stack = [expr]
-        while stack:
-            e = stack.pop()
-            cls = type(e)
-            if cls is Var or cls is DataflowVar:
-                last[e] = pos
-            elif cls is Call:
-                if isinstance(e.op, Var):
-                    last[e.op] = pos
-                stack.extend(e.args)
-            elif cls is Tuple:
-                stack.extend(e.fields)
-            elif cls is TupleGetItem:
-                stack.append(e.tuple_value)
-            elif cls is If:
-                stack.append(e.cond)
-                self._nested(e.true_branch, pos, last)
-                self._nested(e.false_branch, pos, last)
-            elif cls is SeqExpr:
-                self._nested(e, pos, last)
-            elif cls is Function:
-                self._nested(e.body, pos, last)
-
-    def _nested(self, seq, pos, last):
-        """A nested scope: its own kills, and every occurrence in it is a use at ``pos``
-        for the enclosing scope (TVM attributes it to the innermost binding instead; with
-        ``tvm_scoping`` the enclosing scope kills nothing from there on anyway)."""
-        self.scope(seq)
-        _occurrences(seq, pos, last)
-
-
-def _occurrences(expr, pos, last):
-    """Record every use (as defined in the module docstring) inside ``expr`` at ``pos``.
-
-    Not :func:`memcore_py.ir.functor.var_uses`: the bindings of storage and kill ops in
-    nested scopes are not uses here (TVM's last-use rules)."""
-    stack = [expr]
+def iter_bindings(seq: SeqExpr):
+    """Every binding of ``seq`` and of the scopes bound in it (If branches, nested functions
+    and SeqExprs), depth first, each scope's own in order."""
+    stack = [seq]
     while stack:
-        e = stack.pop()
-        cls = type(e)
-        if cls is Var or cls is DataflowVar:
-            last[e] = pos
-        elif cls is Call:
-            if isinstance(e.op, Var):
-                last[e.op] = pos
-            stack.extend(e.args)
-        elif cls is Tuple:
-            stack.extend(e.fields)
-        elif cls is TupleGetItem:
-            stack.append(e.tuple_value)
-        elif cls is If:
-            stack.append(e.cond)
-            stack.append(e.true_branch)
-            stack.append(e.false_branch)
-        elif cls is SeqExpr:
-            for blk in e.blocks:
-                for b in blk.bindings:
-                    v = b.value
-                    if type(b) is VarBinding and type(v) is Call and (v.op in _STORAGE_OPS or v.op in _KILL_OPS):
-                        continue
+        s = stack.pop()
+        for blk in s.blocks:
+            for b in blk.bindings:
+                yield b
+                v = b.value
+                cls = type(v)
+                if cls is If:
+                    stack.append(v.false_branch)
+                    stack.append(v.true_branch)
+                elif isinstance(v, Function):
+                    stack.append(v.body)
+                elif cls is SeqExpr:
                     stack.append(v)
-            stack.append(e.body)
-        elif cls is Function:
-            stack.append(e.body)
+
+
+def function_edits(body: SeqExpr, name: str, *, tvm_scoping: bool = False, rebind: bool = False,
+                   report: bool = False):
+    """KillAfterLastUse's rule kernel on the function whose body is ``body``.
+
+    Returns
+    -------
+    (KillEdits, BindingTable)
+        What the kernel found (``memcore_py/analysis/_kill_rules.pxd``) and the table it read.
+
+    Raises
+    ------
+    PassError
+        A kill call whose argument is not exactly one variable, or what the reader cannot read,
+        whichever comes first in visit order, naming the function and binding.
+    """
+    table = load_compiled("memcore_py.analysis._binding_table").BindingTable()
+    reader = load_compiled("memcore_py.analysis._ir_reader").IRReader(
+        table, partial(callee_flags, frozenset()), PassError, "KillAfterLastUse", nested_scopes=True)
+    reader.read_function(name, body)
+    edits = load_compiled("memcore_py.analysis._kill_rules").kill_rules(table, 0, tvm_scoping, rebind, report)
+    if edits.error_item >= 0:
+        b = next(b for b in iter_bindings(body) if id(b) == edits.error_ref)
+        op, args = b.value.op, b.value.args
+        what = (f"{op.name} must have exactly one argument; got {len(args)}" if edits.error_code == 1
+                else f"{op.name} must be applied to a variable; got {args[0]!r}")
+        raise binding_error(_PASS, name, b, what)
+    if table.errors[0] is not None:
+        raise table.errors[0]
+    return edits, table
 
 
 def collect_last_usage(func, *, tvm_scoping: bool = False, func_name: str = "?") -> LastUsage:
@@ -330,15 +192,45 @@ def collect_last_usage(func, *, tvm_scoping: bool = False, func_name: str = "?")
     ------
     PassError
         A kill call with other than one variable argument.
-
-    Notes
-    -----
-    One pass over the bindings of each scope, O(number of variable occurrences); nested
-    scopes are additionally scanned once per enclosing scope level.
     """
-    c = _Collector(func_name, tvm_scoping)
     seq = func.body if isinstance(func, Function) else func
     if not isinstance(seq, SeqExpr):
         raise PassError(f"collect_last_usage expects a Function or SeqExpr; got {type(func).__name__}")
-    c.scope(seq)
-    return c.result
+    edits, table = function_edits(seq, func_name, tvm_scoping=tvm_scoping, report=True)
+    by_id = {}
+    for b in iter_bindings(seq):
+        by_id[id(b)] = b
+        by_id[id(b.var)] = b.var
+    result = LastUsage()
+    for var_addr, at in edits.last_use.items():
+        result.last_use[by_id[var_addr]] = by_id[at].var if at else OUTPUT
+    params = [p for f in ([func] if isinstance(func, Function) else []) for p in f.params]
+    params += [p for b in iter_bindings(seq) if isinstance(b.value, Function) for p in b.value.params]
+    by_id.update((id(p), p) for p in params)
+    result.killed = {by_id[v] for v in edits.killed if v in by_id}
+
+    def add(group, recs):
+        for kind, target, _ in recs:
+            (group.tensors, group.storage, group.objects)[kind].append(by_id[target])
+
+    blocks = {id(blk.bindings): blk for blk in _blocks(seq)}
+    for b, bindings in enumerate(table.block_bindings):
+        if not bindings:
+            continue
+        for pos, binding in enumerate(bindings):
+            recs = edits.kills_after(b, pos)
+            if recs:
+                add(result.kills_after.setdefault(binding.var, KillSet()), recs)
+        recs = edits.kills_after_block(b)
+        if recs:
+            add(result.deferred.setdefault(blocks[id(bindings)], KillSet()), recs)
+    return result
+
+
+def _blocks(seq):
+    yield from seq.blocks
+    for b in iter_bindings(seq):
+        v = b.value
+        for s in ((v.true_branch, v.false_branch) if type(v) is If else (v.body,) if isinstance(v, Function)
+                  else (v,) if type(v) is SeqExpr else ()):
+            yield from s.blocks

@@ -68,7 +68,7 @@ from ..ir.expr import (
 )
 from ..ir.memo import MEMO
 from ..ir.module import IRModule
-from ..ir.op import get_op, shares_storage
+from ..ir.op import Op, get_op, shares_storage
 from ..ir.prim import IntImm, PrimExpr
 from ..ir.types import TensorType, check_dtype, tensor_size_problem
 from .arith import (
@@ -454,17 +454,23 @@ def callee_flags(prim_names: frozenset, callee) -> int:
     callee in a module whose PrimFuncs are named ``prim_names``: ``R.builtin.alloc_tensor``
     allocates; the storage-sharing ops (:func:`~memcore_py.ir.op.shares_storage`) share their
     first argument's storage; a PrimFunc of the module, an ``ExternFunc`` and
-    ``R.vm.call_tir_dyn`` use their arguments (kernels reading and writing them); any other
-    callee (a Relax op or function, a variable) has none of these."""
+    ``R.vm.call_tir_dyn`` use their arguments (kernels reading and writing them); an op's kill
+    role (``Op.kill_role``) gives ``CALLEE_STORAGE``, ``CALLEE_KILL`` or ``CALLEE_NO_REGISTER``;
+    any other callee (a Relax op or function, a variable) has none of these."""
     table = load_compiled("memcore_py.analysis._binding_table")
+    role = getattr(callee, "kill_role", None) if type(callee) is Op else None
+    flags = 0
+    if role is not None:
+        flags = (table.CALLEE_STORAGE if role == "storage" else table.CALLEE_NO_REGISTER if role == "no_register"
+                 else table.CALLEE_KILL)
     if callee is BUILTIN_ALLOC_TENSOR:
-        return table.CALLEE_ALLOCATES
+        return flags | table.CALLEE_ALLOCATES
     if shares_storage(callee):
-        return table.CALLEE_SHARES
+        return flags | table.CALLEE_SHARES
     t = type(callee)
     if (t is GlobalVar and callee.name in prim_names) or t is ExternFunc or callee is CALL_TIR_DYN:
-        return table.CALLEE_USES_ARGS
-    return 0
+        return flags | table.CALLEE_USES_ARGS
+    return flags
 
 
 class _StorageAllocatorInit:

@@ -2,7 +2,7 @@
 ``ShapeExpr``, made as :mod:`memcore_py.ir.construct` makes them (every slot set before the
 node is visible, no checks), for the compiled helpers that build many of them
 (``memcore_py/tvm/_ffi_reader.pyx``, ``memcore_py/transform/_flat_walks.pyx``,
-``memcore_py/transform/_kill_walk.pyx``).
+``memcore_py/transform/_kill_writer.pyx``).
 
 Design
 ------

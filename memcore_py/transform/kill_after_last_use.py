@@ -47,33 +47,30 @@ Deliberate differences from TVM (DIFFERENCES.md)
 ``KillAfterLastUse(tvm_scoping=True)`` reproduces TVM's placement in both cases, for
 differential testing only.
 
-Performance
+How it runs
 -----------
-A function whose body is binding blocks without nested scopes (every function after
-ToNonDataflow without control flow) takes a fused, compiled path,
-:func:`memcore_py.transform._kill_walk.kill_flat`: stages 1-3 in two loops over the bindings
-(one that canonicalizes and records last uses, one that splices the kills in), building the
-new nodes without re-validating them. It gives exactly the general path's output, which is
-its test oracle (tests compare both on random programs); anything else (If, nested
-functions, dataflow blocks, unusual kill calls) takes the general path below. The cyclic
-garbage collector is paused during the pass (speed against TVM's pass: bench/README.md,
-"KillAfterLastUse").
+Reader -> binding table -> rule kernel -> edits -> writer: the function is read into the
+binding table (:mod:`memcore_py.analysis._ir_reader`), KillAfterLastUse's rule kernel
+(:func:`memcore_py.analysis._kill_rules.kill_rules`) says which rebindings go and what is
+killed after which binding, and :class:`~memcore_py.transform._kill_writer.EditWriter` applies
+that, keeping every other
+binding the object it was. Stages 1 and 2 are CanonicalizeBindings' and
+UnusedTrivialBindingRemover's own code, run first only when the function needs more of them
+than the kernel's rebinding rule (``y = x`` dropped, its uses reading ``x``): when it has a
+dataflow block, a match_cast of a variable, a constant bound to a variable, a get-item of a
+tuple literal or a tuple of get-items, or a rebinding inside a branch (the kernel reports it,
+``needs_canonical``). A function with a match_cast gets CanonicalizeBindings' symbolic stage
+first. The native pass on TVM's objects (:mod:`memcore_py.tvm.kill_extract`) runs the same
+kernel. The cyclic garbage collector is paused during the pass.
 
 Rules and where each lives
 --------------------------
 - Which ops define storages, kill, or hold no register: the op table (``Op.kill_role``,
-  :mod:`memcore_py.ir.op`), read by every walk through ``ops_with_kill_role`` / ``kill_op``.
-- The kill kind of a variable (storage, tensor, other register object, none):
-  ``kill_kind_of`` in ``memcore_py/analysis/_kill_rules.pxd``, asked by
-  :func:`~memcore_py.analysis.last_usage.collect_last_usage` (through
-  ``_kill_rules.kill_kind``), by the compiled flat walk and by the walk over TVM's objects
-  (:mod:`memcore_py.tvm._kill_extract`), each of which only reads its object model into the
-  rule's codes.
-- The kill order after one binding: ``kill_schedule`` (``_kill_walk.pxd``) for both compiled
-  walks; the general path groups its kills the same way in ``collect_last_usage``.
-- Last uses, re-binding removal and kill names are still walked three times (the general
-  path, the compiled flat walk, the walk over TVM's objects); the three-way differential
-  suite (tests/oracle/test_three_way.py) holds them equal.
+  :mod:`memcore_py.ir.op`), compiled into the binding table's callee flags
+  (:func:`~memcore_py.analysis.storage_tokens.callee_flags`).
+- Uses, last uses per scope, kill kinds (``kill_kind_of``), placement, kill order and names,
+  and the rebinding rule: ``memcore_py/analysis/_kill_rules.pyx`` (its docstring lists them).
+- CanonicalizeBindings' other rules: :mod:`memcore_py.transform.canonicalize_bindings`.
 
 Preconditions: meant for non-dataflow, impure-allowed IR after StaticPlanBlockMemory and
 LowerAllocTensor. Postconditions: kill calls are placed as above; re-running the pass adds
@@ -82,54 +79,22 @@ single variable) raises :class:`~memcore_py.errors.PassError` naming function an
 """
 from __future__ import annotations
 
-from ..analysis.last_usage import KillSet, collect_last_usage
-from ..ir.builder import NameTable
-from ..ir.expr import (
-    BindingBlock,
-    Call,
-    DataflowBlock,
-    DataflowVar,
-    Function,
-    If,
-    MatchCast,
-    SeqExpr,
-    Var,
-    VarBinding,
-)
-from ..ir.functor import ExprMutator, map_functions, normalize_blocks, var_uses
+from ..analysis.last_usage import function_edits, iter_bindings
+from ..ir.construct import function_with_body
+from ..ir.expr import DataflowVar, Function, If, SeqExpr, Var, VarBinding
+from ..ir.functor import ExprMutator, map_functions, var_uses
 from ..ir.module import IRModule
-from ..ir.op import kill_op
-from ..ir.types import VOID, type_equal
-from ._kill_walk import HasMatchCast, NotFlat, kill_flat
+from ..ir.types import type_equal
+from ._kill_writer import EditWriter, NeedsCanonical
 from .canonicalize_bindings import canonicalize_bindings, canonicalize_tir_variables
 from .pass_infra import FunctionPass, PassContext
 
 __all__ = ["kill_after_last_use", "remove_unused_trivial_bindings", "KillAfterLastUse"]
 
-_KILL_TENSOR, _KILL_STORAGE, _KILL_OBJECT = (kill_op(kind) for kind in range(3))
-_SCOPE_CLASSES = (If, Function, SeqExpr)
 _VAR_CLASSES = (Var, DataflowVar)
 
 
 # ------------------------------------------------------------------------ stage 2
-def _iter_bindings(seq):
-    stack = [seq]
-    while stack:
-        s = stack.pop()
-        for blk in s.blocks:
-            for b in blk.bindings:
-                yield b
-                v = b.value
-                cls = type(v)
-                if cls is If:
-                    stack.append(v.true_branch)
-                    stack.append(v.false_branch)
-                elif cls is Function:
-                    stack.append(v.body)
-                elif cls is SeqExpr:
-                    stack.append(v)
-
-
 class _BindingDropper(ExprMutator):
     def __init__(self, to_remove):
         super().__init__()
@@ -144,7 +109,7 @@ def remove_unused_trivial_bindings(func: Function) -> Function:
     """Drop ``v = <var>`` (and ``v = R.match_cast(<var>, T)`` with ``T`` equal to the var's
     type) when ``v`` is used nowhere (TVM ``UnusedTrivialBindingRemover``)."""
     candidates = set()
-    for b in _iter_bindings(func.body):
+    for b in iter_bindings(func.body):
         v = b.value
         if type(v) in _VAR_CLASSES and (type(b) is VarBinding or type_equal(b.var.ty, v.ty)):
             candidates.add(b.var)
@@ -155,79 +120,6 @@ def remove_unused_trivial_bindings(func: Function) -> Function:
     if not to_remove:
         return func
     return _BindingDropper(to_remove).visit_function(func)
-
-
-# ------------------------------------------------------------------------ stage 3
-class _KillInserter:
-    """Port of TVM ``KillInserter``: rebuilds every scope with the kills of
-    :class:`~memcore_py.analysis.last_usage.LastUsage` (one name table per function)."""
-
-    def __init__(self, usage, tvm_scoping):
-        self.kills_after = usage.kills_after
-        self.deferred = usage.deferred
-        self.tvm_scoping = tvm_scoping
-        self.names = NameTable()
-
-    def _emit_kills(self, ks: KillSet, out: list, in_dataflow: bool):
-        fresh = self.names.fresh
-        var_cls = DataflowVar if in_dataflow else Var
-        for op, targets in ((_KILL_TENSOR, ks.tensors), (_KILL_STORAGE, ks.storage), (_KILL_OBJECT, ks.objects)):
-            for t in targets:
-                out.append(VarBinding(var_cls(fresh("_"), VOID), Call(op, (t,), ty=VOID)))
-
-    def expr(self, e):
-        cls = type(e)
-        if cls is SeqExpr:
-            return self.seq(e)
-        if cls is If:
-            tb, fb = self.seq(e.true_branch), self.seq(e.false_branch)
-            if tb is e.true_branch and fb is e.false_branch:
-                return e
-            return If(e.cond, tb, fb, e.ty)
-        if cls is Function:
-            body = self.seq(e.body)
-            if body is e.body:
-                return e
-            return Function(e.params, body, e.ret_ty, e.attrs, e.is_pure)
-        return e
-
-    def seq(self, seq: SeqExpr) -> SeqExpr:
-        kills_after = self.kills_after
-        deferred = self.deferred
-        new_blocks = []
-        changed = False
-        for blk in seq.blocks:
-            in_df = type(blk) is DataflowBlock
-            out = []
-            block_changed = False
-            for b in blk.bindings:
-                value = b.value
-                if type(value) in _SCOPE_CLASSES:
-                    nv = self.expr(value)
-                    if nv is not value:
-                        b = MatchCast(b.var, nv, b.ty) if type(b) is MatchCast else VarBinding(b.var, nv)
-                        block_changed = True
-                out.append(b)
-                ks = kills_after.get(b.var)
-                if ks is not None:
-                    self._emit_kills(ks, out, in_df)
-                    block_changed = True
-            if block_changed:
-                new_blocks.append(type(blk)(out))
-                changed = True
-            else:
-                new_blocks.append(blk)
-            if in_df and deferred:
-                ks = deferred.get(blk)
-                if ks is not None:
-                    after = []
-                    self._emit_kills(ks, after, False)
-                    new_blocks.append(BindingBlock(after))
-                    changed = True
-        normalized = normalize_blocks(new_blocks)
-        if not changed and len(normalized) == len(seq.blocks):
-            return seq
-        return SeqExpr(normalized, seq.body)
 
 
 def kill_after_last_use(func: Function, name: str = "?", *, tvm_scoping: bool = False) -> Function:
@@ -245,27 +137,39 @@ def kill_after_last_use(func: Function, name: str = "?", *, tvm_scoping: bool = 
     return _kill_after_last_use(func, name, tvm_scoping, allow_fast=True)
 
 
-def _kill_flat(func: Function, name: str = "?"):
-    """The compiled flat path's output for ``func`` (after CanonicalizeBindings' symbolic
-    stage when ``func`` has a match_cast), or None when ``func`` needs the general path."""
+def _apply(func, edits, table):
+    if not edits.changed:
+        return func
+    body = EditWriter(edits, table.block_bindings).seq(func.body)
+    return func if body is func.body else function_with_body(func, body)
+
+
+def _kill_with_rebindings(func, name, tvm_scoping):
+    """The pass with only the kernel's rebinding rule of CanonicalizeBindings (after its symbolic
+    stage when ``func`` has a match_cast), or None when ``func`` needs CanonicalizeBindings."""
+    edits, table = function_edits(func.body, name, tvm_scoping=tvm_scoping, rebind=True)
+    if edits.has_match_cast:
+        staged = canonicalize_tir_variables(func, name)
+        if staged is not func:
+            func = staged
+            edits, table = function_edits(func.body, name, tvm_scoping=tvm_scoping, rebind=True)
+    if edits.needs_canonical:
+        return None
     try:
-        try:
-            return kill_flat(func)
-        except HasMatchCast:
-            return kill_flat(canonicalize_tir_variables(func, name), staged=True)
-    except NotFlat:
+        return _apply(func, edits, table)
+    except NeedsCanonical:
         return None
 
 
 def _kill_after_last_use(func, name, tvm_scoping, allow_fast):
     if allow_fast:
-        out = _kill_flat(func, name)
+        out = _kill_with_rebindings(func, name, tvm_scoping)
         if out is not None:
             return out
     func = canonicalize_bindings(func, name)
     func = remove_unused_trivial_bindings(func)
-    usage = collect_last_usage(func, tvm_scoping=tvm_scoping, func_name=name)
-    return _KillInserter(usage, tvm_scoping).expr(func)
+    edits, table = function_edits(func.body, name, tvm_scoping=tvm_scoping)
+    return _apply(func, edits, table)
 
 
 class KillAfterLastUse(FunctionPass):

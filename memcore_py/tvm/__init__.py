@@ -71,12 +71,11 @@ the three memory passes in one ``Sequential`` read the module once.
    read, which costs more than TVM's whole visit.
 4. *Extraction for the analyses too* (:mod:`memcore_py.tvm.kill_extract`,
    :mod:`memcore_py.tvm.spbm_extract`). The objection in 1. was a second copy of the token
-   and kill analyses. It is avoided where it matters: the C walks over TVM's objects fill the
-   *same* tables as memcore's compiled walks (``VarTable`` / ``kill_schedule`` declared in
-   ``_kill_walk.pxd``; ``TokenRecorder`` in ``_storage_walk.pxd``, decoded by the same
-   ``walk_program`` into the same ``TokenProgram``), memcore's planner and its symbolic-size
-   arithmetic run unchanged, and only the binding-level rules are restated, for flat
-   functions alone (anything else declines to the full conversion). The tests compare the two
+   and kill analyses. There is none: a reader of TVM's objects (:mod:`._table_reader`) fills
+   the *same* binding table as the reader of memcore's IR, and the passes' rule kernels
+   (StaticPlanBlockMemory's ``InitRules`` in ``_storage_walk.pyx``, KillAfterLastUse's
+   ``kill_rules`` in ``_kill_rules.pyx``) run unchanged on it; memcore's planner and its
+   symbolic-size arithmetic too. The tests compare the two
    paths and TVM on every shipped model and on random modules. Reading and writing every
    binding cost more than the analysis and the plan on a small module, and a large share of
    the time on the real models: without them the native StaticPlanBlockMemory costs less

@@ -1,6 +1,6 @@
 # The type indices and field offsets of the TVM classes the compiled reader reads (see
 # _ffi_reader.pyx, ``Layout``), and the reads of dtypes and constant dims, declared here so
-# that other compiled walks over TVM objects (memcore_py/tvm/_kill_extract.pyx,
+# that other compiled walks over TVM objects (memcore_py/tvm/_kill_writer.pyx,
 # _spbm_extract.pyx, _lower_extract.pyx) read through the same checked layout.
 from libc.stdint cimport int32_t, int64_t, uint32_t
 

@@ -1,4 +1,4 @@
-# What other compiled walks over TVM objects (memcore_py/tvm/_kill_extract.pyx,
+# What other compiled walks over TVM objects (memcore_py/tvm/_kill_writer.pyx,
 # _spbm_extract.pyx) use of the compiled writer (see _ffi_writer.pyx): the owner of what
 # constructors return, the constructor call with TVM's error turned into TVMConversionError,
 # and the constructors.

@@ -231,7 +231,7 @@ cdef void release(void* h) noexcept:
 
 
 # ------------------------------------------------------------------ for compiled walks
-# Constructors for the walks that build on TVM's objects directly (_kill_extract.pyx,
+# Constructors for the walks that build on TVM's objects directly (_kill_writer.pyx,
 # _spbm_extract.pyx), declared in _ffi_writer.pxd; every object they return is owned by K.
 cdef void* owned(Keep K, int ctor, FFIAny* args, int32_t n, const char* what) except NULL:
     """A new object from the constructor ``ctor`` (a ``Ctor``), owned by ``K``."""

@@ -24,16 +24,39 @@ and callees are keyed by address (compared, never dereferenced as Python objects
 from libc.stdint cimport int8_t, int32_t, int64_t
 
 from memcore_py.analysis._binding_table cimport (
-    BindingTable, CF_ALLOCATES, I_BINDING, I_MATCH_CAST, I_RESULT, PointerIds, X_CALL, X_GET_ITEM, X_IF, X_LEAF,
-    X_TUPLE,
+    BindingTable, CF_ALLOCATES, I_BINDING, I_MATCH_CAST, I_RESULT, LEAF_CONST, LEAF_PLAIN, PointerIds, X_CALL,
+    X_GET_ITEM, X_IF, X_LEAF, X_TUPLE,
 )
+from memcore_py.analysis._kill_rules cimport TY_FUNC, TY_OBJECT, TY_PRIM, TY_SHAPE, TY_TENSOR, TY_TUPLE, TY_UNIT
 from memcore_py.tvm._ffi_abi cimport (
-    FFIAny, K_ARRAY, K_OBJECT_BEGIN, any_obj, any_type, array_data, array_size, obj_field, obj_type,
+    FFIAny, K_ARRAY, K_DATATYPE, K_OBJECT_BEGIN, any_obj, any_type, array_data, array_size, obj_field, obj_type,
 )
 from memcore_py.tvm._ffi_reader cimport Layout, read_string
 
 cdef enum:
     DECLINE = -2    # the reader declines (expr ids are >= 0)
+
+
+cdef inline int type_code(Layout L, const char* ty) noexcept:
+    """The ``TY_*`` code (``memcore_py/analysis/_kill_rules.pxd``) of the TVM type ``ty``, or -1
+    for none or a type this reader does not know."""
+    cdef int32_t t
+    if ty == NULL:
+        return -1
+    t = obj_type(ty)
+    if t == L.t_tensor_type:
+        return TY_TENSOR
+    if t == L.t_any_type:
+        return TY_OBJECT
+    if t == L.t_tuple_type:
+        return TY_TUPLE if array_size(obj_field(ty, L.o_tuple_fields)) > 0 else TY_UNIT
+    if t == L.t_func_type:
+        return TY_FUNC
+    if t == L.t_shape_type:
+        return TY_SHAPE
+    if t == L.t_prim_type:
+        return TY_PRIM
+    return -1
 
 
 cdef class TVMReader:
@@ -55,7 +78,7 @@ cdef class TVMReader:
     cdef dict known
     cdef object extern_flags
     cdef PointerIds callee_ids
-    cdef int64_t leaf
+    cdef int64_t leaf, const_leaf
     cdef bint has_match_cast
 
     def __init__(self, BindingTable table, Layout L, dict known, extern_flags):
@@ -64,7 +87,8 @@ cdef class TVMReader:
         self.known = known
         self.extern_flags = extern_flags
         self.callee_ids = PointerIds()
-        self.leaf = table.add_expr(X_LEAF, 0, 0, 0)
+        self.leaf = table.add_expr(X_LEAF, LEAF_PLAIN, 0, 0)
+        self.const_leaf = table.add_expr(X_LEAF, LEAF_CONST, 0, 0)
 
     def read_function(self, size_t func, str name):
         """Record the Relax ``Function`` at ``func`` as the table's next function.
@@ -140,7 +164,7 @@ cdef class TVMReader:
         x = self.read_obj(body)
         if x == DECLINE:
             return False
-        T.add_item(I_RESULT, -1, x, outer, -1, outer, 0)
+        T.add_item(I_RESULT, -1, x, outer, -1, outer, 0, sid)
         return True
 
     cdef bint read_block(self, const char* block, bint dataflow, Py_ssize_t sid) except -1:
@@ -179,17 +203,25 @@ cdef class TVMReader:
                 return False
             outer = len(T.block_scope) - 1
             if obj_type(value) == L.t_if:
-                if not self.read_if(value, b, bid, i, kind, T.var_id(<size_t>var), outer):
+                if not self.read_if(value, b, bid, i, kind, self.bound_var(var, vt), outer, sid):
                     return False
                 continue
             x = self.read_obj(value)
             if x == DECLINE:
                 return False
-            T.add_item(kind, T.var_id(<size_t>var), x, bid, i, outer, <size_t>b)
+            T.add_item(kind, self.bound_var(var, vt), x, bid, i, outer, <size_t>b, sid)
         return True
 
+    cdef int64_t bound_var(self, const char* var, int32_t vt) except -1:
+        """The var id of a binding's variable (its type code and kind recorded)."""
+        cdef BindingTable T = self.T
+        cdef int64_t k = T.var_id(<size_t>var)
+        T.v_ty[k] = type_code(self.L, obj_field(var, self.L.o_expr_ty))
+        T.v_dataflow[k] = vt == self.L.t_dfvar
+        return k
+
     cdef bint read_if(self, const char* e, const char* b, int64_t bid, int64_t pos, int8_t kind, int64_t var,
-                      int64_t outer) except -1:
+                      int64_t outer, Py_ssize_t parent) except -1:
         """An If binding: its item, then each branch's items (a scope each)."""
         cdef Layout L = self.L
         cdef BindingTable T = self.T
@@ -200,8 +232,7 @@ cdef class TVMReader:
         if cond == DECLINE:
             return False
         cdef int64_t x = T.add_expr(X_IF, cond, -1, -1)
-        T.add_item(kind, var, x, bid, pos, outer, <size_t>b)
-        parent = T.block_scope[bid]
+        cdef int64_t item = T.add_item(kind, var, x, bid, pos, outer, <size_t>b, parent)
         anchor = (bid, <size_t>b, pos)
         sids = []
         for off in (L.o_if_then, L.o_if_else):
@@ -209,6 +240,7 @@ cdef class TVMReader:
             if branch == NULL or obj_type(branch) != L.t_seq:
                 return False
             sid = T.new_scope(parent, anchor)
+            T.s_anchor[sid] = item
             sids.append(sid)
             if not self.read_seq(branch, sid):
                 return False
@@ -241,7 +273,7 @@ cdef class TVMReader:
             if k == DECLINE:
                 return DECLINE
             if T.c_flags[k] & CF_ALLOCATES:
-                return T.add_expr(X_CALL, k, 0, 0)  # shape, dtype, device and scope: not read
+                return T.add_expr(X_CALL, k, -1, 0)  # shape, dtype, device and scope: not read
             arr = obj_field(e, L.o_call_args)
             if arr == NULL or obj_type(arr) != K_ARRAY:
                 return DECLINE
@@ -259,7 +291,9 @@ cdef class TVMReader:
         if (t == L.t_if or t == L.t_seq or t == L.t_function or t == L.t_binding or t == L.t_match_cast
                 or t == L.t_block or t == L.t_dfblock):
             return DECLINE
-        return self.leaf  # a shape, a constant, an integer, a string, a dtype, a callee, a PrimFunc
+        if t == L.t_generic_const and any_type(e + L.o_const_value) != K_DATATYPE:
+            return self.const_leaf  # a tensor constant
+        return self.leaf  # a shape, an integer, a string, a dtype, a callee, a PrimFunc
 
     cdef int64_t callee_id(self, const char* op) except -1:
         """The callee id of the callee object at ``op`` (its flags recorded), or DECLINE."""

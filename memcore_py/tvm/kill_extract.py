@@ -1,47 +1,43 @@
-"""The native KillAfterLastUse by extraction: the kills are computed and spliced in on the TVM
-objects, nothing is converted.
+"""The native KillAfterLastUse: the kills are computed by the pass's rule kernel over the binding
+table and written onto the TVM objects; nothing is converted.
 
 Design
 ------
-The full conversion (:func:`~memcore_py.tvm.passes.apply_memcore_pass`) reads the whole module
-into memcore's IR, runs :class:`memcore_py.transform.KillAfterLastUse` and writes the result
-back. On a small module the pass itself was a small part of that: the rest was reading every
-binding and writing the function back. KillAfterLastUse only drops re-bindings (``y = x``),
-rewrites the calls that used them, and inserts kill bindings; every other binding stays the
-same object. Here, for each Relax function:
+KillAfterLastUse is *reader -> binding table -> rule kernel -> edits -> writer* on either
+object model. Here, for each Relax function:
 
-1. :func:`~memcore_py.tvm._kill_extract.kill_function` walks the function's bindings in C
-   with the flat walk's own rules and tables (its docstring lists what it handles) and
-   builds the new block: the old bindings by address, the rebuilt calls and the kill
-   bindings through the compiled writer's constructors;
-2. a new ``SeqExpr`` (the block, the result with re-bindings resolved, typed as the
-   result), ``Function`` (the old parameters, return type, purity and attrs) and module
-   (the old GlobalVars, the other functions as they are) are made through TVM's Python API.
+1. :class:`~memcore_py.tvm._table_reader.TVMReader` reads it into the binding table (the op
+   table's kill roles compiled into the callee flags, variable types into ``TY_*`` codes);
+2. :func:`~memcore_py.analysis._kill_rules.kill_rules`, the one statement of the pass's rules,
+   says which rebindings go and what is killed after which binding, with its rebinding rule
+   (``rebind=True``: TVM runs CanonicalizeBindings first);
+3. :class:`~memcore_py.tvm._kill_writer.KillWriter` applies that to the function's scopes (the
+   body and every ``If`` branch); a new ``SeqExpr``, ``If`` and ``Function`` are made through
+   TVM's Python API where a scope changed, and the module keeps the other functions as they
+   are.
 
-The full conversion runs instead (:func:`kill_after_last_use_extracted` returns None) when a
-function is not of that form (a match_cast, tuples, nested scopes, dataflow blocks,
-constant-bound variables), a function body has no type, the module has global infos, a
-function entry is neither a Relax function nor a PrimFunc, or the compiled reader is
-unavailable. A native pass chain (StaticPlanBlockMemory, LowerAllocTensor,
-KillAfterLastUse in one pipeline) does not come here: the previous pass hands its memcore
-module over and nothing is read (:class:`~memcore_py.tvm.passes._Handoff`).
+The portable path (the full conversion, :func:`~memcore_py.tvm.passes.apply_memcore_pass`, which
+runs the same kernel on memcore's IR) runs instead (:func:`kill_after_last_use_extracted`
+returns None) when the reader declines a function (:mod:`._table_reader` lists when), when the
+function needs more of CanonicalizeBindings than the kernel's rebinding rule (a dataflow block,
+a match_cast: ``needs_canonical`` / ``has_match_cast``), when a variable that may be killed has
+a type the reader does not know, when a kill call is malformed (the portable path reports it),
+when the writer cannot build a rewritten expression, or when a function body has no type.
 
-What the extraction does not read it does not check, as for the extracted LowerAllocTensor
+What the reader does not look into it does not check, as for the extracted LowerAllocTensor
 (:mod:`.lower_alloc_extract`): a call of an op memcore does not model stays the same TVM
 object, where the full conversion raises :class:`~memcore_py.tvm.TVMConversionError` naming
-it. Nothing is dropped either way, and KillAfterLastUse only reads such a call's arguments.
-Tests compare the extraction with the full conversion and with TVM's pass (where TVM's
-placement is the same, DIFFERENCES.md) on every shipped model and on random modules.
-
-``KillAfterLastUse(tvm_scoping=True)`` (a differential-testing mode) always runs the full
-conversion; the two placements differ only around nested scopes and dataflow blocks, which
-the extraction declines anyway.
+it. Tests compare this path with the full conversion and with TVM's pass on every shipped
+model and on random modules.
 """
 from __future__ import annotations
 
-from . import _ffi_writer, _kill_extract
-from ..ir.op import kill_op, ops_with_kill_role
-from ._extraction import UNCHANGED, rewrite_functions
+from .._compiled import load_compiled
+from ..analysis.storage_tokens import callee_flags
+from ..ir.expr import ExternFunc
+from ..ir.op import get_op, kill_op, list_ops
+from . import _ffi_writer, _kill_writer, _table_reader
+from ._extraction import module_entries, module_with
 
 __all__ = ["kill_after_last_use_extracted"]
 
@@ -49,51 +45,101 @@ _OPS = []
 
 
 def _ops_and_unit(api):
-    """TVM's ops by kill role (:class:`~._kill_extract.KillRoleOps`, from memcore's op table)
+    """TVM's ops with a callee property (address -> flags, from memcore's op table through
+    :func:`~memcore_py.analysis.storage_tokens.callee_flags`), the kill ops' addresses by kind
     and the address of an ``R.Tuple()`` type, made once (the objects are held here, so the
     addresses stay valid)."""
     if not _OPS:
-        def tvm_ops(ops):
-            return [api.Op.get(op.name) for op in ops]
-
-        kill = tvm_ops(kill_op(kind) for kind in range(3))
-        storage = tvm_ops(ops_with_kill_role("storage"))
-        no_register = tvm_ops(ops_with_kill_role("no_register"))
+        flagged = [(name, callee_flags(frozenset(), get_op(name))) for name in list_ops()]
+        flagged = [(api.Op.get(name), flags) for name, flags in flagged if flags]
+        kill = [api.Op.get(kill_op(kind).name) for kind in range(3)]
         unit = api.ir_ffi.TupleType([], None)
-        roles = _kill_extract.KillRoleOps(tuple(op.__chandle__() for op in kill),
-                                         tuple(op.__chandle__() for op in storage),
-                                         tuple(op.__chandle__() for op in no_register))
-        _OPS.append((kill + storage + no_register, unit, roles, unit.__chandle__()))
-    return _OPS[0][2], _OPS[0][3]
+        _OPS.append(({op.__chandle__(): flags for op, flags in flagged}, tuple(op.__chandle__() for op in kill),
+                     unit.__chandle__(), (flagged, kill, unit)))
+    return _OPS[0]
 
 
-def kill_after_last_use_extracted(api, tvm_mod):
-    """KillAfterLastUse on ``tvm_mod`` by extraction (module docstring): a ``tvm.IRModule``
-    (``tvm_mod`` itself when no function changes), or None when the full conversion must
-    run."""
-    ops, unit = _ops_and_unit(api)
-    kill_function = _kill_extract.kill_function
+def _extern_flags(symbol: str) -> int:
+    return callee_flags(frozenset(), ExternFunc(symbol))
 
-    def rewrite(layout, keep, _name, f_addr):
-        out = kill_function(layout, keep, f_addr, ops, unit)
-        if out is None or out is False:
-            return UNCHANGED if out is False else None
-        return _rebuilt_function(api, keep, f_addr, *out)
 
-    return rewrite_functions(api, tvm_mod, rewrite)
+def kill_after_last_use_extracted(api, tvm_mod, tvm_scoping: bool = False):
+    """KillAfterLastUse on ``tvm_mod`` natively (module docstring): a ``tvm.IRModule``
+    (``tvm_mod`` itself when no function changes), or None when the portable path must run.
+    ``tvm_scoping``: TVM's placement around nested scopes (DIFFERENCES.md)."""
+    found = module_entries(api, tvm_mod)
+    if found is None:
+        return None
+    layout, entries = found
+    op_flags, kill_ops, unit, _held = _ops_and_unit(api)
+    known = dict(op_flags)
+    uses_args = load_compiled("memcore_py.analysis._binding_table").CALLEE_USES_ARGS
+    for kind, _name, gv, _f in entries:
+        known[gv] = uses_args if kind == 0 else 0  # a PrimFunc of the module uses its arguments
+    table = load_compiled("memcore_py.analysis._binding_table").BindingTable()
+    reader = _table_reader.TVMReader(table, layout, known, _extern_flags)
+    kill_rules = load_compiled("memcore_py.analysis._kill_rules").kill_rules
+    keep = _ffi_writer.Keep()
+    keep.hold(tvm_mod)
+
+    def rebuild_if(if_addr, cond, then, other):
+        return _rebuilt_if(api, keep, if_addr, cond, then, other)
+
+    new_funcs = {}
+    for kind, name, _gv, f_addr in entries:
+        if kind == 0:
+            continue
+        got = reader.read_function(f_addr, name)
+        if got is None:
+            return None
+        seq_addr, _blocks, sid, _first, _ty = got
+        edits = kill_rules(table, table.n_functions - 1, tvm_scoping, True)
+        if edits.needs_canonical or edits.has_match_cast or edits.unknown_type or edits.error_item >= 0:
+            return None
+        if not edits.changed and len(table.scope_blocks[sid]) <= 1:
+            continue
+        out = _kill_writer.KillWriter(layout, keep, table, edits, kill_ops, unit, rebuild_if).scope(sid, seq_addr)
+        if out is None:
+            return None
+        changed, block_addr, result_addr = out
+        if changed:
+            new = _rebuilt_function(api, keep, f_addr, block_addr, result_addr)
+            if new is None:
+                return None
+            new_funcs[f_addr] = new
+    return module_with(api, layout, keep, tvm_mod, entries, new_funcs)
+
+
+def _rebuilt_seq(api, block_addr, result_addr, old):
+    """A new ``SeqExpr`` of the block at ``block_addr`` (0: none) and the result at
+    ``result_addr``, typed as ``old`` (the SeqExpr it replaces) when the result is the same."""
+    object_at = _ffi_writer.object_at
+    result = object_at(result_addr)
+    rx = api.rx_ffi
+    seq = rx.SeqExpr([object_at(block_addr)] if block_addr else [], result, None)
+    rx.UpdateType(seq, old.ty if result.same_as(old.body) else result.ty)
+    return seq
+
+
+def _rebuilt_if(api, keep, if_addr, cond, then, other):
+    """The address of a new ``If`` of the one at ``if_addr`` with the condition at ``cond`` and
+    the branches ``then`` and ``other`` (each ``(changed, block address or 0, result
+    address)``: an unchanged branch is the old one), of the old If's type."""
+    old = _ffi_writer.object_at(if_addr)
+    rx = api.rx_ffi
+    branches = [_rebuilt_seq(api, block, result, seq) if changed else seq
+                for (changed, block, result), seq in ((then, old.true_branch), (other, old.false_branch))]
+    new = rx.If(_ffi_writer.object_at(cond), *branches, None)
+    rx.UpdateType(new, old.ty)
+    return keep.hold(new)
 
 
 def _rebuilt_function(api, keep, f_addr, block_addr, result_addr):
     """The address of the function at ``f_addr`` with the body ``block_addr`` (0: no
     binding) and ``result_addr``, or None when its old body has no type (not normalized:
     the full conversion infers it)."""
-    object_at = _ffi_writer.object_at
-    func = object_at(f_addr)
-    old = func.body
-    if old.ty.is_missing():
+    func = _ffi_writer.object_at(f_addr)
+    if func.body.ty.is_missing():
         return None
-    result = object_at(result_addr)
-    rx = api.rx_ffi
-    seq = rx.SeqExpr([object_at(block_addr)] if block_addr else [], result, None)
-    rx.UpdateType(seq, old.ty if result.same_as(old.body) else result.ty)
-    return keep.hold(rx.Function(func.params, seq, func.ret_ty, func.is_pure, func.attrs, None))
+    seq = _rebuilt_seq(api, block_addr, result_addr, func.body)
+    return keep.hold(api.rx_ffi.Function(func.params, seq, func.ret_ty, func.is_pure, func.attrs, None))

@@ -174,30 +174,30 @@ def StaticPlanBlockMemory(mode: str = "tvm", **options):  # noqa: N802 - TVM's p
     return api.tvm.transform.module_pass(transform, opt_level=0, name="memcore.StaticPlanBlockMemory")
 
 
-def _kill_after_last_use(tvm_mod, _ctx):
-    """The native KillAfterLastUse: by extraction (:mod:`.kill_extract`) unless the module was
-    just written by a native pass (then its memcore form is handed over and nothing is read)
-    the compatibility gate is closed or the extraction declines it."""
+def _kill_after_last_use(tvm_mod, tvm_scoping):
+    """The native KillAfterLastUse: on TVM's objects (:mod:`.kill_extract`) unless the module was
+    just written by a native pass (then its memcore form is handed over and nothing is read),
+    the compatibility gate is closed or the native path declines it."""
     api = tvm_api()
     if _extracting(api, tvm_mod):
         with gc_paused():
-            out = kill_after_last_use_extracted(api, tvm_mod)
+            out = kill_after_last_use_extracted(api, tvm_mod, tvm_scoping)
         if out is not None:
             return out
-    return apply_memcore_pass(_KILL_AFTER_LAST_USE, tvm_mod)
+    return apply_memcore_pass(_KILL_AFTER_LAST_USE[tvm_scoping], tvm_mod)
 
 
-_KILL_AFTER_LAST_USE = _KillAfterLastUse()
+_KILL_AFTER_LAST_USE = {False: _KillAfterLastUse(), True: _KillAfterLastUse(tvm_scoping=True)}
 
 
 def KillAfterLastUse(tvm_scoping: bool = False):  # noqa: N802 - TVM's pass name
     """memcore's KillAfterLastUse as a ``tvm.transform.Pass`` (``tvm_scoping`` as
     :class:`memcore_py.transform.KillAfterLastUse`: True reproduces TVM's placement in nested
-    scopes and dataflow blocks, for differential tests). By extraction when it can
-    (:mod:`.kill_extract`; never with ``tvm_scoping``)."""
-    if tvm_scoping:
-        return _module_pass(_KillAfterLastUse(tvm_scoping=True), "memcore.KillAfterLastUse")
-    return tvm_api().tvm.transform.module_pass(_kill_after_last_use, opt_level=0, name="memcore.KillAfterLastUse")
+    scopes and dataflow blocks, for differential tests), on TVM's objects when it can
+    (:mod:`.kill_extract`)."""
+    tvm_scoping = bool(tvm_scoping)
+    return tvm_api().tvm.transform.module_pass(lambda mod, _ctx: _kill_after_last_use(mod, tvm_scoping),
+                                               opt_level=0, name="memcore.KillAfterLastUse")
 
 
 def _lower_alloc_tensor(tvm_mod, _ctx):

@@ -267,10 +267,11 @@ def test_a_malformed_allocation_raises_pass_error_through_the_native_pass():
 
 
 def test_an_unmodelled_op_through_the_native_passes():
-    """StaticPlanBlockMemory reads TVM's objects into its binding table without converting
-    them: a call of an op memcore does not model is a call with no property (its arguments'
-    tokens discarded, TVM's rule), so the pass plans as TVM does. KillAfterLastUse still
-    converts such a function and raises TVMConversionError naming the op."""
+    """StaticPlanBlockMemory and KillAfterLastUse read TVM's objects into the binding table
+    without converting them: a call of an op memcore does not model is a call with no property
+    (its arguments' tokens discarded, TVM's rule; its arguments used), so both passes give TVM's
+    output. The full conversion cannot read such an op and raises TVMConversionError naming
+    it."""
     from memcore_py.ir.op import is_registered
     from memcore_py.tvm import TVMConversionError
 
@@ -286,8 +287,11 @@ def test_an_unmodelled_op_through_the_native_passes():
     tvm.ir.assert_structural_equal(relax.transform.Normalize()(mod), want)
     for native in (mtvm.StaticPlanBlockMemory(), mtvm.StaticPlanBlockMemory(mode="arena")):
         assert native(mod).same_as(mod)
+    assert mtvm.KillAfterLastUse()(mod).same_as(mod)  # nothing killed (unplanned-module-kept)
+    normalized = relax.transform.Normalize()(mod)
+    tvm.ir.assert_structural_equal(mtvm.KillAfterLastUse()(normalized), relax.transform.KillAfterLastUse()(normalized))
     with pytest.raises(TVMConversionError, match=rf"operator {name!r}"):
-        mtvm.KillAfterLastUse()(mod)
+        mtvm.from_tvm(mod)
 
 
 CONSTANT_SHAPES = """# from tvm.script import relax as R

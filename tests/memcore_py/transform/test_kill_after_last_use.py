@@ -21,7 +21,7 @@ from memcore_py.testing.lowering_programs import (
     random_kill_module,
 )
 from memcore_py.transform import KillAfterLastUse, LowerAllocTensor, PassContext, Sequential
-from memcore_py.transform._kill_walk import kill_flat
+from memcore_py.transform.kill_after_last_use import _kill_with_rebindings
 from memcore_py.transform.kill_after_last_use import kill_after_last_use
 
 from _helpers import strip_kills
@@ -974,11 +974,11 @@ def test_collect_last_usage_rejects_non_function():
 
 # ----------------------------------------------------------------------- properties
 @pytest.mark.parametrize("seed", range(12))
-def test_flat_functions_equal_the_general_path(seed):
-    """The fused two-pass path for flat functions gives exactly the general path's result
-    (structure and every binding's name), on planned programs and on flat programs mixing
-    every construct the pass distinguishes."""
-    from memcore_py.transform.kill_after_last_use import _kill_after_last_use, _kill_flat
+def test_rebinding_rule_equals_canonicalize_bindings(seed):
+    """The kernel's rebinding rule (``y = x`` dropped, without CanonicalizeBindings) gives
+    exactly CanonicalizeBindings + the kernel (structure and every binding's name), on planned
+    programs and on flat programs mixing every construct the pass distinguishes."""
+    from memcore_py.transform.kill_after_last_use import _kill_after_last_use
 
     mods = [LowerAllocTensor()(random_lowered_module(seed, 60)),
             LowerAllocTensor()(random_kill_module(seed, 3, 20, control_flow=False))]
@@ -986,7 +986,7 @@ def test_flat_functions_equal_the_general_path(seed):
         for gv, func in mod.functions.items():
             if not isinstance(func, Function):
                 continue
-            fast = _kill_flat(func, gv.name)
+            fast = _kill_with_rebindings(func, gv.name, False)
             assert fast is not None
             general = _kill_after_last_use(func, gv.name, False, allow_fast=False)
             assert_structural_equal(fast, general)
@@ -998,7 +998,7 @@ def test_elementwise_chain_equals_the_general_path():
     func = LowerAllocTensor()(elementwise_chain(40))["main"]
     from memcore_py.transform.kill_after_last_use import _kill_after_last_use
 
-    assert_structural_equal(kill_flat(func), _kill_after_last_use(func, "main", False, allow_fast=False))
+    assert_structural_equal(_kill_with_rebindings(func, "main", False), _kill_after_last_use(func, "main", False, allow_fast=False))
 
 
 @pytest.mark.parametrize("seed", range(10))
@@ -1045,7 +1045,7 @@ def test_void_value_is_never_killed():
     from memcore_py.transform.kill_after_last_use import _kill_after_last_use
 
     mod = module_from_text(before)
-    fast = kill_flat(mod["main"])
+    fast = _kill_with_rebindings(mod["main"], "main", False)
     general = _kill_after_last_use(mod["main"], "main", False, allow_fast=False)
     assert_structural_equal(fast, general)
     kills = [(b.value.op.name, b.value.args[0].name) for b in fast.body.blocks[0].bindings if b.var.name.startswith("_")]
@@ -1068,7 +1068,7 @@ def test_kill_after_last_use_empty_tuple():
     from memcore_py.transform.kill_after_last_use import _kill_after_last_use
 
     mod = module_from_text(before)
-    fast = kill_flat(mod["main"])
+    fast = _kill_with_rebindings(mod["main"], "main", False)
     general = _kill_after_last_use(mod["main"], "main", False, allow_fast=False)
     assert_structural_equal(fast, general)
     assert _kill_names(fast) == []

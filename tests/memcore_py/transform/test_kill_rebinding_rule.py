@@ -1,24 +1,24 @@
-"""The compiled flat path of KillAfterLastUse (``memcore_py/transform/_kill_walk.pyx``).
+"""KillAfterLastUse without CanonicalizeBindings: the rule kernel's rebinding rule
+(``memcore_py/analysis/_kill_rules.pyx``, rule 6: ``y = x``, known tuple fields and constants
+read through) on the functions that need nothing more of CanonicalizeBindings.
 
-Its oracles: the general path of the same pass (CanonicalizeBindings +
-``collect_last_usage`` + the kill inserter, which shares no code with the compiled walk) on
-random and real programs, names included, and Apache TVM 0.27's own KillAfterLastUse on
-long random flat programs (many kills of every kind per function, names past ``_9``).
-Each differential test also checks that the compiled path was really taken.
+Its oracles: CanonicalizeBindings' own code followed by the same kernel without the rule, on
+random and real programs, names included, and Apache TVM 0.27's own KillAfterLastUse on long
+random flat programs (many kills of every kind per function, names past ``_9``). Each
+differential test also checks that the rebinding path was really taken.
 """
 import pytest
 
 import memcore_py
 from memcore_py.examples.models import list_models, model_text
 from memcore_py.ir.builder import NameTable
+from memcore_py.errors import PassError
 from memcore_py.ir.expr import Call, DataflowBlock, Function, If, SeqExpr
 from memcore_py.ir.structural import assert_structural_equal
 from memcore_py.testing import random_lowered_module
 from memcore_py.testing.lowering_programs import batch_modules, module_from_text, random_kill_module
 from memcore_py.transform import KillAfterLastUse, LowerAllocTensor, StaticPlanBlockMemory
-from memcore_py.transform._kill_walk import HasMatchCast, NotFlat, kill_flat
-from memcore_py.transform.canonicalize_bindings import canonicalize_tir_variables
-from memcore_py.transform.kill_after_last_use import _kill_after_last_use, _kill_flat
+from memcore_py.transform.kill_after_last_use import _kill_after_last_use, _kill_with_rebindings
 
 from _helpers import is_kill
 
@@ -28,21 +28,25 @@ def _names(func):
 
 
 def _compiled(func, name):
-    """The compiled path's output (staged after a match_cast, as the pass does)."""
-    out = _kill_flat(func, name)
-    assert out is not None, f"{name} did not take the compiled path"
+    """The rebinding path's output (staged after a match_cast, as the pass does)."""
+    out = _kill_with_rebindings(func, name, False)
+    assert out is not None, f"{name} did not take the rebinding path"
     return out
 
 
+def _canonicalized(func, name):
+    return _kill_after_last_use(func, name, False, allow_fast=False)
+
+
 def _assert_compiled_equals_general(mod):
-    """Every Relax function of ``mod`` takes the compiled path and gives the general path's
-    output; returns how many kills were inserted in all."""
+    """Every Relax function of ``mod`` takes the rebinding path and gives CanonicalizeBindings'
+    path's output; returns how many kills were inserted in all."""
     n_kills = 0
     for gv, func in mod.functions.items():
         if not isinstance(func, Function):
             continue
         fast = _compiled(func, gv.name)
-        general = _kill_after_last_use(func, gv.name, False, allow_fast=False)
+        general = _canonicalized(func, gv.name)
         assert_structural_equal(fast, general)
         assert _names(fast) == _names(general)
         n_kills += sum(is_kill(b) for blk in fast.body.blocks for b in blk.bindings)
@@ -51,7 +55,7 @@ def _assert_compiled_equals_general(mod):
 
 # ----------------------------------------------------------------------- differential
 @pytest.mark.parametrize("seed", range(40))
-def test_compiled_equals_general_path_on_random_flat_programs(seed):
+def test_rebinding_rule_equals_canonicalize_bindings_on_random_flat_programs(seed):
     """Planned random programs and flat post-planning programs mixing every construct the
     pass distinguishes (storages, views, tuples, get-items, match_casts, constants, objects,
     null values, existing kills)."""
@@ -61,7 +65,7 @@ def test_compiled_equals_general_path_on_random_flat_programs(seed):
 
 
 @pytest.mark.parametrize("name", list_models())
-def test_compiled_equals_general_path_on_real_models(name):
+def test_rebinding_rule_equals_canonicalize_bindings_on_real_models(name):
     """The benchmark workload: every shipped model, planned and lowered."""
     mod = LowerAllocTensor()(StaticPlanBlockMemory()(memcore_py.parse(model_text(name))))
     assert _assert_compiled_equals_general(mod) > 10
@@ -72,7 +76,7 @@ def test_kill_names_follow_the_name_table_past_ten():
     from memcore_py.testing.lowering_programs import elementwise_chain
 
     func = LowerAllocTensor()(elementwise_chain(30))["main"]
-    out = kill_flat(func)
+    out = _compiled(func, "main")
     kills = [b.var.name for b in out.body.blocks[0].bindings if is_kill(b)]
     table = NameTable()
     assert len(kills) > 20
@@ -89,8 +93,8 @@ def test_input_is_not_modified():
 
 
 def test_more_variables_than_bindings():
-    """The variable table is sized from the binding count; parameters and uses can outnumber
-    the bindings many times (the table grows). 70 parameters packed into tuples and read by
+    """Parameters and uses can outnumber the bindings many times (the table's variable ids
+    grow). 70 parameters packed into tuples and read by
     packed calls: the output equals the general path's and kills the tuple and the tensor."""
     params = ", ".join(f"p{i}: R.Tensor((2, 3), \"float32\")" for i in range(70))
     fields = ", ".join(f"p{i}" for i in range(70))
@@ -106,13 +110,13 @@ def test_more_variables_than_bindings():
     """
     func = module_from_text(text)["main"]
     out = _compiled(func, "main")
-    assert_structural_equal(out, _kill_after_last_use(func, "main", False, allow_fast=False))
+    assert_structural_equal(out, _canonicalized(func, "main"))
     kills = [(b.value.op.name, b.value.args[0].name) for b in out.body.blocks[0].bindings if is_kill(b)]
     # both last used by b: tensors first, then objects
     assert kills == [("relax.memory.kill_tensor", "a"), ("relax.vm.kill_object", "t")]
 
 
-# ----------------------------------------------------------------------- fallbacks
+# ----------------------------------------------------------------------- scopes and fallbacks
 HEAD = """
     @I.ir_module
     class Module:
@@ -125,20 +129,43 @@ def _main(body):
     return module_from_text(HEAD + body)["main"]
 
 
-def test_if_is_not_flat():
+def test_if_takes_the_rebinding_path():
+    """An If is scopes in the table, not a reason for CanonicalizeBindings: the rebinding path
+    runs and gives its output; ``a`` (read in both branches) is killed after the If."""
     func = _main("""
+            a = R.add(x, x)
+            y = a
             if c:
-                r = R.add(x, x)
+                r = R.add(y, x)
             else:
-                r = R.multiply(x, x)
+                r = R.multiply(a, x)
+            s = R.add(r, x)
+            return s
+    """)
+    out = _compiled(func, "main")
+    assert_structural_equal(out, _canonicalized(func, "main"))
+    kills = [(b.value.op.name, b.value.args[0].name) for blk in out.body.blocks for b in blk.bindings if is_kill(b)]
+    assert ("relax.memory.kill_tensor", "a") in kills
+
+
+def test_a_rebinding_in_a_branch_takes_canonicalize_bindings():
+    func = _main("""
+            a = R.add(x, x)
+            if c:
+                y = a
+                r = R.add(y, x)
+            else:
+                r = R.multiply(a, x)
             return r
     """)
-    assert any(isinstance(b.value, If) for blk in func.body.blocks for b in blk.bindings)
-    with pytest.raises(NotFlat):
-        kill_flat(func)
+    assert _kill_with_rebindings(func, "main", False) is None
+    out = _kill_after_last_use(func, "main", False, allow_fast=True)
+    assert_structural_equal(out, _canonicalized(func, "main"))
+    then = next(b.value.true_branch for blk in out.body.blocks for b in blk.bindings if isinstance(b.value, If))
+    assert "y" not in [b.var.name for blk in then.blocks for b in blk.bindings]  # the rebinding is gone
 
 
-def test_dataflow_block_is_not_flat():
+def test_dataflow_block_takes_canonicalize_bindings():
     text = """
     @I.ir_module
     class Module:
@@ -151,12 +178,11 @@ def test_dataflow_block_is_not_flat():
     """
     func = module_from_text(text)["main"]
     assert isinstance(func.body.blocks[0], DataflowBlock)
-    with pytest.raises(NotFlat):
-        kill_flat(func)
+    assert _kill_with_rebindings(func, "main", False) is None
 
 
-def test_nested_function_is_not_flat():
-    """Built directly (a local function bound in the body)."""
+def test_nested_function_is_read_as_a_scope():
+    """Built directly (a local function bound in the body): its body is a scope of its own."""
     from memcore_py.ir.expr import BindingBlock, Var, VarBinding
     from memcore_py.ir.types import TensorType
 
@@ -166,56 +192,54 @@ def test_nested_function_is_not_flat():
     f = Var("inner", inner.ty)
     z = Var("z", t)
     body = SeqExpr([BindingBlock([VarBinding(f, inner), VarBinding(z, Call(f, [x], ty=t))])], z)
-    with pytest.raises(NotFlat):
-        kill_flat(Function([x], body, is_pure=False))
+    func = Function([x], body, is_pure=False)
+    assert_structural_equal(_compiled(func, "main"), _canonicalized(func, "main"))
 
 
-@pytest.mark.parametrize("body", [
-    """
+@pytest.mark.parametrize("body, message", [
+    ("""
             _ = R.memory.kill_tensor(R.prim_value(1))
             return x
-    """,
-    """
+    """, "must be applied to a variable"),
+    ("""
             k = R.const(1, "float32")
             _ = R.memory.kill_tensor(k)
             return x
-    """,
+    """, "must be applied to a variable"),
 ], ids=["non-variable", "constant-bound-variable"])
-def test_kill_of_a_non_variable_goes_to_the_general_path(body):
-    with pytest.raises(NotFlat):
-        kill_flat(_main(body))
+def test_a_malformed_kill_is_reported_naming_the_binding(body, message):
+    with pytest.raises(PassError, match=message) as info:
+        KillAfterLastUse()(module_from_text(HEAD + body))
+    assert "'main'" in str(info.value) and "binding" in str(info.value)
 
 
-def test_match_cast_needs_the_staged_call():
+def test_match_cast_after_the_symbolic_stage():
     func = _main("""
             a = R.add(x, x)
             b = R.match_cast(a, R.Tensor((2, 3), "float32"))
             d = R.multiply(b, b)
             return d
     """)
-    with pytest.raises(HasMatchCast):
-        kill_flat(func)
-    out = kill_flat(canonicalize_tir_variables(func, "main"), staged=True)
-    assert_structural_equal(out, _kill_after_last_use(func, "main", False, allow_fast=False))
+    assert_structural_equal(_compiled(func, "main"), _canonicalized(func, "main"))
 
 
-def test_pass_falls_back_for_control_flow():
-    """A module mixing flat and non-flat functions: the pass output equals the general path
-    function by function."""
+def test_pass_output_with_control_flow():
+    """A module mixing flat functions and functions with scopes: the pass output equals
+    CanonicalizeBindings' path function by function."""
     mod = LowerAllocTensor()(random_kill_module(5, 4, 16, control_flow=True))
     out = KillAfterLastUse()(mod)
-    n_general = 0
+    n_scopes = 0
     for gv, func in mod.functions.items():
         if isinstance(func, Function):
-            assert_structural_equal(out[gv], _kill_after_last_use(func, gv.name, False, allow_fast=False))
-            n_general += any(isinstance(b.value, (If, SeqExpr)) for blk in func.body.blocks for b in blk.bindings)
-    assert n_general > 0
+            assert_structural_equal(out[gv], _canonicalized(func, gv.name))
+            n_scopes += any(isinstance(b.value, (If, SeqExpr)) for blk in func.body.blocks for b in blk.bindings)
+    assert n_scopes > 0
 
 
 # ----------------------------------------------------------------------- TVM oracle
 @pytest.mark.oracle
 @pytest.mark.parametrize("seed", range(6))
-def test_compiled_path_equals_tvm_on_long_flat_programs(seed):
+def test_rebinding_path_equals_tvm_on_long_flat_programs(seed):
     """Long flat programs (80 steps: dozens of kills of every kind per function, kill names
     past ``_9``) through TVM's LowerAllocTensor + KillAfterLastUse and ours: same structure
     and the same binding names."""
@@ -228,7 +252,7 @@ def test_compiled_path_equals_tvm_on_long_flat_programs(seed):
     lowered = LowerAllocTensor()(memcore_py.parse(text))
     for gv, func in lowered.functions.items():
         if isinstance(func, Function):
-            _compiled(func, gv.name)  # the compiled path applies
+            _compiled(func, gv.name)  # the rebinding path applies
     ours = KillAfterLastUse()(lowered)
     assert_structural_equal(ours, memcore_py.parse(theirs.script()))
     n_long = 0

@@ -1,0 +1,269 @@
+# cython: language_level=3
+"""KillAfterLastUse's writer over TVM's objects (built by ``setup.py``; the native pass,
+:mod:`memcore_py.tvm.kill_extract`, drives it).
+
+Design
+------
+The counterpart of :mod:`memcore_py.transform._kill_writer` for a function read by
+:class:`~memcore_py.tvm._table_reader.TVMReader`: it applies the rule kernel's
+:class:`~memcore_py.analysis._kill_rules.KillEdits` and decides nothing. :meth:`KillWriter.scope`
+rebuilds one scope (a function body or an ``If`` branch) as TVM's ``KillInserter`` leaves it:
+its blocks merged into one ``BindingBlock`` (the function has no dataflow block, else the kernel
+asked for CanonicalizeBindings and the pass declined), every kept binding the object it was,
+the dropped rebindings gone, the bindings that read a substituted variable rebuilt (same op,
+attributes, type arguments and type; a tuple retyped by TVM's constructor), the kills after
+their bindings (``_k = R.memory.kill_tensor(v)`` ..., a fresh ``R.Tuple()`` variable named
+``kill_name(k)``). An ``If`` binding whose branches change is rebuilt by the caller's
+``rebuild_if`` (through TVM's Python API: a new ``SeqExpr`` per branch and a new ``If`` of
+the old type), then bound to the same variable.
+
+Reads go through the checked :class:`~memcore_py.tvm._ffi_reader.Layout` (objects the reader
+already matched), writes through the compiled writer's constructors
+(:mod:`memcore_py.tvm._ffi_writer`); every object built is owned by the caller's ``Keep``.
+What the writer cannot build (a get-item or another expression reading a substituted
+variable, a tuple TVM cannot type) makes :meth:`KillWriter.scope` return None: the pass
+declines to the portable path.
+"""
+from libc.stdint cimport int8_t, int32_t, int64_t
+from libcpp.vector cimport vector
+
+from memcore_py.analysis._binding_table cimport BindingTable
+from memcore_py.analysis._kill_rules cimport EDIT_DROP, EDIT_REWRITE, KillEdits, kill_name
+from memcore_py.tvm._ffi_abi cimport FFIAny, K_ARRAY, any_obj, any_type, array_data, array_size, obj_field, obj_type
+from memcore_py.tvm._ffi_reader cimport Layout
+from memcore_py.tvm._ffi_writer cimport (
+    CTOR_BLOCK, CTOR_EMPTY_ARRAY, CTOR_TUPLE, Keep, handle, new_binding, new_call, new_var, new_with_array, set_obj,
+)
+
+cdef enum:
+    FAIL = 0    # returned by a rebuild: the writer cannot build it (the pass declines)
+
+#: ``kill_name(k)`` encoded, by k (filled on demand)
+cdef list KILL_NAME_BYTES = []
+
+
+cdef bytes kill_name_bytes(Py_ssize_t k):
+    while len(KILL_NAME_BYTES) <= k:
+        KILL_NAME_BYTES.append(kill_name(len(KILL_NAME_BYTES)).encode())
+    return <bytes>KILL_NAME_BYTES[k]
+
+
+cdef class KillWriter:
+    """Applies one function's edits to its TVM objects (module docstring).
+
+    Parameters
+    ----------
+    L : Layout
+    K : Keep
+        Owns every object built.
+    T : BindingTable
+        The table the function was read into.
+    E : KillEdits
+        The kernel's edits of that function.
+    kill_ops : tuple of int
+        The addresses of TVM's kill ops, by kill kind (tensor, storage, object).
+    unit : int
+        The address of an ``R.Tuple()`` type (the kill variables' and calls' type).
+    rebuild_if : callable
+        ``(If address, condition address, then, else) -> address of the new If``, each branch
+        given as :meth:`scope` returns it.
+    """
+
+    cdef Layout L
+    cdef Keep K
+    cdef BindingTable T
+    cdef KillEdits E
+    cdef size_t kill_ops[3]
+    cdef size_t unit
+    cdef object rebuild_if
+    cdef vector[size_t] reads   # var id -> address of what its uses read (a variable or a constant; 0: itself)
+    cdef bint any_read
+
+    def __init__(self, Layout L, Keep K, BindingTable T, KillEdits E, tuple kill_ops, size_t unit, rebuild_if):
+        self.L, self.K, self.T, self.E = L, K, T, E
+        for i in range(3):
+            self.kill_ops[i] = kill_ops[i]
+        self.unit = unit
+        self.rebuild_if = rebuild_if
+        self.reads.assign(E.v_sub.size(), 0)
+        self.any_read = False
+
+    cdef size_t read_as(self, size_t var) noexcept:
+        """What a use of the variable at ``var`` reads (the table's variable ids are the
+        function's: the writer runs right after the function is read)."""
+        cdef int64_t k = self.T.var_ids.get(var)
+        if k < 0 or <size_t>k >= self.reads.size() or self.reads[k] == 0:
+            return var
+        return self.reads[k]
+
+    cdef void set_read(self, int64_t k, size_t what) noexcept:
+        self.reads[k] = what
+        self.any_read = True
+
+    cdef int resolve_items(self, const char* arr, vector[FFIAny]& out) except -1:
+        """The elements of the ``ffi.Array`` at ``arr`` with the substituted variables read as
+        what they stand for, into ``out``; returns 1 when one changed, FAIL (0) when the
+        writer cannot build one, 2 when none changed."""
+        cdef Layout L = self.L
+        cdef int64_t n = array_size(arr), i
+        cdef const char* a
+        cdef size_t r
+        cdef int32_t t
+        cdef bint changed = False
+        cdef vector[FFIAny] inner
+        cdef int got
+        cdef void* h
+        out.resize(n)
+        for i in range(n):
+            out[i] = (<const FFIAny*>(array_data(arr) + 16 * i))[0]
+            a = any_obj(array_data(arr) + 16 * i)
+            if a == NULL:
+                continue
+            t = obj_type(a)
+            if t == L.t_var or t == L.t_dfvar:
+                r = self.read_as(<size_t>a)
+                if r != <size_t>a:
+                    set_obj(&out[i], <void*>r)
+                    changed = True
+            elif t == L.t_tuple:
+                got = self.resolve_items(obj_field(a, L.o_tuple_expr_fields), inner)
+                if got == FAIL:
+                    return FAIL
+                if got == 1:
+                    h = self.new_tuple(inner)
+                    if h == NULL:
+                        return FAIL
+                    set_obj(&out[i], h)
+                    changed = True
+            elif t == L.t_tuple_get_item or t == L.t_call:
+                return FAIL  # not in A-normal form: the portable path
+        return 1 if changed else 2
+
+    cdef void* new_tuple(self, vector[FFIAny]& fields) except? NULL:
+        """A new tuple of ``fields``, or NULL when TVM could not type it."""
+        cdef void* h = new_with_array(self.K, CTOR_TUPLE, NULL, NULL, fields.data(), <int64_t>fields.size(), NULL,
+                                      NULL, b"a tuple")
+        cdef const char* ty = obj_field(<const char*>h, self.L.o_expr_ty)
+        if ty == NULL or obj_type(ty) == self.L.t_type_missing:
+            return NULL
+        return h
+
+    cdef size_t rewritten(self, const char* value) except? 0:
+        """The expression at ``value`` (a variable, call or tuple) with the substituted
+        variables read as what they stand for (``value`` itself when none is); FAIL when the
+        writer cannot build it."""
+        cdef Layout L = self.L
+        cdef int32_t t = obj_type(value)
+        cdef vector[FFIAny] args
+        cdef int got
+        cdef void* h
+        if t == L.t_var or t == L.t_dfvar:
+            return self.read_as(<size_t>value)
+        if t == L.t_call:
+            got = self.resolve_items(obj_field(value, L.o_call_args), args)
+            if got == FAIL:
+                return FAIL
+            if got == 2:
+                return <size_t>value
+            return <size_t>new_call(self.K, <void*>obj_field(value, L.o_expr_ty), <void*>obj_field(value, L.o_call_op),
+                                    args.data(), <int64_t>args.size(), <void*>obj_field(value, L.o_call_attrs),
+                                    <void*>obj_field(value, L.o_call_ty_args))
+        if t == L.t_tuple:
+            got = self.resolve_items(obj_field(value, L.o_tuple_expr_fields), args)
+            if got == FAIL:
+                return FAIL
+            if got == 2:
+                return <size_t>value
+            h = self.new_tuple(args)
+            return <size_t>h if h != NULL else FAIL
+        if t == L.t_tuple_get_item:
+            return FAIL
+        return <size_t>value  # a leaf
+
+    def scope(self, Py_ssize_t sid, size_t seq):
+        """The scope ``sid`` of the table (the ``SeqExpr`` at ``seq``) with its edits applied.
+
+        Returns
+        -------
+        tuple or None
+            ``(changed, block address or 0, result address)``; None to decline.
+        """
+        cdef Layout L = self.L
+        cdef BindingTable T = self.T
+        cdef KillEdits E = self.E
+        cdef vector[FFIAny] final
+        cdef FFIAny item, arg
+        cdef const char* arr
+        cdef const char* b
+        cdef const char* var
+        cdef const char* value
+        cdef int64_t base, slot, pos, n, k, v, w
+        cdef size_t r
+        cdef int8_t action
+        cdef list blocks = T.scope_blocks[sid]
+        cdef bint changed = len(blocks) > 1
+        for bid in blocks:
+            arr = <const char*>T.b_ref[bid]
+            n = array_size(arr)
+            if n == 0:
+                changed = True
+                continue
+            base = E.blk_first[bid]
+            ifs = T.block_ifs.get(bid)
+            for pos in range(n):
+                slot = base + pos
+                item = (<const FFIAny*>(array_data(arr) + 16 * pos))[0]
+                b = any_obj(array_data(arr) + 16 * pos)
+                var = obj_field(b, L.o_b_var)
+                value = obj_field(b, L.o_b_value)
+                action = E.s_action[slot]
+                v = T.i_var[E.s_item[slot]]
+                if action == EDIT_DROP:
+                    w = E.v_sub[v]
+                    self.set_read(v, self.reads[w] if self.reads[w] else T.v_ref[w])
+                    changed = True
+                    continue
+                if E.v_const[v]:
+                    self.set_read(v, <size_t>value)
+                if obj_type(value) == L.t_if:
+                    branches = dict(ifs)[pos]
+                    then_out = self.scope(branches[0], <size_t>obj_field(value, L.o_if_then))
+                    else_out = self.scope(branches[1], <size_t>obj_field(value, L.o_if_else))
+                    if then_out is None or else_out is None:
+                        return None
+                    r = <size_t>obj_field(value, L.o_if_cond)
+                    if action == EDIT_REWRITE:
+                        r = self.rewritten(<const char*>r)
+                        if r == FAIL:
+                            return None
+                    if then_out[0] or else_out[0] or r != <size_t>obj_field(value, L.o_if_cond):
+                        r = self.rebuild_if(<size_t>value, r, then_out, else_out)
+                        set_obj(&item, new_binding(self.K, var, <void*>r))
+                        changed = True
+                elif action == EDIT_REWRITE:
+                    r = self.rewritten(value)
+                    if r == FAIL:
+                        return None
+                    set_obj(&item, new_binding(self.K, var, <void*>r))
+                    changed = True
+                final.push_back(item)
+                for k in range(E.s_kill[slot], E.s_kill[slot] + E.s_nkill[slot]):
+                    set_obj(&arg, <void*>E.k_target[k])
+                    set_obj(&item, new_binding(self.K, <const char*>new_var(self.K, kill_name_bytes(k), <void*>self.unit),
+                                               new_call(self.K, <void*>self.unit, <void*>self.kill_ops[E.k_kind[k]], &arg,
+                                                        1, NULL, handle(CTOR_EMPTY_ARRAY))))
+                    final.push_back(item)
+                    changed = True
+        cdef const char* result = obj_field(<const char*>seq, L.o_seq_body)
+        r = <size_t>result
+        if self.any_read:
+            r = self.rewritten(result)
+            if r == FAIL:
+                return None
+            changed = changed or r != <size_t>result
+        if not changed:
+            return False, 0, r
+        if final.size() == 0:
+            return True, 0, r
+        return True, <size_t>new_with_array(self.K, CTOR_BLOCK, NULL, NULL, final.data(), <int64_t>final.size(), NULL,
+                                            NULL, b"a block"), r
