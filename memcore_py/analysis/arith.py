@@ -56,6 +56,7 @@ __all__ = [
     "signature_vars",
     "const_int_bound",
     "int_set",
+    "upper_bound_dim",
     "upper_bound_shape",
     "tensor_bytes",
     "dynamic_output_bytes",
@@ -701,27 +702,32 @@ def int_set(expr: PrimExpr, bounds: VarBounds = EMPTY_BOUNDS):
 # --------------------------------------------------------------------------------------
 # Shapes and sizes
 # --------------------------------------------------------------------------------------
-def upper_bound_shape(shape, bounds: VarBounds = EMPTY_BOUNDS):
-    """Upper-bound each dim independently (TVM ``GetUpperBoundShape``).
+def upper_bound_dim(dim, bounds: VarBounds = EMPTY_BOUNDS):
+    """The upper bound of one dim (TVM ``GetUpperBoundShape``, per dim): an ``IntImm`` dim
+    itself; with no bounds, the dim itself; else its finite constant bound as an ``IntImm``,
+    or its symbolic :func:`int_set` maximum if it has one, or the dim itself.
 
-    A dim with a finite constant bound becomes that ``IntImm``; else its symbolic
-    :func:`int_set` maximum if it has one; else the dim itself.
+    Raises
+    ------
+    UnsupportedBound
+        The bound would need ``T.Select``.
     """
+    if type(dim) is IntImm or not bounds:
+        return dim
+    hi = const_int_bound(dim, bounds)[1]
+    if hi != POS_INF:
+        return IntImm(hi, dim.dtype)
+    s = int_set(dim, bounds)
+    return s[1] if s[1] is not PINF else dim
+
+
+def upper_bound_shape(shape, bounds: VarBounds = EMPTY_BOUNDS):
+    """Upper-bound each dim independently (TVM ``GetUpperBoundShape``): :func:`upper_bound_dim`
+    of every dim."""
     if not bounds:
         # No bounds: only constants are constant; every other dim is its own upper bound.
         return tuple(shape)
-    out = []
-    for d in shape:
-        if type(d) is IntImm:
-            out.append(d)
-            continue
-        hi = const_int_bound(d, bounds)[1]
-        if hi != POS_INF:
-            out.append(IntImm(hi, d.dtype))
-            continue
-        s = int_set(d, bounds)
-        out.append(s[1] if s[1] is not PINF else d)
-    return tuple(out)
+    return tuple([upper_bound_dim(d, bounds) for d in shape])
 
 
 def tensor_bytes(ub_shape, dtype: str):

@@ -17,9 +17,16 @@ module holds what is specific to TVM's objects, with the planner between
    vdevice), the shape argument the type's dims (the same symbolic objects), the dtype
    argument the type's dtype (int, uint or float of 8 to 64 bits, bfloat16 or bool; one
    lane), an integer device and a string scope: ``prod(dims) * bytes(dtype)`` bytes when the
-   dims are constant; a symbolic shape is sized by the caller's ``symbolic`` (the full pass's
-   own sizing of the upper-bounded shape, once per distinct type in a function). Any other
-   allocation declines (None), and the caller runs the full conversion, which checks it.
+   dims are constant. A symbolic dim of a function with bounds (``tir_var_upper_bound`` ...)
+   takes its upper bound from the caller's ``symbolic.dim_bound`` (the full pass's own rule,
+   :func:`~memcore_py.analysis.arith.upper_bound_dim`), asked once per distinct dim expression
+   in the function: the dims are interned by structure (operator, operands, a variable by its
+   object, an integer by its value and type), so ``s * 17`` in twenty bindings, twenty objects,
+   is one question. When every dim has a constant bound, the allocation is sized as a
+   constant one. Any other symbolic shape is sized by the caller's ``symbolic`` (the full
+   pass's own sizing of the upper-bounded shape, once per distinct type in a function). Any
+   other allocation declines (None), and the caller runs the full conversion, which checks
+   it.
 
 2. :func:`rewrite_function` rebuilds a function's blocks that hold planned allocations: each
    storage is emitted right before its first allocation (every use is in the same scope and
@@ -78,6 +85,37 @@ cdef object new_info(type info_cls, int64_t nbytes, int64_t dtype, str scope, in
     return tuple.__new__(info_cls, (nbytes, imm, name, scope, device, func, None, id_))
 
 
+cdef bint intern_dim(Layout L, const char* e, vector[int64_t]& key, int depth) noexcept:
+    """Append the structure of the PrimExpr ``e`` to ``key``: an ``IntImm`` as (0, value, its
+    type's address), a variable as (1, its address), a binary node (``BINARY_PRIM_NODES``) as
+    (2 + its index, operands); equal keys, structurally equal expressions of the same
+    variables. False for anything else, or deeper than any shape arithmetic."""
+    cdef int32_t ti
+    cdef const char* val
+    cdef int k
+    if e == NULL or depth > 64:
+        return False
+    ti = obj_type(e)
+    if ti == L.t_int_imm:
+        val = e + L.o_imm_value
+        if any_type(val) != K_INT:
+            return False
+        key.push_back(0)
+        key.push_back((<const int64_t*>(val + 8))[0])
+        key.push_back(<int64_t><size_t>obj_field(e, L.o_expr_ty))
+        return True
+    if ti == L.t_var:
+        key.push_back(1)
+        key.push_back(<int64_t><size_t>e)
+        return True
+    for k in range(7):
+        if ti == L.t_bin[k]:
+            key.push_back(2 + k)
+            return (intern_dim(L, obj_field(e, L.o_bin_a), key, depth + 1)
+                    and intern_dim(L, obj_field(e, L.o_bin_b), key, depth + 1))
+    return False
+
+
 cdef class TVMSizer(Sizer):
     """The sizing of the allocations of TVM's objects the Init rule kernel asks for
     (:class:`~memcore_py.analysis._storage_walk.Sizer`): the :class:`TokenInfo` of an
@@ -100,12 +138,17 @@ cdef class TVMSizer(Sizer):
     cdef public object symbolic
     """``symbolic(bindings Array address, position)``: ``(const bytes, bytes, dtype, scope,
     device)`` of an allocation of a symbolic shape in the current function (the fields of its
-    :class:`TokenInfo` before the function's index), or None to decline; None: decline
-    every such allocation."""
+    :class:`TokenInfo` before the function's index), or None to decline;
+    ``symbolic.bounded``: the current function has bounds; ``symbolic.dim_bound(address)``:
+    the constant upper bound of the dim PrimExpr at ``address``, or -1. None: decline every
+    such allocation."""
     cdef unordered_map[size_t, int64_t] scope_of_imm   # a StringImm's address -> its scope id
     cdef vector[uint64_t] small_keys                    # an inline string's length and bytes
     cdef vector[int64_t] small_ids                      # ... -> its scope id
     cdef map[pair[pair[int64_t, int64_t], pair[int64_t, int64_t]], Py_ssize_t] info_index
+    cdef map[vector[int64_t], int64_t] dim_bounds      # an interned dim -> its constant upper bound, or -1
+    cdef vector[int64_t] dim_key                        # scratch: the dim being interned
+    cdef bint bounded                                   # the current function has bounds
     cdef type info_cls
     cdef Py_ssize_t func_idx
 
@@ -124,6 +167,8 @@ cdef class TVMSizer(Sizer):
         self.sym_infos = {}
         self.infos_of_function = []
         self.info_index.clear()
+        self.dim_bounds.clear()
+        self.bounded = self.symbolic is not None and bool(self.symbolic.bounded)
         self.started = True
 
     cdef object site(self, BindingTable T, int64_t item):
@@ -153,6 +198,7 @@ cdef class TVMSizer(Sizer):
         cdef const char* a
         cdef const char* v
         cdef int64_t n, i, d, dtype, elem, nbytes, device, scope
+        cdef bint constant = True  # every dim constant or of a constant upper bound so far
         cdef map[pair[pair[int64_t, int64_t], pair[int64_t, int64_t]], Py_ssize_t].iterator it
         if ty == NULL or obj_type(ty) != L.t_tensor_type or obj_field(ty, L.o_tt_vdevice) != NULL:
             return None
@@ -185,20 +231,23 @@ cdef class TVMSizer(Sizer):
             e = array_data(dims) + 16 * i
             d = const_dim(L, e)
             if d >= 0 and d == const_dim(L, array_data(v) + 16 * i):
-                if sym_dims is None:
-                    if d and nbytes > INT64_MAX // d:
-                        return None  # over int64: the full conversion reports it
-                    nbytes *= d
-                else:
+                if sym_dims is not None:
                     sym_dims.append(d)
-                continue
-            # a symbolic dim: the same object in the type and the shape argument
-            if (any_type(e) < K_OBJECT_BEGIN or any_type(e) == L.t_int_imm
-                    or any_obj(e) != any_obj(array_data(v) + 16 * i)):
-                return None  # negative, or another shape: the full conversion
-            if sym_dims is None:
-                sym_dims = [const_dim(L, array_data(dims) + 16 * k) for k in range(i)]
-            sym_dims.append(-<int64_t><size_t>any_obj(e) - 1)  # negative: an object's address
+            else:
+                # a symbolic dim: the same object in the type and the shape argument
+                if (any_type(e) < K_OBJECT_BEGIN or any_type(e) == L.t_int_imm
+                        or any_obj(e) != any_obj(array_data(v) + 16 * i)):
+                    return None  # negative, or another shape: the full conversion
+                if sym_dims is None:
+                    sym_dims = [const_dim(L, array_data(dims) + 16 * k) for k in range(i)]
+                sym_dims.append(-<int64_t><size_t>any_obj(e) - 1)  # negative: an object's address
+                d = self.dim_bound(any_obj(e)) if constant and self.bounded else -1
+                if d < 0:
+                    constant = False
+            if constant:
+                if d and nbytes > INT64_MAX // d:
+                    return None  # over int64: the full conversion reports it
+                nbytes *= d
         # dtype, device, scope
         if any_type(a + 16) != L.t_generic_const:
             return None
@@ -216,7 +265,7 @@ cdef class TVMSizer(Sizer):
         scope = self.scope_id(any_obj(a + 48))
         if scope < 0:
             return None
-        if sym_dims is not None:
+        if not constant:
             return self.symbolic_info(arr, pos, (dtype, device, scope, tuple(sym_dims)))
         key = pair[pair[int64_t, int64_t], pair[int64_t, int64_t]](
             pair[int64_t, int64_t](nbytes, dtype), pair[int64_t, int64_t](device, scope))
@@ -229,6 +278,22 @@ cdef class TVMSizer(Sizer):
         self.info_index[key] = len(self.infos_of_function)
         self.infos_of_function.append(info)
         return info
+
+    cdef int64_t dim_bound(self, const char* e) except -2:
+        """The constant upper bound of the symbolic dim PrimExpr ``e`` in the current function
+        (``symbolic.dim_bound``, asked once per interned dim), or -1."""
+        cdef map[vector[int64_t], int64_t].iterator it
+        self.dim_key.clear()
+        if not intern_dim(self.L, e, self.dim_key, 0):
+            return -1
+        it = self.dim_bounds.find(self.dim_key)
+        if it != self.dim_bounds.end():
+            return deref(it).second
+        cdef int64_t bound = self.symbolic.dim_bound(<size_t>e)
+        if bound < 0:
+            bound = -1
+        self.dim_bounds[self.dim_key] = bound
+        return bound
 
     cdef object symbolic_info(self, const char* arr, int64_t pos, tuple key):
         """The :class:`TokenInfo` of an allocation of a symbolic shape (``key``: its dtype,

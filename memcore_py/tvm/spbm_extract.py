@@ -31,13 +31,16 @@ of callee, and changes only the planned allocations. Here:
 The storages' ``R.shape([bytes])`` and the offsets' ``IntImm`` s are TVM objects shared across
 calls (bounded caches below), as the writer shares constant leaves.
 
-Allocations of symbolic shapes (bounded by ``tir_var_upper_bound`` or not) are the one place
-where memcore's IR is read: the sizer hands each distinct symbolic type of a function to
-:class:`_Symbolic`, which reads that one binding with the full conversion's reader and sizes it
-with the full pass's own code (:func:`~memcore_py.analysis.storage_tokens.alloc_token_info`,
-after :func:`~memcore_py.analysis.arith.read_var_bounds` on the function's signature and
-attributes); a storage of a symbolic size is written with the writer, in the function's own
-symbolic variables.
+Allocations of symbolic shapes are the one place where memcore's IR is read. In a function
+with bounds (after :func:`~memcore_py.analysis.arith.read_var_bounds` on its signature and
+attributes), the sizer asks :meth:`_Symbolic.dim_bound` for each distinct symbolic dim (interned
+by structure in C): that one PrimExpr is read with the full conversion's reader and bounded by
+the full pass's own rule (:func:`~memcore_py.analysis.arith.upper_bound_dim`); an allocation
+whose every dim has a constant bound is then sized in C as a constant one. Any other symbolic
+allocation is handed to :class:`_Symbolic` once per distinct type of a function, which reads
+that one binding with the same reader and sizes it with the full pass's own code
+(:func:`~memcore_py.analysis.storage_tokens.alloc_token_info`); a storage of a symbolic size
+is written with the writer, in the function's own symbolic variables.
 
 The full conversion runs instead (:func:`static_plan_block_memory_extracted` returns None) when
 the reader declines a function (a ``SeqExpr`` or function nested in an expression, an object of
@@ -70,7 +73,9 @@ from ..analysis.arith import (
     ATTR_TIR_VAR_LOWER_BOUND,
     ATTR_TIR_VAR_UPPER_BOUND,
     EMPTY_BOUNDS,
+    UnsupportedBound,
     read_var_bounds,
+    upper_bound_dim,
 )
 from ..analysis.storage_tokens import (
     TokenInfo,
@@ -177,6 +182,21 @@ class _Symbolic:
             return None
         self.sources[self.func_idx] = {pv.name: reader.prim_sources[h] for h, pv in reader.prims.items()}
         return info[:5]
+
+    @property
+    def bounded(self) -> bool:
+        """The current function bounds its symbolic variables (``tir_var_*`` attributes)."""
+        return bool(self.bounds)
+
+    def dim_bound(self, addr: int) -> int:
+        """The upper bound of the dim PrimExpr at ``addr`` in the current function
+        (:func:`~memcore_py.analysis.arith.upper_bound_dim`) when it is a non-negative
+        constant, else -1 (the allocation is then sized whole, by :meth:`__call__`)."""
+        try:
+            ub = upper_bound_dim(self._reader().prim(_ffi_writer.object_at(addr)), self.bounds)
+        except (MemcoreError, UnsupportedBound):
+            return -1
+        return ub.value if type(ub) is IntImm and ub.value >= 0 else -1
 
     def shape_addr(self, keep, func_idx: int, nbytes) -> int:
         """The address (owned by ``keep``) of ``R.shape([nbytes])`` for a storage of the

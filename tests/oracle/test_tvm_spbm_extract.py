@@ -372,6 +372,38 @@ def test_symbolic_sizes_bounded_or_not_are_planned_by_extraction(attrs):
         assert _check(m, mode) is not None
 
 
+#: composite symbolic dims, each written in several bindings (a new PrimExpr object each time),
+#: over the two variables of the signature (what the bounds name); with both bounded every size
+#: is constant, with only ``n`` bounded (``m`` non-negative) the ``m`` dims are not
+COMPOSITE = """n = T.int64()
+m = T.int64()
+a = R.builtin.alloc_tensor(R.shape([n * 4, 8]), R.dtype("float32"), R.prim_value(0), R.str("global"))
+_ = cls.k1(x, a)
+b = R.builtin.alloc_tensor(R.shape([n * 4, 8]), R.dtype("float32"), R.prim_value(0), R.str("global"))
+_1 = cls.k1(a, b)
+c = R.builtin.alloc_tensor(R.shape([(n - 1) // 2 + 1, n * 4]), R.dtype("float16"), R.prim_value(0), R.str("global"))
+_2 = cls.k1(b, c)
+d = R.builtin.alloc_tensor(R.shape([(n - 1) // 2 + 1, n * 4]), R.dtype("float16"), R.prim_value(0), R.str("global"))
+_3 = cls.k1(c, d)
+e = R.builtin.alloc_tensor(R.shape([n, m * 2]), R.dtype("float32"), R.prim_value(0), R.str("global"))
+_4 = cls.k1(d, e)
+f = R.builtin.alloc_tensor(R.shape([n * m, 3]), R.dtype("float32"), R.prim_value(0), R.str("global"))
+_5 = cls.k1(e, f)
+g = R.builtin.alloc_tensor(R.shape([n * 4, 8]), R.dtype("float32"), R.prim_value(0), R.str("global"))
+_6 = cls.k1(f, g)
+return x"""
+
+
+@pytest.mark.parametrize("attrs", ['{"tir_var_upper_bound": {"n": 16, "m": 32}}',
+                                   '{"tir_var_upper_bound": {"n": 16}, "tir_non_negative_var": ["m"]}',
+                                   '{"tir_var_upper_bound": {"n": 16, "m": 32}, "tir_var_lower_bound": {"n": 2}}'])
+def test_composite_symbolic_dims_are_bounded_as_the_full_pass_bounds_them(attrs):
+    m = _module(MODULE + _fn("main", COMPOSITE, params='x: R.Tensor(("n", "m"), dtype="float32")',
+                              ret='R.Tensor(("n", "m"), dtype="float32")', attrs=attrs))
+    for mode in MODES:
+        assert _check(m, mode) is not None
+
+
 @pytest.mark.parametrize("attr", ['{"tir_var_upper_bound": {"n": "many"}}', '{"relax.memory_plan_dynamic_func_output": True}'])
 def test_a_malformed_bound_or_case_2_declines(attr):
     m = _module(MODULE + _fn("main", SYMBOLIC, attrs=attr))
