@@ -237,6 +237,25 @@ cdef class BindingTable:
         return [(self.i_kind[i], self.i_var[i], self.i_value[i], self.i_block[i], self.i_pos[i], self.i_outer[i])
                 for i in range(self.i_kind.size())]
 
+    def binding_calls(self, int flag):
+        """The ``(block id, position)`` of every ``VarBinding`` whose value is a call of a callee
+        with the property ``flag`` (``CALLEE_*``), in item order; None when such a call is
+        anywhere else too (nested in another expression, a ``MatchCast``'s value, a scope's
+        result). It asks everything the table holds: read one function into a table of its own
+        to ask it of that function."""
+        cdef int64_t x, i, n_calls = 0
+        cdef int64_t n_callees = self.c_flags.size()
+        for x in range(<int64_t>self.x_kind.size()):
+            if self.x_kind[x] == X_CALL and 0 <= self.x_a[x] < n_callees and self.c_flags[self.x_a[x]] & flag:
+                n_calls += 1
+        out = []
+        for i in range(<int64_t>self.i_kind.size()):
+            x = self.i_value[i]
+            if (self.i_kind[i] == I_BINDING and 0 <= x < <int64_t>self.x_kind.size() and self.x_kind[x] == X_CALL
+                    and 0 <= self.x_a[x] < n_callees and self.c_flags[self.x_a[x]] & flag):
+                out.append((self.i_block[i], self.i_pos[i]))
+        return out if len(out) == n_calls else None
+
     def exprs(self):
         """The expressions as ``(kind, a, b, c, children)`` tuples (for tests and debugging)."""
         return [(self.x_kind[x], self.x_a[x], self.x_b[x], self.x_c[x],

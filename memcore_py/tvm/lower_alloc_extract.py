@@ -12,7 +12,12 @@ Here, on the TVM objects:
 1. :func:`~memcore_py.tvm._ffi_reader.flat_function_calls` scans the blocks of each Relax
    function in C for the allocations, and checks that the function is flat (the rule of
    :func:`~memcore_py.transform.dead_code_elimination.is_flat`: the allocations can then
-   only be binding values of its top-level blocks, and nothing else changes);
+   only be binding values of its top-level blocks, and nothing else changes). A function
+   that is not flat (an ``If``, a nested call) is read into a binding table
+   (:class:`~memcore_py.tvm._table_reader.TVMReader`), which tells where its allocations are
+   (``BindingTable.binding_calls``): when every one is a binding of the body's own blocks,
+   those blocks are lowered as a flat function's and the rest (an ``If`` and its branches
+   included) stays the objects it is, as TVM's mutator leaves what it does not change;
 2. when every allocation of the function has a constant shape and a variable typed exactly as
    its lowered call (the common case), :mod:`~memcore_py.tvm._lower_extract` sizes and lowers
    them in C, the storages named as memcore's lowerer names them; otherwise each allocation
@@ -31,8 +36,9 @@ Measured against TVM's pass by bench ``test_native_lower_alloc_tensor`` and
 ``test_fixed_cost_native_lowering``; figures in bench/README.md ("TVM bridge").
 
 A module with no allocation left is returned as it is. The full conversion runs instead
-(:func:`lower_alloc_tensor_extracted` returns None) when a function is not flat, a
-lowering would give its variable a new type (later uses would change: TVM's
+(:func:`lower_alloc_tensor_extracted` returns None) when an allocation of a function is
+not a binding of its body's own blocks (it is in an ``If`` branch, nested in an expression or
+matched) or the table reader declines the function, a lowering would give its variable a new type (later uses would change: TVM's
 ``ReEmitBinding``), a function body has no type (not normalized), the module has global
 infos (a tensor's vdevice indexes them), a function entry is neither a Relax function nor
 a PrimFunc, or the compiled reader is unavailable.
@@ -47,12 +53,14 @@ modules.
 """
 from __future__ import annotations
 
+from .._compiled import load_compiled
 from ..transform.lower_alloc_tensor import _AllocTensorLowerer
-from . import _ffi_reader, _ffi_writer, _lower_extract
+from . import _ffi_reader, _ffi_writer, _lower_extract, _table_reader
 from ._node_map import AddrMap, NodeMap
 from ._extraction import UNCHANGED, any_type, dtype_const, function_with_blocks, int64_imm, rewrite_functions
 from ._extraction import NO_INFOS, shape_of_bytes
 from .from_tvm import _Reader
+from .spbm_extract import _extern_flags, _ops
 from .to_tvm import _Writer
 
 __all__ = ["lower_alloc_tensor_extracted"]
@@ -69,16 +77,55 @@ def lower_alloc_tensor_extracted(api, tvm_mod):
         An allocation memcore's LowerAllocTensor rejects (wrong arguments), as the full pass.
     """
     op = _alloc_op_address(api)
+    callees = []  # the module's callee properties, made for the first function with control flow
 
     def rewrite(layout, keep, name, f_addr):
         found = _ffi_reader.flat_function_calls(layout, f_addr, op)
         if found is None:
-            return None
+            if not callees:
+                callees.append(_module_callees(api, layout, tvm_mod))
+            found = _body_calls(layout, callees[0], name, f_addr)
+            if found is None:
+                return None
         if not any(block[3] for block in found[2]):
             return UNCHANGED
         return _lower_function(api, layout, tvm_mod, keep, name, _ffi_writer.object_at(f_addr), *found)
 
     return rewrite_functions(api, tvm_mod, rewrite)
+
+
+def _module_callees(api, layout, tvm_mod) -> dict:
+    """The callee properties the table reader is given: memcore's op table's, and no property
+    for the module's GlobalVars (the allocations are all this pass asks of the table)."""
+    known = dict(_ops(api)[0])
+    for _kind, _name, gv, _f in _ffi_reader.module_functions(layout, tvm_mod.__chandle__()) or ():
+        known[gv] = 0
+    return known
+
+
+def _body_calls(layout, known, name, f_addr):
+    """:func:`~memcore_py.tvm._ffi_reader.flat_function_calls`' answer for a function that is
+    not flat (an ``If``, a nested call), read into a binding table of its own: its body's blocks
+    with the positions of their allocations, when every allocation is a binding of one of those
+    blocks (none in an ``If`` branch, nested in an expression or matched); else None. The
+    other bindings stay the objects they are, ``If`` s included."""
+    binding_table = load_compiled("memcore_py.analysis._binding_table")
+    table = binding_table.BindingTable()
+    got = _table_reader.TVMReader(table, layout, known, _extern_flags).read_function(f_addr, name)
+    if got is None:
+        return None
+    seq, blocks_addr, sid, _first, _ty = got
+    sites = table.binding_calls(binding_table.CALLEE_ALLOCATES)
+    if sites is None:
+        return None
+    body = table.scope_blocks[sid]
+    positions = {b: [] for b in body}
+    for block, pos in sites:
+        if block not in positions:
+            return None  # in an If branch
+        positions[block].append(pos)
+    refs, dataflow = table.block_refs(), table.block_is_dataflow
+    return seq, blocks_addr, [(0, bool(dataflow[b]), refs[b], positions[b]) for b in body]
 
 
 _OP_ADDRESS = []

@@ -138,10 +138,71 @@ def test_a_variable_given_a_new_type_declines():
     tvm.ir.assert_structural_equal(mtvm.LowerAllocTensor()(m), TVM_LOWER()(m))
 
 
-def test_a_function_with_if_declines():
+def test_an_allocation_inside_an_if_branch_declines():
     m = _module(WITH_IF)
     assert lower_alloc_tensor_extracted(tvm_api(), m) is None
     tvm.ir.assert_structural_equal(mtvm.LowerAllocTensor()(m), TVM_LOWER()(m))
+
+
+AROUND_IF = """
+# from tvm.script import ir as I
+# from tvm.script import relax as R
+# from tvm.script import tir as T
+
+@I.ir_module
+class Module:
+    @R.function
+    def branch(x: R.Tensor(("n", 4), dtype="float32")) -> R.Tensor(("n", 4), dtype="float32"):
+        n = T.int64()
+        return x
+
+    @R.function(pure=False)
+    def main(c: R.Tensor((), dtype="bool"), x: R.Tensor(("n", 4), dtype="float32")) -> R.Tensor(("n", 4), dtype="float32"):
+        n = T.int64()
+        cls = Module
+        a = R.builtin.alloc_tensor(R.shape([n, 4]), R.dtype("float32"), R.prim_value(0), R.str("global"))
+        b = R.builtin.alloc_tensor(R.shape([2, 3]), R.dtype("int8"), R.prim_value(0), R.str("global"))
+        if c:
+            y = cls.branch(a)
+            z = y
+        else:
+            z = a
+        d = R.builtin.alloc_tensor(R.shape([n, 4]), R.dtype("float32"), R.prim_value(0), R.str("global"))
+        with R.dataflow():
+            e = R.builtin.alloc_tensor(R.shape([8]), R.dtype("float16"), R.prim_value(0), R.str("global"))
+            R.output(e)
+        return z
+"""
+
+
+def test_a_function_with_if_is_lowered_around_it():
+    # the allocations are bindings of the body's own blocks (symbolic, constant, one in a
+    # dataflow block): those blocks are lowered, the If stays the object it was
+    m = _module(AROUND_IF)
+    out = _check(m)
+    assert out is not None
+    old_if = next(b for b in m["main"].body.blocks[0].bindings if isinstance(b.value, relax.If))
+    assert any(b.same_as(old_if) for blk in out["main"].body.blocks for b in blk.bindings)
+    assert out["branch"].same_as(m["branch"])
+
+
+def test_an_allocation_nested_in_an_expression_declines():
+    # not normalized: the allocation is an argument, not a binding's value (the full
+    # conversion reports or lowers it as the full pass does)
+    m = _module(AROUND_IF)
+    f = m["main"]
+    bindings = list(f.body.blocks[0].bindings)
+    alloc = bindings[0].value
+    ty = bindings[0].var.ty
+    v = relax.Var("v", ty)
+    bindings.append(relax.VarBinding(v, relax.Call(tvm.ir.Op.get("relax.builtin.alloc_tensor"), list(alloc.args),
+                                                   None, None, None, ty)))
+    nested = relax.Call(tvm.ir.Op.get("relax.builtin.alloc_tensor"), list(alloc.args), None, None, None, ty)
+    bindings.append(relax.VarBinding(relax.Var("t", relax.TupleType([ty])), relax.Tuple([nested])))
+    func = relax.Function(f.params, relax.SeqExpr([relax.BindingBlock(bindings)] + list(f.body.blocks[1:]), f.body.body),
+                          f.ret_ty, False, f.attrs)
+    m2 = tvm.IRModule({gv: (func if gv.name_hint == "main" else g) for gv, g in m.functions.items()})
+    assert lower_alloc_tensor_extracted(tvm_api(), m2) is None
 
 
 def test_symbolic_sizes_in_a_dataflow_block():

@@ -98,6 +98,22 @@ def test_reader_records_items_in_visit_order_with_branches_after_their_if():
     assert alloc[4] == [] and [exprs[k][0] for k in call[4]] == [X_VAR, X_VAR]
 
 
+def test_binding_calls_finds_the_allocation_bindings_or_none_when_one_is_elsewhere():
+    # a in main's block 0, b in the then branch's block 1 (items in visit order)
+    table = _read(parse(IF_MODULE))
+    assert table.binding_calls(TABLE.CALLEE_ALLOCATES) == [(0, 0), (1, 0)]
+    assert table.binding_calls(TABLE.CALLEE_SHARES) == []
+    # an allocation nested in a call's arguments or matched is not a binding's value
+    x = Var("x", TensorType((4,), "float32"))
+    a, alloc = _alloc("a")
+    _b, nested = _alloc("b")
+    out = Var("o", None)
+    table = _read(_module([VarBinding(a, alloc), lambda k: VarBinding(out, Call(k, [x, nested]))], x, params=[x]))
+    assert table.binding_calls(TABLE.CALLEE_ALLOCATES) is None
+    table = _read(_module([MatchCast(a, alloc, a.ty)], a))
+    assert table.binding_calls(TABLE.CALLEE_ALLOCATES) is None
+
+
 def test_kernel_program_of_the_if_module():
     """a: used by k(x, a) in block 0, then by k(a, b) inside the branch (another block: a is
     discarded); b: used in its branch, then flows into the If's result (discarded)."""
