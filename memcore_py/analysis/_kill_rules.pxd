@@ -63,6 +63,7 @@ cdef class KillEdits:
     # Addresses are of the reader's objects (memcore IR or TVM), borrowed from its module. A
     # *slot* is a binding of one of the function's blocks: slot = blk_first[block] + position.
     cdef vector[int64_t] blk_first  # block id -> its first slot (-1: a block of another function)
+    cdef vector[int64_t] blk_n      # block id -> its number of slots (-1 or 0: none)
     cdef vector[int8_t] s_action    # slot -> EDIT_*
     cdef vector[int64_t] s_item     # slot -> its item in the table
     cdef vector[int64_t] s_kill     # slot -> its first kill (the kills right after it: s_nkill of them)
@@ -88,6 +89,8 @@ cdef class KillEdits:
     cdef public dict last_use         # only when asked (report=True): var address -> address of the
                                       # binding of its last use in its own scope (0: the scope's result)
     cdef public set killed            # only when asked: addresses of the variables explicit kills name
+
+    cdef int64_t slot(self, Py_ssize_t block, Py_ssize_t pos) except -1
 
 
 cpdef str kill_name(Py_ssize_t k)

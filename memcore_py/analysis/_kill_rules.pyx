@@ -147,28 +147,63 @@ cdef class KillEdits:
         """Whether the function changes at all."""
         return self.n_kills > 0 or self.n_dropped > 0 or self.n_rewritten > 0
 
+    cdef int64_t slot(self, Py_ssize_t block, Py_ssize_t pos) except -1:
+        """The slot of binding ``pos`` of block ``block``; IndexError when that is not a binding
+        of the function's blocks."""
+        if (block < 0 or block >= <Py_ssize_t>self.blk_first.size() or self.blk_first[block] < 0
+                or pos < 0 or pos >= self.blk_n[block]):
+            raise IndexError(f"KillEdits: binding {pos} of block {block} is not a binding of the function's blocks")
+        return self.blk_first[block] + pos
+
     def kills_after(self, Py_ssize_t block, Py_ssize_t pos):
         """The kills right after binding ``pos`` of block ``block``: ``[(kind, target address,
-        kill index), ...]`` (for tests and the analysis API)."""
-        cdef int64_t s = self.blk_first[block] + pos
+        kill index), ...]`` (for tests and the analysis API).
+
+        Raises
+        ------
+        IndexError
+            ``(block, pos)`` is not a binding of the function's blocks.
+        """
+        cdef int64_t s = self.slot(block, pos)
         return self.records(self.s_kill[s], self.s_nkill[s])
 
     def kills_after_block(self, Py_ssize_t block):
-        """The kills right after block ``block``, as :meth:`kills_after` gives them."""
-        return self.records(self.d_kill[block], self.d_nkill[block])
+        """The kills right after block ``block``, as :meth:`kills_after` gives them.
+
+        Raises
+        ------
+        IndexError
+            ``block`` is not a block id of the table.
+        """
+        if block < 0 or block >= <Py_ssize_t>self.d_kill.size():
+            raise IndexError(f"KillEdits: block {block} is not a block of the table (0 .. {self.d_kill.size() - 1})")
+        return self.records(self.d_kill[block], self.d_nkill[block]) if self.d_nkill[block] else []
 
     def records(self, int64_t start, int64_t n):
-        """Kill records ``start .. start + n - 1`` as ``(kind, target address, kill index)``."""
+        """Kill records ``start .. start + n - 1`` as ``(kind, target address, kill index)``.
+
+        Raises
+        ------
+        IndexError
+            The range is not within the ``n_kills`` records.
+        """
         cdef int64_t k
         cdef list out = []
+        if start < 0 or n < 0 or start + n > <int64_t>self.k_kind.size():
+            raise IndexError(f"KillEdits: records {start} .. {start + n - 1} are not within the {self.k_kind.size()} kills")
         for k in range(start, start + n):
             out.append((<int>self.k_kind[k], self.k_target[k], k))
         return out
 
     def action(self, Py_ssize_t block, Py_ssize_t pos):
-        """What becomes of binding ``pos`` of block ``block``: 0 kept, 1 dropped, 2 rewritten."""
-        cdef int64_t s = self.blk_first[block] + pos
-        return <int>self.s_action[s]
+        """What becomes of binding ``pos`` of block ``block``: 0 kept, 1 dropped, 2 rewritten.
+
+        Raises
+        ------
+        IndexError
+            ``(block, pos)`` is not a binding of the function's blocks.
+        """
+        return <int>self.s_action[self.slot(block, pos)]
 
 
 cdef inline int64_t resolve(vector[int64_t]& sub, int64_t v) noexcept nogil:
@@ -442,6 +477,7 @@ def kill_rules(BindingTable T, Py_ssize_t k, bint tvm_scoping=False, bint rebind
         if block_size[b] > 0:
             E.blk_first[b] = n_slots
             n_slots += block_size[b]
+    E.blk_n = block_size
     E.s_action.assign(n_slots, EDIT_KEEP)
     E.s_item.assign(n_slots, -1)
     E.v_sub = sub

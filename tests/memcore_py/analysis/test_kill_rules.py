@@ -45,3 +45,42 @@ def test_type_codes_tell_the_empty_tuple_from_a_tuple():
 def test_kill_kind_refuses_an_unknown_definition(bad):
     with pytest.raises(ValueError, match=r"definition must be one of \[0, 1, 2, 3\]; got"):
         kill_kind(bad, TENSOR)
+
+
+KILLED = """
+@I.ir_module
+class Module:
+    @T.prim_func(private=True)
+    def k(A: T.handle, B: T.handle):
+        T.evaluate(0)
+
+    @R.function(pure=False)
+    def main(x: R.Tensor((4,), "float32")) -> R.Tensor((4,), "float32"):
+        cls = Module
+        a: R.Tensor((4,), "float32") = R.builtin.alloc_tensor(R.shape([4]), R.dtype("float32"), R.prim_value(0), R.str("global"))
+        _: R.Tuple = cls.k(x, a)
+        b: R.Tensor((4,), "float32") = R.builtin.alloc_tensor(R.shape([4]), R.dtype("float32"), R.prim_value(0), R.str("global"))
+        _1: R.Tuple = cls.k(a, b)
+        return b
+"""
+
+
+def test_kill_edits_answer_for_the_function_s_bindings_and_refuse_other_indices():
+    from memcore_py import parse
+    from memcore_py.analysis.last_usage import function_edits
+
+    edits, _table = function_edits(parse(KILLED)["main"].body, "main")
+    assert [edits.action(0, p) for p in range(4)] == [0, 0, 0, 0]
+    assert [kind for kind, _t, _k in edits.kills_after(0, 3)] == [0]  # a, after its last use
+    assert edits.kills_after_block(0) == []
+    assert len(edits.records(0, edits.n_kills)) == edits.n_kills
+    for block, pos in ((0, 4), (0, -1), (1, 0), (-1, 0)):
+        with pytest.raises(IndexError, match="is not a binding of the function's blocks"):
+            edits.kills_after(block, pos)
+        with pytest.raises(IndexError, match="is not a binding of the function's blocks"):
+            edits.action(block, pos)
+    with pytest.raises(IndexError, match="is not a block of the table"):
+        edits.kills_after_block(1)
+    for start, n in ((0, edits.n_kills + 1), (-1, 1), (0, -1)):
+        with pytest.raises(IndexError, match="are not within the"):
+            edits.records(start, n)
