@@ -1,5 +1,5 @@
 # cython: language_level=3
-"""Compiled LowerAllocTensor of the allocations of constant shape, on the TVM objects themselves
+"""Compiled LowerAllocTensor of the allocations of exact type, on the TVM objects themselves
 (built by ``setup.py``; :mod:`memcore_py.tvm.lower_alloc_extract` drives it and lowers what it
 declines with memcore's own lowerer).
 
@@ -11,12 +11,15 @@ LowerAllocTensor (:mod:`memcore_py.transform.lower_alloc_tensor`) turns each
     storage<k> = R.memory.alloc_storage(R.shape([bytes]), device, scope, R.dtype("uint8"))
     v = R.memory.alloc_tensor(storage<k>, 0, shape, dtype, device)
 
-For an allocation of constant shape whose variable already has the exact type the lowered call
-gets (a tensor type of those dims and dtype, no vdevice; otherwise TVM re-types the variable and
-every later use changes), that is arithmetic and three constructors per binding:
-:func:`constant_sizes` checks each allocation of a block and computes ``bytes`` (the dtype's
-bytes times the dims; TIR's constant folding gives the same number), the caller makes the
-``R.shape([bytes])`` objects (shared across calls), and :func:`lower_block` builds the block:
+For an allocation whose variable already has the exact type the lowered call gets (a tensor
+type of those dims and dtype, no vdevice, a symbolic dim the same object in both; otherwise
+TVM re-types the variable and every later use changes), that is arithmetic and three
+constructors per binding: :func:`allocation_sizes` checks each allocation of a block and
+computes ``bytes`` of a constant shape (the dtype's bytes times the dims; TIR's constant
+folding gives the same number) or hands a symbolic shape's dims to the caller, which sizes it
+with LowerAllocTensor's own rule (:func:`~memcore_py.transform.lower_alloc_tensor.storage_bytes_expr`);
+the caller makes the ``R.shape([bytes])`` objects (a constant one shared across calls), and
+:func:`lower_block` builds the block:
 the storage ``Var`` (a ``DataflowVar`` in a dataflow block) named as the lowerer names it
 (``storage``, ``storage1``, ... per function: its ``NameTable``), the two calls, the old
 bindings elsewhere. Everything the lowered bindings hold but the storage variable, the offset
@@ -27,18 +30,24 @@ from libc.stdio cimport snprintf
 from libcpp.vector cimport vector
 
 from memcore_py.tvm._ffi_abi cimport (
-    FFIAny, K_ARRAY, K_DATATYPE, any_obj, any_type, array_data, array_size, obj_field, obj_type,
+    FFIAny, K_ARRAY, K_DATATYPE, K_OBJECT_BEGIN, any_obj, any_type, array_data, array_size, obj_field, obj_type,
 )
-from memcore_py.tvm._ffi_reader cimport Layout, const_dim, element_bytes, packed_dtype
+from memcore_py.tvm._ffi_reader cimport Layout, const_dim, dtype_name, element_bytes, packed_dtype
 from memcore_py.tvm._ffi_writer cimport (
     CTOR_BLOCK, CTOR_DFBLOCK, CTOR_EMPTY_ARRAY, Keep, handle, new_binding, new_call, new_var, new_with_array,
     set_obj,
 )
 
 
-cdef int64_t constant_size(Layout L, const char* b) noexcept:
-    """The storage bytes of the allocation binding ``b`` when it is lowered here (module
-    docstring), else -1."""
+cdef enum:
+    NOT_HERE = -1   # alloc_size: the allocation is not lowered here
+    SYMBOLIC = -2   # alloc_size: lowered here, its size an expression of its symbolic dims
+
+
+cdef int64_t alloc_size(Layout L, const char* b, const char** sym_dims) noexcept:
+    """The storage bytes of the allocation binding ``b`` when it is lowered here with a
+    constant shape; :data:`SYMBOLIC` (``sym_dims`` set to the shape's dims ``Array``) when it is
+    lowered here with a symbolic dim; :data:`NOT_HERE` otherwise (module docstring)."""
     cdef const char* var = obj_field(b, L.o_b_var)
     cdef const char* call = obj_field(b, L.o_b_value)
     cdef const char* ty
@@ -49,80 +58,103 @@ cdef int64_t constant_size(Layout L, const char* b) noexcept:
     cdef const char* a
     cdef const char* dims
     cdef const char* v
+    cdef const char* e
     cdef int64_t n, i, d, dtype, nbytes
+    cdef bint symbolic = False
     if var == NULL or (obj_type(var) != L.t_var and obj_type(var) != L.t_dfvar) or call == NULL:
-        return -1
+        return NOT_HERE
     if obj_type(call) != L.t_call:
-        return -1
+        return NOT_HERE
     args = obj_field(call, L.o_call_args)
     if args == NULL or obj_type(args) != K_ARRAY or array_size(args) != 4:
-        return -1
+        return NOT_HERE
     a = array_data(args)
     if (any_type(a) != L.t_shape_expr or any_type(a + 16) != L.t_generic_const or any_type(a + 32) != L.t_int_imm
             or any_type(a + 48) != L.t_string_imm):
-        return -1
+        return NOT_HERE
     v = any_obj(a + 16) + L.o_const_value
     if any_type(v) != K_DATATYPE:
-        return -1
+        return NOT_HERE
     dtype = packed_dtype(v + 8)
     nbytes = element_bytes(dtype)
     if nbytes < 0:
-        return -1
+        return NOT_HERE
     # the variable's type: a tensor of these dims and this dtype, no vdevice
     ty = obj_field(var, L.o_expr_ty)
     if ty == NULL or obj_type(ty) != L.t_tensor_type or obj_field(ty, L.o_tt_vdevice) != NULL:
-        return -1
+        return NOT_HERE
     pt = obj_field(ty, L.o_tt_dtype)
     tshape = obj_field(ty, L.o_tt_shape)
     if pt == NULL or obj_type(pt) != L.t_prim_type or packed_dtype(pt + L.o_pt_dtype) != dtype:
-        return -1
+        return NOT_HERE
     if tshape == NULL or obj_type(tshape) != L.t_shape_expr:
-        return -1
+        return NOT_HERE
     dims = obj_field(any_obj(a), L.o_shape_values)
     tdims = obj_field(tshape, L.o_shape_values)
     if dims == NULL or obj_type(dims) != K_ARRAY or tdims == NULL or obj_type(tdims) != K_ARRAY:
-        return -1
+        return NOT_HERE
     n = array_size(dims)
     if array_size(tdims) != n or (<const int*>(ty + L.o_tt_ndim))[0] != n:
-        return -1
+        return NOT_HERE
     for i in range(n):
-        d = const_dim(L, array_data(dims) + 16 * i)
-        if d < 0 or d != const_dim(L, array_data(tdims) + 16 * i):
-            return -1
-        if d and nbytes > INT64_MAX // d:
-            return -1
-        nbytes *= d
+        e = array_data(dims) + 16 * i
+        d = const_dim(L, e)
+        if d < 0:
+            # a symbolic dim: the same object in the shape and the type (a negative constant
+            # or another expression: not here)
+            if (any_type(e) < K_OBJECT_BEGIN or any_type(e) == L.t_int_imm
+                    or any_obj(e) != any_obj(array_data(tdims) + 16 * i)):
+                return NOT_HERE
+            symbolic = True
+            continue
+        if d != const_dim(L, array_data(tdims) + 16 * i):
+            return NOT_HERE
+        if not symbolic:
+            if d and nbytes > INT64_MAX // d:
+                return NOT_HERE
+            nbytes *= d
+    if symbolic:
+        sym_dims[0] = dims
+        return SYMBOLIC
     return nbytes
 
 
-def constant_sizes(Layout L, size_t arr, list positions):
-    """The storage bytes of each allocation at ``positions`` of the bindings ``Array`` at
-    ``arr`` (``VarBinding`` s of ``R.builtin.alloc_tensor``, flat_function_calls' positions),
-    or None when one is not lowered here (module docstring)."""
+def allocation_sizes(Layout L, size_t arr, list positions):
+    """The storage size of each allocation at ``positions`` of the bindings ``Array`` at
+    ``arr`` (``VarBinding`` s of ``R.builtin.alloc_tensor``): its bytes (an int) when its
+    shape is constant, ``(address of its dims Array, dtype name)`` when a dim is symbolic (the
+    caller sizes it); None when one is not lowered here (module docstring)."""
     cdef const char* a = <const char*>arr
     cdef const char* data
+    cdef const char* b
+    cdef const char* dims = NULL
     cdef int64_t n, size
     if a == NULL or obj_type(a) != K_ARRAY:
-        raise ValueError("constant_sizes: not an ffi.Array")
+        raise ValueError("allocation_sizes: not an ffi.Array")
     data = array_data(a)
     n = array_size(a)
     out = []
     for p in positions:
         if not 0 <= p < n:
-            raise ValueError(f"constant_sizes: position {p} out of range [0, {n})")
+            raise ValueError(f"allocation_sizes: position {p} out of range [0, {n})")
         if any_type(data + 16 * <int64_t>p) != L.t_binding:
             return None
-        size = constant_size(L, any_obj(data + 16 * <int64_t>p))
-        if size < 0:
+        b = any_obj(data + 16 * <int64_t>p)
+        size = alloc_size(L, b, &dims)
+        if size == NOT_HERE:
             return None
-        out.append(size)
+        if size == SYMBOLIC:
+            v = any_obj(array_data(obj_field(obj_field(b, L.o_b_value), L.o_call_args)) + 16) + L.o_const_value
+            out.append((<size_t>dims, dtype_name(packed_dtype(v + 8))))
+        else:
+            out.append(size)
     return out
 
 
 def lower_block(Layout L, Keep K, size_t arr, list positions, list shapes, bint dataflow, size_t uint8, size_t zero,
                 size_t any_ty, size_t op_storage, size_t op_alloc, Py_ssize_t n_storages):
     """The address (owned by ``K``) of a new block of the bindings ``Array`` at ``arr`` with the
-    allocations at ``positions`` lowered (module docstring; :func:`constant_sizes` accepted
+    allocations at ``positions`` lowered (module docstring; :func:`allocation_sizes` accepted
     them): ``shapes`` the addresses of their ``R.shape([bytes])``, ``uint8`` of a
     ``R.dtype("uint8")``, ``zero`` of the offset ``IntImm`` 0, ``any_ty`` of an ``AnyType``,
     ``op_storage`` / ``op_alloc`` of ``relax.memory.alloc_storage`` / ``alloc_tensor``;
@@ -133,7 +165,7 @@ def lower_block(Layout L, Keep K, size_t arr, list positions, list shapes, bint 
     ------
     ValueError
         ``arr`` is not an ``ffi.Array``, the lists differ in length, or a position is out of
-        range, not increasing or not an allocation :func:`constant_sizes` accepts (checked
+        range, not increasing or not an allocation :func:`allocation_sizes` accepts (checked
         before anything is built; the addresses given are the caller's to keep valid)."""
     cdef const char* a = <const char*>arr
     cdef const char* data
@@ -148,6 +180,7 @@ def lower_block(Layout L, Keep K, size_t arr, list positions, list shapes, bint 
     cdef vector[FFIAny] items
     cdef void* storage
     cdef void* h
+    cdef const char* dims
     cdef void* empty = handle(CTOR_EMPTY_ARRAY)
     if a == NULL or obj_type(a) != K_ARRAY:
         raise ValueError("lower_block: not an ffi.Array")
@@ -159,7 +192,7 @@ def lower_block(Layout L, Keep K, size_t arr, list positions, list shapes, bint 
         p = positions[k]
         if p < i or p >= n or any_type(data + 16 * p) != L.t_binding:
             raise ValueError(f"lower_block: position {p} out of range or not increasing, or not a binding")
-        if constant_size(L, any_obj(data + 16 * p)) < 0:
+        if alloc_size(L, any_obj(data + 16 * p), &dims) == NOT_HERE:
             raise ValueError(f"lower_block: binding {p} is not an allocation lowered here")
         i = p + 1
     i = 0

@@ -18,9 +18,10 @@ Here, on the TVM objects:
    (``BindingTable.binding_calls``): when every one is a binding of the body's own blocks,
    those blocks are lowered as a flat function's and the rest (an ``If`` and its branches
    included) stays the objects it is, as TVM's mutator leaves what it does not change;
-2. when every allocation of the function has a constant shape and a variable typed exactly as
-   its lowered call (the common case), :mod:`~memcore_py.tvm._lower_extract` sizes and lowers
-   them in C, the storages named as memcore's lowerer names them; otherwise each allocation
+2. when every allocation of the function has a variable typed exactly as its lowered call
+   (the common case), :mod:`~memcore_py.tvm._lower_extract` lowers them in C, the storages
+   named as memcore's lowerer names them, a constant shape sized there and a symbolic one by
+   LowerAllocTensor's own rule on its dims alone (:class:`_SymbolicSizes`); otherwise each allocation
    binding is read alone (:func:`~memcore_py.tvm._ffi_reader.read_binding_at`, or the Python
    reader :class:`~.from_tvm._Reader` for what it declines) and lowered by memcore's own
    lowerer (``_AllocTensorLowerer``, one per function, so storage names follow the same
@@ -54,7 +55,9 @@ modules.
 from __future__ import annotations
 
 from .._compiled import load_compiled
-from ..transform.lower_alloc_tensor import _AllocTensorLowerer
+from ..errors import MemcoreError
+from ..ir.construct import new_shape_expr
+from ..transform.lower_alloc_tensor import _AllocTensorLowerer, storage_bytes_expr
 from . import _ffi_reader, _ffi_writer, _lower_extract, _table_reader
 from ._node_map import AddrMap, NodeMap
 from ._extraction import UNCHANGED, any_type, dtype_const, function_with_blocks, int64_imm, rewrite_functions
@@ -148,11 +151,11 @@ def _lower_function(api, layout, tvm_mod, keep, name, func, seq_addr, blocks_add
         return None
     sizes = []
     for _block, _dataflow, arr, positions in blocks:
-        sizes.append(_lower_extract.constant_sizes(layout, arr, positions) if positions else [])
+        sizes.append(_lower_extract.allocation_sizes(layout, arr, positions) if positions else [])
         if sizes[-1] is None:
             break
-    else:  # every allocation of constant shape and exactly typed: lowered in C
-        return _lower_constant(api, layout, keep, func, blocks_addr, blocks, sizes)
+    else:  # every allocation exactly typed: lowered in C
+        return _lower_sized(api, layout, tvm_mod, keep, name, func, blocks_addr, blocks, sizes)
     record = NodeMap()
     reader = _Reader(api, tvm_mod, record=record)
     reader.where = f"function {name!r}"
@@ -190,22 +193,61 @@ def _lower_function(api, layout, tvm_mod, keep, name, func, seq_addr, blocks_add
     return function_with_blocks(layout, keep, func.__chandle__(), blocks_addr, changed, new_blocks, 0)
 
 
-def _lower_constant(api, layout, keep, func, blocks_addr, blocks, sizes):
-    """:func:`_lower_function` when :func:`~._lower_extract.constant_sizes` accepted every
-    allocation (``sizes``: their bytes, per block): the blocks built in C."""
+def _lower_sized(api, layout, tvm_mod, keep, name, func, blocks_addr, blocks, sizes):
+    """:func:`_lower_function` when :func:`~._lower_extract.allocation_sizes` accepted every
+    allocation (``sizes``: theirs, per block): the blocks built in C; None when a symbolic
+    size is not read (the full conversion reports it)."""
     ops = _lower_ops(api)
     uint8, zero, any_ty = dtype_const(api, "uint8"), int64_imm(api, 0), any_type(api)
     changed, new_blocks = [], []
     n_storages = 0
+    symbolic = None
     for k, ((_block, dataflow, arr, positions), block_sizes) in enumerate(zip(blocks, sizes)):
         if not positions:
             continue
-        shapes = [shape_of_bytes(api, b) for b in block_sizes]
+        shapes = []
+        for size in block_sizes:
+            if type(size) is int:
+                shapes.append(shape_of_bytes(api, size))
+                continue
+            if symbolic is None:
+                symbolic = _SymbolicSizes(api, tvm_mod, keep, name)
+            shape = symbolic.shape_addr(*size)
+            if shape is None:
+                return None
+            shapes.append(shape)
         block, n_storages = _lower_extract.lower_block(layout, keep, arr, positions, shapes, dataflow, uint8, zero,
                                                        any_ty, ops[0], ops[1], n_storages)
         changed.append(k)
         new_blocks.append(block)
     return function_with_blocks(layout, keep, func.__chandle__(), blocks_addr, changed, new_blocks, 0)
+
+
+class _SymbolicSizes:
+    """The ``R.shape([bytes])`` of the storages of one function's allocations of symbolic
+    shape: the dims read by the full conversion's reader, sized by LowerAllocTensor's own rule
+    (:func:`~memcore_py.transform.lower_alloc_tensor.storage_bytes_expr`) and written by its
+    writer in the function's own symbolic variables."""
+
+    def __init__(self, api, tvm_mod, keep, name: str):
+        self.reader = _Reader(api, tvm_mod, record=NodeMap())
+        self.reader.where = f"function {name!r}"
+        self.reader.prims = {}
+        self.reader.leaves = AddrMap()
+        self.writer = _Writer(api, NO_INFOS, keep=keep)
+        self.writer.where = self.reader.where
+
+    def shape_addr(self, dims_addr: int, dtype: str):
+        """The address (owned by the writer's ``keep``) of ``R.shape([bytes])`` for an
+        allocation of the dims ``Array`` at ``dims_addr`` and ``dtype``; None when a dim is
+        not read."""
+        reader = self.reader
+        try:
+            dims = reader.prims_of(_ffi_writer.object_at(dims_addr))
+        except MemcoreError:
+            return None
+        self.writer.prims = {pv.name: reader.prim_sources[h] for h, pv in reader.prims.items()}
+        return self.writer.expr_addr(new_shape_expr((storage_bytes_expr(dims, dtype),)))
 
 
 _LOWER_OPS = []
