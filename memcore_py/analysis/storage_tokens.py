@@ -236,28 +236,44 @@ def alloc_tensor_info(binding, func_name: str):
 def alloc_token_info(binding, func_name: str, func_idx: int, bounds: VarBounds, info_id: int) -> TokenInfo:
     """The :class:`TokenInfo` (id ``info_id``) of the ``R.builtin.alloc_tensor`` binding
     ``binding`` in the ``func_idx``-th function, ``func_name``, whose ``tir_var_*`` bounds are
-    ``bounds``: its size is that of the upper-bounded shape (spec §1.2/§1.6).
+    ``bounds``: its size is that of the upper-bounded shape (spec §1.2/§1.6,
+    :func:`token_size`).
 
     Raises
     ------
     PassError
-        :func:`alloc_tensor_info`'s, a shape whose upper bound needs ``T.Select``, or a tensor
-        that cannot exist (a negative dim, a size over int64).
+        :func:`alloc_tensor_info`'s or :func:`token_size`'s.
     """
     shape, dtype, device, scope = alloc_tensor_info(binding, func_name)
+    const, nbytes = token_size(shape, dtype, bounds, func_name, binding.var.name)
+    return _token_info((const, nbytes, dtype, scope, device, func_idx, binding.value.args[1:], info_id))
+
+
+def token_size(shape, dtype: str, bounds: VarBounds, func_name: str, var_name: str):
+    """``(constant bytes or -1, bytes)`` of a storage token for a tensor of ``shape`` and
+    ``dtype`` (valid) in a function whose ``tir_var_*`` bounds are ``bounds``: the bytes of
+    the upper-bounded shape (:func:`~memcore_py.analysis.arith.upper_bound_shape`,
+    :func:`~memcore_py.analysis.arith.tensor_bytes`).
+
+    Raises
+    ------
+    PassError
+        Naming the function and the variable ``var_name``: a shape whose upper bound needs
+        ``T.Select``, or a tensor that cannot exist (a negative dim, a size over int64).
+    """
     try:
         ub = upper_bound_shape(shape, bounds)
     except UnsupportedBound:
         raise PassError(
-            f"function {func_name!r}, binding {binding.var.name!r}: the upper bound of shape "
+            f"function {func_name!r}, binding {var_name!r}: the upper bound of shape "
             f"{list(shape)!r} needs a sign condition (T.Select), which is not supported; mark the "
             f"unbounded vars non-negative (tir_non_negative_var) or bound them (tir_var_upper_bound)"
         ) from None
     why = tensor_size_problem(ub, dtype)
     if why is not None:
-        raise PassError(f"function {func_name!r}, binding {binding.var.name!r}: the allocated tensor {why}")
+        raise PassError(f"function {func_name!r}, binding {var_name!r}: the allocated tensor {why}")
     nbytes, const = tensor_bytes(ub, dtype)
-    return _token_info((const, nbytes, dtype, scope, device, func_idx, binding.value.args[1:], info_id))
+    return const, nbytes
 
 
 @dataclass(eq=False)

@@ -136,9 +136,8 @@ cdef class TVMSizer(Sizer):
     cdef dict scope_ids, sym_infos
     cdef list infos_of_function, scope_names
     cdef public object symbolic
-    """``symbolic(bindings Array address, position)``: ``(const bytes, bytes, dtype, scope,
-    device)`` of an allocation of a symbolic shape in the current function (the fields of its
-    :class:`TokenInfo` before the function's index), or None to decline;
+    """``symbolic(dims Array address, dtype name)``: ``(const bytes, bytes)`` of an allocation of
+    a symbolic shape in the current function (checked here), or None to decline;
     ``symbolic.bounded``: the current function has bounds; ``symbolic.dim_bound(address)``:
     the constant upper bound of the dim PrimExpr at ``address``, or -1. None: decline every
     such allocation."""
@@ -266,7 +265,7 @@ cdef class TVMSizer(Sizer):
         if scope < 0:
             return None
         if not constant:
-            return self.symbolic_info(arr, pos, (dtype, device, scope, tuple(sym_dims)))
+            return self.symbolic_info(dims, (dtype, device, scope, tuple(sym_dims)))
         key = pair[pair[int64_t, int64_t], pair[int64_t, int64_t]](
             pair[int64_t, int64_t](nbytes, dtype), pair[int64_t, int64_t](device, scope))
         it = self.info_index.find(key)
@@ -295,19 +294,21 @@ cdef class TVMSizer(Sizer):
         self.dim_bounds[self.dim_key] = bound
         return bound
 
-    cdef object symbolic_info(self, const char* arr, int64_t pos, tuple key):
-        """The :class:`TokenInfo` of an allocation of a symbolic shape (``key``: its dtype,
-        device, scope and dims, a symbolic one by its object), sized by ``symbolic`` (once per
-        key and function); None when that declines."""
+    cdef object symbolic_info(self, const char* dims, tuple key):
+        """The :class:`TokenInfo` of an allocation of a symbolic shape (``dims``: its type's dims
+        ``Array``; ``key``: its dtype, device, scope and dims, a symbolic one by its object),
+        sized by ``symbolic`` (once per key and function); None when that declines."""
         info = self.sym_infos.get(key)
         if info is not None:
             return info
         if self.symbolic is None:
             return None
-        sized = self.symbolic(<size_t>arr, pos)
+        dtype = dtype_name(key[0])
+        sized = self.symbolic(<size_t>dims, dtype)
         if sized is None:
             return None
-        info = tuple.__new__(self.info_cls, tuple(sized) + (self.func_idx, None, len(self.W.infos)))
+        info = tuple.__new__(self.info_cls, (sized[0], sized[1], dtype, self.scope_names[key[2]], key[1],
+                                             self.func_idx, None, len(self.W.infos)))
         self.W.infos.append(info)
         self.sym_infos[key] = info
         return info

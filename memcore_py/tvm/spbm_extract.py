@@ -37,10 +37,11 @@ attributes), the sizer asks :meth:`_Symbolic.dim_bound` for each distinct symbol
 by structure in C): that one PrimExpr is read with the full conversion's reader and bounded by
 the full pass's own rule (:func:`~memcore_py.analysis.arith.upper_bound_dim`); an allocation
 whose every dim has a constant bound is then sized in C as a constant one. Any other symbolic
-allocation is handed to :class:`_Symbolic` once per distinct type of a function, which reads
-that one binding with the same reader and sizes it with the full pass's own code
-(:func:`~memcore_py.analysis.storage_tokens.alloc_token_info`); a storage of a symbolic size
-is written with the writer, in the function's own symbolic variables.
+allocation (the sizer has checked it as the full pass checks it) is handed to
+:class:`_Symbolic` once per distinct type of a function, which reads its dims with the same
+reader and sizes them with the full pass's own code
+(:func:`~memcore_py.analysis.storage_tokens.token_size`); a storage of a symbolic size is
+written with the writer, in the function's own symbolic variables.
 
 The full conversion runs instead (:func:`static_plan_block_memory_extracted` returns None) when
 the reader declines a function (a ``SeqExpr`` or function nested in an expression, an object of
@@ -79,8 +80,8 @@ from ..analysis.arith import (
 )
 from ..analysis.storage_tokens import (
     TokenInfo,
-    alloc_token_info,
     callee_flags,
+    token_size,
     walk_program,
 )
 from ..errors import MemcoreError, PassError
@@ -134,6 +135,8 @@ class _Symbolic:
         self.bounds = EMPTY_BOUNDS
         #: function index -> {symbolic var name: its TVM var}, for the storages' sizes
         self.sources: dict = {}
+        #: function index -> the writer of its storages' sizes (all owned by one pass call's keep)
+        self.writers: dict = {}
 
     def _reader(self):
         """The reader, started on the current function (its symbolic vars and leaves are
@@ -167,21 +170,20 @@ class _Symbolic:
         _ffi_reader.read_params(self.layout, reader, func.params, reader.def_var, params)
         self.bounds = read_var_bounds(_Signature(tuple(params), reader.ty(func.ret_ty), attrs), name)
 
-    def __call__(self, arr: int, i: int):
-        """The fields of the :class:`TokenInfo` of the allocation at position ``i`` of the
-        bindings ``Array`` at ``arr`` before the function index: ``(const bytes, bytes,
-        dtype, scope, device)``; None when it is not read or the full pass would reject it
-        (then the full conversion reports it)."""
+    def __call__(self, dims_addr: int, dtype: str):
+        """``(const bytes, bytes)`` of the :class:`TokenInfo` of an allocation the sizer checked,
+        of ``dtype`` and the dims ``Array`` at ``dims_addr`` (its type's), in the current
+        function (:func:`~memcore_py.analysis.storage_tokens.token_size`); None when a dim is
+        not read or the full pass would reject the size (the full conversion then reports it,
+        naming the binding)."""
         reader = self._reader()
         try:
-            binding = _ffi_reader.read_binding_at(self.layout, reader, arr, i)
-            if binding is None:
-                binding = reader.binding(_ffi_writer.object_at(arr)[i])
-            info = alloc_token_info(binding, self.name, self.func_idx, self.bounds, 0)
+            shape = reader.prims_of(_ffi_writer.object_at(dims_addr))
+            sized = token_size(shape, dtype, self.bounds, self.name, "?")
         except MemcoreError:
             return None
         self.sources[self.func_idx] = {pv.name: reader.prim_sources[h] for h, pv in reader.prims.items()}
-        return info[:5]
+        return sized
 
     @property
     def bounded(self) -> bool:
@@ -201,9 +203,11 @@ class _Symbolic:
     def shape_addr(self, keep, func_idx: int, nbytes) -> int:
         """The address (owned by ``keep``) of ``R.shape([nbytes])`` for a storage of the
         ``func_idx``-th function, its symbolic vars that function's own."""
-        writer = _Writer(self.api, NO_INFOS, keep=keep)
-        writer.where = "a storage's size"
-        writer.prims = dict(self.sources.get(func_idx, {}))
+        writer = self.writers.get(func_idx)
+        if writer is None:
+            writer = self.writers[func_idx] = _Writer(self.api, NO_INFOS, keep=keep)
+            writer.where = "a storage's size"
+            writer.prims = dict(self.sources.get(func_idx, {}))
         return writer.expr_addr(new_shape_expr((nbytes,)))
 
 #: made once per process: (``{op address: CALLEE_* flags}`` of every op memcore's op table gives
