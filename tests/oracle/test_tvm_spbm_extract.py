@@ -404,6 +404,18 @@ def test_composite_symbolic_dims_are_bounded_as_the_full_pass_bounds_them(attrs)
         assert _check(m, mode) is not None
 
 
+def test_a_bound_memcore_does_not_support_declines_and_the_full_pass_reports_it():
+    # n * m with n bounded and m of unknown sign: TVM's bound is a T.Select, which memcore
+    # refuses; the dim's bound is not constant, the whole size declines, the full pass says why
+    from memcore_py.errors import PassError
+
+    m = _module(MODULE + _fn("main", COMPOSITE, params='x: R.Tensor(("n", "m"), dtype="float32")',
+                              ret='R.Tensor(("n", "m"), dtype="float32")', attrs='{"tir_var_upper_bound": {"n": 16}}'))
+    assert _extracted(m, "tvm") is None
+    with pytest.raises(PassError, match=r"binding 'f': the upper bound of shape .* needs a sign condition"):
+        mtvm.StaticPlanBlockMemory()(m)
+
+
 @pytest.mark.parametrize("attr", ['{"tir_var_upper_bound": {"n": "many"}}', '{"relax.memory_plan_dynamic_func_output": True}'])
 def test_a_malformed_bound_or_case_2_declines(attr):
     m = _module(MODULE + _fn("main", SYMBOLIC, attrs=attr))
