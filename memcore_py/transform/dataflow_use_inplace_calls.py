@@ -52,6 +52,8 @@ unknown dtype or shape are left alone, as in TVM.
 """
 from __future__ import annotations
 
+import dataclasses
+
 from ..errors import IRError, PassError
 from ..ir.expr import (Call, Constant, DataflowBlock, DataflowVar, Function, MatchCast, PrimFunc, PrimFuncParam,
                        PrimValue, ShapeExpr, Tuple, TupleGetItem, Var, VarBinding)
@@ -155,7 +157,8 @@ def _with_scalar_params(func: PrimFunc, scalars: tuple, inplace: bool) -> PrimFu
     k = next(i for i, ln in enumerate(lines) if ln.startswith("def "))
     name = lines[k][4:lines[k].index("(")]
     lines[k] = f"def {name}({', '.join(decls)}):"
-    return PrimFunc(params, func.attrs, text="\n".join(lines), private=func.private)
+    return PrimFunc(params, func.attrs, text="\n".join(lines), private=func.private,
+                    source=dataclasses.replace(func.source, params=tuple(params)))
 
 
 class _Rewriter(ExprMutator):

@@ -37,6 +37,12 @@ equality would find their PrimFuncs equal (names do not matter, symbolic variabl
 numbered by first appearance), which the pass uses to share functions as TVM's
 ``BlockBuilder.AddFunction`` does; the text is the same function of the key, so equal keys
 mean equal text up to names (``canonical=True`` writes that name-free text).
+
+The rule is written once, as a :class:`TirKernel` (parameters, allocated buffers and loop
+nests, each store's value an expression tree); :func:`kernel_text` writes its text, and the
+TVM bridge builds the same function as TVM objects from it
+(:mod:`memcore_py.tvm.tir_writer`), so TVM's parser is not needed to hand the function to
+TVM. The PrimFunc :func:`prim_func` returns carries its kernel as ``source``.
 """
 from __future__ import annotations
 
@@ -53,7 +59,8 @@ from ..ir.types import TensorType
 from ..ir.prim import IntImm, free_prim_vars, prove_equal, simplify_const
 from ..ir.prim_func_text import format_prim
 
-__all__ = ["ElementwiseCall", "Operand", "folded_operand", "prim_func", "prim_func_text", "structure_key", "SUPPORTED"]
+__all__ = ["ElementwiseCall", "Operand", "TirBlock", "TirKernel", "folded_operand", "kernel_text", "prim_func",
+           "prim_func_text", "structure_key", "SUPPORTED"]
 
 _BINARY = {"relax.add": ("+", "T_add"), "relax.subtract": ("-", "T_subtract"),
            "relax.multiply": ("*", "T_multiply"), "relax.divide": ("/", "T_divide")}
@@ -87,6 +94,38 @@ class ElementwiseCall:
     dtype: str
     shape: tuple
     operands: tuple
+
+
+@dataclass(frozen=True)
+class TirBlock:
+    """One loop nest over ``dims`` and the block inside it storing ``value``.
+
+    ``reads`` is a tuple of ``(buffer name, index)`` and ``write`` one such pair; an index is
+    a tuple with, per buffer dim, the position of the block variable indexing it or ``-1``
+    for a constant ``0`` (``()`` for a rank-0 buffer). ``value`` is an expression tree:
+    ``("load", buffer, index)``, ``("imm", value, dtype)``, ``(op, a, b)`` for the infix
+    ``op`` in ``+ - * /``, or ``(call, *args)`` for ``T.Div``, ``T.max``, ``T.sigmoid``.
+    Loops are named ``{loop_prefix}{k}``, block variables ``v_{loop}`` (``vi`` for rank 0)."""
+
+    name: str
+    loop_prefix: str
+    dims: tuple
+    reads: tuple
+    write: tuple
+    value: tuple
+
+
+@dataclass(frozen=True)
+class TirKernel:
+    """A legalized element-wise PrimFunc as data: ``params`` (:class:`PrimFuncParam`,
+    buffers and scalars in signature order), ``allocs`` (``(name, dims, dtype)`` of the
+    buffers the root block allocates), ``blocks`` (:class:`TirBlock`, in order) and the
+    element ``dtype``. Private, attribute ``tirx.noalias``."""
+
+    params: tuple
+    allocs: tuple
+    blocks: tuple
+    dtype: str
 
 
 def scalar_text(value, dtype: str) -> str:
@@ -134,30 +173,48 @@ def _same_dim(d, o) -> bool:
     return prove_equal(d, o)
 
 
-def _index(operand_shape, out_shape, vars_) -> str:
-    """TOPI's broadcast index of an operand inside the result's loop nest."""
+def _index(operand_shape, out_shape) -> tuple:
+    """TOPI's broadcast index of an operand inside the result's loop nest (see
+    :class:`TirBlock`)."""
     r, k = len(out_shape), len(operand_shape)
     if k == 0:
-        return "[()]"
+        return ()
     if operand_shape is out_shape:
-        return "[" + ", ".join(vars_) + "]"
+        return tuple(range(r))
     idx = []
     for i in range(r - k, r):
         d, o = operand_shape[i - (r - k)], out_shape[i]
         if _same_dim(d, o):
-            idx.append(vars_[i])
+            idx.append(i)
         elif simplify_const(d) == 1:
-            idx.append("T.int64(0)")
+            idx.append(-1)
         else:  # not reachable for a result type Relax inferred; kept explicit
-            idx.append(vars_[i])
-    return "[" + ", ".join(idx) + "]"
+            idx.append(i)
+    return tuple(idx)
 
 
-def _block(lines, ind, name, dims, loop_prefix, reads, write, value_of):
-    """One loop nest and its block; ``value_of(vars)`` gives the stored expression,
-    ``reads``/``write`` are ``(buffer, shape)`` pairs."""
+def _index_text(index, bvars) -> str:
+    if not index:
+        return "[()]"
+    return "[" + ", ".join(bvars[i] if i >= 0 else "T.int64(0)" for i in index) + "]"
+
+
+def _expr_text(e, bvars) -> str:
+    kind = e[0]
+    if kind == "load":
+        return e[1] + _index_text(e[2], bvars)
+    if kind == "imm":
+        return scalar_text(e[1], e[2])
+    if kind in ("+", "-", "*", "/"):
+        return f"{_expr_text(e[1], bvars)} {kind} {_expr_text(e[2], bvars)}"
+    return f"{kind}({', '.join(_expr_text(a, bvars) for a in e[1:])})"
+
+
+def _block_text(lines, block: TirBlock, dims):
+    """One loop nest and its block (``dims`` the loop extents as text)."""
+    ind = _INDENT
     r = len(dims)
-    loops = [f"{loop_prefix}{k}" for k in range(r)]
+    loops = [f"{block.loop_prefix}{k}" for k in range(r)]
     bvars = [f"v_{lv}" for lv in loops]
     if r == 1:
         lines.append(f"{ind}for {loops[0]} in range({dims[0]}):")
@@ -165,7 +222,7 @@ def _block(lines, ind, name, dims, loop_prefix, reads, write, value_of):
     elif r > 1:
         lines.append(f"{ind}for {', '.join(loops)} in T.grid({', '.join(dims)}):")
         ind += _INDENT
-    lines.append(f'{ind}with T.sblock("{name}"):')
+    lines.append(f'{ind}with T.sblock("{block.name}"):')
     ind += _INDENT
     if r == 0:
         lines.append(f"{ind}vi = T.axis.spatial(T.int64(1), T.int64(0))")
@@ -173,11 +230,10 @@ def _block(lines, ind, name, dims, loop_prefix, reads, write, value_of):
         lines.append(f"{ind}{bvars[0]} = T.axis.spatial({dims[0]}, {loops[0]})")
     else:
         lines.append(f'{ind}{", ".join(bvars)} = T.axis.remap("{"S" * r}", [{", ".join(loops)}])')
-    out_shape = write[1]
-    target = write[0] + _index(out_shape, out_shape, bvars)
-    lines.append(f"{ind}T.reads({', '.join(b + _index(s, out_shape, bvars) for b, s in reads)})")
+    target = block.write[0] + _index_text(block.write[1], bvars)
+    lines.append(f"{ind}T.reads({', '.join(b + _index_text(i, bvars) for b, i in block.reads)})")
     lines.append(f"{ind}T.writes({target})")
-    lines.append(f"{ind}{target} = {value_of(bvars)}")
+    lines.append(f"{ind}{target} = {_expr_text(block.value, bvars)}")
 
 
 @functools.lru_cache(maxsize=None)
@@ -206,10 +262,11 @@ def _unique_names(call: ElementwiseCall, reserved: set, canonical: bool) -> list
 
 def prim_func(call: ElementwiseCall, func_name: str, inplace_index=None) -> PrimFunc:
     """The PrimFunc node of :func:`prim_func_text` (private, ``tirx.noalias``), its
-    signature taken from what was written (no parsing)."""
-    text, params = _write(call, func_name, inplace_index, False)
-    return PrimFunc([PrimFuncParam(n, call.dtype, shape) for n, shape in params], {"tirx.noalias": True},
-                    text=text, private=True)
+    signature taken from what was written (no parsing) and its :class:`TirKernel` as
+    ``source``."""
+    kernel, rename = _kernel(call, inplace_index, False)
+    return PrimFunc(kernel.params, {"tirx.noalias": True}, text=kernel_text(kernel, func_name, rename),
+                    private=True, source=kernel)
 
 
 def prim_func_text(call: ElementwiseCall, func_name: str, inplace_index=None, *, canonical: bool = False) -> str:
@@ -233,11 +290,36 @@ def prim_func_text(call: ElementwiseCall, func_name: str, inplace_index=None, *,
         An op outside :data:`SUPPORTED`, or an ``inplace_index`` that is not a buffer
         operand of the result's shape.
     """
-    return _write(call, func_name, inplace_index, canonical)[0]
+    kernel, rename = _kernel(call, inplace_index, canonical)
+    return kernel_text(kernel, func_name, rename)
 
 
-def _write(call: ElementwiseCall, func_name: str, inplace_index, canonical: bool):
-    """``(text, [(param name, shape)])`` of :func:`prim_func_text`."""
+def kernel_text(kernel: TirKernel, func_name: str, rename=None) -> str:
+    """The TVMScript text of ``kernel`` named ``func_name`` (``rename``: symbolic variable
+    -> the name to write, as :func:`~memcore_py.ir.prim_func_text.format_prim` takes it)."""
+    shape_text = {}  # shapes are often one shared tuple: format once
+
+    def dims_of(shape):
+        dims = shape_text.get(id(shape))
+        if dims is None:
+            dims = shape_text[id(shape)] = _dims(shape, rename)
+        return dims
+
+    params = [_buffer_decl(p.name, dims_of(p.shape), p.dtype) if p.shape is not None else f"{p.name}: T.{p.dtype}"
+              for p in kernel.params]
+    lines = ["@T.prim_func(private=True, s_tir=True)", f"def {func_name}({', '.join(params)}):",
+             f'{_INDENT}T.func_attr({{"tirx.noalias": True}})', f'{_INDENT}# with T.sblock("root"):']
+    for name, shape, dtype in kernel.allocs:
+        alloc = f"{name} = T.sblock_alloc_buffer({_shape_tuple(dims_of(shape))}"
+        lines.append(f"{_INDENT}{alloc})" if dtype == "float32" else f'{_INDENT}{alloc}, "{dtype}")')
+    for block in kernel.blocks:
+        _block_text(lines, block, dims_of(block.dims))
+    return "\n".join(lines) + "\n"
+
+
+def _kernel(call: ElementwiseCall, inplace_index, canonical: bool):
+    """``(TirKernel, rename)``: the legalization of ``call`` (in place of ``inplace_index``)
+    and the names its symbolic variables are written with (None: their own)."""
     if call.op not in SUPPORTED:
         raise PassError(f"no elementwise legalization for {call.op}")
     sym: dict = {}  # symbolic variable -> canonical name, by first appearance
@@ -252,7 +334,6 @@ def _write(call: ElementwiseCall, func_name: str, inplace_index, canonical: bool
     r = len(call.shape)
     reserved |= _loop_names(r)
     names = _unique_names(call, reserved, canonical)
-    out_dims = _dims(call.shape, rename)
     dtype = call.dtype
     if inplace_index is not None:
         if type(inplace_index) is not int or not 0 <= inplace_index < len(call.operands):
@@ -264,52 +345,35 @@ def _write(call: ElementwiseCall, func_name: str, inplace_index, canonical: bool
         out_name = names[inplace_index]
     else:
         out_name = "T_multiply" if call.op == "relax.nn.silu" else block_name
-    signature = [(n, o.shape) for n, o in zip(names, call.operands) if n is not None]
+    params = [PrimFuncParam(n, dtype, o.shape) for n, o in zip(names, call.operands) if n is not None]
     if inplace_index is None:
-        signature.append((out_name, call.shape))
-    shape_text = {id(call.shape): out_dims}  # shapes are often one shared tuple: format once
-    params = []
-    for n, shape in signature:
-        dims = shape_text.get(id(shape))
-        if dims is None:
-            dims = shape_text[id(shape)] = _dims(shape, rename)
-        params.append(_buffer_decl(n, dims, dtype))
-    lines = ["@T.prim_func(private=True, s_tir=True)", f"def {func_name}({', '.join(params)}):",
-             f'{_INDENT}T.func_attr({{"tirx.noalias": True}})', f'{_INDENT}# with T.sblock("root"):']
-    ind = _INDENT
-    out = (out_name, call.shape)
+        params.append(PrimFuncParam(out_name, dtype, call.shape))
+    shape = call.shape
+    out = (out_name, _index(shape, shape))
+    allocs = ()
     if call.op in _BINARY:
         sym_op = _BINARY[call.op][0]
         is_float = dtype.startswith(("float", "bfloat"))
-        int_div = call.op == "relax.divide" and not is_float
-        reads = [(n, o.shape) for n, o in zip(names, call.operands) if n is not None]
-
-        def value_of(bvars):
-            terms = []
-            for n, o in zip(names, call.operands):
-                terms.append(n + _index(o.shape, call.shape, bvars) if n is not None else scalar_text(o.value, dtype))
-            if int_div:
-                return f"T.Div({terms[0]}, {terms[1]})"
+        terms = [("load", n, _index(o.shape, shape)) if n is not None else ("imm", o.value, dtype)
+                 for n, o in zip(names, call.operands)]
+        if call.op == "relax.divide" and not is_float:
+            value = ("T.Div", terms[0], terms[1])
+        else:
             if not is_float and sym_op in "+*" and not call.operands[0].is_buffer:
                 terms.reverse()  # TIR's constructor moves an integer constant to the right
-            return f"{terms[0]} {sym_op} {terms[1]}"
-
-        _block(lines, ind, block_name, out_dims, "ax", reads, out, value_of)
+            value = (sym_op, terms[0], terms[1])
+        reads = tuple((n, _index(o.shape, shape)) for n, o in zip(names, call.operands) if n is not None)
+        blocks = (TirBlock(block_name, "ax", shape, reads, out, value),)
     elif call.op == "relax.nn.relu":
-        x = (names[0], call.operands[0].shape)
-        zero = scalar_text(0, dtype)
-        _block(lines, ind, "compute", out_dims, "i", [x], out,
-               lambda v: f"T.max({x[0]}{_index(x[1], call.shape, v)}, {zero})")
+        x = ("load", names[0], _index(call.operands[0].shape, shape))
+        blocks = (TirBlock("compute", "i", shape, (x[1:],), out, ("T.max", x, ("imm", 0, dtype))),)
     else:  # silu: sigmoid into an intermediate buffer, then the product
-        x = (names[0], call.operands[0].shape)
-        alloc = f"compute = T.sblock_alloc_buffer({_shape_tuple(out_dims)}"
-        lines.append(f"{ind}{alloc})" if dtype == "float32" else f'{ind}{alloc}, "{dtype}")')
-        comp = ("compute", call.shape)
-        _block(lines, ind, "compute", out_dims, "i", [x], comp,
-               lambda v: f"T.sigmoid({x[0]}{_index(x[1], call.shape, v)})")
-        _block(lines, ind, "T_multiply", out_dims, "ax", [x, comp], out,
-               lambda v: f"{x[0]}{_index(x[1], call.shape, v)} * compute{_index(call.shape, call.shape, v)}")
-    return "\n".join(lines) + "\n", signature
+        x = ("load", names[0], _index(call.operands[0].shape, shape))
+        comp = ("load", "compute", _index(shape, shape))
+        allocs = (("compute", shape, dtype),)
+        blocks = (TirBlock("compute", "i", shape, (x[1:],), comp[1:], ("T.sigmoid", x)),
+                  TirBlock("T_multiply", "ax", shape, (x[1:], comp[1:]), out, ("*", x, comp)))
+    return TirKernel(tuple(params), allocs, blocks, dtype), rename
 
 
 def structure_key(call: ElementwiseCall, inplace_index=None) -> tuple:

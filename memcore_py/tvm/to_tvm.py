@@ -77,10 +77,12 @@ from ..ir.op import Op
 from ..ir.ops import builtin_alloc_own_type
 from ..ir.prim import Add, FloatImm, FloorDiv, FloorMod, IntImm, Max, Min, Mul, PrimVar, Sub
 from ..ir.types import FuncType, ObjectType, PrimType, ShapeType, TensorType, TupleType, type_equal
+from ..transform.legalize_elementwise import TirKernel
 from . import _ffi_writer
 from .compat import parse_script
 from ._node_map import NodeMap
 from ._api import TVMConversionError, tvm_api
+from .tir_writer import kernel_prim_func
 from .from_tvm import _ATTRS, _PARAMS, _SYMBOLIC
 from .values import call_attrs_to_tvm, to_tvm_value
 
@@ -534,6 +536,10 @@ class _Writer:
         src = f.source
         if src is not None and isinstance(src, self.api.PrimFunc):
             return src
+        if type(src) is TirKernel:
+            built = self.kernel_prim_func(name, src, f.attrs, f.private)
+            if built is not None:
+                return built
         edited = self.edited_prim_func(name, f)
         if edited is not None:
             return edited
@@ -546,6 +552,18 @@ class _Writer:
             return parse_script(self.api, header + text)
         except Exception as exc:  # noqa: BLE001 - TVM's parser refused memcore's PrimFunc text
             raise TVMConversionError(f"TVM could not read the text of PrimFunc {name!r}: {exc}") from exc
+
+    def kernel_prim_func(self, name, kernel, attrs, private):
+        """The PrimFunc of a :class:`TirKernel` (a function a memcore pass wrote) with the
+        attributes ``attrs``, built as TVM objects (:mod:`.tir_writer`); None when this TVM
+        has constructors the builder does not know (the text is parsed instead)."""
+        values = {k: to_tvm_value(v, f"attribute {k!r} of PrimFunc {name!r}") for k, v in attrs.items()}
+        if not private and "global_symbol" not in values:  # TVM's parser: a public PrimFunc's symbol is its name
+            values["global_symbol"] = name
+        try:
+            return kernel_prim_func(self.api, kernel, values)
+        except TVMConversionError:
+            return None
 
     def edited_prim_func(self, name, f):
         """The TVM object of ``f`` when ``f`` is a PrimFunc from TVM with its attributes (or
@@ -563,6 +581,8 @@ class _Writer:
         if base is None:
             return None
         src = base.source
+        if type(src) is TirKernel:
+            return self.kernel_prim_func(name, src, f.attrs, f.private)
         if src is None or not isinstance(src, self.api.PrimFunc):
             return None
         renew = self.api.tvm.get_global_func("s_tir.RenewDefs", allow_missing=True)

@@ -8,10 +8,14 @@
    - ``DataflowUseInplaceCalls(tvm_compat=True)`` gives TVM's module (our text read by TVM's
      parser, structurally equal to TVM's output read back from its text), PrimFuncs
      included, i.e. the in-place TIR is TVM's;
+   - the native pass on TVM's module (in-place PrimFuncs built as TVM objects) gives TVM's
+     module too;
    - the default (sound) pass makes a subset of TVM's rewrites, never crashes where TVM
      does (a leading scalar constant), and its output is read by TVM's parser.
 2. The legalized TIR memcore writes equals TVM's ``LegalizeOps`` PrimFunc on a matrix of
-   ops, dtypes, broadcast patterns, folded constants and symbolic shapes.
+   ops, dtypes, broadcast patterns, folded constants and symbolic shapes; on the same
+   matrix, the TVM objects the bridge builds from each kernel (legalization and every
+   in-place variant) equal TVM's parse of its text, names included.
 3. A sample of executable programs, rewritten by our pass, builds and runs on TVM's VM with
    the original's results; the in-place PrimFuncs really write their input buffer.
 """
@@ -30,7 +34,8 @@ from memcore_py.analysis.dataflow_inplace import dataflow_aliases, dataflow_live
 from memcore_py.ir.prim import IntImm, PrimVar  # noqa: E402
 from memcore_py.testing.inplace_programs import random_inplace_program  # noqa: E402
 from memcore_py.transform.dataflow_use_inplace_calls import dataflow_use_inplace_calls  # noqa: E402
-from memcore_py.transform.legalize_elementwise import ElementwiseCall, Operand, prim_func_text  # noqa: E402
+from memcore_py.transform.legalize_elementwise import ElementwiseCall, Operand, prim_func, prim_func_text  # noqa: E402
+from memcore_py.tvm import DataflowUseInplaceCalls as NativeInplace  # noqa: E402
 
 pytestmark = pytest.mark.oracle
 
@@ -108,6 +113,8 @@ def test_pass_equals_tvm_and_sound_mode_is_a_subset(programs):
             continue
         ours = dataflow_use_inplace_calls(mm, tvm_compat=True)
         _assert_same_module(tvm.script.from_source(ours.script()), theirs)
+        # the native pass builds its in-place PrimFuncs as TVM objects (no parse)
+        _assert_same_module(NativeInplace(tvm_compat=True)(tm), theirs)
         compared += 1
         sound, compat = _chosen(ours_sound), _chosen(ours)
         assert sound <= compat, seed
@@ -171,6 +178,26 @@ def test_legalized_tir_equals_tvm_legalize_ops(call):
     header += 'n = TypeVar("n")\nm = TypeVar("m")\n'
     ours = tvm.script.from_source(header + prim_func_text(call, "f"))
     tvm.ir.assert_structural_equal(ours, theirs, map_free_vars=True)
+
+
+@pytest.mark.parametrize("call", _case_matrix(), ids=lambda c: f"{c.op.split('.')[-1]}-{c.dtype}-{len(c.shape)}d")
+def test_kernel_built_as_tvm_objects_equals_the_parse_of_its_text(call):
+    """The bridge's second writer of a kernel (:mod:`memcore_py.tvm.tir_writer`) makes what
+    TVM's parser makes of the first one's text: structurally and as printed."""
+    from memcore_py.tvm._api import tvm_api
+    from memcore_py.tvm.tir_writer import kernel_prim_func
+
+    header = '# from typing import TypeVar\n# from tvm.script import tirx as T\nn = TypeVar("n")\nm = TypeVar("m")\n'
+    indices = [None] + [k for k, o in enumerate(call.operands) if o.is_buffer and len(o.shape) == len(call.shape)
+                        and all(a is b or isinstance(a, IntImm) and isinstance(b, IntImm) and a.value == b.value
+                                for a, b in zip(o.shape, call.shape))]
+    assert len(indices) >= 2
+    for index in indices:
+        f = prim_func(call, "f", index)
+        parsed = tvm.script.from_source(header + f.text)
+        built = kernel_prim_func(tvm_api(), f.source, {"tirx.noalias": True})
+        tvm.ir.assert_structural_equal(built, parsed)
+        assert built.script() == parsed.script()
 
 
 # ----------------------------------------------------------------------------- execution
