@@ -474,9 +474,12 @@ class PrimFunc(BaseFunc):
     private : bool
         ``@T.prim_func(private=True)``.
     source : object or None
-        The foreign object this PrimFunc stands for, carried opaque and never read by memcore:
-        the ``tvm.tirx.PrimFunc`` that :func:`memcore_py.tvm.from_tvm` converted it from
-        (:func:`memcore_py.tvm.to_tvm` writes that object back untouched). None otherwise.
+        What the body is made from when the function is written to TVM, carried opaque and
+        never read by memcore's IR: the ``tvm.tirx.PrimFunc`` that
+        :func:`memcore_py.tvm.from_tvm` converted it from (:func:`memcore_py.tvm.to_tvm`
+        writes that object back untouched), or the
+        :class:`~memcore_py.transform.legalize_elementwise.TirKernel` a pass wrote the text
+        from (the TVM writer builds the objects from it). None otherwise.
 
     Notes
     -----

@@ -21,9 +21,12 @@ PrimFuncs: a PrimFunc carried from TVM (``PrimFunc.source``) is written back as 
 object. A copy of one with only its attributes edited and its text not yet written (as
 AttachAttrLayoutFreeBuffers makes them) is that object with its definitions renewed and the
 attributes changed, as TVM makes such copies (TVM's parser would not give every body back: a
-buffer region's extent can come back int32 where TVM's is int64). A PrimFunc memcore made
-itself (importers, tests, in-place copies) has no TVM object; its text (or its signature-only
-text) is the one thing parsed with TVM's script parser, function by function.
+buffer region's extent can come back int32 where TVM's is int64). A PrimFunc a memcore pass
+wrote from a :class:`~memcore_py.transform.legalize_elementwise.TirKernel` (its ``source``:
+DataflowUseInplaceCalls' in-place copies) is built as TVM objects from that kernel
+(:mod:`.tir_writer`), with its attributes as edited. Any other PrimFunc memcore made itself
+(importers, tests) has no TVM object; its text (or its signature-only text) is the one thing
+parsed with TVM's script parser, function by function.
 
 ``reuse`` (internal, used by the TVM-native passes): a map from memcore nodes to the
 addresses of the TVM objects :func:`~memcore_py.tvm.from_tvm` read them from (kept alive by a
