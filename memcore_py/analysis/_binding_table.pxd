@@ -35,6 +35,7 @@ cdef enum CalleeFlag:
     CF_STORAGE = 8      # kill role "storage": the result is a storage object (memory./vm.alloc_storage)
     CF_KILL = 16        # kill role kill_tensor / kill_storage / kill_object: an explicit kill
     CF_NO_REGISTER = 32 # kill role "no_register": the result holds no VM register (R.null_value())
+    CF_INPLACE = 64     # DataflowUseInplaceCalls may compute the op in place of an argument (Op.inplace)
 
 
 @cython.final

@@ -472,13 +472,15 @@ def callee_flags(prim_names: frozenset, callee) -> int:
     first argument's storage; a PrimFunc of the module, an ``ExternFunc`` and
     ``R.vm.call_tir_dyn`` use their arguments (kernels reading and writing them); an op's kill
     role (``Op.kill_role``) gives ``CALLEE_STORAGE``, ``CALLEE_KILL`` or ``CALLEE_NO_REGISTER``;
+    an op DataflowUseInplaceCalls may compute in place (``Op.inplace``) ``CALLEE_INPLACE``;
     any other callee (a Relax op or function, a variable) has none of these."""
     table = load_compiled("memcore_py.analysis._binding_table")
-    role = getattr(callee, "kill_role", None) if type(callee) is Op else None
-    flags = 0
+    is_op = type(callee) is Op
+    role = getattr(callee, "kill_role", None) if is_op else None
+    flags = table.CALLEE_INPLACE if is_op and callee.inplace else 0
     if role is not None:
-        flags = (table.CALLEE_STORAGE if role == "storage" else table.CALLEE_NO_REGISTER if role == "no_register"
-                 else table.CALLEE_KILL)
+        flags |= (table.CALLEE_STORAGE if role == "storage" else table.CALLEE_NO_REGISTER if role == "no_register"
+                  else table.CALLEE_KILL)
     if callee is BUILTIN_ALLOC_TENSOR:
         return flags | table.CALLEE_ALLOCATES
     if shares_storage(callee):

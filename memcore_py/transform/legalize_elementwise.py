@@ -56,7 +56,7 @@ import numpy as np
 from ..errors import PassError
 from ..ir.expr import Constant, PrimFunc, PrimFuncParam
 from ..ir.types import TensorType
-from ..ir.prim import IntImm, free_prim_vars, prove_equal, simplify_const
+from ..ir.prim import IntImm, PrimVar, free_prim_vars, prove_equal, simplify_const
 from ..ir.prim_func_text import format_prim
 
 __all__ = ["ElementwiseCall", "Operand", "TirBlock", "TirKernel", "folded_operand", "kernel_text", "prim_func",
@@ -165,11 +165,21 @@ def _buffer_decl(name, dims, dtype) -> str:
 
 
 def _same_dim(d, o) -> bool:
-    """Whether two dims are provably equal (constants compared without the prover)."""
+    """Whether two dims are provably equal (constants and variables compared without the
+    prover: a variable is provably equal only to itself, a variable of the same name)."""
     if d is o:
         return True
-    if type(d) is IntImm and type(o) is IntImm:
-        return d.value == o.value
+    td, to = type(d), type(o)
+    if td is IntImm:
+        if to is IntImm:
+            return d.value == o.value
+        if to is PrimVar:
+            return False
+    elif td is PrimVar:
+        if to is PrimVar:
+            return d.name == o.name
+        if to is IntImm:
+            return False
     return prove_equal(d, o)
 
 
@@ -186,7 +196,7 @@ def _index(operand_shape, out_shape) -> tuple:
         d, o = operand_shape[i - (r - k)], out_shape[i]
         if _same_dim(d, o):
             idx.append(i)
-        elif simplify_const(d) == 1:
+        elif (d.value if type(d) is IntImm else simplify_const(d)) == 1:
             idx.append(-1)
         else:  # not reachable for a result type Relax inferred; kept explicit
             idx.append(i)

@@ -36,6 +36,7 @@ from . import _ffi_writer, compat
 from ._node_map import NodeMap
 from ._api import tvm_api
 from .from_tvm import _Reader
+from .inplace_extract import module_without_inplace_calls
 from .kill_extract import kill_after_last_use_extracted
 from .lower_alloc_extract import lower_alloc_tensor_extracted
 from .spbm_extract import static_plan_block_memory_extracted
@@ -221,11 +222,24 @@ def LowerAllocTensor():  # noqa: N802 - TVM's pass name
 
 def DataflowUseInplaceCalls(tvm_compat: bool = False):  # noqa: N802 - TVM's pass name
     """memcore's DataflowUseInplaceCalls as a ``tvm.transform.Pass`` (``tvm_compat`` as
-    :class:`memcore_py.transform.DataflowUseInplaceCalls`). The in-place PrimFuncs it adds are
-    memcore-made: they reach TVM through TVM's script parser, one function each."""
+    :class:`memcore_py.transform.DataflowUseInplaceCalls`). A module with no call to rewrite
+    is returned as it is, found without converting it (:mod:`.inplace_extract`); otherwise
+    the full conversion runs the pass, and the in-place PrimFuncs it adds are built as TVM
+    objects from their kernels (:mod:`.tir_writer`)."""
     from ..transform import DataflowUseInplaceCalls as _Pass
 
-    return _module_pass(_Pass(tvm_compat=tvm_compat), "memcore.DataflowUseInplaceCalls")
+    inplace = _Pass(tvm_compat=tvm_compat)
+    api = tvm_api()
+
+    def transform(tvm_mod, _ctx):
+        if _extracting(api, tvm_mod):
+            with gc_paused():
+                out = module_without_inplace_calls(api, tvm_mod)
+            if out is not None:
+                return out
+        return apply_memcore_pass(inplace, tvm_mod)
+
+    return api.tvm.transform.module_pass(transform, opt_level=0, name="memcore.DataflowUseInplaceCalls")
 
 
 def AttachAttrLayoutFreeBuffers(tvm_compat: bool = False):  # noqa: N802 - TVM's pass name

@@ -218,10 +218,55 @@ def test_pipeline_for_a_gpu_target_swaps_the_same_passes():
 # ------------------------------------------------------------------------------ the other two passes
 @pytest.mark.parametrize("seed", range(10))
 def test_random_dataflow_use_inplace_calls(seed):
-    """New in-place PrimFuncs are memcore-made (TVM's parser reads their text); the rest of
-    the module is written back by reuse."""
+    """New in-place PrimFuncs are memcore-made (built as TVM objects from their kernels); the
+    rest of the module is written back by reuse."""
     m = tvm.script.from_source(random_inplace_program(seed))
     same_as_memcore(mtvm.DataflowUseInplaceCalls()(m), mc.DataflowUseInplaceCalls(), m)
+
+
+_NOTHING_IN_PLACE = """
+# from tvm.script import ir as I
+# from tvm.script import relax as R
+
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((4, 8), "float32"), c: R.Tensor((), "bool")) -> R.Tensor((4, 8), "float32"):
+        n = R.add(x, x)
+        with R.dataflow():
+            y = R.exp(x)
+            z = R.add(x, y) if {in_block} else R.nn.softmax(y)
+            R.output(z)
+        if c:
+            with R.dataflow():
+                u = R.exp(z)
+                w = {branch_call}
+                R.output(w)
+            r = w
+        else:
+            r = z
+        return r
+"""
+
+
+@pytest.mark.parametrize("case", ["outside-dataflow", "in-block", "in-branch-block"])
+def test_dataflow_use_inplace_calls_returns_a_module_with_nothing_to_rewrite_as_it_is(case):
+    """A module whose calls of in-place ops are all outside dataflow blocks is its own result,
+    found without conversion (the same object); one with such a call in a dataflow block (the
+    body's, or a block in an If branch) is rewritten, as by TVM. TVM's output is the reference
+    in every case."""
+    in_block = "True" if case == "in-block" else "False"
+    branch_call = "R.multiply(u, u)" if case == "in-branch-block" else "R.exp(u)"
+    text = _NOTHING_IN_PLACE.format(in_block=in_block, branch_call=branch_call)
+    text = text.replace("R.add(x, y) if True else R.nn.softmax(y)", "R.add(x, y)")
+    text = text.replace("R.add(x, y) if False else R.nn.softmax(y)", "R.nn.softmax(y)")
+    m = tvm.script.from_source(text)
+    want = relax.transform.DataflowUseInplaceCalls()(m)
+    got = mtvm.DataflowUseInplaceCalls(tvm_compat=True)(m)
+    tvm.ir.assert_structural_equal(got, want)
+    rewritten = "call_tir_inplace" in want.script()
+    assert rewritten == (case in ("in-block", "in-branch-block"))
+    assert got.same_as(m) == (not rewritten)
 
 
 @pytest.mark.parametrize("seed", range(10))

@@ -1,0 +1,49 @@
+"""DataflowUseInplaceCalls on a ``tvm.IRModule``: the module that has nothing to rewrite,
+found without converting it.
+
+Design
+------
+The pass rewrites only calls, bound in a dataflow block, of an op registered ``inplace``
+(:mod:`memcore_py.transform.dataflow_use_inplace_calls`); a module without one is its own
+result. Each Relax function is read into a binding table by the compiled TVM reader
+(:class:`~memcore_py.tvm._table_reader.TVMReader`), its callees carrying the op table's
+``CALLEE_INPLACE`` property (:func:`~memcore_py.analysis.storage_tokens.callee_flags`, the
+``inplace`` registration the pass reads), and the table says where such calls are
+(``BindingTable.binding_calls``). When none is bound in a dataflow block, in any function,
+the module is returned as it is; otherwise, and whenever a reader declines (a call nested in
+another expression, a module the compatibility gate keeps from the compiled reader), the full
+conversion runs the pass. No pass rule is applied here: the answer is "nothing to do" or
+"ask the pass".
+"""
+from __future__ import annotations
+
+from .._compiled import load_compiled
+from . import _table_reader
+from ._extraction import UNCHANGED, rewrite_functions
+from .lower_alloc_extract import _module_callees
+from .spbm_extract import _extern_flags
+
+__all__ = ["module_without_inplace_calls"]
+
+
+def module_without_inplace_calls(api, tvm_mod):
+    """``tvm_mod`` itself when no Relax function of it binds a call of an ``inplace`` op in
+    a dataflow block (DataflowUseInplaceCalls leaves it as it is); None when there may be one
+    or the module could not be read (the full pass must run)."""
+    binding_table = load_compiled("memcore_py.analysis._binding_table")
+    callees = []  # the module's callee properties, made for the first function
+
+    def unchanged(layout, _keep, name, f_addr):
+        if not callees:
+            callees.append(_module_callees(api, layout, tvm_mod))
+        table = binding_table.BindingTable()
+        if _table_reader.TVMReader(table, layout, callees[0], _extern_flags).read_function(f_addr, name) is None:
+            return None
+        sites = table.binding_calls(binding_table.CALLEE_INPLACE)
+        if sites is None:
+            return None
+        dataflow = table.block_is_dataflow
+        return None if any(dataflow[block] for block, _pos in sites) else UNCHANGED
+
+    out = rewrite_functions(api, tvm_mod, unchanged)
+    return out if out is tvm_mod else None
