@@ -491,9 +491,13 @@ class PrimFunc(BaseFunc):
     :meth:`lazy_text` defers only the text.
     """
 
-    __slots__ = ("params", "text", "private", "source", "_load", "_base")
+    __slots__ = ("params", "text", "private", "source", "_load", "_base", "_body")
 
     _LAZY_FIELDS = ("params", "attrs", "text", "private")
+
+    #: what a :meth:`lazy` loader returns for ``text`` when the text is loaded on its own, by
+    #: the loader's ``text(params, attrs, private)``, the first time it is read
+    TEXT_LATER = object()
 
     def __init__(self, params, attrs=None, text: str | None = None, private: bool = False, source=None):
         params = tuple(params)
@@ -507,19 +511,27 @@ class PrimFunc(BaseFunc):
         _set(self, "source", source)
         _set(self, "_load", None)
         _set(self, "_base", None)
+        _set(self, "_body", None)
         _set(self, "ty", ObjectType())
 
     @classmethod
-    def lazy(cls, load, source) -> "PrimFunc":
+    def lazy(cls, load, source, body=None) -> "PrimFunc":
         """A PrimFunc whose ``params``, ``attrs``, ``text`` and ``private`` are
         ``load() -> (params, attrs, text, private)``, called once on first access (checked
-        as the constructor checks them)."""
+        as the constructor checks them). A loader that returns :attr:`TEXT_LATER` for the
+        text loads it separately, by ``load.text(params, attrs, private)``, when the text is
+        first read (a signature costs less than a text). ``body``: a view of the body in the
+        object it was read from, which answers without a text what the text would: its
+        ``callees()`` (the names of the module functions it refers to) and ``equal(other)``
+        (whether another view's function has the same parameters and body); see
+        :meth:`source_body`."""
         if not callable(load):
             raise IRError(f"PrimFunc.lazy needs a callable loader; got {type(load).__name__}")
         f = object.__new__(cls)
         _set(f, "source", source)
         _set(f, "_load", load)
         _set(f, "_base", None)
+        _set(f, "_body", body)
         _set(f, "ty", ObjectType())
         return f
 
@@ -548,6 +560,14 @@ class PrimFunc(BaseFunc):
             return None
         return object.__getattribute__(self, "_base")
 
+    def source_body(self):
+        """The view of the body :meth:`lazy` was given (for a :meth:`lazy_text` copy, its
+        base's: the copy's body is its base's); None for a PrimFunc memcore made."""
+        f = self
+        while f.unwritten_base() is not None:
+            f = f.unwritten_base()
+        return object.__getattribute__(f, "_body")
+
     def reference_text(self):
         """A text with the same references to other functions (``cls.name``) as ``text``:
         ``text`` itself, or, while a :meth:`lazy_text` function's text is unwritten, the
@@ -565,9 +585,15 @@ class PrimFunc(BaseFunc):
         if load is None:
             raise AttributeError(f"PrimFunc field {name!r} is not set")
         params, attrs, text, private = load()
-        checked = PrimFunc(params, attrs, text, private)
+        later = text is PrimFunc.TEXT_LATER
+        checked = PrimFunc(params, attrs, None if later else text, private)
         for k in PrimFunc._LAZY_FIELDS:
-            _set(self, k, object.__getattribute__(checked, k))
+            if not (later and k == "text"):
+                _set(self, k, object.__getattribute__(checked, k))
+        if later:  # the text slot stays unset: read by the loader when first asked for
+            p, a, pr = checked.params, checked.attrs, checked.private
+            _set(self, "_load", lambda: (p, a, load.text(p, a, pr), pr))
+            return getattr(self, name)
         _set(self, "_load", None)
         _set(self, "_base", None)
         return object.__getattribute__(self, name)

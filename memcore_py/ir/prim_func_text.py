@@ -1256,9 +1256,12 @@ def with_attrs(func: PrimFunc, attrs: dict, private: bool | None = None) -> Prim
         raise IRError(f"PrimFunc attrs must be a dict; got {type(attrs).__name__}")
     private = func.private if private is None else bool(private)
     attrs = dict(attrs)  # the text is written later: from these values, whatever the caller does
-    if func.reference_text() is None:  # a signature-only function (no unwritten text either)
-        return PrimFunc(func.params, attrs, text=None, private=private)
-    return PrimFunc.lazy_text(func.params, attrs, private, lambda: synced_text(func.text, attrs, private), func)
+
+    def text_of():
+        text = func.text
+        return None if text is None else synced_text(text, attrs, private)  # None: signature-only
+
+    return PrimFunc.lazy_text(func.params, attrs, private, text_of, func)
 
 
 # ------------------------------------------------------------------------------ comparing

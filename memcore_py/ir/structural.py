@@ -518,7 +518,9 @@ class _Comparer:
         are unwritten (:meth:`PrimFunc.lazy_text`) and whose bases agree in attrs and
         ``private`` are compared through their bases: the same edit of the decorator and the
         attribute line makes equal bases equal copies, and leaves different bodies different
-        (bases that differ only in how they spell the same attrs count as different)."""
+        (bases that differ only in how they spell the same attrs count as different). Two
+        functions read from objects that can compare their bodies (``PrimFunc.source_body``,
+        a TVM PrimFunc's) are compared that way, without texts."""
         base_a, base_b = a.unwritten_base(), b.unwritten_base()
         if base_a is not None and base_b is not None and base_a.private == base_b.private:
             try:
@@ -527,6 +529,11 @@ class _Comparer:
                 pass
             else:
                 return self._prim_text(base_a, base_b)
+        body_a, body_b = a.source_body(), b.source_body()
+        if body_a is not None and body_b is not None and base_a is None and base_b is None:
+            if not body_a.equal(body_b):  # the objects they were read from, compared without texts
+                raise _Mismatch("PrimFunc body differs", a, b)
+            return
         if a.text is not b.text and normalized_text(a.text) != normalized_text(b.text):
             raise _Mismatch("PrimFunc text differs", a.text, b.text)
 

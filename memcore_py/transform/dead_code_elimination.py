@@ -101,7 +101,10 @@ __all__ = [
 ]
 
 _VARS = (Var, DataflowVar)
-_CLS_REF = re.compile(r"\bcls\.([A-Za-z_][A-Za-z0-9_]*)")
+#: A reference to a module function in a PrimFunc's text: ``cls.name``, or ``Module.name``
+#: through the module's class name, which is how TVM prints a TIR call of a GlobalVar (any
+#: capitalised name but TVMScript's ``T``, ``R`` and ``I``)
+_CLS_REF = re.compile(r"(?<![\w.])(?:cls|(?!(?:T|R|I)\.)[A-Z][A-Za-z0-9_]*)\.([A-Za-z_][A-Za-z0-9_]*)")
 #: Expressions that hold no GlobalVar and no variable use.
 _LEAVES = frozenset((Constant, ShapeExpr, PrimValue, StringImm, DataTypeImm, ExternFunc))
 
@@ -174,8 +177,11 @@ def entry_function_names(mod: IRModule, entry_functions=None) -> list:
 def _callees(func) -> list:
     """Names of the GlobalVars ``func`` refers to (TVM ``CollectCallees``)."""
     if type(func) is PrimFunc:
+        body = func.source_body()  # the object it was read from tells, without a text
+        if body is not None:
+            return body.callees()
         text = func.reference_text()  # a copy's unwritten text refers to what its base does
-        return _CLS_REF.findall(text) if text and "cls." in text else []
+        return _CLS_REF.findall(text) if text else []
     out = []
     stack = [func.body]
     leaves = _LEAVES

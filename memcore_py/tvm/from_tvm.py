@@ -632,7 +632,7 @@ class _Reader:
             if cls is api.Function:
                 funcs[g] = self.function(name, f)
             elif cls is prim_func:
-                pf = funcs[g] = PrimFunc.lazy(_PrimFuncSignature(f, name), f)
+                pf = funcs[g] = PrimFunc.lazy(_PrimFuncSignature(f, name), f, _TIRBody(f))
                 if record is not None:  # written back by address while the pass keeps it
                     record[pf] = f.__chandle__()
             else:
@@ -664,10 +664,42 @@ def _sorted_value(v):
     return v
 
 
+class _TIRBody:
+    """A TVM PrimFunc's body as ``PrimFunc.lazy`` views it: what the GlobalVars it refers to
+    are named (tvm_ffi's compiled structural walk), and whether another TVM PrimFunc has the
+    same parameters, body and return type (TVM's structural equality of the two functions
+    without their attributes, which memcore compares itself), with no text printed."""
+
+    __slots__ = ("func", "bare")
+
+    def __init__(self, func):
+        self.func = func
+        self.bare = None
+
+    def callees(self) -> list:
+        import tvm_ffi
+
+        names = []
+        tvm_ffi.structural_walk(self.func, (tvm_api().GlobalVar, lambda gv: names.append(str(gv.name_hint))))
+        return names
+
+    def _bare(self):
+        if self.bare is None:
+            f = self.func
+            self.bare = type(f)(f.params, f.body, f.ret_type)
+        return self.bare
+
+    def equal(self, other) -> bool:
+        import tvm_ffi
+
+        return type(other) is _TIRBody and tvm_ffi.structural_equal(self._bare(), other._bare())
+
+
 class _PrimFuncSignature:
     """Loader of a TVM PrimFunc's memcore fields (``PrimFunc.lazy``): params from the
-    parameter vars' buffer types, attrs without decorator keywords, ``private`` when there is
-    no ``global_symbol``, and the text TVM prints for it (decorator to last line)."""
+    parameter vars' buffer types, attrs without decorator keywords and ``private`` when there
+    is no ``global_symbol`` first; the text TVM prints for it (decorator to last line) when it
+    is first read (:meth:`text`)."""
 
     __slots__ = ("func", "name")
 
@@ -702,7 +734,10 @@ class _PrimFuncSignature:
             attrs.pop(k, None)
         if attrs.get("global_symbol") == self.name:  # implied by the name (TVM does not print it)
             del attrs["global_symbol"]
-        return params, attrs, _prim_func_text(self.func, self.name, params, attrs, private), private
+        return params, attrs, PrimFunc.TEXT_LATER, private
+
+    def text(self, params, attrs, private):
+        return _prim_func_text(self.func, self.name, params, attrs, private)
 
 
 def _prim_func_text(func, name, params, attrs, private):

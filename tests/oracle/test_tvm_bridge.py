@@ -64,7 +64,7 @@ def test_highlevel_model_round_trip(name):
     check_round_trip(tvm.script.from_source(highlevel_model_text(name)))
 
 
-def test_prim_func_signature_is_read_on_demand():
+def test_prim_func_signature_and_text_are_read_on_demand():
     m = tvm.script.from_source(model_text("resnet50"))
     mod = from_tvm(m)
     ref = parse(m.script())
@@ -75,6 +75,9 @@ def test_prim_func_signature_is_read_on_demand():
             want = ref[gv.name]
             assert [(p.name, p.dtype) for p in f.params] == [(p.name, p.dtype) for p in want.params]
             assert f.attrs == want.attrs and f.private == want.private
+            with pytest.raises(AttributeError):  # the signature is read without printing the text
+                object.__getattribute__(f, "text")
+            assert f.text == want.text  # printed when first read
             assert object.__getattribute__(f, "_load") is None
 
 

@@ -275,6 +275,56 @@ def test_random_attach_attr_layout_free_buffers(seed):
     same_as_memcore(mtvm.AttachAttrLayoutFreeBuffers()(m), mc.AttachAttrLayoutFreeBuffers(), m)
 
 
+_INDIRECT_PRIM_FUNC = """
+# from tvm.script import ir as I
+# from tvm.script import relax as R
+# from tvm.script import tirx as T
+
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((16, 16), "float32"), w: R.Tensor((16, 16), "float32")) -> R.Tensor((16, 16), "float32"):
+        R.func_attr({"num_input": 1})
+        cls = Module
+        gv0 = R.call_tir(cls.tir_add_tensors, (x, w), out_ty=R.Tensor((16, 16), "float32"))
+        gv1 = R.call_tir(cls.tir_add_tensors2, (x, w), out_ty=R.Tensor((16, 16), "float32"))
+        return gv1
+
+    @T.prim_func(private=True, s_tir=True)
+    def tir_add_tensors(x: T.Buffer((16, 16), "float32"), y: T.Buffer((16, 16), "float32"), z: T.Buffer((16, 16), "float32")):
+        for i, j in T.grid(16, 16):
+            with T.sblock("add"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                z[vi, vj] = Module.tir_add_float32(x[vi, vj], y[vi, vj])
+
+    @T.prim_func(private=True, s_tir=True)
+    def tir_add_tensors2(x: T.Buffer((16, 16), "float32"), y: T.Buffer((16, 16), "float32"), z: T.Buffer((16, 16), "float32")):
+        for i, j in T.grid(16, 16):
+            with T.sblock("add"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                z[vi, vj] = Module.tir_add_float32(x[vi, vj], y[vi, vj])
+
+    @T.prim_func(private=True, s_tir=True)
+    def tir_add_float32(x: T.float32, y: T.float32) -> T.float32:
+        return x + y
+"""
+
+
+def test_attach_attr_layout_free_buffers_keeps_what_a_copy_calls_and_shares_equal_copies():
+    """The copies' DeadCodeElimination keeps a PrimFunc that only another PrimFunc calls, and
+    two equal callees get one copy, as TVM does (the native pass answers both from TVM's
+    objects, the pure pass from the text)."""
+    m = tvm.script.from_source(_INDIRECT_PRIM_FUNC)
+    want = relax.transform.AttachAttrLayoutFreeBuffers()(m)
+    got = mtvm.AttachAttrLayoutFreeBuffers(tvm_compat=True)(m)
+    tvm.ir.assert_structural_equal(got, want)
+    names = sorted(gv.name_hint for gv in got.functions)
+    assert "tir_add_float32" in names and len(names) == 3, names
+    # the pure pass on TVM's text (which spells the TIR call Module.tir_add_float32) keeps it too
+    pure = mc.AttachAttrLayoutFreeBuffers(tvm_compat=True)(parse(m.script()))
+    assert sorted(gv.name for gv in pure.functions) == names
+
+
 def test_pipeline_follows_tvms_own_default_pipeline(monkeypatch):
     """The CPU pipeline is TVM's ``default_build_pipeline`` as TVM defines it when called (here
     with a pass added and one removed), memcore's passes in place of TVM's three."""
