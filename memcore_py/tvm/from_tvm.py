@@ -667,8 +667,8 @@ def _sorted_value(v):
 class _TIRBody:
     """A TVM PrimFunc's body as ``PrimFunc.lazy`` views it: what the GlobalVars it refers to
     are named (tvm_ffi's compiled structural walk), and whether another TVM PrimFunc has the
-    same parameters, body and return type (TVM's structural equality of the two functions
-    without their attributes, which memcore compares itself), with no text printed."""
+    same decorator, parameters, body and return type (TVM's structural equality of the two
+    functions without the attributes memcore compares itself), with no text printed."""
 
     __slots__ = ("func", "bare")
 
@@ -684,9 +684,13 @@ class _TIRBody:
         return names
 
     def _bare(self):
+        """The function without the attributes memcore compares itself (those the decorator
+        spells, ``s_tir``, stay: they are part of the text)."""
         if self.bare is None:
             f = self.func
-            self.bare = type(f)(f.params, f.body, f.ret_type)
+            kept = {k: f.attrs[k] for k in _DECORATOR_ATTRS if k in f.attrs}
+            attrs = tvm_api().ir.make_node("ir.DictAttrs", **kept) if kept else None
+            self.bare = type(f)(f.params, f.body, f.ret_type, attrs)
         return self.bare
 
     def equal(self, other) -> bool:

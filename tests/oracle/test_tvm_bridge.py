@@ -81,6 +81,32 @@ def test_prim_func_signature_and_text_are_read_on_demand():
             assert object.__getattribute__(f, "_load") is None
 
 
+def test_prim_funcs_read_from_tvm_compare_like_their_texts():
+    """Two PrimFuncs read from TVM objects compare through the objects (TVM's structural
+    equality, no text printed) with the answer their texts give: pairs of a model's PrimFuncs,
+    equal and different, and a copy whose decorator differs."""
+    from memcore_py.ir import structural_equal
+
+    m = tvm.script.from_source(model_text("resnet50"))
+    views = [f for f in from_tvm(m).functions.values() if isinstance(f, PrimFunc)][:12]
+    again = [f for f in from_tvm(m).functions.values() if isinstance(f, PrimFunc)][:12]
+    texts = [f for f in parse(m.script()).functions.values() if isinstance(f, PrimFunc)][:12]
+    answers = set()
+    for i in range(len(views)):
+        for j in range(len(views)):
+            answer = structural_equal(views[i], again[j])
+            assert answer == structural_equal(texts[i], texts[j]), (i, j)
+            answers.add(answer)
+    assert answers == {True, False}
+    src = views[0].source
+    assert "s_tir" in src.attrs
+    plain = tvm.tirx.PrimFunc(src.params, src.body, src.ret_type, None).with_attrs(
+        {k: v for k, v in src.attrs.items() if k != "s_tir"})  # the same body, not s_tir
+    other = from_tvm(tvm.IRModule({"f": plain}))["f"]
+    assert other.attrs == views[0].attrs and other.private == views[0].private
+    assert not structural_equal(views[0], other)
+
+
 # ------------------------------------------------------------------------------ spec examples
 #: Spec texts TVM's well-formed check rejects (kill ops KillAfterLastUse put in a pure function).
 KNOWN_ILL_FORMED = {"6_5_kill_if_after"}
