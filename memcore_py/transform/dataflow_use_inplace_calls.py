@@ -66,8 +66,8 @@ from ..ir.prim import IntImm, PrimVar, free_prim_vars
 from ..ir.prim_func_text import format_prim, str_literal
 from ..ir.types import TensorType, TupleType
 from ..analysis.dataflow_inplace import inplace_opportunities
-from .legalize_elementwise import (SUPPORTED, ElementwiseCall, Operand, folded_operand, prim_func, scalar_of,
-                                   structure_key)
+from .legalize_elementwise import (SUPPORTED, ElementwiseCall, Operand, folded_operand, kernel_prim_func, prim_func,
+                                   scalar_of, structure_key)
 from ._prim_func_registry import PrimFuncRegistry
 from .pass_infra import ModulePass, PassContext
 
@@ -146,19 +146,22 @@ def _with_scalar_params(func: PrimFunc, scalars: tuple, inplace: bool) -> PrimFu
     params = list(func.params)
     at = len(params) if inplace else len(params) - 1
     params[at:at] = [PrimFuncParam(v.name, v.dtype) for v in scalars]
-    decls = []
-    for p, dims in zip(params, _signature_dims(params)):
-        if dims is None:
-            decls.append(f"{p.name}: T.{p.dtype}")
-        else:
-            shape = "(" + ", ".join(dims) + ("," if len(dims) == 1 else "") + ")"
-            decls.append(f'{p.name}: T.Buffer({shape}, "{p.dtype}")')
-    lines = func.text.split("\n")
-    k = next(i for i, ln in enumerate(lines) if ln.startswith("def "))
-    name = lines[k][4:lines[k].index("(")]
-    lines[k] = f"def {name}({', '.join(decls)}):"
-    return PrimFunc(params, func.attrs, text="\n".join(lines), private=func.private,
-                    source=dataclasses.replace(func.source, params=tuple(params)))
+
+    def text_of():
+        decls = []
+        for p, dims in zip(params, _signature_dims(params)):
+            if dims is None:
+                decls.append(f"{p.name}: T.{p.dtype}")
+            else:
+                shape = "(" + ", ".join(dims) + ("," if len(dims) == 1 else "") + ")"
+                decls.append(f'{p.name}: T.Buffer({shape}, "{p.dtype}")')
+        lines = func.text.split("\n")
+        k = next(i for i, ln in enumerate(lines) if ln.startswith("def "))
+        name = lines[k][4:lines[k].index("(")]
+        lines[k] = f"def {name}({', '.join(decls)}):"
+        return "\n".join(lines)
+
+    return kernel_prim_func(dataclasses.replace(func.source, params=tuple(params)), text_of)
 
 
 class _Rewriter(ExprMutator):
@@ -243,15 +246,16 @@ class _Rewriter(ExprMutator):
                 operands.append(Operand(tuple(a.ty.shape), a.name if isinstance(a, Var) else "A"))
         return ElementwiseCall(call.op.name, rty.dtype, tuple(rty.shape), tuple(operands))
 
-    def _function(self, table: dict, ec: ElementwiseCall, index, hint: str):
+    def _function(self, table: dict, ec: ElementwiseCall, index, hint: str, legal_key: tuple):
         """The GlobalVar of the PrimFunc of ``ec`` (in place of ``index``, or the
-        legalization for None): shared by structure, added under ``hint`` if new."""
-        key = structure_key(ec, index)
+        legalization for None): shared by structure, added under ``hint`` if new.
+        ``legal_key``: ``structure_key(ec)``, whose last item is the index."""
+        key = legal_key if index is None else legal_key[:-1] + (index,)
         gv = table.get(key)
         if gv is None:
             # TVM derives the in-place function from the legalization it found, whose buffers
             # are named after the arguments of the call that first created it.
-            ec = self.named.setdefault(key if index is None else structure_key(ec), ec)
+            ec = self.named.setdefault(legal_key, ec)
             func = _with_scalar_params(prim_func(ec, hint, index), unbound_tir_vars(ec), index is not None)
             gv = self.registry.add(func, hint, key)
             table[key] = gv
@@ -268,8 +272,9 @@ class _Rewriter(ExprMutator):
         hit = self.by_types.get(fast)
         if hit is None:
             ec = self._describe(call, rty, folded)
-            gv_legal = self._function(self.legal, ec, None, call.op.legalize)
-            gv = self._function(self.inplace, ec, j, gv_legal.name + "_inplace")
+            legal_key = structure_key(ec)
+            gv_legal = self._function(self.legal, ec, None, call.op.legalize, legal_key)
+            gv = self._function(self.inplace, ec, j, gv_legal.name + "_inplace", legal_key)
             idx = j - sum(folded[:j])  # position among the PrimFunc's inputs (folded constants skipped)
             # The symbolic variables the PrimFunc takes as scalars follow the tensors in the
             # argument tuple, as bb.call_te appends them (TVM's in-place call keeps its tuple).

@@ -56,10 +56,12 @@ import numpy as np
 from ..errors import PassError
 from ..ir.expr import Constant, PrimFunc, PrimFuncParam
 from ..ir.types import TensorType
-from ..ir.prim import IntImm, PrimVar, free_prim_vars, prove_equal, simplify_const
+from ..ir.prim import BinaryOp, IntImm, PrimVar, free_prim_vars, prove_equal, simplify_const
+from ..ir.prim import canonical as canonical_form
 from ..ir.prim_func_text import format_prim
 
-__all__ = ["ElementwiseCall", "Operand", "TirBlock", "TirKernel", "folded_operand", "kernel_text", "prim_func",
+__all__ = ["ElementwiseCall", "Operand", "TirBlock", "TirKernel", "folded_operand", "kernel_prim_func", "kernel_text",
+           "prim_func",
            "prim_func_text", "structure_key", "SUPPORTED"]
 
 _BINARY = {"relax.add": ("+", "T_add"), "relax.subtract": ("-", "T_subtract"),
@@ -164,9 +166,11 @@ def _buffer_decl(name, dims, dtype) -> str:
     return f'{name}: T.Buffer({_shape_tuple(dims)}, "{dtype}")'
 
 
-def _same_dim(d, o) -> bool:
+def _same_dim(d, o, canon=None) -> bool:
     """Whether two dims are provably equal (constants and variables compared without the
-    prover: a variable is provably equal only to itself, a variable of the same name)."""
+    prover: a variable is provably equal only to itself, a variable of the same name).
+    ``canon``: a dict keeping each dim's canonical form (by id, with the dim) for the caller's
+    next questions."""
     if d is o:
         return True
     td, to = type(d), type(o)
@@ -180,10 +184,38 @@ def _same_dim(d, o) -> bool:
             return d.name == o.name
         if to is IntImm:
             return False
-    return prove_equal(d, o)
+    if _same_tree(d, o):
+        return True
+    if canon is None:
+        return prove_equal(d, o)
+    return _canonical(d, canon) == _canonical(o, canon)
 
 
-def _index(operand_shape, out_shape) -> tuple:
+def _canonical(d, canon: dict):
+    hit = canon.get(id(d))
+    if hit is None:
+        hit = canon[id(d)] = (d, canonical_form(d))
+    return hit[1]
+
+
+def _same_tree(d, o) -> bool:
+    """Whether two dims are written alike (the same operators over the same variables and
+    constants): equal without the prover. False proves nothing."""
+    if d is o:
+        return True
+    t = type(d)
+    if t is not type(o):
+        return False
+    if t is IntImm:
+        return d.value == o.value
+    if t is PrimVar:
+        return d.name == o.name
+    if not isinstance(d, BinaryOp):
+        return False
+    return _same_tree(d.a, o.a) and _same_tree(d.b, o.b)
+
+
+def _index(operand_shape, out_shape, canon=None) -> tuple:
     """TOPI's broadcast index of an operand inside the result's loop nest (see
     :class:`TirBlock`)."""
     r, k = len(out_shape), len(operand_shape)
@@ -194,7 +226,7 @@ def _index(operand_shape, out_shape) -> tuple:
     idx = []
     for i in range(r - k, r):
         d, o = operand_shape[i - (r - k)], out_shape[i]
-        if _same_dim(d, o):
+        if _same_dim(d, o, canon):
             idx.append(i)
         elif (d.value if type(d) is IntImm else simplify_const(d)) == 1:
             idx.append(-1)
@@ -271,12 +303,35 @@ def _unique_names(call: ElementwiseCall, reserved: set, canonical: bool) -> list
 
 
 def prim_func(call: ElementwiseCall, func_name: str, inplace_index=None) -> PrimFunc:
-    """The PrimFunc node of :func:`prim_func_text` (private, ``tirx.noalias``), its
-    signature taken from what was written (no parsing) and its :class:`TirKernel` as
-    ``source``."""
+    """The PrimFunc node of :func:`prim_func_text` (private, ``tirx.noalias``): its
+    signature from the kernel (no parsing), its :class:`TirKernel` as ``source``, and its
+    text written when first read."""
     kernel, rename = _kernel(call, inplace_index, False)
-    return PrimFunc(kernel.params, {"tirx.noalias": True}, text=kernel_text(kernel, func_name, rename),
-                    private=True, source=kernel)
+    return kernel_prim_func(kernel, lambda: kernel_text(kernel, func_name, rename))
+
+
+class _KernelLoad:
+    """``PrimFunc.lazy`` loader of a kernel's function: the signature at once, the text
+    (``text_of()``) when it is first read."""
+
+    __slots__ = ("kernel", "text_of")
+
+    def __init__(self, kernel, text_of):
+        self.kernel = kernel
+        self.text_of = text_of
+
+    def __call__(self):
+        return self.kernel.params, {"tirx.noalias": True}, PrimFunc.TEXT_LATER, True
+
+    def text(self, _params, _attrs, _private):
+        return self.text_of()
+
+
+def kernel_prim_func(kernel: TirKernel, text_of) -> PrimFunc:
+    """The private ``tirx.noalias`` PrimFunc of ``kernel`` (its ``source``) whose text is
+    ``text_of()``, called when the text is first read (a function handed to TVM as objects is
+    never printed)."""
+    return PrimFunc.lazy(_KernelLoad(kernel, text_of), kernel)
 
 
 def prim_func_text(call: ElementwiseCall, func_name: str, inplace_index=None, *, canonical: bool = False) -> str:
@@ -345,12 +400,13 @@ def _kernel(call: ElementwiseCall, inplace_index, canonical: bool):
     reserved |= _loop_names(r)
     names = _unique_names(call, reserved, canonical)
     dtype = call.dtype
+    canon: dict = {}  # dim -> canonical form, for the shape comparisons below
     if inplace_index is not None:
         if type(inplace_index) is not int or not 0 <= inplace_index < len(call.operands):
             raise PassError(f"{call.op}: in-place index {inplace_index!r} is not an operand index "
                             f"(0..{len(call.operands) - 1})")
         o = call.operands[inplace_index]
-        if not o.is_buffer or len(o.shape) != r or not all(_same_dim(a, b) for a, b in zip(o.shape, call.shape)):
+        if not o.is_buffer or len(o.shape) != r or not all(_same_dim(a, b, canon) for a, b in zip(o.shape, call.shape)):
             raise PassError(f"operand {inplace_index} cannot hold the result of {call.op} in place")
         out_name = names[inplace_index]
     else:
@@ -360,25 +416,26 @@ def _kernel(call: ElementwiseCall, inplace_index, canonical: bool):
         params.append(PrimFuncParam(out_name, dtype, call.shape))
     shape = call.shape
     out = (out_name, _index(shape, shape))
+    index = [None if n is None else _index(o.shape, shape, canon) for n, o in zip(names, call.operands)]
     allocs = ()
     if call.op in _BINARY:
         sym_op = _BINARY[call.op][0]
         is_float = dtype.startswith(("float", "bfloat"))
-        terms = [("load", n, _index(o.shape, shape)) if n is not None else ("imm", o.value, dtype)
-                 for n, o in zip(names, call.operands)]
+        terms = [("load", n, i) if n is not None else ("imm", o.value, dtype)
+                 for n, o, i in zip(names, call.operands, index)]
         if call.op == "relax.divide" and not is_float:
             value = ("T.Div", terms[0], terms[1])
         else:
             if not is_float and sym_op in "+*" and not call.operands[0].is_buffer:
                 terms.reverse()  # TIR's constructor moves an integer constant to the right
             value = (sym_op, terms[0], terms[1])
-        reads = tuple((n, _index(o.shape, shape)) for n, o in zip(names, call.operands) if n is not None)
+        reads = tuple((n, i) for n, i in zip(names, index) if n is not None)
         blocks = (TirBlock(block_name, "ax", shape, reads, out, value),)
     elif call.op == "relax.nn.relu":
-        x = ("load", names[0], _index(call.operands[0].shape, shape))
+        x = ("load", names[0], index[0])
         blocks = (TirBlock("compute", "i", shape, (x[1:],), out, ("T.max", x, ("imm", 0, dtype))),)
     else:  # silu: sigmoid into an intermediate buffer, then the product
-        x = ("load", names[0], _index(call.operands[0].shape, shape))
+        x = ("load", names[0], index[0])
         comp = ("load", "compute", _index(shape, shape))
         allocs = (("compute", shape, dtype),)
         blocks = (TirBlock("compute", "i", shape, (x[1:],), comp[1:], ("T.sigmoid", x)),
