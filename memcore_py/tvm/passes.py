@@ -13,9 +13,13 @@ module of the native pass before them, run by extraction instead (:mod:`.spbm_ex
 tokens are read and the plan written on TVM's objects in C, only allocations of symbolic shapes
 are read into memcore's IR to be sized; :mod:`.lower_alloc_extract`: only the allocation
 bindings are read and rewritten; :mod:`.kill_extract`: the kills are computed and spliced in
-on TVM's objects in C, nothing is converted); the rest of each block is kept by address. The
-full conversion remains for what an extraction declines, and for the passes that change more
-(DataflowUseInplaceCalls, AttachAttrLayoutFreeBuffers), and the only path when the
+on TVM's objects in C, nothing is converted); the rest of each block is kept by address.
+DataflowUseInplaceCalls returns a module with nothing to rewrite as it is, found by the same
+table reader (:mod:`.inplace_extract`). The full conversion remains for what an extraction
+declines, and for the passes that change more (DataflowUseInplaceCalls' rewrites, whose
+in-place PrimFuncs are built as TVM objects from their kernels, :mod:`.tir_writer`;
+AttachAttrLayoutFreeBuffers, which reads PrimFunc signatures and asks TVM's objects, not
+their texts, what a body calls and whether two bodies are equal), and the only path when the
 compatibility gate (:mod:`.compat`: an unsupported TVM version, a layout that fails its
 self-check, or ``MEMCORE_TVM_PORTABLE=1``) turns the compiled fast paths off: then no
 extraction runs and the full conversion reads through TVM's Python API alone.
