@@ -52,6 +52,8 @@ and interned integers and nodes.
 """
 from __future__ import annotations
 
+import re
+
 from ..ir._util import gc_paused
 from ..ir.construct import (
     EMPTY_ATTRS,
@@ -755,6 +757,10 @@ def _prim_func_text(func, name, params, attrs, private):
     # TVM prints a function alone without the attrs its module context implies (e.g. a
     # global_symbol other than its name): sync the text with the attrs read from the object
     text = synced_text(renamed_text("\n".join(lines[start:]).rstrip("\n") + "\n", name), attrs, private)
+    # and a call of another module function bare (``f(x)``), where the module's text (what
+    # memcore's parser keeps) spells it through the module's class (``Module.f(x)``)
+    for callee in dict.fromkeys(_TIRBody(func).callees()):
+        text = re.sub(rf"(?<![\w.]){re.escape(callee)}\(", f"Module.{callee}(", text)
     if text.endswith("T.evaluate(0)\n") and text == signature_only_text(name, PrimFunc(params, attrs, None, private)):
         return None
     return text

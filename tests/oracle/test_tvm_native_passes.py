@@ -323,6 +323,9 @@ def test_attach_attr_layout_free_buffers_keeps_what_a_copy_calls_and_shares_equa
     # the pure pass on TVM's text (which spells the TIR call Module.tir_add_float32) keeps it too
     pure = mc.AttachAttrLayoutFreeBuffers(tvm_compat=True)(parse(m.script()))
     assert sorted(gv.name for gv in pure.functions) == names
+    # from_tvm writes the TIR call as the module's text does
+    assert_structural_equal(mtvm.from_tvm(m), parse(m.script()))
+    same_as_memcore(got, mc.AttachAttrLayoutFreeBuffers(tvm_compat=True), m)
 
 
 def test_pipeline_follows_tvms_own_default_pipeline(monkeypatch):
