@@ -1,15 +1,20 @@
 """The module and function levels shared by the passes that run by extraction
-(:mod:`.lower_alloc_extract`, :mod:`.kill_extract`, :mod:`.spbm_extract`): they rewrite single
-Relax functions on the TVM objects, and a new module is made of the old GlobalVars with the
-rewritten functions and the others as they are."""
+(:mod:`.lower_alloc_extract`, :mod:`.kill_extract`, :mod:`.spbm_extract`,
+:mod:`.inplace_extract`): they rewrite single Relax functions on the TVM objects, and a new
+module is made of the old GlobalVars with the rewritten functions and the others as they are;
+and the callee properties their table reader is given (:func:`module_callees`: memcore's op
+table's, one place for every extraction)."""
 from __future__ import annotations
 
+from ..analysis.storage_tokens import callee_flags
+from ..ir.expr import ExternFunc
 from ..ir.memo import MEMO
 from ..ir.module import IRModule
+from ..ir.op import get_op, list_ops
 from . import _ffi_reader, _ffi_writer, compat
 
 __all__ = ["UNCHANGED", "NO_INFOS", "rewrite_functions", "module_entries", "module_with", "function_with_blocks", "shape_of_bytes",
-           "int64_imm", "dtype_const", "any_type"]
+           "int64_imm", "dtype_const", "any_type", "op_flags", "extern_flags", "module_callees"]
 
 #: what a function rewrite returns for a function the pass leaves as it is
 UNCHANGED = 0
@@ -120,3 +125,34 @@ def rewrite_functions(api, tvm_mod, rewrite):
 #: blocks, type address or 0)``: the address of the function with those blocks replaced
 #: (compiled; :func:`~._ffi_writer.function_with_blocks`)
 function_with_blocks = _ffi_writer.function_with_blocks
+
+
+#: ``{op address: CALLEE_* flags}`` of every op memcore's op table gives a property, made once
+#: per process with the ops it holds (so that the addresses stay valid)
+_OP_FLAGS: list = []
+
+
+def op_flags(api) -> dict:
+    """TVM's ops with a callee property, by address: the properties memcore's op table gives
+    them (:func:`~memcore_py.analysis.storage_tokens.callee_flags`)."""
+    if not _OP_FLAGS:
+        flagged = [(name, callee_flags(frozenset(), get_op(name))) for name in list_ops()]
+        flagged = [(api.Op.get(name), flags) for name, flags in flagged if flags]
+        _OP_FLAGS.append(({op.__chandle__(): flags for op, flags in flagged}, flagged))
+    return _OP_FLAGS[0][0]
+
+
+def extern_flags(symbol: str) -> int:
+    """The properties of an ``ExternFunc`` callee: memcore's for the same packed symbol."""
+    return callee_flags(frozenset(), ExternFunc(symbol))
+
+
+def module_callees(api, entries, prim_flags: int = 0) -> dict:
+    """The callee properties a table reader is given for a module whose functions are
+    ``entries`` (:func:`module_entries`' ``(kind, name, GlobalVar address, function address)``):
+    the ops' (:func:`op_flags`), ``prim_flags`` for a GlobalVar of a PrimFunc and none for a
+    Relax function's."""
+    known = dict(op_flags(api))
+    for kind, _name, gv, _f in entries:
+        known[gv] = prim_flags if kind == 0 else 0
+    return known

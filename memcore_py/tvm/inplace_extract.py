@@ -18,10 +18,8 @@ conversion runs the pass. No pass rule is applied here: the answer is "nothing t
 from __future__ import annotations
 
 from .._compiled import load_compiled
-from . import _table_reader
-from ._extraction import UNCHANGED, rewrite_functions
-from .lower_alloc_extract import _module_callees
-from .spbm_extract import _extern_flags
+from . import _ffi_reader, _table_reader
+from ._extraction import UNCHANGED, extern_flags, module_callees, rewrite_functions
 
 __all__ = ["module_without_inplace_calls"]
 
@@ -35,9 +33,9 @@ def module_without_inplace_calls(api, tvm_mod):
 
     def unchanged(layout, _keep, name, f_addr):
         if not callees:
-            callees.append(_module_callees(api, layout, tvm_mod))
+            callees.append(module_callees(api, _ffi_reader.module_functions(layout, tvm_mod.__chandle__()) or ()))
         table = binding_table.BindingTable()
-        if _table_reader.TVMReader(table, layout, callees[0], _extern_flags).read_function(f_addr, name) is None:
+        if _table_reader.TVMReader(table, layout, callees[0], extern_flags).read_function(f_addr, name) is None:
             return None
         sites = table.binding_calls(binding_table.CALLEE_INPLACE)
         if sites is None:

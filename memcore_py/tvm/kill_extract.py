@@ -33,34 +33,23 @@ model and on random modules.
 from __future__ import annotations
 
 from .._compiled import load_compiled
-from ..analysis.storage_tokens import callee_flags
-from ..ir.expr import ExternFunc
-from ..ir.op import get_op, kill_op, list_ops
+from ..ir.op import kill_op
 from . import _ffi_writer, _kill_writer, _table_reader
-from ._extraction import module_entries, module_with
+from ._extraction import extern_flags, module_callees, module_entries, module_with
 
 __all__ = ["kill_after_last_use_extracted"]
 
-_OPS = []
+_KILL_OPS: list = []
 
 
-def _ops_and_unit(api):
-    """TVM's ops with a callee property (address -> flags, from memcore's op table through
-    :func:`~memcore_py.analysis.storage_tokens.callee_flags`), the kill ops' addresses by kind
-    and the address of an ``R.Tuple()`` type, made once (the objects are held here, so the
-    addresses stay valid)."""
-    if not _OPS:
-        flagged = [(name, callee_flags(frozenset(), get_op(name))) for name in list_ops()]
-        flagged = [(api.Op.get(name), flags) for name, flags in flagged if flags]
+def _kill_ops_and_unit(api):
+    """The kill ops' addresses by kind and the address of an ``R.Tuple()`` type, made once
+    (the objects are held here, so the addresses stay valid)."""
+    if not _KILL_OPS:
         kill = [api.Op.get(kill_op(kind).name) for kind in range(3)]
         unit = api.ir_ffi.TupleType([], None)
-        _OPS.append(({op.__chandle__(): flags for op, flags in flagged}, tuple(op.__chandle__() for op in kill),
-                     unit.__chandle__(), (flagged, kill, unit)))
-    return _OPS[0]
-
-
-def _extern_flags(symbol: str) -> int:
-    return callee_flags(frozenset(), ExternFunc(symbol))
+        _KILL_OPS.append((tuple(op.__chandle__() for op in kill), unit.__chandle__(), (kill, unit)))
+    return _KILL_OPS[0]
 
 
 def kill_after_last_use_extracted(api, tvm_mod, tvm_scoping: bool = False):
@@ -71,13 +60,11 @@ def kill_after_last_use_extracted(api, tvm_mod, tvm_scoping: bool = False):
     if found is None:
         return None
     layout, entries = found
-    op_flags, kill_ops, unit, _held = _ops_and_unit(api)
-    known = dict(op_flags)
+    kill_ops, unit, _held = _kill_ops_and_unit(api)
     uses_args = load_compiled("memcore_py.analysis._binding_table").CALLEE_USES_ARGS
-    for kind, _name, gv, _f in entries:
-        known[gv] = uses_args if kind == 0 else 0  # a PrimFunc of the module uses its arguments
+    known = module_callees(api, entries, uses_args)  # a PrimFunc of the module uses its arguments
     table = load_compiled("memcore_py.analysis._binding_table").BindingTable()
-    reader = _table_reader.TVMReader(table, layout, known, _extern_flags)
+    reader = _table_reader.TVMReader(table, layout, known, extern_flags)
     kill_rules = load_compiled("memcore_py.analysis._kill_rules").kill_rules
     keep = _ffi_writer.Keep()
     keep.hold(tvm_mod)

@@ -61,9 +61,8 @@ from ..transform.lower_alloc_tensor import _AllocTensorLowerer, storage_bytes_ex
 from . import _ffi_reader, _ffi_writer, _lower_extract, _table_reader
 from ._node_map import AddrMap, NodeMap
 from ._extraction import UNCHANGED, any_type, dtype_const, function_with_blocks, int64_imm, rewrite_functions
-from ._extraction import NO_INFOS, shape_of_bytes
+from ._extraction import NO_INFOS, extern_flags, module_callees, shape_of_bytes
 from .from_tvm import _Reader
-from .spbm_extract import _extern_flags, _ops
 from .to_tvm import _Writer
 
 __all__ = ["lower_alloc_tensor_extracted"]
@@ -86,7 +85,7 @@ def lower_alloc_tensor_extracted(api, tvm_mod):
         found = _ffi_reader.flat_function_calls(layout, f_addr, op)
         if found is None:
             if not callees:
-                callees.append(_module_callees(api, layout, tvm_mod))
+                callees.append(module_callees(api, _ffi_reader.module_functions(layout, tvm_mod.__chandle__()) or ()))
             found = _body_calls(layout, callees[0], name, f_addr)
             if found is None:
                 return None
@@ -97,15 +96,6 @@ def lower_alloc_tensor_extracted(api, tvm_mod):
     return rewrite_functions(api, tvm_mod, rewrite)
 
 
-def _module_callees(api, layout, tvm_mod) -> dict:
-    """The callee properties the table reader is given: memcore's op table's, and no property
-    for the module's GlobalVars (the allocations are all this pass asks of the table)."""
-    known = dict(_ops(api)[0])
-    for _kind, _name, gv, _f in _ffi_reader.module_functions(layout, tvm_mod.__chandle__()) or ():
-        known[gv] = 0
-    return known
-
-
 def _body_calls(layout, known, name, f_addr):
     """:func:`~memcore_py.tvm._ffi_reader.flat_function_calls`' answer for a function that is
     not flat (an ``If``, a nested call), read into a binding table of its own: its body's blocks
@@ -114,7 +104,7 @@ def _body_calls(layout, known, name, f_addr):
     other bindings stay the objects they are, ``If`` s included."""
     binding_table = load_compiled("memcore_py.analysis._binding_table")
     table = binding_table.BindingTable()
-    got = _table_reader.TVMReader(table, layout, known, _extern_flags).read_function(f_addr, name)
+    got = _table_reader.TVMReader(table, layout, known, extern_flags).read_function(f_addr, name)
     if got is None:
         return None
     seq, blocks_addr, sid, _first, _ty = got

@@ -80,14 +80,11 @@ from ..analysis.arith import (
 )
 from ..analysis.storage_tokens import (
     TokenInfo,
-    callee_flags,
     token_size,
     walk_program,
 )
 from ..errors import MemcoreError, PassError
 from ..ir.construct import new_shape_expr
-from ..ir.expr import ExternFunc
-from ..ir.op import get_op, list_ops
 from ..ir.prim import IntImm
 from ..planning.allocate import plan_memory
 from ..transform.static_plan_block_memory import ATTR_PLAN_DYNAMIC_FUNC_OUTPUT
@@ -96,8 +93,10 @@ from ._extraction import (
     NO_INFOS,
     any_type,
     dtype_const,
+    extern_flags,
     function_with_blocks,
     int64_imm,
+    module_callees,
     module_entries,
     module_with,
     shape_of_bytes,
@@ -210,25 +209,16 @@ class _Symbolic:
             writer.prims = dict(self.sources.get(func_idx, {}))
         return writer.expr_addr(new_shape_expr((nbytes,)))
 
-#: made once per process: (``{op address: CALLEE_* flags}`` of every op memcore's op table gives
-#: a property, the rewrite's op addresses, the ops themselves, held)
-_OPS = []
+#: made once per process: the rewrite's op addresses and the ops themselves, held
+_REWRITE_OPS: list = []
 
 
-def _ops(api):
-    if not _OPS:
-        flagged = [(name, callee_flags(frozenset(), get_op(name))) for name in list_ops()]
-        flagged = [(api.Op.get(name), flags) for name, flags in flagged if flags]
-        rewrite_ops = [api.Op.get(n) for n in ("relax.memory.alloc_storage", "relax.memory.alloc_tensor",
-                                               "relax.memory.ensure_zero_offset")]
-        _OPS.append(({op.__chandle__(): flags for op, flags in flagged},
-                     tuple(op.__chandle__() for op in rewrite_ops), (flagged, rewrite_ops)))
-    return _OPS[0]
-
-
-def _extern_flags(symbol: str) -> int:
-    """The properties of an ``ExternFunc`` callee: memcore's for the same packed symbol."""
-    return callee_flags(frozenset(), ExternFunc(symbol))
+def _rewrite_ops(api) -> tuple:
+    if not _REWRITE_OPS:
+        ops = [api.Op.get(n) for n in ("relax.memory.alloc_storage", "relax.memory.alloc_tensor",
+                                       "relax.memory.ensure_zero_offset")]
+        _REWRITE_OPS.append((tuple(op.__chandle__() for op in ops), ops))
+    return _REWRITE_OPS[0][0]
 
 
 def static_plan_block_memory_extracted(api, tvm_mod, mode: str = "tvm", alignment: int = 64, time_limit=None,
@@ -241,15 +231,13 @@ def static_plan_block_memory_extracted(api, tvm_mod, mode: str = "tvm", alignmen
     if found is None:
         return None
     layout, entries = found
-    op_flags, rewrite_ops, _held = _ops(api)
+    rewrite_ops = _rewrite_ops(api)
     rules = load_compiled("memcore_py.analysis._storage_walk")
     recorder = rules.TokenRecorder()
     table = load_compiled("memcore_py.analysis._binding_table").BindingTable()
     prim = load_compiled("memcore_py.analysis._binding_table").CALLEE_USES_ARGS
-    known = dict(op_flags)
-    for kind, _n, gv, _f in entries:
-        known[gv] = prim if kind == 0 else 0  # a PrimFunc of the module uses its arguments
-    reader = _table_reader.TVMReader(table, layout, known, _extern_flags)
+    known = module_callees(api, entries, prim)  # a PrimFunc of the module uses its arguments
+    reader = _table_reader.TVMReader(table, layout, known, extern_flags)
     kernel = rules.InitRules(table, recorder, PassError)
     sizer = _spbm_extract.TVMSizer(layout, recorder, TokenInfo)
     symbolic = sizer.symbolic = _Symbolic(api, layout, tvm_mod)

@@ -481,24 +481,23 @@ def test_an_op_memcore_does_not_model_passes_through_and_discards_its_arguments(
 def test_the_compiled_parts_reject_bad_arguments():
     from memcore_py._compiled import load_compiled
     from memcore_py.tvm import _ffi_writer, _spbm_extract, _table_reader
-    from memcore_py.tvm._extraction import module_entries
-    from memcore_py.tvm.spbm_extract import _extern_flags, _ops
+    from memcore_py.tvm._extraction import extern_flags, module_callees, module_entries, op_flags
 
     api = tvm_api()
     m = _module(MODULE + _fn("main", CHAIN))
     layout, entries = module_entries(api, m)
     table = load_compiled("memcore_py.analysis._binding_table").BindingTable()
-    reader = _table_reader.TVMReader(table, layout, dict(_ops(api)[0]), _extern_flags)
+    reader = _table_reader.TVMReader(table, layout, dict(op_flags(api)), extern_flags)
     prim = next(f for kind, _n, _g, f in entries if kind == 0)
     assert reader.read_function(prim, "k1") is None  # a PrimFunc: not a Relax function
     table = load_compiled("memcore_py.analysis._binding_table").BindingTable()
-    reader = _table_reader.TVMReader(table, layout, dict(_ops(api)[0]), _extern_flags)
+    reader = _table_reader.TVMReader(table, layout, dict(op_flags(api)), extern_flags)
     main = next(f for kind, _n, _g, f in entries if kind == 1)
     assert reader.read_function(main, "main") is None  # a call of a GlobalVar it was not given
     table = load_compiled("memcore_py.analysis._binding_table").BindingTable()
     uses = load_compiled("memcore_py.analysis._binding_table").CALLEE_USES_ARGS
-    known = {**_ops(api)[0], **{gv: uses for kind, _n, gv, _f in entries if kind == 0}}
-    reader = _table_reader.TVMReader(table, layout, known, _extern_flags)
+    known = module_callees(api, entries, uses)
+    reader = _table_reader.TVMReader(table, layout, known, extern_flags)
     _seq, _blocks, _sid, first, _ty = reader.read_function(main, "main")
     arrays = table.block_refs()
     keep = _ffi_writer.Keep()
