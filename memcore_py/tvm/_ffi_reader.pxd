@@ -29,6 +29,8 @@ cdef class Layout:
 
 cdef object read_string(const char* any)
 cdef object dtype_name(int64_t packed)
+cdef int64_t exact_alloc(Layout L, const char* var, const char* call, int64_t* dtype, const char** dims,
+                         const char** ty_dims) noexcept
 
 
 cdef enum:

@@ -1053,3 +1053,65 @@ cdef object dtype_name(int64_t packed):
     if code == DL_BOOL:
         return "bool"
     return ("int", "uint", "float", "", "bfloat")[code] + str(bits)
+
+
+cdef int64_t exact_alloc(Layout L, const char* var, const char* call, int64_t* dtype, const char** dims,
+                         const char** ty_dims) noexcept:
+    """The rank of the allocation ``var = R.builtin.alloc_tensor(shape, dtype, device, scope)``
+    (``call`` its value, the op checked by the caller) when it is exactly typed, the one form
+    the compiled extractions size: the four arguments a ``ShapeExpr``, a dtype constant, an
+    integer ``IntImm`` and a ``StringImm``; ``var`` a tensor of that dtype without a vdevice
+    whose shape has the same dims, each the same constant or the same symbolic object (a
+    negative constant or another expression is not exact). Sets ``dtype`` (packed), ``dims``
+    (the shape argument's ``Array``) and ``ty_dims`` (the type's). -1 otherwise."""
+    cdef const char* ty
+    cdef const char* pt
+    cdef const char* tshape
+    cdef const char* args
+    cdef const char* a
+    cdef const char* v
+    cdef const char* e
+    cdef const char* t
+    cdef int64_t n, i, d
+    if var == NULL or call == NULL or obj_type(call) != L.t_call:
+        return -1
+    args = obj_field(call, L.o_call_args)
+    if args == NULL or obj_type(args) != K_ARRAY or array_size(args) != 4:
+        return -1
+    a = array_data(args)
+    if (any_type(a) != L.t_shape_expr or any_type(a + 16) != L.t_generic_const or any_type(a + 32) != L.t_int_imm
+            or any_type(a + 48) != L.t_string_imm):
+        return -1
+    v = any_obj(a + 16) + L.o_const_value
+    if any_type(v) != K_DATATYPE:
+        return -1
+    v = any_obj(a + 32) + L.o_imm_value
+    if any_type(v) != K_INT:
+        return -1
+    dtype[0] = packed_dtype(any_obj(a + 16) + L.o_const_value + 8)
+    ty = obj_field(var, L.o_expr_ty)
+    if ty == NULL or obj_type(ty) != L.t_tensor_type or obj_field(ty, L.o_tt_vdevice) != NULL:
+        return -1
+    pt = obj_field(ty, L.o_tt_dtype)
+    tshape = obj_field(ty, L.o_tt_shape)
+    if pt == NULL or obj_type(pt) != L.t_prim_type or packed_dtype(pt + L.o_pt_dtype) != dtype[0]:
+        return -1
+    if tshape == NULL or obj_type(tshape) != L.t_shape_expr:
+        return -1
+    dims[0] = obj_field(any_obj(a), L.o_shape_values)
+    ty_dims[0] = obj_field(tshape, L.o_shape_values)
+    if dims[0] == NULL or obj_type(dims[0]) != K_ARRAY or ty_dims[0] == NULL or obj_type(ty_dims[0]) != K_ARRAY:
+        return -1
+    n = array_size(dims[0])
+    if array_size(ty_dims[0]) != n or (<const int32_t*>(ty + L.o_tt_ndim))[0] != n:
+        return -1
+    for i in range(n):
+        e = array_data(dims[0]) + 16 * i
+        t = array_data(ty_dims[0]) + 16 * i
+        d = const_dim(L, e)
+        if d >= 0:
+            if d != const_dim(L, t):
+                return -1
+        elif any_type(e) < K_OBJECT_BEGIN or any_type(e) == L.t_int_imm or any_obj(e) != any_obj(t):
+            return -1
+    return n

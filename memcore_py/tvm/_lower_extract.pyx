@@ -32,7 +32,7 @@ from libcpp.vector cimport vector
 from memcore_py.tvm._ffi_abi cimport (
     FFIAny, K_ARRAY, K_DATATYPE, K_OBJECT_BEGIN, any_obj, any_type, array_data, array_size, obj_field, obj_type,
 )
-from memcore_py.tvm._ffi_reader cimport Layout, const_dim, dtype_name, element_bytes, packed_dtype
+from memcore_py.tvm._ffi_reader cimport Layout, const_dim, dtype_name, element_bytes, exact_alloc, packed_dtype
 from memcore_py.tvm._ffi_writer cimport (
     CTOR_BLOCK, CTOR_DFBLOCK, CTOR_EMPTY_ARRAY, Keep, handle, new_binding, new_call, new_var, new_with_array,
     set_obj,
@@ -47,69 +47,26 @@ cdef enum:
 cdef int64_t alloc_size(Layout L, const char* b, const char** sym_dims) noexcept:
     """The storage bytes of the allocation binding ``b`` when it is lowered here with a
     constant shape; :data:`SYMBOLIC` (``sym_dims`` set to the shape's dims ``Array``) when it is
-    lowered here with a symbolic dim; :data:`NOT_HERE` otherwise (module docstring)."""
+    lowered here with a symbolic dim; :data:`NOT_HERE` otherwise (module docstring: the
+    exactly typed allocations, ``_ffi_reader.exact_alloc``)."""
     cdef const char* var = obj_field(b, L.o_b_var)
-    cdef const char* call = obj_field(b, L.o_b_value)
-    cdef const char* ty
-    cdef const char* pt
-    cdef const char* tshape
-    cdef const char* tdims
-    cdef const char* args
-    cdef const char* a
     cdef const char* dims
-    cdef const char* v
-    cdef const char* e
+    cdef const char* ty_dims
     cdef int64_t n, i, d, dtype, nbytes
     cdef bint symbolic = False
-    if var == NULL or (obj_type(var) != L.t_var and obj_type(var) != L.t_dfvar) or call == NULL:
+    if var == NULL or (obj_type(var) != L.t_var and obj_type(var) != L.t_dfvar):
         return NOT_HERE
-    if obj_type(call) != L.t_call:
+    n = exact_alloc(L, var, obj_field(b, L.o_b_value), &dtype, &dims, &ty_dims)
+    if n < 0:
         return NOT_HERE
-    args = obj_field(call, L.o_call_args)
-    if args == NULL or obj_type(args) != K_ARRAY or array_size(args) != 4:
-        return NOT_HERE
-    a = array_data(args)
-    if (any_type(a) != L.t_shape_expr or any_type(a + 16) != L.t_generic_const or any_type(a + 32) != L.t_int_imm
-            or any_type(a + 48) != L.t_string_imm):
-        return NOT_HERE
-    v = any_obj(a + 16) + L.o_const_value
-    if any_type(v) != K_DATATYPE:
-        return NOT_HERE
-    dtype = packed_dtype(v + 8)
     nbytes = element_bytes(dtype)
     if nbytes < 0:
         return NOT_HERE
-    # the variable's type: a tensor of these dims and this dtype, no vdevice
-    ty = obj_field(var, L.o_expr_ty)
-    if ty == NULL or obj_type(ty) != L.t_tensor_type or obj_field(ty, L.o_tt_vdevice) != NULL:
-        return NOT_HERE
-    pt = obj_field(ty, L.o_tt_dtype)
-    tshape = obj_field(ty, L.o_tt_shape)
-    if pt == NULL or obj_type(pt) != L.t_prim_type or packed_dtype(pt + L.o_pt_dtype) != dtype:
-        return NOT_HERE
-    if tshape == NULL or obj_type(tshape) != L.t_shape_expr:
-        return NOT_HERE
-    dims = obj_field(any_obj(a), L.o_shape_values)
-    tdims = obj_field(tshape, L.o_shape_values)
-    if dims == NULL or obj_type(dims) != K_ARRAY or tdims == NULL or obj_type(tdims) != K_ARRAY:
-        return NOT_HERE
-    n = array_size(dims)
-    if array_size(tdims) != n or (<const int*>(ty + L.o_tt_ndim))[0] != n:
-        return NOT_HERE
     for i in range(n):
-        e = array_data(dims) + 16 * i
-        d = const_dim(L, e)
+        d = const_dim(L, array_data(dims) + 16 * i)
         if d < 0:
-            # a symbolic dim: the same object in the shape and the type (a negative constant
-            # or another expression: not here)
-            if (any_type(e) < K_OBJECT_BEGIN or any_type(e) == L.t_int_imm
-                    or any_obj(e) != any_obj(array_data(tdims) + 16 * i)):
-                return NOT_HERE
             symbolic = True
-            continue
-        if d != const_dim(L, array_data(tdims) + 16 * i):
-            return NOT_HERE
-        if not symbolic:
+        elif not symbolic:
             if d and nbytes > INT64_MAX // d:
                 return NOT_HERE
             nbytes *= d

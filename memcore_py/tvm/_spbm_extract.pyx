@@ -57,7 +57,7 @@ from memcore_py.analysis._storage_walk cimport Sizer, TokenRecorder
 from memcore_py.tvm._ffi_abi cimport (
     FFIAny, K_ARRAY, K_DATATYPE, K_INT, K_OBJECT_BEGIN, K_SMALL_STR, any_obj, any_type, array_data, array_size, obj_field, obj_type,
 )
-from memcore_py.tvm._ffi_reader cimport Layout, const_dim, dtype_name, element_bytes, packed_dtype, read_string
+from memcore_py.tvm._ffi_reader cimport Layout, const_dim, dtype_name, element_bytes, exact_alloc, packed_dtype, read_string
 from memcore_py.tvm._ffi_writer cimport (
     CTOR_BLOCK, CTOR_EMPTY_ARRAY, Keep, handle, new_binding, new_call, new_var, new_with_array, set_obj,
 )
@@ -186,57 +186,31 @@ cdef class TVMSizer(Sizer):
     cdef object alloc_info(self, const char* arr, int64_t pos, const char* var, const char* call):
         """The :class:`TokenInfo` of the allocation binding at position ``pos`` of the bindings
         ``Array`` at ``arr`` (of ``var`` to ``call``) when it is handled here (module
-        docstring), or None."""
+        docstring: the exactly typed allocations, ``_ffi_reader.exact_alloc``), or None."""
         cdef Layout L = self.L
         cdef const char* e
-        cdef const char* ty = obj_field(var, L.o_expr_ty)
-        cdef const char* pt
-        cdef const char* shape
         cdef const char* dims
-        cdef const char* args = obj_field(call, L.o_call_args)
+        cdef const char* arg_dims
         cdef const char* a
         cdef const char* v
         cdef int64_t n, i, d, dtype, elem, nbytes, device, scope
         cdef bint constant = True  # every dim constant or of a constant upper bound so far
         cdef map[pair[pair[int64_t, int64_t], pair[int64_t, int64_t]], Py_ssize_t].iterator it
-        if ty == NULL or obj_type(ty) != L.t_tensor_type or obj_field(ty, L.o_tt_vdevice) != NULL:
+        n = exact_alloc(L, var, call, &dtype, &arg_dims, &dims)
+        if n < 0:
             return None
-        pt = obj_field(ty, L.o_tt_dtype)
-        shape = obj_field(ty, L.o_tt_shape)
-        if pt == NULL or obj_type(pt) != L.t_prim_type or shape == NULL or obj_type(shape) != L.t_shape_expr:
-            return None
-        dtype = packed_dtype(pt + L.o_pt_dtype)
         elem = element_bytes(dtype)
         if elem < 0:
-            return None
-        dims = obj_field(shape, L.o_shape_values)
-        if dims == NULL or obj_type(dims) != K_ARRAY:
-            return None
-        n = array_size(dims)
-        if n != (<const int32_t*>(ty + L.o_tt_ndim))[0]:
-            return None
-        if args == NULL or obj_type(args) != K_ARRAY or array_size(args) != 4:
-            return None
-        # the shape argument: the type's dims
-        a = array_data(args)
-        if any_type(a) != L.t_shape_expr:
-            return None
-        v = obj_field(any_obj(a), L.o_shape_values)
-        if v == NULL or obj_type(v) != K_ARRAY or array_size(v) != n:
             return None
         nbytes = elem
         sym_dims = None
         for i in range(n):
             e = array_data(dims) + 16 * i
             d = const_dim(L, e)
-            if d >= 0 and d == const_dim(L, array_data(v) + 16 * i):
+            if d >= 0:
                 if sym_dims is not None:
                     sym_dims.append(d)
-            else:
-                # a symbolic dim: the same object in the type and the shape argument
-                if (any_type(e) < K_OBJECT_BEGIN or any_type(e) == L.t_int_imm
-                        or any_obj(e) != any_obj(array_data(v) + 16 * i)):
-                    return None  # negative, or another shape: the full conversion
+            else:  # a symbolic dim, the same object in the type and the shape argument
                 if sym_dims is None:
                     sym_dims = [const_dim(L, array_data(dims) + 16 * k) for k in range(i)]
                 sym_dims.append(-<int64_t><size_t>any_obj(e) - 1)  # negative: an object's address
@@ -247,20 +221,10 @@ cdef class TVMSizer(Sizer):
                 if d and nbytes > INT64_MAX // d:
                     return None  # over int64: the full conversion reports it
                 nbytes *= d
-        # dtype, device, scope
-        if any_type(a + 16) != L.t_generic_const:
-            return None
-        v = any_obj(a + 16) + L.o_const_value
-        if any_type(v) != K_DATATYPE or packed_dtype(v + 8) != dtype:
-            return None
-        if any_type(a + 32) != L.t_int_imm:
-            return None
+        # device and scope (the dtype and the argument kinds were checked above)
+        a = array_data(obj_field(call, L.o_call_args))
         v = any_obj(a + 32) + L.o_imm_value
-        if any_type(v) != K_INT:
-            return None
         device = (<const int64_t*>(v + 8))[0]
-        if any_type(a + 48) != L.t_string_imm:
-            return None
         scope = self.scope_id(any_obj(a + 48))
         if scope < 0:
             return None
