@@ -634,7 +634,8 @@ class _Reader:
             if cls is api.Function:
                 funcs[g] = self.function(name, f)
             elif cls is prim_func:
-                pf = funcs[g] = PrimFunc.lazy(_PrimFuncSignature(f, name), f, _TIRBody(f))
+                body = _TIRBody(f)
+                pf = funcs[g] = PrimFunc.lazy(_PrimFuncSignature(f, name, body), f, body)
                 if record is not None:  # written back by address while the pass keeps it
                     record[pf] = f.__chandle__()
             else:
@@ -672,18 +673,21 @@ class _TIRBody:
     same decorator, parameters, body and return type (TVM's structural equality of the two
     functions without the attributes memcore compares itself), with no text printed."""
 
-    __slots__ = ("func", "bare")
+    __slots__ = ("func", "bare", "names")
 
     def __init__(self, func):
         self.func = func
         self.bare = None
+        self.names = None
 
     def callees(self) -> list:
-        import tvm_ffi
+        if self.names is None:  # walked once: the text and DeadCodeElimination both ask
+            import tvm_ffi
 
-        names = []
-        tvm_ffi.structural_walk(self.func, (tvm_api().GlobalVar, lambda gv: names.append(str(gv.name_hint))))
-        return names
+            names = []
+            tvm_ffi.structural_walk(self.func, (tvm_api().GlobalVar, lambda gv: names.append(str(gv.name_hint))))
+            self.names = names
+        return list(self.names)
 
     def _bare(self):
         """The function without the attributes memcore compares itself (those the decorator
@@ -707,11 +711,12 @@ class _PrimFuncSignature:
     is no ``global_symbol`` first; the text TVM prints for it (decorator to last line) when it
     is first read (:meth:`text`)."""
 
-    __slots__ = ("func", "name")
+    __slots__ = ("func", "name", "body")
 
-    def __init__(self, func, name):
+    def __init__(self, func, name, body):
         self.func = func
         self.name = name
+        self.body = body  # the function's _TIRBody
 
     def __call__(self):
         api = tvm_api()
@@ -743,10 +748,10 @@ class _PrimFuncSignature:
         return params, attrs, PrimFunc.TEXT_LATER, private
 
     def text(self, params, attrs, private):
-        return _prim_func_text(self.func, self.name, params, attrs, private)
+        return _prim_func_text(self.func, self.name, params, attrs, private, self.body)
 
 
-def _prim_func_text(func, name, params, attrs, private):
+def _prim_func_text(func, name, params, attrs, private, body):
     """The PrimFunc's TVMScript as memcore's parser keeps it: TVM's printed text from the
     decorator to the last line, named ``name``; None when that is exactly the
     signature-only form (``prim_func_text.read_prim_func``'s rule)."""
@@ -759,7 +764,7 @@ def _prim_func_text(func, name, params, attrs, private):
     text = synced_text(renamed_text("\n".join(lines[start:]).rstrip("\n") + "\n", name), attrs, private)
     # and a call of another module function bare (``f(x)``), where the module's text (what
     # memcore's parser keeps) spells it through the module's class (``Module.f(x)``)
-    for callee in dict.fromkeys(_TIRBody(func).callees()):
+    for callee in dict.fromkeys(body.callees()):
         text = re.sub(rf"(?<![\w.]){re.escape(callee)}\(", f"Module.{callee}(", text)
     if text.endswith("T.evaluate(0)\n") and text == signature_only_text(name, PrimFunc(params, attrs, None, private)):
         return None

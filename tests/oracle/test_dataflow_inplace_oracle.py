@@ -200,6 +200,28 @@ def test_kernel_built_as_tvm_objects_equals_the_parse_of_its_text(call):
         assert built.script() == parsed.script()
 
 
+def test_kernel_the_builder_cannot_build_is_a_typed_error_and_the_text_is_parsed_instead():
+    """A kernel expression the TVM builder does not know raises TVMConversionError naming it;
+    the bridge then hands TVM the function's text, which TVM parses."""
+    import dataclasses
+
+    from memcore_py.ir import IRModule, PrimFunc
+    from memcore_py.tvm import to_tvm
+    from memcore_py.tvm._api import TVMConversionError, tvm_api
+    from memcore_py.tvm.tir_writer import kernel_prim_func
+
+    call = _case_matrix()[0]
+    f = prim_func(call, "f", 0)
+    block = dataclasses.replace(f.source.blocks[0], value=("T.unknown", ("imm", 1, call.dtype)))
+    odd = dataclasses.replace(f.source, blocks=(block,))
+    with pytest.raises(TVMConversionError, match="T.unknown"):
+        kernel_prim_func(tvm_api(), odd, {"tirx.noalias": True})
+    g = PrimFunc.lazy(type(object.__getattribute__(f, "_load"))(odd, lambda: f.text), odd)
+    out = to_tvm(IRModule({"f": g}))
+    header = "# from tvm.script import tirx as T\n"
+    tvm.ir.assert_structural_equal(out["f"], tvm.script.from_source(header + f.text))
+
+
 # ----------------------------------------------------------------------------- execution
 def _run(mod, inputs):
     ex = tvm.compile(mod, target="llvm")

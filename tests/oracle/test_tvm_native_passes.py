@@ -290,24 +290,22 @@ class Module:
         gv1 = R.call_tir(cls.tir_add_tensors2, (x, w), out_ty=R.Tensor((16, 16), "float32"))
         return gv1
 
-    @T.prim_func(private=True, s_tir=True)
-    def tir_add_tensors(x: T.Buffer((16, 16), "float32"), y: T.Buffer((16, 16), "float32"), z: T.Buffer((16, 16), "float32")):
-        for i, j in T.grid(16, 16):
-            with T.sblock("add"):
-                vi, vj = T.axis.remap("SS", [i, j])
-                z[vi, vj] = Module.tir_add_float32(x[vi, vj], y[vi, vj])
-
-    @T.prim_func(private=True, s_tir=True)
-    def tir_add_tensors2(x: T.Buffer((16, 16), "float32"), y: T.Buffer((16, 16), "float32"), z: T.Buffer((16, 16), "float32")):
-        for i, j in T.grid(16, 16):
-            with T.sblock("add"):
-                vi, vj = T.axis.remap("SS", [i, j])
-                z[vi, vj] = Module.tir_add_float32(x[vi, vj], y[vi, vj])
-
+{tensors}
     @T.prim_func(private=True, s_tir=True)
     def tir_add_float32(x: T.float32, y: T.float32) -> T.float32:
         return x + y
 """
+#: one PrimFunc calling another, written twice under two names (two equal callees)
+_CALLS_ANOTHER = """
+    @T.prim_func(private=True, s_tir=True)
+    def {name}(x: T.Buffer((16, 16), "float32"), y: T.Buffer((16, 16), "float32"), z: T.Buffer((16, 16), "float32")):
+        for i, j in T.grid(16, 16):
+            with T.sblock("add"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                z[vi, vj] = Module.tir_add_float32(x[vi, vj], y[vi, vj])
+"""
+_INDIRECT_PRIM_FUNC = _INDIRECT_PRIM_FUNC.replace(
+    "{tensors}", "".join(_CALLS_ANOTHER.format(name=n) for n in ("tir_add_tensors", "tir_add_tensors2")))
 
 
 def test_attach_attr_layout_free_buffers_keeps_what_a_copy_calls_and_shares_equal_copies():
