@@ -46,7 +46,7 @@ Each declines (returns None) what it does not read, and :class:`Layout`'s self-c
 on objects built through the Python API. Reads never go past what a type index check allowed:
 an object's fields are read only after its type index matched the expected type.
 """
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
+from libc.stdint cimport UINT64_MAX, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from cpython.object cimport PyObject
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 
@@ -256,8 +256,8 @@ cdef class Layout:
         for n in (1, 3, 9):  # the small layout holds at most 4 entries
             mod = api.IRModule({f"f{i}" if i else "a_function_name_longer_than_a_small_string": f for i in range(n)})
             got = module_functions(self, mod.__chandle__())
-            want = sorted((1, str(gv.name_hint), gv.__chandle__(), fn.__chandle__()) for gv, fn in mod.functions.items())
-            if got is None or sorted(got) != want:
+            want = [(1, str(gv.name_hint), gv.__chandle__(), fn.__chandle__()) for gv, fn in mod.functions.items()]
+            if got != want:  # the iteration order too
                 return False
         return True
 
@@ -480,12 +480,17 @@ def module_has_global_infos(Layout L, size_t mod):
 
 cdef object map_entries(const char* m):
     """The addresses of the {key, value} ``TVMFFIAny`` pairs of every entry of the ``ffi.Map``
-    at ``m``, in slot order; None when ``m`` is not a map or its entry count disagrees with its
-    size. Both layouts share the header {void* data_; u64 size_; u64 slots_}: the small one
-    (top bit of ``slots_`` set) holds ``size_`` 32-byte pairs at ``data_``; the dense one holds
-    ``slots_`` slots in blocks of 16 (16 metadata bytes, 0xFF empty and 0xFE protected, then
-    16 48-byte items: the pair, then the insertion-order links)."""
-    cdef uint64_t n, slots, b, j, n_blocks
+    at ``m``, in the map's iteration order (insertion order, as Python and C++ iterate it);
+    None when ``m`` is not a map or what is read disagrees with its size. Both layouts share
+    the header {void* data_; u64 size_; u64 slots_; void* data_deleter_}: the small one (top
+    bit of ``slots_`` set) holds ``size_`` 32-byte pairs at ``data_`` in insertion order; the
+    dense one holds ``slots_`` slots in blocks of 16 (16 metadata bytes, 0xFF empty and 0xFE
+    protected, then 16 48-byte items: the pair, then the indices of the previous and next item
+    of the insertion list), the list's head index after the header's u32 ``fib_shift_``
+    (``Layout``'s self-check compares the order with the Python API's). Every index followed
+    is checked against the slot count and the slot's metadata, and the list must end after
+    exactly ``size_`` items."""
+    cdef uint64_t n, slots, idx, k = 0
     cdef const char* data
     cdef const char* block
     cdef uint8_t meta
@@ -495,22 +500,26 @@ cdef object map_entries(const char* m):
     n = (<const uint64_t*>(m + HDR_SIZE + 8))[0]
     slots = (<const uint64_t*>(m + HDR_SIZE + 16))[0]
     if slots >> 63:
-        return [addr(data + 32 * j) for j in range(n)]
+        return [addr(data + 32 * k) for k in range(n)]
     out = []
-    n_blocks = (slots + 15) // 16
-    for b in range(n_blocks):
-        block = data + b * (16 + 16 * 48)
-        for j in range(16):
-            meta = (<const uint8_t*>block)[j]
-            if meta != 0xFF and meta != 0xFE:
-                out.append(addr(block + 16 + 48 * j))
-    return out if <uint64_t>len(out) == n else None
+    idx = (<const uint64_t*>(m + HDR_SIZE + 40))[0]
+    while idx != UINT64_MAX:
+        if idx >= slots or k >= n:
+            return None
+        block = data + (idx // 16) * (16 + 16 * 48)
+        meta = (<const uint8_t*>block)[idx % 16]
+        if meta == 0xFF or meta == 0xFE:
+            return None
+        out.append(addr(block + 16 + 48 * (idx % 16)))
+        k += 1
+        idx = (<const uint64_t*>(block + 16 + 48 * (idx % 16) + 40))[0]
+    return out if k == n else None
 
 
 def module_functions(Layout L, size_t mod):
     """The functions of the ``IRModule`` at ``mod`` as ``(kind, name, GlobalVar address,
     function address)``, kind 1 for a Relax ``Function``, 0 for a ``PrimFunc``, -1 for
-    anything else; in the map's slot order (callers sort). None when the map is not read here
+    anything else; in the map's iteration order (TVM's passes visit functions in it). None when the map is not read here
     (:func:`map_entries`), a key is not a ``GlobalVar`` with a string name or a value not an
     object."""
     cdef const char* kv
@@ -1115,3 +1124,72 @@ cdef int64_t exact_alloc(Layout L, const char* var, const char* call, int64_t* d
         elif any_type(e) < K_OBJECT_BEGIN or any_type(e) == L.t_int_imm or any_obj(e) != any_obj(t):
             return -1
     return n
+
+
+def call_arguments(Layout L, size_t bindings, list positions):
+    """The arguments of the calls bound at ``positions`` of the ``Array[Binding]`` at
+    ``bindings`` (each a ``VarBinding`` of a call): per position ``(binding address, argument
+    addresses, tuple fields, constant fields)``, where *tuple fields* are the addresses of the
+    fields of the second argument when it is a ``Tuple`` (else None) and *constant fields* the
+    addresses of those that are tensor constants. None when a position is out of range or its
+    binding is not a ``VarBinding`` of a call. What the arguments mean is the caller's pass's
+    business; this only reads them (AttachAttrLayoutFreeBuffers' extraction,
+    :mod:`memcore_py.tvm.attach_extract`)."""
+    cdef const char* arr = <const char*>bindings
+    cdef const char* b
+    cdef const char* v
+    cdef const char* args
+    cdef const char* tup
+    cdef const char* f
+    cdef int64_t n, p
+    if arr == NULL or obj_type(arr) != K_ARRAY:
+        return None
+    n = array_size(arr)
+    out = []
+    for p in positions:
+        if p < 0 or p >= n or any_type(array_data(arr) + 16 * p) != L.t_binding:
+            return None
+        b = any_obj(array_data(arr) + 16 * p)
+        v = obj_field(b, L.o_b_value)
+        if v == NULL or obj_type(v) != L.t_call:
+            return None
+        args = obj_field(v, L.o_call_args)
+        arg_addrs = array_objects(args)
+        if arg_addrs is None:
+            return None
+        field_addrs = None
+        constants = []
+        if array_size(args) >= 2:
+            tup = any_obj(array_data(args) + 16)
+            if obj_type(tup) == L.t_tuple:
+                field_addrs = array_objects(obj_field(tup, L.o_tuple_expr_fields))
+                if field_addrs is None:
+                    return None
+                for a in field_addrs:
+                    f = <const char*><size_t>a
+                    if obj_type(f) == L.t_generic_const and any_type(f + L.o_const_value) != K_DATATYPE:
+                        constants.append(a)
+        out.append((addr(b), arg_addrs, field_addrs, constants))
+    return out
+
+
+def function_params(Layout L, size_t func):
+    """The addresses of the parameters of the Relax ``Function`` at ``func``, or None."""
+    cdef const char* f = <const char*>func
+    if f == NULL or obj_type(f) != L.t_function:
+        return None
+    return array_objects(obj_field(f, L.o_func_params))
+
+
+cdef object array_objects(const char* arr):
+    """The addresses of the elements of the ``ffi.Array`` at ``arr``, or None when it is not
+    an array or an element is not an object."""
+    cdef int64_t i
+    if arr == NULL or obj_type(arr) != K_ARRAY:
+        return None
+    out = []
+    for i in range(array_size(arr)):
+        if any_type(array_data(arr) + 16 * i) < K_OBJECT_BEGIN:
+            return None
+        out.append(addr(any_obj(array_data(arr) + 16 * i)))
+    return out

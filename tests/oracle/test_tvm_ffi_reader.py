@@ -246,14 +246,42 @@ def test_compiled_attrs_read_equals_python_read_or_declines(attrs):
                          ids=[k for k, _ in CASES[:3]] + ["one-function"])
 def test_module_functions_read_compiled_equal_the_python_api(key, text):
     """The compiled read of a module's function map (TVM's dense layout past 4 entries, the
-    small one below) gives every (GlobalVar, function) pair the Python API gives."""
+    small one below) gives every (GlobalVar, function) pair the Python API gives, in its
+    order."""
     tmod = tvm.script.from_source(text())
     if isinstance(tmod, relax.Function):
         tmod = tvm.IRModule({"main": tmod})
     got = _ffi_reader.module_functions(_layout(tvm_api()), tmod.__chandle__())
     want = [(1 if isinstance(f, relax.Function) else 0, str(gv.name_hint), gv.__chandle__(), f.__chandle__())
             for gv, f in tmod.functions.items()]
-    assert got is not None and sorted(got) == sorted(want)
+    assert got == want
+
+
+def test_call_arguments_and_params_decline_what_they_cannot_read():
+    """The compiled readers of call arguments and parameters return None for a position out of
+    range, a binding that is not a call's, or an object of the wrong class at the address;
+    the writer of a rebuilt call refuses a binding that is not a call's (ValueError)."""
+    from memcore_py.tvm import _ffi_writer
+
+    text = ("# from tvm.script import relax as R\n\n@R.function\n"
+            "def f(x: R.Tensor((4,), \"float32\")) -> R.Tensor((4,), \"float32\"):\n"
+            "    y: R.Tensor((4,), \"float32\") = R.add(x, x)\n    z: R.Tensor((4,), \"float32\") = y\n    return z\n")
+    f = tvm.script.from_source(text)
+    layout = _layout(tvm_api())
+    bindings = f.body.blocks[0].bindings
+    arr = bindings.__chandle__()
+    binding, args, fields, constants = _ffi_reader.call_arguments(layout, arr, [0])[0]
+    assert args == [a.__chandle__() for a in bindings[0].value.args] and fields is None and constants == []
+    for positions in ([2], [-1], [1]):  # out of range, out of range, a rebinding (no call)
+        assert _ffi_reader.call_arguments(layout, arr, positions) is None
+    assert _ffi_reader.call_arguments(layout, f.__chandle__(), [0]) is None  # not an Array
+    assert _ffi_reader.function_params(layout, f.__chandle__()) == [p.__chandle__() for p in f.params]
+    assert _ffi_reader.function_params(layout, arr) is None
+    keep = _ffi_writer.Keep()
+    with pytest.raises(ValueError, match="binding_with_call_args"):
+        _ffi_writer.binding_with_call_args(layout, keep, bindings[1].__chandle__(), [])
+    with pytest.raises(ValueError, match="function_with_body"):
+        _ffi_writer.function_with_body(layout, keep, arr, 0, bindings[1].value.__chandle__())
 
 
 @pytest.mark.parametrize("name", list_models()[:2])
