@@ -3,7 +3,7 @@
 # A reader fills it in visit order and applies no pass rule; what it cannot read it reports
 # through ``error`` (memcore IR) or declines (TVM objects).
 cimport cython
-from libc.stdint cimport int8_t, int64_t
+from libc.stdint cimport int8_t, int64_t, uint8_t
 from libcpp.vector cimport vector
 
 cdef enum ExprKind:
@@ -36,6 +36,7 @@ cdef enum CalleeFlag:
     CF_KILL = 16        # kill role kill_tensor / kill_storage / kill_object: an explicit kill
     CF_NO_REGISTER = 32 # kill role "no_register": the result holds no VM register (R.null_value())
     CF_INPLACE = 64     # DataflowUseInplaceCalls may compute the op in place of an argument (Op.inplace)
+    CF_CALL_TIR = 128   # R.call_tir: the call whose PrimFunc AttachAttrLayoutFreeBuffers annotates
 
 
 @cython.final
@@ -76,7 +77,7 @@ cdef class BindingTable:
     cdef vector[int64_t] i_scope    # the scope the item belongs to
     cdef vector[int8_t] i_same_type # 1: a MatchCast of a variable to exactly that variable's type (memcore IR)
     # ---- callees: one id per distinct callee object of the module
-    cdef vector[int8_t] c_flags     # CalleeFlag bits
+    cdef vector[uint8_t] c_flags    # CalleeFlag bits
     # ---- functions: items f_first[k] .. f_first[k + 1] - 1 are the k-th function's
     cdef vector[int64_t] f_first
     cdef vector[int64_t] f_n_vars   # variables of the function (var ids 0 .. n - 1)

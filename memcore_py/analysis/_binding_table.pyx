@@ -28,8 +28,10 @@ of arrays of C integers:
 - the block and scope structure as Python lists (what a rewriter needs to place new
   bindings), holding the reader's own objects.
 """
+from libcpp.vector cimport vector
+
 from memcore_py.analysis._binding_table cimport (CF_ALLOCATES, CF_KILL, CF_NO_REGISTER, CF_SHARES, CF_STORAGE,
-                                                 CF_USES_ARGS, X_VAR)
+                                                 CF_USES_ARGS, I_BINDING, I_RESULT, X_VAR)
 
 
 cdef class PointerIds:
@@ -256,6 +258,31 @@ cdef class BindingTable:
                 out.append((self.i_block[i], self.i_pos[i]))
         return out if len(out) == n_calls else None
 
+    def unread_bindings(self):
+        """How many ``VarBinding`` s of the function read last bind a variable no item of that
+        function reads (its variables are the table's current ones: ask right after reading
+        it)."""
+        cdef int64_t i, v, n = 0
+        if self.f_first.size() == 0:
+            return 0
+        for i in range(self.f_first[self.f_first.size() - 1], <int64_t>self.i_kind.size()):
+            if self.i_kind[i] == I_BINDING:
+                v = self.i_var[i]
+                if 0 <= v < <int64_t>self.var_x.size() and self.var_x[v] < 0:
+                    n += 1
+        return n
+
+    def block_sizes(self):
+        """The number of bindings (``VarBinding`` s and ``MatchCast`` s) of every block, by
+        block id."""
+        cdef vector[int64_t] sizes = vector[int64_t](self.b_scope.size(), 0)
+        cdef int64_t i, b
+        for i in range(<int64_t>self.i_kind.size()):
+            b = self.i_block[i]
+            if self.i_kind[i] != I_RESULT and 0 <= b < <int64_t>sizes.size():
+                sizes[b] += 1
+        return [sizes[b] for b in range(<int64_t>sizes.size())]
+
     def exprs(self):
         """The expressions as ``(kind, a, b, c, children)`` tuples (for tests and debugging)."""
         return [(self.x_kind[x], self.x_a[x], self.x_b[x], self.x_c[x],
@@ -271,3 +298,4 @@ CALLEE_STORAGE = CF_STORAGE
 CALLEE_KILL = CF_KILL
 CALLEE_NO_REGISTER = CF_NO_REGISTER
 CALLEE_INPLACE = CF_INPLACE
+CALLEE_CALL_TIR = CF_CALL_TIR

@@ -26,7 +26,7 @@ it and then raises it, so that errors come in visit order.
 Slots of the IR nodes are read through ``memcore_py/ir/_slots.pxd``.
 """
 from cpython.object cimport PyObject, PyObject_TypeCheck, PyTypeObject, Py_TYPE
-from libc.stdint cimport int8_t, int64_t
+from libc.stdint cimport int8_t, int64_t, uint8_t
 
 from memcore_py.analysis._binding_table cimport (
     BindingTable, CF_ALLOCATES, I_BINDING, I_MATCH_CAST, I_RESULT, LEAF_CONST, LEAF_PLAIN, PointerIds, X_CALL,
@@ -247,14 +247,14 @@ cdef class IRReader:
         cdef BindingTable T = self.T
         cdef PyTypeObject* t = Py_TYPE(e)
         cdef int64_t k, x
-        cdef int8_t flags
+        cdef uint8_t flags
         if t is T_VAR or t is T_DATAFLOW_VAR:
             return T.var_expr(<size_t><PyObject*>e)
         if t is T_CALL:
             op = <object>get_slot(e, O_OP)
             k = self.callee_ids.get(<size_t><PyObject*>op)
             if k < 0:
-                flags = <int8_t>self.callee_flags(op)
+                flags = <uint8_t>self.callee_flags(op)
                 k = self.callee_ids.add(<size_t><PyObject*>op)
                 self.callees.append(op)
                 T.c_flags.push_back(flags)

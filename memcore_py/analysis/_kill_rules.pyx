@@ -42,7 +42,7 @@ one place each lives:
    caller runs CanonicalizeBindings (:mod:`memcore_py.transform.canonicalize_bindings`) first and
    calls again with ``rebind=False``.
 """
-from libc.stdint cimport int8_t, int64_t
+from libc.stdint cimport int8_t, int64_t, uint8_t
 from libcpp.algorithm cimport sort
 from libcpp.pair cimport pair
 from libcpp.vector cimport vector
@@ -276,7 +276,7 @@ def kill_rules(BindingTable T, Py_ssize_t k, bint tvm_scoping=False, bint rebind
     cdef int64_t n_scopes = <int64_t>T.s_anchor.size()
     cdef int64_t n_blocks = <int64_t>T.b_scope.size()
     cdef int64_t i, j, x, y, v, w, a, b, d, c, kind, defk, p
-    cdef int8_t f
+    cdef uint8_t f
     cdef vector[int64_t] sub = vector[int64_t](n_vars, -1)     # var -> var it stands for
     cdef vector[int64_t] vdef = vector[int64_t](n_vars, -1)    # var -> its binding item
     cdef vector[int64_t] last = vector[int64_t](n_vars, -1)    # var -> item of its last occurrence

@@ -98,6 +98,7 @@ __all__ = [
 
 BUILTIN_ALLOC_TENSOR = get_op("relax.builtin.alloc_tensor")
 CALL_TIR_DYN = get_op("relax.vm.call_tir_dyn")
+CALL_TIR = get_op("relax.call_tir")
 
 #: Across calls: constant-shape ``TensorType`` (by identity; IR nodes are immutable) ->
 #: :class:`TokenInfo` of a validated allocation of it. Constant sizes do not depend on the
@@ -473,11 +474,14 @@ def callee_flags(prim_names: frozenset, callee) -> int:
     ``R.vm.call_tir_dyn`` use their arguments (kernels reading and writing them); an op's kill
     role (``Op.kill_role``) gives ``CALLEE_STORAGE``, ``CALLEE_KILL`` or ``CALLEE_NO_REGISTER``;
     an op DataflowUseInplaceCalls may compute in place (``Op.inplace``) ``CALLEE_INPLACE``;
+    ``R.call_tir`` (whose PrimFunc AttachAttrLayoutFreeBuffers annotates) ``CALLEE_CALL_TIR``;
     any other callee (a Relax op or function, a variable) has none of these."""
     table = load_compiled("memcore_py.analysis._binding_table")
     is_op = type(callee) is Op
     role = getattr(callee, "kill_role", None) if is_op else None
     flags = table.CALLEE_INPLACE if is_op and callee.inplace else 0
+    if callee is CALL_TIR:
+        flags |= table.CALLEE_CALL_TIR
     if role is not None:
         flags |= (table.CALLEE_STORAGE if role == "storage" else table.CALLEE_NO_REGISTER if role == "no_register"
                   else table.CALLEE_KILL)

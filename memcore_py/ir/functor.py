@@ -250,19 +250,24 @@ def post_order_visit(expr, fn) -> None:
     _PostOrder(fn).visit_expr(expr)
 
 
+def blocks_are_normal(kinds_and_sizes) -> bool:
+    """Whether blocks given as ``(kind, number of bindings)`` pairs, in order, are in TVM's
+    normal form: no empty block and no two adjacent blocks of one kind (what
+    :func:`normalize_blocks` leaves as it is)."""
+    prev = None
+    for kind, size in kinds_and_sizes:
+        if not size or kind == prev:
+            return False
+        prev = kind
+    return True
+
+
 def normalize_blocks(blocks):
     """Drop empty blocks and merge adjacent blocks of the same kind (TVM ``NormalizeBlocks``).
 
     Returns the input sequence itself (as a tuple) when nothing needs to change."""
     blocks = tuple(blocks)
-    changed = False
-    prev_type = None
-    for b in blocks:
-        if not b.bindings or type(b) is prev_type:
-            changed = True
-            break
-        prev_type = type(b)
-    if not changed:
+    if blocks_are_normal((type(b), len(b.bindings)) for b in blocks):
         return blocks
     out = []
     pending = None  # (class, [bindings]) of the block being merged

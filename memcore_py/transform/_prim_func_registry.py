@@ -38,7 +38,7 @@ from ..ir.module import IRModule
 from ..ir.prim import IntImm
 from ..ir.structural import structural_equal
 
-__all__ = ["PrimFuncRegistry"]
+__all__ = ["GlobalNames", "PrimFuncRegistry"]
 
 
 def _canon(v):
@@ -74,6 +74,30 @@ def _bucket(func: PrimFunc, sig=None):
     return (func.private, _canon(func.attrs), _signature(func.params) if sig is None else sig)
 
 
+class GlobalNames:
+    """Fresh names for functions added to a module, as TVM's ``NameSupply`` gives them
+    (``BlockBuilder::AddFunction``): ``hint``, ``hint1``, ``hint2``, ... per hint, skipping
+    every name already taken (the module's, and the ones handed out).
+
+    Parameters
+    ----------
+    taken : iterable of str
+        The names of the module's functions.
+    """
+
+    def __init__(self, taken):
+        self.names = NameTable()
+        self.taken = set(taken)
+
+    def fresh(self, hint: str) -> str:
+        """The next free name for ``hint`` (taken from then on)."""
+        name = self.names.fresh(hint)
+        while name in self.taken:
+            name = self.names.fresh(hint)
+        self.taken.add(name)
+        return name
+
+
 class PrimFuncRegistry:
     """See the module docstring.
 
@@ -87,8 +111,7 @@ class PrimFuncRegistry:
         if not isinstance(mod, IRModule):
             raise PassError(f"PrimFuncRegistry expects an IRModule; got {type(mod).__name__}")
         self.mod = mod
-        self.names = NameTable()
-        self._taken = {gv.name for gv in mod.functions}
+        self.names = GlobalNames(gv.name for gv in mod.functions)
         self.added: dict = {}
         """GlobalVar -> PrimFunc, in the order :meth:`add` added them."""
         self._index = None  # coarse key -> [(GlobalVar, PrimFunc)] not yet in a group
@@ -132,11 +155,7 @@ class PrimFuncRegistry:
                     return gv
             elif structural_equal(other, func):
                 return gv
-        name = self.names.fresh(hint)
-        while name in self._taken:
-            name = self.names.fresh(hint)
-        self._taken.add(name)
-        gv = GlobalVar(name, func.ty)
+        gv = GlobalVar(self.names.fresh(hint), func.ty)
         candidates.append((gv, func))
         self.added[gv] = func
         if key is not None:

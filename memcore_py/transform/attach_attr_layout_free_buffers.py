@@ -74,10 +74,13 @@ from ._prim_func_registry import PrimFuncRegistry
 from .dead_code_elimination import DeadCodeElimination, is_flat
 from .pass_infra import ModulePass, PassContext, Sequential
 
-__all__ = ["AttachAttrLayoutFreeBuffers", "attach_attr_layout_free_buffers", "layout_free_positions"]
+__all__ = ["AttachAttrLayoutFreeBuffers", "attach_attr_layout_free_buffers", "layout_free_positions", "num_input_of",
+           "LAYOUT_FREE_ATTR"]
 
 _CALL_TIR = get_op("relax.call_tir")
 _ATTR = "layout_free_buffers"
+#: the PrimFunc attribute the pass sets
+LAYOUT_FREE_ATTR = _ATTR
 _NUM_INPUT = "num_input"
 #: Leaves the mutator passes over without a visit: all of ExprMutator's but Constant, which
 #: it must see (a visited constant is layout-free) and shapes/prim values (harmless).
@@ -86,7 +89,19 @@ _OPAQUE = frozenset(OPAQUE_NON_PRIM_LEAVES - {Constant})
 
 def _num_input(func: Function, where: str):
     """The int ``num_input`` attribute of ``func`` or None."""
-    v = func.attrs.get(_NUM_INPUT)
+    return num_input_of(func.attrs, where)
+
+
+def num_input_of(attrs, where: str):
+    """The int ``num_input`` of a function's attributes ``attrs`` (memcore values) or None:
+    its parameters from that position on are the weights.
+
+    Raises
+    ------
+    PassError
+        ``num_input`` is not an int.
+    """
+    v = attrs.get(_NUM_INPUT)
     if v is None:
         return None
     if type(v) is IntImm:
@@ -96,12 +111,18 @@ def _num_input(func: Function, where: str):
     return v
 
 
-def layout_free_positions(fields, layout_free: set) -> tuple:
-    """Positions of ``fields`` whose object is in ``layout_free`` or is a Constant."""
+def _is_constant(e) -> bool:
+    return type(e) is Constant
+
+
+def layout_free_positions(fields, layout_free: set, is_constant=_is_constant) -> tuple:
+    """Positions of ``fields`` whose object is in ``layout_free`` (a weight parameter) or is
+    a tensor constant (``is_constant``; memcore's :class:`~memcore_py.ir.Constant` by
+    default, another object model passes its own test)."""
     out = []
     i = 0
     for f in fields:
-        if f in layout_free or type(f) is Constant:
+        if f in layout_free or is_constant(f):
             out.append(i)
         i += 1
     return tuple(out)

@@ -94,6 +94,8 @@ __all__ = [
     "dead_code_elimination",
     "entry_function_names",
     "remove_unreachable_functions",
+    "reachable_names",
+    "has_external_linkage",
     "remove_all_unused",
     "is_impure_call",
     "contains_impure_call",
@@ -146,9 +148,13 @@ def _children(e) -> list:
 
 # ------------------------------------------------------------------------ stage 0 and 1
 def _is_external(func) -> bool:
-    if type(func) is PrimFunc:
-        return not func.private or "global_symbol" in func.attrs
-    return "global_symbol" in func.attrs
+    return has_external_linkage(type(func) is PrimFunc and not func.private, func.attrs)
+
+
+def has_external_linkage(public_prim_func: bool, attr_names) -> bool:
+    """Stage 0's linkage rule: a PrimFunc that is not private, or any function with a
+    ``global_symbol`` attribute (``attr_names``: its attribute names)."""
+    return public_prim_func or "global_symbol" in attr_names
 
 
 def entry_function_names(mod: IRModule, entry_functions=None) -> list:
@@ -237,19 +243,29 @@ def remove_unreachable_functions(mod: IRModule, entries) -> IRModule:
         name ``mod`` does not define (TVM then removes nothing either).
     """
     by_name = {gv.name: f for gv, f in mod.functions.items()}
+    reachable = reachable_names(entries, lambda name: _callees(by_name[name]) if name in by_name else None)
+    if reachable is None:
+        return mod
+    remove = [gv for gv in mod.functions if gv.name not in reachable]
+    return mod.with_functions({}, remove=remove) if remove else mod
+
+
+def reachable_names(entries, callees_of):
+    """The names of the functions reachable from ``entries`` (names) through ``callees_of``
+    (name -> the names that function refers to, or None when the module does not define
+    it): stage 1's rule, for any object model. None when a reachable name is not defined
+    (nothing is removed then, as in TVM)."""
     reachable = set(entries)
     todo = list(reachable)
     while todo:
-        name = todo.pop()
-        func = by_name.get(name)
-        if func is None:
-            return mod
-        for callee in _callees(func):
+        callees = callees_of(todo.pop())
+        if callees is None:
+            return None
+        for callee in callees:
             if callee not in reachable:
                 reachable.add(callee)
                 todo.append(callee)
-    remove = [gv for gv in mod.functions if gv.name not in reachable]
-    return mod.with_functions({}, remove=remove) if remove else mod
+    return reachable
 
 
 # ------------------------------------------------------------------------ purity

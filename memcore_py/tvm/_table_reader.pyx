@@ -21,7 +21,7 @@ nested in an expression, an ``If`` that is not a binding's value, a callee that 
 holds a ``MatchCast``. Every object is read only after its type index matched; variables
 and callees are keyed by address (compared, never dereferenced as Python objects).
 """
-from libc.stdint cimport int8_t, int32_t, int64_t
+from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t
 
 from memcore_py.analysis._binding_table cimport (
     BindingTable, CF_ALLOCATES, I_BINDING, I_MATCH_CAST, I_RESULT, LEAF_CONST, LEAF_PLAIN, PointerIds, X_CALL,
@@ -319,7 +319,7 @@ cdef class TVMReader:
             else:
                 return DECLINE  # a GlobalVar not the module's, a variable: the portable path
         k = self.callee_ids.add(<size_t>op)
-        T.c_flags.push_back(<int8_t>flags)
+        T.c_flags.push_back(<uint8_t>flags)
         return k
 
     cdef int64_t with_children(self, int8_t kind, int64_t a, const char* arr) except -1:
