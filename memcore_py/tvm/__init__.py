@@ -82,9 +82,13 @@ the three memory passes in one ``Sequential`` read the module once.
    than TVM's on small modules too, and the memory passes on the real models much less than
    by full conversion.
 
-The full conversion stays the path of everything the extractions decline, of the passes that
-change more than a few bindings (DataflowUseInplaceCalls, AttachAttrLayoutFreeBuffers), and of
-:func:`from_tvm` / :func:`to_tvm` themselves.
+5. *The high-level passes on TVM's objects*: AttachAttrLayoutFreeBuffers reads its ``call_tir``
+   bindings with the same table reader and rewrites them there, its copies TVM's own PrimFuncs
+   with the attribute set (:mod:`memcore_py.tvm.attach_extract`); DataflowUseInplaceCalls
+   returns a module with nothing to rewrite as it is (:mod:`memcore_py.tvm.inplace_extract`).
+
+The full conversion stays the path of everything the extractions decline, of
+DataflowUseInplaceCalls' rewrites, and of :func:`from_tvm` / :func:`to_tvm` themselves.
 """
 from ._api import TVMConversionError  # noqa: F401
 from .compat import TVMLayoutWarning, TVMVersionWarning  # noqa: F401

@@ -662,21 +662,37 @@ def function_with_blocks(Layout L, Keep K, size_t func, size_t blocks, list chan
         list of increasing block positions (:func:`array_spliced`).
     """
     cdef const char* f = <const char*>func
+    cdef const char* seq = function_body(L, f, "function_with_blocks")
+    cdef size_t arr = array_spliced(K, blocks, changed, [[b] for b in new_blocks])
+    return function_of_seq(L, K, f, arr, obj_field(seq, L.o_seq_body),
+                           <const char*>ty if ty else obj_field(seq, L.o_expr_ty))
+
+
+cdef const char* function_body(Layout L, const char* f, str caller) except NULL:
+    """The ``SeqExpr`` body of the Relax function at ``f``; ValueError naming ``caller`` when
+    ``f`` is not a Relax function with a ``SeqExpr`` body."""
     cdef const char* seq
-    cdef FFIAny cargs[6]
-    cdef FFIAny res
     if f == NULL or obj_type(f) != L.t_function:
-        raise ValueError("function_with_blocks: not a Relax function")
+        raise ValueError(f"{caller}: not a Relax function")
     seq = obj_field(f, L.o_func_body)
     if seq == NULL or obj_type(seq) != L.t_seq:
-        raise ValueError("function_with_blocks: the function's body is not a SeqExpr")
-    cdef size_t arr = array_spliced(K, blocks, changed, [[b] for b in new_blocks])
-    set_obj(&cargs[0], <void*>arr)
-    set_obj(&cargs[1], <void*>obj_field(seq, L.o_seq_body))
+        raise ValueError(f"{caller}: the function's body is not a SeqExpr")
+    return seq
+
+
+cdef size_t function_of_seq(Layout L, Keep K, const char* f, size_t blocks, const char* result,
+                            const char* ty) except 0:
+    """A new function (owned by ``K``) of the one at ``f`` (its parameters, return type,
+    purity and attributes) whose body is a new ``SeqExpr`` of the blocks ``Array`` at
+    ``blocks`` and ``result``, typed ``ty``."""
+    cdef FFIAny cargs[6]
+    cdef FFIAny res
+    set_obj(&cargs[0], <void*>blocks)
+    set_obj(&cargs[1], <void*>result)
     set_obj(&cargs[2], NULL)
     cdef void* hseq = owned(K, CTOR_SEQ, cargs, 3, b"a SeqExpr")
     set_obj(&cargs[0], hseq)
-    set_obj(&cargs[1], <void*>(ty if ty else <size_t>obj_field(seq, L.o_expr_ty)))
+    set_obj(&cargs[1], <void*>ty)
     res.type_index = K_NONE
     res.small_len = 0
     res.value = 0
@@ -695,6 +711,32 @@ def function_with_blocks(Layout L, Keep K, size_t func, size_t blocks, list chan
     return <size_t>owned(K, CTOR_FUNCTION, cargs, 6, b"a function")
 
 
+def function_with_body(Layout L, Keep K, size_t func, size_t block, size_t result):
+    """The address (owned by ``K``) of a new Relax ``Function``: the one at ``func`` (its
+    parameters, return type, purity and attributes) whose body is a new ``SeqExpr`` of the
+    block at ``block`` (0: no block) and the result at ``result``, typed as the old body when
+    the result is the old one, else as the result. 0 when the old body has no type (not
+    normalized: the caller's portable path infers it).
+
+    Raises
+    ------
+    ValueError
+        ``func`` is not a Relax function with a ``SeqExpr`` body, or ``result`` is null.
+    """
+    cdef const char* f = <const char*>func
+    cdef const char* seq = function_body(L, f, "function_with_body")
+    cdef const char* ty
+    if result == 0:
+        raise ValueError("function_with_body: no result")
+    ty = obj_field(seq, L.o_expr_ty)
+    if ty == NULL or obj_type(ty) == L.t_type_missing:
+        return 0
+    if <const char*>result != obj_field(seq, L.o_seq_body):
+        ty = obj_field(<const char*>result, L.o_expr_ty)
+    cdef size_t blocks = array_of(K, [block] if block else [])
+    return function_of_seq(L, K, f, blocks, <const char*>result, ty)
+
+
 def module_with_functions(Layout L, Keep K, size_t mod, list pairs):
     """The address (owned by ``K``) of a new ``IRModule`` of the functions ``pairs`` (GlobalVar
     and function addresses alternating) with the attributes of the module at ``mod`` and no
@@ -704,3 +746,31 @@ def module_with_functions(Layout L, Keep K, size_t mod, list pairs):
     set_obj(&cargs[1], <void*>obj_field(<const char*>mod, L.o_mod_attrs))
     set_obj(&cargs[2], h_empty_map)
     return <size_t>owned(K, CTOR_MODULE, cargs, 3, b"a module")
+
+
+def binding_with_call_args(Layout L, Keep K, size_t binding, list args):
+    """The address (owned by ``K``) of a new ``VarBinding`` of the variable of the one at
+    ``binding`` (a ``VarBinding`` of a call) to a new call: the old call's type, callee,
+    attributes and type arguments, with the arguments at the addresses ``args``.
+
+    Raises
+    ------
+    ValueError
+        ``binding`` is not a ``VarBinding`` of a call.
+    """
+    cdef const char* b = <const char*>binding
+    cdef const char* v
+    cdef vector[FFIAny] items
+    cdef FFIAny a
+    if b == NULL or obj_type(b) != L.t_binding:
+        raise ValueError("binding_with_call_args: not a VarBinding")
+    v = obj_field(b, L.o_b_value)
+    if v == NULL or obj_type(v) != L.t_call:
+        raise ValueError("binding_with_call_args: the binding's value is not a call")
+    for x in args:
+        set_obj(&a, as_handle(x))
+        items.push_back(a)
+    cdef void* call = new_call(K, <void*>obj_field(v, L.o_expr_ty), <void*>obj_field(v, L.o_call_op), items.data(),
+                               <int64_t>items.size(), <void*>obj_field(v, L.o_call_attrs),
+                               <void*>obj_field(v, L.o_call_ty_args))
+    return <size_t>new_binding(K, obj_field(b, L.o_b_var), call)

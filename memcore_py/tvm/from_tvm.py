@@ -667,6 +667,32 @@ def _sorted_value(v):
     return v
 
 
+_WALK: list = []
+
+
+def global_var_names(obj) -> list:
+    """The names of the GlobalVars the TVM object ``obj`` refers to (every occurrence, in walk
+    order), found by tvm_ffi's compiled structural walk. The walk's entry point is taken with
+    its callback type resolved once (the public ``structural_walk`` resolves it per call);
+    when this tvm_ffi lacks that entry point, the public one is used."""
+    if not _WALK:
+        import tvm_ffi
+
+        try:
+            from tvm_ffi import _ffi_api, core
+
+            index = core.TypeSchema.from_annotation(tvm_api().GlobalVar).origin_type_index
+            order = int(tvm_ffi.structural.WalkOrder.POSTORDER)
+            walk = _ffi_api.StructuralWalk
+            _WALK.append(lambda root, cb: walk(root, [(index, cb)], [], order))
+        except (AttributeError, ImportError, TypeError):
+            gv_type = tvm_api().GlobalVar
+            _WALK.append(lambda root, cb: tvm_ffi.structural_walk(root, (gv_type, cb)))
+    names = []
+    _WALK[0](obj, lambda gv: names.append(str(gv.name_hint)))
+    return names
+
+
 class _TIRBody:
     """A TVM PrimFunc's body as ``PrimFunc.lazy`` views it: what the GlobalVars it refers to
     are named (tvm_ffi's compiled structural walk), and whether another TVM PrimFunc has the
@@ -682,11 +708,7 @@ class _TIRBody:
 
     def callees(self) -> list:
         if self.names is None:  # walked once: the text and DeadCodeElimination both ask
-            import tvm_ffi
-
-            names = []
-            tvm_ffi.structural_walk(self.func, (tvm_api().GlobalVar, lambda gv: names.append(str(gv.name_hint))))
-            self.names = names
+            self.names = global_var_names(self.func)
         return list(self.names)
 
     def _bare(self):

@@ -12,9 +12,10 @@ object model. Here, for each Relax function:
    says which rebindings go and what is killed after which binding, with its rebinding rule
    (``rebind=True``: TVM runs CanonicalizeBindings first);
 3. :class:`~memcore_py.tvm._kill_writer.KillWriter` applies that to the function's scopes (the
-   body and every ``If`` branch); a new ``SeqExpr``, ``If`` and ``Function`` are made through
-   TVM's Python API where a scope changed, and the module keeps the other functions as they
-   are.
+   body and every ``If`` branch); where a branch changed, its new ``SeqExpr`` and ``If`` are
+   made through TVM's Python API, and the function with its new body by the compiled writer
+   (:func:`~memcore_py.tvm._ffi_writer.function_with_body`); the module keeps the other
+   functions as they are.
 
 The portable path (the full conversion, :func:`~memcore_py.tvm.passes.apply_memcore_pass`, which
 runs the same kernel on memcore's IR) runs instead (:func:`kill_after_last_use_extracted`
@@ -90,9 +91,9 @@ def kill_after_last_use_extracted(api, tvm_mod, tvm_scoping: bool = False):
             return None
         changed, block_addr, result_addr = out
         if changed:
-            new = _rebuilt_function(api, keep, f_addr, block_addr, result_addr)
-            if new is None:
-                return None
+            new = _ffi_writer.function_with_body(layout, keep, f_addr, block_addr, result_addr)
+            if not new:
+                return None  # the old body has no type: the portable path infers it
             new_funcs[f_addr] = new
     return module_with(api, layout, keep, tvm_mod, entries, new_funcs)
 
@@ -119,14 +120,3 @@ def _rebuilt_if(api, keep, if_addr, cond, then, other):
     new = rx.If(_ffi_writer.object_at(cond), *branches, None)
     rx.UpdateType(new, old.ty)
     return keep.hold(new)
-
-
-def _rebuilt_function(api, keep, f_addr, block_addr, result_addr):
-    """The address of the function at ``f_addr`` with the body ``block_addr`` (0: no
-    binding) and ``result_addr``, or None when its old body has no type (not normalized:
-    the full conversion infers it)."""
-    func = _ffi_writer.object_at(f_addr)
-    if func.body.ty.is_missing():
-        return None
-    seq = _rebuilt_seq(api, block_addr, result_addr, func.body)
-    return keep.hold(api.rx_ffi.Function(func.params, seq, func.ret_ty, func.is_pure, func.attrs, None))

@@ -15,11 +15,10 @@ are read into memcore's IR to be sized; :mod:`.lower_alloc_extract`: only the al
 bindings are read and rewritten; :mod:`.kill_extract`: the kills are computed and spliced in
 on TVM's objects in C, nothing is converted); the rest of each block is kept by address.
 DataflowUseInplaceCalls returns a module with nothing to rewrite as it is, found by the same
-table reader (:mod:`.inplace_extract`). The full conversion remains for what an extraction
-declines, and for the passes that change more (DataflowUseInplaceCalls' rewrites, whose
-in-place PrimFuncs are built as TVM objects from their kernels, :mod:`.tir_writer`;
-AttachAttrLayoutFreeBuffers, which reads PrimFunc signatures and asks TVM's objects, not
-their texts, what a body calls and whether two bodies are equal), and the only path when the
+table reader (:mod:`.inplace_extract`); AttachAttrLayoutFreeBuffers rewrites its ``call_tir``
+bindings on TVM's objects (:mod:`.attach_extract`). The full conversion remains for what an
+extraction declines, and for DataflowUseInplaceCalls' rewrites (whose in-place PrimFuncs are
+built as TVM objects from their kernels, :mod:`.tir_writer`), and is the only path when the
 compatibility gate (:mod:`.compat`: an unsupported TVM version, a layout that fails its
 self-check, or ``MEMCORE_TVM_PORTABLE=1``) turns the compiled fast paths off: then no
 extraction runs and the full conversion reads through TVM's Python API alone.
@@ -40,6 +39,7 @@ from . import _ffi_writer, compat
 from ._node_map import NodeMap
 from ._api import tvm_api
 from .from_tvm import _Reader
+from .attach_extract import attach_attr_extracted
 from .inplace_extract import module_without_inplace_calls
 from .kill_extract import kill_after_last_use_extracted
 from .lower_alloc_extract import lower_alloc_tensor_extracted
@@ -248,11 +248,22 @@ def DataflowUseInplaceCalls(tvm_compat: bool = False):  # noqa: N802 - TVM's pas
 
 def AttachAttrLayoutFreeBuffers(tvm_compat: bool = False):  # noqa: N802 - TVM's pass name
     """memcore's AttachAttrLayoutFreeBuffers as a ``tvm.transform.Pass`` (``tvm_compat`` as
-    :class:`memcore_py.transform.AttachAttrLayoutFreeBuffers`). PrimFuncs it changes reach TVM
-    through TVM's script parser, one function each."""
+    :class:`memcore_py.transform.AttachAttrLayoutFreeBuffers`), on TVM's objects when it can
+    (:mod:`.attach_extract`: the copies are TVM's PrimFuncs with the attribute set)."""
     from ..transform import AttachAttrLayoutFreeBuffers as _Pass
 
-    return _module_pass(_Pass(tvm_compat=tvm_compat), "memcore.AttachAttrLayoutFreeBuffers")
+    attach = _Pass(tvm_compat=tvm_compat)
+    api = tvm_api()
+
+    def transform(tvm_mod, _ctx):
+        if _extracting(api, tvm_mod):
+            with gc_paused():
+                out = attach_attr_extracted(api, tvm_mod, keep_tir_vars=not attach.tvm_compat)
+            if out is not None:
+                return out
+        return apply_memcore_pass(attach, tvm_mod)
+
+    return api.tvm.transform.module_pass(transform, opt_level=0, name="memcore.AttachAttrLayoutFreeBuffers")
 
 
 #: TVM passes replaced by memcore's in :func:`pipeline`, by TVM pass name.

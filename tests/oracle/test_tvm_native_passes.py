@@ -326,6 +326,110 @@ def test_attach_attr_layout_free_buffers_keeps_what_a_copy_calls_and_shares_equa
     same_as_memcore(got, mc.AttachAttrLayoutFreeBuffers(tvm_compat=True), m)
 
 
+def _functions_equal(got, want):
+    """The two modules define the same names, each function structurally equal (GlobalVars
+    matched by name: TVM shares variables between copies of one function across functions,
+    so a whole-module comparison would trip on TVM's sharing, not on the pass)."""
+    assert sorted(gv.name_hint for gv in got.functions) == sorted(gv.name_hint for gv in want.functions)
+    for gv in want.functions:
+        tvm.ir.assert_structural_equal(got[gv.name_hint], want[gv.name_hint], map_free_vars=True)
+
+
+def _attach_extracted(m):
+    from memcore_py.tvm._api import tvm_api
+    from memcore_py.tvm.attach_extract import attach_attr_extracted
+
+    return attach_attr_extracted(tvm_api(), m, keep_tir_vars=False)
+
+
+def test_attach_attr_on_tvm_objects_equals_tvm_on_random_programs():
+    """AttachAttrLayoutFreeBuffers on TVM's objects (no conversion) gives TVM's module on 150
+    random programs once TVM's DeadCodeElimination has removed their dead bindings (with dead
+    bindings the native pass takes the full conversion, tested above): which call site gets
+    which copy, the copies' names in TVM's function order, copies shared with the module's
+    attributed functions, what DeadCodeElimination keeps. Then the pass again on its own
+    output (every PrimFunc attributed) gives TVM's second run."""
+    dce = relax.transform.DeadCodeElimination()
+    for seed in range(150):
+        m = dce(tvm.script.from_source(random_layout_free_program(seed)))
+        got = _attach_extracted(m)
+        assert got is not None, f"seed {seed}: the native pass declined"
+        want = relax.transform.AttachAttrLayoutFreeBuffers()(m)
+        _functions_equal(got, want)
+        _functions_equal(mtvm.AttachAttrLayoutFreeBuffers(tvm_compat=True)(m), want)
+        if seed % 5 == 0:
+            again = _attach_extracted(got)
+            assert again is not None
+            _functions_equal(again, relax.transform.AttachAttrLayoutFreeBuffers()(want))
+
+
+_ATTACH_IN_BRANCHES = """
+# from tvm.script import ir as I
+# from tvm.script import relax as R
+# from tvm.script import tirx as T
+
+@I.ir_module
+class Module:
+{kernels}
+    @R.function
+    def main(c: R.Tensor((), "bool"), x: R.Tensor((8, 8), "float32"), w: R.Tensor((8, 8), "float32")) -> R.Tensor((8, 8), "float32"):
+        R.func_attr({{"num_input": 2}})
+        cls = Module
+        y = R.call_tir(cls.add, (x, w), out_ty=R.Tensor((8, 8), "float32"))
+        if c:
+            with R.dataflow():
+                a = R.call_tir(cls.mul, (y, w), out_ty=R.Tensor((8, 8), "float32"))
+                b = R.call_tir(cls.add, (a, x), out_ty=R.Tensor((8, 8), "float32"))
+                R.output(b)
+            r = b
+        else:
+            k = R.call_tir(cls.add, (w, x), out_ty=R.Tensor((8, 8), "float32"))
+            r = k
+        z = R.call_tir(cls.mul, (r, x), out_ty=R.Tensor((8, 8), "float32"))
+        return z
+"""
+_KERNEL = """
+    @T.prim_func(private=True, s_tir=True)
+    def {name}(A: T.Buffer((T.int64(8), T.int64(8)), "float32"), B: T.Buffer((T.int64(8), T.int64(8)), "float32"), C: T.Buffer((T.int64(8), T.int64(8)), "float32")):
+        for i, j in T.grid(T.int64(8), T.int64(8)):
+            with T.sblock("C"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                C[vi, vj] = A[vi, vj] {op} B[vi, vj]
+"""
+
+
+def test_attach_attr_on_tvm_objects_rewrites_calls_in_if_branches():
+    """``call_tir`` bindings in both branches of an ``If`` (one in a dataflow block) and around
+    it are rewritten on TVM's objects, the copies named in TVM's visit order; the output
+    equals TVM's, and compiles."""
+    text = _ATTACH_IN_BRANCHES.format(kernels="".join(_KERNEL.format(name=n, op=o) for n, o in (("add", "+"),
+                                                                                              ("mul", "*"))))
+    m = tvm.script.from_source(text)
+    got = _attach_extracted(m)
+    assert got is not None
+    want = relax.transform.AttachAttrLayoutFreeBuffers()(m)
+    tvm.ir.assert_structural_equal(got, want)
+    assert sorted(gv.name_hint for gv in got.functions) == ["add1", "add2", "add3", "main", "mul1", "mul2"]
+    tvm.compile(got, target="llvm")
+
+
+def test_module_functions_read_in_tvms_iteration_order():
+    """The compiled reader lists a module's functions in the order TVM iterates them (the
+    order TVM's passes visit and name in), for the small and the dense map layouts."""
+    from memcore_py.tvm import _ffi_reader, compat
+    from memcore_py.tvm._api import tvm_api
+
+    api = tvm_api()
+    layout = compat.fast_layout(api)
+    f = tvm.script.from_source(_ATTACH_IN_BRANCHES.format(kernels=_KERNEL.format(name="add", op="+")
+                                                          + _KERNEL.format(name="mul", op="*")))["main"]
+    for n in (2, 4, 5, 17, 70):
+        names = [f"fn{(i * 37) % 101}" for i in range(n)]  # neither sorted nor hash-ordered
+        mod = tvm.IRModule({name: f for name in names})
+        got = [name for _k, name, _g, _f in _ffi_reader.module_functions(layout, mod.__chandle__())]
+        assert got == [gv.name_hint for gv in mod.functions]
+
+
 def test_pipeline_follows_tvms_own_default_pipeline(monkeypatch):
     """The CPU pipeline is TVM's ``default_build_pipeline`` as TVM defines it when called (here
     with a pass added and one removed), memcore's passes in place of TVM's three."""

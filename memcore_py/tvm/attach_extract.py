@@ -1,0 +1,292 @@
+"""The native AttachAttrLayoutFreeBuffers: the ``call_tir`` bindings are read and rewritten on
+TVM's objects, the attributed PrimFuncs are TVM's own with the attribute set; nothing is
+converted.
+
+Design
+------
+The pass (:mod:`memcore_py.transform.attach_attr_layout_free_buffers`) changes a module in
+three ways: every ``R.call_tir`` binding of a Relax function calls a copy of its PrimFunc
+carrying ``layout_free_buffers`` (the positions of the arguments that are weights or
+constants); the copies are added as ``BlockBuilder::AddFunction`` adds them (an equal one is
+shared, a new one named by the name supply); and DeadCodeElimination then drops what no
+entry function reaches. Here, for each Relax function, in the module's order:
+
+1. :class:`~memcore_py.tvm._table_reader.TVMReader` reads it into a binding table; the op
+   table gives ``R.call_tir`` the ``CALLEE_CALL_TIR`` property, and the table says where
+   those calls are bound, in visit order (``BindingTable.binding_calls``), ``If`` branches
+   included; :func:`~memcore_py.tvm._ffi_reader.call_arguments` reads their arguments;
+2. the pass's own rules decide: :func:`layout_free_positions` (weights from
+   :func:`num_input_of`), one copy per (callee, positions) in visit order, names from
+   :class:`~memcore_py.transform._prim_func_registry.GlobalNames`; a copy equal to a function
+   of the module that already carries the attribute, or to an earlier copy (TVM's structural
+   equality; the originals bucketed by their structural hash, as ``AddFunction`` buckets), is
+   that function. A copy is the original TVM object with the attribute
+   set and its definitions renewed (``WithAttr``, ``s_tir.RenewDefs``: what TVM's pass
+   makes), its GlobalVar typed as the function;
+3. the writer: each rewritten binding is a new ``VarBinding`` of the same variable to a call
+   with the copy as its callee (:func:`~memcore_py.tvm._ffi_writer.binding_with_call_args`);
+   the blocks, ``If`` s and ``SeqExpr`` s around them are rebuilt, everything else stays
+   TVM's object;
+4. DeadCodeElimination's reachability rule
+   (:func:`~memcore_py.transform.dead_code_elimination.reachable_names`, entries by
+   :func:`~memcore_py.transform.dead_code_elimination.has_external_linkage`) over the
+   GlobalVars each function refers to (tvm_ffi's compiled structural walk) drops the
+   functions no entry reaches.
+
+The full conversion runs instead (:func:`attach_attr_extracted` returns None) when DeadCodeElimination could also
+change a Relax function: a binding whose variable nothing reads (it may be removed) or blocks
+not in normal form (:func:`~memcore_py.ir.functor.blocks_are_normal`). It also runs when the
+table reader declines a function, when a ``call_tir`` is not a binding (nested, matched, a
+result) or is malformed (the pure pass reports it), when ``num_input`` is not an int or an
+attribute is not read, when an ``If`` to rebuild is bound by a ``MatchCast``, or when
+:func:`~._extraction.module_entries` declines.
+"""
+from __future__ import annotations
+
+from .._compiled import load_compiled
+from ..errors import MemcoreError
+from ..ir.functor import blocks_are_normal
+from ..transform._prim_func_registry import GlobalNames
+from ..transform.attach_attr_layout_free_buffers import LAYOUT_FREE_ATTR, layout_free_positions, num_input_of
+from ..transform.dead_code_elimination import has_external_linkage, reachable_names
+from . import _ffi_reader, _ffi_writer, _table_reader
+from ._extraction import extern_flags, module_callees, module_entries
+from .from_tvm import _TIRBody, global_var_names
+from .values import dict_attrs_from_tvm, to_tvm_value
+
+__all__ = ["attach_attr_extracted"]
+
+_CALL_TIR: list = []
+
+
+def _call_tir_address(api) -> int:
+    if not _CALL_TIR:
+        op = api.Op.get("relax.call_tir")
+        _CALL_TIR.append((op, op.__chandle__()))  # the Op object holds the address valid
+    return _CALL_TIR[0][1]
+
+
+class _Copies:
+    """The attributed copies of one pass call: made once per (callee, positions), shared when
+    equal (``AddFunction``), in the order they were made."""
+
+    def __init__(self, api, keep, prims: dict, taken, attributed: list):
+        self.api = api
+        self.keep = keep
+        self.prims = prims  # name -> the PrimFunc (TVM object)
+        self.attributed = attributed  # [(name, GlobalVar address, PrimFunc)] of the module's with the attribute
+        self.names = GlobalNames(taken)
+        self.by_key: dict = {}  # (callee, positions) -> (name, GlobalVar address)
+        self.made: list = []  # (name, GlobalVar, PrimFunc, original's name)
+        self.buckets: dict = {}  # (positions, structural hash of the original) -> [(original, key)]
+        self.renew = api.tvm.get_global_func("s_tir.RenewDefs", allow_missing=True)
+
+    def gvar(self, callee: str, positions: tuple) -> int:
+        """The address of the GlobalVar of the copy of ``callee`` with ``positions``."""
+        key = (callee, positions)
+        hit = self.by_key.get(key)
+        if hit is None:
+            hit = self.by_key[key] = self._add(callee, positions, key)
+        return hit[1]
+
+    def _add(self, callee, positions, key):
+        import tvm_ffi
+
+        original = self.prims[callee]
+        node = original.with_attr(LAYOUT_FREE_ATTR, to_tvm_value(positions, f"attribute {LAYOUT_FREE_ATTR!r}"))
+        for name, gv_addr, func in self.attributed:  # a function of the module may equal the copy
+            if tvm_ffi.structural_equal(node, func):
+                return name, gv_addr
+        bucket = self.buckets.setdefault((positions, tvm_ffi.structural_hash(original)), [])
+        for other, other_key in bucket:  # or an earlier copy, when the originals are equal
+            if tvm_ffi.structural_equal(self.prims[other], original):
+                return self.by_key[other_key]
+        bucket.append((callee, key))
+        api = self.api
+        node = self.renew(node)
+        name = self.names.fresh(callee)
+        gv = api.ir_ffi.GlobalVar(name)
+        if not node.ty.is_missing():
+            api.rx_ffi.UpdateType(gv, node.ty)
+        self.keep.hold(node)
+        self.made.append((name, gv, node, callee))
+        return name, self.keep.hold(gv)
+
+
+def attach_attr_extracted(api, tvm_mod, keep_tir_vars: bool = True):
+    """AttachAttrLayoutFreeBuffers on ``tvm_mod`` natively (module docstring): a
+    ``tvm.IRModule`` (``tvm_mod`` itself when nothing changes), or None when the full
+    conversion must run. ``keep_tir_vars``: False drops a third ``call_tir`` argument as TVM
+    does (``tvm_compat``)."""
+    if api.tvm.get_global_func("s_tir.RenewDefs", allow_missing=True) is None:
+        return None
+    found = module_entries(api, tvm_mod)
+    if found is None:
+        return None
+    layout, entries = found
+    object_at = _ffi_writer.object_at
+    prims, external, attributed = {}, {}, []
+    for kind, name, gv, f_addr in entries:
+        if kind == 0:
+            func = object_at(f_addr)
+            attr_names = list(func.attrs.keys()) if func.attrs is not None else []
+            if LAYOUT_FREE_ATTR in attr_names:
+                attributed.append((name, gv, func))
+            prims[name] = func
+            external[name] = has_external_linkage("global_symbol" in attr_names, attr_names)
+    binding_table = load_compiled("memcore_py.analysis._binding_table")
+    known = module_callees(api, entries)
+    gv_names = {gv: name for _k, name, gv, _f in entries}
+    keep = _ffi_writer.Keep()
+    keep.hold(tvm_mod)
+    copies = _Copies(api, keep, prims, gv_names.values(), attributed)
+    edits = {}  # function address -> {block id: {position: new binding address}}
+    read = []  # (function address, body blocks address, body scope id, table) of the Relax functions
+    for kind, name, _gv, f_addr in entries:
+        if kind != 1:
+            continue
+        try:
+            attrs = _ffi_reader.function_attrs(layout, f_addr)
+            if attrs is None:  # a value the C reader does not read (a map of bounds)
+                attrs = dict_attrs_from_tvm(object_at(f_addr).attrs, f"function {name!r}")
+            k = num_input_of(attrs, f"function {name!r}")
+        except MemcoreError:
+            return None  # the full conversion reports it
+        external[name] = has_external_linkage(False, attrs)
+        table = binding_table.BindingTable()  # one per function: its questions are the function's
+        got = _table_reader.TVMReader(table, layout, known, extern_flags).read_function(f_addr, name)
+        if got is None or table.unread_bindings() or not _normal_blocks(table):
+            return None
+        sites = table.binding_calls(binding_table.CALLEE_CALL_TIR)
+        if sites is None:
+            return None
+        read.append((f_addr, got[1], got[2], table))
+        if not sites:
+            continue
+        weights = set((_ffi_reader.function_params(layout, f_addr) or [])[k:]) if k is not None and k >= 0 else set()
+        refs = table.block_refs()
+        per_block = {}
+        for block, pos in sites:
+            per_block.setdefault(block, []).append(pos)
+        arguments = {}
+        for block, positions in per_block.items():
+            got_args = _ffi_reader.call_arguments(layout, refs[block], positions)
+            if got_args is None:
+                return None
+            arguments.update(((block, pos), a) for pos, a in zip(positions, got_args))
+        function_edits = edits[f_addr] = {}
+        for block, pos in sites:  # visit order: the copies are made and named in it
+            binding, args, fields, constants = arguments[block, pos]
+            callee = gv_names.get(args[0])
+            if fields is None or callee not in prims:
+                return None  # malformed: the pure pass reports it
+            positions = layout_free_positions(fields, weights, frozenset(constants).__contains__)
+            new_args = [copies.gvar(callee, positions), args[1]] + (args[2:] if keep_tir_vars else [])
+            function_edits.setdefault(block, {})[pos] = _ffi_writer.binding_with_call_args(layout, keep, binding,
+                                                                                         new_args)
+    new_funcs = {}
+    for f_addr, blocks_addr, sid, table in read:
+        if edits.get(f_addr):
+            new_funcs[f_addr] = _ScopeWriter(api, layout, keep, table).function(f_addr, blocks_addr, sid, edits[f_addr])
+            if new_funcs[f_addr] is None:
+                return None
+    return _module(api, layout, keep, tvm_mod, entries, new_funcs, copies, external, prims)
+
+
+def _normal_blocks(table) -> bool:
+    """Whether every scope of the function read into ``table`` has its blocks in TVM's normal
+    form (DeadCodeElimination would otherwise merge or drop some)."""
+    sizes, dataflow = table.block_sizes(), table.block_is_dataflow
+    return all(blocks_are_normal((dataflow[b], sizes[b]) for b in blocks) for blocks in table.scope_blocks)
+
+
+class _ScopeWriter:
+    """Rebuilds the scopes of a function read into ``table`` around new bindings: a block
+    with new bindings spliced in, an ``If`` whose branch changed (same condition and type),
+    a branch's ``SeqExpr`` (same result and type) and the function (same parameters, return
+    type, purity and attributes)."""
+
+    def __init__(self, api, layout, keep, table):
+        self.api, self.layout, self.keep, self.table = api, layout, keep, table
+        self.refs = table.block_refs()
+
+    def function(self, f_addr: int, blocks_addr: int, sid: int, edits: dict):
+        """The address of the function at ``f_addr`` (its body's blocks ``Array`` at
+        ``blocks_addr``, its scope ``sid``) with ``edits`` (block id -> {position: new
+        binding address}) applied; None when an ``If`` to rebuild is bound by a
+        ``MatchCast``."""
+        changed = self.blocks(sid, edits)
+        if changed is None:
+            return None
+        return _ffi_writer.function_with_blocks(self.layout, self.keep, f_addr, blocks_addr,
+                                                [k for k, _b in changed], [b for _k, b in changed], 0)
+
+    def blocks(self, sid: int, edits: dict) -> list:
+        """``[(index among the scope's blocks, new block address)]`` of the blocks of scope
+        ``sid`` that change, or None (an ``If`` to rebuild is bound by a ``MatchCast``)."""
+        table, object_at, rx = self.table, _ffi_writer.object_at, self.api.rx_ffi
+        out = []
+        for k, block in enumerate(table.scope_blocks[sid]):
+            new = dict(edits.get(block, {}))
+            for pos, (then_sid, else_sid) in table.block_ifs.get(block, ()):
+                then_blocks, else_blocks = self.blocks(then_sid, edits), self.blocks(else_sid, edits)
+                if then_blocks is None or else_blocks is None:
+                    return None
+                if not then_blocks and not else_blocks:
+                    continue
+                binding = object_at(self.refs[block])[pos]
+                if not isinstance(binding, self.api.VarBinding):
+                    return None
+                old = binding.value
+                new_if = rx.If(old.cond, self.seq(old.true_branch, then_blocks), self.seq(old.false_branch, else_blocks),
+                               None)
+                rx.UpdateType(new_if, old.ty)
+                new[pos] = self.keep.hold(rx.VarBinding(binding.var, new_if, None))
+            if new:
+                positions = sorted(new)
+                arr = _ffi_writer.array_spliced(self.keep, self.refs[block], positions, [[new[p]] for p in positions])
+                ctor = rx.DataflowBlock if table.block_is_dataflow[block] else rx.BindingBlock
+                out.append((k, self.keep.hold(ctor(object_at(arr), None))))
+        return out
+
+    def seq(self, old, changed: list):
+        """The ``SeqExpr`` ``old`` with the blocks ``changed`` (:meth:`blocks`) replaced."""
+        if not changed:
+            return old
+        blocks = list(old.blocks)
+        for k, b in changed:
+            blocks[k] = _ffi_writer.object_at(b)
+        rx = self.api.rx_ffi
+        seq = rx.SeqExpr(blocks, old.body, None)
+        rx.UpdateType(seq, old.ty)
+        return seq
+
+
+def _module(api, layout, keep, tvm_mod, entries, new_funcs, copies, external, prims):
+    """The output module: the old GlobalVars with the rewritten Relax functions, then the
+    copies, without the functions no entry reaches (DeadCodeElimination's reachability)."""
+    object_at = _ffi_writer.object_at
+    relax = {name: new_funcs.get(f_addr, f_addr) for kind, name, _gv, f_addr in entries if kind == 1}
+    original_of = {name: original for name, _gv, _node, original in copies.made}
+
+    def callees_of(name):
+        if name in relax:
+            return global_var_names(object_at(relax[name]))
+        name = original_of.get(name, name)
+        return _TIRBody(prims[name]).callees() if name in prims else None
+
+    entry_names = [name for name, is_external in external.items() if is_external]
+    entry_names += [name for name, _gv, _node, original in copies.made if external[original]]
+    reachable = reachable_names(entry_names, callees_of)
+    if reachable is None:
+        reachable = set(relax) | set(prims) | set(original_of)
+    if not new_funcs and not copies.made and len(reachable) == len(entries):
+        return tvm_mod
+    pairs = []
+    for _kind, name, gv, f_addr in entries:
+        if name in reachable:
+            pairs += [gv, new_funcs.get(f_addr, f_addr)]
+    for name, gv, node, _original in copies.made:
+        if name in reachable:
+            pairs += [gv.__chandle__(), node.__chandle__()]
+    return object_at(_ffi_writer.module_with_functions(layout, keep, tvm_mod.__chandle__(), pairs))
