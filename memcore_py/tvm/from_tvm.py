@@ -365,16 +365,24 @@ class _Reader:
         return self.items(infos["vdevice"])
 
     def vdevice_name(self, vd) -> str:
+        """``"kind:index:scope"`` as TVM prints a tensor's vdevice: ``index`` counts the
+        module's vdevices of the same target kind (TVM's ``LookupVDevice`` reads it back so;
+        :meth:`~memcore_py.tvm.to_tvm._Writer.vdevice` too)."""
         h = vd.__chandle__()  # (VDevice.same_as recurses forever in TVM 0.27)
-        for i, x in enumerate(self.vdevices):
-            if x.__chandle__() == h:
-                return f"{x.target.kind.name}:{i}:{x.memory_scope}"
-        from tvm_ffi import structural_equal
+        found = next((x for x in self.vdevices if x.__chandle__() == h), None)
+        if found is None:
+            from tvm_ffi import structural_equal
 
-        for i, x in enumerate(self.vdevices):
-            if structural_equal(x, vd):
-                return f"{x.target.kind.name}:{i}:{x.memory_scope}"
-        self.fail(f"a tensor vdevice {vd} that is not in the module's global_infos['vdevice']")
+            found = next((x for x in self.vdevices if structural_equal(x, vd)), None)
+        if found is None:
+            self.fail(f"a tensor vdevice {vd} that is not in the module's global_infos['vdevice']")
+        kind = found.target.kind.name
+        index = 0
+        for x in self.vdevices:
+            if x is found:
+                break
+            index += x.target.kind.name == kind
+        return f"{kind}:{index}:{found.memory_scope}"
 
     def global_infos(self, tvm_mod) -> dict:
         infos = tvm_mod.global_infos
@@ -604,24 +612,22 @@ class _Reader:
 
     def module(self, tvm_mod) -> IRModule:
         api = self.api
-        # In the order TVM prints them (PrimFuncs, then Relax functions, "main" last, by name;
-        # memcore's printer sorts the same way), so that from_tvm(m) has parse(m.script())'s
-        # order: passes that name new functions (NameSupply) then name them alike.
+        # In TVM's iteration order (the order TVM's passes visit the functions in): a memcore
+        # pass that names new functions (NameSupply) then names them as TVM's pass does on the
+        # same module. (Module equality and memcore's printer do not depend on the order.)
         prim_func = api.PrimFunc
         entries = []
         read = None if self.layout is None else _ffi_reader.module_functions(self.layout, tvm_mod.__chandle__())
         if read is not None:  # compiled: a wrapper per function only (object_at)
             object_at = _ffi_writer.object_at
-            for kind, name, h, fh in read:
-                entries.append((kind != 0, name == "main", name, h, object_at(fh)))
+            for _kind, name, h, fh in read:
+                entries.append((name, h, object_at(fh)))
         else:
             for gv, f in tvm_mod.functions.items():
-                name = str(gv.name_hint)
-                entries.append((type(f) is not prim_func, name == "main", name, gv.__chandle__(), f))
-        entries.sort(key=_entry_order)
+                entries.append((str(gv.name_hint), gv.__chandle__(), f))
         record = self.record
         gvars = []
-        for _, _, name, h, _ in entries:
+        for name, h, _ in entries:
             g = GlobalVar(name)
             self.gvars[h] = g
             self.callees[h] = g
@@ -629,7 +635,7 @@ class _Reader:
                 record[g] = h
             gvars.append(g)
         funcs = {}
-        for g, (_, _, name, _, f) in zip(gvars, entries):
+        for g, (name, _, f) in zip(gvars, entries):
             cls = type(f)
             if cls is api.Function:
                 funcs[g] = self.function(name, f)
@@ -646,10 +652,6 @@ class _Reader:
             attrs = dict_attrs_from_tvm(tvm_mod.attrs, "the module")
         # TVM's module holds one function per name, every one checked above
         return new_module(funcs, attrs, self.global_infos(tvm_mod) if self.has_infos else {})
-
-
-def _entry_order(entry):
-    return entry[:3]
 
 
 def _target_dict(target) -> dict:

@@ -102,7 +102,7 @@ from ._extraction import (
     shape_of_bytes,
 )
 from ._node_map import AddrMap, NodeMap
-from .from_tvm import _entry_order, _Reader
+from .from_tvm import _Reader
 from .to_tvm import _Writer
 from .values import dict_attrs_from_tvm
 
@@ -241,9 +241,8 @@ def static_plan_block_memory_extracted(api, tvm_mod, mode: str = "tvm", alignmen
     kernel = rules.InitRules(table, recorder, PassError)
     sizer = _spbm_extract.TVMSizer(layout, recorder, TokenInfo)
     symbolic = sizer.symbolic = _Symbolic(api, layout, tvm_mod)
-    relax = sorted(((True, name == "main", name, f) for kind, name, _gv, f in entries if kind == 1), key=_entry_order)
     functions = []
-    for _r, _main, name, f_addr in relax:
+    for name, f_addr in ((name, f) for kind, name, _gv, f in entries if kind == 1):  # TVM's order
         attrs = _ffi_reader.function_attrs(layout, f_addr)
         try:
             if attrs is None:

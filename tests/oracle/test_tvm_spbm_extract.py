@@ -142,13 +142,16 @@ return c"""
 
 
 def test_storages_are_named_across_functions_and_reused_within_each():
-    # two functions in module order (main last): the names continue from one to the next
+    """The storage names continue from one function to the next in the module's function
+    order (``main`` first here, as written), as TVM's pass names them."""
     m = _module(MODULE + _fn("main", CHAIN) + _fn("helper", CHAIN))
     for mode in MODES:
         out = _check(m, mode)
         assert out is not None
-    out = _extracted(m, "tvm")
-    assert "storage1" in out["helper"].script() and "storage2" in out["main"].script()
+    out, theirs = _extracted(m, "tvm"), TVM_SPBM()(m)
+    for name in ("main", "helper"):
+        assert out[name].script() == theirs[name].script()
+    assert "storage1" in out["main"].script() and "storage2" in out["helper"].script()
 
 
 def test_tuples_get_items_packed_calls_and_the_packed_reshape_carry_tokens():
