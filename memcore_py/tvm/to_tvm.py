@@ -12,7 +12,8 @@ to text and that are applied here too, so that ``to_tvm(m)`` equals
 - call attributes are built by TVM's own constructor of the op (:mod:`.values`);
 - symbolic dims are one ``ir.Var`` per name and function (TVM's parser binds a name once
   per function), typed ``PrimType(dtype)``;
-- a tensor's vdevice ``"kind:index:scope"`` is the module's ``global_infos["vdevice"][index]``;
+- a tensor's vdevice ``"kind:index:scope"`` is the ``index``-th of the module's
+  ``global_infos["vdevice"]`` of target kind ``kind`` (as TVM's parser reads it);
 - a module's GlobalVar has its function's type (``ty``), as the parser and
   ``BlockBuilder.add_func`` give it (structural equality does not look at it, relax's
   normalizer does).
@@ -256,12 +257,17 @@ class _Writer:
         return r
 
     def vdevice(self, name: str):
+        """The module's vdevice ``"kind:index:scope"`` names: the ``index``-th of the module's
+        vdevices whose target kind is ``kind`` (TVM's ``LookupVDevice``; the scope is not
+        matched, as in TVM)."""
         parts = name.split(":")
-        if len(parts) >= 2 and parts[1].lstrip("-").isdigit():
+        if len(parts) >= 2 and parts[1].isdigit():
             i = int(parts[1])
-            if 0 <= i < len(self.vdevices):
-                return self.vdevices[i]
-        self.fail(f"tensor vdevice {name!r} (not an index into the module's global_infos['vdevice'])")
+            same_kind = [vd for vd in self.vdevices if str(vd.target.kind.name) == parts[0]]
+            if i < len(same_kind):
+                return same_kind[i]
+        self.fail(f"tensor vdevice {name!r} (not the index of a vdevice of that kind in the module's "
+                  f"global_infos['vdevice'])")
 
     # ------------------------------------------------------------------ expressions
     def expr(self, e):

@@ -247,6 +247,33 @@ def _constants_module():
     return bb.get(), k
 
 
+_TWO_KINDS_OF_VDEVICE = """# from tvm.script import ir as I
+# from tvm.script import relax as R
+@I.ir_module
+class Module:
+    I.module_global_infos({"vdevice": [I.vdevice({"kind": "llvm", "tag": "", "keys": ["cpu"]}, 1, "global"), I.vdevice({"kind": "cuda", "tag": "", "keys": ["cuda", "gpu"]}, 0, "global"), I.vdevice({"kind": "cuda", "tag": "", "keys": ["cuda", "gpu"]}, 1, "global")]})
+    @R.function(pure=False)
+    def main(x: R.Tensor((4,), "float32")) -> R.Tensor((4,), "float32"):
+        a = R.call_packed("vm.builtin.copy", x, ty_args=(R.Tensor((4,), "float32", "cuda:0"),))
+        b = R.call_packed("vm.builtin.copy", x, ty_args=(R.Tensor((4,), "float32", "cuda:1"),))
+        c = R.call_packed("vm.builtin.copy", x, ty_args=(R.Tensor((4,), "float32", "llvm:0"),))
+        return x
+"""
+
+
+def test_vdevice_named_by_its_index_among_its_kind():
+    """A tensor's vdevice is named as TVM prints it, ``kind:index:scope`` with the index among
+    the module's vdevices of that kind (issue 32's F5: the first ``cuda`` device after an
+    ``llvm`` one was ``cuda:1``), and both readings go back to the same TVM objects."""
+    m = tvm.script.from_source(_TWO_KINDS_OF_VDEVICE)
+    read = from_tvm(m)
+    assert_structural_equal(read, parse(m.script()))
+    names = [b.value.ty_args[0].vdevice for b in read["main"].body.blocks[0].bindings]
+    assert names == ["cuda:0:global", "cuda:1:global", "llvm:0:global"]
+    tvm.ir.assert_structural_equal(to_tvm(read), m)
+    tvm.ir.assert_structural_equal(to_tvm(parse(m.script())), m)
+
+
 def test_constants_keep_their_data():
     m, k = _constants_module()
     mod = from_tvm(m)
