@@ -9,6 +9,7 @@ those loops were most of the passes' time on real models. The loops, with the ru
 unchanged, live here:
 
 - :func:`is_flat` — the flatness test (:func:`memcore_py.transform.dead_code_elimination.is_flat`).
+- :func:`layout_free_positions` — AttachAttrLayoutFreeBuffers' positions rule (every path's).
 - :func:`attach_bindings` — AttachAttrLayoutFreeBuffers' rewrite of one block: a
   ``R.call_tir(gv, (args...))`` whose (callee, layout-free positions) already has its
   attributed copy is re-pointed here; anything else (a first copy to make, a MatchCast,
@@ -93,6 +94,21 @@ def is_flat(func) -> bool:
 
 
 # ---------------------------------------------------------------------------- attach
+cpdef tuple layout_free_positions(fields, layout_free, is_constant=None):
+    """AttachAttrLayoutFreeBuffers' rule for a ``call_tir``'s argument tuple: the positions of
+    ``fields`` whose object is in ``layout_free`` (a weight parameter) or is a tensor constant
+    (memcore's :class:`~memcore_py.ir.Constant`, or ``is_constant(field)`` for another object
+    model). The one statement of the rule: the pure pass, its flat walk here and the pass on
+    TVM's objects call it."""
+    cdef list out = []
+    cdef Py_ssize_t i = 0
+    for f in fields:
+        if f in layout_free or (type(f) is Constant if is_constant is None else is_constant(f)):
+            out.append(i)
+        i += 1
+    return tuple(out)
+
+
 def attach_bindings(tuple bindings, call_tir, set layout_free, dict copies, bint keep_tir_vars, slow):
     """AttachAttrLayoutFreeBuffers' rewrite of one flat block (module docstring).
 
@@ -102,9 +118,8 @@ def attach_bindings(tuple bindings, call_tir, set layout_free, dict copies, bint
         The new bindings, or None when no binding is a ``R.call_tir``.
     """
     cdef list out = None
-    cdef Py_ssize_t i, n = len(bindings), k
-    cdef tuple args, fields, rest
-    cdef list positions = []
+    cdef Py_ssize_t i, n = len(bindings)
+    cdef tuple args, rest
     for i in range(n):
         b = bindings[i]
         v = <object>get_slot(b, O_VALUE)
@@ -115,13 +130,8 @@ def attach_bindings(tuple bindings, call_tir, set layout_free, dict copies, bint
         args = <tuple>get_slot(v, O_ARGS)
         new_gv = None
         if type(b) is VarBinding and len(args) >= 2 and type(args[0]) is GlobalVar and type(args[1]) is Tuple:
-            fields = <tuple>get_slot(args[1], O_FIELDS)
-            positions.clear()
-            for k in range(len(fields)):
-                f = fields[k]
-                if f in layout_free or type(f) is Constant:
-                    positions.append(k)
-            new_gv = copies.get((<object>get_slot(args[0], O_GV_NAME), tuple(positions)))
+            new_gv = copies.get((<object>get_slot(args[0], O_GV_NAME),
+                                 layout_free_positions(<tuple>get_slot(args[1], O_FIELDS), layout_free)))
         if new_gv is None:
             out[i] = slow(b)
             continue

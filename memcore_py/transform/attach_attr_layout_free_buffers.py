@@ -111,21 +111,12 @@ def num_input_of(attrs, where: str):
     return v
 
 
-def _is_constant(e) -> bool:
-    return type(e) is Constant
-
-
-def layout_free_positions(fields, layout_free: set, is_constant=_is_constant) -> tuple:
+def layout_free_positions(fields, layout_free, is_constant=None) -> tuple:
     """Positions of ``fields`` whose object is in ``layout_free`` (a weight parameter) or is
-    a tensor constant (``is_constant``; memcore's :class:`~memcore_py.ir.Constant` by
-    default, another object model passes its own test)."""
-    out = []
-    i = 0
-    for f in fields:
-        if f in layout_free or is_constant(f):
-            out.append(i)
-        i += 1
-    return tuple(out)
+    a tensor constant (memcore's :class:`~memcore_py.ir.Constant`, or ``is_constant(field)``
+    for another object model): the rule, compiled once
+    (``memcore_py/transform/_flat_walks.pyx``) for every path of the pass."""
+    return load_compiled("memcore_py.transform._flat_walks").layout_free_positions(fields, layout_free, is_constant)
 
 
 class _Attacher(BindingTrackingMutator):
