@@ -196,15 +196,23 @@ class OnnxContext(AtenContext):
         return ty.ndim
 
     def attr(self, name: str, default=None):
-        """The node's attribute ``name`` as a Python value (bytes decoded), else ``default``."""
+        """The node's attribute ``name`` as a Python value (bytes decoded as UTF-8: a
+        :class:`FrontendError` naming the attribute when they are not), else ``default``."""
         from onnx import helper
 
         for a in self.node.attribute:
             if a.name == name:
                 value = helper.get_attribute_value(a)
                 if isinstance(value, bytes):
-                    return value.decode("utf-8")
+                    return self._attr_text(name, value)
                 if isinstance(value, list):
-                    return [v.decode("utf-8") if isinstance(v, bytes) else v for v in value]
+                    return [self._attr_text(name, v) if isinstance(v, bytes) else v for v in value]
                 return value
         return default
+
+    def _attr_text(self, name: str, value: bytes) -> str:
+        """A string attribute's bytes as text (ONNX stores them as UTF-8)."""
+        try:
+            return value.decode("utf-8")
+        except UnicodeDecodeError:
+            raise self.error(f"attribute {name!r} is not valid UTF-8 text: {value[:80]!r}") from None

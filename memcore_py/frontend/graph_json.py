@@ -6,8 +6,9 @@ The format (spec relay_graph_plan_memory.md §2): ``nodes`` (``"null"`` inputs a
 ``"tvm_op"`` calls, ``__nop`` for reshape-only), ``heads``, ``node_row_ptr`` and per-entry
 ``attrs`` (``shape``, ``dltype``, optional ``device_index`` and ``storage_scope``). The
 reader checks the document once, naming the node or attr at fault with a
-:class:`~memcore_py.planning.graph_model.GraphError`, computes every entry's byte size
-(Relay's formula; one dtype lookup per distinct dtype string) and hands flat arrays to
+:class:`~memcore_py.planning.graph_model.GraphError` (integers must fit in int64, as the
+planner's arrays hold them, and so must each entry's byte size), computes every entry's
+byte size (Relay's formula; one dtype lookup per distinct dtype string) and hands flat arrays to
 :meth:`GraphModel.from_arrays`, which checks the structure (inputs of earlier nodes only,
 indices in range). ``storage_id`` in the file is ignored: the planner replaces it. The
 document itself is kept so a plan can be written back into it unchanged but for its attrs.
@@ -17,7 +18,10 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import reprlib
+import sys
 
+from ..ir.prim import INT64_MAX, INT64_MIN
 from ..planning.graph_model import (
     DEFAULT_SCOPE,
     KIND_INPUT,
@@ -51,9 +55,11 @@ def read_graph_json(source, *, name: str | None = None) -> GraphModel:
     Raises
     ------
     GraphError
-        Unreadable file, malformed JSON, missing or ill-typed keys and attrs, inputs or
-        heads out of range, a node reading itself or a later node (a cycle), unknown
-        dtypes, symbolic or negative shapes (Relay refuses them), wrong attr lengths.
+        Unreadable file, malformed JSON, JSON nested too deeply for Python's parser,
+        missing or ill-typed keys and attrs, integers outside int64, inputs or heads out of
+        range, a node reading itself or a later node (a cycle), unknown dtypes, symbolic or
+        negative shapes (Relay refuses them), an entry of 2**63 bytes or more, wrong attr
+        lengths.
 
     Examples
     --------
@@ -87,6 +93,11 @@ def read_graph_json(source, *, name: str | None = None) -> GraphModel:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
         raise GraphError(f"{prefix}malformed JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from exc
+    except RecursionError as exc:  # json's decoder recurses once per nested array or object
+        raise GraphError(f"{prefix}malformed JSON: input is nested too deeply") from exc
+    except ValueError as exc:  # int() refusing a literal longer than Python's digit limit
+        raise GraphError(f"{prefix}malformed JSON: an integer has more than {sys.get_int_max_str_digits()} "
+                         "digits") from exc
     try:
         return graph_from_doc(doc, name=label)
     except GraphError as exc:
@@ -108,22 +119,48 @@ def _attr(attrs: dict, key: str, kind: str, n: int, required: bool):
     return val[1]
 
 
+class _Preview(reprlib.Repr):
+    """``reprlib``'s abbreviation, with integers too long for ``repr`` given by their size."""
+
+    def repr_int(self, x, level):
+        return super().repr_int(x, level) if x.bit_length() <= 128 else f"<int of {x.bit_length()} bits>"
+
+
+_PREVIEW = _Preview()
+
+
 def _short(v) -> str:
-    text = json.dumps(v) if not isinstance(v, str) else repr(v)
+    """``v`` for a message, cut to 60 characters: its JSON text, or :class:`_Preview`'s
+    abbreviation for an integer of more than 128 bits and for what JSON cannot write (a
+    circular, too deep or non-JSON value in a document given as a dict)."""
+    if isinstance(v, str):
+        text = repr(v)
+    elif type(v) is int and v.bit_length() > 128:
+        text = _PREVIEW.repr(v)
+    else:
+        try:
+            text = json.dumps(v)
+        except (RecursionError, TypeError, ValueError):
+            text = _PREVIEW.repr(v)
     return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _int(v, what: str) -> int:
-    if isinstance(v, bool):
-        raise GraphError(f"{what} must be an integer; got {_short(v)}")
-    if isinstance(v, int):
-        return v
+    """``v``, an int or the decimal string graph attrs write, as an int in the int64 range."""
     if isinstance(v, str):
         try:
-            return int(v)
+            v = int(v)
         except ValueError:
             pass
-    raise GraphError(f"{what} must be an integer; got {_short(v)}")
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise GraphError(f"{what} must be an integer; got {_short(v)}")
+    return _int64(v, what)
+
+
+def _int64(v: int, what: str) -> int:
+    if not INT64_MIN <= v <= INT64_MAX:
+        raise GraphError(f"{what} = {_short(v)} is out of the int64 range [-2**63, 2**63)")
+    return v
 
 
 def graph_from_doc(doc, *, name: str = "graph") -> GraphModel:
@@ -161,6 +198,8 @@ def graph_from_doc(doc, *, name: str = "graph") -> GraphModel:
             if "num_outputs" not in na:
                 raise GraphError(f"{where}: attrs.num_outputs is missing")
             n_out = _int(na["num_outputs"], f"{where}: attrs.num_outputs")
+            if n_out < 0:
+                raise GraphError(f"{where}: attrs.num_outputs must be >= 0; got {n_out}")
             if "num_inputs" in na and _int(na["num_inputs"], f"{where}: attrs.num_inputs") != len(inputs):
                 raise GraphError(f"{where}: attrs.num_inputs is {na['num_inputs']} but the node has "
                                  f"{len(inputs)} inputs")
@@ -181,7 +220,9 @@ def graph_from_doc(doc, *, name: str = "graph") -> GraphModel:
         expect = [0]
         for k in num_outputs:
             expect.append(expect[-1] + k)
-        if not isinstance(rp, list) or [(_int(v, "node_row_ptr") if not isinstance(v, bool) else v) for v in rp] != expect:
+        if not isinstance(rp, list) or [
+            (_int(v, f"node_row_ptr[{k}]") if not isinstance(v, bool) else v) for k, v in enumerate(rp)
+        ] != expect:
             raise GraphError(f"node_row_ptr does not match the nodes' num_outputs (expected {_short(expect)})")
     head_node, head_index = [], []
     for h, hd in enumerate(heads):
@@ -201,24 +242,17 @@ def graph_from_doc(doc, *, name: str = "graph") -> GraphModel:
     for e, (shape, dtype) in enumerate(zip(shapes, dtypes)):
         elem = cache.get(dtype)
         if elem is None:
-            n = node_of[e]
-            where = f"node {n} {names[n]!r} output {e - _first(num_outputs, n)} (entry {e})"
+            where = _entry_label(e, node_of, names, num_outputs)
             if not isinstance(dtype, str):
                 raise GraphError(f"{where}: dltype must be a string; got {_short(dtype)}")
             elem = entry_nbytes([], dtype, where)
             cache[dtype] = elem
-        size = elem
-        if not isinstance(shape, list):
-            _bad_shape(e, shape, node_of, names, num_outputs)
-        for d in shape:
-            if type(d) is not int or d < 0:
-                _bad_shape(e, shape, node_of, names, num_outputs)
-            size *= d
-        nbytes.append(size)
+        nbytes.append(_shape_nbytes(e, shape, dtype, elem, node_of, names, num_outputs))
     if devices is not None:
         for e, d in enumerate(devices):
             if type(d) is not int:
                 raise GraphError(f"attrs.device_index[{e}] must be an integer; got {_short(d)}")
+            _int64(d, f"attrs.device_index[{e}]")
     scope_ids, scope_names = None, [DEFAULT_SCOPE]
     if scopes is not None:
         index = {DEFAULT_SCOPE: 0}
@@ -239,8 +273,38 @@ def _first(num_outputs, n) -> int:
     return sum(num_outputs[:n])
 
 
-def _bad_shape(e, shape, node_of, names, num_outputs):
+def _entry_label(e, node_of, names, num_outputs) -> str:
     n = node_of[e]
-    where = f"node {n} {names[n]!r} output {e - _first(num_outputs, n)} (entry {e})"
+    return f"node {n} {names[n]!r} output {e - _first(num_outputs, n)} (entry {e})"
+
+
+def _shape_nbytes(e, shape, dtype, elem, node_of, names, num_outputs) -> int:
+    """Bytes of entry ``e``: ``elem`` bytes per element times the dims of ``shape``.
+
+    Raises
+    ------
+    GraphError
+        A shape that is not a list of non-negative ints, a dim or a byte size past
+        ``2**63 - 1`` (the planner's sizes are int64). The product saturates at ``2**63``,
+        so a long shape of large dims costs no big-integer arithmetic.
+    """
+    if not isinstance(shape, list):
+        _bad_shape(e, shape, node_of, names, num_outputs)
+    size = elem
+    for d in shape:
+        if type(d) is not int or d < 0:
+            _bad_shape(e, shape, node_of, names, num_outputs)
+        if d > INT64_MAX:
+            raise GraphError(f"{_entry_label(e, node_of, names, num_outputs)}: shape dimension {_short(d)} is out of "
+                             "the int64 range [-2**63, 2**63)")
+        size = min(size * d, INT64_MAX + 1)
+    if size > INT64_MAX:
+        raise GraphError(f"{_entry_label(e, node_of, names, num_outputs)}: shape {_short(shape)} of {dtype} "
+                         "is 2**63 bytes or more")
+    return size
+
+
+def _bad_shape(e, shape, node_of, names, num_outputs):
+    where = _entry_label(e, node_of, names, num_outputs)
     entry_nbytes(shape, "float32", where)  # raises the symbolic/negative-shape message
     raise GraphError(f"{where}: shape must be a list of ints; got {_short(shape)}")

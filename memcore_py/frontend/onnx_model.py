@@ -7,7 +7,9 @@ produces for the same model with ``keep_params_in_input=True`` (same ops, attrib
 binding order and names), for the operators :mod:`._onnx_ops` converts; only the ``onnx``
 package is needed, imported when the function is called. Steps:
 
-1. checks: a ``ModelProto`` of IR version >= 3, nodes of the default (``ai.onnx``) domain,
+1. checks: a ``ModelProto`` of IR version >= 3, names that are UTF-8 text (ONNX requires it,
+   but protobuf parses a model whose names are not and hands such a name over as
+   ``bytes``), nodes of the default (``ai.onnx``) domain,
    every ``op_type`` with a converter; all the ops without one are listed in one
    :class:`~memcore_py.errors.UnsupportedOperatorError` (op type -> node names) before
    anything is built;
@@ -116,9 +118,11 @@ def from_onnx(model, *, shape_dict: dict | None = None, keep_params_as_input: bo
     UnsupportedOperatorError
         Node op types (or domains) without a converter; ``.ops`` maps each to its nodes.
     FrontendError
-        Anything else: not a ModelProto, shape inference failing, values without a shape,
-        an unknown ``shape_dict`` input, an attribute or operand a converter does not accept
-        (naming the node).
+        Anything else: not a ModelProto, a name (of the graph, a node, its op type, domain,
+        inputs, outputs or attributes, a value, an initializer, a ``dim_param``, an opset
+        domain) or a string attribute that is not UTF-8, shape inference failing, values
+        without a shape, an unknown ``shape_dict`` input, an attribute or operand a
+        converter does not accept (naming the node).
 
     Examples
     --------
@@ -131,6 +135,7 @@ def from_onnx(model, *, shape_dict: dict | None = None, keep_params_as_input: bo
     if model.ir_version < _MIN_IR_VERSION:
         raise FrontendError(f"ONNX IR version {model.ir_version} is not supported (>= {_MIN_IR_VERSION} is)")
     graph = model.graph
+    _check_utf8(model)
     _raise_unsupported(graph)
     typed = _typed_values(_inferred_graph(onnx, model, shape_dict))
     _check_shapes(graph, typed)
@@ -168,6 +173,55 @@ def unsupported_onnx_operators(model) -> dict:
 
 
 # ------------------------------------------------------------------------------------ checks
+def _check_utf8(model) -> None:
+    """Refuse a string field the importer reads that is not UTF-8 text.
+
+    ONNX's ``string`` fields must hold UTF-8, but protobuf parses a model whose fields do
+    not (``onnx.load`` accepts it) and returns such a field as ``bytes``, which would reach
+    dict keys, messages and ``onnx.shape_inference``. Checked: the graph name, the opset
+    domains, the names and ``dim_param`` dimensions of the graph inputs, outputs and value
+    infos, the initializer names, and each node's name, op type, domain, input and output
+    names and attribute names. Documentation strings and metadata are not read, so not
+    checked.
+
+    Raises
+    ------
+    FrontendError
+        Naming the field and showing its bytes.
+    """
+    graph = model.graph
+    _utf8(graph.name, "graph name")
+    for i, entry in enumerate(model.opset_import):
+        _utf8(entry.domain, "opset_import #{} domain", i)
+    for kind, infos in (("graph input", graph.input), ("graph output", graph.output),
+                        ("value_info", graph.value_info)):
+        for i, vi in enumerate(infos):
+            _utf8(vi.name, "{} #{} name", kind, i)
+            if vi.type.HasField("tensor_type"):
+                for k, d in enumerate(vi.type.tensor_type.shape.dim):
+                    _utf8(d.dim_param, "{} {!r}: dimension {} dim_param", kind, vi.name, k)
+    for i, t in enumerate(graph.initializer):
+        _utf8(t.name, "initializer #{} name", i)
+    for i, node in enumerate(graph.node):
+        _utf8(node.name, "node #{} name", i)
+        _utf8(node.op_type, "node #{} op_type", i)
+        _utf8(node.domain, "node #{} domain", i)
+        for j, name in enumerate(node.input):
+            _utf8(name, "node #{} input {}", i, j)
+        for j, name in enumerate(node.output):
+            _utf8(name, "node #{} output {}", i, j)
+        for j, a in enumerate(node.attribute):
+            _utf8(a.name, "node #{} attribute {} name", i, j)
+
+
+def _utf8(value, where: str, *args) -> None:
+    """``value``, a protobuf string field, must have been UTF-8 (then it is a ``str``);
+    ``where.format(*args)`` names it (formatted only for the message)."""
+    if isinstance(value, bytes):
+        raise FrontendError(f"the ONNX {where.format(*args)} is not valid UTF-8: {value[:80]!r} (ONNX "
+                            "strings must be UTF-8)")
+
+
 def _missing(graph) -> dict:
     out: dict = {}
     for i, node in enumerate(graph.node):

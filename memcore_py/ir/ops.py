@@ -148,7 +148,24 @@ def _reshape(call, ts):
     return TensorType(values, t.dtype, vdevice=t.vdevice)
 
 
+#: Most sections ``R.split(x, indices_or_sections=N)`` may ask for (see :func:`_split`).
+MAX_SPLIT_SECTIONS = 2**16
+
+
 def _split(call, ts):
+    """``R.split``: a tuple of the parts of ``x`` along ``axis``.
+
+    ``indices_or_sections=N`` (an int) cuts the axis into ``N`` parts of ``ceil(extent / N)``
+    elements, the last ones shorter or empty, as TVM 0.27 does: TVM accepts any
+    ``0 < N < 2**31``, including more sections than a static extent has elements (the extra
+    parts are empty). The result has ``N`` fields, so its cost is linear in ``N``; memcore
+    refuses ``N > MAX_SPLIT_SECTIONS`` (65536) with an :class:`IRError` naming the op and
+    ``N`` before building any field (TVM refuses ``N >= 2**31``, and runs out of memory long
+    before that); models split a tensor into far fewer parts.
+
+    A list of indices cuts the axis at those indices (TVM's clamping to the extent), one
+    part more than there are indices; the list is as long as the text that wrote it.
+    """
     name = call.op.name
     t = _tensor(ts[0], name)
     ios = call.attrs.get("indices_or_sections")
@@ -159,39 +176,53 @@ def _split(call, ts):
         raise IRError(f"{name} needs a tensor of known shape; got {t!r}")
     axis = _norm_axis(axis, t.ndim, name)
     dim = t.shape[axis]
-    sdim = _static(dim)
     if isinstance(ios, (int, IntImm)):
-        k = _int_attr_value(ios)
-        if k <= 0:
-            raise IRError(f"{name}: indices_or_sections must be positive; got {k}")
-        if sdim is not None:
-            part = -(-sdim // k)
-            sizes = [IntImm(min(part, max(sdim - i * part, 0))) for i in range(k)]
-        else:
-            part = FloorDiv(Add(dim, IntImm(k - 1)), IntImm(k)) if k > 1 else dim
-            sizes = [part] * (k - 1) + [Sub(dim, Mul(part, IntImm(k - 1))) if k > 1 else dim]
-            if k == 2:
-                sizes[-1] = Sub(dim, part)
+        sizes = _split_section_sizes(name, dim, _int_attr_value(ios))
     else:
-        idx = _int_list(ios)
-        bounds = [0] + idx
-        sizes = []
-        for i, lo in enumerate(bounds):
-            if sdim is not None:
-                hi = bounds[i + 1] if i + 1 < len(bounds) else sdim
-                sizes.append(IntImm(max(min(hi, sdim) - min(lo, sdim), 0)))
-            elif i + 1 == len(bounds):  # TVM: max(n - lo, 0)
-                sizes.append(Max(Sub(dim, IntImm(lo)), IntImm(0)) if lo else dim)
-            elif lo == 0:  # TVM: min(hi, n)
-                sizes.append(Min(IntImm(bounds[i + 1]), dim) if bounds[i + 1] else IntImm(0))
-            else:  # TVM: max(min(hi, n) - min(lo, n), 0)
-                sizes.append(Max(Sub(Min(IntImm(bounds[i + 1]), dim), Min(IntImm(lo), dim)), IntImm(0)))
+        sizes = _split_index_sizes(dim, _int_list(ios))
     fields = []
     for s in sizes:
         shape = list(t.shape)
         shape[axis] = s
         fields.append(TensorType(tuple(shape), t.dtype, vdevice=t.vdevice))
     return TupleType(fields)
+
+
+def _split_section_sizes(name, dim, k):
+    """The extents of ``k`` equal sections of an axis of extent ``dim`` (see :func:`_split`)."""
+    if k <= 0:
+        raise IRError(f"{name}: indices_or_sections must be positive; got {k}")
+    if k > MAX_SPLIT_SECTIONS:
+        raise IRError(f"{name}: indices_or_sections = {k} sections is more than memcore supports "
+                      f"(at most {MAX_SPLIT_SECTIONS}; TVM refuses 2**31 or more)")
+    sdim = _static(dim)
+    if sdim is not None:
+        part = -(-sdim // k)
+        return [IntImm(min(part, max(sdim - i * part, 0))) for i in range(k)]
+    if k == 1:
+        return [dim]
+    part = FloorDiv(Add(dim, IntImm(k - 1)), IntImm(k))
+    last = Sub(dim, part) if k == 2 else Sub(dim, Mul(part, IntImm(k - 1)))
+    return [part] * (k - 1) + [last]
+
+
+def _split_index_sizes(dim, idx):
+    """The extents of the parts of an axis of extent ``dim`` cut at the indices ``idx``,
+    written as TVM writes them."""
+    sdim = _static(dim)
+    bounds = [0] + idx
+    sizes = []
+    for i, lo in enumerate(bounds):
+        if sdim is not None:
+            hi = bounds[i + 1] if i + 1 < len(bounds) else sdim
+            sizes.append(IntImm(max(min(hi, sdim) - min(lo, sdim), 0)))
+        elif i + 1 == len(bounds):  # TVM: max(n - lo, 0)
+            sizes.append(Max(Sub(dim, IntImm(lo)), IntImm(0)) if lo else dim)
+        elif lo == 0:  # TVM: min(hi, n)
+            sizes.append(Min(IntImm(bounds[i + 1]), dim) if bounds[i + 1] else IntImm(0))
+        else:  # TVM: max(min(hi, n) - min(lo, n), 0)
+            sizes.append(Max(Sub(Min(IntImm(bounds[i + 1]), dim), Min(IntImm(lo), dim)), IntImm(0)))
+    return sizes
 
 
 def _concat(call, ts):
