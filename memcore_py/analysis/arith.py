@@ -29,19 +29,34 @@ from dataclasses import dataclass, field
 from ..errors import PassError
 from ..ir.expr import Function, PrimValue
 from ..ir.prim import (
+    EQ,
+    GE,
+    GT,
+    LE,
+    LT,
+    NE,
     Add,
+    And,
     BinaryOp,
+    Cast,
+    CmpOp,
     FloorDiv,
     FloorMod,
+    IfThenElse,
     IntImm,
     Max,
     Min,
     Mul,
+    Not,
+    Or,
     PrimExpr,
     PrimVar,
+    Select,
     Sub,
     canonical,
+    eval_atom,
     free_prim_vars,
+    int_range,
 )
 from ..ir.types import FuncType, PrimType, ShapeType, TensorType, TupleType, dtype_bytes
 
@@ -308,6 +323,38 @@ def fold_max(a: PrimExpr, b: PrimExpr) -> PrimExpr:
     return Max(a, b)
 
 
+_CMP_FOLD = {LT: lambda x, y: x < y, LE: lambda x, y: x <= y, GT: lambda x, y: x > y,
+             GE: lambda x, y: x >= y, EQ: lambda x, y: x == y, NE: lambda x, y: x != y}
+
+
+def fold_logical(t: type, a: PrimExpr, b: PrimExpr) -> PrimExpr:
+    """``t(a, b)`` for a comparison class, :class:`And` or :class:`Or`, folded as TVM's
+    ``TryConstFold``: a comparison of two integer literals is a bool literal; an ``and``/``or``
+    with a literal operand is decided by it or is the other operand."""
+    ca, cb = _c(a), _c(b)
+    if t is And or t is Or:
+        if ca is not None:
+            return (b if ca else a) if t is And else (a if ca else b)
+        if cb is not None:
+            return (a if cb else b) if t is And else (b if cb else a)
+        return t(a, b)
+    if ca is not None and cb is not None:
+        return IntImm(int(_CMP_FOLD[t](ca, cb)), "bool")
+    return t(a, b)
+
+
+def fold_cast(dtype: str, v: PrimExpr) -> PrimExpr:
+    """TVM's ``cast(dtype, v)``: ``v`` itself when it has that dtype, an integer literal
+    converted (:func:`~memcore_py.ir.prim.eval_atom`), else a :class:`Cast`."""
+    if v.dtype == dtype:
+        return v
+    if type(v) is IntImm:
+        c = eval_atom("cast:" + dtype, (v.value,))
+        if c is not None:
+            return IntImm(c, dtype)
+    return Cast(dtype, v)
+
+
 # --------------------------------------------------------------------------------------
 # Constant integer bounds (TVM ConstIntBoundAnalyzer)
 # --------------------------------------------------------------------------------------
@@ -427,6 +474,11 @@ def const_int_bound(expr: PrimExpr, bounds: VarBounds = EMPTY_BOUNDS):
     """The constant interval ``(lo, hi)`` of ``expr`` (TVM ``Analyzer::const_int_bound``).
 
     Unbounded ends are :data:`NEG_INF` / :data:`POS_INF`; arithmetic saturates at them.
+    TVM's rules for the conditional nodes: a :class:`~memcore_py.ir.prim.Select` is the union
+    of its branches' bounds (the condition is not used); a :class:`~memcore_py.ir.prim.Cast`
+    its operand's bound clamped to the target dtype's range; comparisons, ``and``/``or``/``not``
+    ``[0, 1]``; an :class:`~memcore_py.ir.prim.IfThenElse` (a call for TVM) the whole range of
+    its dtype, whatever its branches.
     """
     memo = {}
 
@@ -466,12 +518,28 @@ def const_int_bound(expr: PrimExpr, bounds: VarBounds = EMPTY_BOUNDS):
         elif t is Max:
             a, b = visit(e.a), visit(e.b)
             r = (max(a[0], b[0]), max(a[1], b[1]))
-        else:
-            r = (NEG_INF, POS_INF)
+        elif t is Select:
+            a, b = visit(e.true_value), visit(e.false_value)
+            r = (min(a[0], b[0]), max(a[1], b[1]))
+        elif t is Cast:
+            a, b = visit(e.value), _everything(e.dtype)
+            r = (max(a[0], b[0]), min(a[1], b[1]))
+        else:  # comparisons, and/or/not (bool), if_then_else (a call): everything of the dtype
+            r = _everything(e.dtype)
         memo[key] = r
         return r
 
     return visit(expr)
+
+
+def _everything(dtype: str):
+    """TVM's ``ConstIntBound`` ``Everything(dtype)``: the range of an integer or bool dtype
+    (:func:`~memcore_py.ir.prim.int_range`), its 64-bit ends the infinities; else
+    ``(NEG_INF, POS_INF)``."""
+    r = int_range(dtype)
+    if r is None:
+        return (NEG_INF, POS_INF)
+    return (max(r[0], NEG_INF), min(r[1], POS_INF))
 
 
 # --------------------------------------------------------------------------------------
@@ -534,7 +602,15 @@ def _is_point(s):
     return s[0] is s[1]
 
 
+#: TVM's logical ops of ``Combine``: a set of both points folds, any other set is ``[0, 1]``
+_LOGICAL = frozenset((LT, LE, GT, GE, EQ, NE, And, Or))
+
+
 def _combine(t, a, b, bounds):
+    if t in _LOGICAL:
+        if _is_point(a) and _is_point(b):
+            return _point(fold_logical(t, a[0], b[0]))
+        return (IntImm(0, "bool"), IntImm(1, "bool"))
     if _is_point(a) and _is_point(b):
         x, y = a[0], b[0]
         if t is Add:
@@ -610,14 +686,29 @@ def _combine(t, a, b, bounds):
     return (_imax(a[0], b[0]), _imax(a[1], b[1]))
 
 
+#: atom kinds of truth values (``prim.ATOM_KINDS``)
+_BOOL_ATOMS = frozenset(("lt", "le", "eq", "ne", "and", "or", "not"))
+
+
 def _poly_bound(frozen, bounds):
     """Constant bound of a canonical polynomial (``prim.canonical``'s frozen form)."""
     lo_sum, hi_sum = 0, 0
     for mono, coeff in frozen:
         lo, hi = coeff, coeff
         for atom in mono:
-            if atom[0] == "v":
+            kind = atom[0]
+            if kind == "v":
                 ab = bounds.var_bound(atom[1])
+            elif kind in _BOOL_ATOMS:
+                ab = (0, 1)
+            elif kind == "if_then_else":  # a call for TVM: no bound
+                ab = (NEG_INF, POS_INF)
+            elif kind == "select":
+                ft, ff = _poly_bound(atom[2], bounds), _poly_bound(atom[3], bounds)
+                ab = (min(ft[0], ff[0]), max(ft[1], ff[1]))
+            elif kind.startswith("cast:"):
+                fv, fd = _poly_bound(atom[1], bounds), _everything(kind[5:])
+                ab = (max(fv[0], fd[0]), min(fv[1], fd[1]))
             else:
                 fa, fb = _poly_bound(atom[1], bounds), _poly_bound(atom[2], bounds)
                 if atom[0] == "min":
@@ -660,6 +751,10 @@ def int_set(expr: PrimExpr, bounds: VarBounds = EMPTY_BOUNDS):
     Vars with a range in ``bounds.ranges`` become ``[IntImm(lo), IntImm(hi)]``; other vars
     stay points. Ends are :class:`PrimExpr` or the limits ``NINF`` / ``PINF``. A sub-expression
     whose operands evaluate to themselves is returned as the same node (TVM ``MatchPoint``).
+    As TVM's ``IntervalSetEvaluator``: a ``Select`` is the union of its branches' sets
+    (``T.max(false_max, true_max)``, even for points); a ``Cast`` casts its operand's ends;
+    a comparison or ``and``/``or`` of two points is that node (folded on literals), else
+    ``[0, 1]``; ``not`` and ``if_then_else`` are unbounded.
 
     Raises
     ------
@@ -680,6 +775,15 @@ def int_set(expr: PrimExpr, bounds: VarBounds = EMPTY_BOUNDS):
             if lo == hi:
                 return _point(IntImm(lo, e.dtype))
             return (IntImm(lo, e.dtype), IntImm(hi, e.dtype))
+        if t is Select:  # TVM: Union(false set, true set), no point shortcut
+            tv, fv = ev(e.true_value), ev(e.false_value)
+            return (_imin(fv[0], tv[0]), _imax(fv[1], tv[1]))
+        if t is Cast:
+            v = ev(e.value)
+            if _is_point(v):
+                return _point(fold_cast(e.dtype, v[0]))
+            return (fold_cast(e.dtype, v[0]) if v[0] is not NINF else NINF,
+                    fold_cast(e.dtype, v[1]) if v[1] is not PINF else PINF)
         if isinstance(e, BinaryOp):
             a, b = ev(e.a), ev(e.b)
             if _is_point(a) and a[0] is e.a and _is_point(b) and b[0] is e.b:
@@ -703,16 +807,20 @@ def int_set(expr: PrimExpr, bounds: VarBounds = EMPTY_BOUNDS):
 # Shapes and sizes
 # --------------------------------------------------------------------------------------
 def upper_bound_dim(dim, bounds: VarBounds = EMPTY_BOUNDS):
-    """The upper bound of one dim (TVM ``GetUpperBoundShape``, per dim): an ``IntImm`` dim
-    itself; with no bounds, the dim itself; else its finite constant bound as an ``IntImm``,
-    or its symbolic :func:`int_set` maximum if it has one, or the dim itself.
+    """The upper bound of one dim (TVM ``GetUpperBoundShape``, per dim): an ``IntImm`` dim, or
+    a variable without bounds, itself; else its finite constant bound as an ``IntImm``, or
+    its symbolic :func:`int_set` maximum if it has one, or the dim itself. Without any bounds
+    a composite dim can still have a constant bound (``T.min(n, 64)``: 64; a cast to
+    ``int32``: its range) or a new symbolic one (``T.Select(c, n, 3)``: ``T.max(3, n)``), as
+    in TVM.
 
     Raises
     ------
     UnsupportedBound
         The bound would need ``T.Select``.
     """
-    if type(dim) is IntImm or not bounds:
+    t = type(dim)
+    if t is IntImm or (t is PrimVar and not bounds):
         return dim
     hi = const_int_bound(dim, bounds)[1]
     if hi != POS_INF:
@@ -724,8 +832,8 @@ def upper_bound_dim(dim, bounds: VarBounds = EMPTY_BOUNDS):
 def upper_bound_shape(shape, bounds: VarBounds = EMPTY_BOUNDS):
     """Upper-bound each dim independently (TVM ``GetUpperBoundShape``): :func:`upper_bound_dim`
     of every dim."""
-    if not bounds:
-        # No bounds: only constants are constant; every other dim is its own upper bound.
+    if not bounds and all(type(d) is IntImm or type(d) is PrimVar for d in shape):
+        # No bounds: a literal or a variable is its own upper bound.
         return tuple(shape)
     return tuple([upper_bound_dim(d, bounds) for d in shape])
 
@@ -828,14 +936,6 @@ def size_class_key(size: PrimExpr):
 # --------------------------------------------------------------------------------------
 # Symbolic byte totals (reports): a sum of sizes as a polynomial, printed and evaluated
 # --------------------------------------------------------------------------------------
-_OPAQUE_EVAL = {
-    "floordiv": lambda a, b: a // b if b else None,
-    "floormod": lambda a, b: a % b if b else None,
-    "min": min,
-    "max": max,
-}
-
-
 class SizePolynomial:
     """A sum of byte sizes in canonical polynomial form (:func:`memcore_py.ir.prim.canonical`):
     what a report prints for a symbolic total (``3072*n + 1536``) and evaluates at given
@@ -918,15 +1018,14 @@ def _bind_factor(f, values):
     if f[0] == "v":
         v = values.get(f[1])
         return (v, None) if v is not None else (None, f)
-    kind, fa, fb = f
-    a = SizePolynomial._of(dict(fa)).bind(values)
-    b = SizePolynomial._of(dict(fb)).bind(values)
-    va, vb = a.value, b.value
-    if va is not None and vb is not None:
-        r = _OPAQUE_EVAL[kind](va, vb)
+    kind = f[0]
+    sides = [SizePolynomial._of(dict(side)).bind(values) for side in f[1:]]
+    vals = [side.value for side in sides]
+    if all(v is not None for v in vals):
+        r = eval_atom(kind, vals)
         if r is not None:
             return r, None
-    return None, (kind, tuple(sorted(a.terms.items())), tuple(sorted(b.terms.items())))
+    return None, (kind, *[tuple(sorted(side.terms.items())) for side in sides])
 
 
 def _bind_monomial(mono, values):
@@ -945,8 +1044,7 @@ def _bind_monomial(mono, values):
 def _factor_text(f) -> str:
     if f[0] == "v":
         return f[1]
-    kind, fa, fb = f
-    return f"{kind}({_poly_text(dict(fa))}, {_poly_text(dict(fb))})"
+    return f"{f[0]}(" + ", ".join(_poly_text(dict(side)) for side in f[1:]) + ")"
 
 
 def _poly_text(terms: dict) -> str:

@@ -46,7 +46,9 @@ Two groups of helpers live here because PrimFunc text needs them and both the pr
 the parser use them too, so each rule has one implementation:
 
 - the *value rules* of TVMScript expressions (:func:`number_prim`, :func:`negated`,
-  :func:`binary_value`, :func:`min_max`, :func:`dtype_literal`, :func:`float_value`,
+  :func:`binary_value`, :func:`min_max`, the conditions :func:`compare_value`,
+  :func:`logical_value`, :func:`not_value`, :func:`prim_call`, :func:`cast_value`,
+  :func:`select_value`, and :func:`dtype_literal`, :func:`float_value`,
   :func:`parameter_spans`), which the Relax parser applies with its own dtypes of bare
   literals (``int64``/``float64``);
 - the *spelling* of PrimExprs and attribute values (:func:`format_prim`,
@@ -84,7 +86,32 @@ from ._lexer import string_value, strip_comment, tokenize
 from .expr import PrimFunc, PrimFuncParam
 from .memo import MEMO
 from .module import VDevice
-from .prim import Add, FloatImm, FloorDiv, FloorMod, IntImm, Max, Min, Mul, PrimExpr, PrimVar, Sub
+from .prim import (
+    EQ,
+    GE,
+    GT,
+    LE,
+    LT,
+    NE,
+    Add,
+    And,
+    Cast,
+    CmpOp,
+    FloatImm,
+    FloorDiv,
+    FloorMod,
+    IfThenElse,
+    IntImm,
+    Max,
+    Min,
+    Mul,
+    Not,
+    Or,
+    PrimExpr,
+    PrimVar,
+    Select,
+    Sub,
+)
 
 __all__ = [
     "DTYPE_NAMES",
@@ -101,6 +128,13 @@ __all__ = [
     "number_prim",
     "negated",
     "binary_value",
+    "compare_value",
+    "logical_value",
+    "not_value",
+    "cast_value",
+    "select_value",
+    "PRIM_CALLS",
+    "prim_call",
     "min_max",
     "dtype_literal",
     "float_value",
@@ -202,6 +236,91 @@ def binary_value(op: str, a, b, as_prim):
     return _PRIM_BINARY[op](a, b)
 
 
+_PRIM_COMPARE = {"<": LT, "<=": LE, ">": GT, ">=": GE, "==": EQ, "!=": NE}
+_NUMBER_COMPARE = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq,
+                   "!=": operator.ne}
+
+
+def compare_value(op: str, a, b, as_prim):
+    """``a <op> b`` for ``op`` in ``< <= > >= == !=``: two plain numbers compare to a Python
+    bool; otherwise both sides become PrimExprs as in :func:`binary_value` and the result is a
+    comparison node (TVMScript's ``_auto_broadcast`` comparisons, unfolded)."""
+    if type(a) in (int, float, bool) and type(b) in (int, float, bool):
+        return _NUMBER_COMPARE[op](a, b)
+    a = as_prim(a, b)
+    b = as_prim(b, a)
+    return _PRIM_COMPARE[op](a, b)
+
+
+def _bool_operand(v):
+    return IntImm(int(v), "bool") if type(v) is bool else v
+
+
+def logical_value(op: str, a, b):
+    """``a and b`` / ``a or b`` (``op``) as TVMScript evaluates it: a Python bool on the left
+    that decides the result is the result; two plain values follow Python; otherwise an
+    :class:`~memcore_py.ir.prim.And` / :class:`~memcore_py.ir.prim.Or` node (a bool becomes
+    ``T.bool``).
+
+    Raises
+    ------
+    ValueError
+        An operand that is neither a bool expression nor a bool.
+    """
+    if type(a) is bool and (a if op == "or" else not a):
+        return a
+    if not isinstance(a, PrimExpr) and not isinstance(b, PrimExpr):
+        return (a and b) if op == "and" else (a or b)
+    a, b = _bool_operand(a), _bool_operand(b)
+    for v in (a, b):
+        if not isinstance(v, PrimExpr):
+            raise ValueError(f"'{op}' takes bool expressions; got {type(v).__name__} {v!r}")
+    return And(a, b) if op == "and" else Or(a, b)
+
+
+def not_value(a):
+    """``not a``: a :class:`~memcore_py.ir.prim.Not` node of a PrimExpr, else Python's ``not``."""
+    if isinstance(a, PrimExpr):
+        return Not(a)
+    return not a
+
+
+def cast_value(dtype, v, as_prim):
+    """``T.Cast(dtype, v)``: a :class:`~memcore_py.ir.prim.Cast` of ``as_prim(v, None)``.
+
+    Raises
+    ------
+    ValueError
+        ``dtype`` is not a string.
+    """
+    if type(dtype) is not str:
+        raise ValueError(f"T.Cast takes a dtype string first; got {type(dtype).__name__} {dtype!r}")
+    return Cast(dtype, as_prim(v, None))
+
+
+def select_value(name: str, c, t, f, as_prim):
+    """``T.Select(c, t, f)`` or ``T.if_then_else(c, t, f)`` (``name``): the node as written
+    (no folding of a constant condition); a bool condition becomes ``T.bool``, the branches
+    are converted as the operands of :func:`binary_value`."""
+    c = as_prim(c, None)
+    tv = as_prim(t, f if isinstance(f, PrimExpr) else None)
+    fv = as_prim(f, tv)
+    return (Select if name == "T.Select" else IfThenElse)(c, tv, fv)
+
+
+#: The TVMScript functions of the conditional nodes with two operands (``T.LT(1, 2)`` is
+#: how TVM prints a comparison its folding would rewrite): name -> node class.
+PRIM_CALLS = {"T.LT": LT, "T.LE": LE, "T.GT": GT, "T.GE": GE, "T.EQ": EQ, "T.NE": NE, "T.And": And, "T.Or": Or}
+
+
+def prim_call(name: str, x, y, as_prim):
+    """``T.LT(x, y)`` ... ``T.Or(x, y)`` (``name`` in :data:`PRIM_CALLS`): the node as written,
+    operands as in :func:`binary_value` (a bool is ``T.bool``)."""
+    a = as_prim(x, y if isinstance(y, PrimExpr) else None)
+    b = as_prim(y, a)
+    return PRIM_CALLS[name](a, b)
+
+
 def min_max(name: str, x, y, as_prim):
     """``T.min(x, y)`` or ``T.max(x, y)`` (``name``); operands as in :func:`binary_value`."""
     a = as_prim(x, y if isinstance(y, PrimExpr) else None)
@@ -281,8 +400,14 @@ def identifier(name: str) -> str:
     return name
 
 
-_PREC = {Add: 1, Sub: 1, Mul: 2, FloorDiv: 2, FloorMod: 2}
-_INFIX = {Add: " + ", Sub: " - ", Mul: " * ", FloorDiv: " // ", FloorMod: " % "}
+#: Precedence of the infix forms, TVM's printer's scale (Python's): ``or`` 3, ``and`` 4,
+#: ``not`` 5, comparisons 6, ``+ -`` 11, ``* // %`` 12; a call, name or literal is 15.
+_PREC = {Or: 3, And: 4, LT: 6, LE: 6, GT: 6, GE: 6, EQ: 6, NE: 6, Add: 11, Sub: 11, Mul: 12, FloorDiv: 12,
+         FloorMod: 12}
+_NOT_PREC = 5
+_ATOM_PREC = 15
+_INFIX = {Add: " + ", Sub: " - ", Mul: " * ", FloorDiv: " // ", FloorMod: " % ", LT: " < ", LE: " <= ",
+          GT: " > ", GE: " >= ", EQ: " == ", NE: " != ", And: " and ", Or: " or "}
 
 
 def format_prim(e: PrimExpr, tir: bool = False, rename=None) -> str:
@@ -293,49 +418,103 @@ def format_prim(e: PrimExpr, tir: bool = False, rename=None) -> str:
     e : PrimExpr
     tir : bool, default False
         TIR spelling (PrimFunc signatures): int64 literals are ``T.int64(2)`` and int32 ones
-        bare. In Relax text (the default) int64 literals are bare and others ``T.int32(2)``.
+        bare. In Relax text (the default) int64 literals are bare and others ``T.int32(2)``,
+        except as an operand whose dtype the parser takes from the other operand
+        (``T.Cast("int32", n) < 3``), and bool literals there are ``True``/``False``, as TVM
+        prints them.
     rename : dict, optional
         PrimVar name -> printed name.
 
     Returns
     -------
     str
-        With the fewest parentheses that keep the tree (``(a + b) * c``, ``a - (b - c)``).
+        With the fewest parentheses that keep the tree (``(a + b) * c``, ``a - (b - c)``,
+        ``not (a and b)``), as TVM's printer places them. A comparison, ``and``, ``or`` or
+        ``not`` that TVM's constant folding would rewrite (``T.LT(1, 2)``, ``T.And(c, True)``,
+        ``T.Not(True)``) is written as a call, as TVM writes it; ``T.Cast("int64", x)``,
+        ``T.Select(c, a, b)`` and ``T.if_then_else(c, a, b)`` always are.
 
     Raises
     ------
     IRError
         ``e`` is not a PrimExpr memcore knows.
     """
-    t = type(e)
-    if t is IntImm:
-        dt = e.dtype
+    return _format(e, tir, rename, None)[0]
+
+
+#: ``sibling`` of an operand that no other operand gives a dtype (a cast's): a bool literal
+#: there is ``True``/``False``, another literal keeps its ``T.<dtype>(...)`` unless int64
+_OPERAND = IntImm(0, "bool")
+
+
+def _literal(e, tir: bool, sibling) -> str:
+    """An ``IntImm`` or ``FloatImm``; ``sibling`` is the operand whose dtype the parser gives a
+    bare literal next to it (None at the top of an expression, :data:`_OPERAND` for an operand
+    without one)."""
+    dt = e.dtype
+    if type(e) is FloatImm:
+        return f"T.{dt}({float_literal(e.value)})"
+    if tir:
         if dt == "int64":
-            return f"T.int64({e.value})" if tir else str(e.value)
-        if dt == "int32" and tir:
+            return f"T.int64({e.value})"
+        if dt == "int32":
             return str(e.value)
-        if dt == "bool":
+    elif dt == "int64":
+        return str(e.value)
+    if dt == "bool":
+        if sibling is None or tir:
             return f"T.bool({bool(e.value)})"
-        return f"T.{dt}({e.value})"
+        return "True" if e.value else "False"
+    if not tir and sibling is not None and type(sibling) is not IntImm and sibling.dtype == dt:
+        return str(e.value)
+    return f"T.{dt}({e.value})"
+
+
+def _format(e, tir, rename, sibling):
+    """``(text, precedence)`` of ``e`` (:func:`format_prim`); ``sibling`` as in :func:`_literal`."""
+    t = type(e)
+    if t is IntImm or t is FloatImm:
+        return _literal(e, tir, sibling), _ATOM_PREC
     if t is PrimVar:
-        if rename:
-            return rename.get(e.name, e.name)
-        return e.name
-    if t is FloatImm:
-        return f"T.{e.dtype}({float_literal(e.value)})"
+        return (rename.get(e.name, e.name) if rename else e.name), _ATOM_PREC
     prec = _PREC.get(t)
     if prec is not None:
         a, b = e.a, e.b
-        sa = format_prim(a, tir, rename)
-        sb = format_prim(b, tir, rename)
-        if _PREC.get(type(a), 9) < prec:
+        sa, pa = _format(a, tir, rename, b)
+        sb, pb = _format(b, tir, rename, a)
+        if not _infix_kept(t, a, b):
+            return f"{e.name}({sa}, {sb})", _ATOM_PREC
+        if pa < prec:
             sa = f"({sa})"
-        if _PREC.get(type(b), 9) <= prec:
+        if pb <= prec:
             sb = f"({sb})"
-        return sa + _INFIX[t] + sb
+        return sa + _INFIX[t] + sb, prec
     if t is Min or t is Max:
-        return f"{e.symbol}({format_prim(e.a, tir, rename)}, {format_prim(e.b, tir, rename)})"
+        return f"{e.symbol}({_format(e.a, tir, rename, e.b)[0]}, {_format(e.b, tir, rename, e.a)[0]})", _ATOM_PREC
+    if t is Not:
+        sa, pa = _format(e.a, tir, rename, _OPERAND)
+        if type(e.a) is IntImm and not tir:  # TVM's ``not`` of a bare literal is the call
+            return f"T.Not({sa})", _ATOM_PREC
+        return "not " + (f"({sa})" if pa < _NOT_PREC else sa), _NOT_PREC
+    if t is Cast:
+        return f'T.Cast("{e.dtype}", {_format(e.value, tir, rename, _OPERAND)[0]})', _ATOM_PREC
+    if t is Select or t is IfThenElse:
+        c, tv, fv = e.condition, e.true_value, e.false_value
+        parts = (_format(c, tir, rename, _OPERAND)[0], _format(tv, tir, rename, fv)[0],
+                 _format(fv, tir, rename, tv)[0])
+        return f"{e.name}({', '.join(parts)})", _ATOM_PREC
     raise IRError(f"cannot write PrimExpr {e!r} as TVMScript")
+
+
+def _infix_kept(t, a, b) -> bool:
+    """TVM prints a comparison, ``and`` or ``or`` infix unless its operator function would fold
+    it (``TryConstFold``): a comparison of two literals; ``and``/``or`` with a literal."""
+    if t is And or t is Or:
+        return type(a) is not IntImm and type(b) is not IntImm
+    if issubclass(t, CmpOp):
+        ta, tb = type(a), type(b)
+        return not ((ta is IntImm and tb is IntImm) or (ta is FloatImm and tb is FloatImm))
+    return True
 
 
 def format_attr_value(v, value_text=None) -> str:
@@ -553,6 +732,7 @@ def _describe(v) -> str:
 
 
 _AST_BINARY = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "//", ast.Mod: "%"}
+_AST_COMPARE = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
 
 
 class _Reader:
@@ -596,7 +776,17 @@ class _Reader:
                 if out is None:
                     raise _Fail(f"cannot negate {_describe(v)}", node)
                 return out
+            if type(node.op) is ast.Not:
+                return self.node(not_value, node, v)
             raise _Fail(f"unsupported operator in {ast.unparse(node)!r}", node)
+        if t is ast.Compare:
+            return self.compare(node)
+        if t is ast.BoolOp:
+            op = "and" if type(node.op) is ast.And else "or"
+            v = self.value(node.values[0])
+            for rhs in node.values[1:]:
+                v = self.node(logical_value, node, op, v, self.value(rhs))
+            return v
         if t is ast.BinOp:
             op = _AST_BINARY.get(type(node.op))
             if op is None:
@@ -621,6 +811,28 @@ class _Reader:
         if t is ast.Call:
             return self.call(node)
         raise _Fail(f"unsupported expression {ast.unparse(node)!r}", node)
+
+    def compare(self, node):
+        """A comparison, chained as Python chains it (``a < b < c``: ``a < b and b < c``)."""
+        a = self.value(node.left)
+        result = None
+        for op, right in zip(node.ops, node.comparators):
+            sym = _AST_COMPARE.get(type(op))
+            if sym is None:
+                raise _Fail(f"unsupported operator in {ast.unparse(node)!r}", node)
+            b = self.value(right)
+            c = self.node(compare_value, node, sym, a, b, lambda x, other: self.prim(x, node, other))
+            result = c if result is None else self.node(logical_value, node, "and", result, c)
+            a = b
+        return result
+
+    @staticmethod
+    def node(rule, node, *args):
+        """``rule(*args)`` (a value rule), its errors located at ``node``."""
+        try:
+            return rule(*args)
+        except (ValueError, IRError) as e:
+            raise _Fail(str(e), node) from None
 
     def name(self, name, node):
         self.used_names = True
@@ -680,6 +892,21 @@ class _Reader:
                 raise _Fail(f"{name} takes two values", node)
             x, y = self.value(node.args[0]), self.value(node.args[1])
             return min_max(name, x, y, lambda v, other: self.prim(v, node, other))
+        conv = lambda v, other: self.prim(v, node, other)  # noqa: E731
+        if name in PRIM_CALLS or name in ("T.Not", "T.Cast", "T.Select", "T.if_then_else"):
+            if node.keywords:
+                raise _Fail(f"{name} takes no keyword arguments", node)
+            args = [self.value(a) for a in node.args]
+            n_args = {"T.Not": 1, "T.Cast": 2, "T.Select": 3, "T.if_then_else": 3}.get(name, 2)
+            if len(args) != n_args:
+                raise _Fail(f"{name} takes {n_args} values", node)
+            if name == "T.Not":
+                return self.node(not_value, node, self.prim(args[0], node))
+            if name == "T.Cast":
+                return self.node(cast_value, node, args[0], args[1], conv)
+            if n_args == 3:
+                return self.node(select_value, node, name, *args, conv)
+            return self.node(prim_call, node, name, *args, conv)
         if name == "float":
             try:
                 return float_value([self.value(a) for a in node.args], node.keywords)

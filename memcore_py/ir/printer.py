@@ -69,7 +69,10 @@ Where TVM 0.27 differs and why
   var whose name is also a module TypeVar cannot be declared with ``T.int64()`` (TVM's
   parser: "Cannot redefine a non-PrimType object"); such a var is printed renamed
   (``n_1``) in that function. TVM prints the failing form.
-- Non-int64 literals in Relax expressions keep their dtype (``T.int32(4)``).
+- Non-int64 literals in Relax expressions keep their dtype (``T.int32(4)``), unless the
+  other operand of their node gives it (``T.Cast("int32", n) < 3``, printed as TVM prints it).
+- A comparison whose operand is a comparison prints as TVM prints it (``s < 0 == (n > 2)``),
+  which Python, and both parsers, read as a chained comparison.
 - A PrimValue argument of a call to a module function or a function value prints as
   ``R.prim_value(3)``: TVM prints ``cls.f(x, 3)``, which its parser rejects.
 - A Prim type inside ``R.Tuple(...)``/``R.Callable(...)`` prints ``R.Prim("int64")``: TVM
@@ -126,7 +129,7 @@ from .module import IRModule
 from .op import Op
 from .op_schema import format_float_attr
 from .ops import builtin_alloc_own_type
-from .prim import BinaryOp, FloatImm, IntImm, PrimVar
+from .prim import FloatImm, IntImm, PrimVar
 from .prim_func_text import (
     RESERVED_NAMES,
     format_attr_dict,
@@ -173,9 +176,8 @@ def _prim_names(e, out: dict) -> None:
         if t is PrimVar:
             if x.name not in out:
                 out[x.name] = x.dtype
-        elif isinstance(x, BinaryOp):
-            stack.append(x.b)
-            stack.append(x.a)
+        else:
+            stack.extend(reversed(x.operands))
 
 
 def _type_prim_names(ty, out: dict) -> None:

@@ -165,6 +165,16 @@ class _Comparer:
                 m.path.append("b")
                 raise
             return
+        if a.operands:  # not, cast, select, if_then_else
+            if a.dtype != b.dtype:
+                raise _Mismatch(f"{ta.__name__} dtype {a.dtype} vs {b.dtype}", a, b)
+            for i, (x, y) in enumerate(zip(a.operands, b.operands)):
+                try:
+                    self.prim(x, y)
+                except _Mismatch as m:
+                    m.path.append(f"operands[{i}]")
+                    raise
+            return
         raise _Mismatch(f"unsupported PrimExpr {type(a).__name__}", a, b)
 
     def prim_seq(self, a, b, what):

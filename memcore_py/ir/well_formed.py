@@ -65,7 +65,7 @@ from .expr import (
 from .infer import infer_type
 from .module import IRModule
 from .op import Op
-from .prim import BinaryOp, PrimVar
+from .prim import PrimVar
 from .functor import value_type
 from .types import FuncType, PrimType, ShapeType, TensorType, TupleType, type_contradiction, type_size_problem
 
@@ -466,9 +466,8 @@ def _prim_names(expr):
         e = stack.pop()
         if isinstance(e, PrimVar):
             yield e.name
-        elif isinstance(e, BinaryOp):
-            stack.append(e.a)
-            stack.append(e.b)
+        else:
+            stack.extend(e.operands)
 
 
 def _iter_type_dims(ty):
