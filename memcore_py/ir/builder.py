@@ -89,7 +89,7 @@ from .expr import (
     VarBinding,
 )
 from .module import IRModule
-from .infer import erase_to_well_defined
+from .infer import erase_to_well_defined, signature_prim_names
 from .prim_func_text import normalized_text
 from .types import Type
 
@@ -390,7 +390,7 @@ class BlockBuilder:
         body = SeqExpr(scope.blocks, output)
         ret_ty = frame.ret_ty
         if ret_ty is None and output.ty is not None:
-            ret_ty = erase_to_well_defined(output.ty, _signature_prim_names(frame.params))
+            ret_ty = erase_to_well_defined(output.ty, signature_prim_names(frame.params))
         func = Function(frame.params, body, ret_ty, frame.attrs, frame.pure)
         frame.gv = self.add_func(func, frame.name)
         frame.output_emitted = True
@@ -692,25 +692,6 @@ def _fill_types(expr: Expr, ctx) -> Expr:
             return GlobalVar(expr.name, ty)
         raise IRError(f"{type(expr).__name__} {getattr(expr, 'name', expr)!r} has no type")
     raise IRError(f"cannot infer the type of {expr!r}")
-
-
-def _signature_prim_names(params) -> set:
-    from .prim import free_prim_vars
-    from .types import ShapeType, TensorType, TupleType
-
-    names = set()
-    stack = [p.ty for p in params]
-    while stack:
-        t = stack.pop()
-        if isinstance(t, TensorType) and t.shape is not None:
-            for d in t.shape:
-                names.update(free_prim_vars(d))
-        elif isinstance(t, ShapeType) and t.values is not None:
-            for d in t.values:
-                names.update(free_prim_vars(d))
-        elif isinstance(t, TupleType):
-            stack.extend(t.fields)
-    return names
 
 
 def _func_fingerprint(func):

@@ -29,6 +29,7 @@ from .expr import (
     TupleGetItem,
     VarBinding,
 )
+from .infer import rebuilt_ret_ty
 from .module import IRModule
 from .types import ShapeType, TensorType
 
@@ -189,11 +190,14 @@ def new_function(params: tuple, body, ret_ty, attrs, is_pure: bool, ty, share_at
 
 def function_with_body(func: Function, body, attrs=None) -> Function:
     """``func`` with a new body (and ``attrs``, default the old ones). The parameters are
-    reused unchecked; when the new body has the old body's type the function type is reused
-    too, else it is computed by the checked constructor."""
+    reused unchecked; the declared return type is kept or replaced as TVM's mutator does
+    (:func:`~memcore_py.ir.infer.rebuilt_ret_ty`); when both the body's type and the return
+    type are the old ones the function type is reused too, else it is computed by the
+    checked constructor."""
     attrs = func.attrs if attrs is None else attrs
-    if body.ty is not func.body.ty:
-        return Function(func.params, body, func.ret_ty, attrs, func.is_pure)
+    ret_ty = rebuilt_ret_ty(func.ret_ty, func.params, body.ty)
+    if body.ty is not func.body.ty or ret_ty is not func.ret_ty:
+        return Function(func.params, body, ret_ty, attrs, func.is_pure)
     return new_function(func.params, body, func.ret_ty, attrs, func.is_pure, func.ty, attrs is func.attrs)
 
 

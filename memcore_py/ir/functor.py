@@ -31,6 +31,7 @@ from __future__ import annotations
 from ..errors import IRError
 from ._util import gc_paused
 from .construct import function_with_body, module_with_functions
+from .infer import rebuilt_ret_ty
 from .expr import (
     BindingBlock,
     Call,
@@ -336,7 +337,7 @@ class ExprMutator:
         if params_same:
             # the attrs dict is shared (the TVM bridge then writes back the DictAttrs it read)
             return func if body is func.body else function_with_body(func, body)
-        return Function(new_params, body, func.ret_ty, func.attrs, func.is_pure)
+        return Function(new_params, body, rebuilt_ret_ty(func.ret_ty, new_params, body.ty), func.attrs, func.is_pure)
 
     def visit_param(self, param: Var) -> Var:
         return param
@@ -561,7 +562,7 @@ def normalize_function_blocks(func: Function) -> Function:
             body = seq(e.body)
             if body is e.body:
                 return e
-            return Function(e.params, body, e.ret_ty, e.attrs, e.is_pure)
+            return Function(e.params, body, rebuilt_ret_ty(e.ret_ty, e.params, body.ty), e.attrs, e.is_pure)
         return e
 
     return expr(func)

@@ -45,7 +45,20 @@ from .expr import (
 )
 from .op import Op
 from .prim import BinaryOp, IntImm, PrimExpr, PrimVar, free_prim_vars, prove_equal, simplify_const
-from .types import VOID, FuncType, ObjectType, PrimType, ShapeType, TensorType, TupleType, Type, substitute_type, type_contradiction, type_equal
+from .types import (
+    VOID,
+    FuncType,
+    ObjectType,
+    PrimType,
+    ShapeType,
+    TensorType,
+    TupleType,
+    Type,
+    is_base_of,
+    substitute_type,
+    type_contradiction,
+    type_equal,
+)
 
 # VOID (``R.Tuple()``) lives in memcore_py.ir.types; re-exported here for older importers.
 __all__ = ["infer_type", "join_types", "erase_to_well_defined", "packed_call_type", "VOID"]
@@ -179,6 +192,35 @@ def erase_to_well_defined(ty: Type, defined) -> Type:
             return ty
         return TupleType(fields)
     return ty
+
+
+def signature_prim_names(params) -> set:
+    """The names of the symbolic variables the types of ``params`` mention (what a function's
+    signature defines, for :func:`erase_to_well_defined` of its return type)."""
+    names = set()
+    stack = [p.ty for p in params]
+    while stack:
+        t = stack.pop()
+        if isinstance(t, TensorType) and t.shape is not None:
+            for d in t.shape:
+                names.update(free_prim_vars(d))
+        elif isinstance(t, ShapeType) and t.values is not None:
+            for d in t.values:
+                names.update(free_prim_vars(d))
+        elif isinstance(t, TupleType):
+            stack.extend(t.fields)
+    return names
+
+
+def rebuilt_ret_ty(ret_ty, params, body_ty):
+    """The declared return type of a function a pass rebuilt with parameters ``params`` and a
+    body of type ``body_ty`` that was declared ``ret_ty`` (TVM's ``ExprMutator`` on a changed
+    function): ``ret_ty`` when ``body_ty`` is a base of it (the same type, or the declaration
+    more specific), else the body's type with the symbolic variables ``params`` do not define
+    erased (``Function``'s constructor without a return type). None stays None."""
+    if ret_ty is None or body_ty is None or ret_ty is body_ty or is_base_of(body_ty, ret_ty):
+        return ret_ty
+    return erase_to_well_defined(body_ty, signature_prim_names(params))
 
 
 def _check_call_args(name: str, func: Function, arg_types) -> None:

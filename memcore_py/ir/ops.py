@@ -30,7 +30,7 @@ from . import op_rules_tensor as rt
 from .op import get_op, list_ops, register_op
 from .op_schema import ABSENT, REQUIRED, Attr, make_schema
 from .prim import Add, FloatImm, FloorDiv, IntImm, Max, Min, Mul, Sub
-from .types import VOID, ObjectType, ShapeType, TensorType, TupleType
+from .types import VOID, ObjectType, ShapeType, TensorType, TupleType, type_contradiction
 from .op_rules_common import (
     _broadcast,
     _fmt_shape,
@@ -403,6 +403,24 @@ def builtin_alloc_own_type(shape, dtype) -> TensorType:
     if isinstance(sty, ShapeType):
         return TensorType(sty.values, dt, sty.ndim)
     return TensorType(None, dt)
+
+
+def builtin_alloc_implied_type(own: TensorType, annotation):
+    """The type in the ``ty_args`` of an ``R.builtin.alloc_tensor`` bound without them, as
+    memcore reads it (TVM stores none): the binding's tensor ``annotation`` (as CallTIRRewrite
+    makes them), else ``own``, the type its shape and dtype arguments give
+    (:func:`builtin_alloc_own_type`).
+
+    Returns
+    -------
+    (Type, str or None)
+        The type, and why the annotation contradicts ``own`` (then the type is ``own``), or
+        None.
+    """
+    if not isinstance(annotation, TensorType):
+        return own, None
+    why = type_contradiction(annotation, own)
+    return (own, why) if why is not None else (annotation, None)
 
 
 def _memory_view(call, ts):

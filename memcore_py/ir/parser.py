@@ -15,8 +15,9 @@ Grammar subset
     prim_func := "@T.prim_func" ["(" private=bool, s_tir=bool ")"] "def" NAME "(" params ")" ":" body
 
 Expressions are a Python subset (names, dotted names, calls with keywords, tuples, lists,
-dicts, subscripts, numbers, strings, unary ``-``, ``+ - * // %``), evaluated on the fly into
-IR nodes, PrimExprs, types or plain Python values, then converted where used.
+dicts, subscripts, numbers, strings, unary ``-``, ``+ - * // %``, the comparisons (chained as
+in Python), ``not``, ``and``, ``or``), evaluated on the fly into IR nodes, PrimExprs, types or
+plain Python values, then converted where used.
 
 Node mapping (conventions, mirroring TVM 0.27's own IR)
 -------------------------------------------------------
@@ -63,6 +64,10 @@ text                                            node
                                                 scope ``"global"``); bare ``"float32"`` /
                                                 ``"global"`` args become ``R.dtype`` / ``R.str``
 ``R.shape([2, n])``                             ``ShapeExpr((2, n))``
+``T.if_then_else(s < 0, s + 512, s)``,          ``IfThenElse``, ``Select``, ``Cast``, ``LT``
+``T.Select(c, a, b)``, ``T.Cast("int32", n)``,  ... ``And``/``Or``/``Not`` as written (no
+``n <= 3``, ``a and not b``, ``T.LT(1, 2)``     folding); a literal takes the other operand's
+                                                dtype, ``True``/``False`` are ``bool``
 ``0`` / ``n + 1`` / ``T.int32(4)`` as argument  ``PrimValue`` (int literals are int64)
 ``p: T.int64 = 3``                              ``PrimValue(IntImm(3, "int64"))`` (annotation dtype)
 ``c = 3`` / ``c = 1.5`` (no Prim annotation)    a scalar ``Constant`` (int32 / float32 / bool), as TVM
@@ -166,18 +171,25 @@ from .functor import value_type
 from .module import IRModule, VDevice
 from .op import Op, get_op, is_registered
 from .op_schema import ABSENT, REQUIRED, convert_attr
-from .ops import builtin_alloc_own_type
+from .ops import builtin_alloc_implied_type, builtin_alloc_own_type
 from .prim_func_text import (
     RESERVED_NAMES,
     DTYPE_NAMES,
+    PRIM_CALLS,
     binary_value,
+    cast_value,
+    compare_value,
     dtype_literal,
     float_value,
+    logical_value,
     min_max,
     negated,
+    not_value,
     number_prim,
     parameter_spans,
+    prim_call,
     read_prim_func,
+    select_value,
 )
 from .prim import FloatImm, IntImm, PrimExpr, PrimVar
 from .types import VOID, FuncType, ObjectType, PrimType, ShapeType, TensorType, TupleType, Type, refine_annotation, type_contradiction
@@ -193,7 +205,7 @@ _OBJECT = ObjectType()
 # name [: annotation] = value   (the annotation is validated afterwards). Linear on long
 # whitespace runs: the annotation must end in a non-blank, so "[ \t]+=" is tried only where a
 # run starts (``(.+?)[ \t]+=`` would rescan a run from each of its positions).
-_ASSIGN_RE = re.compile(r"([A-Za-z_][A-Za-z_0-9]*)[ \t]*(?::[ \t]*(.*?[^ \t])[ \t]+=[ \t]*|=(?!=)[ \t]*)(.*)\Z", re.S)
+_ASSIGN_RE = re.compile(r"([A-Za-z_][A-Za-z_0-9]*)[ \t]*(?::[ \t]*(.*?[^ \t])[ \t]+=(?!=)[ \t]*|=(?!=)[ \t]*)(.*)\Z", re.S)
 #: A character other than printable ASCII and tab (then the line is checked token by token).
 _UNUSUAL_CHAR = re.compile(r"[^\t -~]")
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z_0-9]*\Z")
@@ -267,6 +279,13 @@ _META_ROOT = _MetaRoot()
 _CLS = _ClsRef()
 
 _BINOP_PREC = {"+": 1, "-": 1, "*": 2, "//": 2, "%": 2}
+#: Python's comparison operators (chained as Python chains them: ``a < b < c`` is
+#: ``a < b and b < c``), and the tokens after an operand that start a boolean expression.
+_COMPARE_TOKENS = frozenset(("<", "<=", ">", ">=", "==", "!="))
+_LOGIC_TOKENS = _COMPARE_TOKENS | {"and", "or"}
+#: Keywords of boolean expressions, never symbolic variables (in dimension strings too).
+_BOOL_KEYWORDS = frozenset(("and", "or", "not", "True", "False"))
+_NO_OPERAND = object()
 
 
 # ------------------------------------------------------------------------------ lines
@@ -493,6 +512,18 @@ class _Parser:
         return v
 
     def expr(self):
+        toks = self.toks
+        pos = self.pos
+        if pos < len(toks) and toks[pos] == "not":
+            return self.logical(_NO_OPERAND)
+        v = self.arith_expr()
+        pos = self.pos
+        if pos < len(toks) and toks[pos] in _LOGIC_TOKENS:
+            return self.logical(v)
+        return v
+
+    def arith_expr(self):
+        """An operand of the comparisons: a unary value and ``+ - * // %``."""
         v = self.unary()
         toks = self.toks
         pos = self.pos
@@ -501,6 +532,52 @@ class _Parser:
             if prec is not None:
                 return self.binary(v, 1)
         return v
+
+    def logical(self, first):
+        """``or`` of ``and`` of ``not`` of comparisons, with Python's precedence
+        (:func:`~memcore_py.ir.prim_func_text.logical_value`); ``first`` is the first
+        comparison operand when it is already read, else ``_NO_OPERAND``."""
+        v = self.and_test(first)
+        while self.peek() == "or":
+            self.pos += 1
+            v = self.bool_op("or", v, self.and_test(_NO_OPERAND), self.pos - 1)
+        return v
+
+    def and_test(self, first):
+        v = self.not_test(first)
+        while self.peek() == "and":
+            self.pos += 1
+            v = self.bool_op("and", v, self.not_test(_NO_OPERAND), self.pos - 1)
+        return v
+
+    def not_test(self, first):
+        if first is _NO_OPERAND and self.peek() == "not":
+            pos = self.pos
+            self.pos += 1
+            self.enter(pos)
+            inner = self.not_test(_NO_OPERAND)
+            self.depth -= 1
+            return not_value(inner)
+        return self.comparison(first)
+
+    def comparison(self, first):
+        a = self.arith_expr() if first is _NO_OPERAND else first
+        result = None
+        toks = self.toks
+        while self.pos < len(toks) and toks[self.pos] in _COMPARE_TOKENS:
+            pos = self.pos
+            self.pos += 1
+            b = self.arith_expr()
+            c = compare_value(toks[pos], a, b, lambda x, other: self.as_prim(x, pos, other))
+            result = c if result is None else self.bool_op("and", result, c, pos)
+            a = b
+        return a if result is None else result
+
+    def bool_op(self, op, a, b, pos):
+        try:
+            return logical_value(op, a, b)
+        except ValueError as e:
+            raise _Err(str(e), pos) from None
 
     def binary(self, lhs, min_prec):
         toks = self.toks
@@ -559,6 +636,8 @@ class _Parser:
             self.pos = 0
             declare = self.sig_mode
             for tok in toks:
+                if tok in _BOOL_KEYWORDS:
+                    continue
                 if _NAME_RE.match(tok) and tok not in self.scope and tok not in self.prims:
                     if declare and tok in RESERVED_NAMES:
                         raise _Err(_reserved_prim_message(tok), pos)
@@ -1016,18 +1095,16 @@ class _Parser:
         annotation (as CallTIRRewrite makes them), else the shape and dtype arguments'
         tensor. Written or annotated types that contradict those arguments are refused."""
         own = builtin_alloc_own_type(args[0], args[1])
-        ann = self.ann
         if ty_args:
-            claimed, what = ty_args[0], "its ty_args"
-        elif self.depth == 0 and isinstance(ann, TensorType):
-            claimed, what = ann, "the annotation"
+            what, why = "its ty_args", type_contradiction(ty_args[0], own)
         else:
-            return (own,)
-        why = type_contradiction(claimed, own)
+            what = "the annotation"
+            implied, why = builtin_alloc_implied_type(own, self.ann if self.depth == 0 else None)
+            ty_args = (implied,)
         if why is not None:
             raise _Err(f"R.builtin.alloc_tensor: the type given by {what} contradicts its shape and dtype "
                        f"arguments: {why}", pos)
-        return ty_args or (claimed,)
+        return ty_args
 
     def types_of(self, v, pos):
         if isinstance(v, (tuple, list)):
@@ -1738,7 +1815,7 @@ class _Parser:
         text = m.group(2)
         try:
             return self.parse_type_text(text, ln.col + m.start(2))
-        except _Err:
+        except (_Err, IRError):  # a wrong split can cut a node's operands (``not s`` of ``not s == 5``)
             return _SPLIT_FAILED
 
     def assignment_by_tokens(self, ln):
@@ -2650,6 +2727,39 @@ def _h_min_max(name):
     return handler
 
 
+def _h_prim_call(name):
+    def handler(p, args, kwargs, pos):
+        if kwargs or len(args) != 2:
+            raise _Err(f"{name} takes two values", pos)
+        return prim_call(name, args[0], args[1], lambda v, other: p.as_prim(v, pos, other))
+
+    return handler
+
+
+def _h_not(p, args, kwargs, pos):
+    if kwargs or len(args) != 1:
+        raise _Err("T.Not takes one value", pos)
+    return not_value(p.as_prim(args[0], pos))
+
+
+def _h_cast(p, args, kwargs, pos):
+    if kwargs or len(args) != 2:
+        raise _Err("T.Cast takes a dtype and a value", pos)
+    try:
+        return cast_value(args[0], args[1], lambda v, other: p.as_prim(v, pos, other))
+    except ValueError as e:
+        raise _Err(str(e), pos) from None
+
+
+def _h_select(name):
+    def handler(p, args, kwargs, pos):
+        if kwargs or len(args) != 3:
+            raise _Err(f"{name} takes a condition and two values", pos)
+        return select_value(name, *args, lambda v, other: p.as_prim(v, pos, other))
+
+    return handler
+
+
 def _h_vdevice(p, args, kwargs, pos):
     kwargs = dict(kwargs)
     args = list(args)
@@ -2748,6 +2858,11 @@ _HANDLERS = {
     "R.assert_op": _h_assert_op,
     "T.min": _h_min_max("T.min"),
     "T.max": _h_min_max("T.max"),
+    **{name: _h_prim_call(name) for name in PRIM_CALLS},
+    "T.Not": _h_not,
+    "T.Cast": _h_cast,
+    "T.Select": _h_select("T.Select"),
+    "T.if_then_else": _h_select("T.if_then_else"),
     "I.vdevice": _h_vdevice,
     "I.module_attrs": _h_module_dict,
     "I.module_global_infos": _h_module_dict,

@@ -14,8 +14,10 @@ Types are immutable and may be shared between many expressions (the parser inter
 """
 from __future__ import annotations
 
+import re
+
 from ..errors import IRError
-from .prim import INT64_MAX, IntImm, PrimExpr, as_prim, prim_equal, substitute
+from .prim import INT64_MAX, IntImm, PrimExpr, as_prim, prim_equal, prove_equal, substitute
 
 __all__ = [
     "Type",
@@ -31,6 +33,7 @@ __all__ = [
     "type_equal",
     "substitute_type",
     "type_contradiction",
+    "is_base_of",
     "refine_annotation",
     "tensor_size_problem",
     "type_size_problem",
@@ -39,7 +42,10 @@ __all__ = [
 
 _set = object.__setattr__
 
-#: Bits per element of the scalar dtypes memcore knows (lanes are written ``float32x4``).
+#: Bits per element of the named scalar dtypes (lanes are written ``float32x4``); besides
+#: these, ``int<bits>``, ``uint<bits>`` and ``float<bits>`` for 1 <= bits <= 255 (TVM's
+#: ``DataType`` grammar: ``uint1``, ``int3``, ``int128``). ``void`` (0 bits) is TVM's
+#: explicitly spelled "no dtype": a distinct spelling from an absent dtype (``""``), kept so.
 DTYPE_BITS = {
     "bool": 1,
     "int4": 4,
@@ -52,37 +58,68 @@ DTYPE_BITS = {
     "uint32": 32,
     "int64": 64,
     "uint64": 64,
+    "float4_e2m1fn": 4,
+    "float6_e2m3fn": 6,
+    "float6_e3m2fn": 6,
+    "float8_e3m4": 8,
+    "float8_e4m3": 8,
+    "float8_e4m3b11fnuz": 8,
     "float8_e4m3fn": 8,
+    "float8_e4m3fnuz": 8,
     "float8_e5m2": 8,
+    "float8_e5m2fnuz": 8,
+    "float8_e8m0fnu": 8,
     "float16": 16,
     "bfloat16": 16,
     "float32": 32,
     "float64": 64,
     "handle": 64,
+    "void": 0,
 }
 
+#: ``<code><bits>`` dtypes outside :data:`DTYPE_BITS` (TVM's ``DataType`` bits are 8-bit)
+_SIZED_DTYPE = re.compile(r"(?:u?int|float)([1-9][0-9]{0,2})")
+#: the widest vector TVM's ``DataType`` holds (16-bit lanes)
+_MAX_LANES = 65535
 
-def _split_lanes(dtype: str):
+
+def _bits_lanes(dtype: str):
+    """``(bits, lanes)`` of a dtype TVM's ``DataType`` grammar reads, else None."""
+    bits = DTYPE_BITS.get(dtype)
+    if bits is not None:
+        return bits, 1
     base, lanes = dtype, 1
-    if "x" in dtype:
-        head, _, tail = dtype.rpartition("x")
-        if tail.isdigit() and head in DTYPE_BITS:
-            base, lanes = head, int(tail)
-    return base, lanes
+    head, sep, tail = dtype.rpartition("x")
+    if sep and tail.isdigit() and tail.isascii() and (head in DTYPE_BITS or _SIZED_DTYPE.fullmatch(head)):
+        base, lanes = head, int(tail)
+        if not 1 <= lanes <= _MAX_LANES or base == "void":
+            return None
+    bits = DTYPE_BITS.get(base)
+    if bits is None:
+        m = _SIZED_DTYPE.fullmatch(base)
+        if m is None or int(m.group(1)) > 255:
+            return None
+        bits = int(m.group(1))
+    return bits, lanes
 
 
 def check_dtype(dtype: str) -> str:
-    """Return ``dtype`` if it is a known scalar/vector dtype, else raise :class:`IRError`."""
-    base, lanes = _split_lanes(dtype)
-    if base not in DTYPE_BITS or lanes < 1:
-        raise IRError(f"dtype must be one of {sorted(DTYPE_BITS)} (optionally with xN lanes); got {dtype!r}")
+    """Return ``dtype`` if TVM's ``DataType`` grammar reads it, else raise :class:`IRError`:
+    a name of :data:`DTYPE_BITS` or ``int|uint|float<bits>`` (1 <= bits <= 255), optionally
+    with ``x<lanes>`` (1 <= lanes <= 65535; not for ``void``)."""
+    if type(dtype) is not str or _bits_lanes(dtype) is None:
+        raise IRError(
+            f"dtype must be one of {sorted(DTYPE_BITS)} or int/uint/float<bits> (1..255 bits), optionally "
+            f"with xN lanes; got {dtype!r}"
+        )
     return dtype
 
 
 def dtype_bytes(dtype: str) -> int:
-    """Storage bytes per element: ``ceil(bits * lanes / 8)`` (TVM ``StorageBytes``; bool -> 1)."""
-    base, lanes = _split_lanes(check_dtype(dtype))
-    return (DTYPE_BITS[base] * lanes + 7) // 8
+    """Storage bytes per element: ``ceil(bits * lanes / 8)`` (TVM ``StorageBytes``; bool -> 1,
+    void -> 0)."""
+    bits, lanes = _bits_lanes(check_dtype(dtype))
+    return (bits * lanes + 7) // 8
 
 
 def tensor_size_problem(shape, dtype: str) -> str | None:
@@ -390,6 +427,61 @@ def type_contradiction(base, derived) -> str | None:
                 return f"field {k}: {why}"
         return None
     return None
+
+
+def _dims_proven_equal(base, derived) -> bool:
+    if len(base) != len(derived):
+        return False
+    for a, b in zip(base, derived):
+        if a is b:
+            continue
+        if type(a) is IntImm and type(b) is IntImm:
+            if a.value != b.value:
+                return False
+        elif not prove_equal(a, b):
+            return False
+    return True
+
+
+def is_base_of(base, derived) -> bool:
+    """Whether every value of type ``derived`` is provably of type ``base`` (TVM's
+    ``IsBaseOf``, its base check's ``kPass``): ``R.Object`` is the base of every type; a tensor
+    or shape type is a base when what it states (dtype, rank, vdevice, each dim proven equal
+    by :func:`~memcore_py.ir.prim.prove_equal`) ``derived`` states too; tuples field by field;
+    prim types by dtype. Function types are compared structurally (TVM's check of those is
+    best effort too).
+    """
+    if base is derived:
+        return True
+    tb = type(base)
+    if tb is ObjectType:
+        return True
+    if base is None or derived is None or type(derived) is not tb:
+        return False
+    if tb is TensorType:
+        if base.dtype and base.dtype != derived.dtype:
+            return False
+        if base.ndim != -1 and base.ndim != derived.ndim:
+            return False
+        if base.vdevice is not None and base.vdevice != derived.vdevice:
+            return False
+        if base.shape is None:
+            return True
+        return derived.shape is not None and _dims_proven_equal(base.shape, derived.shape)
+    if tb is ShapeType:
+        if base.ndim == -1:
+            return True
+        if base.ndim != derived.ndim:
+            return False
+        if base.values is None:
+            return True
+        return derived.values is not None and _dims_proven_equal(base.values, derived.values)
+    if tb is PrimType:
+        return base.dtype == derived.dtype
+    if tb is TupleType:
+        return len(base.fields) == len(derived.fields) and all(
+            is_base_of(a, b) for a, b in zip(base.fields, derived.fields))
+    return type_equal(base, derived)
 
 
 def _erase_prim_values(ty):

@@ -62,6 +62,7 @@ from ..ir.expr import (
     Var,
     VarBinding,
 )
+from ..ir.construct import function_with_body
 from ..ir.functor import var_uses
 from ..ir.module import IRModule
 from ..ir.op import get_op
@@ -186,7 +187,7 @@ class _Fusor:
             blocks.append(new)
         if not changed:
             return func
-        return Function(func.params, SeqExpr(blocks, func.body.body), func.ret_ty, func.attrs, func.is_pure)
+        return function_with_body(func, SeqExpr(blocks, func.body.body))
 
     def _fuse_block(self, blk, group_of, outer, deps):
         members: dict = {}

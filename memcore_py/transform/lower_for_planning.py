@@ -84,6 +84,7 @@ from ..ir.expr import (
     Var,
     VarBinding,
 )
+from ..ir.construct import function_with_body
 from ..ir.functor import ExprMutator
 from ..ir.infer import infer_type
 from ..ir.module import IRModule
@@ -370,8 +371,7 @@ def _views_after_fusion(mod: IRModule, views: set, kernels: dict) -> IRModule:
                 bindings.append(b)
             blocks.append(type(blk)(bindings))
         if changed:
-            updates[gv] = Function(func.params, SeqExpr(blocks, func.body.body), func.ret_ty, func.attrs,
-                                   func.is_pure)
+            updates[gv] = function_with_body(func, SeqExpr(blocks, func.body.body))
     return mod.with_functions(updates) if updates else mod
 
 

@@ -14,7 +14,8 @@ from ..ir.op import get_op, list_ops
 from . import _ffi_reader, _ffi_writer, compat
 
 __all__ = ["UNCHANGED", "NO_INFOS", "rewrite_functions", "module_entries", "module_with", "function_with_blocks", "shape_of_bytes",
-           "int64_imm", "dtype_const", "any_type", "op_flags", "extern_flags", "module_callees"]
+           "int64_imm", "dtype_const", "any_type", "op_flags", "extern_flags", "module_callees", "seq_with",
+           "if_with_branches", "type_global_var"]
 
 #: what a function rewrite returns for a function the pass leaves as it is
 UNCHANGED = 0
@@ -156,3 +157,32 @@ def module_callees(api, entries, prim_flags: int = 0) -> dict:
     for kind, _name, gv, _f in entries:
         known[gv] = prim_flags if kind == 0 else 0
     return known
+
+
+# ------------------------------------------------------------------ scopes rebuilt in Python
+def seq_with(api, old, blocks: list, result):
+    """A new ``SeqExpr`` of ``blocks`` and ``result`` (TVM objects) in place of the ``SeqExpr``
+    ``old``: typed as ``old`` when the result is its result, else as the result (an ``If``
+    branch a pass changed; the function level is :func:`function_with_blocks`)."""
+    rx = api.rx_ffi
+    seq = rx.SeqExpr(blocks, result, None)
+    rx.UpdateType(seq, old.ty if result.same_as(old.body) else result.ty)
+    return seq
+
+
+def if_with_branches(api, old, cond, true_branch, false_branch):
+    """A new ``If`` of ``cond`` and the two branches (TVM objects), of the type of the ``If``
+    ``old`` it replaces (its branches changed, not what they produce)."""
+    rx = api.rx_ffi
+    new = rx.If(cond, true_branch, false_branch, None)
+    rx.UpdateType(new, old.ty)
+    return new
+
+
+def type_global_var(api, gvar, func) -> None:
+    """Give the new GlobalVar ``gvar`` the type of its function ``func``, in place, as TVM does
+    (``BlockBuilder.add_func``, the script parser): relax's normalizer rejects a call of a
+    GlobalVar without one. A function without a type leaves it untyped."""
+    ty = func.ty
+    if ty is not None and not ty.is_missing():
+        api.rx_ffi.UpdateType(gvar, ty)

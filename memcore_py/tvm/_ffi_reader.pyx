@@ -58,6 +58,7 @@ from memcore_py.tvm._ffi_abi cimport (
 )
 
 from memcore_py.ir.construct import EMPTY_ATTRS, new_shape_type
+from memcore_py.ir.ops import builtin_alloc_implied_type
 from memcore_py.ir.prim import Add, FloorDiv, FloorMod, Max, Min, Mul, Sub
 
 cdef enum:
@@ -891,6 +892,10 @@ cdef object read_binding_any(Layout L, Memo M, const char* any, record):
     var = define_var(L, M, v, vt)
     if var is None:
         return None
+    if ct == L.t_call and value.op is M.builtin_alloc and var.ty is not value.ty_args[0] \
+            and array_size(obj_field(val, L.o_call_ty_args)) == 0:
+        implied = builtin_alloc_implied_type(value.ty_args[0], var.ty)[0]  # the annotation's, as parsed
+        value = call_node(value.op, value.args, EMPTY_ATTRS, (implied,), value.ty)
     nb = binding_node(var, value)
     if record is not None:
         map_put(record, nb, addr(b), L.t_binding)

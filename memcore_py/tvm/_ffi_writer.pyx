@@ -87,6 +87,7 @@ cdef void* f_seq = NULL
 cdef void* f_function = NULL
 cdef void* f_update_type = NULL
 cdef void* f_module = NULL
+cdef void* f_type_is_base_of = NULL
 cdef void* h_empty_map = NULL
 cdef void* h_empty_array = NULL
 _FUNCS = []
@@ -131,7 +132,7 @@ def init(api):
     not export what is needed (the Python writer is then used alone)."""
     global c_call, c_incref, c_decref, c_err_move, c_err_set
     global f_array, f_var, f_dfvar, f_call, f_binding, f_block, f_dfblock, f_map, f_tuple, h_empty_array
-    global f_seq, f_function, f_update_type, f_module, h_empty_map
+    global f_seq, f_function, f_update_type, f_module, h_empty_map, f_type_is_base_of
     if c_call != NULL:
         return True
     import ctypes
@@ -151,7 +152,7 @@ def init(api):
                                                    "relax.VarBinding", "relax.BindingBlock",
                                                    "relax.DataflowBlock", "ffi.Map", "ir.Tuple",
                                                    "relax.SeqExpr", "relax.Function", "relax.UpdateType",
-                                                   "ir.IRModule")]
+                                                   "ir.IRModule", "relax.TypeIsBaseOf")]
     empty = api.Array([])
     empty_map = api.Map({})
     c_incref = <ref_t><size_t>ptr["TVMFFIObjectIncRef"]
@@ -189,6 +190,7 @@ def init(api):
     f_function = <void*><size_t>hs[10]
     f_update_type = <void*><size_t>hs[11]
     f_module = <void*><size_t>hs[12]
+    f_type_is_base_of = <void*><size_t>hs[13]
     h_empty_array = <void*><size_t>empty.__chandle__()
     h_empty_map = <void*><size_t>empty_map.__chandle__()
     c_call = <call_t><size_t>ptr["TVMFFIFunctionCall"]  # set last: the "initialised" flag
@@ -680,13 +682,39 @@ cdef const char* function_body(Layout L, const char* f, str caller) except NULL:
     return seq
 
 
+cdef bint type_is_base_of(const char* base, const char* derived) except -1:
+    """TVM's ``IsBaseOf(base, derived)`` on the types at ``base`` and ``derived``."""
+    cdef FFIAny cargs[2]
+    cdef FFIAny res
+    if base == derived:
+        return True
+    set_obj(&cargs[0], <void*>base)
+    set_obj(&cargs[1], <void*>derived)
+    res.type_index = K_NONE
+    res.small_len = 0
+    res.value = 0
+    if c_call(f_type_is_base_of, cargs, 2, &res) != 0:
+        raise_ffi_error(b"a type base check")
+    if res.type_index != K_BOOL:
+        if res.type_index >= K_OBJECT_BEGIN and res.value != 0:
+            c_decref(<void*><size_t>res.value)
+        raise ValueError("relax.TypeIsBaseOf did not return a bool")
+    return res.value != 0
+
+
 cdef size_t function_of_seq(Layout L, Keep K, const char* f, size_t blocks, const char* result,
                             const char* ty) except 0:
-    """A new function (owned by ``K``) of the one at ``f`` (its parameters, return type,
-    purity and attributes) whose body is a new ``SeqExpr`` of the blocks ``Array`` at
-    ``blocks`` and ``result``, typed ``ty``."""
+    """A new function (owned by ``K``) of the one at ``f`` (its parameters, purity and
+    attributes) whose body is a new ``SeqExpr`` of the blocks ``Array`` at ``blocks`` and
+    ``result``, typed ``ty``. Its return type is the old one when ``ty`` is a base of it,
+    else none, so that TVM's constructor takes the body's (what TVM's mutator does to a
+    function it changed; :func:`memcore_py.ir.infer.rebuilt_ret_ty` on memcore IR)."""
     cdef FFIAny cargs[6]
     cdef FFIAny res
+    cdef const char* ret_ty = obj_field(f, L.o_func_ret_ty)
+    if ret_ty != NULL and obj_type(ret_ty) != L.t_type_missing and ty != NULL and obj_type(ty) != L.t_type_missing \
+            and not type_is_base_of(ty, ret_ty):
+        ret_ty = NULL
     set_obj(&cargs[0], <void*>blocks)
     set_obj(&cargs[1], <void*>result)
     set_obj(&cargs[2], NULL)
@@ -702,7 +730,7 @@ cdef size_t function_of_seq(Layout L, Keep K, const char* f, size_t blocks, cons
         c_decref(<void*><size_t>res.value)
     set_obj(&cargs[0], <void*>obj_field(f, L.o_func_params))
     set_obj(&cargs[1], hseq)
-    set_obj(&cargs[2], <void*>obj_field(f, L.o_func_ret_ty))
+    set_obj(&cargs[2], <void*>ret_ty)
     cargs[3].type_index = K_BOOL
     cargs[3].small_len = 0
     cargs[3].value = (<const unsigned char*>(f + L.o_func_is_pure))[0] != 0

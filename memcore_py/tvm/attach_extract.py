@@ -50,7 +50,7 @@ from ..transform._prim_func_registry import GlobalNames
 from ..transform.attach_attr_layout_free_buffers import LAYOUT_FREE_ATTR, layout_free_positions, num_input_of
 from ..transform.dead_code_elimination import has_external_linkage, reachable_names
 from . import _ffi_reader, _ffi_writer, _table_reader
-from ._extraction import extern_flags, module_callees, module_entries
+from ._extraction import extern_flags, if_with_branches, module_callees, module_entries, seq_with, type_global_var
 from .from_tvm import _TIRBody, global_var_names
 from .values import dict_attrs_from_tvm, to_tvm_value
 
@@ -70,8 +70,9 @@ class _Copies:
     """The attributed copies of one pass call: made once per (callee, positions), shared when
     equal (``AddFunction``), in the order they were made."""
 
-    def __init__(self, api, keep, prims: dict, taken, attributed: list):
+    def __init__(self, api, keep, renew, prims: dict, taken, attributed: list):
         self.api = api
+        self.renew = renew  # s_tir.RenewDefs
         self.keep = keep
         self.prims = prims  # name -> the PrimFunc (TVM object)
         self.attributed = attributed  # [(name, GlobalVar address, PrimFunc)] of the module's with the attribute
@@ -79,7 +80,6 @@ class _Copies:
         self.by_key: dict = {}  # (callee, positions) -> (name, GlobalVar address)
         self.made: list = []  # (name, GlobalVar, PrimFunc, original's name)
         self.buckets: dict = {}  # (positions, structural hash of the original) -> [(original, key)]
-        self.renew = api.tvm.get_global_func("s_tir.RenewDefs", allow_missing=True)
 
     def gvar(self, callee: str, positions: tuple) -> int:
         """The address of the GlobalVar of the copy of ``callee`` with ``positions``."""
@@ -106,8 +106,7 @@ class _Copies:
         node = self.renew(node)
         name = self.names.fresh(callee)
         gv = api.ir_ffi.GlobalVar(name)
-        if not node.ty.is_missing():
-            api.rx_ffi.UpdateType(gv, node.ty)
+        type_global_var(api, gv, node)
         self.keep.hold(node)
         self.made.append((name, gv, node, callee))
         return name, self.keep.hold(gv)
@@ -118,7 +117,8 @@ def attach_attr_extracted(api, tvm_mod, keep_tir_vars: bool = True):
     ``tvm.IRModule`` (``tvm_mod`` itself when nothing changes), or None when the full
     conversion must run. ``keep_tir_vars``: False drops a third ``call_tir`` argument as TVM
     does (``tvm_compat``)."""
-    if api.tvm.get_global_func("s_tir.RenewDefs", allow_missing=True) is None:
+    renew = api.tvm.get_global_func("s_tir.RenewDefs", allow_missing=True)
+    if renew is None:
         return None
     found = module_entries(api, tvm_mod)
     if found is None:
@@ -139,7 +139,7 @@ def attach_attr_extracted(api, tvm_mod, keep_tir_vars: bool = True):
     gv_names = {gv: name for _k, name, gv, _f in entries}
     keep = _ffi_writer.Keep()
     keep.hold(tvm_mod)
-    copies = _Copies(api, keep, prims, gv_names.values(), attributed)
+    copies = _Copies(api, keep, renew, prims, gv_names.values(), attributed)
     edits = {}  # function address -> {block id: {position: new binding address}}
     read = []  # (function address, body blocks address, body scope id, table) of the Relax functions
     for kind, name, _gv, f_addr in entries:
@@ -238,9 +238,8 @@ class _ScopeWriter:
                 if not isinstance(binding, self.api.VarBinding):
                     return None
                 old = binding.value
-                new_if = rx.If(old.cond, self.seq(old.true_branch, then_blocks), self.seq(old.false_branch, else_blocks),
-                               None)
-                rx.UpdateType(new_if, old.ty)
+                new_if = if_with_branches(self.api, old, old.cond, self.seq(old.true_branch, then_blocks),
+                                          self.seq(old.false_branch, else_blocks))
                 new[pos] = self.keep.hold(rx.VarBinding(binding.var, new_if, None))
             if new:
                 positions = sorted(new)
@@ -256,10 +255,7 @@ class _ScopeWriter:
         blocks = list(old.blocks)
         for k, b in changed:
             blocks[k] = _ffi_writer.object_at(b)
-        rx = self.api.rx_ffi
-        seq = rx.SeqExpr(blocks, old.body, None)
-        rx.UpdateType(seq, old.ty)
-        return seq
+        return seq_with(self.api, old, blocks, old.body)
 
 
 def _module(api, layout, keep, tvm_mod, entries, new_funcs, copies, external, prims):

@@ -15,6 +15,8 @@ TVM                                                    memcore
 ``ir.Call`` (``Op``, ``GlobalVar``, ``ExternFunc``,    ``Call``; attributes through the op
 ``Var`` callee)                                        table's schema (:mod:`.values`)
 ``ir.IntImm`` / ``ir.FloatImm`` / ``prim.Add`` ...     ``PrimValue`` of the ``PrimExpr``
+``prim.LT`` ... ``prim.And``/``Or``/``Not``/``Cast``/  ``LT`` ... ``And``/``Or``/``Not``/``Cast``/
+``Select``; ``ir.Call`` of ``prim.if_then_else``        ``Select``; ``IfThenElse``
 ``ir.StringImm`` / ``ir.GenericConst`` (dtype)         ``StringImm`` / ``DataTypeImm``
 ``ir.GenericConst`` (tensor)                           ``Constant`` with its numpy data
 ``relax.expr.ShapeExpr``, ``ir.Tuple``,                ``ShapeExpr``, ``Tuple``, ``TupleGetItem``,
@@ -30,7 +32,7 @@ missing type (``ir.Type``)                             None
 
 Anything else (``ir.StringType`` as a value's type, a ``TensorType`` whose shape is a
 variable, nested functions, TIR nodes memcore's symbolic arithmetic lacks such as
-``prim.Select``, an op missing from memcore's op table, an attribute field outside an op's
+``prim.Ramp`` or a call of another TIR op, an op missing from memcore's op table, an attribute field outside an op's
 schema) raises :class:`~memcore_py.tvm._api.TVMConversionError` naming it and the function
 it sits in.
 
@@ -53,6 +55,7 @@ and interned integers and nodes.
 from __future__ import annotations
 
 import re
+import sys
 
 from ..ir._util import gc_paused
 from ..ir.construct import (
@@ -90,8 +93,8 @@ from ..ir.expr import (
 from ..ir.memo import MEMO
 from ..ir.module import IRModule, VDevice
 from ..ir.op import get_op, is_registered
-from ..ir.ops import builtin_alloc_own_type
-from ..ir.prim import FloatImm, IntImm, PrimVar
+from ..ir.ops import builtin_alloc_implied_type, builtin_alloc_own_type
+from ..ir.prim import EQ, GE, GT, LE, LT, NE, And, Cast, FloatImm, IfThenElse, IntImm, Not, Or, PrimVar, Select
 from ..ir.types import FuncType, PrimType, ShapeType, TensorType, TupleType
 from . import _ffi_reader, _ffi_writer, compat
 from ._node_map import AddrMap
@@ -154,12 +157,19 @@ def _layout(api):
 
 _BINARY = {}
 
+#: The binary PrimExprs of conditions (TVM class name in ``tvm.ir.prim.expr``, memcore node),
+#: read here and written by :mod:`.to_tvm` (the compiled reader declines them).
+CONDITION_PRIM_NODES = (("LT", LT), ("LE", LE), ("GT", GT), ("GE", GE), ("EQ", EQ), ("NE", NE), ("And", And),
+                        ("Or", Or))
+#: The op of TIR's ``if_then_else`` call in TVM 0.27 (:class:`~memcore_py.ir.prim.IfThenElse`).
+IF_THEN_ELSE_OP = "prim.if_then_else"
+
 
 def _binary_classes(api):
     """TVM binary PrimExpr class -> memcore's, built once per TVM."""
     r = _BINARY.get(id(api))
     if r is None:
-        r = {getattr(api.prim, name): node for name, node in _ffi_reader.BINARY_PRIM_NODES}
+        r = {getattr(api.prim, name): node for name, node in _ffi_reader.BINARY_PRIM_NODES + CONDITION_PRIM_NODES}
         _BINARY.clear()
         _BINARY[id(api)] = r
     return r
@@ -193,6 +203,8 @@ def _expr_readers(api) -> dict:
             api.FloatImm: R.prim_value,
         }
         for cls in _binary_classes(api):
+            r[cls] = R.prim_value
+        for cls in (api.prim.Not, api.prim.Cast, api.prim.Select):
             r[cls] = R.prim_value
         _EXPR_READERS.clear()
         _EXPR_READERS[id(api)] = r
@@ -242,9 +254,7 @@ class _Reader:
         if s is None:
             if type(prim_type) is not self.api.PrimType:
                 self.fail(f"dtype {_type_key(prim_type)} {prim_type!r}")
-            s = str(prim_type.dtype)
-            if s == "void":
-                s = ""
+            s = str(prim_type.dtype) or "void"  # TVM's Python dtype prints void as ""
             self.dtypes[h] = s
             self.keep.append(prim_type)  # its address keys the shared tables (_Shared)
         return s
@@ -279,7 +289,24 @@ class _Reader:
             return b(self.prim(e.a), self.prim(e.b))
         if cls is api.FloatImm:
             return FloatImm(e.value, self.dtype(e.ty))
+        pe = api.prim
+        if cls is pe.Cast:
+            return Cast(self.dtype(e.ty), self.prim(e.value))
+        if cls is pe.Select:
+            return Select(self.prim(e.condition), self.prim(e.true_value), self.prim(e.false_value))
+        if cls is pe.Not:
+            return Not(self.prim(e.a))
+        if cls is api.Call and self.is_if_then_else(e):
+            c, t, f = e.args
+            return IfThenElse(self.prim(c), self.prim(t), self.prim(f))
         self.fail(f"symbolic expression node {_type_key(e)} ({e})")
+
+    def is_if_then_else(self, c) -> bool:
+        """``c`` (an ``ir.Call``) is TIR's ``if_then_else`` as TVM builds it: the op
+        :data:`IF_THEN_ELSE_OP`, three arguments, no attributes or type arguments, a prim type."""
+        op = c.op
+        return (type(op) is self.api.Op and str(op.name) == IF_THEN_ELSE_OP and len(c.args) == 3
+                and c.attrs is None and len(c.ty_args) == 0 and type(c.ty) is self.api.PrimType)
 
     def prims_of(self, arr) -> tuple:
         """The PrimExprs of a TVM array; int64 ``IntImm`` (most dims) inline and interned."""
@@ -331,7 +358,9 @@ class _Reader:
             else:
                 self.fail(f"a tensor type whose shape is {_type_key(shape)} {shape}")
             vd = t.vdevice
-            key = (dims, self.dtype(t.dtype), t.ndim, None if vd is None else self.vdevice_name(vd))
+            dtype = t.dtype  # None: no dtype (``R.Tensor((2, 3))``); ``void`` is spelled out
+            key = (dims, "" if dtype is None else self.dtype(dtype), t.ndim,
+                   None if vd is None else self.vdevice_name(vd))
             r = self.interned.get(key)
             if r is None:
                 r = self.interned[key] = TensorType(*key)
@@ -447,6 +476,8 @@ class _Reader:
         oc = type(op)
         if callee is None:
             if oc is api.Op:
+                if self.is_if_then_else(c):  # a PrimValue: TVM 0.27's PrimValue is the PrimExpr
+                    return self.prim_value(c)
                 callee = self.op(op)
             elif oc is api.GlobalVar:
                 callee = self.gvar(op)
@@ -551,9 +582,10 @@ class _Reader:
         if t is self.api.VarBinding:
             tv = bd.value
             value = self.expr(tv)
+            var = self.def_var(bd.var)
             if type(value) is Call and value.op is _BUILTIN_ALLOC and not value.ty_args:
-                value = self.implied_alloc_ty_args(value)
-            nb = new_binding(self.def_var(bd.var), value)
+                value = self.implied_alloc_ty_args(value, var.ty)
+            nb = new_binding(var, value)
             if record is not None:
                 record[nb] = bd.__chandle__()
                 record[value] = tv.__chandle__()
@@ -567,17 +599,19 @@ class _Reader:
             return nb
         self.fail(f"binding {_type_key(bd)}")
 
-    def implied_alloc_ty_args(self, call):
-        """``R.builtin.alloc_tensor`` as memcore's parser reads it: ``ty_args`` hold the type
-        its shape and dtype arguments give (TVM stores none; its text implies them)."""
+    def implied_alloc_ty_args(self, call, annotation):
+        """``R.builtin.alloc_tensor`` bound to a variable annotated ``annotation``, as memcore's
+        parser reads it: ``ty_args`` hold the type its text implies (TVM stores none;
+        :func:`~memcore_py.ir.ops.builtin_alloc_implied_type`)."""
         shape, dtype = call.args[0], call.args[1]
         if type(shape) is ShapeExpr and type(dtype) is DataTypeImm:  # interned, as tensor types are
             key = (shape.values, dtype.value, len(shape.values), None)
-            ty = self.interned.get(key)
-            if ty is None:
-                ty = self.interned[key] = builtin_alloc_own_type(shape, dtype)
+            own = self.interned.get(key)
+            if own is None:
+                own = self.interned[key] = builtin_alloc_own_type(shape, dtype)
         else:
-            ty = builtin_alloc_own_type(shape, dtype)
+            own = builtin_alloc_own_type(shape, dtype)
+        ty = builtin_alloc_implied_type(own, annotation)[0]
         return new_call(call.op, call.args, call.attrs, (ty,), call.ty)
 
     # ------------------------------------------------------------------ functions
@@ -814,11 +848,21 @@ def from_tvm(tvm_mod) -> IRModule:
     ------
     TVMConversionError
         (an :class:`~memcore_py.errors.IRError`) for anything memcore does not model, naming
-        it and the function it is in.
+        it and the function it is in; for an expression nested deeper than Python's recursion
+        limit lets the reader follow (the reader recurses into nested expressions, as
+        memcore's parser and printer do).
     """
     api = tvm_api()
     if not isinstance(tvm_mod, api.IRModule):
         raise TVMConversionError(f"from_tvm takes a tvm.IRModule; got {type(tvm_mod).__name__}")
+    reader = _Reader(api, tvm_mod)
     with gc_paused():
-        return _Reader(api, tvm_mod).module(tvm_mod)
+        try:
+            return reader.module(tvm_mod)
+        except RecursionError:
+            where = reader.where
+        raise TVMConversionError(
+            f"an expression in {where} is nested too deeply for memcore (deeper than Python's recursion "
+            f"limit, {sys.getrecursionlimit()}, lets the reader follow)"
+        )
 

@@ -36,7 +36,7 @@ from __future__ import annotations
 from .._compiled import load_compiled
 from ..ir.op import kill_op
 from . import _ffi_writer, _kill_writer, _table_reader
-from ._extraction import extern_flags, module_callees, module_entries, module_with
+from ._extraction import extern_flags, if_with_branches, module_callees, module_entries, module_with, seq_with
 
 __all__ = ["kill_after_last_use_extracted"]
 
@@ -98,25 +98,12 @@ def kill_after_last_use_extracted(api, tvm_mod, tvm_scoping: bool = False):
     return module_with(api, layout, keep, tvm_mod, entries, new_funcs)
 
 
-def _rebuilt_seq(api, block_addr, result_addr, old):
-    """A new ``SeqExpr`` of the block at ``block_addr`` (0: none) and the result at
-    ``result_addr``, typed as ``old`` (the SeqExpr it replaces) when the result is the same."""
-    object_at = _ffi_writer.object_at
-    result = object_at(result_addr)
-    rx = api.rx_ffi
-    seq = rx.SeqExpr([object_at(block_addr)] if block_addr else [], result, None)
-    rx.UpdateType(seq, old.ty if result.same_as(old.body) else result.ty)
-    return seq
-
-
 def _rebuilt_if(api, keep, if_addr, cond, then, other):
     """The address of a new ``If`` of the one at ``if_addr`` with the condition at ``cond`` and
     the branches ``then`` and ``other`` (each ``(changed, block address or 0, result
     address)``: an unchanged branch is the old one), of the old If's type."""
-    old = _ffi_writer.object_at(if_addr)
-    rx = api.rx_ffi
-    branches = [_rebuilt_seq(api, block, result, seq) if changed else seq
+    object_at = _ffi_writer.object_at
+    old = object_at(if_addr)
+    branches = [seq_with(api, seq, [object_at(block)] if block else [], object_at(result)) if changed else seq
                 for (changed, block, result), seq in ((then, old.true_branch), (other, old.false_branch))]
-    new = rx.If(_ffi_writer.object_at(cond), *branches, None)
-    rx.UpdateType(new, old.ty)
-    return keep.hold(new)
+    return keep.hold(if_with_branches(api, old, object_at(cond), *branches))

@@ -79,15 +79,17 @@ from ..ir.memo import MEMO
 from ..ir.module import IRModule
 from ..ir.op import Op
 from ..ir.ops import builtin_alloc_own_type
-from ..ir.prim import Add, FloatImm, FloorDiv, FloorMod, IntImm, Max, Min, Mul, PrimVar, Sub
+from ..ir.prim import (Add, Cast, FloatImm, FloorDiv, FloorMod, IfThenElse, IntImm, Max, Min, Mul, Not, PrimVar,
+                       Select, Sub)
 from ..ir.types import FuncType, ObjectType, PrimType, ShapeType, TensorType, TupleType, type_equal
 from ..transform.legalize_elementwise import TirKernel
 from . import _ffi_writer
 from .compat import parse_script
 from ._node_map import NodeMap
 from ._api import TVMConversionError, tvm_api
+from ._extraction import type_global_var
 from .tir_writer import kernel_prim_func
-from .from_tvm import _ATTRS, _PARAMS, _SYMBOLIC
+from .from_tvm import _ATTRS, _PARAMS, _SYMBOLIC, CONDITION_PRIM_NODES, IF_THEN_ELSE_OP
 from .values import call_attrs_to_tvm, to_tvm_value
 
 __all__ = ["to_tvm"]
@@ -124,6 +126,7 @@ def _binary_constructors(api) -> dict:
         pf = api.prim_ffi
         r = {Add: pf.Add, Sub: pf.Sub, Mul: pf.Mul, FloorDiv: pf.FloorDiv, FloorMod: pf.FloorMod,
              Min: pf.Min, Max: pf.Max}
+        r.update({node: getattr(pf, name) for name, node in CONDITION_PRIM_NODES})
         _BINARY.clear()
         _BINARY[id(api)] = r
     return r
@@ -210,6 +213,16 @@ class _Writer:
             return b(self.prim(e.a), self.prim(e.b), None)
         if t is FloatImm:
             return self.api.FloatImm(e.dtype, e.value)
+        pf = self.api.prim_ffi
+        if t is Cast:
+            return pf.Cast(self.dtype(e.dtype), self.prim(e.value), None)
+        if t is Select:
+            return pf.Select(self.prim(e.condition), self.prim(e.true_value), self.prim(e.false_value), None)
+        if t is IfThenElse:  # TIR's call, as ``tirx.if_then_else`` builds it (unfolded)
+            args = [self.prim(e.condition), self.prim(e.true_value), self.prim(e.false_value)]
+            return self.ir_ffi.Call(self.dtype(e.dtype), self.api.Op.get(IF_THEN_ELSE_OP), args, None, [], None)
+        if t is Not:
+            return pf.Not(self.prim(e.a), None)
         self.fail(f"symbolic expression {e!r}")
 
     # ------------------------------------------------------------------ types
@@ -617,9 +630,7 @@ class _Writer:
         as TVM does (``BlockBuilder.add_func``, the script parser): relax's normalizer rejects a
         call of a GlobalVar without one. The GlobalVar is updated in place, so the references
         already written to it see the type too."""
-        ty = self.obj(func_addr).ty
-        if ty is not None and not ty.same_as(self.missing):
-            self.rx_ffi.UpdateType(self.obj(gvar_addr), ty)
+        type_global_var(self.api, self.obj(gvar_addr), self.obj(func_addr))
 
     def module(self, mod: IRModule):
         # GlobalVars and functions by address: the function map is built from addresses

@@ -113,8 +113,8 @@ def test_nop_needs_one_input_and_output():
 
 
 def test_unknown_dtype():
-    with pytest.raises(GraphError, match=r"node 1 'conv' output 0 \(entry 1\): unknown dtype 'float33'"):
-        read_graph_json(bad(lambda d: d["attrs"]["dltype"][1].__setitem__(1, "float33")))
+    with pytest.raises(GraphError, match=r"node 1 'conv' output 0 \(entry 1\): unknown dtype 'complex64'"):
+        read_graph_json(bad(lambda d: d["attrs"]["dltype"][1].__setitem__(1, "complex64")))
 
 
 @pytest.mark.parametrize("dim", [-1, "n", 2.5, None])
