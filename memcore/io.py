@@ -11,6 +11,7 @@ must be unique. Blank lines are skipped. Errors name ``file:line``.
 """
 
 import csv
+import io
 from dataclasses import dataclass
 
 import numpy as np
@@ -90,6 +91,7 @@ def read_minimalloc_csv(path):
         ``id, lower, upper, size`` or with unknown or repeated ones, a row with the wrong
         number of fields, a field that is not an integer, ``upper <= lower``, a negative
         size or offset.
+        A file that is not UTF-8 text names the line and byte.
     OSError
         The file cannot be opened.
 
@@ -109,57 +111,63 @@ def read_minimalloc_csv(path):
     >>> start.tolist(), end.tolist(), size.tolist()
     ([0, 3], [2, 4], [8, 16])
     """
-    with open(path, newline="") as f:
-        reader = csv.reader(f)
-        header = None
-        for header in reader:
-            if any(field.strip() for field in header):
-                break
-        else:
-            raise _error(path, 1, "the header must be id,lower,upper,size; got an empty file")
-        names = [h.strip() for h in header]
-        header_line = reader.line_num
-        unknown = [h for h in names if h not in _REQUIRED + _OPTIONAL]
-        missing = [h for h in _REQUIRED if h not in names]
-        repeated = sorted({h for h in names if names.count(h) > 1})
-        if unknown or missing or repeated:
-            problems = []
-            if missing:
-                problems.append(f"missing {', '.join(missing)}")
-            if unknown:
-                problems.append(f"unknown {', '.join(unknown)}")
-            if repeated:
-                problems.append(f"repeated {', '.join(repeated)}")
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _error(path, data.count(b"\n", 0, exc.start) + 1,
+                     f"the file is not UTF-8 text (byte {exc.start}: {exc.reason})") from None
+    reader = csv.reader(io.StringIO(text, newline=""))
+    header = None
+    for header in reader:
+        if any(field.strip() for field in header):
+            break
+    else:
+        raise _error(path, 1, "the header must be id,lower,upper,size; got an empty file")
+    names = [h.strip() for h in header]
+    header_line = reader.line_num
+    unknown = [h for h in names if h not in _REQUIRED + _OPTIONAL]
+    missing = [h for h in _REQUIRED if h not in names]
+    repeated = sorted({h for h in names if names.count(h) > 1})
+    if unknown or missing or repeated:
+        problems = []
+        if missing:
+            problems.append(f"missing {', '.join(missing)}")
+        if unknown:
+            problems.append(f"unknown {', '.join(unknown)}")
+        if repeated:
+            problems.append(f"repeated {', '.join(repeated)}")
+        raise _error(
+            path,
+            header_line,
+            "the header must name the columns id,lower,upper,size (and optionally "
+            f"offset); got {','.join(names)!r} ({'; '.join(problems)})",
+        )
+    n_cols = len(names)
+    rows, lines = [], []
+    for row in reader:
+        if not any(field.strip() for field in row):
+            continue
+        if len(row) != n_cols:
             raise _error(
                 path,
-                header_line,
-                "the header must name the columns id,lower,upper,size (and optionally "
-                f"offset); got {','.join(names)!r} ({'; '.join(problems)})",
+                reader.line_num,
+                f"a row must have {n_cols} fields ({','.join(names)}); got {len(row)}",
             )
-        n_cols = len(names)
-        rows, lines = [], []
-        for row in reader:
-            if not any(field.strip() for field in row):
+        values = []
+        for name, field in zip(names, row):
+            if name == "id":
+                values.append(field.strip())
                 continue
-            if len(row) != n_cols:
+            try:
+                values.append(int(field.strip()))
+            except ValueError:
                 raise _error(
-                    path,
-                    reader.line_num,
-                    f"a row must have {n_cols} fields ({','.join(names)}); got {len(row)}",
-                )
-            values = []
-            for name, field in zip(names, row):
-                if name == "id":
-                    values.append(field.strip())
-                    continue
-                try:
-                    values.append(int(field.strip()))
-                except ValueError:
-                    raise _error(
-                        path, reader.line_num, f"{name} must be an integer; got {field!r}"
-                    ) from None
-            rows.append(values)
-            lines.append(reader.line_num)
+                    path, reader.line_num, f"{name} must be an integer; got {field!r}"
+                ) from None
+        rows.append(values)
+        lines.append(reader.line_num)
 
     table = np.array(rows, dtype=object).reshape(len(rows), n_cols)
     columns = {"id": _parse_ids(path, table[:, names.index("id")].tolist(), lines)}

@@ -240,12 +240,12 @@ def graph_from_doc(doc, *, name: str = "graph") -> GraphModel:
     nbytes = []
     cache = {}
     for e, (shape, dtype) in enumerate(zip(shapes, dtypes)):
+        if not isinstance(dtype, str):
+            raise GraphError(f"{_entry_label(e, node_of, names, num_outputs)}: dltype must be a string; "
+                             f"got {_short(dtype)}")
         elem = cache.get(dtype)
         if elem is None:
-            where = _entry_label(e, node_of, names, num_outputs)
-            if not isinstance(dtype, str):
-                raise GraphError(f"{where}: dltype must be a string; got {_short(dtype)}")
-            elem = entry_nbytes([], dtype, where)
+            elem = entry_nbytes([], dtype, _entry_label(e, node_of, names, num_outputs))
             cache[dtype] = elem
         nbytes.append(_shape_nbytes(e, shape, dtype, elem, node_of, names, num_outputs))
     if devices is not None:

@@ -164,3 +164,25 @@ def test_onnx_string_attribute_not_utf8_is_a_frontend_error():
     with pytest.raises(FrontendError, match=r"node 'gelu' \(Gelu\): attribute 'approximate' is not valid UTF-8"):
         from_onnx(bad)
 
+
+
+# ------------------------------------------------------------ the file campaigns (FUZZING.md)
+@pytest.mark.parametrize("dltype", [["float32"], {"a": 1}])
+def test_graph_json_dltype_of_a_list_or_dict_is_a_graph_error(tmp_path, capsys, dltype):
+    doc = _graph_doc()
+    doc["attrs"]["dltype"][1][1] = dltype
+    path = tmp_path / "g.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(GraphError, match="dltype must be a string"):
+        read_graph_json(path)
+    _assert_one_line_error(capsys, path, "dltype must be a string")
+
+
+def test_minimalloc_csv_not_utf8_names_its_line_and_byte(tmp_path, capsys):
+    from memcore import InvalidArrayError, read_minimalloc_csv
+
+    path = tmp_path / "p.csv"
+    path.write_bytes(b"id,lower,upper,size\n0,0,3,8\n1,3,5,1\xff6\n")
+    with pytest.raises(InvalidArrayError, match=r"p\.csv:3: the file is not UTF-8 text \(byte 36"):
+        read_minimalloc_csv(path)
+    _assert_one_line_error(capsys, path, "not UTF-8")
