@@ -183,6 +183,6 @@ def test_minimalloc_csv_not_utf8_names_its_line_and_byte(tmp_path, capsys):
 
     path = tmp_path / "p.csv"
     path.write_bytes(b"id,lower,upper,size\n0,0,3,8\n1,3,5,1\xff6\n")
-    with pytest.raises(InvalidArrayError, match=r"p\.csv:3: the file is not UTF-8 text \(byte 36"):
+    with pytest.raises(InvalidArrayError, match=r"p\.csv:3: the file is not UTF-8 text \(byte 35"):
         read_minimalloc_csv(path)
     _assert_one_line_error(capsys, path, "not UTF-8")
