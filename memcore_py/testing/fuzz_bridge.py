@@ -1,0 +1,649 @@
+"""Fuzzing the bridge to Apache TVM: random modules TVM accepts, read, written back and
+transformed three ways (TVM's pass, memcore's native pass, memcore's pass on the text).
+
+Design
+------
+The shape of :mod:`memcore_py.testing.fuzzing`: :func:`bridge_input` makes a
+``tvm.IRModule`` from a seed, :func:`check_bridge` runs the invariants on it and returns
+``None`` or a one-line ``"<kind>: <what>"``; it never raises, except :class:`MemoryError` and
+``BaseException`` subclasses that are not errors (the campaign's alarm).
+
+Inputs (:func:`bridge_input`; ``seed % 7`` picks the generator, ``(seed // 7) % 10`` the kind)
+    - 0-7: a random module of one of memcore's generators (:data:`GENERATORS`: flat lowered
+      functions, post-CallTIRRewrite modules with control flow, symbolic sizes and devices,
+      post-planning modules with kills, high-level dataflow programs, layout-free ``call_tir``
+      programs with real TIR, in-place candidates). A generator that builds memcore IR has
+      its module built as TVM objects with TVM's constructors
+      (:func:`memcore_py.tvm.to_tvm`: TVM's parser costs ten times more); every
+      :data:`PARSER_EVERY`-th of them (``(seed // 7) % PARSER_EVERY == 1``) is read by TVM's
+      parser (``tvm.script.from_source``) instead, and the two constructions must be
+      structurally equal (the constructors build what the parser builds). A generator that writes text is read by memcore's parser
+      (its printed form: every type written) and built the same way;
+    - 8-9: the generator's text mutated by :func:`memcore_py.testing.fuzzing.mutate_text`
+      and read by TVM's parser; up to :data:`MUTATION_TRIES` mutations are tried, the first
+      one TVM accepts is the input (if none is, the unmutated module built with the
+      constructors is, and ``info`` says so).
+
+Invariants (:func:`check_bridge`)
+    1. every exception memcore raises is a :class:`~memcore_py.errors.MemcoreError`;
+    2. ``from_tvm(m)`` equals ``memcore_py.parse(m.script())`` (memcore's structural
+       equality; both refusing is fine, one refusing what the other reads is not);
+    3. ``to_tvm(from_tvm(m))`` equals ``m`` (``tvm_ffi.structural_equal``);
+    4. for each pass of :data:`BRIDGE_PASSES`, memcore's native pass on ``m`` read back with
+       ``from_tvm`` equals memcore's pass on the text (functions in ``m``'s order), and
+       equals TVM's ``relax.transform.<Pass>()(m)``
+       (``tvm.ir.assert_structural_equal(..., map_free_vars=True)``) with TVM's behaviour
+       where memcore has a switch for it (``KillAfterLastUse(tvm_scoping=True)``,
+       ``DataflowUseInplaceCalls(tvm_compat=True)``,
+       ``AttachAttrLayoutFreeBuffers(tvm_compat=True)``). Where they differ, or one raises and
+       the other does not, the case must be a DIFFERENCES.md entry that
+       :func:`listed_difference` recognises; a recognised case is counted under its name in
+       ``info["listed"]``, anything else is a violation;
+    5. StaticPlanBlockMemory in arena mode (no TVM counterpart): native equals text, and the
+       plan passes :func:`memcore_py.planning.check.verify_planned`;
+    6. where TVM's StaticPlanBlockMemory equals memcore's, the native LowerAllocTensor and
+       KillAfterLastUse chained on the native output (the hand-over between consecutive
+       native passes) equal TVM's chain.
+"""
+from __future__ import annotations
+
+__all__ = [
+    "GENERATORS",
+    "BRIDGE_PASSES",
+    "PARSER_EVERY",
+    "MUTATION_TRIES",
+    "generated_text",
+    "bridge_input",
+    "check_bridge",
+    "listed_difference",
+]
+
+#: Pass name -> keyword arguments giving TVM's behaviour (the native pass, memcore's pass).
+BRIDGE_PASSES = {
+    "StaticPlanBlockMemory": {},
+    "LowerAllocTensor": {},
+    "KillAfterLastUse": {"tvm_scoping": True},
+    "DataflowUseInplaceCalls": {"tvm_compat": True},
+    "AttachAttrLayoutFreeBuffers": {"tvm_compat": True},
+}
+
+#: Every this many generated inputs, TVM's parser builds the module (and must agree with the
+#: constructors).
+PARSER_EVERY = 20
+
+#: Mutations tried per mutated input before falling back to the unmutated module.
+MUTATION_TRIES = 4
+
+
+def _lowered(seed):
+    from .random_ir import random_lowered_module
+
+    return random_lowered_module(seed, 8 + seed % 40)
+
+
+def _memory(seed):
+    from .memory_programs import random_memory_module
+
+    return random_memory_module(seed, n_functions=1 + seed % 3, n_steps=4 + seed % 10)
+
+
+def _memory_dynamic(seed):
+    from .memory_programs import random_memory_module
+
+    return random_memory_module(seed, n_functions=1 + seed % 2, n_steps=4 + seed % 10, p_symbolic=0.8, p_if=0.5,
+                                p_dataflow=0.5, p_device=0.2)
+
+
+def _kill(seed):
+    from .lowering_programs import random_kill_module
+
+    return random_kill_module(seed, n_functions=1 + seed % 2, n_steps=6 + seed % 10, control_flow=seed % 3 != 0)
+
+
+def _highlevel(seed):
+    from .lowering_programs import random_highlevel_module
+
+    return random_highlevel_module(seed, n_functions=1 + seed % 2, n_ops=3 + seed % 8)
+
+
+def _layout_free(seed):
+    from .layout_free_programs import random_layout_free_program
+
+    return random_layout_free_program(seed)
+
+
+def _inplace(seed):
+    from .inplace_programs import random_inplace_program
+
+    return random_inplace_program(seed, n_bindings=4 + seed % 12)
+
+
+#: Generator name -> ``seed -> memcore IRModule or TVMScript text``, in input order.
+GENERATORS = {
+    "lowered": _lowered,
+    "memory": _memory,
+    "memory-dynamic": _memory_dynamic,
+    "kill": _kill,
+    "highlevel": _highlevel,
+    "layout-free": _layout_free,
+    "inplace": _inplace,
+}
+
+
+def generated_text(seed: int) -> tuple:
+    """``(generator name, memcore module or None, TVMScript text)`` of ``seed``'s generator
+    (``seed % 7`` picks it)."""
+    name = list(GENERATORS)[seed % len(GENERATORS)]
+    made = GENERATORS[name](seed)
+    if isinstance(made, str):
+        return name, None, made
+    return name, made, made.script()
+
+
+def _from_source(text: str):
+    """TVM's parser on ``text``; None when it refuses it (any exception: TVM's parser
+    reports errors as several Python and FFI types)."""
+    import tvm
+
+    try:
+        return tvm.script.from_source(text)
+    except Exception:  # noqa: BLE001 - the parser is TVM's, any refusal ends the attempt
+        return None
+
+
+def bridge_input(seed: int, info: dict | None = None):
+    """The ``tvm.IRModule`` of ``seed`` (module docstring), or a one-line problem string
+    when memcore's writer fails on the generated module or builds another module than TVM's
+    parser does from its text.
+
+    ``info`` gets ``generator``, ``how`` (``"constructors"``, ``"parser"``, ``"mutated"`` or
+    ``"mutation-refused"``) and ``text`` (the TVMScript the module was made from).
+    """
+    info = {} if info is None else info
+    name, mod, text = generated_text(seed)
+    info["generator"], info["text"] = name, text
+    if _is_mutated(seed):
+        m = _mutated(text, seed, info)
+        if m is not None:
+            return m
+        info["how"] = "mutation-refused"
+    if mod is None:
+        mod, err, problem = _memcore_call(f"reading the {name} generator's text", _typed_reading, text)
+        if problem or err is not None:
+            return problem or f"generator: memcore's parser refuses the {name} generator's text: {_first_line(err)}"
+    built, err, problem = _memcore_call("to_tvm of the generated module", _to_tvm, mod)
+    if problem or err is not None:
+        return problem or f"generator: to_tvm refuses the {name} generator's module: {_first_line(err)}"
+    if (seed // len(GENERATORS)) % PARSER_EVERY == 1 and "how" not in info:
+        info.setdefault("how", "parser")
+        return _parsed_like(built, text, name, seed)
+    info.setdefault("how", "constructors")
+    return built
+
+
+def _is_mutated(seed: int) -> bool:
+    """Two seeds in ten, spread over the generators: ``(seed // 7) % 10 >= 8``."""
+    return (seed // len(GENERATORS)) % 10 >= 8
+
+
+def _typed_reading(text: str):
+    """memcore's reading of its own printed form of ``text``: the printer writes every
+    binding's and the return's type, which a text generator leaves to inference and
+    :func:`~memcore_py.tvm.to_tvm` needs."""
+    import memcore_py
+
+    return memcore_py.parse(memcore_py.parse(text).script())
+
+
+def _to_tvm(mod):
+    from ..tvm import to_tvm
+
+    return to_tvm(mod)
+
+
+def _mutated(text: str, seed: int, info: dict):
+    """The first of :data:`MUTATION_TRIES` mutations of ``text`` TVM's parser accepts, or None."""
+    from .fuzzing import mutate_text
+
+    for k in range(MUTATION_TRIES):
+        mutated = mutate_text(text, seed * MUTATION_TRIES + k)
+        m = _from_source(mutated)
+        if m is not None:
+            info["how"], info["text"] = "mutated", mutated
+            return m
+    return None
+
+
+def _parsed_like(built, text: str, name: str, seed: int):
+    """TVM's parse of ``text``, or a problem string when it differs from ``built`` (the
+    module TVM's constructors made from memcore's reading of the same program)."""
+    import tvm_ffi
+
+    parsed = _from_source(text)
+    if parsed is None:
+        return f"generator: TVM's parser refuses the {name} generator's text (seed {seed})"
+    if not tvm_ffi.structural_equal(built, parsed):
+        mismatch = tvm_ffi.get_first_structural_mismatch(built, parsed)
+        return f"constructors-vs-parser: to_tvm of the {name} module differs from TVM's parse of its text: " \
+               f"{str(mismatch)[:200]}"
+    return parsed
+
+
+# ------------------------------------------------------------------------------ checks
+def _first_line(exc: BaseException) -> str:
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    return f"{type(exc).__name__}: {lines[0][:200] if lines else ''}"
+
+
+def _memcore_call(what: str, fn, *args):
+    """``(result, typed error, violation)``: ``fn(*args)``'s result, or the
+    :class:`~memcore_py.errors.MemcoreError` it raised, or an ``untyped`` violation."""
+    from ..errors import MemcoreError
+
+    try:
+        return fn(*args), None, None
+    except MemcoreError as exc:
+        return None, exc, None
+    except MemoryError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the invariant under test
+        return None, None, f"untyped: {what} raised {_first_line(exc)}"
+
+
+def _tvm_call(fn, *args):
+    """``(result, error)`` of TVM's ``fn(*args)`` (TVM's errors are of many types)."""
+    try:
+        return fn(*args), None
+    except MemoryError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - TVM's behaviour, compared below
+        return None, exc
+
+
+def check_bridge(m, info: dict | None = None) -> str | None:
+    """Run the bridge invariants (module docstring) on the ``tvm.IRModule`` ``m``.
+
+    Parameters
+    ----------
+    m : tvm.IRModule
+    info : dict, optional
+        Filled with ``read`` (from_tvm read the module), ``listed`` (the DIFFERENCES.md
+        entries met, by name) and ``refused`` (typed refusals by memcore where TVM's pass
+        ran, listed ones included).
+
+    Returns
+    -------
+    str or None
+        None when every invariant holds, else ``"<kind>: <what>"``.
+    """
+    from ..transform import PassContext
+
+    info = {} if info is None else info
+    info.setdefault("listed", [])
+    from ..errors import MemcoreError
+
+    try:
+        with PassContext(verify=False):  # as in a user's pipeline; TVM-exact outputs can be ill-formed (kill-dataflow)
+            return _check_all(m, info)
+    except MemoryError:
+        raise
+    except MemcoreError as exc:  # every memcore call the checks compare is wrapped; this one was not
+        return f"escaped: a typed error outside the compared calls: {_first_line(exc)}"
+    except Exception as exc:  # noqa: BLE001
+        return f"untyped: outside the compared calls: {_first_line(exc)}"
+
+
+def _check_all(m, info) -> str | None:
+    problem, mine, read = _check_reading(m, info)
+    if problem is None:
+        problem = _check_round_trip(m, mine)
+    pure_in = _ordered(m, read) if read is not None and mine is not None else None
+    if problem is None:
+        problem = _check_passes(m, mine, pure_in, info)
+    if problem is None and pure_in is not None:
+        problem = _check_arena(m, pure_in)
+    return problem
+
+
+def _check_reading(m, info) -> tuple:
+    """``(problem, from_tvm(m) or None, parse(m.script()) or None)``."""
+    import memcore_py
+
+    from ..errors import ParseError
+    from ..ir import structural_equal
+    from ..tvm import from_tvm
+
+    mine, mine_err, problem = _memcore_call("from_tvm", from_tvm, m)
+    if problem:
+        return problem, None, None
+    info["read"] = mine is not None
+    text, text_err = _tvm_call(m.script)
+    if text_err is not None:
+        return None, mine, None  # TVM cannot print it: no text path to compare
+    try:
+        read = memcore_py.parse(text)
+    except ParseError as exc:
+        read, read_err = None, exc
+    except MemoryError:
+        raise
+    except Exception as exc:  # noqa: BLE001
+        return f"untyped: parse(m.script()) raised {_first_line(exc)}", mine, None
+    else:
+        read_err = None
+    if mine is not None and read is not None:
+        same, err, problem = _memcore_call("comparing from_tvm(m) with parse(m.script())", structural_equal, mine, read)
+        if problem:
+            return problem, mine, read
+        if err is not None:  # PrimFuncs are read when first compared (PrimFunc.lazy)
+            return f"from_tvm-vs-text: from_tvm(m) returns, comparing it raises {_first_line(err)}", None, read
+        if not same:
+            return "from_tvm-vs-text: from_tvm(m) differs from parse(m.script())", mine, read
+    elif mine is not None:
+        return f"from_tvm-vs-text: from_tvm reads m, parse(m.script()) refuses it: {_first_line(read_err)}", mine, None
+    elif read is not None:
+        if _function_valued_attribute(mine_err):
+            info["listed"].append("attribute-holding-a-function")
+            return None, None, read
+        return f"from_tvm-vs-text: from_tvm refuses m ({_first_line(mine_err)}), parse(m.script()) reads it", None, read
+    return None, mine, read
+
+
+def _function_valued_attribute(err) -> bool:
+    """Whether ``from_tvm`` refused a call attribute holding a function (DIFFERENCES.md,
+    the bridge: what TVM's parser makes of a type given to a keyword that takes none)."""
+    from ..tvm import TVMConversionError
+
+    text = str(err)
+    return isinstance(err, TVMConversionError) and "Function value" in text and "of attribute" in text
+
+
+def _check_round_trip(m, mine) -> str | None:
+    import tvm_ffi
+
+    from ..tvm import to_tvm
+
+    if mine is None:
+        return None
+    back, err, problem = _memcore_call("to_tvm", to_tvm, mine)
+    if problem:
+        return problem
+    if err is not None:
+        return f"round-trip: to_tvm(from_tvm(m)) refuses: {_first_line(err)}"
+    if not tvm_ffi.structural_equal(back, m):
+        mismatch = tvm_ffi.get_first_structural_mismatch(back, m)
+        return f"round-trip: to_tvm(from_tvm(m)) differs from m: {str(mismatch)[:200]}"
+    return None
+
+
+def _ordered(m, read):
+    """memcore's reading of ``m``'s text with its functions in ``m``'s order (TVM's text
+    sorts them; a pass naming new functions names them in the module's order)."""
+    from ..ir import IRModule
+
+    try:
+        return IRModule({read.get_global_var(gv.name_hint): read[gv.name_hint] for gv in m.functions}, read.attrs,
+                        read.global_infos)
+    except (KeyError, ValueError):
+        return read
+
+
+def _pure(name: str, kwargs: dict, mod):
+    """memcore's pass ``name`` on memcore IR."""
+    from .. import transform as mc
+
+    return getattr(mc, name)(**kwargs)(mod)
+
+
+def _check_passes(m, mine, pure_in, info) -> str | None:
+    from tvm import relax
+
+    from .. import tvm as mtvm
+    from ..transform.static_plan_block_memory import differences_from_tvm
+
+    diffs = []
+    if mine is not None or pure_in is not None:
+        diffs, _, problem = _memcore_call("differences_from_tvm", differences_from_tvm,
+                                          pure_in if pure_in is not None else mine)
+        if problem:
+            return problem
+        diffs = list(diffs or [])
+    outputs = {}
+    for name, kwargs in BRIDGE_PASSES.items():
+        theirs, their_err = _tvm_call(getattr(relax.transform, name)(), m)
+        ours, our_err, problem = _memcore_call(f"native {name}", getattr(mtvm, name)(**kwargs), m)
+        if problem:
+            return problem
+        problem, _ = _native_vs_text(name, kwargs, ours, our_err, pure_in)
+        if problem is None:
+            problem = _native_vs_tvm(name, m, ours, our_err, theirs, their_err, diffs, info)
+        if problem:
+            return problem
+        outputs[name] = (ours, theirs)
+    ours, theirs = outputs["StaticPlanBlockMemory"]
+    if ours is not None and theirs is not None and not diffs:
+        return _check_chain(ours, theirs)
+    return None
+
+
+def _native_vs_text(name, kwargs, ours, our_err, pure_in) -> tuple:
+    """``(problem, memcore's output on the text)``: the native pass's output read back must
+    equal memcore's pass on the text."""
+    from ..ir import structural_equal
+    from ..tvm import from_tvm
+
+    if pure_in is None:
+        return None, None
+    pure, pure_err, problem = _memcore_call(f"{name} on the text", _pure, name, kwargs, pure_in)
+    if problem:
+        return problem, None
+    if ours is None and pure is None:
+        return None, None
+    if ours is None:
+        return f"native-vs-text: native {name} raises {_first_line(our_err)}, on the text it returns", pure
+    if pure is None:
+        return f"native-vs-text: native {name} returns, on the text it raises {_first_line(pure_err)}", None
+    back, back_err, problem = _memcore_call(f"from_tvm of native {name}'s output", from_tvm, ours)
+    if problem:
+        return problem, pure
+    if back_err is not None:
+        return f"native-vs-text: from_tvm refuses native {name}'s output: {_first_line(back_err)}", pure
+    if not structural_equal(back, pure):
+        return f"native-vs-text: native {name} differs from {name} on the text", pure
+    return None, pure
+
+
+def _native_vs_tvm(name, m, ours, our_err, theirs, their_err, diffs, info) -> str | None:
+    """The native pass equals TVM's, or the difference is listed (recognised by name)."""
+    import tvm
+
+    if ours is None and theirs is None:
+        return None
+    if ours is not None and theirs is not None:
+        mismatch = _module_mismatch(ours, theirs)
+        if mismatch is None:
+            return None
+    elif our_err is not None:
+        info.setdefault("refused", []).append(name)
+        mismatch = f"memcore raises {_first_line(our_err)}, TVM's pass returns"
+    else:
+        mismatch = f"TVM's pass raises {_first_line(their_err)}, memcore's returns"
+    listed = listed_difference(name, m, ours, our_err, theirs, their_err, diffs)
+    if listed is None and "Type metadata is not set for type `ffi.Function`" in mismatch:
+        listed = "attribute-holding-a-function"  # TVM's own comparison cannot hash the function
+    if listed:
+        info["listed"].append(listed)
+        return None
+    return f"difference: {name}: {mismatch}"
+
+
+def _module_mismatch(ours, theirs) -> str | None:
+    """None when the two ``tvm.IRModule`` are structurally equal, as a whole or function by
+    function (TVM's DataflowUseInplaceCalls shares TIR vars between the PrimFuncs it derives
+    from one legalization, which a whole-module comparison maps twice), else TVM's message."""
+    import tvm
+
+    try:
+        tvm.ir.assert_structural_equal(ours, theirs, map_free_vars=True)
+        return None
+    except MemoryError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - ValueError, or TVM's comparison failing
+        mismatch = _first_line(exc)
+    names = sorted(gv.name_hint for gv in theirs.functions)
+    if sorted(gv.name_hint for gv in ours.functions) != names:
+        return mismatch
+    for name in names:
+        try:
+            tvm.ir.assert_structural_equal(ours[name], theirs[name], map_free_vars=True)
+        except MemoryError:
+            raise
+        except Exception:  # noqa: BLE001
+            return mismatch
+    return None
+
+
+def listed_difference(name, m, ours, our_err, theirs, their_err, diffs) -> str | None:
+    """The DIFFERENCES.md entry explaining why memcore's native pass ``name`` and TVM's
+    differ on ``m`` (``ours``/``theirs`` the outputs, ``our_err``/``their_err`` the errors,
+    one of each pair None; ``diffs`` the StaticPlanBlockMemory differences that apply), or
+    None when no entry does.
+
+    Recognised: StaticPlanBlockMemory's ``device-pools``, ``dominating-storage`` and
+    ``duplicate-cross-block-leaf`` (:func:`~memcore_py.transform.static_plan_block_memory.
+    differences_from_tvm`) and its ``vdevice`` global infos; the DeadCodeElimination inside
+    AttachAttrLayoutFreeBuffers calling a direct call of a PrimFunc impure where TVM calls it
+    pure (``dce-direct-prim-func-call``: ``m`` has a PrimFunc that stores to no buffer, and
+    TVM's DeadCodeElimination turns memcore's output into TVM's); ``unplanned-module-kept`` (the
+    native pass returned ``m`` itself and TVM's output is ``m`` normalized); ``leading-scalar``
+    (TVM's DataflowUseInplaceCalls fails "In-place index ... is out of range"); the bridge's
+    typed refusals of what memcore's IR cannot hold (``TVMConversionError``), LowerAllocTensor's
+    refusal of a tensor of 2^64 bytes or more, StaticPlanBlockMemory's refusals of nested
+    functions and of sizes needing a sign condition.
+    """
+    from ..errors import IRError, PassError
+    from ..tvm import TVMConversionError
+
+    if name == "StaticPlanBlockMemory" and diffs:
+        return ",".join(sorted(diffs))
+    if name == "StaticPlanBlockMemory" and ours is not None and theirs is not None and _has_vdevices(m):
+        return "vdevice-global-infos"
+    if ours is not None and theirs is not None and ours.same_as(m) and _is_normalized_form(m, theirs):
+        return "unplanned-module-kept"
+    if their_err is not None and name == "DataflowUseInplaceCalls" and "In-place index" in str(their_err):
+        return "leading-scalar"
+    if name == "AttachAttrLayoutFreeBuffers" and ours is not None and theirs is not None \
+            and _dce_purity_explains(m, ours, theirs):
+        return "dce-direct-prim-func-call"
+    if isinstance(our_err, TVMConversionError):
+        return "bridge-not-modelled"
+    if name == "LowerAllocTensor" and isinstance(our_err, IRError) and "int64" in str(our_err):
+        return "allocation-of-2^64-bytes"
+    if name == "StaticPlanBlockMemory" and isinstance(our_err, PassError):
+        text = str(our_err)
+        if "lambda" in text or "nested" in text.lower():
+            return "nested-functions-not-supported"
+        if "tir_non_negative_var" in text:
+            return "sign-condition-size-not-supported"
+    return None
+
+
+def _has_vdevices(m) -> bool:
+    try:
+        return bool(m.global_infos) and "vdevice" in m.global_infos
+    except Exception:  # noqa: BLE001 - a module without global infos
+        return False
+
+
+def _dce_purity_explains(m, ours, theirs) -> bool:
+    """Whether ``m`` has a PrimFunc storing to no buffer (a call of it is pure for TVM's
+    DeadCodeElimination, impure for memcore's) and TVM's DeadCodeElimination on ``ours``
+    gives ``theirs``."""
+    import tvm
+    from tvm import relax
+
+    store_free = [f for f in m.functions.values()
+                  if isinstance(f, tvm.tirx.PrimFunc) and (isinstance(f.body, tvm.tirx.Evaluate)
+                                                           or "] = " not in f.script())]
+    if not store_free:
+        return False
+    try:
+        tvm.ir.assert_structural_equal(relax.transform.DeadCodeElimination()(ours), theirs, map_free_vars=True)
+        return True
+    except Exception:  # noqa: BLE001 - not equal, or TVM's pass fails on it
+        return False
+
+
+def _is_normalized_form(m, theirs) -> bool:
+    """Whether TVM's output is ``m`` normalized (``relax.transform.Normalize``)."""
+    import tvm
+    from tvm import relax
+
+    try:
+        tvm.ir.assert_structural_equal(relax.transform.Normalize()(m), theirs, map_free_vars=True)
+        return True
+    except Exception:  # noqa: BLE001 - not equal, or TVM cannot normalize it
+        return False
+
+
+def _check_chain(planned_ours, planned_theirs) -> str | None:
+    """LowerAllocTensor then KillAfterLastUse natively on the native plan (the hand-over
+    between native passes) equal TVM's on TVM's plan."""
+    from tvm import relax
+
+    from .. import tvm as mtvm
+
+    lowered, _, problem = _memcore_call("native LowerAllocTensor after StaticPlanBlockMemory",
+                                        mtvm.LowerAllocTensor(), planned_ours)
+    if problem or lowered is None:
+        return problem
+    killed, _, problem = _memcore_call("native KillAfterLastUse after LowerAllocTensor",
+                                       mtvm.KillAfterLastUse(tvm_scoping=True), lowered)
+    if problem or killed is None:
+        return problem
+    theirs, err = _tvm_call(lambda mod: relax.transform.KillAfterLastUse()(relax.transform.LowerAllocTensor()(mod)),
+                            planned_theirs)
+    if err is not None:
+        return (f"difference: chain: TVM's LowerAllocTensor + KillAfterLastUse raise {_first_line(err)}, "
+                "memcore's return")
+    mismatch = _module_mismatch(killed, theirs)
+    if mismatch and "Type metadata is not set for type `ffi.Function`" not in mismatch:  # TVM cannot compare
+        return f"difference: chain StaticPlanBlockMemory -> LowerAllocTensor -> KillAfterLastUse: {mismatch}"
+    return None
+
+
+def _check_arena(m, pure_in) -> str | None:
+    """Arena-mode StaticPlanBlockMemory: native equals text, and the plan verifies (in the
+    functions that had no storage before: the storages a module already has are not the
+    pass's plan)."""
+    from ..ir.expr import Function
+    from ..planning.check import collect_planned_tensors, verify_planned
+    from .. import tvm as mtvm
+
+    kwargs = {"mode": "arena", "time_limit": None}
+    ours, our_err, problem = _memcore_call("native StaticPlanBlockMemory(mode='arena')",
+                                           mtvm.StaticPlanBlockMemory(**kwargs), m)
+    if problem:
+        return problem
+    problem, pure = _native_vs_text("StaticPlanBlockMemory", kwargs, ours, our_err, pure_in)
+    if problem or pure is None:
+        return problem
+    for fname, func in pure.functions.items():
+        if isinstance(func, Function) and not _has_storages(pure_in[fname]):
+            _, err, problem = _memcore_call("verify_planned", lambda f=func, n=fname: verify_planned(
+                collect_planned_tensors(f, n)))
+            if problem:
+                return problem
+            if err is not None:
+                return f"verify: arena plan of {fname!r}: {_first_line(err)}"
+    return None
+
+
+
+def _has_storages(func) -> bool:
+    """Whether ``func`` already calls ``R.memory.alloc_storage``."""
+    from ..planning.check import collect_planned_tensors
+
+    try:
+        return bool(collect_planned_tensors(func).storages)
+    except Exception:  # noqa: BLE001 - a storage the checker cannot read: not a fresh plan either
+        return True
