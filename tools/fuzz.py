@@ -131,6 +131,12 @@ def file_input(target: str, corpus, seed: int):
     return fuzz_files.fuzz_input(target, corpus, seed)
 
 
+def _cli_main():
+    from memcore_py.cli import main
+
+    return main
+
+
 def _run_one(fuzzing, target, corpus, seed, info):
     out = {}
     try:
@@ -144,7 +150,7 @@ def _run_target(fuzzing, target, corpus, seed, info):
         from memcore_py.testing import fuzz_files
 
         data, suffix, extra = file_input(target, corpus, seed)
-        return fuzz_files.check_file(target, data, suffix, extra, info)
+        return fuzz_files.check_file(target, data, suffix, extra, info, cli_main=_cli_main())
     if target == "bridge":
         from memcore_py.testing import fuzz_bridge
 
@@ -416,7 +422,7 @@ def minimise_failures(args, summary: dict, out: Path, limit: int = 10) -> None:
             from memcore_py.testing import fuzz_files
 
             data, suffix, extra = file_input(args.target, corpus, seed)
-            small = minimise_bytes(data, lambda d: fuzz_files.check_file(args.target, d, suffix, extra),
+            small = minimise_bytes(data, lambda d: fuzz_files.check_file(args.target, d, suffix, extra, cli_main=_cli_main()),
                                    key=_signature_of)
             (fdir / f"seed{seed}.input{suffix}").write_bytes(data)
             (fdir / f"seed{seed}{suffix}").write_bytes(small)

@@ -725,7 +725,7 @@ def _mutate_initializer(init, rng: random.Random) -> None:
 
 # ------------------------------------------------------------------------------ checks
 def check_file(target: str, data: bytes, suffix: str | None = None, cli_extra: tuple = ("--no-search",),
-               info: dict | None = None, *, guard_crashes: bool = False) -> str | None:
+               info: dict | None = None, *, cli_main, guard_crashes: bool = False) -> str | None:
     """Write ``data`` to a temporary ``*<suffix>`` file and run ``target``'s invariants
     (module docstring) on it.
 
@@ -741,6 +741,9 @@ def check_file(target: str, data: bytes, suffix: str | None = None, cli_extra: t
     info : dict, optional
         Filled with ``imported`` (the importer returned a model), ``planned`` (its plans
         were made and verified) and ``cli_violation`` (``memcore plan`` broke its contract).
+    cli_main : callable
+        The command line's entry point, ``memcore_py.cli.main`` (given by the caller: this
+        layer sits below the command line and does not import it).
     guard_crashes : bool
         ONNX: report the open findings that abort the process or never return instead of
         running them (:func:`check_onnx`); the command line is then not run either.
@@ -762,7 +765,7 @@ def check_file(target: str, data: bytes, suffix: str | None = None, cli_extra: t
                 return problem
         else:
             problem = {"graph-json": check_graph_json, "csv": check_csv}[target](path, info)
-        cli_problem = check_plan_cli(path, cli_extra)
+        cli_problem = check_plan_cli(path, cli_main, cli_extra)
     if cli_problem is not None:
         info["cli_violation"] = True
         problem = cli_problem if problem is None else f"{problem} | {cli_problem}"
@@ -1091,12 +1094,10 @@ def _plan_and_verify_module(mod, info: dict) -> str | None:
 
 
 # ------------------------------------------------------------------------------ command line
-def check_plan_cli(path: str, extra: tuple = ("--no-search",)) -> str | None:
-    """``memcore plan [extra] path`` in-process; None when the command line's contract holds
-    (exit 0, or non-zero with one ``memcore plan: error: ...`` stderr line, no traceback,
-    never an internal error), else ``"cli: <what>"``."""
-    from ..cli import main
-
+def check_plan_cli(path: str, main, extra: tuple = ("--no-search",)) -> str | None:
+    """``memcore plan [extra] path`` in-process through ``main`` (``memcore_py.cli.main``);
+    None when the command line's contract holds (exit 0, or non-zero with one ``memcore plan:
+    error: ...`` stderr line, no traceback, never an internal error), else ``"cli: <what>"``."""
     out, err = io.StringIO(), io.StringIO()
     try:
         with redirect_stdout(out), redirect_stderr(err):

@@ -18,6 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from memcore_py.cli import main as cli_main
 from memcore_py.testing import fuzz_files
 
 SEEDS = st.integers(min_value=0, max_value=2**40)
@@ -51,7 +52,7 @@ def _assert_only_open(problem, seed, allowed):
 
 def _file_check(target, seed, corpus):
     data, suffix, options = fuzz_files.fuzz_input(target, corpus, seed)
-    return fuzz_files.check_file(target, data, suffix, options, guard_crashes=True)
+    return fuzz_files.check_file(target, data, suffix, options, cli_main=cli_main, guard_crashes=True)
 
 
 @pytest.fixture(scope="module")
@@ -107,7 +108,7 @@ def test_the_checks_can_fail(tmp_path):
     path = tmp_path / "p.csv"
     path.write_bytes(b"id,lower,upper,size\n0,0,3,8\n1,3,5,16\n")
     assert fuzz_files.check_csv(str(path)) is None
-    assert fuzz_files.check_plan_cli(str(path)) is None
+    assert fuzz_files.check_plan_cli(str(path), cli_main) is None
 
 
 @pytest.mark.parametrize("target", ["csv", "graph-json", "onnx"])
@@ -117,7 +118,7 @@ def test_corpus_files_pass_and_mutations_are_deterministic(target):
     corpus = fuzz_files.file_corpus(target)
     for data in corpus[:6]:
         info: dict = {}
-        assert fuzz_files.check_file(target, data, info=info) is None
+        assert fuzz_files.check_file(target, data, info=info, cli_main=cli_main) is None
         assert info.get("planned"), "every corpus file imports and plans"
     for seed in range(1, 6):
         assert fuzz_files.mutate_file(target, corpus, seed) == fuzz_files.mutate_file(target, corpus, seed)
@@ -127,7 +128,7 @@ def test_corpus_files_pass_and_mutations_are_deterministic(target):
 @pytest.mark.xfail(strict=True, reason="F3 (FUZZING.md): a CSV field over the csv module's limit escapes as "
                    "csv.Error")
 def test_open_f3_csv_field_over_the_csv_limit_is_a_typed_error():
-    assert fuzz_files.check_file("csv", b'id,lower,upper,size\n"' + b"x" * 131072 + b"\n") is None
+    assert fuzz_files.check_file("csv", b'id,lower,upper,size\n"' + b"x" * 131072 + b"\n", cli_main=cli_main) is None
 
 
 ONNX_HEAD = """
