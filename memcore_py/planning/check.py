@@ -16,8 +16,9 @@ TVM's allocator keeps one pool per function across blocks.
 Aliases (no read of the tensor's bytes, the alias carries the same tensors): ``y = x``,
 ``R.match_cast``, the storage-sharing ops (``R.reshape``, ``R.memory.view``,
 ``R.memory.ensure_zero_offset``, the ``vm.builtin.reshape`` packed call), tuples (a tuple
-carries all of its fields) and tuple items (the indexed field of a literal tuple; every field
-of any other tuple, conservatively). Every other binding that mentions a var reads all
+carries all of its fields) and tuple items (the indexed field of a tuple whose fields are known:
+a literal tuple, reached directly, through aliases or as a field of another such tuple; every
+field of any other tuple, conservatively). Every other binding that mentions a var reads all
 tensors that var carries. A tensor that reaches the function's return value is live to the
 end of the function.
 """
@@ -155,6 +156,21 @@ def _shape_bytes(shape_expr, dtype: str) -> int | None:
     return n
 
 
+class _Fields(tuple):
+    """A tuple value's fields, one carried structure (a ``_Fields`` or a tuple of tensor ids)
+    per field."""
+
+
+def _flatten(carried) -> tuple:
+    """The tensor ids a carried structure holds, in field order."""
+    if not isinstance(carried, _Fields):
+        return carried
+    ids: list = []
+    for f in carried:
+        ids.extend(_flatten(f))
+    return tuple(ids)
+
+
 class _Lifetimes:
     """One walk over a planned function: numbers bindings, records storages and tensors,
     propagates aliases and extends lifetimes (see the module docstring)."""
@@ -162,7 +178,7 @@ class _Lifetimes:
     def __init__(self):
         self.step = 0
         self.carried: dict = {}  # Var -> tuple of tensor ids it carries
-        self.tuple_fields: dict = {}  # Var bound to a Tuple literal -> per-field tensor ids
+        self.tuple_fields: dict = {}  # Var of a tuple with known fields -> its _Fields
         self.storage_of_var: dict = {}  # storage Var -> storage index
         self.storages: list = []  # [name, nbytes, scope, device]
         self.t_storage: list = []
@@ -175,20 +191,21 @@ class _Lifetimes:
 
     def carried_by(self, expr) -> tuple:
         """Tensor ids an expression evaluates to (through aliases)."""
+        return _flatten(self.structure(expr))
+
+    def structure(self, expr):
+        """What ``expr`` carries: a :class:`_Fields` when it is a tuple whose fields are
+        known (one structure per field), else the tuple of tensor ids it carries."""
         if isinstance(expr, Var):
-            return self.carried.get(expr, ())
+            fields = self.tuple_fields.get(expr)
+            return fields if fields is not None else self.carried.get(expr, ())
         if isinstance(expr, Tuple):
-            ids: list = []
-            for f in expr.fields:
-                ids.extend(self.carried_by(f))
-            return tuple(ids)
+            return _Fields(self.structure(f) for f in expr.fields)
         if isinstance(expr, TupleGetItem):
-            tv = expr.tuple_value
-            if isinstance(tv, Var) and tv in self.tuple_fields:
-                fields = self.tuple_fields[tv]
-                if 0 <= expr.index < len(fields):
-                    return fields[expr.index]
-            return self.carried_by(tv)
+            whole = self.structure(expr.tuple_value)
+            if isinstance(whole, _Fields) and 0 <= expr.index < len(whole):
+                return whole[expr.index]
+            return _flatten(whole)
         return ()
 
     def read(self, expr) -> None:
@@ -211,12 +228,11 @@ class _Lifetimes:
                 self.visit_seq(branch)
                 self.read(branch.body)
         step = self.step
-        if isinstance(binding, MatchCast) or isinstance(value, (Var, TupleGetItem)):
-            self.carried[var] = self.carried_by(value)
-        elif isinstance(value, Tuple):
-            fields = tuple(self.carried_by(f) for f in value.fields)
-            self.tuple_fields[var] = fields
-            self.carried[var] = tuple(t for f in fields for t in f)
+        if isinstance(binding, MatchCast) or isinstance(value, (Var, TupleGetItem, Tuple)):
+            carried = self.structure(value)
+            if isinstance(carried, _Fields):
+                self.tuple_fields[var] = carried
+            self.carried[var] = _flatten(carried)
         elif isinstance(value, Call):
             self.visit_call(var, value, step)
         else:
