@@ -70,6 +70,22 @@ def _parse_ids(path, ids, lines):
         return np.array(ids, dtype=str)
 
 
+def _records(path, reader):
+    """The rows of the ``csv.reader`` ``reader``; a row it cannot read (``csv.Error``: on
+    Python 3.11+ only a field longer than ``csv.field_size_limit()``, as after a quote that
+    is never closed, which runs on to the end of the file) is an :class:`InvalidArrayError`
+    naming the line the row starts on."""
+    while True:
+        first_line = reader.line_num + 1
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            raise _error(path, first_line, f"the row cannot be read as CSV: {exc}") from None
+        yield row
+
+
 def read_minimalloc_csv(path):
     """Read a MiniMalloc CSV file into inclusive intervals.
 
@@ -91,7 +107,9 @@ def read_minimalloc_csv(path):
         ``id, lower, upper, size`` or with unknown or repeated ones, a row with the wrong
         number of fields, a field that is not an integer, ``upper <= lower``, a negative
         size or offset.
-        A file that is not UTF-8 text names the line and byte.
+        A file that is not UTF-8 text names the line and byte; a row the ``csv`` module
+        cannot read (a field longer than its ``field_size_limit()``, 131,072 characters by
+        default, e.g. after a quote that is never closed) names the line the row starts on.
     OSError
         The file cannot be opened.
 
@@ -120,7 +138,7 @@ def read_minimalloc_csv(path):
                      f"the file is not UTF-8 text (byte {exc.start}: {exc.reason})") from None
     reader = csv.reader(io.StringIO(text, newline=""))
     header = None
-    for header in reader:
+    for header in _records(path, reader):
         if any(field.strip() for field in header):
             break
     else:
@@ -146,7 +164,7 @@ def read_minimalloc_csv(path):
         )
     n_cols = len(names)
     rows, lines = [], []
-    for row in reader:
+    for row in _records(path, reader):
         if not any(field.strip() for field in row):
             continue
         if len(row) != n_cols:

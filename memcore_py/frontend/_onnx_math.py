@@ -15,7 +15,8 @@ TVM 0.27's ONNX frontend builds for that op, in the same order:
   ``Conv`` -> ``conv1d/2d/3d`` plus a reshaped bias ``add``, pools, ``BatchNormalization``,
   ``LayerNormalization``, ``Softmax`` (opset >= 13), ``Gelu``, reductions;
 - ``Clip`` is ``R.clip`` (TVM writes TE kernels behind ``isnan`` guards of the bounds);
-  ``LSTM``, which TVM does not convert, is unrolled (forward, layout 0, default activations).
+  ``LSTM``, which TVM does not convert, is unrolled (forward, layout 0, default activations,
+  a static sequence of at most :data:`MAX_LSTM_STEPS` steps).
 """
 from __future__ import annotations
 
@@ -472,6 +473,9 @@ for _onnx_name, _relax_name in (("ReduceMean", "mean"), ("ReduceSum", "sum"), ("
 # ------------------------------------------------------------------------------------ recurrent
 _LSTM_ACTIVATIONS = ["Sigmoid", "Tanh", "Tanh"]
 
+#: Longest static sequence an ``LSTM`` is unrolled over (see :func:`_lstm`).
+MAX_LSTM_STEPS = 2**14
+
 
 def _lstm_check(ctx):
     unsupported = []
@@ -506,12 +510,23 @@ def _lstm(ctx):
     """A forward LSTM unrolled over its (static) sequence length, gates in ONNX's ``iofc``
     order: ``X @ W^T`` for all steps at once, then per step ``+ h @ R^T + Wb + Rb``, the four
     gates split, ``c = f * c + i * tanh(g)``, ``h = o * tanh(c)``. Outputs ``Y`` (the stacked
-    ``h``), ``Y_h`` and ``Y_c`` with their direction axis."""
+    ``h``), ``Y_h`` and ``Y_c`` with their direction axis.
+
+    Every step becomes 17 bindings, so the module grows linearly with the sequence length.
+    A static length over :data:`MAX_LSTM_STEPS` (2**14 = 16384 steps, about 280,000
+    bindings, more than the largest modules the pass benchmarks plan) is refused with a
+    :class:`~memcore_py.errors.FrontendError` naming the node and the length before anything
+    is built, as ``R.split`` refuses more than :data:`~memcore_py.ir.ops.MAX_SPLIT_SECTIONS`
+    parts: exported models have static lengths far below it (a length that varies is a
+    ``dim_param``, refused above), and a length such as 2**40 would never finish unrolling."""
     _lstm_check(ctx)
     x, w, r = ctx.tensor_operand(0), ctx.tensor_operand(1), ctx.tensor_operand(2)
     steps, batch, _ = ctx.shape_of(x)
     if static_dim(steps) is None:
         raise ctx.error("the sequence length must be static to unroll the LSTM")
+    if static_dim(steps) > MAX_LSTM_STEPS:
+        raise ctx.error(f"the sequence length must be at most {MAX_LSTM_STEPS} to unroll the LSTM (one set of "
+                        f"bindings per step); got {static_dim(steps)}")
     hidden = int(ctx.attr("hidden_size") or static_dim(ctx.shape_of(r)[2]))
     dtype = ctx.dtype_of(x)
     w_t = ctx.emit(ctx.call("permute_dims", ctx.call("squeeze", w, axis=[0]), axes=[1, 0]))

@@ -282,6 +282,8 @@ def _range(ctx):
     values = [ctx.prim_like(i) for i in range(3)]
     if any(v is None for v in values):
         raise ctx.error("start, limit and delta must be scalars known at import time")
+    if (static_dim(values[2]) if isinstance(values[2], PrimExpr) else values[2]) == 0:
+        raise ctx.error("delta must not be zero")
     dtype = ctx.dtype_of(ctx.raw(0)) if ctx.is_tensor(ctx.raw(0)) else "int64"
     if all(not isinstance(v, PrimExpr) for v in values):
         start, limit, delta = values

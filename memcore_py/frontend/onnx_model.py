@@ -16,7 +16,9 @@ package is needed, imported when the function is called. Steps:
 2. ``onnx.shape_inference.infer_shapes`` runs on a weight-free copy of the graph (large or
    floating-point initializers declared as typed inputs: serializing the weights for it
    would cost more than the rest of the import), with ``shape_dict`` replacing the shapes of
-   the named graph inputs (a name the graph does not have is an error); its failure, e.g.
+   the named graph inputs (a name the graph does not have is an error). What it would abort
+   the process on instead of raising (a negative dimension, a ``Split`` with more outputs
+   than ``num_outputs``) is refused first (:func:`_check_before_inference`); its failure, e.g.
    on inconsistent shapes, is a :class:`~memcore_py.errors.FrontendError`. A graph input or a
    node output that still has no shape (not even a rank) is an error naming every such
    value: memory planning needs the size of every tensor;
@@ -120,7 +122,10 @@ def from_onnx(model, *, shape_dict: dict | None = None, keep_params_as_input: bo
     FrontendError
         Anything else: not a ModelProto, a name (of the graph, a node, its op type, domain,
         inputs, outputs or attributes, a value, an initializer, a ``dim_param``, an opset
-        domain) or a string attribute that is not UTF-8, shape inference failing, values
+        domain) or a string attribute that is not UTF-8, a negative dimension (a
+        ``dim_value``, an initializer's or tensor attribute's ``dims``, an ``Expand`` shape or
+        ``Split`` sizes) or a ``Split`` whose ``num_outputs`` is not its number of outputs
+        (ONNX's shape inference would abort the process), shape inference failing, values
         without a shape, an unknown ``shape_dict`` input, an attribute or operand a
         converter does not accept (naming the node).
 
@@ -274,6 +279,7 @@ def _inferred_graph(onnx, model, shape_dict):
             light.input.append(onnx.helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)))
     if shape_dict:
         _override_inputs(light, shape_dict)
+    _check_before_inference(graph, light)
     proto = onnx.ModelProto(ir_version=model.ir_version, graph=light)
     proto.opset_import.extend(model.opset_import)
     proto.functions.extend(model.functions)
@@ -282,6 +288,118 @@ def _inferred_graph(onnx, model, shape_dict):
     except Exception as exc:  # noqa: BLE001 - onnx raises InferenceError, ValueError, ...
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise FrontendError(f"ONNX shape inference failed: {first[:300]}") from exc
+
+
+def _check_before_inference(graph, light) -> None:
+    """Refuse what ``onnx.shape_inference.infer_shapes`` would abort the process on.
+
+    ONNX's C++ shape inference trusts a few values it does not check: a negative dimension
+    reaching ``Slice``'s inference fails an assertion (``std::clamp``), and a ``Split`` with
+    more outputs than ``num_outputs`` indexes past a vector. Either kills the Python process
+    (SIGABRT), so nothing can be caught afterwards; ONNX forbids both. ``light`` is the graph
+    inference is given (:func:`_inferred_graph`: after ``shape_dict``, its initializers the
+    small integer ones), ``graph`` the model's. Refused, each naming the value or node:
+
+    - a negative ``dim_value`` in the type of a graph input, output or value info (in a
+      tensor, sparse tensor, sequence, optional or map type);
+    - negative ``dims`` of an initializer, or of a tensor attribute (``Constant``'s
+      ``value``, dense or sparse);
+    - a negative entry in the constants inference turns into dimensions without checking
+      their sign: an ``Expand`` shape and ``Split`` sizes (an initializer, a ``Constant``
+      output or the ``split`` attribute; a ``-1`` in an ``Expand`` shape computed at import
+      time, which inference does not see, still keeps the input's dimension, as in TVM);
+    - a ``Split`` whose ``num_outputs`` is not its number of outputs.
+
+    Inference checks the other attributes and operands the converted ops read (axes, perms,
+    pads, strides, kernel shapes, ranks, reshape targets) and raises, which
+    :func:`_inferred_graph` reports as a :class:`~memcore_py.errors.FrontendError`.
+    """
+    for t in graph.initializer:
+        _check_tensor_dims(t, f"initializer {t.name!r}")
+    for kind, infos in (("graph input", light.input), ("graph output", light.output),
+                        ("value_info", light.value_info)):
+        for vi in infos:
+            for k, d in _type_dims(vi.type):
+                if d.HasField("dim_value") and d.dim_value < 0:
+                    raise FrontendError(f"{kind} {vi.name!r}: dimension {k} has dim_value {d.dim_value}; a "
+                                        "dimension must be >= 0")
+    constants = {t.name: t for t in light.initializer}
+    for node in light.node:
+        for a in node.attribute:
+            where = f"node {node_label(node)}: attribute {a.name!r}"
+            for t in ([a.t] if a.HasField("t") else []) + list(a.tensors):
+                _check_tensor_dims(t, where)
+            for sp in ([a.sparse_tensor] if a.HasField("sparse_tensor") else []) + list(a.sparse_tensors):
+                _check_tensor_dims(sp, where)
+                _check_tensor_dims(sp.values, where + " values")
+                _check_tensor_dims(sp.indices, where + " indices")
+        if node.op_type == "Constant" and node.output:
+            constants[node.output[0]] = node
+        elif node.op_type == "Expand" and len(node.input) > 1:
+            _check_not_negative(node, f"the shape (input 1, {node.input[1]!r})",
+                                _constant_ints(constants.get(node.input[1])))
+        elif node.op_type == "Split":
+            attrs = {a.name: a for a in node.attribute}
+            if "num_outputs" in attrs and attrs["num_outputs"].HasField("i") \
+                    and attrs["num_outputs"].i != len(node.output):
+                raise FrontendError(f"node {node_label(node)}: num_outputs must be its number of outputs, "
+                                    f"{len(node.output)}; got {attrs['num_outputs'].i}")
+            if "split" in attrs:
+                _check_not_negative(node, "attribute 'split'", list(attrs["split"].ints))
+            if len(node.input) > 1:
+                _check_not_negative(node, f"the split sizes (input 1, {node.input[1]!r})",
+                                    _constant_ints(constants.get(node.input[1])))
+
+
+def _type_dims(type_proto):
+    """``(k, dim)`` of the tensor shape a TypeProto holds, through sequence, optional and map
+    types (the last level's ``k``)."""
+    kind = type_proto.WhichOneof("value")
+    if kind in ("tensor_type", "sparse_tensor_type"):
+        yield from enumerate(getattr(type_proto, kind).shape.dim)
+    elif kind in ("sequence_type", "optional_type"):
+        yield from _type_dims(getattr(type_proto, kind).elem_type)
+    elif kind == "map_type":
+        yield from _type_dims(type_proto.map_type.value_type)
+
+
+def _check_tensor_dims(tensor, where: str) -> None:
+    """A TensorProto's (or SparseTensorProto's) ``dims`` must be >= 0."""
+    if any(d < 0 for d in tensor.dims):
+        raise FrontendError(f"{where}: dims must be >= 0; got {list(tensor.dims)}")
+
+
+def _constant_ints(source) -> list | None:
+    """The integers shape inference reads from ``source``: a small integer initializer
+    (TensorProto) or a ``Constant`` node (``value``, ``value_ints``, ``value_int``); None
+    when there is none or its data cannot be read (inference then reports that itself)."""
+    from onnx import numpy_helper
+
+    if source is None:
+        return None
+    if hasattr(source, "op_type"):
+        attrs = {a.name: a for a in source.attribute}
+        if "value_ints" in attrs:
+            return list(attrs["value_ints"].ints)
+        if "value_int" in attrs:
+            return [attrs["value_int"].i]
+        if "value" not in attrs or not attrs["value"].HasField("t"):
+            return None
+        source = attrs["value"].t
+    if source.data_location == source.EXTERNAL:  # not read by inference either
+        return None
+    try:
+        values = numpy_helper.to_array(source)
+    except (ValueError, KeyError, TypeError):  # bad raw data or element type: inference's own typed error
+        return None
+    return [int(v) for v in values.reshape(-1)] if values.dtype.kind in "iu" else None
+
+
+def _check_not_negative(node, what: str, values) -> None:
+    bad = next((k for k, v in enumerate(values or ()) if v < 0), None)
+    if bad is not None:
+        raise FrontendError(f"node {node_label(node)}: {what} must be >= 0 in every entry; got {values[bad]} at "
+                            f"entry {bad}")
 
 
 def _override_inputs(graph, shape_dict: dict) -> None:

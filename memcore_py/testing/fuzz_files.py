@@ -78,7 +78,6 @@ __all__ = [
     "check_graph_json",
     "check_csv",
     "check_plan_cli",
-    "known_onnx_crash",
 ]
 
 #: Target name -> suffix of the file ``memcore plan`` is given (the suffix picks the reader).
@@ -725,7 +724,7 @@ def _mutate_initializer(init, rng: random.Random) -> None:
 
 # ------------------------------------------------------------------------------ checks
 def check_file(target: str, data: bytes, suffix: str | None = None, cli_extra: tuple = ("--no-search",),
-               info: dict | None = None, *, cli_main, guard_crashes: bool = False) -> str | None:
+               info: dict | None = None, *, cli_main) -> str | None:
     """Write ``data`` to a temporary ``*<suffix>`` file and run ``target``'s invariants
     (module docstring) on it.
 
@@ -744,9 +743,6 @@ def check_file(target: str, data: bytes, suffix: str | None = None, cli_extra: t
     cli_main : callable
         The command line's entry point, ``memcore_py.cli.main`` (given by the caller: this
         layer sits below the command line and does not import it).
-    guard_crashes : bool
-        ONNX: report the open findings that abort the process or never return instead of
-        running them (:func:`check_onnx`); the command line is then not run either.
 
     Returns
     -------
@@ -759,12 +755,7 @@ def check_file(target: str, data: bytes, suffix: str | None = None, cli_extra: t
         path = os.path.join(tmp, "input" + (suffix or FILE_TARGETS[target]))
         with open(path, "wb") as fh:
             fh.write(data)
-        if target == "onnx":
-            problem = check_onnx(path, info, guard_crashes=guard_crashes)
-            if problem and problem.startswith("guarded: "):
-                return problem
-        else:
-            problem = {"graph-json": check_graph_json, "csv": check_csv}[target](path, info)
+        problem = {"onnx": check_onnx, "graph-json": check_graph_json, "csv": check_csv}[target](path, info)
         cli_problem = check_plan_cli(path, cli_main, cli_extra)
     if cli_problem is not None:
         info["cli_violation"] = True
@@ -986,16 +977,10 @@ def _verify_arenas(g, plan, root, start, end, size, texture) -> str | None:
     return None
 
 
-def check_onnx(path: str, info: dict | None = None, *, guard_crashes: bool = False) -> str | None:
+def check_onnx(path: str, info: dict | None = None) -> str | None:
     """The ONNX invariants on the file ``path``: loading and importing return a module or
     raise a ``MemcoreError``; the module's plans in both modes are verified (module
-    docstring). ``info`` as for :func:`check_file`.
-
-    With ``guard_crashes``, a model that would abort the process or never return in a way
-    FUZZING.md records as open (:func:`known_onnx_crash`) is reported as
-    ``"guarded: <id> ..."`` without being imported (a test run survives neither; the
-    campaigns' supervisor does, and runs unguarded).
-    """
+    docstring). ``info`` as for :func:`check_file`."""
     from ..errors import MemcoreError
     from ..frontend.onnx_model import from_onnx, load_onnx
 
@@ -1008,9 +993,6 @@ def check_onnx(path: str, info: dict | None = None, *, guard_crashes: bool = Fal
         raise
     except Exception as exc:  # noqa: BLE001
         return _untyped("load_onnx", exc)
-    known = known_onnx_crash(model) if guard_crashes else None
-    if known:
-        return f"guarded: {known}"
     try:
         mod = from_onnx(model)
     except MemcoreError:
@@ -1021,35 +1003,6 @@ def check_onnx(path: str, info: dict | None = None, *, guard_crashes: bool = Fal
         return _untyped("from_onnx", exc)
     info["imported"] = True
     return _plan_and_verify_module(mod, info)
-
-
-def known_onnx_crash(model) -> str | None:
-    """The open finding (FUZZING.md) that aborts the process or never returns on ``model``,
-    or None:
-
-    - C1: a negative ``dim_value`` in a graph input, output or value info (ONNX's shape
-      inference fails an assertion in ``std::clamp`` on it, e.g. feeding ``Slice``);
-    - C2: a ``Split`` whose ``num_outputs`` attribute is not its number of outputs (ONNX's
-      shape inference indexes past a vector);
-    - H1: an ``LSTM`` whose input has a static sequence length over
-      :data:`~memcore_py.ir.ops.MAX_SPLIT_SECTIONS` (the importer unrolls every step).
-    """
-    from ..ir.ops import MAX_SPLIT_SECTIONS
-
-    g = model.graph
-    dims = {}
-    for value in (*g.input, *g.output, *g.value_info):
-        dims[value.name] = [d.dim_value if d.HasField("dim_value") else None for d in value.type.tensor_type.shape.dim]
-        if any(d is not None and d < 0 for d in dims[value.name]):
-            return f"C1: graph value {value.name!r} has a negative dim_value (ONNX's shape inference aborts)"
-    for node in g.node:
-        attrs = {a.name: a for a in node.attribute}
-        if node.op_type == "Split" and "num_outputs" in attrs and attrs["num_outputs"].i != len(node.output):
-            return f"C2: Split node {node.name!r} has num_outputs != its outputs (ONNX's shape inference aborts)"
-        seq = dims.get(node.input[0], [None])[:1] if node.op_type == "LSTM" and node.input else [None]
-        if seq and seq[0] is not None and seq[0] > MAX_SPLIT_SECTIONS:
-            return f"H1: LSTM node {node.name!r} over {seq[0]} steps (the importer unrolls every step)"
-    return None
 
 
 def _plan_and_verify_module(mod, info: dict) -> str | None:

@@ -26,11 +26,6 @@ SEEDS = st.integers(min_value=0, max_value=2**40)
 #: Open findings of the fuzz campaigns (FUZZING.md, "Open findings"): id -> a pattern every
 #: part of the violation matches.
 OPEN_FINDINGS = {
-    "F3": r"(untyped: read_minimalloc_csv raised Error: field larger than field limit"
-          r"|cli: exit 3: .*internal error: Error: field larger than field limit)",
-    "C1": r"guarded: C1: ",
-    "C2": r"guarded: C2: ",
-    "H1": r"guarded: H1: ",
     "B2": r"from_tvm-vs-text: from_tvm refuses m \(TVMConversionError: \S+ value .* of attribute '\w+' of a call",
     "B3": r"from_tvm-vs-text: from_tvm\(m\) differs from parse\(m\.script\(\)\)",
 }
@@ -52,7 +47,7 @@ def _assert_only_open(problem, seed, allowed):
 
 def _file_check(target, seed, corpus):
     data, suffix, options = fuzz_files.fuzz_input(target, corpus, seed)
-    return fuzz_files.check_file(target, data, suffix, options, cli_main=cli_main, guard_crashes=True)
+    return fuzz_files.check_file(target, data, suffix, options, cli_main=cli_main)
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +58,7 @@ def corpora():
 @_fast(400)
 @given(seed=SEEDS)
 def test_fuzz_csv(corpora, seed):
-    _assert_only_open(_file_check("csv", seed, corpora["csv"]), seed, ("F3",))
+    _assert_only_open(_file_check("csv", seed, corpora["csv"]), seed, ())
 
 
 @_fast(250)
@@ -81,7 +76,7 @@ def onnx_corpus():
 @_fast(250)
 @given(seed=SEEDS)
 def test_fuzz_onnx(onnx_corpus, seed):
-    _assert_only_open(_file_check("onnx", seed, onnx_corpus), seed, ("C1", "C2", "H1"))
+    _assert_only_open(_file_check("onnx", seed, onnx_corpus), seed, ())
 
 
 @pytest.mark.oracle
@@ -125,10 +120,17 @@ def test_corpus_files_pass_and_mutations_are_deterministic(target):
 
 
 # ------------------------------------------------------------------------------ open findings
-@pytest.mark.xfail(strict=True, reason="F3 (FUZZING.md): a CSV field over the csv module's limit escapes as "
-                   "csv.Error")
-def test_open_f3_csv_field_over_the_csv_limit_is_a_typed_error():
-    assert fuzz_files.check_file("csv", b'id,lower,upper,size\n"' + b"x" * 131072 + b"\n", cli_main=cli_main) is None
+def test_f3_csv_field_over_the_csv_limit_is_an_invalid_array_error_naming_its_line(tmp_path):
+    """F3 (FUZZING.md): an unterminated quote runs a field past the csv module's limit."""
+    from memcore import InvalidArrayError, read_minimalloc_csv
+
+    data = b'id,lower,upper,size\n"' + b"x" * 131072 + b"\n"
+    path = tmp_path / "p.csv"
+    path.write_bytes(data)
+    with pytest.raises(InvalidArrayError, match=r"p\.csv:2: the row cannot be read as CSV: field larger than field "
+                       r"limit \(131072\)"):
+        read_minimalloc_csv(path)
+    assert fuzz_files.check_file("csv", data, cli_main=cli_main) is None
 
 
 ONNX_HEAD = """
@@ -156,35 +158,38 @@ m = model([split], [value("x", [2, 4])], [value("a"), value("b")])
 """
 
 
-def _imports_without_aborting(source: str):
-    """Import the model ``source`` builds in a fresh Python (an abort ends only that one)."""
+def _import_error(source: str) -> str:
+    """Import the model ``source`` builds in a fresh Python (an abort ends only that one);
+    ``"<error type>: <message>"`` of the MemcoreError it raises, or ``""``."""
     import subprocess
     import sys
 
     pytest.importorskip("onnx")
-    code = ONNX_HEAD + source + "\ntry:\n    from_onnx(m)\nexcept MemcoreError:\n    pass\n"
+    code = (ONNX_HEAD + source + "\ntry:\n    from_onnx(m)\nexcept MemcoreError as exc:\n"
+            "    print(f'{type(exc).__name__}: {exc}')\n")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=120)
     assert result.returncode == 0, result.stderr.decode(errors="replace")[-300:]
+    return result.stdout.decode().strip()
 
 
-@pytest.mark.xfail(strict=True, reason="C1 (FUZZING.md): a negative dim_value aborts the process in ONNX's shape "
-                   "inference, called by from_onnx")
-def test_open_c1_negative_dim_value_does_not_abort():
-    _imports_without_aborting(C1_MODEL)
+def test_c1_negative_dim_value_is_a_frontend_error_before_shape_inference():
+    """C1 (FUZZING.md): ONNX's shape inference aborts the process on it."""
+    assert _import_error(C1_MODEL) == ("FrontendError: graph input 'x': dimension 1 has dim_value -1; a dimension "
+                                       "must be >= 0")
 
 
-@pytest.mark.xfail(strict=True, reason="C2 (FUZZING.md): a Split whose num_outputs is not its number of outputs "
-                   "aborts the process in ONNX's shape inference")
-def test_open_c2_split_num_outputs_mismatch_does_not_abort():
-    _imports_without_aborting(C2_MODEL)
+def test_c2_split_num_outputs_not_its_outputs_is_a_frontend_error_before_shape_inference():
+    """C2 (FUZZING.md): ONNX's shape inference aborts the process on it."""
+    assert _import_error(C2_MODEL) == ("FrontendError: node unnamed Split node: num_outputs must be its number of "
+                                       "outputs, 2; got 1")
 
 
 class _Late(Exception):
     pass
 
 
-@pytest.mark.xfail(strict=True, reason="H1 (FUZZING.md): an LSTM over 2**40 steps is unrolled step by step")
-def test_open_h1_lstm_over_a_huge_sequence_is_refused_at_once():
+def test_h1_lstm_over_a_huge_sequence_is_a_frontend_error_at_once():
+    """H1 (FUZZING.md): the importer unrolled the LSTM step by step."""
     import signal
 
     import numpy as np
@@ -192,7 +197,7 @@ def test_open_h1_lstm_over_a_huge_sequence_is_refused_at_once():
     onnx = pytest.importorskip("onnx")
     from onnx import TensorProto, helper, numpy_helper
 
-    from memcore_py.errors import MemcoreError
+    from memcore_py.errors import FrontendError
     from memcore_py.frontend import from_onnx
 
     inits = [numpy_helper.from_array(np.zeros((1, 16, 3), "float32"), "W"),
@@ -209,9 +214,9 @@ def test_open_h1_lstm_over_a_huge_sequence_is_refused_at_once():
     previous = signal.signal(signal.SIGALRM, late)
     signal.setitimer(signal.ITIMER_REAL, 2.0)
     try:
-        from_onnx(model)
-    except MemcoreError:
-        pass
+        with pytest.raises(FrontendError, match=r"unnamed LSTM node: the sequence length must be at most 16384 .*; "
+                           r"got 1099511627776"):
+            from_onnx(model)
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
