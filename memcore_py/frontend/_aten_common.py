@@ -41,6 +41,16 @@ def static_dim(d):
     return None
 
 
+def _operands(a, b):
+    """``a`` and ``b`` as PrimExprs, a Python int taking the other operand's dtype (as TVM's
+    operators convert it)."""
+    if type(a) is int:
+        a = IntImm(a, b.dtype)
+    if type(b) is int:
+        b = IntImm(b, a.dtype)
+    return a, b
+
+
 def mul_folded(a, b):
     """``a * b`` as TVM's ``tirx`` multiplication builds it: constants folded, a factor 1
     dropped, else a ``Mul`` node (two Python ints: their Python product)."""
@@ -53,7 +63,7 @@ def mul_folded(a, b):
         return b
     if sb == 1:
         return a
-    return Mul(a, b)
+    return Mul(*_operands(a, b))
 
 
 def add_folded(a, b):
@@ -68,7 +78,7 @@ def add_folded(a, b):
         return b
     if sb == 0:
         return a
-    return Add(a, b)
+    return Add(*_operands(a, b))
 
 
 def arg(node, i, key, default):

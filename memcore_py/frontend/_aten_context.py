@@ -32,7 +32,7 @@ from ..ir.expr import Call, Constant, Expr, PrimValue, ShapeExpr, Tuple, TupleGe
 from ..ir.infer import infer_type
 from ..ir.op import get_op
 from ..ir.op_schema import ABSENT, REQUIRED
-from ..ir.prim import BinaryOp, FloatImm, IntImm, Mul, PrimExpr, canonical, free_prim_vars
+from ..ir.prim import FloatImm, IntImm, PrimExpr
 from ..ir.types import TensorType, TupleType
 
 __all__ = ["AtenContext", "torch_dtype_name"]
@@ -133,8 +133,9 @@ class AtenContext:
         exprs = tuple(exprs)  # all Relax expressions (_as_arg): the unchecked constructor fits
         ty = infer_type(new_call(op, exprs, attrs), self.bb)
         if name == "reshape" and _has_minus_one(exprs[1]) and ty.shape is not None:
-            # TVM's reshape constructor (ConvertNewShapeToExpr) stores the -1 resolved
-            exprs = (exprs[0], ShapeExpr([_simplified(d) for d in ty.shape]))
+            # TVM's reshape constructor (ConvertNewShapeToExpr) stores the -1 resolved, as the
+            # type rule resolves it
+            exprs = (exprs[0], ShapeExpr(list(ty.shape)))
             ty = infer_type(new_call(op, exprs, attrs), self.bb)
         return new_call(op, exprs, attrs, (), ty)
 
@@ -176,25 +177,6 @@ class AtenContext:
 
 def _has_minus_one(shape) -> bool:
     return isinstance(shape, ShapeExpr) and any(type(d) is IntImm and d.value == -1 for d in shape.values)
-
-
-def _simplified(d):
-    """``d`` as TVM's simplifier writes a resolved reshape dimension when it is a constant,
-    one variable, or one variable times a constant (``s * 2``); else ``d`` unchanged."""
-    if not isinstance(d, BinaryOp):
-        return d
-    terms = canonical(d)
-    if len(terms) != 1:
-        return d
-    monomial, coeff = terms[0]
-    if not monomial:
-        return IntImm(coeff)
-    if len(monomial) != 1 or monomial[0][0] != "v":
-        return d
-    var = free_prim_vars(d).get(monomial[0][1])
-    if var is None:
-        return d
-    return var if coeff == 1 else Mul(var, IntImm(coeff))
 
 
 def _as_arg(kind: str, v):

@@ -9,8 +9,9 @@ A type rule is ``rule(call, arg_types) -> Type``: ``call`` is the :class:`Call`,
 argument count :func:`~memcore_py.ir.infer.infer_type` has checked against ``n_args``,
 and ``arg_types`` the types of its arguments. It raises :class:`IRError` naming the op for
 ill-typed calls. Sizes that are constant fold to integers; symbolic ones are written as
-TVM's simplifier writes them where that is simple (reshape's ``n * 4 // 2`` is ``n * 2``), else
-as the plain tree (concat's ``n + n``, which TVM writes ``n * 2``: equal by arithmetic, and
+TVM writes them: reshape resolves a ``-1`` with TVM's canonical simplification
+(:mod:`memcore_py.ir.simplify`: ``s * 256 // (s * 32)`` is ``8``); elsewhere they are
+the plain tree (concat's ``n + n``, which TVM writes ``n * 2``: equal by arithmetic, and
 what TVM prints is kept when a text carries the annotation). The high-level ops' rules
 live in the sibling modules :mod:`~memcore_py.ir.op_rules_tensor` and
 :mod:`~memcore_py.ir.op_rules_nn` (shared helpers: :mod:`~memcore_py.ir.op_rules_common`); their
@@ -30,6 +31,8 @@ from . import op_rules_tensor as rt
 from .op import get_op, list_ops, register_op
 from .op_schema import ABSENT, REQUIRED, Attr, make_schema
 from .prim import Add, FloatImm, FloorDiv, IntImm, Max, Min, Mul, Sub
+from .prim_arith import fold_floordiv, fold_mul
+from .simplify import UnsupportedSimplify, simplify
 from .types import VOID, ObjectType, ShapeType, TensorType, TupleType, type_contradiction
 from .op_rules_common import (
     _broadcast,
@@ -126,19 +129,7 @@ def _reshape(call, ts):
             raise IRError(f"{name}: at most one -1 in the new shape; got {_fmt_shape(values)}")
         if t.shape is None:
             return TensorType(None, t.dtype, len(values), t.vdevice)
-        known = [v for v in values if _static(v) != -1]
-        total, part = _product(t.shape), _product(known)
-        st, sp = _static(total), _static(part)
-        if st is not None and sp is not None:
-            if sp == 0 or st % sp:
-                raise IRError(f"{name}: cannot reshape {_fmt_shape(t.shape)} to {_fmt_shape(values)}")
-            missing = IntImm(st // sp)
-        elif sp is not None and isinstance(total, Mul) and type(total.b) is IntImm and total.b.value % sp == 0:
-            q = total.b.value // sp  # n * 4 // 2 is n * 2, as TVM's simplifier writes it
-            missing = total.a if q == 1 else Mul(total.a, IntImm(q))
-        else:
-            missing = FloorDiv(total, part)
-        values = tuple(missing if _static(v) == -1 else v for v in values)
+        values = _resolve_new_shape(name, t.shape, values)
     elif t.shape is not None:
         st, sn = _static(_product(t.shape)), _static(_product(values))
         if st is not None and sn is not None and st != sn:
@@ -146,6 +137,41 @@ def _reshape(call, ts):
                 f"{name}: cannot reshape {_fmt_shape(t.shape)} ({st} elements) to {_fmt_shape(values)} ({sn} elements)"
             )
     return TensorType(values, t.dtype, vdevice=t.vdevice)
+
+
+def _resolve_new_shape(name, shape, values):
+    """The new shape with its ``-1`` resolved as TVM's reshape constructor resolves it
+    (``ConvertNewShapeToExpr``, ``src/relax/op/tensor/manipulate.cc``): a literal 0 copies the
+    input's dim; the missing dim is ``Simplify(floordiv(old_prod, new_prod))``, where
+    ``old_prod`` multiplies every input dim and ``new_prod`` every new dim but the ``-1``
+    and the literal zeros, left to right from 1 with TVM's constant folding, and ``Simplify``
+    is TVM's analyzer without variable bounds (:func:`memcore_py.ir.simplify.simplify`:
+    ``s * 256 // (s * 32)`` is ``8``). Where that port does not cover a node of the quotient,
+    the quotient is kept unsimplified."""
+    values = list(values)
+    for i, v in enumerate(values):
+        if _static(v) == 0:
+            if i >= len(shape):
+                raise IRError(f"{name}: a 0 in the new shape {_fmt_shape(values)} copies input dim {i}, "
+                              f"but the input {_fmt_shape(shape)} has rank {len(shape)}")
+            values[i] = shape[i]
+    old_prod = IntImm(1)
+    for d in shape:
+        old_prod = fold_mul(old_prod, d)
+    new_prod = IntImm(1)
+    for d in values:
+        s = _static(d)
+        if s is None or s > 0:
+            new_prod = fold_mul(new_prod, d)
+    so, sn = _static(old_prod), _static(new_prod)
+    if sn == 0 or (so is not None and sn is not None and so % sn):
+        raise IRError(f"{name}: cannot reshape {_fmt_shape(shape)} to {_fmt_shape(values)}")
+    missing = fold_floordiv(old_prod, new_prod)
+    try:
+        missing = simplify(missing)
+    except UnsupportedSimplify:
+        pass
+    return tuple(missing if _static(v) == -1 else v for v in values)
 
 
 #: Most sections ``R.split(x, indices_or_sections=N)`` may ask for (see :func:`_split`).
