@@ -83,11 +83,30 @@ _ESCAPES = {
     "n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", "a": "\a", "v": "\v",
     "\\": "\\", "'": "'", '"': '"', "\n": "",
 }
-_ESCAPE_RE = re.compile(r"\\(u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|x[0-9a-fA-F]{2}|[0-7]{1,3}|N\{[A-Za-z0-9 \-]+\}|.)", re.S)
+#: A run of ``\xhh`` escapes (group 1), or any other escape (group 2).
+_ESCAPE_RE = re.compile(r"((?:\\x[0-9a-fA-F]{2})+)|\\(u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|[0-7]{1,3}|N\{[A-Za-z0-9 \-]+\}|.)",
+                        re.S)
+
+
+def _bytes_escapes(run: str) -> str:
+    """A run of ``\\xhh`` escapes as TVM's printer means it: the bytes of UTF-8 text
+    (``support::StrEscape`` writes every byte outside printable ASCII so, ``"glé"`` as
+    ``"gl\\xC3\\xA9"``). A byte that is not part of valid UTF-8 keeps Python's meaning, the
+    code point of its value (``"\\xe9"`` alone is ``"é"``). TVM's own parser gives every
+    escape Python's meaning, so TVM's text of a non-ASCII string does not read back in TVM as
+    the string it printed (DIFFERENCES.md, ``utf8-escapes``)."""
+    data = bytes(int(run[i + 2:i + 4], 16) for i in range(0, len(run), 4))
+    text = data.decode("utf-8", "surrogateescape")
+    if not any("\udc80" <= ch <= "\udcff" for ch in text):
+        return text
+    return "".join(chr(ord(ch) - 0xDC00) if "\udc80" <= ch <= "\udcff" else ch for ch in text)
 
 
 def _unescape(m):
-    s = m.group(1)
+    run = m.group(1)
+    if run is not None:
+        return _bytes_escapes(run)
+    s = m.group(2)
     c = s[0]
     if c in "uUx" and len(s) > 1:
         return chr(int(s[1:], 16))
@@ -103,10 +122,11 @@ def _unescape(m):
 
 def string_value(token: str) -> str:
     """The value of a string token: its quotes removed and its escapes resolved as Python
-    does (``\\n \\t \\r \\b \\f \\a \\v``, octal, ``\\xhh``, ``\\uhhhh``, ``\\Uhhhhhhhh``,
-    ``\\N{name}``; an unknown escape keeps its backslash). A UTF-16 surrogate pair written as
-    two ``\\u`` escapes (how JSON, and so the printer, writes characters beyond U+FFFF) is
-    one character."""
+    does (``\\n \\t \\r \\b \\f \\a \\v``, octal, ``\\uhhhh``, ``\\Uhhhhhhhh``,
+    ``\\N{name}``; an unknown escape keeps its backslash), except that a run of ``\\xhh``
+    escapes is read as the UTF-8 bytes TVM's printer writes them for (:func:`_bytes_escapes`).
+    A UTF-16 surrogate pair written as two ``\\u`` escapes (how JSON, and so the printer,
+    writes characters beyond U+FFFF) is one character."""
     body = token[1:-1]
     if "\\" not in body:
         return body

@@ -168,6 +168,7 @@ from .expr import (
     BindingBlock,
 )
 from .functor import value_type
+from .infer import erase_to_well_defined, signature_prim_names
 from .module import IRModule, VDevice
 from .op import Op, get_op, is_registered
 from .op_schema import ABSENT, REQUIRED, convert_attr
@@ -190,6 +191,7 @@ from .prim_func_text import (
     prim_call,
     read_prim_func,
     select_value,
+    type_spelled_bare,
 )
 from .prim import FloatImm, IntImm, PrimExpr, PrimVar
 from .types import VOID, FuncType, ObjectType, PrimType, ShapeType, TensorType, TupleType, Type, refine_annotation, type_contradiction
@@ -1573,8 +1575,11 @@ class _Parser:
         is_pure = kwargs.get("pure", True)
         if not kwargs.get("private", False) and "global_symbol" not in attrs:
             attrs["global_symbol"] = name
+        body_ty = value_type(body)
         if ret_ty is not None:
-            ret_ty = refine_annotation(ret_ty, value_type(body))
+            ret_ty = refine_annotation(ret_ty, body_ty)
+        elif body_ty is not None:  # TVM's Function constructor: the body's type, well-defined in the signature
+            ret_ty = erase_to_well_defined(body_ty, signature_prim_names(param_vars))
         func = Function(param_vars, SeqExpr(blocks, body), ret_ty, attrs, is_pure)
         return name, func
 
@@ -2175,8 +2180,10 @@ _INTERNAL_VALUES = (_Bare, _MetaRoot, _MetaKey, _Decl, _MatchCastPair, _ClsRef)
 
 def _attr_value(v):
     """Attribute values: lists become tuples (recursively); other values as parsed. A value
-    that is not an IR value (``foo=R.Any``: a bare name) is refused here, so that what
-    parses can be printed."""
+    that is not an IR value (``foo=R.Any``: a bare name, which TVM's parser keeps as the
+    Python function of that name) is refused here, and so is a type that is printed as a
+    bare name (``foo=R.Tensor()`` prints ``foo=R.Tensor``), so that what parses can be
+    printed and read back (:func:`~memcore_py.ir.prim_func_text.type_spelled_bare`)."""
     t = type(v)
     if t is list or t is tuple:
         return tuple(_attr_value(x) for x in v)
@@ -2184,6 +2191,9 @@ def _attr_value(v):
         return {k: _attr_value(x) for k, x in v.items()}
     if isinstance(v, _INTERNAL_VALUES) or v is _META_ROOT:
         raise _Err(f"{_describe(v)} is not an attribute value", None)
+    if isinstance(v, Type) and type_spelled_bare(v):
+        raise _Err(f"the type {v!r} is not an attribute value (TVMScript spells it as a bare name, which reads "
+                   "back as a function)", None)
     return v
 
 

@@ -86,6 +86,7 @@ from ._lexer import string_value, strip_comment, tokenize
 from .expr import PrimFunc, PrimFuncParam
 from .memo import MEMO
 from .module import VDevice
+from .types import FuncType, ObjectType, PrimType, TensorType, TupleType
 from .prim import (
     EQ,
     GE,
@@ -144,6 +145,7 @@ __all__ = [
     "str_literal",
     "float_literal",
     "identifier",
+    "type_spelled_bare",
 ]
 
 #: Names the printed text itself uses (module aliases, the header's names, Python keywords):
@@ -374,9 +376,35 @@ def float_value(args, kwargs) -> float:
 
 
 # ------------------------------------------------------------------------------ spelling
+def type_spelled_bare(ty) -> bool:
+    """Whether TVMScript spells the type ``ty`` as a bare name, as TVM's printer and
+    :func:`memcore_py.ir.printer.format_type` do: ``R.Tensor`` (no shape, dtype, ndim or
+    vdevice), ``R.Tuple`` (no fields), ``R.Any``, ``R.Callable`` (no parameter types), a
+    prim type ``T.int64``. As a call attribute's value such a name reads back as the Python
+    function of that name (TVM's parser keeps the function), not as the type: memcore's
+    parser refuses such a value, and :func:`memcore_py.tvm.from_tvm` refuses the type."""
+    t = type(ty)
+    if t is TensorType:
+        return ty.shape is None and not ty.dtype and ty.ndim == -1 and not ty.vdevice
+    if t is TupleType:
+        return not ty.fields
+    if t is FuncType:
+        return ty.params is None
+    return t is ObjectType or t is PrimType
+
+
 def str_literal(s: str) -> str:
-    """A double-quoted TVMScript string literal (TVM's quoting: JSON escapes)."""
-    return json.dumps(s)
+    """A double-quoted TVMScript string literal: JSON escapes (ASCII text), except that a
+    character beyond U+FFFF is written ``\\Uhhhhhhhh``, not as JSON's surrogate pair, which
+    TVM's parser (Python's) would read as two unencodable surrogates. Python, so TVM, and
+    memcore's parser read the literal back as ``s``."""
+    text = json.dumps(s)
+    if not _ASTRAL.search(s):
+        return text
+    return '"' + "".join(f"\\U{ord(c):08x}" if ord(c) > 0xFFFF else json.dumps(c)[1:-1] for c in s) + '"'
+
+
+_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
 
 
 def float_literal(v: float) -> str:
@@ -695,10 +723,25 @@ class _Fail(Exception):
 
 def _ast_parse(source: str, mode: str = "exec"):
     """``ast.parse`` without its SyntaxWarnings (odd text is reported as ParseError or not at
-    all, never as a warning)."""
+    all, never as a warning); a string literal with ``\\xhh`` escapes is read as the Relax
+    part of the text reads it (:func:`_read_byte_escapes`)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return ast.parse(source, mode=mode)
+        tree = ast.parse(source, mode=mode)
+    if "\\x" in source:
+        _read_byte_escapes(tree, source)
+    return tree
+
+
+def _read_byte_escapes(tree, source: str) -> None:
+    """Give each plain string literal of ``tree`` written with ``\\xhh`` escapes the lexer's
+    value (:func:`~memcore_py.ir._lexer.string_value`: a run of them is the UTF-8 bytes TVM's
+    printer writes for non-ASCII text) instead of Python's (their code points)."""
+    for node in ast.walk(tree):
+        if type(node) is ast.Constant and type(node.value) is str:
+            seg = ast.get_source_segment(source, node)
+            if seg and "\\x" in seg and tokenize(seg) == [seg]:
+                node.value = string_value(seg)
 
 
 def _dotted(node):

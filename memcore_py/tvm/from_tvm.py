@@ -94,6 +94,7 @@ from ..ir.memo import MEMO
 from ..ir.module import IRModule, VDevice
 from ..ir.op import get_op, is_registered
 from ..ir.ops import builtin_alloc_implied_type, builtin_alloc_own_type
+from ..ir.prim_func_text import type_spelled_bare
 from ..ir.prim import EQ, GE, GT, LE, LT, NE, And, Cast, FloatImm, IfThenElse, IntImm, Not, Or, PrimVar, Select
 from ..ir.types import FuncType, PrimType, ShapeType, TensorType, TupleType
 from . import _ffi_reader, _ffi_writer, compat
@@ -503,13 +504,43 @@ class _Reader:
         if attrs is None:
             attrs = EMPTY_ATTRS
         elif oc is api.Op:
-            attrs = call_attrs_from_tvm(callee, attrs, f"a call to {callee.name} in {self.where}")
+            attrs = call_attrs_from_tvm(callee, attrs, f"a call to {callee.name} in {self.where}", self.attr_node)
         else:
-            attrs = dict_attrs_from_tvm(attrs, f"a call in {self.where}")
+            if "sinfo_args" in attrs:
+                raise TVMConversionError(
+                    f"attribute 'sinfo_args' of a call in {self.where}: TVM 0.27's parser keeps the keyword as an "
+                    "attribute, memcore's reads it as the call's ty_args (its meaning before 0.27); not modelled")
+            attrs = dict_attrs_from_tvm(attrs, f"a call in {self.where}", self.attr_node)
         ta = c.ty_args
         n = self.size(ta)
         ty_args = tuple([self.ty(get(ta, i)) for i in range(n)]) if n else ()
         return new_call(callee, args, attrs, ty_args, self.ty(c.ty))
+
+    def attr_node(self, v, where):
+        """An attribute value that is an IR node, read as memcore's parser reads TVM's text of
+        it: a type as the type, a variable as the variable in scope (a symbolic one as its
+        ``PrimVar``), a symbolic expression as the ``PrimExpr`` (TVM prints ``foo=n + 1``),
+        any other Relax expression as the expression. A type TVM prints as a bare name
+        (``R.Tensor``, ``R.Tuple``, ``R.Any``, ``R.Callable``, ``T.int64``) is refused, as
+        memcore's parser refuses that name: TVM's parser reads it back as the Python function
+        of that name, not as the type."""
+        api = self.api
+        if isinstance(v, api.Type):
+            t = None if type(v) is api.Type else self.ty(v)
+            if t is None or type_spelled_bare(t):
+                raise TVMConversionError(f"type value {v} of {where} is printed by TVM as a bare name, which reads "
+                                         "back as a function; memcore does not model it as an attribute value")
+            return t
+        cls = type(v)
+        if cls is api.Var or cls is api.DataflowVar:
+            r = self.vars.get(v.__chandle__())
+            if r is not None:
+                return r
+            if type(v.ty) is api.PrimType:
+                return self.prim(v)
+        elif self.expr_readers.get(cls) is _Reader.prim_value or (cls is api.Call and self.is_if_then_else(v)):
+            return self.prim(v)
+        return self.expr(v)
 
     def shape_expr(self, e):
         dims = self.prims_of(e.values)
@@ -628,7 +659,7 @@ class _Reader:
         body = self.seq(f.body)
         attrs = None if self.layout is None else _ffi_reader.function_attrs(self.layout, f.__chandle__())
         if attrs is None:
-            attrs = dict_attrs_from_tvm(f.attrs, self.where)
+            attrs = dict_attrs_from_tvm(f.attrs, self.where, self.attr_node)
         # TVM's function is well formed: the unchecked constructor, with the dict read here
         ret_ty, is_pure = self.ty(f.ret_ty), bool(f.is_pure)
         params = tuple(params)
@@ -763,6 +794,31 @@ class _TIRBody:
         return type(other) is _TIRBody and tvm_ffi.structural_equal(self._bare(), other._bare())
 
 
+#: The names TVM's printer defines before a function's own (``PrinterConfig::GetBuiltinKeywords``:
+#: the ``I``, ``T`` and ``R`` prefixes and the module alias ``cls``).
+PRINTER_KEYWORDS = ("I", "T", "R", "cls")
+
+
+def printed_param_names(names) -> list:
+    """The names TVM's printer gives PrimFunc parameters named ``names`` (in order), as
+    memcore's parser reads them back from its text: each non-alphanumeric byte made ``_``,
+    then ``_1``, ``_2``, ... appended until the name differs from :data:`PRINTER_KEYWORDS`
+    and the earlier parameters' (``GenerateUniqueName``, src/script/printer/utils.h): a
+    parameter named ``I`` is printed ``I_1``."""
+    defined = set(PRINTER_KEYWORDS)
+    out = []
+    for name in names:
+        hint = "".join(c if c == "_" or (c.isascii() and c.isalnum()) else "_" * len(c.encode("utf-8"))
+                       for c in name)
+        printed, i = hint, 1
+        while printed in defined:
+            printed = f"{hint}_{i}"
+            i += 1
+        defined.add(printed)
+        out.append(printed)
+    return out
+
+
 class _PrimFuncSignature:
     """Loader of a TVM PrimFunc's memcore fields (``PrimFunc.lazy``): params from the
     parameter vars' buffer types, attrs without decorator keywords and ``private`` when there
@@ -789,14 +845,15 @@ class _PrimFuncSignature:
         reader.where = f"PrimFunc {self.name!r}"
         reader.record = None
         params = []
-        for p in self.func.params:
+        tvm_params = list(self.func.params)
+        for p, name in zip(tvm_params, printed_param_names([str(p.name) for p in tvm_params])):
             ty = p.ty
             if type(ty) is api.PrimType:
-                params.append(PrimFuncParam(str(p.name), reader.dtype(ty), None))
+                params.append(PrimFuncParam(name, reader.dtype(ty), None))
             elif hasattr(ty, "shape") and hasattr(ty, "dtype"):
-                params.append(PrimFuncParam(str(p.name), reader.dtype(ty.dtype), tuple(reader.prim(d) for d in ty.shape)))
+                params.append(PrimFuncParam(name, reader.dtype(ty.dtype), tuple(reader.prim(d) for d in ty.shape)))
             else:
-                params.append(PrimFuncParam(str(p.name), "handle", None))
+                params.append(PrimFuncParam(name, "handle", None))
         attrs = dict_attrs_from_tvm(self.func.attrs, reader.where)
         private = "global_symbol" not in attrs
         for k in _DECORATOR_ATTRS:

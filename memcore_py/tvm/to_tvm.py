@@ -9,7 +9,10 @@ to text and that are applied here too, so that ``to_tvm(m)`` equals
   the dtype typed ``R.Any``; a ``Constant`` is ``MakeTensorConst`` of its array;
 - ``R.builtin.alloc_tensor``'s ``ty_args`` are left out when the parser would imply them
   (the binding's annotation, or the arguments' own tensor type), as TVM never stores them;
-- call attributes are built by TVM's own constructor of the op (:mod:`.values`);
+- call attributes are built by TVM's own constructor of the op (:mod:`.values`); one holding
+  a type or an expression is written in its function's context (:meth:`_Writer.attr_node`);
+- a function without a return type (what memcore's builder leaves unset) is built without one,
+  so TVM's constructor gives it its body's type, as TVM's parser does for ``def f(x: ...):``;
 - symbolic dims are one ``ir.Var`` per name and function (TVM's parser binds a name once
   per function), typed ``PrimType(dtype)``;
 - a tensor's vdevice ``"kind:index:scope"`` is the ``index``-th of the module's
@@ -79,9 +82,9 @@ from ..ir.memo import MEMO
 from ..ir.module import IRModule
 from ..ir.op import Op
 from ..ir.ops import builtin_alloc_own_type
-from ..ir.prim import (Add, Cast, FloatImm, FloorDiv, FloorMod, IfThenElse, IntImm, Max, Min, Mul, Not, PrimVar,
-                       Select, Sub)
-from ..ir.types import FuncType, ObjectType, PrimType, ShapeType, TensorType, TupleType, type_equal
+from ..ir.prim import (Add, Cast, FloatImm, FloorDiv, FloorMod, IfThenElse, IntImm, Max, Min, Mul, Not, PrimExpr,
+                       PrimVar, Select, Sub)
+from ..ir.types import FuncType, ObjectType, PrimType, ShapeType, TensorType, TupleType, Type, type_equal
 from ..transform.legalize_elementwise import TirKernel
 from . import _ffi_writer
 from .compat import parse_script
@@ -316,6 +319,17 @@ class _Writer:
                 self.shared_leaf_addrs[key] = r
         return r
 
+    def attr_node(self, v):
+        """An attribute value that is an IR node (a type, a symbolic or a Relax expression), as
+        TVM's parser evaluates its text in this function (:func:`.values.to_tvm_value`)."""
+        if isinstance(v, Type):
+            return self.ty(v)
+        if isinstance(v, PrimExpr):
+            return self.prim(v)
+        if type(v) is Var or type(v) is DataflowVar:
+            return self.var_ref(v)
+        return self.expr(v)
+
     def var_ref(self, v):
         r = self.vars.get(v)
         if r is None:
@@ -383,7 +397,8 @@ class _Writer:
             tvm_op = self.op(callee)
             if callee.name == _BUILTIN_ALLOC and _alloc_ty_args_implied(c, bound_ty):
                 ty_args = ()
-            attrs = call_attrs_to_tvm(callee, tvm_op, c.attrs, args, f"a call to {callee.name} in {self.where}")
+            attrs = call_attrs_to_tvm(callee, tvm_op, c.attrs, args, f"a call to {callee.name} in {self.where}",
+                                      self.attr_node)
             op = tvm_op
         else:
             if ct is GlobalVar:
@@ -394,7 +409,8 @@ class _Writer:
                 op = self.expr(callee)
             attrs = None
             if c.attrs:
-                attrs = self.api.ir.make_node("ir.DictAttrs", **{k: to_tvm_value(v, self.where) for k, v in c.attrs.items()})
+                attrs = self.api.ir.make_node("ir.DictAttrs", **{k: to_tvm_value(v, self.where, self.attr_node)
+                                                                for k, v in c.attrs.items()})
         ty = c.ty
         if ty is None:  # memcore keeps a bound value's type on its var; TVM stores it on the call too
             ty = self.inferred_type(c, bound_ty)
@@ -542,9 +558,15 @@ class _Writer:
         if held is not None and held[0] is f.attrs:  # the attrs it was read or written with
             attrs = self.obj(held[1])
         else:
-            attrs = self.api.ir.make_node("ir.DictAttrs", **{k: to_tvm_value(v, f"attribute {k!r} of {self.where}")
+            attrs = self.api.ir.make_node("ir.DictAttrs", **{k: to_tvm_value(v, f"attribute {k!r} of {self.where}",
+                                                                          self.attr_node)
                                                             for k, v in f.attrs.items()})
-        ret = self.missing if f.ret_ty is None else self.ty(f.ret_ty)
+        if f.ret_ty is not None:
+            ret = self.ty(f.ret_ty)
+        elif f.body.ty is not None:  # TVM's constructor takes the body's type (well-defined in the signature)
+            ret = None
+        else:
+            self.fail("a function with neither a return type nor a typed body")
         node = self.rx_ffi.Function(params, body, ret, f.is_pure, attrs, None)
         r = self.keep.hold(node)
         if self.record is not None:

@@ -8,11 +8,16 @@ dict. This module maps TVM attribute values to that form and back, with no per-o
 - :func:`from_tvm_value`: ``int``/``bool``/``float``/``str`` as they are; an int64
   ``IntImm`` is its int (TVM prints it bare), another dtype's ``IntImm`` / ``FloatImm`` a
   memcore :class:`~memcore_py.ir.prim.IntImm` / float; a dtype its name; ``Array`` a tuple;
-  ``Map`` a dict; ``None`` None. Anything else is a
+  ``Map`` a dict; ``None`` None. An IR node (a type, a Relax expression, a symbolic
+  expression: what TVM's parser keeps of ``foo=R.Tensor((n, 3), "float32")``, ``foo=x``,
+  ``foo=n + 1``, and memcore's parser reads as the same nodes) goes to the caller's ``node``
+  hook, which reads it in its function's context (variables and symbolic dims by name).
+  Anything else, or a node without a hook, is a
   :class:`~memcore_py.tvm._api.TVMConversionError` naming it and where it was found.
 - :func:`to_tvm_value`: the inverse, giving the Python values TVM's own script parser would
   evaluate from the same text (tuples as lists), so that TVM's op constructors and
-  ``DictAttrs`` normalise them exactly as when TVM parses text.
+  ``DictAttrs`` normalise them exactly as when TVM parses text; memcore IR nodes go to the
+  writer's ``node`` hook.
 
 Call attributes are converted through the op table's schema
 (:attr:`memcore_py.ir.op.Op.attr_names`): :func:`call_attrs_from_tvm` reads exactly those
@@ -22,7 +27,9 @@ fields of the TVM attrs object and refuses any field the schema does not name, a
 """
 from __future__ import annotations
 
+from ..ir.expr import Expr
 from ..ir.prim import FloatImm, IntImm, PrimExpr
+from ..ir.types import Type
 from ._api import TVMConversionError, tvm_api
 
 __all__ = [
@@ -34,8 +41,9 @@ __all__ = [
 ]
 
 
-def from_tvm_value(v, where: str):
-    """The memcore form of the TVM attribute value ``v`` (module docstring)."""
+def from_tvm_value(v, where: str, node=None):
+    """The memcore form of the TVM attribute value ``v`` (module docstring); ``node(v, where)``
+    reads a value that is an IR node."""
     t = type(v)
     if t is int or t is bool or t is float or t is str or v is None:
         return v
@@ -48,37 +56,43 @@ def from_tvm_value(v, where: str):
     if isinstance(v, str):  # tvm_ffi String
         return str(v)
     if isinstance(v, api.Array):
-        return tuple(from_tvm_value(x, where) for x in v)
+        return tuple(from_tvm_value(x, where, node) for x in v)
     if isinstance(v, api.Map):
-        return {str(k): from_tvm_value(v[k], where) for k in v}
+        return {str(k): from_tvm_value(v[k], where, node) for k in v}
     if type(v).__name__ == "dtype":  # tvm_ffi.dtype
         return str(v)
+    if node is not None and isinstance(v, (api.Type, api.ir.expr.Expr)):
+        return node(v, where)
     raise TVMConversionError(f"{_type_key(v)} value {v!r} of {where} is not an attribute value memcore models")
 
 
-def to_tvm_value(v, where: str):
-    """The Python value TVM's script parser would evaluate for memcore's value ``v``."""
+def to_tvm_value(v, where: str, node=None):
+    """The Python value TVM's script parser would evaluate for memcore's value ``v``;
+    ``node(v)`` writes a value that is an IR node (a type, a Relax or symbolic expression)."""
     t = type(v)
     if t is int or t is bool or t is float or t is str or v is None:
         return v
     if t is tuple or t is list:
-        return [to_tvm_value(x, where) for x in v]
+        return [to_tvm_value(x, where, node) for x in v]
     if t is dict:
-        return {k: to_tvm_value(x, where) for k, x in v.items()}
+        return {k: to_tvm_value(x, where, node) for k, x in v.items()}
     if t is IntImm:
         return tvm_api().IntImm(v.dtype, v.value)
     if t is FloatImm:
         return tvm_api().FloatImm(v.dtype, v.value)
+    if node is not None and isinstance(v, (PrimExpr, Type, Expr)):
+        return node(v)
     if isinstance(v, PrimExpr):
         raise TVMConversionError(f"symbolic attribute value {v!r} of {where} cannot be converted to TVM")
     raise TVMConversionError(f"{type(v).__name__} value {v!r} of {where} cannot be converted to TVM")
 
 
-def dict_attrs_from_tvm(attrs, where: str) -> dict:
-    """A TVM ``DictAttrs`` (or None) as a dict of memcore values."""
+def dict_attrs_from_tvm(attrs, where: str, node=None) -> dict:
+    """A TVM ``DictAttrs`` (or None) as a dict of memcore values (``node``: see
+    :func:`from_tvm_value`)."""
     if attrs is None:
         return {}
-    return {str(k): from_tvm_value(x, f"attribute {str(k)!r} of {where}") for k, x in attrs.items()}
+    return {str(k): from_tvm_value(x, f"attribute {str(k)!r} of {where}", node) for k, x in attrs.items()}
 
 
 def _type_key(v) -> str:
@@ -102,8 +116,9 @@ def _attr_fields(attrs) -> tuple:
     return names
 
 
-def call_attrs_from_tvm(op, attrs, where: str) -> dict:
-    """The attributes of a call to the memcore op ``op`` from TVM's attrs object ``attrs``.
+def call_attrs_from_tvm(op, attrs, where: str, node=None) -> dict:
+    """The attributes of a call to the memcore op ``op`` from TVM's attrs object ``attrs``
+    (``node``: see :func:`from_tvm_value`).
 
     Reads the fields named by ``op.attr_names`` (in that order); a field of ``attrs`` that
     the schema does not name is a :class:`TVMConversionError` (it would be dropped).
@@ -113,7 +128,7 @@ def call_attrs_from_tvm(op, attrs, where: str) -> dict:
     names = op.attr_names
     fields = _attr_fields(attrs)
     if fields == ("__dict__",):  # DictAttrs: free-form attributes, still checked against the schema
-        out = dict_attrs_from_tvm(attrs, where)
+        out = dict_attrs_from_tvm(attrs, where, node)
         fields = tuple(out)
     else:
         out = None
@@ -125,7 +140,7 @@ def call_attrs_from_tvm(op, attrs, where: str) -> dict:
         )
     if out is not None:
         return out
-    return {k: from_tvm_value(getattr(attrs, k), f"attribute {k!r} of {where}") for k in fields}
+    return {k: from_tvm_value(getattr(attrs, k), f"attribute {k!r} of {where}", node) for k in fields}
 
 
 def _script_op(name: str):
@@ -140,13 +155,14 @@ def _script_op(name: str):
 _EMPTY: dict = {}
 
 
-def call_attrs_to_tvm(op, tvm_op, attrs: dict, args: list, where: str):
+def call_attrs_to_tvm(op, tvm_op, attrs: dict, args: list, where: str, node=None):
     """TVM's attrs object for a call of ``op`` with memcore ``attrs``: built by TVM's own
-    constructor of the op (``R.<name>(*args, **attrs)``), as TVM's parser builds it."""
+    constructor of the op (``R.<name>(*args, **attrs)``), as TVM's parser builds it
+    (``node``: see :func:`to_tvm_value`)."""
     if not attrs:
         return None
     key = tvm_op.attrs_type_key
-    kwargs = {k: to_tvm_value(v, f"attribute {k!r} of {where}") for k, v in attrs.items()}
+    kwargs = {k: to_tvm_value(v, f"attribute {k!r} of {where}", node) for k, v in attrs.items()}
     make = _script_op(op.name)
     if make is not None:
         try:

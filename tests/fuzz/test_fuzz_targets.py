@@ -26,8 +26,6 @@ SEEDS = st.integers(min_value=0, max_value=2**40)
 #: Open findings of the fuzz campaigns (FUZZING.md, "Open findings"): id -> a pattern every
 #: part of the violation matches.
 OPEN_FINDINGS = {
-    "B2": r"from_tvm-vs-text: from_tvm refuses m \(TVMConversionError: \S+ value .* of attribute '\w+' of a call",
-    "B3": r"from_tvm-vs-text: from_tvm\(m\) differs from parse\(m\.script\(\)\)",
 }
 
 
@@ -88,7 +86,7 @@ def test_fuzz_bridge(seed):
 
     m = fuzz_bridge.bridge_input(seed)
     problem = m if isinstance(m, str) else fuzz_bridge.check_bridge(m)
-    _assert_only_open(problem, seed, ("B2", "B3"))
+    _assert_only_open(problem, seed, ())
 
 
 def test_the_checks_can_fail(tmp_path):
@@ -119,7 +117,7 @@ def test_corpus_files_pass_and_mutations_are_deterministic(target):
         assert fuzz_files.mutate_file(target, corpus, seed) == fuzz_files.mutate_file(target, corpus, seed)
 
 
-# ------------------------------------------------------------------------------ open findings
+# ------------------------------------------------------------------------------ the campaigns' findings
 def test_f3_csv_field_over_the_csv_limit_is_an_invalid_array_error_naming_its_line(tmp_path):
     """F3 (FUZZING.md): an unterminated quote runs a field past the csv module's limit."""
     from memcore import InvalidArrayError, read_minimalloc_csv
@@ -226,22 +224,19 @@ HEAD = "# from tvm.script import ir as I\n# from tvm.script import relax as R\n@
 
 
 @pytest.mark.oracle
-@pytest.mark.xfail(strict=True, reason="B1 (FUZZING.md): to_tvm of a function without a return type raises "
-                   "TVM's InternalError")
-def test_open_b1_to_tvm_of_an_unannotated_return_is_typed_or_built():
-    pytest.importorskip("tvm")
+def test_b1_to_tvm_of_an_unannotated_return_builds_what_tvms_parser_builds():
+    """B1 (FUZZING.md, fixed): the function gets the return type TVM's parser derives."""
+    tvm = pytest.importorskip("tvm")
+    import tvm_ffi
+
     import memcore_py
-    from memcore_py.errors import MemcoreError
     from memcore_py.tvm import to_tvm
 
-    mod = memcore_py.parse(HEAD + """    @R.function
+    text = HEAD + """    @R.function
     def main(x: R.Tensor((2, 3), dtype="float32")):
         return x
-""")
-    try:
-        to_tvm(mod)
-    except MemcoreError:
-        pass
+"""
+    assert tvm_ffi.structural_equal(to_tvm(memcore_py.parse(text)), tvm.script.from_source(text))
 
 
 def _bridge_problem(body: str):
@@ -252,9 +247,8 @@ def _bridge_problem(body: str):
 
 
 @pytest.mark.oracle
-@pytest.mark.xfail(strict=True, reason="B2 (FUZZING.md): a call attribute holding a type is refused by from_tvm "
-                   "and read by memcore's parser from TVM's text")
-def test_open_b2_type_valued_call_attribute():
+def test_b2_a_type_valued_call_attribute_is_read_by_from_tvm_as_from_tvms_text():
+    """B2 (FUZZING.md, fixed)."""
     assert _bridge_problem("""    @R.function(pure=False)
     def main(x: R.Tensor((2, 3), dtype="float32")):
         y: R.Tensor((2, 3), dtype="float32") = R.call_packed("f", x, foo=(R.Tensor((2, 3), dtype="float32"),))
@@ -263,9 +257,8 @@ def test_open_b2_type_valued_call_attribute():
 
 
 @pytest.mark.oracle
-@pytest.mark.xfail(strict=True, reason="B3 (FUZZING.md): TVM prints a non-ASCII string as escaped UTF-8 bytes, "
-                   "which memcore's parser reads as code points")
-def test_open_b3_non_ascii_string():
+def test_b3_a_non_ascii_string_reads_from_tvms_escaped_utf8_bytes():
+    """B3 (FUZZING.md, fixed)."""
     assert _bridge_problem("""    @R.function
     def main(x: R.Tensor((2, 3), dtype="float32")) -> R.Tensor((2, 3), dtype="float32"):
         y: R.Tensor((2, 3), dtype="float32") = R.builtin.alloc_tensor(R.shape([2, 3]), R.dtype("float32"), 0,
