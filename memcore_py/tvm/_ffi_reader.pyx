@@ -36,10 +36,10 @@ Above the bindings, what a pass call would otherwise pay per call through the Py
 
 - :func:`module_functions`: a module's function map (``ffi.Map``, small or dense layout; see
   :func:`map_entries`) as (kind, name, GlobalVar, function) entries;
-- :func:`function_attrs` / :func:`module_attrs`: a ``DictAttrs`` whose map has the small
-  layout (at most 4 entries) with string keys and bool, int, float or string values, most
-  functions' attrs (``global_symbol``, ``relax.force_pure``; 3 FFI calls per entry
-  otherwise);
+- :func:`function_attrs` / :func:`module_attrs`: a ``DictAttrs`` with string keys and bool,
+  int, float, string or ``int64`` ``IntImm`` values, or maps of such values (the
+  ``tir_var_upper_bound`` of a dynamic function), nearly every function's attrs
+  (``global_symbol``, ``relax.force_pure``, ``num_input``; 3 FFI calls per entry otherwise);
 - :func:`module_has_global_infos`: whether the module's global-info map is non-empty.
 
 Each declines (returns None) what it does not read, and :class:`Layout`'s self-check runs it
@@ -400,61 +400,79 @@ cdef class Layout:
             return "an empty module's global infos"
         if not self._check_module_functions(api):
             return "a module's function map"
-        probe["s"] = "ab"  # five entries: TVM's dense layout, left to the Python API
+        probe["s"] = "ab"  # five entries: TVM's dense layout
+        probe["bounds"] = {"n": api.IntImm("int64", 128), "m": 7}  # a nested map, an int64 IntImm
+        attrs = api.ir.make_node("ir.DictAttrs", **probe)
+        got = read_dict_attrs_at(self, <const char*><size_t>attrs.__chandle__())
+        want = {str(k): (dict((str(a), int(b)) for a, b in x.items()) if k == "bounds" else x)
+                for k, x in attrs.items()}
+        if got != want or list(got) != list(want) or list(got["bounds"]) != list(want["bounds"]):
+            return "a DictAttrs' dense map"
+        probe["i32"] = api.IntImm("int32", 3)  # not an int64: left to the Python API
         attrs = api.ir.make_node("ir.DictAttrs", **probe)
         if read_dict_attrs_at(self, <const char*><size_t>attrs.__chandle__()) is not None:
-            return "a DictAttrs' dense map"
+            return "an int32 IntImm attribute"
         return None
 
 
-cdef object read_small_map(const char* m):
-    """The entries of an ``ffi.Map`` in its small layout (at most 4 entries, stored in
-    insertion order as 32-byte {key, value} ``TVMFFIAny`` pairs at ``data_``: the object header,
-    then {void* data_; u64 size_; u64 slots_, top bit set for this layout}) as a dict, when
-    every key is a string and every value a bool, an int, a float or a string; None otherwise
-    (the Python API reads it)."""
-    cdef uint64_t n, slots, i
-    cdef const char* data
-    cdef const char* v
-    cdef int32_t ti
-    if m == NULL or obj_type(m) != K_MAP:
+cdef object read_attr_value(Layout L, const char* v, int depth):
+    """The attribute value in the ``TVMFFIAny`` at ``v`` as
+    :func:`~memcore_py.tvm.values.from_tvm_value` reads it, when it is a bool, an int, a float,
+    a string, an ``int64`` ``IntImm`` (an int) or, up to two levels deep, a map of such values
+    with string keys (a dict); None otherwise (the Python API reads it)."""
+    cdef int32_t ti = any_type(v)
+    cdef const char* obj
+    cdef const char* ty
+    cdef const uint8_t* dt
+    if ti == K_BOOL:
+        return (<const int64_t*>(v + 8))[0] != 0
+    if ti == K_INT:
+        return (<const int64_t*>(v + 8))[0]
+    if ti == K_FLOAT:
+        return (<const double*>(v + 8))[0]
+    if ti == L.t_int_imm:
+        obj = any_obj(v)
+        ty = obj_field(obj, L.o_expr_ty)
+        if ty == NULL or obj_type(ty) != L.t_prim_type or any_type(obj + L.o_imm_value) != K_INT:
+            return None
+        dt = <const uint8_t*>(ty + L.o_pt_dtype)
+        if dt[0] != 0 or dt[1] != 64 or (<const uint16_t*>(dt + 2))[0] != 1:  # int64 only
+            return None
+        return (<const int64_t*>(obj + L.o_imm_value + 8))[0]
+    if ti == K_MAP:
+        return read_attr_map(L, any_obj(v), depth + 1) if depth < 2 else None
+    return read_string(v)
+
+
+cdef object read_attr_map(Layout L, const char* m, int depth):
+    """The entries of an ``ffi.Map`` (either layout, :func:`map_entries`) as a dict in its
+    iteration order, when every key is a string and every value one
+    :func:`read_attr_value` reads; None otherwise (the Python API reads it)."""
+    entries = map_entries(m)
+    if entries is None:
         return None
-    slots = (<const uint64_t*>(m + HDR_SIZE + 16))[0]
-    if not (slots >> 63):
-        return None
-    n = (<const uint64_t*>(m + HDR_SIZE + 8))[0]
-    if n > 4:
-        return None
-    data = (<const char**>(m + HDR_SIZE))[0]
     out = {}
-    for i in range(n):
-        k = read_string(data + 32 * i)
+    cdef const char* pair
+    for e in entries:
+        pair = <const char*><size_t>e
+        k = read_string(pair)
         if k is None:
             return None
-        v = data + 32 * i + 16
-        ti = any_type(v)
-        if ti == K_BOOL:
-            out[k] = (<const int64_t*>(v + 8))[0] != 0
-        elif ti == K_INT:
-            out[k] = (<const int64_t*>(v + 8))[0]
-        elif ti == K_FLOAT:
-            out[k] = (<const double*>(v + 8))[0]
-        else:
-            val = read_string(v)
-            if val is None:
-                return None
-            out[k] = val
+        val = read_attr_value(L, pair + 16, depth)
+        if val is None:
+            return None
+        out[k] = val
     return out
 
 
 cdef object read_dict_attrs_at(Layout L, const char* attrs):
     """A ``DictAttrs`` (or null: ``{}``) as :func:`~memcore_py.tvm.values.dict_attrs_from_tvm`
-    reads it, when :func:`read_small_map` can read its map; None otherwise."""
+    reads it, when :func:`read_attr_map` can read its map; None otherwise."""
     if attrs == NULL:
         return {}
     if obj_type(attrs) != L.t_dict_attrs:
         return None
-    return read_small_map(obj_field(attrs, L.o_attrs_dict))
+    return read_attr_map(L, obj_field(attrs, L.o_attrs_dict), 0)
 
 
 def function_attrs(Layout L, size_t func):

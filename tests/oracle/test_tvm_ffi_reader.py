@@ -213,8 +213,18 @@ ATTR_CASES = [
     {"n": -(1 << 40), "x": 0.25, "s": "", "global_symbol": "a_rather_long_symbol_name_of_32_b"},
     {"a": 1, "b": 2, "c": 3, "d": 4, "e": 5},  # five entries: TVM's dense map layout
     {"tir_var_upper_bound": {"n": 1024}},  # a nested map
+    {"tir_var_upper_bound": {f"s{i}": 1 << (i + 3) for i in range(6)}, "global_symbol": "main",
+     "tir_var_lower_bound": {"s0": 1}, "num_input": 1, "relax.force_pure": True},  # dense, nested, dense
     {"k": [1, 2]},  # an array value
+    {"tir_var_upper_bound": {"n": "int32"}},  # replaced below by an int32 IntImm
 ]
+
+
+def _readable(value, depth=0) -> bool:
+    """Whether the compiled reader reads ``value`` (as the Python reader gives it)."""
+    if type(value) in (bool, int, float, str):
+        return True
+    return type(value) is dict and depth < 2 and all(_readable(v, depth + 1) for v in value.values())
 
 
 @pytest.mark.parametrize("attrs", ATTR_CASES, ids=[str(i) for i in range(len(ATTR_CASES))])
@@ -223,6 +233,8 @@ def test_compiled_attrs_read_equals_python_read_or_declines(attrs):
 
     api = tvm_api()
     layout = _layout(api)
+    if attrs.get("tir_var_upper_bound") == {"n": "int32"}:
+        attrs = {"tir_var_upper_bound": {"n": api.IntImm("int32", 7)}}
     func = tvm.script.from_source(ATTRS_FUNCTION_TEXT)
     if attrs:
         func = func.with_attrs(attrs)
@@ -231,13 +243,15 @@ def test_compiled_attrs_read_equals_python_read_or_declines(attrs):
     for got, tvm_attrs in ((_ffi_reader.function_attrs(layout, tf.__chandle__()), tf.attrs),
                            (_ffi_reader.module_attrs(layout, mod.__chandle__()), mod.attrs)):
         expected = dict_attrs_from_tvm(tvm_attrs, "f")
-        plain = all(type(v) in (bool, int, float, str) for v in expected.values())
-        if got is not None:  # read as the Python API reads it
-            assert plain and len(expected) <= 4
+        if got is not None:  # read as the Python API reads it, in its order, with its types
             assert got == expected and list(got) == list(expected)
             assert [type(v) for v in got.values()] == [type(v) for v in expected.values()]
-        else:  # declined: a value it does not read, or a map in TVM's dense layout
-            assert not plain or len(attrs) >= 3
+            for k, v in got.items():
+                if type(v) is dict:
+                    assert list(v) == list(expected[k])
+                    assert [type(x) for x in v.values()] == [type(x) for x in expected[k].values()]
+        else:  # declined: a value it does not read (an array, an IntImm of another dtype)
+            assert not all(_readable(v) for v in expected.values())
     # from_tvm gives the Python reader's module either way
     assert_structural_equal(read(mod, compiled=True)[0], read(mod, compiled=False)[0])
 
