@@ -46,12 +46,13 @@ LAYERS = {
     "memcore_py.transform": (5, "transform"),
     "memcore_py.frontend": (6, "frontend"),
     "memcore_py.tvm": (6, "tvm"),
+    "memcore_py.executorch": (6, "executorch"),
     "memcore_py.testing": (7, "testing"),
     "memcore_py.examples": (7, "examples"),
     "memcore_py.cli": (8, "cli"),
     "memcore_py.__main__": (8, "cli"),
 }
-ORDER = "cli -> (frontend, tvm) -> (testing, examples: anything but cli) -> transform -> planning -> analysis -> ir -> errors -> memcore"
+ORDER = "cli -> (frontend, tvm, executorch) -> (testing, examples: anything but cli) -> transform -> planning -> analysis -> ir -> errors -> memcore"
 
 #: What memcore_py/__init__.py may import: target -> whether only lazily.
 ROOT_IMPORTS = {"memcore_py.errors": False, "memcore_py.ir.parser": True}

@@ -11,6 +11,8 @@ NAME=INPUT:DIM[:MIN[:MAX]]`` makes dimensions symbolic) are imported with
 ``run_decompositions()`` and planned like the high-level text below, the table followed by
 the time of each stage (torch's load or export and decompositions, memcore's import and
 lowering); ``*.onnx`` is not implemented yet (an error).
+With ``--executorch``, a ``.pt2`` or ``module:function`` program is lowered by ExecuTorch
+instead, with its greedy planner and with memcore's (:mod:`memcore_py.cli.plan_executorch`).
 
 ``memcore plan [FILE]`` parses a TVMScript module (``FILE``; ``-`` = stdin, ``*.gz``
 decompressed) or, with no ``FILE``, every real model shipped in
@@ -90,6 +92,11 @@ def add_arguments(parser) -> None:
     parser.add_argument("--plot", metavar="OUT.png", default=None,
                         help="draw each function's memory timeline, TVM and arena mode side by side "
                              "(.png, .svg or .pdf; needs the 'plot' extra; several models: OUT-<model>.png)")
+    parser.add_argument("--executorch", action="store_true",
+                        help="FILE (.pt2 or module:function): lower with ExecuTorch, greedy and memcore; print per "
+                             "method and mem_id both arenas and the lower bound (extra executorch)")
+    parser.add_argument("--write-pte", metavar="OUT.pte", default=None,
+                        help="with --executorch: write memcore's ExecuTorch program to OUT.pte")
     parser.add_argument("--write-plan", metavar="OUT.json", default=None,
                         help="graph-executor JSON input (*.json[.gz]): write the graph with memcore's "
                              "storage_id (and arena offsets with --mode arena) to OUT.json")
@@ -357,6 +364,12 @@ def run(args, out=None) -> int:
     plot = getattr(args, "plot", None)
     if plot and not plot.lower().endswith((".png", ".svg", ".pdf")):
         return fail("plan", f"--plot: {plot!r} must end in .png, .svg or .pdf", 2)
+    if getattr(args, "executorch", False):
+        from .plan_executorch import run_executorch
+
+        return run_executorch(args, out)
+    if getattr(args, "write_pte", None):
+        return fail("plan", "--write-pte needs --executorch", 2)
     kind = input_kind(args.file)
     if getattr(args, "dynamic", None) and kind != "callable":
         return fail("plan", "--dynamic applies to module:function inputs (an importable callable returning "
