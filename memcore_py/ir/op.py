@@ -48,6 +48,11 @@ keeps a list of op names for these properties. Properties, and the TVM source of
   :func:`~memcore_py.ir.infer.infer_type` calls. None: calls of the op cannot be inferred.
 
 Unknown names are an error (:class:`~memcore_py.errors.IRError`), never a silent new op.
+The one exception is explicit: :func:`opaque_op` gives the TVM bridge an opaque :class:`Op`
+for an operator TVM has and memcore does not model, carrying only what the memory passes
+read of any op (its name and purity, TVM ``FPurity``; every other property at its default:
+uses its arguments, shares no storage, no kill role, no type rule). It is not registered:
+memcore's parser does not read it, and its calls carry their type from TVM.
 """
 from __future__ import annotations
 
@@ -55,7 +60,7 @@ from ..errors import IRError
 from .expr import ExternFunc
 from .op_schema import ABSENT, REQUIRED, Schema, complete_attrs, convert_attr
 
-__all__ = ["Op", "register_op", "get_op", "is_registered", "list_ops", "shares_storage", "RESHAPE_PACKED", "KILL_ROLES",
+__all__ = ["Op", "opaque_op", "is_opaque", "register_op", "get_op", "is_registered", "list_ops", "shares_storage", "RESHAPE_PACKED", "KILL_ROLES",
            "KILL_KINDS", "kill_op", "ops_with_kill_role"]
 
 _set = object.__setattr__
@@ -192,6 +197,30 @@ class Op:
 _REGISTRY: dict[str, Op] = {}
 
 
+#: (name, pure) -> its opaque Op: one object per operator, as the registry's, so that passes
+#: compare ops by identity.
+_OPAQUE: dict = {}
+
+
+def opaque_op(name: str, *, pure: bool) -> Op:
+    """The opaque :class:`Op` of the operator ``name`` that memcore does not model (its calls
+    use their arguments, share no storage and are ``pure`` as TVM's ``FPurity`` says): an
+    ``Op`` like a registered one, so every pass treats it by its properties.
+
+    Raises
+    ------
+    IRError
+        ``name`` is a registered op (use :func:`get_op`), or not an op name.
+    """
+    if name in _REGISTRY:
+        raise IRError(f"operator {name!r} is registered; it is not opaque")
+    key = (name, bool(pure))
+    op = _OPAQUE.get(key)
+    if op is None:
+        op = _OPAQUE[key] = Op(name, pure=bool(pure))
+    return op
+
+
 def register_op(name: str, **properties) -> Op:
     """Register the op ``name`` with all its properties and return its :class:`Op`.
 
@@ -226,6 +255,11 @@ def register_op(name: str, **properties) -> Op:
         diff = [k for k, a, b in zip(Op.__slots__, old._properties(), op._properties()) if a != b]
         raise IRError(f"operator {name!r} is already registered with different properties: {', '.join(diff)}")
     return old
+
+
+def is_opaque(op) -> bool:
+    """Whether ``op`` is an opaque op of :func:`opaque_op` (memcore does not model it)."""
+    return _OPAQUE.get((op.name, op.pure)) is op
 
 
 def get_op(name: str) -> Op:

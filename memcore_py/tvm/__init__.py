@@ -10,8 +10,10 @@ Public API
   ``memcore_py.parse(m.script())``. PrimFuncs stay TVM objects: memcore's
   :class:`~memcore_py.ir.PrimFunc` carries the TVM object as ``source`` and reads its
   signature (params, attrs, text) only when asked (``PrimFunc.lazy``); ``to_tvm`` writes
-  the object back untouched. What memcore does not model raises
-  :class:`TVMConversionError` (an :class:`~memcore_py.errors.IRError`) naming it.
+  the object back untouched. An op memcore does not model is read as an opaque op
+  (:func:`memcore_py.ir.op.opaque_op`: its name and TVM's purity; refused when it has
+  attributes); anything else memcore does not model raises :class:`TVMConversionError` (an
+  :class:`~memcore_py.errors.IRError`) naming it.
 - :func:`StaticPlanBlockMemory` ``(mode="tvm" | "arena", ...)``, :func:`KillAfterLastUse`,
   :func:`LowerAllocTensor`, :func:`DataflowUseInplaceCalls`,
   :func:`AttachAttrLayoutFreeBuffers`: TVM module passes running memcore's passes.

@@ -92,7 +92,7 @@ from ..ir.expr import (
 )
 from ..ir.memo import MEMO
 from ..ir.module import IRModule, VDevice
-from ..ir.op import get_op, is_registered
+from ..ir.op import get_op, is_registered, opaque_op
 from ..ir.ops import builtin_alloc_implied_type, builtin_alloc_own_type
 from ..ir.prim_func_text import type_spelled_bare
 from ..ir.prim import EQ, GE, GT, LE, LT, NE, And, Cast, FloatImm, IfThenElse, IntImm, Not, Or, PrimVar, Select
@@ -461,11 +461,20 @@ class _Reader:
         r = self.ops.get(h)
         if r is None:
             name = str(op.name)
-            if not is_registered(name):
-                self.fail(f"operator {name!r}")
-            r = self.ops[h] = get_op(name)
+            r = self.ops[h] = get_op(name) if is_registered(name) else opaque_op(name, pure=self.purity(op, name))
             self.keep.append(op)
         return r
+
+    def purity(self, op, name: str) -> bool:
+        """TVM's ``FPurity`` of the op ``op`` memcore does not model (TVM requires every Relax
+        op called to declare it)."""
+        try:
+            pure = op.get_attr("FPurity")
+        except Exception:  # noqa: BLE001 - TVM raises when no op declares the attribute
+            pure = None
+        if type(pure) is not bool:
+            self.fail(f"operator {name!r} without a declared purity (FPurity)")
+        return pure
 
     def call(self, c):
         api = self.api
@@ -503,7 +512,7 @@ class _Reader:
         attrs = c.attrs
         if attrs is None:
             attrs = EMPTY_ATTRS
-        elif oc is api.Op:
+        elif oc is api.Op:  # an opaque op has no attribute names: any attribute is refused
             attrs = call_attrs_from_tvm(callee, attrs, f"a call to {callee.name} in {self.where}", self.attr_node)
         else:
             if "sinfo_args" in attrs:
