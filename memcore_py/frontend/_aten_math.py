@@ -460,3 +460,103 @@ def _reduce(op_name, widen_ints=False):
 
 CONVERTERS["mean.dim"] = CONVERTERS["mean.default"] = _reduce("mean")
 CONVERTERS["sum.dim_IntList"] = CONVERTERS["sum.default"] = _reduce("sum", widen_ints=True)
+
+
+# ------------------------------------------------------------------------------------ logical, scans
+@_register("logical_not.default")
+def _logical_not(ctx, node):
+    """TVM casts a non-bool input to bool first (``relax.op.logical_not`` takes bool only)."""
+    x = ctx.env[node.args[0]]
+    if ctx.dtype_of(x) != "bool":
+        x = ctx.op("astype", x, dtype="bool")
+    return ctx.op("logical_not", x)
+
+
+def _logical_binary(op_name):
+    def convert(ctx, node):
+        """TVM's ``_logical_and``/``_or``/``_xor``: non-bool operands cast to bool, lhs first."""
+        lhs, rhs = ctx.tensor(node.args[0]), ctx.tensor(node.args[1])
+        if ctx.dtype_of(lhs) != "bool":
+            lhs = ctx.op("astype", lhs, dtype="bool")
+        if ctx.dtype_of(rhs) != "bool":
+            rhs = ctx.op("astype", rhs, dtype="bool")
+        return ctx.op(op_name, lhs, rhs)
+    return convert
+
+
+for _n in ("logical_and", "logical_or", "logical_xor"):
+    CONVERTERS[_n + ".default"] = _logical_binary(_n)
+
+
+@_register("any.dim", "any.dims")
+def _any(ctx, node):
+    """TVM's ``_any``: ``max`` over ``dim``; a bool input goes through int8, one nested
+    expression ``astype(max(astype(x, "int8")), "bool")`` (bound inner first by the emit)."""
+    args = ctx.args(node)
+    x = args[0]
+    dim = args[1] if len(node.args) > 1 else node.kwargs.get("dim", None)
+    keepdim = args[2] if len(node.args) > 2 else node.kwargs.get("keepdim", False)
+    if ctx.dtype_of(x) == "bool":
+        ret = ctx.call("max", ctx.call("astype", x, dtype="int8"), axis=dim, keepdims=keepdim)
+        return ctx.emit(ctx.call("astype", ret, dtype="bool"))
+    return ctx.op("max", x, axis=dim, keepdims=keepdim)
+
+
+@_register("cumsum.default")
+def _cumsum(ctx, node):
+    """TVM's ``_cumsum``: ``relax.cumsum(x, dim, dtype)``, the dtype only when the node has one
+    (so a bool or int32 input keeps its dtype, unlike torch's int64 promotion)."""
+    x = ctx.env[node.args[0]]
+    dim = arg(node, 1, "dim", None)
+    dtype = relax_dtype(ctx, node.kwargs["dtype"]) if "dtype" in node.kwargs else None
+    if "out" in node.kwargs:
+        raise ctx.error("specifying out for cumsum is not supported (as in TVM)")
+    return ctx.op("cumsum", x, axis=dim, dtype=dtype)
+
+
+# ------------------------------------------------------------------------------------ attention
+@_register("scaled_dot_product_attention.default")
+def _scaled_dot_product_attention(ctx, node):
+    """TVM's ``_scaled_dot_product_attention``: 4-D (batch, heads, seq, dim) inputs are permuted to
+    ``nn.attention``'s (batch, seq, heads, dim) and back; 2-D (seq, dim) inputs get two unit
+    dims (``expand_dims`` at 0 for q, k, v, then at 1) and lose them after (``squeeze``); a mask
+    makes the call ``nn.attention_bias`` (what TVM's ``attention(..., bias=)`` builds);
+    ``is_causal`` is ``causal_mask="TopLeft"``.
+
+    Refused where TVM's import would be wrong or fails: another rank, ``dropout_p != 0``, a
+    non-float mask (TVM asserts), and a ``scale`` other than ``1/sqrt(head_dim)`` (TVM drops it;
+    DIFFERENCES.md "Stock-model torch converters")."""
+    q, k, v = (ctx.env[a] for a in node.args[:3])
+    ndim = q.ty.ndim
+    if ndim not in (2, 4):
+        raise ctx.error(f"scaled_dot_product_attention expects 2-D or 4-D inputs, as TVM's converter; got {ndim}-D")
+    dropout_p = arg(node, 4, "dropout_p", 0.0)
+    if dropout_p != 0.0:
+        raise ctx.error(f"dropout_p={dropout_p!r} is not supported (TVM's converter asserts 0.0)")
+    scale = node.kwargs.get("scale")
+    if scale is not None:
+        head_dim = static_dim(ctx.shape_of(q)[-1])
+        if head_dim is None or not math.isclose(scale, 1.0 / math.sqrt(head_dim), rel_tol=1e-6):
+            raise ctx.error(f"scale={scale!r}: TVM's converter ignores it and scales by 1/sqrt(head_dim); "
+                            "memcore refuses a different scale rather than import a wrong program")
+    if ndim == 2:
+        q, k, v = (ctx.op("expand_dims", t, axis=0) for t in (q, k, v))
+        q, k, v = (ctx.op("expand_dims", t, axis=1) for t in (q, k, v))
+
+        def back(t):
+            return ctx.op("squeeze", t, axis=[0, 1])
+    else:
+        q, k, v = (ctx.op("permute_dims", t, axes=[0, 2, 1, 3]) for t in (q, k, v))
+
+        def back(t):
+            return ctx.op("permute_dims", t, axes=[0, 2, 1, 3])
+    mask = arg(node, 3, "attn_mask", None)
+    causal = "TopLeft" if arg(node, 5, "is_causal", False) else None
+    if mask is None:
+        out = ctx.op("nn.attention", q, k, v, causal_mask=causal)
+    else:
+        mask = ctx.env[mask]
+        if not ctx.dtype_of(mask).startswith(("float", "bfloat")):
+            raise ctx.error(f"only a float attn_mask is supported (as TVM's converter); got {ctx.dtype_of(mask)}")
+        out = ctx.op("nn.attention_bias", q, k, v, mask, causal_mask=causal)
+    return back(out)

@@ -474,3 +474,47 @@ def _sym_size(ctx, node):
     if type(d) is IntImm:
         return ctx.emit(ctx.const(d.value, "int32"))
     return d
+
+
+# ------------------------------------------------------------------------------------ indexing
+def _squeezable(idx) -> bool:
+    """TVM's ``is_squeezable``: rank 1, or rank 2 with some static unit dim."""
+    ty = idx.ty
+    if ty.ndim == 1:
+        return True
+    if ty.ndim == 2:
+        return any(static_dim(d) == 1 for d in ty.shape)
+    return False
+
+
+@_register("index.Tensor")
+def _index_tensor(ctx, node):
+    """TVM's ``_index_tensor``: one index -> ``take`` on its axis; no ``None`` -> one
+    ``index_tensor``; every index squeezable to 1-D -> ``take`` per axis, last axis first;
+    otherwise ``None`` entries become ``arange`` reshaped for broadcasting, then
+    ``index_tensor``."""
+    args = ctx.args(node)
+    data, indices = args[0], args[1]
+    given = [(i, idx) for i, idx in enumerate(indices) if idx is not None]
+    if len(given) == 1:
+        axis, idx = given[0]
+        return ctx.op("take", data, idx, axis=axis)
+    if len(given) == len(indices):
+        return ctx.op("index_tensor", data, ctx.tuple([idx for _, idx in given]))
+    if all(_squeezable(idx) for _, idx in given):
+        result = data
+        for axis, idx in reversed(given):
+            if idx.ty.ndim > 1:
+                idx = ctx.op("squeeze", idx)
+            result = ctx.op("take", result, idx, axis=axis)
+        return result
+    max_ndim = max((idx.ty.ndim for _, idx in given), default=1)
+    shape = ctx.shape_of(data)
+    processed = []
+    for i, idx in enumerate(indices):
+        if idx is None:
+            r = ctx.op("arange", 0, shape[i], 1, dtype="int64")
+            processed.append(ctx.op("reshape", r, [shape[i]] + [1] * (max_ndim - 1)))
+        else:
+            processed.append(idx)
+    return ctx.op("index_tensor", data, ctx.tuple(processed))

@@ -38,6 +38,9 @@ Differences from TVM (tests/oracle/test_exported_program_oracle.py checks each):
 - without decomposition only: TVM reads ``aten.batch_norm`` with the decomposed op's
   argument positions (its momentum is the training flag, its epsilon the momentum, training
   True); memcore reads the op's schema;
+- ``scaled_dot_product_attention`` with a ``scale`` other than ``1/sqrt(head_dim)`` (not
+  decomposed): TVM drops the scale, memcore refuses it with a :class:`FrontendError`
+  (DIFFERENCES.md "Stock-model torch converters");
 - targets TVM converts but memcore does not (no converter) are an
   :class:`~memcore_py.errors.UnsupportedOperatorError`; ``aten.relu6`` left undecomposed
   becomes ``R.clip(x, 0, 6)``, as TVM writes it (TVM has no ``relax.nn.relu6`` op).

@@ -700,6 +700,10 @@ register_op("relax.nn.pixel_shuffle", type_rule=rn.pixel_shuffle, schema=_sig(("
 register_op("relax.nn.attention", type_rule=rn.attention, schema=_sig(
     ("query", "key", "value", ("bias", "expr", ABSENT)),
     (Attr("scale", "fimm?", None), Attr("causal_mask", "str?", None), Attr("window_size", "int?", None))))
+# TVM's ``R.nn.attention(q, k, v, bias)`` builds this op (a separate Op with the same attrs)
+register_op("relax.nn.attention_bias", type_rule=rn.attention, schema=_sig(
+    ("query", "key", "value", "bias"),
+    (Attr("scale", "fimm?", None), Attr("causal_mask", "str?", None), Attr("window_size", "int?", None))))
 register_op("relax.nn.nll_loss", type_rule=rn.nll_loss, schema=_sig(
     ("predictions", "targets", ("weights", "expr", ABSENT)),
     (Attr("reduction", "str", "mean"), Attr("ignore_index", "int", -100))))

@@ -61,6 +61,11 @@ _FIXED = {
         "nn.max_pool2d", "nn.max_pool3d", "nn.avg_pool1d", "nn.avg_pool2d", "nn.avg_pool3d",
         "nn.adaptive_avg_pool1d", "nn.adaptive_avg_pool2d", "nn.adaptive_avg_pool3d")},
     **{f"relax.{n}": K_OPAQUE for n in ("take", "gather_elements", "gather_nd", "index_tensor")},
+    # not legalized by TVM 0.27's LegalizeOps: the kernel of its default pipeline's DispatchSortScan
+    # (topi's scan, an opaque TIR loop nest)
+    "relax.cumsum": K_OPAQUE,
+    "relax.nn.attention": K_OUT_EWISE_FUSABLE,
+    "relax.nn.attention_bias": K_OUT_EWISE_FUSABLE,
 }
 
 

@@ -20,7 +20,8 @@ Rewrite (per binding of a high-level op call; other bindings unchanged)
   baked into the kernel); for the binary element-wise ops a scalar constant operand is
   folded into the kernel as TVM's legalization folds it (``args[1]`` first, else
   ``args[0]``), and so is the constant fill value of ``full``/``full_like``;
-  ``zeros_like``/``ones_like`` read only their input's shape (no input).
+  ``zeros_like``/``ones_like``, and ``full_like`` of a constant fill, read only their
+  input's shape (no input: TVM legalizes all three to ``topi.full``).
 - An op whose kernel moves elements as a reshape does (``reshape``, ``squeeze``,
   ``expand_dims``, ``flatten``; ``broadcast_to`` adding only unit dims; ``permute_dims``
   moving only unit dims; ``strided_slice`` keeping every element), bound to a DataflowVar,
@@ -31,7 +32,9 @@ Rewrite (per binding of a high-level op call; other bindings unchanged)
   ``zeros_like``) and whose outputs have static shapes is what TVM's FoldConstant evaluates:
   the binding becomes a constant of the output type (a metadata reference without data:
   only its type matters to planning) and its later uses read that constant, so kernels of
-  constants fold in turn. As TVM's ``ShouldBeFolded``, a kernel without inputs stays when
+  constants fold in turn; an input that is a DataflowVar bound to a constant
+  (``lv = R.const(...)``) counts as that constant and is passed as it, as TVM's FoldConstant
+  reads it. As TVM's ``ShouldBeFolded``, a kernel without inputs stays when
   its single output has more than :data:`MAX_FOLD_ELEMENTS` elements.
 - The PrimFunc is signature-only (inputs then the outputs, ``tirx.noalias``, private), one
   per op and signature, named after TVM's legalized kernel (``transpose`` for
@@ -109,6 +112,7 @@ KERNEL_NAMES = {
     "relax.concat": "concatenate",
     "relax.permute_dims": "transpose",
     "relax.zeros_like": "zeros",
+    "relax.full_like": "full",
     "relax.ones_like": "ones",
     **{f"relax.{n}": f"tir_{n}" for n in (
         "exp", "log", "sqrt", "rsqrt", "sigmoid", "tanh", "negative", "sin", "cos", "erf", "floor", "ceil",
@@ -143,6 +147,7 @@ class _Lowerer(ExprMutator):
         self.kernels: dict = {}  # (op, input types, output type) -> GlobalVar
         self.new_funcs: dict = {}
         self.n_folded = 0
+        self.bound_consts: dict = {}  # DataflowVar bound to a Constant -> the Constant
 
     def _fail(self, b, msg):
         return PassError(f"LowerForPlanning: binding '{b.var.name}' in function '{self.func_name}': {msg}")
@@ -150,6 +155,8 @@ class _Lowerer(ExprMutator):
     def visit_binding(self, b, out):
         value = b.value
         if not _is_high_level(value):
+            if type(value) is Constant and type(b) is VarBinding and type(b.var) is DataflowVar:
+                self.bound_consts[b.var] = value
             return super().visit_binding(b, out)
         value = self.visit_expr(value)
         new = self._lower(b, value)
@@ -170,6 +177,8 @@ class _Lowerer(ExprMutator):
         op = call.op
         out_ty = self._out_type(b, call)
         inputs = self._inputs(b, call)
+        if self.bound_consts:  # TVM's FoldConstant reads a DataflowVar bound to a constant as the constant
+            inputs = [self.bound_consts.get(a, a) if type(a) is DataflowVar else a for a in inputs]
         if _folds(inputs, out_ty):
             folded = self._folded(out_ty)
             self.var_remap[b.var] = folded
@@ -198,6 +207,8 @@ class _Lowerer(ExprMutator):
         folded = folded_operand(args) if op.name in _FOLDING else -1
         if op.name in _BAKED_FILL and len(args) > 1 and type(args[1]) is Constant:
             folded = 1
+        if op.name == "relax.full_like" and folded == 1:
+            return inputs  # TVM: topi.full(x's shape, dtype, fill), no tensor input
         if op.name not in _SHAPE_ONLY:
             for k, a in enumerate(args):
                 if k == folded:

@@ -341,7 +341,7 @@ SINGLE_OPS = {
     "triu": ("x: R.Tensor((8, 8), 'float32')", "R.triu(x, 0)"),
     "ones": (X, "R.ones(R.shape([40, 40]), 'float32')"),
     "ones_like": ("x: R.Tensor((64, 64), 'float32')", "R.ones_like(x)"),
-    "full_like": (X, "R.full_like(x, R.const(2.0, 'float32'))"),
+    "full_like": ("x: R.Tensor((64, 64), 'float32')", "R.full_like(x, R.const(2.0, 'float32'))"),
     "group_norm": ("x: R.Tensor((1, 4, 8, 8), 'float32'), g: R.Tensor((4,), 'float32'), b: R.Tensor((4,), 'float32')",
                    "R.nn.group_norm(x, g, b, num_groups=2, channel_axis=1, axes=[2, 3])"),
 }

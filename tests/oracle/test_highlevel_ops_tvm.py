@@ -143,6 +143,8 @@ CASES += [
     ("nn.adaptive_avg_pool3d", "R.nn.adaptive_avg_pool3d(vol, output_size=[2, 2, 2])"),
     ("nn.attention", "R.nn.attention(q, kv, kv)"),
     ("nn.attention", "R.nn.attention(q, kv, kv, scale=0.5, causal_mask=\"TopLeft\")"),
+    ("nn.attention_bias", "R.nn.attention_bias(q, kv, kv, R.zeros(R.shape([1, 2, 8, 6]), dtype=\"float32\"), "
+                          "causal_mask=\"TopLeft\")"),
     ("nn.nll_loss", "R.nn.nll_loss(pred, lab)"),
     ("power", "R.power(x, R.const(2.0, \"float32\"))"),
     ("mean", "R.mean(x, axis=[-1], keepdims=True)"),
