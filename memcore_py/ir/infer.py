@@ -54,6 +54,7 @@ from .types import (
     TensorType,
     TupleType,
     Type,
+    erase_prim_values,
     is_base_of,
     substitute_type,
     type_contradiction,
@@ -217,10 +218,13 @@ def rebuilt_ret_ty(ret_ty, params, body_ty):
     body of type ``body_ty`` that was declared ``ret_ty`` (TVM's ``ExprMutator`` on a changed
     function): ``ret_ty`` when ``body_ty`` is a base of it (the same type, or the declaration
     more specific), else the body's type with the symbolic variables ``params`` do not define
-    erased (``Function``'s constructor without a return type). None stays None."""
+    erased (``Function``'s constructor without a return type) and without the values of its
+    prim types: memcore's type of a prim value holds the value, TVM's holds none, so the
+    return type TVM derives for ``return (0,)`` is ``R.Tuple(T.int64)`` whatever the value.
+    None stays None."""
     if ret_ty is None or body_ty is None or ret_ty is body_ty or is_base_of(body_ty, ret_ty):
         return ret_ty
-    return erase_to_well_defined(body_ty, signature_prim_names(params))
+    return erase_prim_values(erase_to_well_defined(body_ty, signature_prim_names(params)))
 
 
 def _check_call_args(name: str, func: Function, arg_types) -> None:

@@ -75,7 +75,8 @@ text                                            node
                                                 ``-float("inf")`` and ``"inf"``/``"-inf"``/``"nan"``
 ``metadata["relax.expr.Constant"][i]``          ``Constant(meta=(key, i))``; data bound from the
                                                 ``metadata`` argument when given; the type is the
-                                                binding annotation, else ``R.Tensor``
+                                                binding annotation, else ``R.Tensor``; the key
+                                                ``"ffi.BigInt"`` (an integer) is refused
 ``R.str("s")`` / ``R.dtype("f32")``            ``StringImm`` / ``DataTypeImm``
 ``R.Any`` / ``R.Object`` / ``I.StringType()``   ``ObjectType``
 ``T.int64`` (annotation), ``R.Prim("int64")``   ``PrimType("int64")``
@@ -785,6 +786,9 @@ class _Parser:
         raise _Err(f"cannot subscript {_describe(v)}", pos)
 
     def meta_constant(self, key, idx, pos):
+        if key == _META_BIG_INT:
+            raise _Err(f"metadata[{key!r}][{idx}] is an integer beyond int64 (TVM's ffi.BigInt, its value omitted "
+                       "from the text), which memcore does not model", pos)
         data = None
         md = self.metadata
         if md is not None and key in md:
@@ -2176,6 +2180,10 @@ def _describe(v) -> str:
 
 #: Parser-internal values (a bare name, a half-written reference, ...): never attribute values.
 _INTERNAL_VALUES = (_Bare, _MetaRoot, _MetaKey, _Decl, _MatchCastPair, _ClsRef)
+
+
+#: The metadata key of an integer beyond int64 in TVM's text (not an array: refused).
+_META_BIG_INT = "ffi.BigInt"
 
 
 def _attr_value(v):

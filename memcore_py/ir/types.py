@@ -35,6 +35,7 @@ __all__ = [
     "type_contradiction",
     "is_base_of",
     "refine_annotation",
+    "erase_prim_values",
     "tensor_size_problem",
     "type_size_problem",
     "VOID",
@@ -484,13 +485,14 @@ def is_base_of(base, derived) -> bool:
     return type_equal(base, derived)
 
 
-def _erase_prim_values(ty):
-    """``ty`` without the values of its prim types (``ty`` itself when it has none)."""
+def erase_prim_values(ty):
+    """``ty`` without the values of its prim types (``ty`` itself when it has none): the type
+    as TVM 0.27 holds it, whose ``PrimType`` has no value."""
     cls = type(ty)
     if cls is PrimType:
         return ty if ty.value is None else PrimType(ty.dtype)
     if cls is TupleType:
-        fields = tuple(_erase_prim_values(f) for f in ty.fields)
+        fields = tuple(erase_prim_values(f) for f in ty.fields)
         return ty if all(a is b for a, b in zip(fields, ty.fields)) else TupleType(fields)
     return ty
 
@@ -505,7 +507,7 @@ def refine_annotation(ann, derived):
     """
     if derived is None or ann is derived:
         return ann
-    erased = _erase_prim_values(derived)
+    erased = erase_prim_values(derived)
     if erased is not derived and type_equal(ann, erased):
         return derived
     return ann

@@ -31,7 +31,8 @@ missing type (``ir.Type``)                             None
 =====================================================  =========================================
 
 Anything else (``ir.StringType`` as a value's type, a ``TensorType`` whose shape is a
-variable, nested functions, TIR nodes memcore's symbolic arithmetic lacks such as
+variable, nested functions, a TIR variable with an empty name, an attribute integer beyond
+int64 (an ``ffi.BigInt``), TIR nodes memcore's symbolic arithmetic lacks such as
 ``prim.Ramp`` or a call of another TIR op, an op missing from memcore's op table, an attribute field outside an op's
 schema) raises :class:`~memcore_py.tvm._api.TVMConversionError` naming it and the function
 it sits in.
@@ -281,6 +282,8 @@ class _Reader:
                 ty = e.ty
                 if type(ty) is not api.PrimType:
                     self.fail(f"variable {e.name!r} of type {_type_key(ty)} inside a symbolic expression")
+                if not str(e.name):  # TVM's text names it after its place in the module (a TypeVar ``v``)
+                    self.fail("a symbolic variable with an empty name")
                 r = self.prims[h] = PrimVar(str(e.name), self.dtype(ty))
                 if self.record is not None:
                     self.prim_sources[h] = e
@@ -714,6 +717,7 @@ class _Reader:
             if cls is api.Function:
                 funcs[g] = self.function(name, f)
             elif cls is prim_func:
+                _check_prim_func(f, name)
                 body = _TIRBody(f)
                 pf = funcs[g] = PrimFunc.lazy(_PrimFuncSignature(f, name, body), f, body)
                 if record is not None:  # written back by address while the pass keeps it
@@ -743,30 +747,73 @@ def _sorted_value(v):
     return v
 
 
-_WALK: list = []
+_WALK: dict = {}
+
+
+def _walker(kind: str):
+    """tvm_ffi's compiled structural walk calling back on every object of a TVM type
+    (``walk(root, callback)``): ``kind`` is a class of :func:`~memcore_py.tvm._api.tvm_api`
+    (``"GlobalVar"``) or an FFI type key (``"ffi.BigInt"``). The walk's entry point is taken
+    with its callback type resolved once (the public ``structural_walk`` resolves it per
+    call); when this tvm_ffi lacks that entry point, the public one is used for a class, and
+    for a type key without a Python class the walk finds nothing."""
+    w = _WALK.get(kind)
+    if w is None:
+        import tvm_ffi
+
+        cls = None if "." in kind else getattr(tvm_api(), kind)
+        try:
+            from tvm_ffi import _ffi_api, core
+
+            if cls is None:
+                index = core._object_type_key_to_index(kind)
+            else:
+                index = core.TypeSchema.from_annotation(cls).origin_type_index
+            order = int(tvm_ffi.structural.WalkOrder.POSTORDER)
+            walk = _ffi_api.StructuralWalk
+            w = _WALK[kind] = lambda root, cb: walk(root, [(index, cb)], [], order)
+        except (AttributeError, ImportError, TypeError):
+            if cls is None:
+                w = _WALK[kind] = lambda root, cb: None
+            else:
+                w = _WALK[kind] = lambda root, cb: tvm_ffi.structural_walk(root, (cls, cb))
+    return w
 
 
 def global_var_names(obj) -> list:
     """The names of the GlobalVars the TVM object ``obj`` refers to (every occurrence, in walk
-    order), found by tvm_ffi's compiled structural walk. The walk's entry point is taken with
-    its callback type resolved once (the public ``structural_walk`` resolves it per call);
-    when this tvm_ffi lacks that entry point, the public one is used."""
-    if not _WALK:
-        import tvm_ffi
-
-        try:
-            from tvm_ffi import _ffi_api, core
-
-            index = core.TypeSchema.from_annotation(tvm_api().GlobalVar).origin_type_index
-            order = int(tvm_ffi.structural.WalkOrder.POSTORDER)
-            walk = _ffi_api.StructuralWalk
-            _WALK.append(lambda root, cb: walk(root, [(index, cb)], [], order))
-        except (AttributeError, ImportError, TypeError):
-            gv_type = tvm_api().GlobalVar
-            _WALK.append(lambda root, cb: tvm_ffi.structural_walk(root, (gv_type, cb)))
+    order), found by tvm_ffi's compiled structural walk."""
     names = []
-    _WALK[0](obj, lambda gv: names.append(str(gv.name_hint)))
+    _walker("GlobalVar")(obj, lambda gv: names.append(str(gv.name_hint)))
     return names
+
+
+def _check_prim_func(func, name: str):
+    """Raise :class:`TVMConversionError` for what memcore cannot read in the PrimFunc
+    ``func``'s signature, although the signature is read on demand (``PrimFunc.lazy``): a
+    variable of its parameters (a parameter, a dim of its buffer type) with an empty name,
+    as a dim written ``T.int64()`` inside a parameter's ``T.Buffer`` has (memcore's IR names
+    every symbolic variable; TVM's text names this one after its place in the whole module,
+    a module ``v = TypeVar("v")``, ``v_1``, ..., which TVM's parser reads as a variable of
+    that name: DIFFERENCES.md, the bridge, ``unnamed-tir-variable``); an attribute holding an
+    integer beyond int64 (an ``ffi.BigInt``, which TVM's text spells as metadata:
+    :func:`~memcore_py.tvm.values.from_tvm_value`). Both found by tvm_ffi's compiled walk of
+    the parameters and the attrs, not of the body."""
+    unnamed = []
+    _walker("Var")(func.params, lambda v: None if str(v.name) else unnamed.append(v))
+    if unnamed:
+        raise TVMConversionError(
+            f"a TIR variable with an empty name (in the parameters of PrimFunc {name!r}) is not modelled by "
+            "memcore: it names every symbolic variable, and TVM's text names this one after its place in "
+            "the module")
+    attrs = func.attrs
+    if attrs is not None:
+        big = []
+        _walker("ffi.BigInt")(attrs, big.append)
+        if big:  # read through the Python API, which names the attribute in its refusal
+            dict_attrs_from_tvm(attrs, f"PrimFunc {name!r}")
+            raise TVMConversionError(f"integer {big[0]} in the attrs of PrimFunc {name!r} is beyond int64 (an "
+                                     "ffi.BigInt), which memcore does not model")
 
 
 class _TIRBody:

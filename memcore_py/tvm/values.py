@@ -5,7 +5,8 @@ printed text (``memcore_py.ir.parser``'s ``_attr_value``): ``axis=[1]`` is ``(1,
 ``indices_or_sections=2`` is ``2``, ``out_dtype="float32"`` is ``"float32"``, a dict is a
 dict. This module maps TVM attribute values to that form and back, with no per-op table:
 
-- :func:`from_tvm_value`: ``int``/``bool``/``float``/``str`` as they are; an int64
+- :func:`from_tvm_value`: ``int``/``bool``/``float``/``str`` as they are (an int beyond
+  int64, TVM's ``ffi.BigInt``, which TVM's text spells as metadata, is refused); an int64
   ``IntImm`` is its int (TVM prints it bare), another dtype's ``IntImm`` / ``FloatImm`` a
   memcore :class:`~memcore_py.ir.prim.IntImm` / float; a dtype its name; ``Array`` a tuple;
   ``Map`` a dict; ``None`` None. An IR node (a type, a Relax expression, a symbolic
@@ -41,11 +42,20 @@ __all__ = [
 ]
 
 
+_INT64_MIN, _INT64_MAX = -(2 ** 63), 2 ** 63 - 1
+
+
 def from_tvm_value(v, where: str, node=None):
     """The memcore form of the TVM attribute value ``v`` (module docstring); ``node(v, where)``
     reads a value that is an IR node."""
     t = type(v)
-    if t is int or t is bool or t is float or t is str or v is None:
+    if t is int:
+        if _INT64_MIN <= v <= _INT64_MAX:
+            return v
+        raise TVMConversionError(
+            f"integer {v} of {where} is beyond int64: TVM holds it as an ffi.BigInt, which its text spells "
+            "as metadata (metadata[\"ffi.BigInt\"][i]), and memcore does not model it")
+    if t is bool or t is float or t is str or v is None:
         return v
     api = tvm_api()
     if t is api.IntImm:

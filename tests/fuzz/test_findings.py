@@ -531,3 +531,143 @@ def test_campaign_finding_non_ascii_prim_func_name_is_refused():
         "    def f(a: T.Buffer((4,), \"float32\"), \u1725b: T.Buffer((4,), \"float32\")):\n        T.evaluate(0)\n"
     with pytest.raises(ParseError, match="non-ASCII"):
         parse(src)
+
+
+# ------------------------------------------------------------------------------ bridge B9-B13
+# Findings of the bridge campaign (issue 32): ``from_tvm`` against memcore's reading of TVM's
+# text of the same module, and memcore's passes against TVM's. TVM is the oracle: its text,
+# its parser's reading of that text, its passes' answers.
+_BRIDGE_HEAD = "# from tvm.script import ir as I\n# from tvm.script import tirx as T\n# from tvm.script import relax as R\n"
+
+
+def _tvm_module(body: str):
+    tvm = pytest.importorskip("tvm")
+    return tvm.script.from_source(_BRIDGE_HEAD + "@I.ir_module\nclass Module:\n" + body)
+
+
+def _bridge_verdict(m):
+    from memcore_py.testing.fuzz_bridge import check_bridge
+
+    info = {"listed": []}
+    return check_bridge(m, info), info
+
+
+# B11: a dim written ``T.int64()`` is a TIR variable with an empty name; TVM's text names it
+# after its place in the module (a module ``v = TypeVar("v")``), which TVM's parser reads back
+# as a variable named ``v``: the text does not give the module back.
+_B11_PRIM_FUNC = '''
+    @T.prim_func(private=True, s_tir=True)
+    def add(A: T.Buffer((T.int64(8), T.int64(8)), "float32"), B: T.Buffer((T.int64(8), T.int64()), "float32")):
+        T.evaluate(0)
+'''
+_B11_RELAX = '''
+    @R.function
+    def main(x: R.Tensor((T.int64(),), "float32")) -> R.Tensor(ndim=1, dtype="float32"):
+        return x
+'''
+
+
+@pytest.mark.parametrize("body, dim", [
+    (_B11_PRIM_FUNC, lambda m: m["add"].params[1].ty.shape[1]),
+    (_B11_RELAX, lambda m: m["main"].params[0].ty.shape.values[0]),
+], ids=["prim-func-parameter", "relax-parameter"])
+def test_bridge_b11_an_unnamed_tir_variable_is_refused_when_the_module_is_read(body, dim):
+    from memcore_py.tvm import TVMConversionError, from_tvm
+
+    tvm = pytest.importorskip("tvm")
+    m = _tvm_module(body)
+    assert str(dim(m).name) == ""
+    text = m.script()
+    assert 'v = TypeVar("v")' in text  # TVM's name for it: a module TypeVar
+    assert str(dim(tvm.script.from_source(text)).name) == "v"  # which TVM's parser reads as ``v``
+    with pytest.raises(TVMConversionError, match="empty name"):
+        from_tvm(m)  # at once, before any PrimFunc signature is read
+
+
+def test_bridge_b11_the_refusal_is_a_listed_difference():
+    m = _tvm_module(_B11_PRIM_FUNC)
+    verdict, info = _bridge_verdict(m)
+    assert verdict is None
+    assert "unnamed-tir-variable" in info["listed"]
+
+
+# B9: an attribute integer beyond int64 is an ``ffi.BigInt`` in TVM, which its text spells
+# ``metadata["ffi.BigInt"][0]`` (the value omitted): both readings refuse it.
+_B9_BIG = 99999999999999999999999999999999
+_B9_PRIM_FUNC = f'''
+    @T.prim_func(private=True, s_tir=True)
+    def scale(A: T.Buffer((T.int64(8),), "float32"), B: T.Buffer((T.int64(8),), "float32")):
+        T.func_attr({{"layout_free_buffers": [{_B9_BIG}]}})
+        T.evaluate(0)
+'''
+_B9_RELAX = f'''
+    @R.function
+    def main(x: R.Tensor((2,), "float32")) -> R.Tensor((2,), "float32"):
+        R.func_attr({{"foo": [-{_B9_BIG}]}})
+        return x
+'''
+
+# B13 was this finding in a Relax function's attrs: memcore's parser read the metadata
+# reference as a tensor Constant where ``from_tvm`` read the integer.
+_B13_RELAX = f'''
+    @R.function
+    def main(x: R.Tensor(("n", 4), "float32")) -> R.Tensor(("n", 4), "float32"):
+        R.func_attr({{"tir_var_lower_bound": {{"n": -{_B9_BIG}}}, "tir_var_upper_bound": {{"n": 16}}}})
+        return x
+'''
+
+
+@pytest.mark.parametrize("body", [_B9_PRIM_FUNC, _B9_RELAX, _B13_RELAX],
+                         ids=["prim-func-attr", "relax-function-attr", "b13-relax-bounds"])
+def test_bridge_b9_an_integer_beyond_int64_is_refused_by_from_tvm_and_by_the_parser(body):
+    from memcore_py.tvm import TVMConversionError, from_tvm
+
+    m = _tvm_module(body)
+    text = m.script()
+    assert 'metadata["ffi.BigInt"][0]' in text  # TVM's spelling, its value omitted
+    with pytest.raises(TVMConversionError, match=str(_B9_BIG)):
+        from_tvm(m)  # at once, before any PrimFunc signature is read
+    with pytest.raises(ParseError, match="ffi.BigInt"):
+        parse(text)
+    assert _bridge_verdict(m)[0] is None
+
+
+# B12: a packed call without ``ty_args`` takes its binding's annotation as its type in TVM's
+# parser; TVM's KillAfterLastUse (its binding canonicalization, substituting ``y`` by ``x``)
+# rebuilds the call, derives ``R.Any`` for it and fails on the PrimFunc call it feeds.
+# memcore keeps the type; the fuzzer recognises the case (DIFFERENCES.md).
+_B12 = '''
+    @T.prim_func(private=True)
+    def add(A0: T.Buffer((T.int64(2), T.int64(16)), "int32"), out0: T.Buffer((T.int64(2), T.int64(16)), "int32")):
+        T.evaluate(0)
+
+    @R.function
+    def main(x: R.Tensor((2, 16), dtype="int32")) -> R.Tensor((2, 16), dtype="int32"):
+        R.func_attr({"relax.force_pure": True})
+        cls = Module
+        y: R.Tensor((2, 16), dtype="int32") = x
+        lv1: R.Tensor((2, 16), dtype="int32") = R.call_packed("memcore.test.identity", y)
+        alloc2: R.Tensor((2, 16), dtype="int32") = R.builtin.alloc_tensor(R.shape([2, 16]), R.dtype("int32"), 0, R.str("global"))
+        cls.add(lv1, alloc2)
+        return alloc2
+'''
+
+
+def test_bridge_b12_tvms_kill_after_last_use_failing_on_a_packed_call_typed_by_its_annotation_is_listed():
+    tvm = pytest.importorskip("tvm")
+    from tvm import relax
+
+    import memcore_py.tvm as mtvm
+    from memcore_py.testing.fuzz_bridge import _with_packed_call_types
+
+    m = _tvm_module(_B12)
+    with pytest.raises(ValueError, match=r"Argument 0 type mismatch: .*, given R\.Any"):
+        relax.transform.KillAfterLastUse()(m)
+    ours = mtvm.KillAfterLastUse(tvm_scoping=True)(m)
+    spelled, n = _with_packed_call_types(m)  # TVM's pass once the call's type is its ty_args
+    assert n == 1
+    tvm.ir.assert_structural_equal(_with_packed_call_types(ours)[0], relax.transform.KillAfterLastUse()(spelled),
+                                   map_free_vars=True)
+    verdict, info = _bridge_verdict(m)
+    assert verdict is None
+    assert "packed-call-type-from-annotation" in info["listed"]
