@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import itertools
 
+from .._compiled import load_compiled
 from ..errors import PassError
 from ..ir.expr import Function, PrimValue
 from ..ir.prim import (
@@ -59,14 +60,8 @@ from ..ir.prim_arith import (  # noqa: F401 - re-exported: TVM's folding operato
     NEG_INF,
     POS_INF,
     VarBounds,
-    _boundary,
     _c,
-    _div_bound,
     _everything,
-    _inf_add,
-    _inf_mul,
-    _mod_bound,
-    _modular,
     const_int_bound,
     fold_add,
     fold_cast,
@@ -77,6 +72,7 @@ from ..ir.prim_arith import (  # noqa: F401 - re-exported: TVM's folding operato
     fold_min,
     fold_mul,
     fold_sub,
+    modular_set,
 )
 from ..ir.types import FuncType, PrimType, ShapeType, TensorType, TupleType, dtype_bytes
 
@@ -88,6 +84,7 @@ __all__ = [
     "NEG_INF",
     "VarBounds",
     "read_var_bounds",
+    "bounds_from_attrs",
     "signature_vars",
     "const_int_bound",
     "int_set",
@@ -198,7 +195,19 @@ def read_var_bounds(func: Function, func_name: str = "?") -> VarBounds:
     PassError
         An attribute of the wrong type, e.g. ``{"n": [4]}``.
     """
-    attrs = func.attrs
+    return bounds_from_attrs(func.attrs, signature_vars(func), func_name)
+
+
+def bounds_from_attrs(attrs: dict, names, func_name: str = "?") -> VarBounds:
+    """The :class:`VarBounds` a function's ``attrs`` give the TIR vars ``names`` of its
+    signature (:func:`read_var_bounds`' rule, for a caller that lists the names itself: the
+    TVM bridge asks TVM's ``TIRVarsInStructInfo``).
+
+    Raises
+    ------
+    PassError
+        An attribute of the wrong type.
+    """
     upper = _read_int_map(func_name, attrs, ATTR_TIR_VAR_UPPER_BOUND)
     lower = _read_int_map(func_name, attrs, ATTR_TIR_VAR_LOWER_BOUND)
     nonneg_raw = attrs.get(ATTR_TIR_NON_NEGATIVE_VAR)
@@ -213,7 +222,7 @@ def read_var_bounds(func: Function, func_name: str = "?") -> VarBounds:
     if not (upper or lower or nonneg):
         return EMPTY_BOUNDS
     bounds = VarBounds()
-    for name in signature_vars(func):
+    for name in names:
         if name in upper or name in lower:
             lo = lower.get(name, 0 if name in upper else NEG_INF)
             if name in upper:
@@ -374,37 +383,44 @@ _BOOL_ATOMS = frozenset(("lt", "le", "eq", "ne", "and", "or", "not"))
 
 
 def _poly_bound(frozen, bounds):
-    """Constant bound of a canonical polynomial (``prim.canonical``'s frozen form)."""
-    lo_sum, hi_sum = 0, 0
-    for mono, coeff in frozen:
-        lo, hi = coeff, coeff
-        for atom in mono:
-            kind = atom[0]
-            if kind == "v":
-                ab = bounds.var_bound(atom[1])
-            elif kind in _BOOL_ATOMS:
-                ab = (0, 1)
-            elif kind == "if_then_else":  # a call for TVM: no bound
-                ab = (NEG_INF, POS_INF)
-            elif kind == "select":
-                ft, ff = _poly_bound(atom[2], bounds), _poly_bound(atom[3], bounds)
-                ab = (min(ft[0], ff[0]), max(ft[1], ff[1]))
-            elif kind.startswith("cast:"):
-                fv, fd = _poly_bound(atom[1], bounds), _everything(kind[5:])
-                ab = (max(fv[0], fd[0]), min(fv[1], fd[1]))
-            else:
-                fa, fb = _poly_bound(atom[1], bounds), _poly_bound(atom[2], bounds)
-                if atom[0] == "min":
-                    ab = (min(fa[0], fb[0]), min(fa[1], fb[1]))
-                elif atom[0] == "max":
-                    ab = (max(fa[0], fb[0]), max(fa[1], fb[1]))
-                elif atom[0] == "floordiv":
-                    ab = _div_bound(fa, fb)
-                else:
-                    ab = _mod_bound(fa, fb)
-            lo, hi = _boundary((lo, hi), ab, _inf_mul)
-        lo_sum, hi_sum = _inf_add(lo_sum, lo), _inf_add(hi_sum, hi)
-    return (lo_sum, hi_sum)
+    """Constant bound of a canonical polynomial (``prim.canonical``'s frozen form): the sum of
+    its monomials, each its coefficient times its atoms, bounded by the compiled kernel of
+    :func:`const_int_bound` (``_int_bound.bound_of``)."""
+    ib = load_compiled("memcore_py.ir._int_bound")
+    nodes = []
+
+    def emit(kind, a=-1, b=-1, v0=0, v1=0):
+        nodes.append((kind, a, b, v0, v1))
+        return len(nodes) - 1
+
+    def poly(frozen):
+        total = emit(ib.IMM)
+        for mono, coeff in frozen:
+            term = emit(ib.IMM, v0=coeff)
+            for atom in mono:
+                term = emit(ib.MUL, term, factor(atom))
+            total = emit(ib.ADD, total, term)
+        return total
+
+    def factor(atom):
+        kind = atom[0]
+        if kind == "v":
+            return emit(ib.VAR, v0=bounds.var_bound(atom[1])[0], v1=bounds.var_bound(atom[1])[1])
+        if kind in _BOOL_ATOMS:
+            return emit(ib.EVERYTHING, v0=0, v1=1)
+        if kind == "if_then_else":  # a call for TVM: no bound
+            return emit(ib.EVERYTHING, v0=NEG_INF, v1=POS_INF)
+        if kind == "select":
+            return emit(ib.SELECT, poly(atom[2]), poly(atom[3]))
+        if kind.startswith("cast:"):
+            lo, hi = _everything(kind[5:])
+            return emit(ib.CAST, poly(atom[1]), v0=lo, v1=hi)
+        op = {"min": ib.MIN, "max": ib.MAX, "floordiv": ib.FLOORDIV}.get(kind, ib.FLOORMOD)
+        a = poly(atom[1])
+        return emit(op, a, poly(atom[2]))
+
+    poly(frozen)
+    return ib.bound_of(nodes)
 
 
 def _sign_bound(expr, bounds):
@@ -472,7 +488,7 @@ def int_set(expr: PrimExpr, bounds: VarBounds = EMPTY_BOUNDS):
             if _is_point(a) and a[0] is e.a and _is_point(b) and b[0] is e.b:
                 return _point(e)
             if t is FloorMod and type(e.b) is IntImm and e.b.value > 0:
-                coeff, base = _modular(e.a, {})
+                coeff, base = modular_set(e.a)
                 if coeff % e.b.value == 0:  # a multiple of the divisor plus a constant
                     v = base % e.b.value
                     return (IntImm(v, e.dtype), IntImm(v, e.dtype))  # an interval, not a point

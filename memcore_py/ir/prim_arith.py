@@ -9,9 +9,9 @@ re-exports it; :mod:`memcore_py.ir.simplify` simplifies with it).
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
+from .._compiled import load_compiled
 from .prim import (
     EQ,
     GE,
@@ -52,6 +52,7 @@ __all__ = [
     "fold_logical",
     "fold_cast",
     "const_int_bound",
+    "modular_set",
 ]
 
 #: TVM's ``ConstIntBound::kPosInf`` / ``kNegInf`` (note: -kPosInf, not INT64_MIN).
@@ -208,116 +209,6 @@ def fold_cast(dtype: str, v: PrimExpr) -> PrimExpr:
 # --------------------------------------------------------------------------------------
 # Constant integer bounds (TVM ConstIntBoundAnalyzer)
 # --------------------------------------------------------------------------------------
-def _is_inf(x):
-    return x == POS_INF or x == NEG_INF
-
-
-def _sat(x):
-    if x >= POS_INF:
-        return POS_INF
-    if x <= NEG_INF:
-        return NEG_INF
-    return x
-
-
-def _inf_add(x, y):
-    if x == POS_INF or x == NEG_INF:
-        return x
-    if y == POS_INF or y == NEG_INF:
-        return y
-    return _sat(x + y)
-
-
-def _inf_neg(x):
-    return -x  # symmetric: -POS_INF == NEG_INF
-
-
-def _inf_mul(x, y):
-    if not _is_inf(x) and not _is_inf(y):
-        return _sat(x * y)
-    if x == 0 or y == 0:
-        return 0
-    return POS_INF if (x > 0) == (y > 0) else NEG_INF
-
-
-def _inf_floordiv(x, y):
-    if x == POS_INF:
-        return POS_INF if y > 0 else NEG_INF
-    if x == NEG_INF:
-        return NEG_INF if y > 0 else POS_INF
-    return x // y  # as TVM: a finite x over an infinite end divides by +-(2**63 - 1)
-
-
-def _boundary(a, b, op):
-    vals = (op(a[0], b[0]), op(a[0], b[1]), op(a[1], b[0]), op(a[1], b[1]))
-    return (min(vals), max(vals))
-
-
-def _div_bound(a, b):
-    if b[0] == 0:
-        b = (1, b[1])
-    if b[1] == 0:
-        b = (b[0], -1)
-    if b[0] <= 0 <= b[1]:
-        neg = _boundary(a, (b[0], -1), _inf_floordiv) if b[0] < 0 else None
-        pos = _boundary(a, (1, b[1]), _inf_floordiv) if b[1] > 0 else None
-        parts = [p for p in (neg, pos) if p is not None]
-        if not parts:
-            return (NEG_INF, POS_INF)
-        return (min(p[0] for p in parts), max(p[1] for p in parts))
-    return _boundary(a, b, _inf_floordiv)
-
-
-def _modular(e, memo):
-    """TVM ``ModularSet``: ``(coeff, base)`` with ``e == coeff * x + base`` for some int x
-    (coeff 0: the constant ``base``; coeff 1, base 0: nothing known)."""
-    key = id(e)
-    hit = memo.get(key)
-    if hit is not None:
-        return hit
-    t = type(e)
-    if t is IntImm:
-        r = (0, e.value)
-    elif t is Add or t is Sub:
-        c1, b1 = _modular(e.a, memo)
-        c2, b2 = _modular(e.b, memo)
-        c = math.gcd(c1, c2)
-        r = (c, (b1 + b2) if t is Add else (b1 - b2))
-    elif t is Mul:
-        c1, b1 = _modular(e.a, memo)
-        c2, b2 = _modular(e.b, memo)
-        r = (math.gcd(math.gcd(c1 * c2, c1 * b2), c2 * b1), b1 * b2)
-    elif t is FloorDiv and type(e.b) is IntImm and e.b.value > 0:
-        c1, b1 = _modular(e.a, memo)
-        d = e.b.value
-        r = (c1 // d, b1 // d) if c1 % d == 0 else (1, 0)
-    elif t is FloorMod and type(e.b) is IntImm and e.b.value > 0:
-        c1, b1 = _modular(e.a, memo)
-        d = e.b.value
-        g = math.gcd(c1, d)
-        r = (g, b1) if g else (0, b1 % d)
-    else:
-        r = (1, 0)
-    c, b = r
-    if c:
-        r = (abs(c), b % abs(c))
-    memo[key] = r
-    return r
-
-
-def _mod_bound(a, b):
-    if b[0] > 0:
-        b_max_cap = _inf_add(b[1], -1)
-        if a[0] >= 0:
-            if a[1] < b[0]:
-                return a
-            return (0, min(a[1], b_max_cap))
-        return (0, b_max_cap)
-    b_min_cap = _inf_add(b[0], 1)
-    b_max_cap = _inf_add(b[1], -1)
-    return (min(0, b_min_cap), max(0, b_max_cap))
-
-
 def const_int_bound(expr: PrimExpr, bounds: VarBounds = EMPTY_BOUNDS):
     """The constant interval ``(lo, hi)`` of ``expr`` (TVM ``Analyzer::const_int_bound``).
 
@@ -326,58 +217,17 @@ def const_int_bound(expr: PrimExpr, bounds: VarBounds = EMPTY_BOUNDS):
     of its branches' bounds (the condition is not used); a :class:`~memcore_py.ir.prim.Cast`
     its operand's bound clamped to the target dtype's range; comparisons, ``and``/``or``/``not``
     ``[0, 1]``; an :class:`~memcore_py.ir.prim.IfThenElse` (a call for TVM) the whole range of
-    its dtype, whatever its branches.
+    its dtype, whatever its branches. The rules live in the compiled kernel
+    ``memcore_py/ir/_int_bound.pyx``, which the TVM bridge's sizing calls too.
     """
-    memo = {}
+    return load_compiled("memcore_py.ir._int_bound").const_int_bound(expr, bounds.var_bound, _everything)
 
-    def visit(e):
-        key = id(e)
-        hit = memo.get(key)
-        if hit is not None:
-            return hit
-        t = type(e)
-        if t is IntImm:
-            r = (e.value, e.value)
-        elif t is PrimVar:
-            r = bounds.var_bound(e.name)
-        elif t is Add:
-            a, b = visit(e.a), visit(e.b)
-            r = (_inf_add(a[0], b[0]), _inf_add(a[1], b[1]))
-        elif t is Sub:
-            a, b = visit(e.a), visit(e.b)
-            r = (_inf_add(a[0], _inf_neg(b[1])), _inf_add(a[1], _inf_neg(b[0])))
-        elif t is Mul:
-            r = _boundary(visit(e.a), visit(e.b), _inf_mul)
-        elif t is FloorDiv:
-            r = _div_bound(visit(e.a), visit(e.b))
-        elif t is FloorMod:
-            r = _mod_bound(visit(e.a), visit(e.b))
-            if type(e.b) is IntImm and e.b.value > 0:
-                # ModularSet: a = coeff * x + base, so a % d is base mod g + g * j, g = gcd
-                d = e.b.value
-                coeff, base = _modular(e.a, {})
-                g = math.gcd(coeff, d)
-                lo_m = base % g if g else base % d
-                hi_m = (d - 1) - ((d - 1 - base) % g) if g else base % d
-                r = (max(r[0], lo_m), min(r[1], hi_m))
-        elif t is Min:
-            a, b = visit(e.a), visit(e.b)
-            r = (min(a[0], b[0]), min(a[1], b[1]))
-        elif t is Max:
-            a, b = visit(e.a), visit(e.b)
-            r = (max(a[0], b[0]), max(a[1], b[1]))
-        elif t is Select:
-            a, b = visit(e.true_value), visit(e.false_value)
-            r = (min(a[0], b[0]), max(a[1], b[1]))
-        elif t is Cast:
-            a, b = visit(e.value), _everything(e.dtype)
-            r = (max(a[0], b[0]), min(a[1], b[1]))
-        else:  # comparisons, and/or/not (bool), if_then_else (a call): everything of the dtype
-            r = _everything(e.dtype)
-        memo[key] = r
-        return r
 
-    return visit(expr)
+def modular_set(expr: PrimExpr):
+    """TVM ``ModularSet``: ``(coeff, base)`` with ``expr == coeff * x + base`` for some integer
+    ``x`` (coeff 0: the constant ``base``; ``(1, 0)``: nothing known), by the kernel of
+    :func:`const_int_bound`."""
+    return load_compiled("memcore_py.ir._int_bound").modular_set(expr)
 
 
 def _everything(dtype: str):

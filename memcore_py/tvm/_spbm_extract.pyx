@@ -54,6 +54,7 @@ from cython.operator cimport dereference as deref
 
 from memcore_py.analysis._binding_table cimport BindingTable
 from memcore_py.analysis._storage_walk cimport Sizer, TokenRecorder
+from memcore_py.ir._int_bound cimport N_IMM, N_VAR, IntNode, bound_nodes, saturate
 from memcore_py.tvm._ffi_abi cimport (
     FFIAny, K_ARRAY, K_DATATYPE, K_INT, K_OBJECT_BEGIN, K_SMALL_STR, any_obj, any_type, array_data, array_size, obj_field, obj_type,
 )
@@ -116,6 +117,54 @@ cdef bint intern_dim(Layout L, const char* e, vector[int64_t]& key, int depth) n
     return False
 
 
+cdef int32_t encode_dim(Layout L, const char* e, dict var_ranges, object var_bound, vector[IntNode]& out,
+                        int depth) except -2:
+    """Append the nodes of the PrimExpr ``e`` to ``out`` in post-order (``memcore_py/ir/
+    _int_bound.pyx``'s encoding): an ``IntImm``, a variable (its range ``var_bound(name)``,
+    kept in ``var_ranges`` by address) or a binary node (``BINARY_PRIM_NODES``) of such
+    parts; its index, or -1 for anything else or deeper than any shape arithmetic."""
+    cdef int32_t ti, x, y
+    cdef const char* val
+    cdef IntNode nd
+    cdef int k
+    if e == NULL or depth > 64:
+        return -1
+    ti = obj_type(e)
+    nd.a = nd.b = -1
+    nd.v0 = nd.v1 = 0
+    if ti == L.t_int_imm:
+        val = e + L.o_imm_value
+        if any_type(val) != K_INT:
+            return -1
+        nd.kind = N_IMM
+        nd.v0 = saturate((<const int64_t*>(val + 8))[0])
+    elif ti == L.t_var:
+        r = var_ranges.get(<size_t>e)
+        if r is None:
+            name = read_string(e + L.o_var_name)
+            if name is None:
+                return -1
+            lo, hi = var_bound(name)
+            r = var_ranges[<size_t>e] = (saturate(lo), saturate(hi))
+        nd.kind = N_VAR
+        nd.v0, nd.v1 = r
+    else:
+        for k in range(7):
+            if ti == L.t_bin[k]:
+                break
+        else:
+            return -1
+        x = encode_dim(L, obj_field(e, L.o_bin_a), var_ranges, var_bound, out, depth + 1)
+        if x < 0:
+            return -1
+        y = encode_dim(L, obj_field(e, L.o_bin_b), var_ranges, var_bound, out, depth + 1)
+        if y < 0:
+            return -1
+        nd.kind, nd.a, nd.b = 2 + k, x, y
+    out.push_back(nd)
+    return <int32_t>out.size() - 1
+
+
 cdef class TVMSizer(Sizer):
     """The sizing of the allocations of TVM's objects the Init rule kernel asks for
     (:class:`~memcore_py.analysis._storage_walk.Sizer`): the :class:`TokenInfo` of an
@@ -146,6 +195,9 @@ cdef class TVMSizer(Sizer):
     cdef vector[int64_t] small_ids                      # ... -> its scope id
     cdef map[pair[pair[int64_t, int64_t], pair[int64_t, int64_t]], Py_ssize_t] info_index
     cdef map[vector[int64_t], int64_t] dim_bounds      # an interned dim -> its constant upper bound, or -1
+    cdef dict var_ranges                                # a variable's address -> its (lo, hi) in this function
+    cdef vector[IntNode] dim_nodes                      # scratch: the dim being bounded, encoded
+    cdef vector[int64_t] node_lo, node_hi, node_coeff, node_base  # scratch: the kernel's results
     cdef vector[int64_t] dim_key                        # scratch: the dim being interned
     cdef bint bounded                                   # the current function has bounds
     cdef type info_cls
@@ -167,6 +219,7 @@ cdef class TVMSizer(Sizer):
         self.infos_of_function = []
         self.info_index.clear()
         self.dim_bounds.clear()
+        self.var_ranges = {}
         self.bounded = self.symbolic is not None and bool(self.symbolic.bounded)
         self.started = True
 
@@ -252,11 +305,35 @@ cdef class TVMSizer(Sizer):
         it = self.dim_bounds.find(self.dim_key)
         if it != self.dim_bounds.end():
             return deref(it).second
-        cdef int64_t bound = self.symbolic.dim_bound(<size_t>e)
+        cdef int64_t bound = self.kernel_bound(e)
+        if bound == -2:  # not bounded by a constant: the symbolic maximum, the full pass's rule
+            bound = self.symbolic.dim_bound(<size_t>e)
         if bound < 0:
             bound = -1
         self.dim_bounds[self.dim_key] = bound
         return bound
+
+    cdef int64_t kernel_bound(self, const char* e) except -3:
+        """The constant upper bound of the dim ``e`` by the bound kernel
+        (``memcore_py/ir/_int_bound.pyx``, what :func:`~memcore_py.analysis.arith.
+        upper_bound_dim` asks first), -1 when negative; -2 when the kernel finds none or
+        ``e`` is not encoded (then the caller asks the full rule)."""
+        cdef Py_ssize_t n
+        cdef int64_t hi
+        self.dim_nodes.clear()
+        if encode_dim(self.L, e, self.var_ranges, self.symbolic.bounds.var_bound, self.dim_nodes, 0) < 0:
+            return -2
+        n = self.dim_nodes.size()
+        self.node_lo.resize(n)
+        self.node_hi.resize(n)
+        self.node_coeff.resize(n)
+        self.node_base.resize(n)
+        bound_nodes(self.dim_nodes.data(), n, self.node_lo.data(), self.node_hi.data(), self.node_coeff.data(),
+                    self.node_base.data())
+        hi = self.node_hi[n - 1]
+        if hi == INT64_MAX:
+            return -2
+        return hi if hi >= 0 else -1
 
     cdef object symbolic_info(self, const char* dims, tuple key):
         """The :class:`TokenInfo` of an allocation of a symbolic shape (``dims``: its type's dims

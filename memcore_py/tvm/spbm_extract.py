@@ -32,10 +32,13 @@ The storages' ``R.shape([bytes])`` and the offsets' ``IntImm`` s are TVM objects
 calls (bounded caches below), as the writer shares constant leaves.
 
 Allocations of symbolic shapes are the one place where memcore's IR is read. In a function
-with bounds (after :func:`~memcore_py.analysis.arith.read_var_bounds` on its signature and
-attributes), the sizer asks :meth:`_Symbolic.dim_bound` for each distinct symbolic dim (interned
-by structure in C): that one PrimExpr is read with the full conversion's reader and bounded by
-the full pass's own rule (:func:`~memcore_py.analysis.arith.upper_bound_dim`); an allocation
+with bounds (after :func:`~memcore_py.analysis.arith.bounds_from_attrs` on its signature and
+attributes, for the TIR vars TVM lists in its type), the sizer bounds each distinct symbolic
+dim (interned by structure in C) with the bound kernel the full pass's rule
+(:func:`~memcore_py.analysis.arith.upper_bound_dim`) calls first (``memcore_py/ir/
+_int_bound.pyx``, the dim encoded from TVM's objects); only a dim the kernel does not bound by
+a constant, or does not encode, is read with the full conversion's reader and bounded by that
+rule (:meth:`_Symbolic.dim_bound`); an allocation
 whose every dim has a constant bound is then sized in C as a constant one. Any other symbolic
 allocation (the sizer has checked it as the full pass checks it) is handed to
 :class:`_Symbolic` once per distinct type of a function, which reads its dims with the same
@@ -66,8 +69,6 @@ Measured against TVM's pass by bench ``test_fixed_cost_native_spbm`` and
 """
 from __future__ import annotations
 
-from typing import NamedTuple
-
 from .._compiled import load_compiled
 from ..analysis.arith import (
     ATTR_TIR_NON_NEGATIVE_VAR,
@@ -75,7 +76,7 @@ from ..analysis.arith import (
     ATTR_TIR_VAR_UPPER_BOUND,
     EMPTY_BOUNDS,
     UnsupportedBound,
-    read_var_bounds,
+    bounds_from_attrs,
     upper_bound_dim,
 )
 from ..analysis.storage_tokens import (
@@ -112,14 +113,6 @@ __all__ = ["static_plan_block_memory_extracted"]
 _BOUND_ATTRS = frozenset((ATTR_TIR_VAR_UPPER_BOUND, ATTR_TIR_VAR_LOWER_BOUND, ATTR_TIR_NON_NEGATIVE_VAR))
 
 
-class _Signature(NamedTuple):
-    """What :func:`~memcore_py.analysis.arith.read_var_bounds` reads of a function."""
-
-    params: tuple
-    ret_ty: object
-    attrs: dict
-
-
 class _Symbolic:
     """The sizes of allocations of symbolic shapes, and the ``R.shape([bytes])`` of their
     storages: the full pass's own code on the few bindings the sizer hands over, read by the
@@ -152,7 +145,9 @@ class _Symbolic:
         return reader
 
     def begin(self, name: str, func_idx: int, f_addr: int, attrs: dict):
-        """Start the function ``name``: read its bounds when it has ``tir_var_*`` attributes.
+        """Start the function ``name``: read its bounds when it has ``tir_var_*`` attributes,
+        for the TIR vars of its signature as TVM lists them (``TIRVarsInType`` of its type,
+        what TVM's ``SetTIRVarRangeConstraints`` reads).
 
         Raises
         ------
@@ -163,11 +158,9 @@ class _Symbolic:
         if _BOUND_ATTRS.isdisjoint(attrs):  # the common case: nothing to read
             self.bounds = EMPTY_BOUNDS
             return
-        reader = self._reader()
         func = _ffi_writer.object_at(f_addr)
-        params = []
-        _ffi_reader.read_params(self.layout, reader, func.params, reader.def_var, params)
-        self.bounds = read_var_bounds(_Signature(tuple(params), reader.ty(func.ret_ty), attrs), name)
+        names = [str(v.name) for v in self.api.tvm.relax.analysis.tir_vars_in_type(func.ty)]
+        self.bounds = bounds_from_attrs(attrs, names, name)
 
     def __call__(self, dims_addr: int, dtype: str):
         """``(const bytes, bytes)`` of the :class:`TokenInfo` of an allocation the sizer checked,

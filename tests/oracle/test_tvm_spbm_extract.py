@@ -3,6 +3,8 @@ full conversion (both modes) and TVM's StaticPlanBlockMemory (TVM mode), on real
 dynamic shapes and random modules, and the cases where it must decline."""
 from __future__ import annotations
 
+import random
+
 import pytest
 
 tvm = pytest.importorskip("tvm")
@@ -405,6 +407,50 @@ def test_composite_symbolic_dims_are_bounded_as_the_full_pass_bounds_them(attrs)
                               ret='R.Tensor(("n", "m"), dtype="float32")', attrs=attrs))
     for mode in MODES:
         assert _check(m, mode) is not None
+
+
+def _random_dim(rng, depth):
+    """A shape-like dim over ``n`` and ``m`` in TVMScript: sums, products, differences,
+    division and remainder by constants, min/max, and now and then a cast or a select (which
+    the compiled sizer leaves to the full pass's rule)."""
+    if depth == 0 or rng.random() < 0.3:
+        return rng.choice(("n", "m")) if rng.random() < 0.7 else f"T.int64({rng.randint(1, 9)})"
+    a, b = _random_dim(rng, depth - 1), _random_dim(rng, depth - 1)
+    kind = rng.choice(("+", "*", "*", "-", "//", "%", "min", "max", "cast", "select"))
+    c = rng.randint(1, 6)
+    if kind == "-":  # never negative: the pass refuses a negative dim
+        return f"T.max({a} - T.int64({c}), T.int64(0))"
+    if kind in ("//", "%"):
+        return f"({a} {kind} {c})"
+    if kind in ("min", "max"):
+        return f"T.{kind}({a}, {b})"
+    if kind == "cast":
+        return f'T.Cast("int64", T.Cast("int32", {a}))'
+    if kind == "select":
+        return f"T.Select(n < m, {a}, {b})"
+    return f"({a} {kind} {b})"
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_composite_dims_are_bounded_as_tvm_bounds_them(seed):
+    # every distinct dim is bounded by the compiled bound kernel or, when the kernel finds no
+    # constant bound (``m`` only non-negative), by the full pass's rule; a cast or a select
+    # sizes its allocation whole: the plan equals the full conversion's and TVM's
+    rng = random.Random(seed)
+    lines, prev = [], "x"
+    for k in range(10):
+        dims = ", ".join(_random_dim(rng, 3) for _ in range(rng.randint(1, 2)))
+        lines += [f'a{k} = R.builtin.alloc_tensor(R.shape([{dims}]), R.dtype("float32"), R.prim_value(0), '
+                  'R.str("global"))', f"_{k} = cls.k1({prev}, a{k})"]
+        prev = f"a{k}"
+    attrs = ('{"tir_var_upper_bound": {"n": 16, "m": 32}}',
+             '{"tir_var_upper_bound": {"n": 16, "m": 32}, "tir_var_lower_bound": {"n": 2, "m": 1}}',
+             '{"tir_var_upper_bound": {"n": 16}, "tir_non_negative_var": ["m"]}')[seed % 3]
+    m = _module(MODULE + _fn("main", "n = T.int64()\nm = T.int64()\n" + "\n".join(lines) + "\nreturn x",
+                              params='x: R.Tensor(("n", "m"), dtype="float32")',
+                              ret='R.Tensor(("n", "m"), dtype="float32")', attrs=attrs))
+    for mode in MODES:
+        _check(m, mode, like_tvm=(mode == "tvm"))
 
 
 def test_a_bound_memcore_does_not_support_declines_and_the_full_pass_reports_it():
