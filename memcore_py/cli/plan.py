@@ -10,7 +10,8 @@ NAME=INPUT:DIM[:MIN[:MAX]]`` makes dimensions symbolic) are imported with
 :func:`~memcore_py.frontend.exported_program.from_exported_program` after
 ``run_decompositions()`` and planned like the high-level text below, the table followed by
 the time of each stage (torch's load or export and decompositions, memcore's import and
-lowering); ``*.onnx`` is not implemented yet (an error).
+lowering); ``*.onnx`` is imported with :func:`~memcore_py.frontend.onnx_model.from_onnx`
+and planned the same way.
 With ``--executorch``, a ``.pt2`` or ``module:function`` program is lowered by ExecuTorch
 instead, with its greedy planner and with memcore's (:mod:`memcore_py.cli.plan_executorch`).
 
@@ -24,7 +25,13 @@ mode (the first, cold call costs several times more), as the column headers say.
 
 A byte total that depends on an unbounded shape variable is printed as an expression in
 bytes (``3072*n + 1536``); ``--bind n=512`` (repeatable, or ``n=512,m=4``) evaluates every
-figure at the given values (the lower bound too).
+figure at the given values (the lower bound too). ``--bound n=1:128`` (repeatable, or
+``n=1:128,m=:4``; ``MIN`` omitted is 0) instead bounds the dimension before planning, so
+that storages are sized for its upper bound and the figures are numbers: an ONNX
+``dim_param``, a torch program's symbol (or ``--dynamic`` name), a TVMScript shape variable
+(set on every Relax function whose signature has it). A bound is intersected with the range
+the input already records (a ``torch.export`` range, the text's ``tir_var_upper_bound``): it
+narrows and never widens (:mod:`memcore_py.cli.plan_inputs`).
 
 A module with high-level op calls (TVM's torch importer output) is first lowered for planning
 (``LowerForPlanning, ToNonDataflow, RemovePurityChecking, CallTIRRewrite``) without TVM; with
@@ -51,6 +58,7 @@ import time
 from ..planning.allocate import MODES
 from ..planning.arena_options import ARENA_TIME_LIMIT
 from ._common import DEFAULT_PASSES, SPBM, InputError, UsageError, fail, parse_text, read_text
+from .plan_inputs import attr_ints, option_items, shape_size
 
 #: Runs of each mode per module; the report's times are the fastest (steady state).
 TIMING_RUNS = 5
@@ -61,7 +69,7 @@ __all__ = ["add_arguments", "run", "main", "plan_and_report", "parse_bind", "DEF
 def add_arguments(parser) -> None:
     """Add ``plan``'s arguments to an :class:`argparse.ArgumentParser`."""
     parser.add_argument("file", nargs="?", metavar="FILE",
-                        help="what to plan: a TVMScript module ('-' = stdin), a torch.export .pt2 file, "
+                        help="what to plan: a TVMScript module ('-' = stdin), a torch.export .pt2 file, an .onnx file, "
                              "module:function returning (nn.Module, example_inputs), a graph-executor .json, "
                              "a MiniMalloc .csv problem (default: the shipped real models)")
     parser.add_argument("--mode", choices=MODES, default="arena",
@@ -77,6 +85,12 @@ def add_arguments(parser) -> None:
                         help="evaluate symbolic byte figures at these shape-variable values "
                              "(repeatable; e.g. --bind n=512 --bind m=4, or --bind n=512,m=4; a --dynamic NAME "
                              "too)")
+    parser.add_argument("--bound", action="append", default=[], metavar="NAME=[MIN]:MAX",
+                        help="bound the symbolic dimension NAME to [MIN, MAX] (MIN omitted: 0) before planning, "
+                             "so storages are sized for MAX: an .onnx dim_param, a .pt2 / module:function symbol "
+                             "(or --dynamic NAME), a TVMScript shape variable (set on every function having it); "
+                             "narrows a range the file records, never widens it (repeatable; e.g. --bound "
+                             "seq=1:128)")
     parser.add_argument("--dynamic", action="append", default=[], metavar="NAME=INPUT:DIM[:MIN[:MAX]]",
                         help="module:function input: export dimension DIM of example input INPUT (position or "
                              "forward() argument name) as the symbol NAME, optionally bounded (repeatable; "
@@ -148,22 +162,15 @@ def parse_bind(items) -> dict:
         different values.
     """
     out: dict = {}
-    for item in items:
-        for part in item.split(","):
-            part = part.strip()
-            name, eq, value = part.partition("=")
-            name, value = name.strip(), value.strip()
-            if not eq or not name.isidentifier():
-                raise UsageError(f"--bind: expected NAME=INT (e.g. n=512); got {part!r}")
-            try:
-                number = int(value, 10)
-            except ValueError:
-                raise UsageError(f"--bind: the value of {name!r} must be an integer; got {value!r}") from None
-            if number < 0:
-                raise UsageError(f"--bind: the value of {name!r} must be >= 0 (a shape size); got {number}")
-            if out.get(name, number) != number:
-                raise UsageError(f"--bind: {name!r} given twice with different values ({out[name]} and {number})")
-            out[name] = number
+    for part in option_items(items):
+        name, eq, value = part.partition("=")
+        name, value = name.strip(), value.strip()
+        if not eq or not name.isidentifier():
+            raise UsageError(f"--bind: expected NAME=INT (e.g. n=512); got {part!r}")
+        number = shape_size(value, f"--bind: the value of {name!r}")
+        if out.get(name, number) != number:
+            raise UsageError(f"--bind: {name!r} given twice with different values ({out[name]} and {number})")
+        out[name] = number
     return out
 
 
@@ -184,6 +191,45 @@ def _check_bind_names(bind: dict, modules) -> None:
         have = ", ".join(sorted(known)) or "none"
         raise UsageError(f"--bind: {', '.join(map(repr, unknown))} is not a shape variable of the planned "
                          f"functions (they have: {have})")
+
+
+def _planned_bounds(bounds: dict, symbols: dict, modules) -> dict:
+    """The ranges each ``--bound`` dimension is planned for: name (torch's symbol for a
+    ``--dynamic`` name) -> ``{function: (min, max)}`` as the functions'
+    ``tir_var_lower_bound`` / ``tir_var_upper_bound`` attributes hold them (the given range
+    intersected with each function's own)."""
+    from ..analysis.arith import ATTR_TIR_VAR_LOWER_BOUND, ATTR_TIR_VAR_UPPER_BOUND
+    from ..ir.expr import Function
+
+    out: dict = {}
+    for mod in modules:
+        for gv, func in mod.functions.items():
+            if not isinstance(func, Function):
+                continue
+            lower = attr_ints(func.attrs.get(ATTR_TIR_VAR_LOWER_BOUND))
+            upper = attr_ints(func.attrs.get(ATTR_TIR_VAR_UPPER_BOUND))
+            for name in bounds:
+                key = symbols.get(name, name)
+                if key in upper:
+                    out.setdefault(key, {})[gv.name] = (lower.get(key, 0), upper[key])
+    return out
+
+
+def _covering(ranges: dict) -> tuple:
+    """``(min, max)`` covering every function's range of one dimension."""
+    return min(lo for lo, _ in ranges.values()), max(hi for _, hi in ranges.values())
+
+
+def _bounds_line(planned: dict) -> str:
+    """``dim bounds: seq in [1, 128]``, with the per-function ranges when they differ."""
+    parts = []
+    for name, ranges in planned.items():
+        lo, hi = _covering(ranges)
+        text = f"{name} in [{lo}, {hi}]"
+        if len(set(ranges.values())) > 1:
+            text += " (" + ", ".join(f"{f} [{a}, {b}]" for f, (a, b) in ranges.items()) + ")"
+        parts.append(text)
+    return "dim bounds: " + ", ".join(parts)
 
 
 def _rename_bind(bind: dict, symbols: dict) -> dict:
@@ -216,11 +262,12 @@ def _build_passes(spec: str, mode: str, time_limit=None):
     return passes[:i], passes[i], passes[i + 1:]
 
 
-def _inputs(path: str | None, dynamic=None, symbols: dict | None = None):
+def _inputs(path: str | None, dynamic=None, symbols: dict | None = None, bounds: dict | None = None):
     """``[(label, source, reference, stages)]``: one file, or the shipped models; ``source`` is
     TVMScript text or, for ``.pt2`` / ``.onnx`` / ``module:function`` inputs, the imported module (then
     ``stages`` holds the import's stage times, :data:`~.plan_inputs.STAGES`, and ``symbols``
-    gets each ``--dynamic`` name's shape variable)."""
+    gets each ``--dynamic`` name's shape variable); ``bounds`` (``--bound``) go to the
+    importer, a TVMScript input's are applied by :func:`_plan_one`."""
     from .plan_inputs import input_kind
 
     if input_kind(path) in ("pt2", "onnx", "callable"):
@@ -229,7 +276,7 @@ def _inputs(path: str | None, dynamic=None, symbols: dict | None = None):
 
         stages: dict = {}
         try:
-            mod = import_model(path, dynamic=dynamic, timings=stages, symbols=symbols)
+            mod = import_model(path, dynamic=dynamic, timings=stages, symbols=symbols, bounds=bounds)
         except MemcoreError as exc:
             raise InputError(str(exc)) from exc
         return [(path, mod, None, stages)]
@@ -298,14 +345,19 @@ def plan_and_report(mod, name: str = "module", reference: dict | None = None, ti
 
 
 def _plan_one(label: str, source, reference, before, after, mode: str, time_limit=None, bind=None, stages=None,
-              fused: bool = False):
+              fused: bool = False, bounds=None):
     """Plan one input (``source``: TVMScript text or a module); ``stages`` gets the lowering
     time when the module is lowered for planning first (with TVM's FuseOps grouping when
-    ``fused``)."""
+    ``fused``); ``bounds`` (``--bound``) are set on a parsed text's functions."""
     from ..errors import MemcoreError
     from ..transform import Sequential
 
-    mod = parse_text(source, label) if isinstance(source, str) else source
+    if isinstance(source, str):
+        from .plan_inputs import apply_bounds
+
+        mod = apply_bounds(parse_text(source, label), bounds, label)
+    else:
+        mod = source
     try:
         from ..transform.lower_for_planning import has_high_level_calls
 
@@ -358,19 +410,29 @@ def run(args, out=None) -> int:
     Errors are printed to stderr as ``memcore plan: error: ...`` (no traceback).
     """
     out = out or sys.stdout
-    from .plan_inputs import input_kind, parse_dynamic
+    from .plan_inputs import input_kind, parse_bound, parse_dynamic
     from .progress import Progress
 
     plot = getattr(args, "plot", None)
     if plot and not plot.lower().endswith((".png", ".svg", ".pdf")):
         return fail("plan", f"--plot: {plot!r} must end in .png, .svg or .pdf", 2)
+    kind = input_kind(args.file)
+    if getattr(args, "bound", None):
+        if getattr(args, "executorch", False):
+            return fail("plan", "--bound does not apply with --executorch (ExecuTorch plans for the export's own "
+                                "ranges: export with a bounded Dim, e.g. --dynamic NAME=INPUT:DIM:MIN:MAX)", 2)
+        if kind in ("graph-json", "csv"):
+            return fail("plan", f"--bound applies to models with symbolic dimensions (TVMScript, .onnx, .pt2, "
+                                f"module:function); a {'graph-executor JSON' if kind == 'graph-json' else 'CSV'} "
+                                "file has none", 2)
+        if args.file is None:
+            return fail("plan", "--bound needs a FILE (a model with symbolic dimensions)", 2)
     if getattr(args, "executorch", False):
         from .plan_executorch import run_executorch
 
         return run_executorch(args, out)
     if getattr(args, "write_pte", None):
         return fail("plan", "--write-pte needs --executorch", 2)
-    kind = input_kind(args.file)
     if getattr(args, "dynamic", None) and kind != "callable":
         return fail("plan", "--dynamic applies to module:function inputs (an importable callable returning "
                             "(nn.Module, example_inputs))", 2)
@@ -388,17 +450,19 @@ def run(args, out=None) -> int:
         before, spbm, after = _build_passes(args.passes, args.mode, args.time_limit)
         bind = parse_bind(getattr(args, "bind", None) or [])
         dynamic = parse_dynamic(getattr(args, "dynamic", None) or [])
+        bounds = parse_bound(getattr(args, "bound", None) or [])
         symbols: dict = {}
-        inputs = _inputs(args.file, dynamic, symbols)
+        inputs = _inputs(args.file, dynamic, symbols, bounds)
         bind = _rename_bind(bind, symbols)
         results = []
         with Progress(len(inputs), "planning") as bar:  # on a terminal's stderr, after 1 s
             for label, source, ref, stages in inputs:
                 bar.start(label)
                 results.append(_plan_one(label, source, ref, before, after, args.mode, args.time_limit, bind, stages,
-                                         fused=args.fused))
+                                         fused=args.fused, bounds=bounds))
                 bar.advance()
         stages = [st for *_, st in inputs]
+        planned_bounds = _planned_bounds(bounds, symbols, [mod for _, _, mod in results]) if bounds else {}
         _check_bind_names(bind, [report.tvm_module for report, _, _ in results])
     except UsageError as exc:
         return fail("plan", str(exc), 2)
@@ -410,6 +474,8 @@ def run(args, out=None) -> int:
         if args.json:
             doc = {"mode": args.mode, "time_limit": args.time_limit, "passes": names, "bind": bind,
                    "timing": f"best of {TIMING_RUNS} runs per mode (steady state)", "modules": []}
+            if planned_bounds:
+                doc["bounds"] = {k: list(_covering(v)) for k, v in planned_bounds.items()}
             for (report, planned, _), st in zip(results, stages):
                 entry = report.to_dict()
                 if st:
@@ -437,6 +503,8 @@ def run(args, out=None) -> int:
                       "(steady state)\n")
             if bind:
                 out.write("bound: " + ", ".join(f"{k}={v}" for k, v in bind.items()) + "\n")
+            if planned_bounds:
+                out.write(_bounds_line(planned_bounds) + "\n")
             if len(stages) == 1 and stages[0]:
                 out.write("stages: " + ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in stages[0].items()) + "\n")
             if symbols:

@@ -31,6 +31,15 @@ then checks those sizes are equal). torch names the symbol itself (``s77``) and 
 keeps torch's name, as TVM's does; :func:`export_callable` reports which symbol each
 ``NAME`` became, so that ``--bind NAME=...`` works.
 
+``--bound NAME=[MIN]:MAX`` (:func:`parse_bound`; ``MIN`` omitted: 0) bounds the symbolic
+dimension ``NAME``: an ONNX file's ``dim_param`` (``from_onnx``'s ``dim_bounds``), a ``.pt2``
+or ``module:function`` program's symbol (``s77``, or the ``--dynamic`` name;
+``from_exported_program``'s ``dim_bounds``), or a TVMScript module's shape variable
+(:func:`apply_bounds`: the ``tir_var_lower_bound`` / ``tir_var_upper_bound`` attributes of
+every Relax function whose signature has it). A bound is intersected with the range the input
+already records (a torch export's range constraints, the text's attributes): it narrows that
+range and never widens it.
+
 Every failure of the input is a typed :class:`~memcore_py.errors.MemcoreError`
 (:class:`~memcore_py.errors.FrontendError` and its subclasses) naming the file or callable and
 what is wrong, and a bad ``--dynamic`` a :class:`~._common.UsageError`. A torch error message
@@ -53,8 +62,8 @@ import warnings
 from ..errors import FrontendDependencyError, FrontendError, InputNotImplementedError, UnsupportedOperatorError
 from ._common import UsageError
 
-__all__ = ["input_kind", "InputNotImplementedError", "DynamicDim", "parse_dynamic", "load_exported_program",
-           "export_callable", "import_model", "import_onnx", "STAGES"]
+__all__ = ["input_kind", "InputNotImplementedError", "DynamicDim", "parse_dynamic", "parse_bound", "apply_bounds",
+           "load_exported_program", "export_callable", "import_model", "import_onnx", "STAGES"]
 
 #: Stages of :func:`import_model`, in order, as recorded in its ``timings``.
 STAGES = ("torch.export.load", "torch.export.export", "onnx.load", "run_decompositions", "import")
@@ -138,6 +147,120 @@ def parse_dynamic(items) -> list:
             raise UsageError(f"--dynamic: {name!r} given twice with different bounds {bounds[name]} and {(lo, hi)}")
         out.append(DynamicDim(name, source, dim, lo, hi))
     return out
+
+
+_BOUND_FORM = "expected NAME=MIN:MAX or NAME=:MAX (e.g. seq=1:128)"
+
+
+def parse_bound(items) -> dict:
+    """Symbolic dimension bounds from ``--bound`` arguments: name -> ``(min, max)``.
+
+    Each item is ``NAME=MIN:MAX`` or ``NAME=:MAX`` (``MIN`` 0), or a comma-separated list of
+    them; ``0 <= MIN <= MAX``. ``NAME=N`` is refused: it is ``--bind``'s form (evaluate the
+    figures at ``N``), and a bound states the range the dimension can take.
+
+    Raises
+    ------
+    UsageError
+        A malformed item, a non-integer or negative value, ``MIN > MAX``, or a name given
+        twice.
+    """
+    out: dict = {}
+    for part in option_items(items):
+        name, eq, rest = part.partition("=")
+        name = name.strip()
+        lo_text, colon, hi_text = rest.partition(":")
+        lo_text, hi_text = lo_text.strip(), hi_text.strip()
+        if not eq or not name.isidentifier() or not colon or not hi_text:
+            hint = " (NAME=N is --bind's form)" if eq and name.isidentifier() and not colon else ""
+            raise UsageError(f"--bound: {_BOUND_FORM}; got {part!r}{hint}")
+        lo = shape_size(lo_text or "0", f"--bound {part!r}: MIN")
+        hi = shape_size(hi_text, f"--bound {part!r}: MAX")
+        if lo > hi:
+            raise UsageError(f"--bound {part!r}: MIN {lo} > MAX {hi}")
+        if name in out:
+            raise UsageError(f"--bound: {name!r} given twice")
+        out[name] = (lo, hi)
+    return out
+
+
+def option_items(items):
+    """The stripped items of repeatable ``NAME=...`` options, each argument split at commas."""
+    for item in items or ():
+        for part in item.split(","):
+            yield part.strip()
+
+
+def shape_size(text: str, what: str) -> int:
+    """``text`` as a shape size (a decimal integer >= 0).
+
+    Raises
+    ------
+    UsageError
+        Not an integer, or negative; the message starts with ``what``.
+    """
+    try:
+        value = int(text, 10)
+    except ValueError:
+        raise UsageError(f"{what} must be an integer; got {text!r}") from None
+    if value < 0:
+        raise UsageError(f"{what} must be >= 0 (a shape size); got {value}")
+    return value
+
+
+def attr_ints(value) -> dict:
+    """A ``tir_var_*_bound`` attribute as ``{name: int}`` (ints or ``IntImm`` values)."""
+    return {k: int(getattr(v, "value", v)) for k, v in dict(value or {}).items()}
+
+
+def apply_bounds(mod, bounds: dict, label: str):
+    """``mod`` with ``bounds`` (name -> ``(min, max)``) in the ``tir_var_lower_bound`` /
+    ``tir_var_upper_bound`` attributes of every Relax function whose signature has a shape
+    variable of that name, each intersected with the function's own bounds.
+
+    Raises
+    ------
+    UsageError
+        A name no function's signature has, or a bound outside a function's own range.
+    """
+    from ..analysis.arith import ATTR_TIR_VAR_LOWER_BOUND, ATTR_TIR_VAR_UPPER_BOUND, signature_vars
+    from ..ir.construct import function_with_body
+    from ..ir.expr import Function
+
+    if not bounds:
+        return mod
+    known: set = set()
+    updates = {}
+    for gv, func in mod.functions.items():
+        if not isinstance(func, Function):
+            continue
+        names = set(signature_vars(func))
+        known |= names
+        mine = {n: b for n, b in bounds.items() if n in names}
+        if not mine:
+            continue
+        lower = attr_ints(func.attrs.get(ATTR_TIR_VAR_LOWER_BOUND))
+        upper = attr_ints(func.attrs.get(ATTR_TIR_VAR_UPPER_BOUND))
+        for name, (lo, hi) in mine.items():
+            have_lo, have_hi = lower.get(name, 0), upper.get(name)
+            new_lo, new_hi = max(lo, have_lo), hi if have_hi is None else min(hi, have_hi)
+            if new_lo > new_hi:
+                raise UsageError(f"--bound {name}={lo}:{hi}: {label}: function {gv.name!r} bounds {name!r} to "
+                                 f"[{have_lo}, {'inf' if have_hi is None else have_hi}], which it does not meet")
+            lower[name], upper[name] = new_lo, new_hi
+        attrs = {**func.attrs, ATTR_TIR_VAR_LOWER_BOUND: lower, ATTR_TIR_VAR_UPPER_BOUND: upper}
+        updates[gv] = function_with_body(func, func.body, attrs=attrs)
+    unknown = sorted(set(bounds) - known)
+    if unknown:
+        raise UsageError(f"--bound: {', '.join(map(repr, unknown))} is not a shape variable of {label} "
+                         f"(its functions have: {', '.join(map(repr, sorted(known))) or 'none'})")
+    return mod.with_functions(updates)
+
+
+def _bound_error(source: str, exc: FrontendError) -> UsageError:
+    """An importer's ``dim_bounds`` refusal (its message starts with ``dim_bounds``) as a
+    ``--bound`` usage error naming ``source``."""
+    return UsageError(f"--bound: {source}: {exc}")
 
 
 def _torch(source: str):
@@ -328,7 +451,8 @@ def export_callable(spec: str, dynamic=None, symbols: dict | None = None):
     return ep
 
 
-def import_model(source: str, *, dynamic=None, timings: dict | None = None, symbols: dict | None = None):
+def import_model(source: str, *, dynamic=None, timings: dict | None = None, symbols: dict | None = None,
+                 bounds: dict | None = None):
     """The high-level Relax module of a ``.pt2`` file or a ``module:function`` callable.
 
     Parameters
@@ -342,6 +466,9 @@ def import_model(source: str, *, dynamic=None, timings: dict | None = None, symb
         Filled with stage name (:data:`STAGES`) -> seconds.
     symbols : dict, optional
         Filled as by :func:`export_callable`.
+    bounds : dict, optional
+        Symbolic dimension name -> ``(min, max)`` (:func:`parse_bound`), the importer's
+        ``dim_bounds``; for ``module:function`` a ``--dynamic`` name stands for its symbol.
 
     Returns
     -------
@@ -359,7 +486,8 @@ def import_model(source: str, *, dynamic=None, timings: dict | None = None, symb
     FrontendDependencyError
         torch is not installed.
     UsageError
-        ``dynamic`` given for a ``.pt2`` or ``.onnx`` file, or naming inputs the model does not have.
+        ``dynamic`` given for a ``.pt2`` or ``.onnx`` file, or naming inputs the model does not have;
+        ``bounds`` naming a dimension the model does not have, or outside a recorded range.
     """
     from ..frontend.exported_program import from_exported_program
 
@@ -370,7 +498,7 @@ def import_model(source: str, *, dynamic=None, timings: dict | None = None, symb
         if dynamic:
             raise UsageError("--dynamic applies to module:function inputs; an ONNX file's symbolic dimensions are "
                              "its dim_param names (evaluate them with --bind NAME=N)")
-        return import_onnx(source, timings)
+        return import_onnx(source, timings, dim_bounds=bounds)
     if kind == "pt2":
         if dynamic:
             raise UsageError("--dynamic applies to module:function inputs; a .pt2 file's dimensions were fixed "
@@ -389,19 +517,31 @@ def import_model(source: str, *, dynamic=None, timings: dict | None = None, symb
     except Exception as exc:  # noqa: BLE001 - torch's decomposition of a user program
         raise FrontendError(f"{source}: torch's run_decompositions() failed: {_reason(exc)}") from exc
     timings["run_decompositions"] = time.perf_counter() - t0
+    if bounds and symbols:  # a --dynamic name stands for torch's symbol
+        renamed: dict = {}
+        given: dict = {}
+        for name, bound in bounds.items():
+            key = symbols.get(name, name)
+            if key in renamed:
+                raise UsageError(f"--bound: {given[key]!r} and {name!r} are the same dimension {key!r}, given twice")
+            renamed[key], given[key] = bound, name
+        bounds = renamed
     t0 = time.perf_counter()
     try:
-        mod = from_exported_program(ep, keep_params_as_input=True, run_ep_decomposition=False)
+        mod = from_exported_program(ep, keep_params_as_input=True, run_ep_decomposition=False, dim_bounds=bounds)
     except UnsupportedOperatorError as exc:
         raise UnsupportedOperatorError(f"{source}: {exc}", exc.ops) from exc
     except FrontendError as exc:
+        if bounds and str(exc).startswith("dim_bounds"):
+            raise _bound_error(source, exc) from exc
         raise FrontendError(f"{source}: {exc}") from exc
     timings["import"] = time.perf_counter() - t0
     return mod
 
 
-def import_onnx(path: str, timings: dict | None = None):
-    """The high-level Relax module of the ONNX file ``path`` (initializers as parameters).
+def import_onnx(path: str, timings: dict | None = None, dim_bounds: dict | None = None):
+    """The high-level Relax module of the ONNX file ``path`` (initializers as parameters;
+    ``dim_bounds`` as :func:`~memcore_py.frontend.onnx_model.from_onnx` takes it).
 
     Raises
     ------
@@ -411,6 +551,8 @@ def import_onnx(path: str, timings: dict | None = None):
         The file is missing, truncated or not an ONNX model, or the import fails (an
         :class:`~memcore_py.errors.UnsupportedOperatorError` lists every operator without a
         converter, a value without a shape is named); the message names ``path``.
+    UsageError
+        ``dim_bounds`` names a dimension no graph input has.
     """
     from ..frontend.onnx_model import from_onnx, load_onnx
 
@@ -420,13 +562,15 @@ def import_onnx(path: str, timings: dict | None = None):
         model = load_onnx(path)
         timings["onnx.load"] = time.perf_counter() - t0
         t0 = time.perf_counter()
-        mod = from_onnx(model, keep_params_as_input=True)
+        mod = from_onnx(model, keep_params_as_input=True, dim_bounds=dim_bounds)
     except FrontendDependencyError as exc:
         raise FrontendDependencyError(f"{path}: {exc}") from exc
     except UnsupportedOperatorError as exc:
         raise UnsupportedOperatorError(f"{path}: {exc}", exc.ops) from exc
     except FrontendError as exc:
         text = str(exc)
+        if dim_bounds and text.startswith("dim_bounds"):
+            raise _bound_error(path, exc) from exc
         raise FrontendError(text if text.startswith((path, f"cannot read {path!r}")) else f"{path}: {text}") from exc
     timings["import"] = time.perf_counter() - t0
     return mod

@@ -18,7 +18,8 @@ The import follows TVM's importer step by step:
    :class:`~memcore_py.ir.prim.PrimVar` named after the export's sympy symbol (``s27``); a
    derived ``symbol * k`` / ``symbol + k`` is that expression. ``ep.range_constraints``
    become the function attributes ``tir_var_lower_bound`` (every symbol) and
-   ``tir_var_upper_bound`` (finite upper bounds only);
+   ``tir_var_upper_bound`` (finite upper bounds only), each range narrowed by
+   ``dim_bounds`` when given;
 3. a ``main`` function with one dataflow block; every ``call_function`` node is converted by
    :data:`~._aten_ops.CONVERTERS` (TVM's mapping; targets without a converter are all listed
    in one :class:`~memcore_py.errors.UnsupportedOperatorError` before anything is built);
@@ -56,6 +57,7 @@ from ..ir.prim import IntImm, PrimVar
 from ..ir.types import TensorType
 from ._aten_context import AtenContext, target_name, torch_dtype_name
 from ._aten_ops import CONVERTERS
+from ._dim_bounds import dim_bound_range
 
 __all__ = ["from_exported_program", "exported_program_params", "unsupported_operators", "require_torch"]
 
@@ -79,7 +81,8 @@ def _check_program(torch, ep):
         raise FrontendError(f"from_exported_program expects a torch.export.ExportedProgram; got {type(ep).__name__}")
 
 
-def from_exported_program(ep, *, keep_params_as_input: bool = True, run_ep_decomposition: bool = True):
+def from_exported_program(ep, *, keep_params_as_input: bool = True, run_ep_decomposition: bool = True,
+                          dim_bounds: dict | None = None):
     """The high-level Relax module of a ``torch.export`` program, as TVM 0.27 imports it.
 
     Parameters
@@ -93,6 +96,12 @@ def from_exported_program(ep, *, keep_params_as_input: bool = True, run_ep_decom
     run_ep_decomposition : bool
         Run ``ep.run_decompositions()`` first (TVM's default). Decomposing an already
         decomposed program changes nothing.
+    dim_bounds : dict, optional
+        Symbol name (``s77``, as the module names the dimension) -> ``(lower, upper)``
+        (``upper`` None: unbounded), as ``from_onnx``'s ``dim_bounds``. Each range is
+        intersected with the one ``ep.range_constraints`` records for that symbol (the
+        program is valid only there), so a bound can narrow a recorded range but never widen
+        it; the result becomes ``tir_var_lower_bound`` / ``tir_var_upper_bound``.
 
     Returns
     -------
@@ -108,7 +117,9 @@ def from_exported_program(ep, *, keep_params_as_input: bool = True, run_ep_decom
         calling it.
     FrontendError
         Anything else the importer cannot represent (an input kind, dtype or output it does
-        not know, an argument a converter does not accept), naming the node.
+        not know, an argument a converter does not accept), naming the node; a
+        ``dim_bounds`` name that is not a symbol of the inputs' shapes, a bound that is not
+        ``0 <= lower <= upper`` ints, or one outside the recorded range.
 
     Examples
     --------
@@ -128,6 +139,8 @@ def from_exported_program(ep, *, keep_params_as_input: bool = True, run_ep_decom
     symbols: dict = {}
     bounds = _range_constraints(ep, symbols)
     user_vars, param_vars, bound_values = _inputs(ctx, ep, symbols, keep_params_as_input)
+    if dim_bounds:
+        bounds = _narrowed(bounds, dim_bounds, symbols)
     attrs = {"num_input": len(user_vars)} if keep_params_as_input else {}
     if bounds:
         attrs["tir_var_lower_bound"] = {name: lo for name, (lo, _) in bounds.items()}
@@ -227,6 +240,28 @@ def _range_constraints(ep, symbols: dict) -> dict:
         name, derived = _symbol_expr(symbol, symbols)
         if derived is None:
             out[name] = (lower, upper)
+    return out
+
+
+def _narrowed(ranges: dict, dim_bounds: dict, symbols: dict) -> dict:
+    """``ranges`` (symbol -> ``(lower, upper or None)``) with each ``dim_bounds`` range
+    intersected in."""
+    unknown = sorted(set(dim_bounds) - set(ranges) - set(symbols))
+    if unknown:
+        have = ", ".join(map(repr, sorted(set(ranges) | set(symbols)))) or "none"
+        raise FrontendError(f"dim_bounds names {', '.join(map(repr, unknown))}, which no input has as a symbolic "
+                            f"dimension (they have: {have})")
+    out = dict(ranges)
+    for name, bound in dim_bounds.items():
+        lo, hi = dim_bound_range(name, bound)
+        have_lo, have_hi = ranges.get(name, (0, None))
+        lo = max(lo, have_lo)
+        hi = have_hi if hi is None else (hi if have_hi is None else min(hi, have_hi))
+        if hi is not None and lo > hi:
+            recorded = f"[{have_lo}, {'inf' if have_hi is None else have_hi}]"
+            raise FrontendError(f"dim_bounds[{name!r}] = {bound!r} does not meet the range {recorded} the program "
+                                "was exported with")
+        out[name] = (lo, hi)
     return out
 
 

@@ -48,6 +48,7 @@ from ..ir._util import gc_paused
 from ..ir.expr import Tuple, Var
 from ..ir.prim import PrimVar
 from ..ir.types import TensorType
+from ._dim_bounds import dim_bound_range
 from ._onnx_context import OnnxContext, node_label, onnx_dtype
 from ._onnx_ops import CONVERTERS
 
@@ -500,14 +501,7 @@ def _bound_attrs(bounds: dict, symbols: dict) -> dict:
                             f"symbolic dimension (they have: {', '.join(map(repr, symbols)) or 'none'})")
     lower, upper = {}, {}
     for name, bound in bounds.items():
-        try:
-            lo, hi = bound
-            lo, hi = int(lo), None if hi is None else int(hi)
-        except (TypeError, ValueError):
-            raise FrontendError(f"dim_bounds[{name!r}] must be (lower, upper) ints (upper may be None); "
-                                f"got {bound!r}") from None
-        if lo < 0 or (hi is not None and hi < lo):
-            raise FrontendError(f"dim_bounds[{name!r}] = {bound!r} is not a range 0 <= lower <= upper")
+        lo, hi = dim_bound_range(name, bound)
         lower[name] = lo
         if hi is not None:
             upper[name] = hi

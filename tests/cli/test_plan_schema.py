@@ -184,6 +184,18 @@ def test_symbolic_module_validates(capsys, tmp_path):
     assert f["tvm"]["bytes"] is None and f["reference_bytes"] is None and doc["time_limit"] is None
 
 
+def test_bounded_module_validates(capsys, tmp_path):
+    path = tmp_path / "dyn.py"
+    path.write_text(DYNAMIC)
+    rc, out, _ = run_cli(capsys, "plan", path, "--json", "--no-search", "--bound", "n=1:64")
+    assert rc == 0
+    doc = json.loads(out)
+    check(doc)
+    assert doc["bounds"] == {"n": [1, 64]} and isinstance(_first_function(doc)["tvm"]["bytes"], int)
+    doc["bounds"]["n"] = [1]
+    assert refused(doc)
+
+
 def _first_function(doc):
     return doc["modules"][0]["functions"][0]
 
