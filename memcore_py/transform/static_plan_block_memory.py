@@ -42,7 +42,10 @@ Rules and where each lives
   allocation), and TVM's objects through ``tvm/_spbm_extract.TVMSizer``, which hands every
   symbolic allocation to it (reading only that binding) but sizes constant shapes itself
   (``element_bytes`` times the dims, ``tvm/_ffi_reader.pxd``): a second statement of the
-  constant case, held equal by the three-way suite.
+  constant case, held equal by the three-way suite. The constant upper bound of a symbolic
+  dim (TVM's ``ConstIntBound`` and ``ModularSet`` rules): once, the compiled kernel
+  ``ir/_int_bound.pyx``, which :func:`~memcore_py.analysis.arith.upper_bound_dim` and
+  ``TVMSizer`` both call (each encoding the dim from its own object model).
 - Which calls use their arguments (a PrimFunc of the module, an ``ExternFunc``,
   ``R.vm.call_tir_dyn``), allocate or share storage: :func:`~memcore_py.analysis.
   storage_tokens.callee_flags`, recorded per callee in the binding table by the reader.

@@ -129,6 +129,9 @@ class _Symbolic:
         self.sources: dict = {}
         #: function index -> the writer of its storages' sizes (all owned by one pass call's keep)
         self.writers: dict = {}
+        #: (function index, id of a size the plan holds) -> its ``R.shape([bytes])``'s address:
+        #: storages of one size class share the object
+        self.shapes: dict = {}
 
     def _reader(self):
         """The reader, started on the current function (its symbolic vars and leaves are
@@ -194,13 +197,19 @@ class _Symbolic:
 
     def shape_addr(self, keep, func_idx: int, nbytes) -> int:
         """The address (owned by ``keep``) of ``R.shape([nbytes])`` for a storage of the
-        ``func_idx``-th function, its symbolic vars that function's own."""
+        ``func_idx``-th function, its symbolic vars that function's own (one object per
+        size object of the plan, which outlives the call)."""
+        key = (func_idx, id(nbytes))
+        addr = self.shapes.get(key)
+        if addr is not None:
+            return addr
         writer = self.writers.get(func_idx)
         if writer is None:
             writer = self.writers[func_idx] = _Writer(self.api, NO_INFOS, keep=keep)
             writer.where = "a storage's size"
             writer.prims = dict(self.sources.get(func_idx, {}))
-        return writer.expr_addr(new_shape_expr((nbytes,)))
+        addr = self.shapes[key] = writer.expr_addr(new_shape_expr((nbytes,)))
+        return addr
 
 #: made once per process: the rewrite's op addresses and the ops themselves, held
 _REWRITE_OPS: list = []
