@@ -15,6 +15,7 @@ import operator
 
 from ..ir.expr import Var
 from ._aten_common import add_folded, arg, mul_folded, registrar, relax_dtype, static_dim
+from ._aten_nn import conv_transpose
 
 __all__ = ["CONVERTERS"]
 
@@ -293,8 +294,9 @@ def _conv(ctx, x, weight, bias, stride, padding, dilation, groups):
 def _convolution(ctx, node):
     args = ctx.args(node)
     get = lambda i, d: args[i] if len(args) > i else d  # noqa: E731
-    if get(6, False):
-        raise ctx.error("transposed convolution is not supported by memcore's importer")
+    if get(6, False):  # TVM's _convolution: transposed -> conv{1,2}d_transpose
+        return conv_transpose(ctx, args[0], args[1], get(2, None), get(3, 1), get(4, 0), get(5, 1), get(8, 1),
+                              get(7, 0))
     return _conv(ctx, args[0], args[1], get(2, None), get(3, 1), get(4, 0), get(5, 1), get(8, 1))
 
 
@@ -336,6 +338,31 @@ def _batch_norm(ctx, node):
                 scale=len(node.args) > 1 and node.args[1] is not None,
                 center=len(node.args) > 2 and node.args[2] is not None, momentum=momentum, training=training)
     return ctx.emit(ctx.item(bn, 0))
+
+
+@_register("_native_batch_norm_legit_functional.default")
+def _batch_norm_functional(ctx, node):
+    """``_native_batch_norm_legit_functional(x, w, b, mean, var, training, momentum, eps)``
+    (a BatchNorm exported in training mode, decomposed): TVM's ``nn.batch_norm`` with
+    ``training=True``, then the tuple (out, new mean, zeros, zeros, zeros) its getitems read
+    (the zeros one ``zeros((C,))`` binding)."""
+    x = ctx.env[node.args[0]]
+    channel = static_dim(ctx.shape_of(x)[1])
+    dtype = ctx.dtype_of(x)
+    if channel is None:
+        raise ctx.error("batch_norm in training mode needs a static channel count (as TVM)")
+
+    def param(i, fill):
+        a = node.args[i] if len(node.args) > i else None
+        return ctx.env[a] if a is not None else ctx.const([fill] * channel, dtype)
+
+    bn = ctx.op("nn.batch_norm", x, param(1, 1.0), param(2, 0.0), param(3, 0.0), param(4, 1.0), axis=1,
+                epsilon=arg(node, 7, "eps", 1e-05), scale=node.args[1] is not None,
+                center=node.args[2] is not None, momentum=arg(node, 6, "momentum", 0.1), training=True)
+    out = ctx.emit(ctx.item(bn, 0))
+    mean = ctx.emit(ctx.item(bn, 1))
+    reserve = ctx.op("zeros", [channel], dtype=dtype)
+    return ctx.emit(ctx.tuple([out, mean, reserve, reserve, reserve]))
 
 
 @_register("native_layer_norm.default", "layer_norm.default")
@@ -560,3 +587,191 @@ def _scaled_dot_product_attention(ctx, node):
             raise ctx.error(f"only a float attn_mask is supported (as TVM's converter); got {ctx.dtype_of(mask)}")
         out = ctx.op("nn.attention_bias", q, k, v, mask, causal_mask=causal)
     return back(out)
+
+
+# ------------------------------------------------------------------------------------ more element-wise
+def _nested_unary(build):
+    def convert(ctx, node):
+        x = ctx.env[node.args[0]]
+        return ctx.emit(build(ctx, x, ctx.dtype_of(x)))
+    return convert
+
+
+# TVM writes each of these as one nested expression, bound innermost first by the emit
+CONVERTERS["expm1.default"] = _nested_unary(
+    lambda ctx, x, dt: ctx.call("subtract", ctx.call("exp", x), ctx.const(1.0, dt)))
+CONVERTERS["log2.default"] = _nested_unary(
+    lambda ctx, x, dt: ctx.call("divide", ctx.call("log", x), ctx.const(0.6931471805599453, dt)))
+CONVERTERS["log10.default"] = _nested_unary(
+    lambda ctx, x, dt: ctx.call("divide", ctx.call("log", x), ctx.const(2.302585092994046, dt)))
+CONVERTERS["log1p.default"] = _nested_unary(
+    lambda ctx, x, dt: ctx.call("log", ctx.call("add", x, ctx.const(1, dt))))
+
+
+def _hard_gate(ctx, x, dt):
+    """``clip(x + 3, 0, 6) / 6``, unemitted (TVM's hardsigmoid)."""
+    return ctx.call("divide", ctx.call("clip", ctx.call("add", x, ctx.const(3, dt)), 0, 6), ctx.const(6, dt))
+
+
+CONVERTERS["hardsigmoid.default"] = _nested_unary(_hard_gate)
+CONVERTERS["hardswish.default"] = CONVERTERS["hardswish_.default"] = _nested_unary(
+    lambda ctx, x, dt: ctx.call("multiply", x, _hard_gate(ctx, x, dt)))
+
+
+@_register("celu.default")
+def _celu(ctx, node):
+    """TVM's ``_celu``: ``alpha * min(0, exp(x) / alpha - 1) + relu(x)``, one nested
+    expression. TVM divides exp(x), not exp(x / alpha), by alpha: torch's function only for
+    alpha = 1, so another alpha is refused (DIFFERENCES.md "More torch converters")."""
+    x = ctx.env[node.args[0]]
+    dt = ctx.dtype_of(x)
+    alpha = arg(node, 1, "alpha", 1.0)
+    if not isinstance(alpha, (int, float)) or alpha != 1:
+        raise ctx.error(f"celu with alpha={alpha!r}: TVM's converter computes exp(x) / alpha, not exp(x / alpha); "
+                        "memcore imports only alpha=1 rather than a different program")
+    alpha = ctx.const(alpha, dt)
+    inner = ctx.call("subtract", ctx.call("divide", ctx.call("exp", x), alpha), ctx.const(1, dt))
+    out = ctx.call("add", ctx.call("multiply", alpha, ctx.call("minimum", ctx.const(0, dt), inner)),
+                   ctx.call("nn.relu", x))
+    return ctx.emit(out)
+
+
+@_register("softplus.default")
+def _softplus(ctx, node):
+    return ctx.op("nn.softplus", ctx.env[node.args[0]], beta=arg(node, 1, "beta", 1.0),
+                  threshold=arg(node, 2, "threshold", 20.0))
+
+
+@_register("softshrink.default")
+def _softshrink(ctx, node):
+    """TVM's ``_softshrink``: ``(x - l) * (x > l) + (x + l) * (x < -l)`` with the masks cast
+    to x's dtype, one nested expression."""
+    x = ctx.env[node.args[0]]
+    dt = ctx.dtype_of(x)
+    lambd = ctx.const(node.args[1] if len(node.args) > 1 else 0.5, dt)
+    pos = ctx.call("multiply", ctx.call("subtract", x, lambd),
+                   ctx.call("astype", ctx.call("greater", x, lambd), dtype=dt))
+    neg = ctx.call("multiply", ctx.call("add", x, lambd),
+                   ctx.call("astype", ctx.call("less", x, ctx.call("negative", lambd)), dtype=dt))
+    return ctx.emit(ctx.call("add", pos, neg))
+
+
+@_register("round.default", "round.decimals")
+def _round(ctx, node):
+    """TVM's ``_round``: ``round``; with ``decimals`` scaled by ``10**|decimals|`` (in float32
+    for 16-bit floats, inf past the dtype's range), rounded and scaled back."""
+    x = ctx.env[node.args[0]]
+    decimals = node.kwargs.get("decimals", 0)
+    if decimals == 0:
+        return ctx.op("round", x)
+    in_dtype = dtype = ctx.dtype_of(x)
+    if dtype in ("float16", "bfloat16"):
+        dtype = "float32"
+        x = ctx.op("astype", x, dtype=dtype)
+    exp = abs(decimals)
+    scale = ctx.const(math.inf if exp > (308 if dtype == "float64" else 38) else 10.0 ** exp, dtype)
+    if decimals > 0:
+        out = ctx.call("divide", ctx.call("round", ctx.call("multiply", x, scale)), scale)
+    else:
+        out = ctx.call("multiply", ctx.call("round", ctx.call("divide", x, scale)), scale)
+    if in_dtype in ("float16", "bfloat16"):
+        out = ctx.call("astype", out, dtype=in_dtype)
+    return ctx.emit(out)
+
+
+CONVERTERS["atan2.default"] = _binary("atan2", math.atan2)
+CONVERTERS["logaddexp.default"] = _binary("log_add_exp", lambda a, b: math.log(math.exp(a) + math.exp(b)))
+
+
+@_register("fmod.Tensor", "fmod.Scalar")
+def _fmod(ctx, node):
+    """TVM's ``_fmod``: ``relax.mod``, a scalar operand a constant of the other's dtype (two
+    tensors are not promoted)."""
+    lhs, rhs = ctx.args(node)[:2]
+    if ctx.is_tensor(lhs) and not ctx.is_tensor(rhs):
+        rhs = ctx.const(rhs, ctx.dtype_of(lhs))
+    elif ctx.is_tensor(rhs) and not ctx.is_tensor(lhs):
+        lhs = ctx.const(lhs, ctx.dtype_of(rhs))
+    elif not ctx.is_tensor(lhs):
+        raise ctx.error("fmod needs a tensor operand")
+    return ctx.op("mod", lhs, rhs)
+
+
+@_register("outer.default")
+def _outer(ctx, node):
+    return ctx.op("outer", ctx.env[node.args[0]], ctx.env[node.args[1]])
+
+
+@_register("baddbmm.default")
+def _baddbmm(ctx, node):
+    """TVM's ``_baddbmm``: ``matmul`` (no out_dtype, unlike bmm), alpha and beta scaling,
+    ``add(res, bias)``."""
+    x, b1, b2 = (ctx.env[a] for a in node.args[:3])
+    alpha = node.kwargs.get("alpha", 1)
+    beta = node.kwargs.get("beta", 1)
+    res = None
+    if alpha != 0:
+        res = ctx.op("matmul", b1, b2)
+        if alpha != 1:
+            res = ctx.op("multiply", res, ctx.const(alpha, ctx.dtype_of(res)))
+    if beta != 0:
+        bias = x if beta == 1 else ctx.op("multiply", x, ctx.const(beta, ctx.dtype_of(x)))
+        res = bias if res is None else ctx.op("add", res, bias)
+    return res
+
+
+# ------------------------------------------------------------------------------------ more reductions
+def _dim_keepdim(ctx, node):
+    args = ctx.args(node)
+    dim = args[1] if len(node.args) > 1 else node.kwargs.get("dim", None)
+    keepdim = args[2] if len(node.args) > 2 else node.kwargs.get("keepdim", False)
+    return args[0], dim, keepdim
+
+
+@_register("prod.default")
+def _prod(ctx, node):
+    x, dim, keepdim = _dim_keepdim(ctx, node)
+    return ctx.op("prod", x, axis=dim, keepdims=keepdim)
+
+
+@_register("std.correction")
+def _std(ctx, node):
+    """TVM's ``_std``: ``relax.std`` over ``dim`` (the population deviation). TVM does not read
+    ``correction``, so only ``correction=0`` is imported (DIFFERENCES.md "More torch converters")."""
+    correction = node.kwargs.get("correction", None)
+    if correction != 0:
+        raise ctx.error(f"std with correction={correction!r}: TVM's converter ignores it (population std); "
+                        "memcore imports only correction=0 rather than a different program")
+    x, dim, keepdim = _dim_keepdim(ctx, node)
+    return ctx.op("std", x, axis=dim, keepdims=keepdim)
+
+
+@_register("median.default", "median.dim")
+def _median(ctx, node):
+    x, dim, keepdim = _dim_keepdim(ctx, node)
+    return ctx.op("median", x, axis=[dim] if isinstance(dim, int) else dim, keepdims=keepdim)
+
+
+@_register("var.correction")
+def _var_correction(ctx, node):
+    """TVM's ``_var_correction``: ``variance`` (population), times ``n / (n - correction)``
+    (NaN when not positive) unless the correction is 0; n must be static."""
+    args = ctx.args(node)
+    x = args[0]
+    dim = args[1] if len(node.args) > 1 else node.kwargs.get("dim", None)
+    keepdim = node.kwargs.get("keepdim", False)
+    correction = node.kwargs.get("correction", None)
+    correction = 1 if correction is None else correction
+    var = ctx.op("variance", x, axis=dim, keepdims=keepdim)
+    if correction == 0:
+        return var
+    shape = ctx.shape_of(x)
+    axes = range(len(shape)) if dim is None else [dim] if isinstance(dim, int) else dim
+    n = 1
+    for ax in axes:
+        d = static_dim(shape[ax])
+        if d is None:
+            raise ctx.error("var/std with a non-zero correction needs static reduction sizes (as TVM)")
+        n *= d
+    scale = math.nan if n - correction <= 0 else float(n) / float(n - correction)
+    return ctx.op("multiply", var, ctx.const(scale, ctx.dtype_of(x)))

@@ -26,11 +26,13 @@ Targets outside the table are reported all at once by the importer
 """
 from __future__ import annotations
 
-from . import _aten_math, _aten_shape
+from . import _aten_index, _aten_math, _aten_nn, _aten_shape
 
 __all__ = ["CONVERTERS"]
 
-#: target name (``node.target.__name__``) -> ``f(ctx, node)``; the two converter modules' tables.
-CONVERTERS: dict = {**_aten_math.CONVERTERS, **_aten_shape.CONVERTERS}
-if len(CONVERTERS) != len(_aten_math.CONVERTERS) + len(_aten_shape.CONVERTERS):  # pragma: no cover
-    raise KeyError("a target has a converter in both _aten_math and _aten_shape")
+_TABLES = (_aten_math.CONVERTERS, _aten_nn.CONVERTERS, _aten_index.CONVERTERS, _aten_shape.CONVERTERS)
+
+#: target name (``node.target.__name__``) -> ``f(ctx, node)``; the converter modules' tables.
+CONVERTERS: dict = {k: v for table in _TABLES for k, v in table.items()}
+if len(CONVERTERS) != sum(len(t) for t in _TABLES):  # pragma: no cover
+    raise KeyError("a target has a converter in two of the _aten_* modules")

@@ -17,7 +17,7 @@ import sys
 from ..ir.expr import Expr
 from ..ir.prim import IntImm, PrimExpr, prim_equal
 from ..ir.types import TensorType, TupleType
-from ._aten_common import mul_folded, registrar, relax_dtype, same_dims, static_dim
+from ._aten_common import add_folded, mul_folded, registrar, relax_dtype, same_dims, static_dim
 
 __all__ = ["CONVERTERS"]
 
@@ -518,3 +518,203 @@ def _index_tensor(ctx, node):
         else:
             processed.append(idx)
     return ctx.op("index_tensor", data, ctx.tuple(processed))
+
+
+# ------------------------------------------------------------------------------------ more manipulation
+@_register("broadcast_to.default")
+def _broadcast_to(ctx, node):
+    args = ctx.args(node)
+    return ctx.op("broadcast_to", args[0], args[1] if len(args) > 1 else args[0])
+
+
+@_register("reshape_as.default")
+def _reshape_as(ctx, node):
+    """TVM's ``_reshape_as``: a reshape to the other tensor's shape (no identity test)."""
+    args = ctx.args(node)
+    return _reshape_to(ctx, args[0], list(ctx.shape_of(args[1])))
+
+
+@_register("unflatten.int")
+def _unflatten(ctx, node):
+    x = ctx.env[node.args[0]]
+    dim, sizes = node.args[1], list(node.args[2])
+    shape = list(ctx.shape_of(x))
+    dim = dim + len(shape) if dim < 0 else dim
+    return _reshape_to(ctx, x, shape[:dim] + sizes + shape[dim + 1:])
+
+
+@_register("as_strided.default")
+def _as_strided(ctx, node):
+    """TVM's ``_as_strided``: a reshape to ``size`` when the strides are contiguous and the
+    storage offset 0; anything else refused (TVM asserts)."""
+    args = ctx.args(node)
+    x, size, stride = args[0], list(args[1]), list(args[2])
+    offset = args[3] if len(args) > 3 else node.kwargs.get("storage_offset", 0)
+    if offset != 0:
+        raise ctx.error("as_strided with a non-zero storage_offset is not supported (as in TVM)")
+    sizes, strides = [static_dim(d) for d in size], [static_dim(s) for s in stride]
+    if None not in sizes and None not in strides:
+        running = 1
+        for d, st in reversed(list(zip(sizes, strides))):
+            if d != 1 and st != running:
+                raise ctx.error(f"as_strided with non-contiguous strides {stride} for size {size} is not supported")
+            running *= d
+    return _reshape_to(ctx, x, size)
+
+
+@_register("roll.default")
+def _roll(ctx, node):
+    """TVM's ``_roll``: per (shift, dim), two ``strided_slice``s concatenated in swapped order
+    (a shift of 0 modulo the extent is dropped); no dims: flatten, roll, reshape back."""
+    args = ctx.args(node)
+    x = args[0]
+    shifts = args[1] if len(node.args) > 1 else node.kwargs.get("shifts", None)
+    dims = args[2] if len(node.args) > 2 else node.kwargs.get("dims", None)
+    shape = ctx.shape_of(x)
+
+    def as_int(v):
+        s = static_dim(v)
+        if s is None:
+            raise ctx.error(f"roll needs static shifts and extents (as TVM); got {v!r}")
+        return s
+
+    def roll_one(t, shift, dim):
+        n = as_int(ctx.shape_of(t)[dim])
+        shift = as_int(shift) % n
+        if shift == 0:
+            return t
+        cut = n - shift
+        part1 = ctx.op("strided_slice", t, [dim], [0], [cut], [1])
+        part2 = ctx.op("strided_slice", t, [dim], [cut], [n], [1])
+        return ctx.op("concat", [part2, part1], axis=dim)
+
+    if not dims:
+        flat = ctx.op("reshape", x, [-1])
+        rolled = roll_one(flat, shifts[0] if isinstance(shifts, (list, tuple)) else shifts, 0)
+        return ctx.op("reshape", rolled, list(shape))
+    shifts = list(shifts) if isinstance(shifts, (list, tuple)) else [shifts]
+    dims = list(dims) if isinstance(dims, (list, tuple)) else [dims]
+    if len(shifts) != len(dims):
+        raise ctx.error("roll's shifts and dims must have the same length")
+    out = x
+    for shift, dim in zip(shifts, dims):
+        out = roll_one(out, shift, as_int(dim) + (len(shape) if as_int(dim) < 0 else 0))
+    return out
+
+
+def _diagonal_subscripts(ndim, dim1, dim2):
+    """TVM's ``_diagonal_einsum_subscripts``: other axes ``a``, ``b``, ..., the diagonal ``z``."""
+    letters = iter(c for c in "abcdefghijklmnopqrstuvwxy")
+    labels = ["z" if i in (dim1, dim2) else next(letters) for i in range(ndim)]
+    lead = "".join(labels[i] for i in range(ndim) if i not in (dim1, dim2))
+    return f"{''.join(labels)}->{lead}z"
+
+
+@_register("diagonal.default")
+def _diagonal(ctx, node):
+    """TVM's ``_diagonal`` fast path: offset 0 over equal extents is one ``einsum``
+    (``"zz->z"``). TVM's general path ends in ``einsum("...zz->...z")``, whose result
+    memcore's einsum type rule cannot shape (no ellipsis support), so it is refused."""
+    args = ctx.args(node)
+    x = args[0]
+    offset = int(args[1] if len(args) > 1 else node.kwargs.get("offset", 0))
+    dim1 = args[2] if len(args) > 2 else node.kwargs.get("dim1", 0)
+    dim2 = args[3] if len(args) > 3 else node.kwargs.get("dim2", 1)
+    shape = ctx.shape_of(x)
+    ndim = len(shape)
+    dim1, dim2 = dim1 + ndim if dim1 < 0 else dim1, dim2 + ndim if dim2 < 0 else dim2
+    if dim1 == dim2:
+        raise ctx.error(f"diagonal needs dim1 != dim2; got {dim1} == {dim2}")
+    n, m = shape[dim1], shape[dim2]
+    sn, sm = static_dim(n), static_dim(m)
+    equal = sn == sm if sn is not None or sm is not None else prim_equal(n, m)
+    if offset != 0 or ndim - 2 > 25 or not equal:
+        raise ctx.error("diagonal with an offset or unequal extents is not supported by memcore's importer "
+                        "(TVM's einsum('...zz->...z') path)")
+    return ctx.op("einsum", [x], subscripts=_diagonal_subscripts(ndim, dim1, dim2))
+
+
+@_register("meshgrid.default", "meshgrid.indexing")
+def _meshgrid(ctx, node):
+    """TVM's ``_meshgrid``: a single input returned as the list; rank-0 inputs reshaped to
+    (1,) (unemitted, bound by the meshgrid's emit)."""
+    args = ctx.args(node)
+    indexing = args[1] if len(node.args) > 1 else node.kwargs.get("indexing", "ij")
+    tensors = list(args[0])
+    if len(tensors) == 1:
+        return tensors
+    inputs = []
+    for i, t in enumerate(tensors):
+        if t.ty.ndim == 1:
+            inputs.append(t)
+        elif t.ty.ndim == 0:
+            inputs.append(ctx.call("reshape", t, (1,)))
+        else:
+            raise ctx.error(f"meshgrid input {i} must be 0-D or 1-D; got rank {t.ty.ndim}")
+    return ctx.op("meshgrid", inputs, indexing=indexing)
+
+
+@_register("slice_scatter.default")
+def _slice_scatter(ctx, node):
+    """TVM's ``_slice_scatter``: bounds normalised as torch's (``>= 2**63 - 1`` and past the
+    end -> the extent, negative -> from the end)."""
+    args = ctx.args(node)
+    x, src = args[0], args[1]
+    shape = ctx.shape_of(x)
+    dim = args[2] if len(args) > 2 else node.kwargs.get("dim", 0)
+    start = args[3] if len(args) > 3 else node.kwargs.get("start", 0)
+    end = args[4] if len(args) > 4 else node.kwargs.get("end", shape[dim])
+    step = args[5] if len(args) > 5 else node.kwargs.get("step", 1)
+    axis = dim if dim >= 0 else dim + len(shape)
+    extent = shape[axis]
+
+    def bound(v):
+        s = v if isinstance(v, int) and not isinstance(v, bool) else static_dim(v)
+        if s is None:
+            return v
+        if s >= sys.maxsize:
+            return extent
+        if s < 0:
+            return add_folded(extent, s)
+        if static_dim(extent) is not None and s > static_dim(extent):
+            return extent
+        return v
+
+    return ctx.op("slice_scatter", x, src, bound(start), bound(end), step, axis=dim)
+
+
+# ------------------------------------------------------------------------------------ more creation
+@_register("eye.default", "eye.m")
+def _eye(ctx, node):
+    args = ctx.args(node)
+    n = args[0]
+    m = args[1] if len(args) > 1 else n
+    if "dtype" not in node.kwargs:
+        raise ctx.error("eye without a dtype keyword is not supported (TVM's converter reads kwargs['dtype'])")
+    return ctx.op("eye", n, m, dtype=relax_dtype(ctx, node.kwargs["dtype"]))
+
+
+@_register("linspace.default")
+def _linspace(ctx, node):
+    """TVM's ``_linspace``: an ``arange`` from start to ``stop + step / 2`` by
+    ``(stop - start) / (steps - 1)`` (steps = 1: one element)."""
+    args = ctx.args(node)
+    start, stop, steps = args[0], args[1], args[2]
+    if steps != 1:
+        step = (stop - start) / (steps - 1)
+        stop = stop + step / 2
+    else:
+        step = steps
+        stop = start + step
+    torch_dtype = args[3] if len(args) > 3 and args[3] is not None else node.kwargs.get("dtype")
+    dtype = relax_dtype(ctx, torch_dtype if torch_dtype is not None else ctx.torch.get_default_dtype())
+    return ctx.op("arange", start, stop, step, dtype=dtype)
+
+
+@_register("hamming_window.default", "hamming_window.periodic", "hamming_window.periodic_alpha",
+           "hamming_window.periodic_alpha_beta")
+def _hamming_window(ctx, node):
+    args = ctx.args(node)
+    get = lambda i, d: args[i] if len(args) > i else d  # noqa: E731
+    dtype = relax_dtype(ctx, node.kwargs.get("dtype", "float"))
+    return ctx.op("hamming_window", args[0], get(1, True), get(2, 0.54), get(3, 0.46), dtype=dtype)
