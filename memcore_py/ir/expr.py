@@ -185,7 +185,11 @@ class ShapeExpr(Expr):
 
 
 class PrimValue(Expr):
-    """A scalar value ``R.prim_value(3)``; ``value`` is a :class:`PrimExpr`."""
+    """A scalar value ``R.prim_value(3)``; ``value`` is a :class:`PrimExpr`.
+
+    Its type is ``PrimType(value.dtype)`` without the value, as TVM 0.27's (whose
+    ``PrimType`` has no value): ``(0,)`` is an ``R.Tuple(T.int64)``, so a type derived from
+    it equals the type TVM reads for the same text."""
 
     __slots__ = ("value",)
 
@@ -194,7 +198,7 @@ class PrimValue(Expr):
 
         value = as_prim(value) if not isinstance(value, PrimExpr) else value
         _set(self, "value", value)
-        _set(self, "ty", PrimType(value.dtype, value))
+        _set(self, "ty", PrimType(value.dtype))
 
     def __repr__(self):
         return f"PrimValue({self.value!r})"

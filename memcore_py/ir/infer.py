@@ -109,7 +109,7 @@ def infer_type(value: Expr, mod=None) -> Type:
     if cls is ShapeExpr:
         return ShapeType(value.values)
     if cls is PrimValue:
-        return PrimType(value.value.dtype, value.value)
+        return PrimType(value.value.dtype)  # no value: TVM 0.27's PrimType holds none
     if cls in (StringImm, DataTypeImm, ExternFunc):
         return ObjectType()
     if cls is Constant:
@@ -219,8 +219,8 @@ def rebuilt_ret_ty(ret_ty, params, body_ty):
     function): ``ret_ty`` when ``body_ty`` is a base of it (the same type, or the declaration
     more specific), else the body's type with the symbolic variables ``params`` do not define
     erased (``Function``'s constructor without a return type) and without the values of its
-    prim types: memcore's type of a prim value holds the value, TVM's holds none, so the
-    return type TVM derives for ``return (0,)`` is ``R.Tuple(T.int64)`` whatever the value.
+    prim types (a ``PrimType`` given a value by its builder; TVM's holds none, so the return
+    type TVM derives for ``return (0,)`` is ``R.Tuple(T.int64)`` whatever the value).
     None stays None."""
     if ret_ty is None or body_ty is None or ret_ty is body_ty or is_base_of(body_ty, ret_ty):
         return ret_ty

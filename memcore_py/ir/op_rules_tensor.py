@@ -50,7 +50,10 @@ def _like(t: TensorType, shape=None, dtype=None, ndim=None) -> TensorType:
 
 
 def _prim_arg(e, ty, opname, what):
-    """The PrimExpr of a PrimValue argument (or of its Prim type)."""
+    """The PrimExpr of a PrimValue argument (or of its Prim type); None for a Prim-typed
+    argument whose value is unknown (a var: TVM 0.27's type of ``n = R.prim_value(3)`` holds
+    no value and its rules use the var ``n`` itself as a dim, which memcore's dims cannot
+    name, so the result's shape is unknown)."""
     if isinstance(e, PrimValue):
         return e.value
     if isinstance(ty, PrimType):
@@ -225,15 +228,16 @@ def tile(call, ts):
 def one_hot(call, ts):
     name = call.op.name
     idx = tensor_arg(ts[0], name)
-    on = _prim_arg(call.args[1], ts[1], name, "on_value")
+    _prim_arg(call.args[1], ts[1], name, "on_value")
+    dtype = ts[1].dtype
     depth = _attr(call, "depth")
     axis = _attr(call, "axis")
     if idx.shape is None:
-        return TensorType(None, on.dtype, idx.ndim + 1 if idx.ndim != -1 else -1, idx.vdevice)
+        return TensorType(None, dtype, idx.ndim + 1 if idx.ndim != -1 else -1, idx.vdevice)
     shape = list(idx.shape)
     i = len(shape) if axis == -1 else norm_axis(axis, len(shape) + 1, name)
     shape.insert(i, IntImm(depth))
-    return TensorType(tuple(shape), on.dtype, vdevice=idx.vdevice)
+    return TensorType(tuple(shape), dtype, vdevice=idx.vdevice)
 
 
 _EINSUM_TERM = re.compile(r"^[A-Za-z]*(\.\.\.)?[A-Za-z]*$")
@@ -323,7 +327,8 @@ def arange(call, ts):
     name = call.op.name
     start, end, step = (_prim_arg(call.args[i], ts[i], name, w) for i, w in enumerate(("start", "end", "step")))
     dtype = _attr(call, "dtype") or "int64"
-
+    if start is None or end is None or step is None:
+        return TensorType(None, dtype, 1)
     vs = [e.value if type(e) in (IntImm, FloatImm) else None for e in (start, end, step)]
     if all(v is not None for v in vs):
         a, b, s = vs
@@ -339,12 +344,14 @@ def eye(call, ts):
     name = call.op.name
     n = _prim_arg(call.args[0], ts[0], name, "n")
     m = _prim_arg(call.args[1], ts[1], name, "m")
-    return TensorType((n, m), _attr(call, "dtype") or "float32")
+    dtype = _attr(call, "dtype") or "float32"
+    return TensorType(None, dtype, 2) if n is None or m is None else TensorType((n, m), dtype)
 
 
 def hamming_window(call, ts):
     n = _prim_arg(call.args[0], ts[0], call.op.name, "window_size")
-    return TensorType((n,), _attr(call, "dtype") or "float32")
+    dtype = _attr(call, "dtype") or "float32"
+    return TensorType(None, dtype, 1) if n is None else TensorType((n,), dtype)
 
 
 # ---------------------------------------------------------------------------- indexing

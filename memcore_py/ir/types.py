@@ -238,7 +238,11 @@ class ShapeType(Type):
 
 
 class PrimType(Type):
-    """A scalar value of ``dtype``; ``value`` is the known PrimExpr, if any."""
+    """A scalar value of ``dtype``; ``value`` is the known PrimExpr, if any.
+
+    Nothing memcore reads or derives sets ``value``: TVM 0.27's ``PrimType`` has none (its
+    parser refuses ``R.Prim(value=...)``, a ``PrimValue``'s type is its dtype only), so a
+    value given here by a builder is kept by the type rules but not by ``to_tvm``."""
 
     __slots__ = ("dtype", "value")
 
@@ -503,7 +507,8 @@ def refine_annotation(ann, derived):
     ``ann`` itself, except where ``ann`` is ``derived`` with the values of its prim types
     left out: TVMScript has no spelling for a prim type's value (TVM 0.27 prints
     ``(n,)``'s type as ``R.Tuple(T.int64)``), so the printed annotation cannot say it and
-    the value's own type is kept. This makes print-then-parse give back an equal module.
+    the value's own type is kept. This makes print-then-parse give back an equal module
+    where a builder gave a prim type a value (the types memcore derives hold none).
     """
     if derived is None or ann is derived:
         return ann
