@@ -14,6 +14,12 @@ TVM 0.27's ONNX frontend builds for that op, in the same order:
 - ``Gemm`` -> ``permute_dims`` / ``matmul`` / ``add`` (with ``alpha``/``beta`` scaling),
   ``Conv`` -> ``conv1d/2d/3d`` plus a reshaped bias ``add``, pools, ``BatchNormalization``,
   ``LayerNormalization``, ``Softmax`` (opset >= 13), ``Gelu``, reductions;
+- issue 28 added TVM's remaining cheap conversions: trigonometric/hyperbolic, ``Round``,
+  ``IsInf``/``IsNaN``, ``Mod``/``Xor``/``Bitwise*``, ``Softsign``/``ThresholdedRelu``/``Mish``/
+  ``Shrink``, ``MatMulInteger``, ``ConvTranspose`` (1-D, 2-D), ``LpPool``/``GlobalLpPool``/
+  ``GlobalMaxPool``/``MaxUnpool``, instance/group/RMS/mean-variance normalization, ``LRN``,
+  ``Hardmax`` and the composite reductions. Where TVM's expression uses one call twice, TVM's
+  normalizer binds it once; the converter binds it first (``ctx.emit``), in TVM's order;
 - ``Clip`` is ``R.clip`` (TVM writes TE kernels behind ``isnan`` guards of the bounds);
   ``LSTM``, which TVM does not convert, is unrolled (forward, layout 0, default activations,
   a static sequence of at most :data:`MAX_LSTM_STEPS` steps).
@@ -23,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.expr import PrimValue, ShapeExpr
-from ..ir.prim import IntImm, as_prim
+from ..ir.prim import FloatImm, IntImm, as_prim
 from ._aten_common import registrar, static_dim
 from ._onnx_context import is_constant as _is_const
 from ._onnx_context import onnx_dtype
@@ -38,7 +44,9 @@ _register = registrar(CONVERTERS)
 _UNARY = {
     "Relu": "nn.relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "Sqrt": "sqrt", "Erf": "erf", "Exp": "exp",
     "Log": "log", "Cos": "cos", "Sin": "sin", "Abs": "abs", "Floor": "floor", "Ceil": "ceil",
-    "Not": "logical_not", "Sign": "sign",
+    "Not": "logical_not", "Sign": "sign", "Acos": "acos", "Acosh": "acosh", "Asin": "asin", "Asinh": "asinh",
+    "Atan": "atan", "Atanh": "atanh", "Cosh": "cosh", "Sinh": "sinh", "Tan": "tan", "Round": "round",
+    "IsNaN": "isnan",
 }
 
 
@@ -78,6 +86,9 @@ _BINARY = {"Add": ("add", np.add), "Sub": ("subtract", np.subtract), "Mul": ("mu
            "Greater": ("greater", np.greater), "LessOrEqual": ("less_equal", np.less_equal),
            "GreaterOrEqual": ("greater_equal", np.greater_equal), "And": ("logical_and", np.logical_and),
            "Or": ("logical_or", np.logical_or)}
+_BINARY.update({"Xor": ("logical_xor", np.logical_xor), "BitwiseAnd": ("bitwise_and", np.bitwise_and),
+                "BitwiseOr": ("bitwise_or", np.bitwise_or), "BitwiseXor": ("bitwise_xor", np.bitwise_xor)})
+_INTEGER_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
 _PRIM_BINARY = {"Add": lambda a, b: a + b, "Sub": lambda a, b: a - b, "Mul": lambda a, b: a * b,
                 "Div": lambda a, b: a // b}
 
@@ -105,6 +116,45 @@ def _binary(onnx_name, op_name, numpy_op):
 
 for _onnx_name, (_relax_name, _np_op) in _BINARY.items():
     CONVERTERS[_onnx_name] = _binary(_onnx_name, _relax_name, _np_op)
+
+
+def _bitwise(onnx_name, convert):
+    """TVM's ``BitwiseBase``: integer operands only, then the binary conversion."""
+    def checked(ctx):
+        for i in range(len(ctx.node.input)):
+            value = ctx.raw(i)
+            dtype = ctx.dtype_of(value) if ctx.is_tensor(value) else None
+            if dtype not in _INTEGER_DTYPES:
+                raise ctx.error(f"{onnx_name} needs integer operands; input {i} is {dtype or type(value).__name__}")
+        return convert(ctx)
+    return checked
+
+
+for _onnx_name in ("BitwiseAnd", "BitwiseOr", "BitwiseXor"):
+    CONVERTERS[_onnx_name] = _bitwise(_onnx_name, CONVERTERS[_onnx_name])
+
+
+@_register("Mod")
+def _mod(ctx):
+    """``fmod=0``: ``R.floor_mod`` (numpy's ``mod`` when folding), ``fmod=1``: ``R.mod`` (``fmod``)."""
+    fmod = bool(ctx.attr("fmod", 0))
+    return _binary("Mod", "mod" if fmod else "floor_mod", np.fmod if fmod else np.mod)(ctx)
+
+
+@_register("BitwiseNot")
+def _bitwise_not(ctx):
+    x = ctx.raw(0)
+    if _is_const(x):
+        return ctx.const(np.bitwise_not(np.asarray(x.data)), x.ty.dtype)
+    return ctx.call("bitwise_not", ctx.operand(0))
+
+
+@_register("IsInf")
+def _is_inf(ctx):
+    # TVM 0.27 ignores detect_negative / detect_positive; refuse them rather than detect both signs
+    if ctx.attr("detect_negative", 1) != 1 or ctx.attr("detect_positive", 1) != 1:
+        raise ctx.error("detect_negative=0 or detect_positive=0 is not supported (TVM 0.27 detects both signs)")
+    return ctx.call("isinf", ctx.tensor_operand(0))
 
 
 def _broadcast_dims(ctx, shapes):
@@ -284,6 +334,41 @@ def _softplus(ctx):
     return ctx.call("add", ctx.call("maximum", x, ctx.const(0, dtype)), tail)
 
 
+@_register("Softsign")
+def _softsign(ctx):
+    x = ctx.tensor_operand(0)
+    return ctx.call("divide", x, ctx.call("add", ctx.call("abs", x), ctx.const(1, ctx.dtype_of(x))))
+
+
+@_register("ThresholdedRelu")
+def _thresholded_relu(ctx):
+    """TVM's ``astype(greater(x, alpha), "float32") * x`` (``alpha`` a float32 constant)."""
+    x = ctx.tensor_operand(0)
+    mask = ctx.call("astype", ctx.call("greater", x, ctx.const(float(ctx.attr("alpha", 1.0)))), dtype="float32")
+    return ctx.call("multiply", mask, x)
+
+
+@_register("Mish")
+def _mish(ctx):
+    x = ctx.tensor_operand(0)
+    softplus = ctx.call("log", ctx.call("add", ctx.const(1.0, ctx.dtype_of(x)), ctx.call("exp", x)))
+    return ctx.call("multiply", x, ctx.call("tanh", softplus))
+
+
+@_register("Shrink")
+def _shrink(ctx):
+    """TVM's ``where(x > lambd, x - bias, 0) + where(x < -lambd, x + bias, 0)``, the zeros
+    one ``zeros_like`` (bound once, in TVM's order) and ``-lambd`` a ``negative`` of the constant."""
+    x = ctx.tensor_operand(0)
+    dtype = ctx.dtype_of(x)
+    lambd, bias = ctx.const(float(ctx.attr("lambd", 0.5)), dtype), ctx.const(float(ctx.attr("bias", 0.0)), dtype)
+    above, minus = ctx.emit(ctx.call("greater", x, lambd)), ctx.emit(ctx.call("subtract", x, bias))
+    zeros = ctx.emit(ctx.call("zeros_like", x))  # TVM's normalizer binds the shared call once
+    upper = ctx.emit(ctx.call("where", above, minus, zeros))
+    lower = ctx.call("where", ctx.call("less", x, ctx.call("negative", lambd)), ctx.call("add", x, bias), zeros)
+    return ctx.call("add", upper, lower)
+
+
 @_register("PRelu")
 def _prelu(ctx):
     x, slope = ctx.tensor_operand(0), ctx.tensor_operand(1)
@@ -331,6 +416,24 @@ CONVERTERS["ArgMin"] = _arg_reduce("argmin")
 @_register("MatMul")
 def _matmul(ctx):
     return ctx.call("matmul", ctx.tensor_operand(0), ctx.tensor_operand(1))
+
+
+@_register("MatMulInteger")
+def _matmul_integer(ctx):
+    """``(int32(A) - a_zero) @ (int32(B) - b_zero)`` in int32; a rank-1 zero point becomes
+    a column (A's rows) or a row (B's columns), as TVM writes it."""
+    a = ctx.call("astype", ctx.tensor_operand(0), dtype="int32")
+    b = ctx.call("astype", ctx.tensor_operand(1), dtype="int32")
+    for i, axis in ((2, -1), (3, 0)):
+        if ctx.has_input(i):
+            zero = ctx.call("astype", ctx.tensor_operand(i), dtype="int32")
+            if ctx.rank(zero) == 1:
+                zero = ctx.call("expand_dims", zero, axis=axis)
+            if i == 2:
+                a = ctx.call("subtract", a, zero)
+            else:
+                b = ctx.call("subtract", b, zero)
+    return ctx.call("matmul", a, b, out_dtype="int32")
 
 
 @_register("Gemm")
@@ -382,6 +485,47 @@ def _conv(ctx):
     return out
 
 
+_TRANSPOSE_LAYOUTS = {3: ("conv1d_transpose", "NCW", "IOW"), 4: ("conv2d_transpose", "NCHW", "IOHW")}
+
+
+@_register("ConvTranspose")
+def _conv_transpose(ctx):
+    """``R.nn.conv1d/2d_transpose`` (memcore's IR has no ``conv3d_transpose``), ``SAME_*``
+    pads as TVM derives them from the attributes alone, plus a reshaped bias ``add``."""
+    x, w = ctx.tensor_operand(0), ctx.tensor_operand(1)
+    rank = ctx.rank(x)
+    if rank not in _TRANSPOSE_LAYOUTS:
+        raise ctx.error(f"a transposed convolution of rank {rank} is not supported (1D and 2D are)")
+    if ctx.attr("output_shape") is not None:
+        raise ctx.error("output_shape is not supported (TVM 0.27 ignores it); give pads and output_padding")
+    op_name, data_layout, kernel_layout = _TRANSPOSE_LAYOUTS[rank]
+    spatial = rank - 2
+    strides = list(ctx.attr("strides", [1] * spatial))
+    dilations = list(ctx.attr("dilations", [1] * spatial))
+    output_padding = list(ctx.attr("output_padding", [0] * spatial))
+    pads = ctx.attr("pads", 0)
+    auto_pad = ctx.attr("auto_pad", "NOTSET")
+    if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        kernel = ctx.attr("kernel_shape") or [static_dim(d) for d in ctx.shape_of(w)[2:]]
+        begin, end = [], []
+        for i in range(spatial):
+            total = max((kernel[i] - 1) * dilations[i] + 1 + output_padding[i] - strides[i], 0)
+            first = total // 2 if auto_pad == "SAME_UPPER" else total - total // 2
+            begin.append(first)
+            end.append(total - first)
+        pads = begin + end
+    elif auto_pad == "VALID":
+        pads = [0] * (2 * spatial)
+    elif auto_pad != "NOTSET":
+        raise ctx.error(f"auto_pad={auto_pad!r} is not a valid value")
+    out = ctx.call("nn." + op_name, x, w, strides=strides, padding=pads, output_padding=output_padding,
+                   dilation=dilations, groups=ctx.attr("group", 1), data_layout=data_layout,
+                   kernel_layout=kernel_layout)
+    if ctx.has_input(2):
+        out = ctx.call("add", out, ctx.call("reshape", ctx.tensor_operand(2), [1, -1] + [1] * spatial))
+    return out
+
+
 def _pool(name):
     def convert(ctx):
         x = ctx.tensor_operand(0)
@@ -401,10 +545,65 @@ CONVERTERS["MaxPool"] = _pool("max_pool")
 CONVERTERS["AveragePool"] = _pool("avg_pool")
 
 
+@_register("LpPool")
+def _lp_pool(ctx):
+    """TVM's ``(avg_pool(|x| ** p, count_include_pad) * prod(kernel)) ** (1 / p)``."""
+    x = ctx.tensor_operand(0)
+    dtype = ctx.dtype_of(x)
+    p = ctx.attr("p", 2.0)
+    kernel = ctx.attr("kernel_shape")
+    if kernel is None or len(kernel) not in (1, 2, 3):
+        raise ctx.error(f"kernel_shape {kernel!r} is not supported (1, 2 or 3 dims are)")
+    spatial = ctx.rank(x) - 2
+    data = ctx.emit(ctx.call("power", ctx.call("abs", x), ctx.const(float(p), dtype)))
+    pooled = ctx.call(f"nn.avg_pool{len(kernel)}d", data, pool_size=kernel, strides=ctx.attr("strides", [1] * spatial),
+                      padding=_check_auto_pad(ctx, spatial), dilation=ctx.attr("dilations", [1] * spatial),
+                      ceil_mode=bool(ctx.attr("ceil_mode", 0)), count_include_pad=True)
+    out = ctx.call("multiply", pooled, ctx.const(float(np.prod(kernel)), dtype))
+    return ctx.call("power", out, ctx.const(1.0 / p, dtype))
+
+
+@_register("GlobalLpPool")
+def _global_lp_pool(ctx):
+    x = ctx.tensor_operand(0)
+    dtype = ctx.dtype_of(x)
+    p = ctx.attr("p", 2.0)
+    total = ctx.call("sum", ctx.call("power", ctx.call("abs", x), ctx.const(float(p), dtype)),
+                     axis=list(range(2, ctx.rank(x))), keepdims=True)
+    return ctx.call("power", total, ctx.const(1.0 / p, dtype))
+
+
+@_register("MaxUnpool")
+def _max_unpool(ctx):
+    """TVM's scatter of the flattened values into flattened zeros of the inferred output
+    shape (``(dim - 1) * stride + kernel - pads``); an ``output_shape`` input is not supported."""
+    x, indices = ctx.tensor_operand(0), ctx.tensor_operand(1)
+    if ctx.has_input(2):
+        raise ctx.error("the output_shape input is not supported (TVM 0.27 cannot read it either)")
+    kernel = list(ctx.attr("kernel_shape"))
+    pads = list(ctx.attr("pads", [0] * len(kernel) * 2))
+    strides = list(ctx.attr("strides", [1] * len(kernel)))
+    dims = [static_dim(d) for d in ctx.shape_of(x)]
+    if None in dims:
+        raise ctx.error("the input shape must be static")
+    out = np.asarray([1, 1] + strides) * dims + np.asarray([0, 0] + kernel) - np.asarray([0, 0] + strides)
+    out = (out - np.reshape([0, 0, 0, 0] + pads, [-1, 2]).sum(axis=-1)).tolist()
+    zeros = ctx.emit(ctx.call("zeros", out, dtype=ctx.dtype_of(x)))
+    flat = ctx.call("scatter_elements", ctx.call("reshape", zeros, [-1]), ctx.call("reshape", indices, [-1]),
+                    ctx.call("reshape", x, [-1]), axis=0)
+    return ctx.call("reshape", flat, out)
+
+
 @_register("GlobalAveragePool")
 def _global_avg_pool(ctx):
     x = ctx.tensor_operand(0)
     return ctx.call("mean", x, axis=list(range(2, ctx.rank(x))), keepdims=True)
+
+
+@_register("GlobalMaxPool")
+def _global_max_pool(ctx):
+    x = ctx.tensor_operand(0)
+    return ctx.call("max", x, axis=list(range(2, ctx.rank(x))), keepdims=True)
 
 
 @_register("BatchNormalization")
@@ -433,6 +632,102 @@ def _layer_norm(ctx):
     return [out]
 
 
+@_register("InstanceNormalization")
+def _instance_norm(ctx):
+    """TVM's decomposition: ``(x - mean) / sqrt(variance + eps)`` over the spatial axes, then
+    the scale and bias reshaped to ``[-1, 1, ...]``."""
+    x, scale, bias = ctx.tensor_operand(0), ctx.operand(1), ctx.operand(2)
+    rank = ctx.rank(x)
+    axes = list(range(2, rank))
+    eps = ctx.const(float(ctx.attr("epsilon", 1e-5)), ctx.dtype_of(x))
+    mean = ctx.call("mean", x, axis=axes, keepdims=True)
+    var = ctx.call("variance", x, axis=axes, keepdims=True)
+    out = ctx.call("divide", ctx.call("subtract", x, mean), ctx.call("sqrt", ctx.call("add", var, eps)))
+    target = [-1] + [1] * (rank - 2)
+    if scale is not None:
+        out = ctx.call("multiply", out, ctx.call("reshape", scale, target))
+    if bias is not None:
+        out = ctx.call("add", out, ctx.call("reshape", bias, target))
+    return out
+
+
+@_register("GroupNormalization")
+def _group_norm(ctx):
+    """TVM's opset-18 conversion: per-group scale and bias repeated per channel, then
+    ``R.nn.group_norm`` (float32, a static channel count divisible by ``num_groups``)."""
+    x, scale, bias = ctx.tensor_operand(0), ctx.tensor_operand(1), ctx.tensor_operand(2)
+    rank = ctx.rank(x)
+    groups = int(ctx.attr("num_groups"))
+    if rank < 2 or ctx.dtype_of(x) != "float32":
+        raise ctx.error("GroupNormalization needs a float32 input of rank >= 2")
+    channels = static_dim(ctx.shape_of(x)[1])
+    if channels is None or groups <= 0 or channels % groups:
+        raise ctx.error(f"GroupNormalization needs a static channel count divisible by num_groups={groups}; "
+                        f"got {ctx.shape_of(x)[1]}")
+    per_group = channels // groups
+
+    def per_channel(v):
+        v = ctx.call("broadcast_to", ctx.call("reshape", v, [groups, 1]), [groups, per_group])
+        return ctx.call("reshape", v, [channels])
+
+    return ctx.call("nn.group_norm", x, per_channel(scale), per_channel(bias), num_groups=groups, channel_axis=1,
+                    axes=list(range(2, rank)), epsilon=float(ctx.attr("epsilon", 1e-5)))
+
+
+@_register("LRN")
+def _lrn(ctx):
+    """TVM's ``x / (bias + alpha * avg_pool(x ** 2 over channels)) ** beta`` (the pool on an
+    added unit axis, 3-D and 4-D inputs; the constants float32)."""
+    x = ctx.tensor_operand(0)
+    rank = ctx.rank(x)
+    if rank not in (3, 4):
+        raise ctx.error(f"LRN of a rank-{rank} input is not supported (3-D and 4-D are)")
+    size = int(ctx.attr("size"))
+    if size % 2 == 0:
+        raise ctx.error(f"an even size ({size}) is not supported (TVM's symmetric padding needs an odd size)")
+    half = size // 2
+    expanded = ctx.call("expand_dims", ctx.call("multiply", x, x), axis=1)
+    if rank == 3:
+        pooled = ctx.call("nn.avg_pool2d", expanded, pool_size=[size, 1], strides=[1, 1], padding=[half, 0, half, 0],
+                          layout="NCHW", ceil_mode=False, count_include_pad=True)
+    else:
+        pooled = ctx.call("nn.avg_pool3d", expanded, pool_size=[size, 1, 1], strides=[1, 1, 1],
+                          padding=[half, 0, 0, half, 0, 0], layout="NCDHW", ceil_mode=False, count_include_pad=True)
+    scale = ctx.call("add", ctx.call("multiply", ctx.call("squeeze", pooled, axis=[1]),
+                                     ctx.const(float(ctx.attr("alpha", 0.0001)), "float32")),
+                     ctx.const(float(ctx.attr("bias", 1.0)), "float32"))
+    return ctx.call("divide", x, ctx.call("power", scale, ctx.const(float(ctx.attr("beta", 0.75)), "float32")))
+
+
+@_register("MeanVarianceNormalization")
+def _mean_variance_norm(ctx):
+    """TVM's ``(x - mean) / sqrt(mean(x ** 2) - mean ** 2)`` (the exponents float32)."""
+    x = ctx.tensor_operand(0)
+    axes = list(ctx.attr("axes", [0, 2, 3]))
+    mean = ctx.emit(ctx.call("mean", x, axis=axes, keepdims=True))  # used twice: TVM binds it once, first
+    mean_squared = ctx.call("power", mean, ctx.const(2, "float32"))
+    squared_mean = ctx.call("mean", ctx.call("power", x, ctx.const(2, "float32")), axis=axes, keepdims=True)
+    return ctx.call("divide", ctx.call("subtract", x, mean),
+                    ctx.call("sqrt", ctx.call("subtract", squared_mean, mean_squared)))
+
+
+@_register("RMSNormalization")
+def _rms_norm(ctx):
+    """``R.nn.rms_norm`` over the axes from ``axis`` on, in float32 when ``stash_type=1``."""
+    x, scale = ctx.tensor_operand(0), ctx.tensor_operand(1)
+    rank = ctx.rank(x)
+    axis = ctx.attr("axis", -1)
+    axis = axis + rank if axis < 0 else axis
+    if not 0 <= axis < rank:
+        raise ctx.error(f"axis {ctx.attr('axis')} is out of range for rank {rank}")
+    dtype = ctx.dtype_of(x)
+    cast = ctx.attr("stash_type", 1) == 1 and dtype != "float32"
+    if cast:
+        x, scale = ctx.call("astype", x, dtype="float32"), ctx.call("astype", scale, dtype="float32")
+    out = ctx.call("nn.rms_norm", x, scale, axes=list(range(axis, rank)), epsilon=float(ctx.attr("epsilon", 1e-5)))
+    return ctx.call("astype", out, dtype=dtype) if cast else out
+
+
 @_register("Softmax", "LogSoftmax")
 def _softmax(ctx):
     if ctx.opset < 13:
@@ -440,6 +735,26 @@ def _softmax(ctx):
                         "opset >= 13 is")
     name = "nn.softmax" if ctx.node.op_type == "Softmax" else "nn.log_softmax"
     return ctx.call(name, ctx.tensor_operand(0), axis=ctx.attr("axis", -1))
+
+
+@_register("Hardmax")
+def _hardmax(ctx):
+    """Opset >= 13: ``R.one_hot(R.argmax(x, axis), 1, 0, extent, axis)`` (the on/off values
+    scalars of the input's dtype, the axis extent static)."""
+    if ctx.opset < 13:
+        raise ctx.error(f"Hardmax of opset {ctx.opset} (flattening semantics) is not supported; opset >= 13 is")
+    x = ctx.tensor_operand(0)
+    rank = ctx.rank(x)
+    axis = ctx.attr("axis", -1)
+    axis = axis + rank if axis < 0 else axis
+    if not 0 <= axis < rank:
+        raise ctx.error(f"axis {ctx.attr('axis')} is out of range for rank {rank}")
+    extent = static_dim(ctx.shape_of(x)[axis])
+    if extent is None:
+        raise ctx.error("the extent of the axis must be static")
+    dtype = ctx.dtype_of(x)
+    return ctx.call("one_hot", ctx.call("argmax", x, axis=axis), FloatImm(1.0, dtype), FloatImm(0.0, dtype),
+                    depth=extent, axis=axis)
 
 
 @_register("Gelu")
@@ -450,24 +765,46 @@ def _gelu(ctx):
     return ctx.call("nn.gelu_tanh" if approximate == "tanh" else "nn.gelu", ctx.tensor_operand(0))
 
 
-def _reduce(op_name):
+def _reduce(op_name, build=None):
+    """A reduction over the ``axes`` attribute or (opset >= 18) constant input: ``R.<op_name>``,
+    or ``build(ctx, x, axes, keepdims)`` for TVM's composite reductions (``axes`` None: all)."""
     def convert(ctx):
         x = ctx.tensor_operand(0)
         keepdims = bool(ctx.attr("keepdims", 1))
         axes = ctx.attr("axes")
         if axes is None and ctx.has_input(1):
             axes = ctx.constant_ints(1, "the axes")
-        if not axes:
-            if ctx.attr("noop_with_empty_axes", 0):
-                return x
-            return ctx.call(op_name, x, axis=None, keepdims=keepdims)
-        return ctx.call(op_name, x, axis=list(axes), keepdims=keepdims)
+        if not axes and ctx.attr("noop_with_empty_axes", 0):
+            return x
+        axes = list(axes) if axes else None
+        if build is not None:
+            return build(ctx, x, axes, keepdims)
+        return ctx.call(op_name, x, axis=axes, keepdims=keepdims)
     return convert
 
 
 for _onnx_name, _relax_name in (("ReduceMean", "mean"), ("ReduceSum", "sum"), ("ReduceMax", "max"),
                                 ("ReduceMin", "min"), ("ReduceProd", "prod")):
     CONVERTERS[_onnx_name] = _reduce(_relax_name)
+
+
+def _log_sum_exp(ctx, x, axes, keepdims):
+    """TVM's ``log(sum(exp(x - max))) + max`` (the max kept, ``squeeze`` when not keepdims)."""
+    peak = ctx.emit(ctx.call("max", x, axis=axes, keepdims=True))  # used twice: TVM binds it once, first
+    total = ctx.call("sum", ctx.call("exp", ctx.call("subtract", x, peak)), axis=axes, keepdims=True)
+    out = ctx.call("add", ctx.call("log", total), peak)
+    return out if keepdims else ctx.call("squeeze", out, axis=axes)
+
+
+CONVERTERS["ReduceL1"] = _reduce("sum", lambda ctx, x, axes, keep: ctx.call(
+    "sum", ctx.call("abs", x), axis=axes, keepdims=keep))
+CONVERTERS["ReduceL2"] = _reduce("sum", lambda ctx, x, axes, keep: ctx.call(
+    "sqrt", ctx.call("sum", ctx.call("multiply", x, x), axis=axes, keepdims=keep)))
+CONVERTERS["ReduceSumSquare"] = _reduce("sum", lambda ctx, x, axes, keep: ctx.call(
+    "sum", ctx.call("multiply", x, x), axis=axes, keepdims=keep))
+CONVERTERS["ReduceLogSum"] = _reduce("sum", lambda ctx, x, axes, keep: ctx.call(
+    "log", ctx.call("sum", x, axis=axes, keepdims=keep)))
+CONVERTERS["ReduceLogSumExp"] = _reduce("max", _log_sum_exp)
 
 
 # ------------------------------------------------------------------------------------ recurrent

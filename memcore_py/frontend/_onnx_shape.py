@@ -12,14 +12,19 @@ folded (TVM folds them with numpy). ``Gather`` normalizes negative indices at ru
 (``where(less(i, 0), add(i, extent), i)`` with the extent read by ``shape_of``), as TVM
 does. An ``Expand`` shape given as an initializer is read here (TVM reads it at run time and
 loses the static shape); ``Range``, ``Trilu`` and ``Expand``/``Reshape`` on symbolic shapes,
-which TVM 0.27 cannot import, are converted by their type rules.
+which TVM 0.27 cannot import, are converted by their type rules. ``GatherND``,
+``GatherElements``, ``ScatterND`` and ``OneHot`` normalize negative indices at run time the
+same way; ``ScatterElements`` does not (TVM does not). ``Resize``/``Upsample`` need constant
+scales or sizes (4-D only), ``NonZero``/``Compress`` cast the data-dependent count to a fresh
+symbolic dim (``match_cast``), as TVM does.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from ..ir.expr import PrimValue, ShapeExpr
-from ..ir.prim import IntImm, PrimExpr
+from ..ir.prim import IntImm, PrimExpr, PrimVar
+from ..ir.types import TensorType
 from ._aten_common import registrar, static_dim
 from ._onnx_context import is_constant as _is_const
 
@@ -313,3 +318,337 @@ def _constant_of_shape(ctx):
     dtype = str(value.dtype)
     fill = ctx.const(value.reshape(()), dtype)
     return ctx.call("full", target, fill, dtype=dtype)
+
+
+# ------------------------------------------------------------------------------------ gather / scatter
+def _normalize_negative(ctx, indices, extent):
+    """TVM's run-time ``where(less(i, 0), add(i, extent), i)`` (unsigned indices unchanged);
+    ``extent`` has the indices' dtype."""
+    dtype = ctx.dtype_of(indices)
+    if dtype.startswith("uint"):
+        return indices
+    return ctx.emit(ctx.call("where", ctx.call("less", indices, ctx.const(0, dtype)),
+                             ctx.call("add", indices, extent), indices))
+
+
+def _shape_tensor(ctx, data):
+    """``shape_to_tensor(shape_of(data))``, bound (TVM reads the extents at run time)."""
+    return ctx.emit(ctx.call("shape_to_tensor", ctx.call("shape_of", data)))
+
+
+def _coord_extents(ctx, data, indices, start: int):
+    """TVM's ``_coord_axis_extents``: ``data.shape[start : start + indices.shape[-1]]`` as a
+    tensor of the indices' dtype."""
+    coord_len = static_dim(ctx.shape_of(indices)[-1])
+    if coord_len is None:
+        raise ctx.error("the last dimension of the indices must be static")
+    extent = ctx.call("strided_slice", _shape_tensor(ctx, data), [0], [start], [start + coord_len])
+    dtype = ctx.dtype_of(indices)
+    if dtype != "int64":
+        extent = ctx.call("astype", ctx.emit(extent), dtype=dtype)
+    return extent
+
+
+def _axis_extent(ctx, data, axis: int, dtype: str):
+    """TVM's ``_axis_extent``: ``data.shape[axis]`` read at run time, in ``dtype``."""
+    extent = ctx.call("take", _shape_tensor(ctx, data), ctx.const(axis, "int64"), axis=0, mode="wrap")
+    if dtype != "int64":
+        extent = ctx.call("astype", ctx.emit(extent), dtype=dtype)
+    return extent
+
+
+@_register("GatherND")
+def _gather_nd(ctx):
+    data, indices = ctx.tensor_operand(0), ctx.tensor_operand(1)
+    batch_dims = int(ctx.attr("batch_dims", 0))
+    indices = _normalize_negative(ctx, indices, _coord_extents(ctx, data, indices, batch_dims))
+    return ctx.call("gather_nd", data, indices, batch_dims=batch_dims)
+
+
+@_register("GatherElements")
+def _gather_elements(ctx):
+    data, indices = ctx.tensor_operand(0), ctx.tensor_operand(1)
+    axis = int(ctx.attr("axis", 0))
+    indices = _normalize_negative(ctx, indices, _axis_extent(ctx, data, axis, ctx.dtype_of(indices)))
+    return ctx.call("gather_elements", data, indices, axis=axis)
+
+
+def _reduction(ctx) -> str:
+    """TVM's ``_get_onnx_reduction``: ``none`` is ``update``; opset 16 adds ``add``/``mul``,
+    opset 18 ``min``/``max``."""
+    reduction = ctx.attr("reduction") or "update"
+    reduction = "update" if reduction == "none" else reduction
+    valid = ["update"] + (["add", "mul"] if ctx.opset >= 16 else []) + (["min", "max"] if ctx.opset >= 18 else [])
+    if reduction not in valid:
+        raise ctx.error(f"reduction={reduction!r} is not supported at opset {ctx.opset} ({', '.join(valid)} are)")
+    return reduction
+
+
+@_register("ScatterND")
+def _scatter_nd(ctx):
+    data, indices, updates = ctx.tensor_operand(0), ctx.tensor_operand(1), ctx.tensor_operand(2)
+    reduction = _reduction(ctx)
+    indices = _normalize_negative(ctx, indices, _coord_extents(ctx, data, indices, 0))
+    return ctx.call("scatter_nd", data, indices, updates, reduction=reduction)
+
+
+@_register("ScatterElements")
+def _scatter_elements(ctx):
+    """``R.scatter_elements`` with the indices as given (TVM does not normalize them here)."""
+    data, indices, updates = ctx.tensor_operand(0), ctx.tensor_operand(1), ctx.tensor_operand(2)
+    return ctx.call("scatter_elements", data, indices, updates, axis=int(ctx.attr("axis", 0)),
+                    reduction=_reduction(ctx))
+
+
+@_register("TopK")
+def _topk(ctx):
+    """``R.topk`` (values and int64 indices; ``k`` a constant, ``sorted=1``)."""
+    x = ctx.tensor_operand(0)
+    if ctx.opset >= 10:
+        k = ctx.constant_ints(1, "k")
+        if k is None or len(k) != 1:
+            raise ctx.error("TopK needs one constant k")
+        k = k[0]
+    else:
+        k = int(ctx.attr("k", 1))
+    if ctx.opset >= 11 and ctx.attr("sorted", 1) != 1:
+        raise ctx.error("sorted=0 is not supported (TVM's TopK is sorted)")
+    largest = bool(ctx.attr("largest", 1)) if ctx.opset >= 11 else True
+    out = ctx.emit(ctx.call("topk", x, k=k, axis=int(ctx.attr("axis", -1)), ret_type="both", largest=largest,
+                            dtype="int64"))
+    return [ctx.emit(ctx.item(out, i)) for i in range(2)]
+
+
+@_register("CumSum")
+def _cumsum(ctx):
+    """``R.cumsum`` along a constant axis (``reverse=1``, which TVM writes with TE ``flip``
+    kernels, is not supported)."""
+    x = ctx.tensor_operand(0)
+    axis = ctx.constant_array(1, "the axis")
+    if axis is None or np.asarray(axis).size != 1 or np.asarray(axis).ndim > 1:
+        raise ctx.error("the axis must be a constant scalar or one-element vector")
+    if ctx.attr("reverse", 0):
+        raise ctx.error("reverse=1 is not supported (TVM writes it with TE flip kernels)")
+    return ctx.call("cumsum", x, axis=int(np.asarray(axis).reshape(-1)[0]),
+                    exclusive=bool(ctx.attr("exclusive", 0)))
+
+
+@_register("OneHot")
+def _one_hot(ctx):
+    """``R.one_hot`` with constant depth and ``[off, on]`` values; negative indices wrap by
+    ``depth`` at run time, as TVM's importer does."""
+    indices = ctx.tensor_operand(0)
+    depth = ctx.constant_array(1, "the depth")
+    values = ctx.constant_array(2, "the values")
+    if depth is None or values is None or np.asarray(values).size != 2:
+        raise ctx.error("OneHot needs a constant depth and two constant values")
+    depth = np.asarray(depth).tolist()
+    depth = int(depth[0] if isinstance(depth, list) else depth)
+    off, on = np.asarray(values).reshape(-1).tolist()
+    dtype = ctx.dtype_of(indices)
+    indices = _normalize_negative(ctx, indices, ctx.const(depth, dtype))
+    return ctx.call("one_hot", indices, on, off, depth=depth, axis=int(ctx.attr("axis", -1)))
+
+
+# ------------------------------------------------------------------------------------ depth / space
+def _static_nchw(ctx, x):
+    dims = [static_dim(d) for d in ctx.shape_of(x)]
+    if len(dims) != 4 or None in dims:
+        raise ctx.error(f"the input must be a static 4-D NCHW tensor; got shape {list(ctx.shape_of(x))}")
+    return dims
+
+
+@_register("DepthToSpace")
+def _depth_to_space(ctx):
+    x = ctx.tensor_operand(0)
+    bs = int(ctx.attr("blocksize"))
+    b, c, h, w = _static_nchw(ctx, x)
+    mode = ctx.attr("mode", "DCR")
+    if mode == "DCR":
+        y = ctx.call("permute_dims", ctx.call("reshape", x, [b, bs, bs, c // bs ** 2, h, w]), axes=[0, 3, 4, 1, 5, 2])
+    elif mode == "CRD":
+        y = ctx.call("permute_dims", ctx.call("reshape", x, [b, c // bs ** 2, bs, bs, h, w]), axes=[0, 1, 4, 2, 5, 3])
+    else:
+        raise ctx.error(f"mode={mode!r} is not supported (DCR and CRD are)")
+    return ctx.call("reshape", y, [b, c // bs ** 2, h * bs, w * bs])
+
+
+@_register("SpaceToDepth")
+def _space_to_depth(ctx):
+    x = ctx.tensor_operand(0)
+    bs = int(ctx.attr("blocksize"))
+    b, c, h, w = _static_nchw(ctx, x)
+    y = ctx.call("permute_dims", ctx.call("reshape", x, [b, c, h // bs, bs, w // bs, bs]), axes=[0, 3, 5, 1, 2, 4])
+    return ctx.call("reshape", y, [b, c * bs * bs, h // bs, w // bs])
+
+
+@_register("NonZero")
+def _nonzero(ctx):
+    """``R.nonzero`` cast to ``(rank, nonzero_numbers)`` int64 (a fresh symbolic count), as TVM."""
+    x = ctx.tensor_operand(0)
+    rank = max(ctx.rank(x), 1)
+    return ctx.bb.match_cast(ctx.call("nonzero", x), TensorType([IntImm(rank), PrimVar("nonzero_numbers", "int64")],
+                                                                 "int64"))
+
+
+# ------------------------------------------------------------------------------------ resize
+def _resize_mode(ctx, mode: str) -> str:
+    if mode not in ("nearest", "linear", "cubic"):
+        raise ctx.error(f"mode={mode!r} is not supported (nearest, linear and cubic are)")
+    return "nearest_neighbor" if mode == "nearest" else mode
+
+
+def _static_sizes(ctx, x, scales) -> list:
+    """TVM's ``int64(scale * dim)`` for the spatial dims of a static shape."""
+    dims = [static_dim(d) for d in ctx.shape_of(x)]
+    if None in dims:
+        raise ctx.error("scales need a static input shape")
+    if len(scales) != len(dims):
+        raise ctx.error(f"{len(scales)} scales for an input of rank {len(dims)}")
+    return [int(float(np.float32(s)) * d) for s, d in zip(scales[2:], dims[2:])]
+
+
+@_register("Resize")
+def _resize(ctx):
+    """4-D ``R.image.resize2d`` with a constant ROI and constant scales or sizes (TVM writes
+    1-D resizes and run-time ROIs with TE kernels; memcore's IR has no ``resize3d``)."""
+    if ctx.opset < 11:
+        raise ctx.error(f"Resize of opset {ctx.opset} (inputs X, scales) is not supported; opset >= 11 is")
+    x = ctx.tensor_operand(0)
+    if ctx.rank(x) != 4:
+        raise ctx.error(f"a resize of rank {ctx.rank(x)} is not supported (4-D NCHW is)")
+    roi = ctx.constant_array(1, "the roi")
+    scales, sizes = ctx.constant_array(2, "the scales"), ctx.constant_array(3, "the sizes")
+    if (scales is None) == (sizes is None):
+        raise ctx.error("exactly one of scales and sizes must be given")
+    roi = [] if roi is None else [float(v) for v in np.asarray(roi).reshape(-1)]
+    if len(roi) == 8:
+        roi = roi[2:4] + roi[6:8]
+    elif not roi:
+        roi = [0.0] * 4
+    elif len(roi) != 4:
+        raise ctx.error(f"the roi must have 0, 4 or 8 values; got {len(roi)}")
+    if scales is not None:
+        size = _static_sizes(ctx, x, np.asarray(scales).reshape(-1))
+    else:
+        size = [int(v) for v in np.asarray(sizes).astype("int64").reshape(-1)[2:]]
+    return ctx.call("image.resize2d", x, size, roi=roi, layout="NCHW",
+                    method=_resize_mode(ctx, ctx.attr("mode", "nearest")),
+                    coordinate_transformation_mode=ctx.attr("coordinate_transformation_mode", "half_pixel"),
+                    rounding_method=ctx.attr("nearest_mode", "round_prefer_floor"),
+                    cubic_alpha=float(ctx.attr("cubic_coeff_a", -0.75)),
+                    cubic_exclude=int(ctx.attr("exclude_outside", 0)),
+                    extrapolation_value=float(ctx.attr("extrapolation_value", 0.0)))
+
+
+@_register("Upsample")
+def _upsample(ctx):
+    """Opsets 7-8 (``scales`` an attribute, as TVM reads it): 4-D ``R.image.resize2d`` with
+    ``asymmetric`` coordinates."""
+    x = ctx.tensor_operand(0)
+    scales = ctx.attr("scales")
+    if scales is None:
+        raise ctx.error("Upsample needs the scales attribute (opset 7-8; TVM 0.27 reads no scales input)")
+    if ctx.rank(x) != 4 or len(scales) != 4 or scales[0] != 1 or scales[1] != 1:
+        raise ctx.error("a 4-D input with scales [1, 1, h, w] is needed")
+    return ctx.call("image.resize2d", x, _static_sizes(ctx, x, scales), layout="NCHW",
+                    method=_resize_mode(ctx, ctx.attr("mode", "nearest")),
+                    coordinate_transformation_mode="asymmetric")
+
+
+@_register("Compress")
+def _compress(ctx):
+    """``take`` of the ``nonzero`` positions of a 1-D bool condition (cast to
+    ``(1, num_nonzero)``), along ``axis`` or of the flattened input."""
+    x, condition = ctx.tensor_operand(0), ctx.tensor_operand(1)
+    if ctx.dtype_of(condition) != "bool" or ctx.rank(condition) != 1:
+        raise ctx.error("the condition must be a 1-D bool tensor")
+    positions = ctx.bb.match_cast(ctx.call("nonzero", condition),
+                                  TensorType([IntImm(1), PrimVar("num_nonzero", "int64")], "int64"))
+    positions = ctx.call("reshape", positions, [-1])
+    axis = ctx.attr("axis")
+    if axis is None:
+        return ctx.call("take", ctx.call("reshape", x, [-1]), positions, axis=0)
+    return ctx.call("take", x, positions, axis=int(axis))
+
+
+@_register("Scatter")
+def _scatter(ctx):
+    """Opset < 11: ``R.scatter_elements`` when the indices have the data's shape, else TVM's
+    ``scatter_nd`` over an explicit coordinate grid (static indices shape)."""
+    if ctx.opset >= 11:
+        raise ctx.error("Scatter is deprecated at opset 11 (use ScatterElements)")
+    data, indices, updates = ctx.tensor_operand(0), ctx.tensor_operand(1), ctx.tensor_operand(2)
+    axis = int(ctx.attr("axis", 0))
+    data_dims, index_dims = list(ctx.shape_of(data)), list(ctx.shape_of(indices))
+    same = len(data_dims) == len(index_dims) and all(
+        static_dim(a) == static_dim(b) if static_dim(a) is not None or static_dim(b) is not None else a is b
+        for a, b in zip(data_dims, index_dims))
+    if same:
+        return ctx.call("scatter_elements", data, indices, updates, axis=axis)
+    shape = [static_dim(d) for d in index_dims]
+    if None in shape:
+        raise ctx.error("indices of a shape other than the data's must have a static shape")
+    rank = len(data_dims)
+    axis %= rank
+    dtype = ctx.dtype_of(indices)
+    n_entries = int(np.prod(shape))
+    grid = np.moveaxis(np.indices(shape), 0, -1).reshape(n_entries, rank)
+    mask = np.broadcast_to(np.eye(rank, dtype="bool")[axis], (n_entries, rank))
+    target = ctx.call("where", ctx.const(np.ascontiguousarray(mask), "bool"),
+                      ctx.call("reshape", indices, [n_entries, 1]), ctx.const(grid.astype(dtype), dtype))
+    return ctx.call("scatter_nd", data, target, ctx.call("reshape", updates, [n_entries]))
+
+
+# ------------------------------------------------------------------------------------ image / vision
+@_register("AffineGrid")
+def _affine_grid(ctx):
+    """2-D ``R.image.affine_grid`` of a constant size, its coordinate axis moved last."""
+    theta = ctx.tensor_operand(0)
+    size = ctx.shape_like(1)
+    if size is None or any(static_dim(d) is None for d in size):
+        raise ctx.error("the size must be a constant")
+    size = [int(static_dim(d)) for d in size]
+    if len(size) != 4:
+        raise ctx.error(f"a size of {len(size)} values is not supported (2-D [N, C, H, W] is)")
+    grid = ctx.emit(ctx.call("image.affine_grid", theta, size[2:], align_corners=bool(ctx.attr("align_corners", 0))))
+    return ctx.emit(ctx.call("permute_dims", grid, axes=[0, 2, 3, 1]))
+
+
+@_register("GridSample")
+def _grid_sample(ctx):
+    """``R.image.grid_sample`` with the ONNX grid's coordinate axis moved to axis 1."""
+    data, grid = ctx.tensor_operand(0), ctx.tensor_operand(1)
+    method = {"linear": "bilinear", "cubic": "bicubic"}.get(ctx.attr("mode", "bilinear"), ctx.attr("mode", "bilinear"))
+    rank = ctx.rank(data)
+    if rank == 4:
+        grid, layout = ctx.call("permute_dims", grid, axes=[0, 3, 1, 2]), "NCHW"
+    elif rank == 5 and method != "bicubic":
+        grid, layout = ctx.call("permute_dims", grid, axes=[0, 4, 1, 2, 3]), "NCDHW"
+    else:
+        raise ctx.error(f"GridSample of a rank-{rank} input with mode {method!r} is not supported")
+    return ctx.call("image.grid_sample", data, grid, method=method, layout=layout,
+                    padding_mode=ctx.attr("padding_mode", "zeros"), align_corners=bool(ctx.attr("align_corners", 0)))
+
+
+@_register("RoiAlign")
+def _roi_align(ctx):
+    """``R.vision.roi_align`` of ``[batch_index, roi]`` rows (``half_pixel``, the opset-16
+    default, shifts the rois by -0.5 and sets ``aligned``)."""
+    data, rois, batch = ctx.tensor_operand(0), ctx.tensor_operand(1), ctx.tensor_operand(2)
+    dtype = ctx.dtype_of(rois)
+    mode = ctx.attr("mode", "avg")
+    if mode not in ("avg", "max"):
+        raise ctx.error(f"mode={mode!r} is not supported (avg and max are)")
+    transform = ctx.attr("coordinate_transformation_mode", "half_pixel" if ctx.opset >= 16 else "output_half_pixel")
+    if transform == "half_pixel":
+        rois = ctx.call("add", rois, ctx.const(np.full(4, -0.5, dtype=dtype), dtype))
+    elif transform != "output_half_pixel":
+        raise ctx.error(f"coordinate_transformation_mode={transform!r} is not supported")
+    batch = ctx.call("astype", ctx.call("expand_dims", batch, axis=1), dtype=dtype)
+    rois = ctx.call("concat", [batch, rois], axis=1)
+    return ctx.call("vision.roi_align", data, rois,
+                    pooled_size=[int(ctx.attr("output_height", 1)), int(ctx.attr("output_width", 1))],
+                    spatial_scale=float(ctx.attr("spatial_scale", 1.0)),
+                    sample_ratio=int(ctx.attr("sampling_ratio", 0)),
+                    aligned=transform == "half_pixel", layout="NCHW", mode=mode)
