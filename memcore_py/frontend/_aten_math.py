@@ -393,16 +393,24 @@ def _linear(ctx, node):
 @_register("addmm.default")
 def _addmm(ctx, node):
     x, y, z = (ctx.env[a] for a in node.args[:3])
+    return _scaled_sum(ctx, node, x, lambda: ctx.op("matmul", y, z, out_dtype="float32"), bias_first=True)
+
+
+def _scaled_sum(ctx, node, x, product, *, bias_first: bool):
+    """``beta * x + alpha * product()`` as TVM's ``_addmm`` / ``_baddbmm`` build it: a term
+    with a zero factor left out, a factor of one not multiplied, the product (emitted only
+    when used) first; the sum ``add(x, product)`` when ``bias_first``, else
+    ``add(product, x)``."""
     alpha = node.kwargs.get("alpha", 1)
     beta = node.kwargs.get("beta", 1)
     res = None
     if alpha != 0:
-        res = ctx.op("matmul", y, z, out_dtype="float32")
+        res = product()
         if alpha != 1:
             res = ctx.op("multiply", res, ctx.const(alpha, ctx.dtype_of(res)))
     if beta != 0:
         bias = x if beta == 1 else ctx.op("multiply", x, ctx.const(beta, ctx.dtype_of(x)))
-        res = bias if res is None else ctx.op("add", bias, res)
+        res = bias if res is None else (ctx.op("add", bias, res) if bias_first else ctx.op("add", res, bias))
     return res
 
 
@@ -707,17 +715,7 @@ def _baddbmm(ctx, node):
     """TVM's ``_baddbmm``: ``matmul`` (no out_dtype, unlike bmm), alpha and beta scaling,
     ``add(res, bias)``."""
     x, b1, b2 = (ctx.env[a] for a in node.args[:3])
-    alpha = node.kwargs.get("alpha", 1)
-    beta = node.kwargs.get("beta", 1)
-    res = None
-    if alpha != 0:
-        res = ctx.op("matmul", b1, b2)
-        if alpha != 1:
-            res = ctx.op("multiply", res, ctx.const(alpha, ctx.dtype_of(res)))
-    if beta != 0:
-        bias = x if beta == 1 else ctx.op("multiply", x, ctx.const(beta, ctx.dtype_of(x)))
-        res = bias if res is None else ctx.op("add", res, bias)
-    return res
+    return _scaled_sum(ctx, node, x, lambda: ctx.op("matmul", b1, b2), bias_first=False)
 
 
 # ------------------------------------------------------------------------------------ more reductions

@@ -193,6 +193,11 @@ CASES = {
     "outer": ("outer.default", torch.outer, (_f32(3), _f32(4)), None),
     "baddbmm": ("baddbmm.default", lambda x, a, b: torch.baddbmm(x, a, b, beta=0.5, alpha=2.0),
                 (_f32(2, 3, 4), _f32(2, 3, 5), _f32(2, 5, 4)), None),
+    "baddbmm_unit": ("baddbmm.default", torch.baddbmm, (_f32(2, 3, 4), _f32(2, 3, 5), _f32(2, 5, 4)), None),
+    "addmm_scaled": ("addmm.default", lambda x, a, b: torch.addmm(x, a, b, beta=0.5, alpha=2.0),
+                     (_f32(3, 4), _f32(3, 5), _f32(5, 4)), None),
+    "addmm_no_bias": ("addmm.default", lambda x, a, b: torch.addmm(x, a, b, beta=0.0),
+                      (_f32(3, 4), _f32(3, 5), _f32(5, 4)), None),
     "bucketize": ("bucketize.Tensor", lambda x, b: torch.bucketize(x, b, right=True),
                   (_f32(3, 4), torch.tensor([-1.0, 0.0, 1.0])), None),
     # reductions
