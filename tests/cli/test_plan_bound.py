@@ -232,20 +232,34 @@ def test_onnx_bound_unknown_name(capsys, dynamic_onnx):
     _one_line_error(err, "--bound", "dyn.onnx", "'batch'", "'seq'")
 
 
+MLP_PY = '''
+import torch
+
+
+class MLP(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(16, 64)
+        self.fc2 = torch.nn.Linear(64, 16)
+
+    def forward(self, x):
+        return self.fc2(torch.relu(self.fc1(x)))
+
+
+def make():
+    torch.manual_seed(0)
+    return MLP(), (torch.randn(4, 16),)
+'''
+
+
 # ---------------------------------------------------------------------------------- .pt2
 @pytest.fixture(scope="module")
 def dynamic_pt2(tmp_path_factory):
     torch = pytest.importorskip("torch")
 
-    class MLP(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.fc1 = torch.nn.Linear(16, 64)
-            self.fc2 = torch.nn.Linear(64, 16)
-
-        def forward(self, x):
-            return self.fc2(torch.relu(self.fc1(x)))
-
+    namespace: dict = {}
+    exec(MLP_PY, namespace)  # the model the callable test imports from a file
+    MLP = namespace["MLP"]
     torch.manual_seed(0)
     seq = torch.export.Dim("seq", max=512)
     ep = torch.export.export(MLP().eval(), (torch.randn(4, 16),), dynamic_shapes={"x": {0: seq}})
@@ -302,24 +316,7 @@ def test_from_exported_program_dim_bounds_validation(dynamic_pt2):
 
 
 # ---------------------------------------------------------------------------------- module:function
-MLP_PY = '''
-import torch
 
-
-class MLP(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc1 = torch.nn.Linear(16, 64)
-        self.fc2 = torch.nn.Linear(64, 16)
-
-    def forward(self, x):
-        return self.fc2(torch.relu(self.fc1(x)))
-
-
-def make():
-    torch.manual_seed(0)
-    return MLP(), (torch.randn(4, 16),)
-'''
 
 
 def test_callable_bound_takes_the_dynamic_name(capsys, dynamic_pt2, tmp_path, monkeypatch):

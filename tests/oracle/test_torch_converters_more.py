@@ -33,21 +33,7 @@ from memcore_py.tvm import to_tvm  # noqa: E402
 pytestmark = pytest.mark.oracle
 
 
-class _Fn(nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *args):
-        return self.fn(*args)
-
-
-def _f32(*shape):
-    return torch.randn(*shape)
-
-
-def _i64(high, *shape):
-    return torch.randint(0, high, shape, dtype=torch.int64)
+from oracle.test_stock_model_converters import _f32, _Fn, _i64  # noqa: E402
 
 
 _S = Dim("s", min=2, max=64)
