@@ -28,14 +28,18 @@ Rewrite (per binding of a high-level op call; other bindings unchanged)
   with its input's dtype and element count, becomes ``R.reshape(x, R.shape([...]))``: a view
   of ``x``, as TVM's RewriteDataflowReshape makes it from the TIR (an output var keeps its
   own kernel and allocation).
-- A kernel whose tensor inputs are all constants (none, for creation ops such as
-  ``zeros_like``) and whose outputs have static shapes is what TVM's FoldConstant evaluates:
-  the binding becomes a constant of the output type (a metadata reference without data:
-  only its type matters to planning) and its later uses read that constant, so kernels of
-  constants fold in turn; an input that is a DataflowVar bound to a constant
-  (``lv = R.const(...)``) counts as that constant and is passed as it, as TVM's FoldConstant
-  reads it. As TVM's ``ShouldBeFolded``, a kernel without inputs stays when
-  its single output has more than :data:`MAX_FOLD_ELEMENTS` elements.
+- A kernel that TVM's FoldConstant evaluates (the rule of
+  :mod:`~memcore_py.transform.fold_constant`: every input a constant, every output shape
+  static, and not a creation kernel of more than :data:`MAX_FOLD_ELEMENTS` elements)
+  becomes a constant of the output type (a metadata reference without data: only its type
+  matters to planning) and its later uses read that constant, so kernels of constants fold
+  in turn. As TVM's FoldConstant, a use of any variable bound to a constant
+  (``lv = R.const(...)``) reads that constant, and ``index_tensor`` never folds (its
+  legalization reads the indices through ``TupleGetItem`` bindings). Folding follows the
+  legalization, as in TVM's pipeline: a scalar operand baked into a kernel is one written
+  as a constant; a scalar that folding produces stays a (constant) kernel input.
+- As TVM's FoldConstant ends (``RemoveAllUnused``), bindings nothing uses are then removed
+  from every lowered function (folded kernels' bindings among them).
 - The PrimFunc is signature-only (inputs then the outputs, ``tirx.noalias``, private), one
   per op and signature, named after TVM's legalized kernel (``transpose`` for
   ``permute_dims``, ``cast`` for ``astype``, ``tir_exp`` for ``exp``; the op's short name
@@ -43,15 +47,13 @@ Rewrite (per binding of a high-level op call; other bindings unchanged)
 
 Fused variant (``fuse=True``)
 ----------------------------
-TVM's default CPU pipeline fuses before planning (``LegalizeOps, AnnotateTIROpPattern,
-FoldConstant, FuseOps, FuseTIR, RewriteDataflowReshape``, then the planning passes). With
-``fuse=True`` the lowering above runs with three changes, then
-:func:`~memcore_py.transform.fuse_for_planning.fuse_for_planning` groups the kernels:
+TVM's default CPU pipeline fuses before planning (``DispatchSortScan`` for the scan and sort
+ops, then ``LegalizeOps, AnnotateTIROpPattern, FoldConstant, FuseOps, FuseTIR,
+RewriteDataflowReshape`` and the planning passes). With
+``fuse=True`` the lowering above runs with two changes, then
+:func:`~memcore_py.transform.fuse_for_planning.fuse_for_planning` groups the kernels
+(FuseOps never sees dead kernels: they went with the unused bindings):
 
-- as TVM's FoldConstant ends (``RemoveAllUnused``), bindings nothing uses are removed from
-  every lowered function before grouping (FuseOps never sees dead kernels). The unfused
-  variant keeps them (a known difference from TVM's FoldConstant on modules with dead code;
-  none of the shipped or torch models has any);
 - every kernel carries TVM's ``op_pattern`` attribute, the value AnnotateTIROpPattern gives
   the TIR TVM writes for the op (:func:`~memcore_py.transform._op_patterns.op_pattern`);
   kernels are shared per op, signature and pattern;
@@ -97,6 +99,7 @@ from ..ir.types import TensorType, TupleType
 from ..analysis.dataflow_inplace import element_count
 from ._op_patterns import op_pattern
 from .dead_code_elimination import remove_all_unused
+from .fold_constant import MAX_FOLD_ELEMENTS, TUPLE_ITEM_INPUT_OPS, folded_constant, folds
 from .fuse_for_planning import MAX_FUSE_DEPTH, fuse_for_planning, tensor_type_key
 from .legalize_elementwise import folded_operand
 from .pass_infra import ModulePass, PassContext
@@ -147,7 +150,7 @@ class _Lowerer(ExprMutator):
         self.kernels: dict = {}  # (op, input types, output type) -> GlobalVar
         self.new_funcs: dict = {}
         self.n_folded = 0
-        self.bound_consts: dict = {}  # DataflowVar bound to a Constant -> the Constant
+        self.bound_consts: dict = {}  # Var bound to a Constant -> the Constant (TVM's LookupBinding)
 
     def _fail(self, b, msg):
         return PassError(f"LowerForPlanning: binding '{b.var.name}' in function '{self.func_name}': {msg}")
@@ -155,10 +158,9 @@ class _Lowerer(ExprMutator):
     def visit_binding(self, b, out):
         value = b.value
         if not _is_high_level(value):
-            if type(value) is Constant and type(b) is VarBinding and type(b.var) is DataflowVar:
+            if type(value) is Constant and type(b) is VarBinding:
                 self.bound_consts[b.var] = value
             return super().visit_binding(b, out)
-        value = self.visit_expr(value)
         new = self._lower(b, value)
         out.append(MatchCast(b.var, new, b.ty) if type(b) is MatchCast else VarBinding(b.var, new))
 
@@ -174,31 +176,31 @@ class _Lowerer(ExprMutator):
         return ty
 
     def _lower(self, b, call: Call):
+        """The kernel call (or view, or folded constant) of high-level ``call``, bound by
+        ``b``. The legalization reads the written arguments (as TVM's LegalizeOps, which runs
+        before FoldConstant); the kernel reads them as FoldConstant leaves them."""
         op = call.op
         out_ty = self._out_type(b, call)
-        inputs = self._inputs(b, call)
-        if self.bound_consts:  # TVM's FoldConstant reads a DataflowVar bound to a constant as the constant
-            inputs = [self.bound_consts.get(a, a) if type(a) is DataflowVar else a for a in inputs]
-        if _folds(inputs, out_ty):
-            folded = self._folded(out_ty)
+        written = self._inputs(b, call)
+        inputs = [self._folded_use(a) for a in written]
+        if op.name not in TUPLE_ITEM_INPUT_OPS and folds(inputs, out_ty):
+            folded, self.n_folded = folded_constant(out_ty, self.n_folded)
             self.var_remap[b.var] = folded
             return folded
         view = self.in_dataflow and type(b.var) is DataflowVar and _is_reshape_pattern(call, out_ty)
         if view and not self.fuse:
-            return Call(_RESHAPE, (call.args[0], ShapeExpr(out_ty.shape)))
+            return Call(_RESHAPE, (self.visit_expr(call.args[0]), ShapeExpr(out_ty.shape)))
         pattern = op_pattern(call, inputs, out_ty) if self.fuse else None
         gv = self._kernel(op, inputs, out_ty, pattern)
         if view:
             self.views.add(b.var)
         return Call(_CALL_TIR, (gv, Tuple(inputs)), None, (out_ty,))
 
-    def _folded(self, out_ty):
-        """The constant TVM's FoldConstant evaluates the kernel to: its value is not computed
-        here (a metadata reference without data), only its type matters to planning."""
-        if isinstance(out_ty, TupleType):
-            return Tuple([self._folded(t) for t in out_ty.fields])
-        self.n_folded += 1
-        return Constant(None, out_ty, meta=("relax.expr.Constant", self.n_folded - 1))
+    def _folded_use(self, a):
+        """Kernel input ``a`` (as written) as TVM's FoldConstant passes it: a folded or
+        renamed variable's new value, a variable bound to a constant that constant."""
+        a = self.visit_expr(a)
+        return self.bound_consts.get(a, a) if self.bound_consts and isinstance(a, Var) else a
 
     def _inputs(self, b, call: Call) -> list:
         op = call.op
@@ -238,38 +240,6 @@ class _Lowerer(ExprMutator):
             self.new_funcs[gv] = PrimFunc(params, attrs, text=None, private=True)
             self.kernels[key] = gv
         return gv
-
-
-#: TVM's FoldConstant keeps a kernel without tensor inputs (``zeros``, ``arange`` ...) whose
-#: single static output has more elements than this (``kMaxFoldElements``).
-MAX_FOLD_ELEMENTS = 1024
-
-
-def _static_dims(t):
-    return [d.value if type(d) is IntImm else None for d in t.shape]
-
-
-def _folds(inputs, out_ty) -> bool:
-    """Whether TVM's FoldConstant evaluates the legalized kernel: every input is a constant
-    and every output shape static (``MatchConstArrayArgs``, ``MatchConstShape``), and the
-    kernel is worth folding (``ShouldBeFolded``: a creation kernel, without inputs, only up to
-    :data:`MAX_FOLD_ELEMENTS` output elements)."""
-    if any(type(a) is not Constant for a in inputs):
-        return False
-    outs = list(out_ty.fields) if isinstance(out_ty, TupleType) else [out_ty]
-    if any(None in _static_dims(t) for t in outs):
-        return False
-    if inputs or isinstance(out_ty, TupleType):
-        return True
-    dims = _static_dims(out_ty)
-    return any(d <= 0 for d in dims) or _count(dims) <= MAX_FOLD_ELEMENTS
-
-
-def _count(dims) -> int:
-    n = 1
-    for d in dims:
-        n *= d
-    return n
 
 
 def _is_reshape_pattern(call: Call, out_ty) -> bool:

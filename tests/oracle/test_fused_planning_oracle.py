@@ -19,7 +19,10 @@ Where kernels and plan are equal the test asserts equality; a model listed in
 The op patterns of the kernels LowerForPlanning writes are checked against TVM's
 AnnotateTIROpPattern kernel by kernel on every model and on single-op modules (symbolic shapes
 included); 60 seeded random programs mixing every op pattern (diamonds, shared values, dead
-code, several outputs) must fuse and plan as TVM too.
+code, several outputs) must fuse and plan as TVM too. Small randomly initialised transformers
+(BLOOM, DistilBERT, RoBERTa, ALBERT), whose attention masks and position ids are kernels of
+constants, check the constant folding (:mod:`memcore_py.transform.fold_constant`) against
+TVM's FoldConstant, with ``DispatchSortScan`` first as TVM's default CPU build runs it.
 """
 from __future__ import annotations
 
@@ -458,3 +461,57 @@ def test_random_programs_with_dead_code_plan_unfused_as_tvm():
     for seed in range(10):
         text = random_program(seed)
         assert memcore_plan(memcore_py.parse(text)) == tvm_unfused_plan(tvm.script.from_source(text)), seed
+
+
+class _Transformer:
+    """Small randomly initialised transformers encoders/decoders (1 layer, 64 wide, 16
+    tokens, eager attention): their masks and position ids are kernels of constants, which
+    TVM's FoldConstant evaluates (index_tensor excepted) and LowerForPlanning folds alike."""
+
+    CONFIGS = {
+        "bloom": ("BloomConfig", "BloomModel", dict(hidden_size=64, n_layer=1, n_head=4)),
+        "distilbert": ("DistilBertConfig", "DistilBertModel",
+                       dict(dim=64, n_layers=1, n_heads=4, hidden_dim=128, max_position_embeddings=64)),
+        "roberta": ("RobertaConfig", "RobertaModel", dict(hidden_size=64, num_hidden_layers=1, num_attention_heads=4,
+                                                          intermediate_size=128, max_position_embeddings=70)),
+        "albert": ("AlbertConfig", "AlbertModel", dict(embedding_size=32, hidden_size=64, num_hidden_layers=1,
+                                                       num_attention_heads=4, intermediate_size=128,
+                                                       max_position_embeddings=64)),
+    }
+
+    @staticmethod
+    def export(name: str, mask: bool):
+        torch = pytest.importorskip("torch")
+        transformers = pytest.importorskip("transformers")
+        config_cls, model_cls, kwargs = _Transformer.CONFIGS[name]
+        cfg = getattr(transformers, config_cls)(vocab_size=1000, **kwargs)
+        cfg._attn_implementation = "eager"
+        cfg.use_cache = False
+        torch.manual_seed(0)
+        model = getattr(transformers, model_cls)(cfg).eval()
+
+        class LastHidden(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.m = model
+
+            def forward(self, ids):
+                if mask:  # a mask made in the graph: constants the attention mask is built from
+                    return self.m(ids, attention_mask=torch.ones_like(ids))[0]
+                return self.m(ids)[0]
+
+        ids = torch.randint(0, 1000, (1, 16))
+        return torch.export.export(LastHidden().eval(), (ids,)).run_decompositions()
+
+
+@pytest.mark.parametrize("name,mask", [("bloom", False), ("bloom", True), ("distilbert", True), ("roberta", True),
+                                       ("albert", True)])
+def test_transformers_fold_constants_fuse_and_plan_as_tvm(name, mask):
+    """Masks and position ids of constants fold as TVM's FoldConstant folds them (TVM's
+    pipeline with DispatchSortScan first, as its default CPU build: BLOOM and RoBERTa take a
+    cumsum)."""
+    from oracle.test_plan_imported_oracle import _imports
+    from oracle.test_stock_model_converters import tvm_fused_default
+
+    ours, theirs = _imports(_Transformer.export(name, mask))
+    compare(f"{name}{'_mask' if mask else ''}", memcore_fused(ours), tvm_fused_default(theirs))
