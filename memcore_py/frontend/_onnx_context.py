@@ -21,7 +21,12 @@ is ONNX-specific:
   a reduction's axes, split sizes): :meth:`constant_array`. With the weights kept as
   parameters, an initializer is still a parameter variable; reading its value does not
   remove the parameter (TVM's ``get_constant`` behaves the same way);
-- ``node`` (the ONNX node being converted) names errors: :meth:`error`.
+- ``node`` (the ONNX node being converted) names errors: :meth:`error`;
+- where TVM's converter calls ``bb.emit_te`` (a TOPI kernel: ``Tile``, ``Pad``), the converter
+  writes the kernel's TIR text and :meth:`call_te` adds it as a private ``tirx.noalias``
+  PrimFunc and binds its ``R.call_tir``, as ``emit_te`` does. TVM's ``add_func`` reuses a
+  structurally equal function (buffer and variable names do not count), so ``te_funcs`` keys
+  each function by what its structure depends on.
 """
 from __future__ import annotations
 
@@ -29,7 +34,8 @@ import numpy as np
 
 from ..errors import FrontendError
 from ..ir.builder import is_leaf
-from ..ir.expr import Constant, Expr, PrimValue, ShapeExpr, Tuple
+from ..ir.expr import Call, Constant, Expr, PrimFunc, PrimFuncParam, PrimValue, ShapeExpr, Tuple, Var
+from ..ir.op import get_op
 from ..ir.prim import IntImm
 from ..ir.types import TensorType
 from ._aten_context import AtenContext
@@ -61,13 +67,15 @@ def node_label(node) -> str:
 
 class OnnxContext(AtenContext):
     """Converters' shared state for one ONNX graph: ``bb``, ``env`` (value name -> Relax
-    value), ``arrays`` (value name -> numpy array of the constant ones), ``node``."""
+    value), ``arrays`` (value name -> numpy array of the constant ones), ``node``,
+    ``te_funcs`` (structure key -> GlobalVar of the TOPI kernels added, :meth:`call_te`)."""
 
     def __init__(self):
         super().__init__(None)
         self.arrays: dict = {}
         self.initializers: dict = {}
         self._emitted: dict = {}
+        self.te_funcs: dict = {}
         self.opset = 0
 
     # ----------------------------------------------------------------------------- errors
@@ -186,6 +194,34 @@ class OnnxContext(AtenContext):
                 raise FrontendError(f"initializer {name!r}: cannot read its data: {type(exc).__name__}: {exc}") \
                     from exc
         return self.arrays[name]
+
+    def call_te(self, key, hint: str, text_of, xs: list, out_name: str, out_dims: list):
+        """Bind ``R.call_tir(f, xs, out_ty=R.Tensor(out_dims, dtype))`` of the TOPI kernel
+        TVM's ``bb.emit_te`` makes (``dtype`` the first input's): ``f`` the private
+        ``tirx.noalias`` PrimFunc whose text is ``text_of(func_name)`` (parameters the inputs'
+        buffers, named as the variables, then the output buffer ``out_name``), added under a
+        fresh name from ``hint`` unless an earlier call made the function with the same
+        ``key`` (TVM's ``add_func`` reuses a structurally equal function, whatever the
+        names). The inputs must be variables and all shapes static and non-empty; a
+        :class:`FrontendError` otherwise."""
+        shapes = []
+        for x in xs:
+            if not isinstance(x, Var):
+                raise self.error(f"the input must be a computed tensor or a graph input; got a {type(x).__name__} "
+                                 "(TVM's TOPI kernel reads a variable)")
+            shapes.append([d.value if type(d) is IntImm else None for d in self.shape_of(x)])
+        if any(None in dims or 0 in dims for dims in shapes) or any(d <= 0 for d in out_dims):
+            raise self.error(f"static, non-empty input and output shapes are needed (TVM writes a TOPI kernel); got "
+                             f"{[list(self.shape_of(x)) for x in xs]} -> {list(out_dims)}")
+        dtype = self.dtype_of(xs[0])
+        gv = self.te_funcs.get(key)
+        if gv is None:
+            params = [PrimFuncParam(x.name, self.dtype_of(x), dims) for x, dims in zip(xs, shapes)]
+            params.append(PrimFuncParam(out_name, dtype, out_dims))
+            gv = self.bb.add_func(PrimFunc(params, {"tirx.noalias": True}, text_of(hint), private=True), hint)
+            self.te_funcs[key] = gv
+        call = Call(get_op("relax.call_tir"), (gv, Tuple(list(xs))), ty_args=(TensorType(out_dims, dtype),))
+        return self.bb.emit(call)
 
     # ----------------------------------------------------------------------------- results
     def rank(self, value) -> int:

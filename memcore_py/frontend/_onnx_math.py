@@ -15,16 +15,23 @@ TVM 0.27's ONNX frontend builds for that op, in the same order:
   ``Conv`` -> ``conv1d/2d/3d`` plus a reshaped bias ``add``, pools, ``BatchNormalization``,
   ``LayerNormalization``, ``Softmax`` (opset >= 13), ``Gelu``, reductions;
 - issue 28 added TVM's remaining cheap conversions: trigonometric/hyperbolic, ``Round``,
-  ``IsInf``/``IsNaN``, ``Mod``/``Xor``/``Bitwise*``, ``Softsign``/``ThresholdedRelu``/``Mish``/
-  ``Shrink``, ``MatMulInteger``, ``ConvTranspose`` (1-D, 2-D), ``LpPool``/``GlobalLpPool``/
-  ``GlobalMaxPool``/``MaxUnpool``, instance/group/RMS/mean-variance normalization, ``LRN``,
+  ``IsInf``/``IsNaN``, ``Mod``/``Xor``/``Bitwise*``/``BitShift``,
+  ``Softsign``/``ThresholdedRelu``/``Mish``/``Shrink``, ``MatMulInteger``, ``ConvTranspose``
+  (1-D, 2-D), ``LpPool``/``GlobalLpPool``/``GlobalMaxPool``/``MaxUnpool``,
+  instance/group/RMS/mean-variance normalization, ``LRN``,
   ``Hardmax`` and the composite reductions. Where TVM's expression uses one call twice, TVM's
   normalizer binds it once; the converter binds it first (``ctx.emit``), in TVM's order;
+- the onnxruntime contrib ops TVM converts (``com.microsoft`` domain: ``BiasGelu``,
+  ``FastGelu``, ``MatMulInteger16``, ``SkipLayerNormalization``, ``EmbedLayerNormalization``,
+  ``Attention``) are TVM's decompositions; their optional outputs TVM does not compute are
+  float32 zero placeholders, as in TVM;
 - ``Clip`` is ``R.clip`` (TVM writes TE kernels behind ``isnan`` guards of the bounds);
   ``LSTM``, which TVM does not convert, is unrolled (forward, layout 0, default activations,
   a static sequence of at most :data:`MAX_LSTM_STEPS` steps).
 """
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -132,6 +139,19 @@ def _bitwise(onnx_name, convert):
 
 for _onnx_name in ("BitwiseAnd", "BitwiseOr", "BitwiseXor"):
     CONVERTERS[_onnx_name] = _bitwise(_onnx_name, CONVERTERS[_onnx_name])
+
+
+_SHIFTS = {"LEFT": ("left_shift", np.left_shift), "RIGHT": ("right_shift", np.right_shift)}
+
+
+@_register("BitShift")
+def _bit_shift(ctx):
+    """``R.left_shift`` / ``R.right_shift`` by ``direction``, through TVM's bitwise checks and
+    folding (:func:`_bitwise`, :func:`_binary`)."""
+    direction = ctx.attr("direction")
+    if direction not in _SHIFTS:
+        raise ctx.error(f"direction={direction!r} is not supported ('LEFT' and 'RIGHT' are)")
+    return _bitwise("BitShift", _binary("BitShift", *_SHIFTS[direction]))(ctx)
 
 
 @_register("Mod")
@@ -889,3 +909,137 @@ def _lstm(ctx):
         hs.append(h)
     y = ctx.call("expand_dims", ctx.call("stack", hs, axis=0), axis=1)
     return [y, ctx.call("expand_dims", h, axis=0), ctx.call("expand_dims", c, axis=0)]
+
+
+# ------------------------------------------------------------------------------------ contrib (com.microsoft)
+@_register("BiasGelu")
+def _bias_gelu(ctx):
+    return ctx.call("nn.gelu", ctx.call("add", ctx.tensor_operand(0), ctx.tensor_operand(1)))
+
+
+@_register("FastGelu")
+def _fast_gelu(ctx):
+    """TVM's ``0.5 x (1 + tanh(c1 x + c2 x^3))`` (``x`` plus the optional 1-D bias), each step
+    bound as TVM binds it."""
+    x = ctx.tensor_operand(0)
+    if ctx.has_input(1):
+        bias = ctx.tensor_operand(1)
+        if ctx.rank(bias) != 1:
+            raise ctx.error(f"the bias must be 1-D; got rank {ctx.rank(bias)}")
+        x = ctx.emit(ctx.call("add", x, bias))
+    dtype = ctx.dtype_of(x)
+    c1 = math.sqrt(2 / math.pi)
+    half = ctx.emit(ctx.call("multiply", ctx.const(0.5, dtype), x))
+    linear = ctx.emit(ctx.call("multiply", ctx.const(c1, dtype), x))
+    cubed = ctx.emit(ctx.call("multiply", ctx.call("multiply", x, x), x))
+    cubic = ctx.emit(ctx.call("multiply", ctx.const(0.044715 * c1, dtype), cubed))
+    tanh = ctx.emit(ctx.call("tanh", ctx.call("add", linear, cubic)))
+    return ctx.emit(ctx.call("multiply", half, ctx.call("add", ctx.const(1.0, dtype), tanh)))
+
+
+@_register("MatMulInteger16")
+def _matmul_integer16(ctx):
+    """``matmul`` of the (u)int16 operands cast to ``uint32`` (both unsigned) or ``int32``."""
+    if len(ctx.node.input) != 2:
+        raise ctx.error(f"MatMulInteger16 takes 2 inputs; got {len(ctx.node.input)}")
+    a, b = ctx.tensor_operand(0), ctx.tensor_operand(1)
+    dtypes = (ctx.dtype_of(a), ctx.dtype_of(b))
+    if any(d not in ("int16", "uint16") for d in dtypes):
+        raise ctx.error(f"the operands must be int16 or uint16; got {dtypes[0]} and {dtypes[1]}")
+    out = "uint32" if dtypes == ("uint16", "uint16") else "int32"
+    return ctx.call("matmul", ctx.call("astype", a, dtype=out), ctx.call("astype", b, dtype=out))
+
+
+_PLACEHOLDER = 0  # TVM's float32 zero standing for the optional outputs it does not compute
+
+
+@_register("SkipLayerNormalization")
+def _skip_layer_norm(ctx):
+    """``layer_norm(data + skip + bias)`` over the last axis (beta and bias required, as in
+    TVM); the mean and inverse-variance outputs are float32 zero placeholders."""
+    if not (ctx.has_input(3) and ctx.has_input(4)):
+        raise ctx.error("SkipLayerNormalization without beta or bias is not supported (TVM 0.27 requires both)")
+    data = ctx.call("add", ctx.call("add", ctx.tensor_operand(0), ctx.tensor_operand(1)), ctx.tensor_operand(4))
+    out = ctx.emit(ctx.call("nn.layer_norm", data, ctx.tensor_operand(2), ctx.tensor_operand(3), axes=[-1],
+                            epsilon=float(ctx.attr("epsilon", 1e-12))))
+    return [out, ctx.const(_PLACEHOLDER, "float32"), ctx.const(_PLACEHOLDER, "float32")]
+
+
+@_register("EmbedLayerNormalization")
+def _embed_layer_norm(ctx):
+    """``layer_norm`` of the word, position (default ``0..seq-1``) and optional segment
+    embeddings over the last axis, and the mask's per-row sum (int32 zeros without a mask,
+    as TVM's ``relax.const`` makes them); a static ``[batch, seq]`` ``input_ids``."""
+    ids = ctx.tensor_operand(0)
+    shape = [static_dim(d) for d in ctx.shape_of(ids)]
+    if len(shape) != 2 or None in shape:
+        raise ctx.error(f"input_ids must have a static [batch, seq] shape; got {list(ctx.shape_of(ids))}")
+    batch, seq = shape
+    if ctx.has_input(1) and not ctx.has_input(4):
+        raise ctx.error("segment_ids need segment_embedding (input 4)")
+    positions = ctx.tensor_operand(8) if ctx.has_input(8) else \
+        ctx.const(np.tile(np.arange(seq, dtype="int64"), (batch, 1)), "int64")
+    total = ctx.call("add", ctx.call("take", ctx.tensor_operand(2), ids, axis=0),
+                     ctx.call("take", ctx.tensor_operand(3), positions, axis=0))
+    if ctx.has_input(1):
+        total = ctx.call("add", total, ctx.call("take", ctx.tensor_operand(4), ctx.tensor_operand(1), axis=0))
+    out = ctx.emit(ctx.call("nn.layer_norm", total, ctx.tensor_operand(5), ctx.tensor_operand(6), axes=[-1],
+                            epsilon=float(ctx.attr("epsilon", 1e-12))))
+    if ctx.has_input(7):
+        return [out, ctx.emit(ctx.call("sum", ctx.tensor_operand(7), axis=[1]))]
+    return [out, ctx.const(np.zeros(batch, dtype="int32"), "int32")]  # TVM's relax.const of int64 zeros: int32
+
+
+_ATTENTION_UNSUPPORTED = ("do_rotary", "past_present_share_buffer", "scale", "unidirectional")
+
+
+@_register("Attention")
+def _attention(ctx):
+    """TVM's contrib ``Attention``: ``x @ W (+ bias)`` split into Q, K, V, each reshaped to
+    ``[batch, seq, heads, head_size]``, ``R.nn.attention`` with the additive bias (input 5)
+    plus the mask's (``(1 - mask) * mask_filter_value``, a ``[batch, seq]`` or
+    ``[batch, seq, seq]`` mask; a mask needs the bias input, as TVM 0.27 fails without it),
+    reshaped back; the ``present`` output is a float32 zero
+    placeholder. Static shapes; no past state, rotary embedding, custom scale or
+    unidirectional attribute (TVM 0.27 refuses them)."""
+    given = [a for a in _ATTENTION_UNSUPPORTED if ctx.attr(a) is not None]
+    if given or ctx.has_input(4) or ctx.has_input(6):
+        what = ", ".join(given + (["past"] if ctx.has_input(4) else []) +
+                         (["past_sequence_length"] if ctx.has_input(6) else []))
+        raise ctx.error(f"{what} is not supported (TVM 0.27 refuses it)")
+    heads = int(ctx.attr("num_heads"))
+    x, weight = ctx.tensor_operand(0), ctx.tensor_operand(1)
+    dims = [static_dim(d) for d in ctx.shape_of(x)]
+    w_dims = [static_dim(d) for d in ctx.shape_of(weight)]
+    if len(dims) != 3 or None in dims or len(w_dims) != 2 or None in w_dims or w_dims[0] != dims[2]:
+        raise ctx.error(f"the input must be a static [batch, seq, hidden] tensor and the weight [hidden, n]; got "
+                        f"{list(ctx.shape_of(x))} and {list(ctx.shape_of(weight))}")
+    batch, seq, _ = dims
+    sizes = ctx.attr("qkv_hidden_sizes")
+    if sizes is not None and sizes[0] != sizes[1]:
+        raise ctx.error(f"qkv_hidden_sizes {sizes}: Q and K must have the same size")
+    hidden, hidden_v = (sizes[0], sizes[2]) if sizes is not None else (w_dims[1] // 3, w_dims[1] // 3)
+    if hidden % heads:
+        raise ctx.error(f"the hidden size {hidden} is not divisible by num_heads={heads}")
+    dtype = ctx.dtype_of(x)
+    bias = ctx.operand(5)
+    if ctx.has_input(3):
+        mask = ctx.tensor_operand(3)
+        mask_dims = [static_dim(d) for d in ctx.shape_of(mask)]
+        if mask_dims not in ([batch, seq], [batch, seq, seq]):
+            raise ctx.error(f"the mask must have shape [batch, seq] or [batch, seq, seq]; got {mask_dims}")
+        masked = ctx.emit(ctx.call("astype", ctx.call("subtract", ctx.const(1, ctx.dtype_of(mask)), mask), dtype=dtype))
+        mask_bias = ctx.call("multiply", masked, ctx.const(float(ctx.attr("mask_filter_value", -10000.0)), dtype))
+        if bias is None:  # TVM passes the 2-D/3-D mask bias as the attention bias, which must be 4-D
+            raise ctx.error("a mask without the attention bias (input 5) is not supported (TVM 0.27 fails on it)")
+        target = [batch, 1, 1, seq] if len(mask_dims) == 2 else [batch, 1, seq, seq]
+        bias = ctx.call("add", bias, ctx.emit(ctx.call("reshape", ctx.emit(mask_bias), target)))
+    qkv = ctx.call("matmul", x, weight)
+    if ctx.has_input(2):
+        qkv = ctx.call("add", qkv, ctx.tensor_operand(2))
+    qkv = ctx.emit(ctx.call("split", qkv, indices_or_sections=[hidden, 2 * hidden], axis=2))
+    q, k, v = (ctx.call("reshape", ctx.emit(ctx.item(qkv, i)), [batch, seq, heads, size // heads])
+               for i, size in enumerate((hidden, hidden, hidden_v)))
+    out = ctx.call("nn.attention_bias", q, k, v, bias) if bias is not None else ctx.call("nn.attention", q, k, v)
+    out = ctx.emit(ctx.call("reshape", out, [batch, seq, hidden_v]))
+    return [out, ctx.const(_PLACEHOLDER, "float32")]

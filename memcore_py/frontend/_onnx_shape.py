@@ -16,17 +16,31 @@ which TVM 0.27 cannot import, are converted by their type rules. ``GatherND``,
 ``GatherElements``, ``ScatterND`` and ``OneHot`` normalize negative indices at run time the
 same way; ``ScatterElements`` does not (TVM does not). ``Resize``/``Upsample`` need constant
 scales or sizes (4-D only), ``NonZero``/``Compress`` cast the data-dependent count to a fresh
-symbolic dim (``match_cast``), as TVM does.
+symbolic dim (``match_cast``), as TVM does, and so does ``Unique`` (``unique_numbers``,
+``inverse_numbers``). ``Size`` and ``EyeLike`` are ``R.size`` and ``R.eye_like``,
+``MaxRoiPool`` is ``R.vision.roi_pool`` and ``NonMaxSuppression`` the selected indices of
+``R.vision.all_class_non_max_suppression`` (its limits constants). A sequence is a Relax
+tuple and a non-empty optional its value, as in TVM (``Sequence*``, ``SplitToSequence``,
+``ConcatFromSequence``, ``Optional*``; positions constants).
+
+Where TVM's converter writes a TOPI kernel (``bb.emit_te``: ``Tile``, ``Pad`` in ``constant``
+and ``edge`` mode, ``Einsum``), the converter writes the TIR text TVM prints for that kernel
+(:func:`_injective_text`, and the einsum text) and binds its ``R.call_tir``
+(:meth:`~._onnx_context.OnnxContext.call_te`). The text is the kernel after TVM's
+expression folding (``i - 0`` is ``i``, ``i - (-1)`` is ``i + 1``, an edge clamp of a
+unit axis is ``0``), for static, non-empty shapes; other cases (symbolic shapes, computed
+repeats or pads, ``reflect``/``wrap`` padding, einsum ellipses) are refused.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ..ir.expr import PrimValue, ShapeExpr
+from ..ir.expr import PrimValue, ShapeExpr, Tuple, Var
 from ..ir.prim import IntImm, PrimExpr, PrimVar
 from ..ir.types import TensorType
 from ._aten_common import registrar, static_dim
 from ._onnx_context import is_constant as _is_const
+from ._onnx_context import onnx_dtype
 
 __all__ = ["CONVERTERS"]
 
@@ -320,6 +334,255 @@ def _constant_of_shape(ctx):
     return ctx.call("full", target, fill, dtype=dtype)
 
 
+@_register("Size")
+def _size(ctx):
+    """``R.size``: the element count as a rank-0 int64 tensor, computed at run time as TVM does
+    (also for a static shape)."""
+    return ctx.call("size", ctx.tensor_operand(0))
+
+
+@_register("EyeLike")
+def _eye_like(ctx):
+    """``R.eye_like(x, k, dtype)`` in the input's dtype (a ``dtype`` attribute naming another
+    dtype is refused, as TVM 0.27 refuses it)."""
+    x = ctx.tensor_operand(0)
+    dtype = ctx.dtype_of(x)
+    if ctx.attr("dtype") is not None:
+        wanted = onnx_dtype(ctx.attr("dtype"), f"node {ctx.node.name!r}: dtype")
+        if wanted != dtype:
+            raise ctx.error(f"a dtype attribute ({wanted}) other than the input's ({dtype}) is not supported "
+                            "(TVM 0.27 refuses it)")
+    return ctx.call("eye_like", x, int(ctx.attr("k", 0)), dtype=dtype)
+
+
+# ------------------------------------------------------------------------------------ TOPI kernels
+def _tir_int(v: int) -> str:
+    return f"T.int64({v})"
+
+
+def _tir_shape(dims) -> str:
+    return "(" + ", ".join(_tir_int(d) for d in dims) + ("," if len(dims) == 1 else "") + ")"
+
+
+def _minus(v: str, k: int) -> str:
+    """``v - k`` as TIR folds and prints it (``v`` for 0, ``v + 1`` for -1)."""
+    return v if k == 0 else f"{v} - {_tir_int(k)}" if k > 0 else f"{v} + {_tir_int(-k)}"
+
+
+def _injective_text(func_name, src, out, loop_prefix, index_of, value_of=None) -> str:
+    """The TVMScript TVM prints for a one-block TOPI ``te.compute`` reading one element of one
+    buffer: ``src``/``out`` are ``(name, dims, dtype)``, ``index_of(block_vars)`` gives the
+    load's index texts, ``value_of(load, block_vars)`` the stored value (the load itself by
+    default); the read region is the load."""
+    out_name, out_dims, _ = out
+    loops = [f"{loop_prefix}{k}" for k in range(len(out_dims))]
+    block_vars = [f"v_{loop}" for loop in loops]
+    load = f"{src[0]}[{', '.join(index_of(block_vars))}]"
+    if len(loops) == 1:
+        loop_line = f"for {loops[0]} in range({_tir_int(out_dims[0])}):"
+        bind_line = f"{block_vars[0]} = T.axis.spatial({_tir_int(out_dims[0])}, {loops[0]})"
+    else:
+        loop_line = f"for {', '.join(loops)} in T.grid({', '.join(_tir_int(d) for d in out_dims)}):"
+        bind_line = f"{', '.join(block_vars)} = T.axis.remap(\"{'S' * len(loops)}\", [{', '.join(loops)}])"
+    store = f"{out_name}[{', '.join(block_vars)}]"
+    lines = [
+        "@T.prim_func(private=True, s_tir=True)",
+        f"def {func_name}({src[0]}: T.Buffer({_tir_shape(src[1])}, \"{src[2]}\"), "
+        f"{out_name}: T.Buffer({_tir_shape(out_dims)}, \"{out[2]}\")):",
+        "    T.func_attr({\"tirx.noalias\": True})",
+        f"    {loop_line}",
+        f"        with T.sblock(\"{out_name}\"):",
+        f"            {bind_line}",
+        f"            T.reads({load})",
+        f"            T.writes({store})",
+        f"            {store} = {value_of(load, block_vars) if value_of else load}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+@_register("Tile")
+def _tile(ctx):
+    """TVM's ``topi.tile`` kernel for constant repeats (``out[i] = x[i % dim]`` over the shapes
+    aligned to the right), as a PrimFunc text and ``R.call_tir``; a static, non-empty shape.
+    Computed repeats (TVM's ``dyn_tile`` behind a ``match_cast``) are not supported."""
+    x = ctx.tensor_operand(0)
+    reps = ctx.constant_ints(1, "the repeats")
+    if reps is None:
+        raise ctx.error("Tile needs its repeats")
+    dims = [static_dim(d) for d in ctx.shape_of(x)]
+    rank = max(len(dims), len(reps))
+    aligned = [1] * (rank - len(dims)) + dims if None not in dims else dims
+    out_dims = [d * r for d, r in zip(aligned, [1] * (rank - len(reps)) + reps)] if None not in dims else []
+    if None in dims or not reps or min(reps) < 1:
+        raise ctx.error(f"a static input shape and repeats >= 1 are needed (TVM writes a TOPI kernel); got shape "
+                        f"{list(ctx.shape_of(x))}, repeats {reps}")
+    dtype = ctx.dtype_of(x)
+    lead = rank - len(dims)
+
+    def text_of(name):
+        return _injective_text(name, (x.name, dims, dtype), ("T_tile", out_dims, dtype), "ax", lambda vs: [
+            _tir_int(0) if d == 1 else f"{vs[lead + i]} % {_tir_int(d)}" for i, d in enumerate(dims)])
+
+    return ctx.call_te(("tile", dtype, tuple(dims), tuple(out_dims)), "tile", text_of, [x], "T_tile", out_dims)
+
+
+def _einsum_terms(ctx, equation: str, ranks: list):
+    """``(inputs, output)`` letter strings of an einsum equation; the implicit output is the
+    letters used once, sorted (numpy's and TVM's rule). Ellipses are not supported."""
+    if "." in equation:
+        raise ctx.error(f"equation {equation!r}: an ellipsis is not supported")
+    lhs, arrow, out = equation.replace(" ", "").partition("->")
+    terms = lhs.split(",")
+    letters = "".join(terms)
+    if not all(c.isalpha() and c.isascii() for c in letters + out):
+        raise ctx.error(f"equation {equation!r}: subscripts must be letters")
+    if len(terms) != len(ranks) or any(len(t) != r for t, r in zip(terms, ranks)):
+        raise ctx.error(f"equation {equation!r} does not match the {len(ranks)} operand(s) of ranks {ranks}")
+    if not arrow:
+        out = "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
+    if len(set(out)) != len(out) or not set(out) <= set(letters):
+        raise ctx.error(f"equation {equation!r}: each output subscript must appear once and in an input")
+    return terms, out
+
+
+@_register("Einsum")
+def _einsum(ctx):
+    """TVM's ``topi.einsum`` kernel as a PrimFunc text and ``R.call_tir``: spatial loops
+    ``ax0, ...`` over the output subscripts, then one reduction loop per summed subscript in
+    letter order, the sum (from a zero ``T.init``) of the product of the operands' loads;
+    static, non-empty shapes, distinct operands, no ellipsis."""
+    from ..transform.legalize_elementwise import scalar_text
+
+    xs = [ctx.tensor_operand(i) for i in range(len(ctx.node.input))]
+    shapes = [[static_dim(d) for d in ctx.shape_of(x)] for x in xs]
+    terms, out = _einsum_terms(ctx, ctx.attr("equation", ""), [len(s) for s in shapes])
+    if any(None in s or 0 in s for s in shapes) or len({id(x) for x in xs}) != len(xs):
+        raise ctx.error("distinct operands of static, non-empty shapes are needed (TVM writes a TOPI kernel); got "
+                        f"{[list(ctx.shape_of(x)) for x in xs]}")
+    if not all(isinstance(x, Var) for x in xs):
+        raise ctx.error("the operands must be computed tensors or graph inputs (TVM's TOPI kernel reads variables)")
+    extent: dict = {}
+    for term, dims in zip(terms, shapes):
+        for c, d in zip(term, dims):
+            if extent.setdefault(c, d) != d:
+                raise ctx.error(f"subscript {c!r} has extents {extent[c]} and {d}")
+    dtype = ctx.dtype_of(xs[0])
+    if any(ctx.dtype_of(x) != dtype for x in xs):
+        raise ctx.error(f"the operands must have one dtype; got {[ctx.dtype_of(x) for x in xs]}")
+    summed = sorted(set("".join(terms)) - set(out))
+    out_dims = [extent[c] for c in out]
+    taken = {x.name for x in xs} | {"T", "T_einsum"}
+    loops = [f"ax{k}" for k in range(len(out))] + [c if c not in taken else f"{c}_1" for c in summed]
+    block_vars = [f"v_ax{k}" for k in range(len(out))] + [f"v_{c}" for c in summed]
+    if len(set(loops + block_vars) | taken) != len(loops) + len(block_vars) + len(taken):
+        raise ctx.error("an operand's name clashes with a loop name of TVM's kernel")
+    var_of = dict(zip(list(out) + summed, block_vars))
+    loads = [f"{x.name}[{', '.join(var_of[c] for c in term)}]" for x, term in zip(xs, terms)]
+    store = f"T_einsum[{', '.join(block_vars[:len(out)]) or '()'}]"
+    kinds = "S" * len(out) + "R" * len(summed)
+    extents = [_tir_int(extent[c]) for c in list(out) + summed]
+
+    def text_of(name):
+        params = [f"{x.name}: T.Buffer({_tir_shape(dims)}, \"{dtype}\")" for x, dims in zip(xs, shapes)]
+        params.append(f"T_einsum: T.Buffer({_tir_shape(out_dims)}, \"{dtype}\")")
+        if len(loops) == 1:
+            head = [f"    for {loops[0]} in range({extents[0]}):",
+                    f"            {block_vars[0]} = T.axis.{'spatial' if kinds == 'S' else 'reduce'}({extents[0]}, "
+                    f"{loops[0]})"]
+        else:
+            head = [f"    for {', '.join(loops)} in T.grid({', '.join(extents)}):",
+                    f"            {', '.join(block_vars)} = T.axis.remap(\"{kinds}\", [{', '.join(loops)}])"]
+        product = " * ".join(loads)
+        body = [f"            T.reads({', '.join(loads)})", f"            T.writes({store})"]
+        if summed:
+            body += ["            with T.init():", f"                {store} = {scalar_text(0, dtype)}",
+                     f"            {store} = {store} + {product}"]
+        else:
+            body.append(f"            {store} = {product}")
+        lines = ["@T.prim_func(private=True, s_tir=True)", f"def {name}({', '.join(params)}):",
+                 "    T.func_attr({\"tirx.noalias\": True})", head[0], "        with T.sblock(\"T_einsum\"):", head[1],
+                 *body]
+        return "\n".join(lines) + "\n"
+
+    key = ("einsum", dtype, tuple(terms), out, tuple(tuple(s) for s in shapes))
+    return ctx.call_te(key, "einsum", text_of, xs, "T_einsum", out_dims)
+
+
+_PAD_MODES = {"constant": ("pad", "PadInput"), "edge": ("replicate_pad", "ReplicatePadInput")}
+
+
+def _pads(ctx, rank: int):
+    """TVM's pads of a ``Pad`` node: ``(before, after, value)`` over all axes, from the
+    attributes (opset < 11) or the constant inputs (``axes`` from opset 18)."""
+    if ctx.opset < 11:
+        pads, value = ctx.attr("pads"), ctx.attr("value", 0.0)
+    else:
+        pads = ctx.constant_ints(1, "the pads")
+        value = ctx.constant_array(2, "the constant value")
+        value = 0.0 if value is None else np.asarray(value).reshape(-1)[0].item()
+    if pads is None or len(pads) % 2:
+        raise ctx.error(f"the pads must be an even number of values; got {pads}")
+    before, after = list(pads[:len(pads) // 2]), list(pads[len(pads) // 2:])
+    axes = ctx.constant_ints(3, "the axes") if ctx.opset >= 11 else None
+    if axes is not None:
+        if len(axes) != len(before):
+            raise ctx.error(f"{len(pads)} pads for {len(axes)} axes (2 per axis are needed)")
+        full_before, full_after = [0] * rank, [0] * rank
+        for axis, b, a in zip(_normalized(ctx, axes, rank), before, after):
+            full_before[axis], full_after[axis] = b, a
+        before, after = full_before, full_after
+    if len(before) != rank:
+        raise ctx.error(f"{len(pads)} pads for an input of rank {rank}")
+    return before, after, value
+
+
+@_register("Pad")
+def _pad(ctx):
+    """TVM's ``topi.nn.pad`` (``constant``) and ``topi.nn.replicate_pad`` (``edge``) kernels for
+    constant pads, as a PrimFunc text and ``R.call_tir``; a static, non-empty shape.
+    ``reflect`` (TVM's ``mirror_pad``, whose indices TVM's simplifier rewrites) and ``wrap``
+    are not supported."""
+    from ..transform.legalize_elementwise import scalar_text
+
+    x = ctx.tensor_operand(0)
+    mode = ctx.attr("mode", "constant")
+    if mode not in _PAD_MODES:
+        raise ctx.error(f"mode={mode!r} is not supported (constant and edge are; TVM writes reflect and wrap with "
+                        "kernels memcore does not reproduce)")
+    dims = [static_dim(d) for d in ctx.shape_of(x)]
+    before, after, value = _pads(ctx, len(dims))
+    if None in dims:
+        raise ctx.error(f"a static input shape is needed (TVM writes a TOPI kernel); got {list(ctx.shape_of(x))}")
+    out_dims = [d + b + a for d, b, a in zip(dims, before, after)]
+    dtype = ctx.dtype_of(x)
+    func_name, out_name = _PAD_MODES[mode]
+    if mode == "constant":
+        try:
+            fill = scalar_text(value, dtype)
+        except NotImplementedError as exc:
+            raise ctx.error(f"the pad value {value} is not supported: {exc}") from None
+
+        def index_of(vs):
+            return [_minus(v, b) for v, b in zip(vs, before)]
+
+        def value_of(load, vs):
+            cond = [f"{_tir_int(b)} <= {v} and {v} < {_tir_int(d + b)}"
+                    for v, d, b, a in zip(vs, dims, before, after) if b or a]
+            return f"T.if_then_else({' and '.join(cond)}, {load}, {fill})" if cond else load
+        key = (mode, dtype, tuple(dims), tuple(before), tuple(after), fill)
+    else:
+        def index_of(vs):
+            return [_tir_int(0) if d == 1 else f"T.max({_tir_int(0)}, T.min({_tir_int(d - 1)}, {_minus(v, b)}))"
+                    for v, d, b in zip(vs, dims, before)]  # max(0, min(0, i)) folds to 0
+        value_of = None
+        key = (mode, dtype, tuple(dims), tuple(before), tuple(after))
+
+    def text_of(name):
+        return _injective_text(name, (x.name, dims, dtype), (out_name, out_dims, dtype), "i", index_of, value_of)
+
+    return ctx.call_te(key, func_name, text_of, [x], out_name, out_dims)
+
+
 # ------------------------------------------------------------------------------------ gather / scatter
 def _normalize_negative(ctx, indices, extent):
     """TVM's run-time ``where(less(i, 0), add(i, extent), i)`` (unsigned indices unchanged);
@@ -491,6 +754,32 @@ def _nonzero(ctx):
                                                                  "int64"))
 
 
+@_register("Unique")
+def _unique(ctx):
+    """``R.unique`` asked for as many results as the node has outputs, each cast
+    (``match_cast``) to its data-dependent shape as TVM does: the values to
+    ``(unique_numbers,)`` (or the input's shape with ``unique_numbers`` along ``axis``), the
+    indices and counts to ``(unique_numbers,)``, the inverse indices to ``(inverse_numbers,)``."""
+    x = ctx.tensor_operand(0)
+    shape = list(ctx.shape_of(x))
+    n = len(ctx.node.output)
+    axis = ctx.attr("axis")
+    args = [x, bool(ctx.attr("sorted", 1)), n > 1, n > 2, n > 3] + ([int(axis)] if axis is not None else [])
+    call = ctx.call("unique", *args)
+    count = PrimVar("unique_numbers", "int64")
+    if axis is None:
+        values = TensorType([count], ctx.dtype_of(x))
+    else:
+        axis = _normalized(ctx, [int(axis)], len(shape))[0]
+        values = TensorType([count if i == axis else d for i, d in enumerate(shape)], ctx.dtype_of(x))
+    if n == 1:
+        return ctx.bb.match_cast(call, values)
+    out = ctx.emit(call)
+    vectors = [TensorType([count], "int64"), TensorType([PrimVar("inverse_numbers", "int64")], "int64"),
+               TensorType([count], "int64")]
+    return [ctx.bb.match_cast(ctx.item(out, i), ty) for i, ty in enumerate([values] + vectors[:n - 1])]
+
+
 # ------------------------------------------------------------------------------------ resize
 def _resize_mode(ctx, mode: str) -> str:
     if mode not in ("nearest", "linear", "cubic"):
@@ -652,3 +941,187 @@ def _roi_align(ctx):
                     spatial_scale=float(ctx.attr("spatial_scale", 1.0)),
                     sample_ratio=int(ctx.attr("sampling_ratio", 0)),
                     aligned=transform == "half_pixel", layout="NCHW", mode=mode)
+
+
+@_register("MaxRoiPool")
+def _max_roi_pool(ctx):
+    """``R.vision.roi_pool`` (NCHW) of ``[batch_index, x1, y1, x2, y2]`` rois."""
+    if len(ctx.node.input) != 2:
+        raise ctx.error(f"MaxRoiPool takes 2 inputs; got {len(ctx.node.input)}")
+    shape = ctx.attr("pooled_shape")
+    if shape is None:
+        raise ctx.error("MaxRoiPool needs the pooled_shape attribute")
+    return ctx.call("vision.roi_pool", ctx.tensor_operand(0), ctx.tensor_operand(1), pooled_size=list(shape),
+                    spatial_scale=float(ctx.attr("spatial_scale", 1.0)), layout="NCHW")
+
+
+def _nms_scalar(ctx, i: int, default, cast):
+    """NonMaxSuppression's scalar input ``i`` as read at import (an initializer or a
+    constant), ``default`` when omitted. TVM also uses the default for a computed value;
+    memcore refuses that instead of ignoring the operand."""
+    if not ctx.has_input(i):
+        return default
+    value = ctx.constant_array(i, ["max_output_boxes_per_class", "iou_threshold", "score_threshold"][i - 2])
+    return cast(np.asarray(value).reshape(-1)[0].item())
+
+
+def _corner_boxes(ctx, boxes):
+    """TVM's ``[yc - h/2, xc - w/2, yc + h/2, xc + w/2]`` of ``[xc, yc, w, h]`` boxes, bound in
+    the order its normalizer binds the expression (each part once)."""
+    parts = ctx.emit(ctx.call("split", boxes, indices_or_sections=4, axis=2))
+    two = ctx.const(2.0, ctx.dtype_of(boxes))
+    yc = ctx.emit(ctx.item(parts, 1))
+    half_h = ctx.emit(ctx.call("divide", ctx.emit(ctx.item(parts, 3)), two))
+    y1 = ctx.emit(ctx.call("subtract", yc, half_h))
+    xc = ctx.emit(ctx.item(parts, 0))
+    half_w = ctx.emit(ctx.call("divide", ctx.emit(ctx.item(parts, 2)), two))
+    x1 = ctx.emit(ctx.call("subtract", xc, half_w))
+    y2, x2 = ctx.emit(ctx.call("add", yc, half_h)), ctx.emit(ctx.call("add", xc, half_w))
+    return ctx.emit(ctx.call("concat", [y1, x1, y2, x2], axis=2))
+
+
+@_register("NonMaxSuppression")
+def _non_max_suppression(ctx):
+    """``R.vision.all_class_non_max_suppression`` (``onnx`` format) with the constant limits
+    (TVM's defaults 0, 0.5 and 0.0 when omitted), and its selected indices: ``[batch *
+    classes * boxes, 3]`` rows (static shapes), the unused ones TVM's padding."""
+    boxes, scores = ctx.tensor_operand(0), ctx.tensor_operand(1)
+    if any(static_dim(d) is None for x in (boxes, scores) for d in ctx.shape_of(x)):
+        raise ctx.error(f"static boxes and scores shapes are needed; got {list(ctx.shape_of(boxes))} and "
+                        f"{list(ctx.shape_of(scores))}")
+    limit = _nms_scalar(ctx, 2, 0, int)
+    iou, score = _nms_scalar(ctx, 3, 0.5, float), _nms_scalar(ctx, 4, 0.0, float)
+    if ctx.attr("center_point_box", 0):
+        boxes = _corner_boxes(ctx, boxes)
+    nms = ctx.emit(ctx.call("vision.all_class_non_max_suppression", boxes, scores, ctx.const(limit, "int64"),
+                            ctx.const(iou, "float32"), ctx.const(score, "float32"), output_format="onnx"))
+    return ctx.emit(ctx.item(nms, 0))
+
+
+# ------------------------------------------------------------------------------------ sequences, optionals
+# A sequence is a Relax tuple (TVM's representation): a ``Tuple`` of its tensors, or the pending
+# ``split`` of ``SplitToSequence``. Positions must be constants (TVM's rule).
+def _sequence(ctx, i: int = 0):
+    """The fields of input ``i``, a sequence built by an earlier sequence node (a ``Tuple``)."""
+    seq = ctx.raw(i)
+    if not isinstance(seq, Tuple):
+        raise ctx.error(f"input {i} must be a sequence built by SequenceConstruct/Insert/Erase/Empty (TVM 0.27 "
+                        f"reads its length at import); got a {type(seq).__name__}")
+    return list(seq.fields)
+
+
+def _position(ctx, i: int, default: int) -> int:
+    if not ctx.has_input(i):
+        return default
+    pos = ctx.constant_ints(i, "the position")
+    if len(pos) != 1:
+        raise ctx.error(f"the position must be one value; got {pos}")
+    return pos[0]
+
+
+@_register("SequenceConstruct")
+def _sequence_construct(ctx):
+    return Tuple([ctx.tensor_operand(i) for i in range(len(ctx.node.input))])
+
+
+@_register("SequenceEmpty")
+def _sequence_empty(ctx):
+    return Tuple([])
+
+
+@_register("SequenceErase")
+def _sequence_erase(ctx):
+    fields = _sequence(ctx)
+    pos = _position(ctx, 1, -1)
+    if not -len(fields) <= pos < len(fields):
+        raise ctx.error(f"position {pos} is out of range for a sequence of length {len(fields)}")
+    del fields[pos]
+    return Tuple(fields)
+
+
+@_register("SequenceInsert")
+def _sequence_insert(ctx):
+    fields = _sequence(ctx)
+    pos = _position(ctx, 2, -1)
+    pos = pos + len(fields) + 1 if pos < 0 else pos
+    if not 0 <= pos <= len(fields):
+        raise ctx.error(f"position {_position(ctx, 2, -1)} is out of range for a sequence of length {len(fields)}")
+    fields.insert(pos, ctx.tensor_operand(1))
+    return Tuple(fields)
+
+
+@_register("SequenceLength")
+def _sequence_length(ctx):
+    return ctx.const(np.asarray(len(_sequence(ctx)), dtype="int64"), "int64")
+
+
+@_register("SequenceAt")
+def _sequence_at(ctx):
+    """The field at a constant position (of a ``Tuple``), or ``TupleGetItem`` of a split."""
+    seq = ctx.raw(0)
+    pos = _position(ctx, 1, None)
+    if pos is None:
+        raise ctx.error("SequenceAt needs its position")
+    if isinstance(seq, Tuple):
+        if not -len(seq.fields) <= pos < len(seq.fields):
+            raise ctx.error(f"position {pos} is out of range for a sequence of length {len(seq.fields)}")
+        return seq.fields[pos]
+    seq = ctx.operand(0)
+    n = len(getattr(seq.ty, "fields", ()))
+    if not 0 <= pos < n:
+        raise ctx.error(f"position {pos} is not supported for a split sequence of length {n} (0 to {n - 1} are)")
+    return ctx.item(seq, pos)
+
+
+@_register("ConcatFromSequence")
+def _concat_from_sequence(ctx):
+    axis, new_axis = int(ctx.attr("axis", 0)), int(ctx.attr("new_axis", 0))
+    if new_axis not in (0, 1):
+        raise ctx.error(f"new_axis must be 0 or 1; got {new_axis}")
+    fields = _sequence(ctx)
+    if new_axis:
+        fields = [ctx.call("expand_dims", f, axis=axis) for f in fields]
+    return ctx.call("concat", fields, axis=axis)
+
+
+@_register("SplitToSequence")
+def _split_to_sequence(ctx):
+    """TVM's ``R.split`` into ``ceil(dim / chunk)`` sections for a scalar (or one-element)
+    split, at the cumulative sizes for a vector; ``keepdims=0`` without a split squeezes the
+    parts."""
+    x = ctx.tensor_operand(0)
+    axis = int(ctx.attr("axis", 0))
+    split = np.asarray(ctx.constant_array(1, "the split") if ctx.has_input(1) else 1)
+    if split.ndim == 1 and split.size > 1:
+        sections = [int(v) for v in np.cumsum(split)[:-1]]
+    else:
+        dim = static_dim(ctx.shape_of(x)[axis])
+        if dim is None:
+            raise ctx.error("a scalar split of a symbolic dimension is not supported (TVM 0.27 refuses it)")
+        sections = -(-dim // int(split.reshape(-1)[0]))
+    out = ctx.call("split", x, indices_or_sections=sections, axis=axis)
+    if ctx.attr("keepdims", 1) or ctx.has_input(1):
+        return out
+    out = ctx.emit(out)
+    parts = [ctx.emit(ctx.item(out, i)) for i in range(len(out.ty.fields))]
+    return Tuple([ctx.emit(ctx.call("squeeze", p, axis=[axis])) for p in parts])
+
+
+@_register("Optional")
+def _optional(ctx):
+    """A non-empty optional is its value (TVM's erasure); an empty one is not supported."""
+    if not ctx.has_input(0):
+        raise ctx.error("an empty Optional (no input) is not supported")
+    return ctx.raw(0)
+
+
+@_register("OptionalHasElement")
+def _optional_has_element(ctx):
+    return ctx.const(np.asarray(ctx.has_input(0)), "bool")
+
+
+@_register("OptionalGetElement")
+def _optional_get_element(ctx):
+    if not ctx.has_input(0):
+        raise ctx.error("OptionalGetElement of an empty optional")
+    return ctx.raw(0)

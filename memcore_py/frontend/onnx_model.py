@@ -9,8 +9,9 @@ package is needed, imported when the function is called. Steps:
 
 1. checks: a ``ModelProto`` of IR version >= 3, names that are UTF-8 text (ONNX requires it,
    but protobuf parses a model whose names are not and hands such a name over as
-   ``bytes``), nodes of the default (``ai.onnx``) domain,
-   every ``op_type`` with a converter; all the ops without one are listed in one
+   ``bytes``), nodes of the default (``ai.onnx``) domain or TVM's contrib ops of the
+   ``com.microsoft`` domain (:data:`~._onnx_ops.CONTRIB_OPS`), every ``op_type`` with a
+   converter; all the ops without one are listed in one
    :class:`~memcore_py.errors.UnsupportedOperatorError` (op type -> node names) before
    anything is built;
 2. ``onnx.shape_inference.infer_shapes`` runs on a weight-free copy of the graph (large or
@@ -21,7 +22,9 @@ package is needed, imported when the function is called. Steps:
    than ``num_outputs``) is refused first (:func:`_check_before_inference`); its failure, e.g.
    on inconsistent shapes, is a :class:`~memcore_py.errors.FrontendError`. A graph input or a
    node output that still has no shape (not even a rank) is an error naming every such
-   value: memory planning needs the size of every tensor;
+   value: memory planning needs the size of every tensor (the outputs of contrib nodes and
+   of the nodes after them, which ONNX cannot infer, and sequence or optional values, which
+   are Relax tuples or their element, get theirs from the converters);
 3. parameters: the graph inputs that are not initializers, in graph order (names made
    valid identifiers as TVM makes them: ``.`` -> ``_``, a leading non-letter prefixed with
    ``input_``), a ``dim_param`` dimension an int64 :class:`~memcore_py.ir.prim.PrimVar` of
@@ -50,7 +53,7 @@ from ..ir.prim import PrimVar
 from ..ir.types import TensorType
 from ._dim_bounds import dim_bound_range
 from ._onnx_context import OnnxContext, node_label, onnx_dtype
-from ._onnx_ops import CONVERTERS
+from ._onnx_ops import CONTRIB_DOMAIN, CONTRIB_OPS, CONVERTERS
 
 __all__ = ["from_onnx", "require_onnx", "load_onnx", "onnx_params", "unsupported_onnx_operators"]
 
@@ -228,11 +231,18 @@ def _utf8(value, where: str, *args) -> None:
                             "strings must be UTF-8)")
 
 
+def _domain(node) -> str:
+    """The node's domain, ``""`` for the default (``ai.onnx``) one."""
+    return node.domain if node.domain not in ("", "ai.onnx") else ""
+
+
 def _missing(graph) -> dict:
     out: dict = {}
     for i, node in enumerate(graph.node):
-        domain = node.domain if node.domain not in ("", "ai.onnx") else ""
-        if domain or node.op_type not in CONVERTERS:
+        domain = _domain(node)
+        converted = node.op_type in CONTRIB_OPS if domain == CONTRIB_DOMAIN else \
+            not domain and node.op_type in CONVERTERS and node.op_type not in CONTRIB_OPS
+        if not converted:
             key = f"{domain}::{node.op_type}" if domain else node.op_type
             out.setdefault(key, []).append(node.name or f"#{i}")
     return {k: tuple(v) for k, v in out.items()}
@@ -427,22 +437,36 @@ def _override_inputs(graph, shape_dict: dict) -> None:
 
 
 def _typed_values(graph) -> dict:
+    """Value name -> its inferred ``tensor_type``, or the string ``"container"`` for a
+    sequence or optional value (a Relax tuple or the optional's tensor; its tensors are
+    typed by the converters)."""
     out = {}
     for vi in (*graph.input, *graph.value_info, *graph.output):
         if vi.type.HasField("tensor_type"):
             out[vi.name] = vi.type.tensor_type
+        elif vi.type.WhichOneof("value") in ("sequence_type", "optional_type"):
+            out[vi.name] = "container"
     return out
 
 
 def _check_shapes(graph, typed: dict) -> None:
+    """Every graph input and node output must have a shape after inference, except the
+    outputs of contrib (``com.microsoft``) nodes, which ONNX's inference does not know, and of
+    the nodes after them: their types come from the converters."""
     init = {t.name for t in graph.initializer}
     missing = []
     for vi in graph.input:
+        if vi.name not in init and typed.get(vi.name) == "container":
+            raise FrontendError(f"graph input {vi.name!r} is a sequence or optional; graph inputs must be tensors")
         if vi.name not in init and not _has_shape(typed.get(vi.name)):
             missing.append(f"graph input {vi.name!r}")
+    after_contrib: set = set()
     for node in graph.node:
+        if _domain(node) == CONTRIB_DOMAIN or any(name in after_contrib for name in node.input):
+            after_contrib.update(node.output)
+            continue
         for out in node.output:
-            if out and not _has_shape(typed.get(out)):
+            if out and typed.get(out) != "container" and not _has_shape(typed.get(out)):
                 missing.append(f"{out!r} (output of node {node_label(node)})")
     if missing:
         raise FrontendError(f"{len(missing)} value(s) have no shape after ONNX shape inference: "
@@ -451,7 +475,7 @@ def _check_shapes(graph, typed: dict) -> None:
 
 
 def _has_shape(tensor_type) -> bool:
-    return tensor_type is not None and tensor_type.HasField("shape")
+    return tensor_type is not None and tensor_type != "container" and tensor_type.HasField("shape")
 
 
 # ------------------------------------------------------------------------------------ inputs

@@ -78,6 +78,57 @@ def _astype(call, ts):
     return TensorType(t.shape, dtype, t.ndim, t.vdevice)
 
 
+def _quantize(call, ts):
+    """``R.quantize`` / ``R.dequantize``: the data's shape in ``out_dtype`` (the scale and zero
+    point are per-tensor scalars or per-axis vectors)."""
+    name = call.op.name
+    t = _tensor(ts[0], name)
+    _tensor(ts[1], name, 1)  # the scale
+    _tensor(ts[2], name, 2)  # the zero point
+    dtype = call.attrs.get("out_dtype")
+    if not isinstance(dtype, str) or not dtype:
+        raise IRError(f"{name} needs an out_dtype attribute; got {dtype!r}")
+    return TensorType(t.shape, dtype, t.ndim, t.vdevice)
+
+
+def _all_class_nms(call, ts):
+    """``R.vision.all_class_non_max_suppression`` (``output_format="onnx"``): the selected
+    ``[batch, class, box]`` rows, one per (batch, class, box) at most, and their count."""
+    name = call.op.name
+    boxes, scores = _tensor(ts[0], name, 0), _tensor(ts[1], name, 1)
+    if call.attrs.get("output_format", "onnx") != "onnx":
+        raise IRError(f"{name}: output_format={call.attrs.get('output_format')!r} is not supported ('onnx' is)")
+    dims = [_static(d) for d in (boxes.shape or ())[1:2] + (scores.shape or ())[:2]]
+    rows = IntImm(dims[0] * dims[1] * dims[2]) if len(dims) == 3 and None not in dims else None
+    indices = TensorType(None if rows is None else (rows, IntImm(3)), "int64", 2)
+    return TupleType([indices, TensorType((IntImm(1),), "int64")])
+
+
+def _unique(call, ts):
+    """``R.unique(x, sorted, return_index, return_inverse, return_counts[, axis])``: the unique
+    values (rank 1, or ``x``'s rank along an axis; extents unknown until run time) and the
+    int64 vectors asked for, a tuple when any is."""
+    name = call.op.name
+    t = _tensor(ts[0], name)
+    flags = []
+    for i in (2, 3, 4):
+        arg = call.args[i]
+        if not isinstance(arg, PrimValue) or _static(arg.value) is None:
+            raise IRError(f"{name}: argument {i} must be a constant bool; got {arg!r}")
+        flags.append(bool(_static(arg.value)))
+    values = TensorType(None, t.dtype, t.ndim if len(call.args) > 5 else 1, t.vdevice)
+    n_vectors = sum(flags)
+    if not n_vectors:
+        return values
+    return TupleType([values] + [TensorType(None, "int64", 1, t.vdevice)] * n_vectors)
+
+
+def _size(call, ts):
+    """``R.size``: the element count of a tensor, a rank-0 int64 tensor."""
+    _tensor(ts[0], call.op.name)
+    return TensorType((), "int64")
+
+
 # -- matmul -----------------------------------------------------------------------------------
 def _matmul(call, ts):
     name = call.op.name
@@ -553,8 +604,8 @@ for _n in ("add", "subtract", "multiply", "divide"):
     register_op(f"relax.{_n}", type_rule=_binary(), inplace=True, legalize=_n, schema=_X1X2)
 for _n in ("floor_divide", "power", "maximum", "minimum"):
     register_op(f"relax.{_n}", type_rule=_binary(), legalize=_n, schema=_X1X2)
-for _n in ("floor_mod", "mod", "atan2", "log_add_exp", "bitwise_and", "bitwise_or", "bitwise_xor",
-           "logical_and", "logical_or", "logical_xor"):
+for _n in ("floor_mod", "mod", "atan2", "log_add_exp", "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift",
+           "right_shift", "logical_and", "logical_or", "logical_xor"):
     register_op(f"relax.{_n}", type_rule=_binary(), schema=_X1X2)
 for _n in ("equal", "less", "greater", "not_equal", "less_equal", "greater_equal"):
     register_op(f"relax.{_n}", type_rule=_binary("bool"), legalize=_n, schema=_X1X2)
@@ -595,6 +646,11 @@ register_op("relax.split", type_rule=_split,
 register_op("relax.concat", type_rule=_concat, schema=_sig((("tensors", "tuple"),), (Attr("axis", "int?", 0),)))
 register_op("relax.stack", type_rule=rt.stack, schema=_sig((("tensors", "tuple"),), (Attr("axis", "int?", 0),)))
 register_op("relax.astype", type_rule=_astype, schema=_sig(("x",), (Attr("dtype", "dtype"),)))
+for _n in ("quantize", "dequantize"):
+    register_op(f"relax.{_n}", type_rule=_quantize, schema=_sig(
+        ("data", "scale", "zero_point"), (Attr("out_dtype", "dtype", "int8" if _n == "quantize" else "float32"),
+                                          Attr("axis", "int", -1))))
+register_op("relax.size", type_rule=_size, schema=_sig(("expr",)))
 register_op("relax.broadcast_to", type_rule=rt.broadcast_to, schema=_sig(("x", ("shape", "shape"))))
 register_op("relax.strided_slice", type_rule=rt.strided_slice, schema=_sig(
     ("x", ("axes", "tuple"), ("begin", "tuple"), ("end", "tuple"), ("strides", "tuple", ABSENT)),
@@ -644,6 +700,9 @@ register_op("relax.sort", type_rule=rt.same_as_arg0,
 register_op("relax.argsort", type_rule=rt.argsort, schema=_sig(("data",), (
     Attr("axis", "int", -1), Attr("descending", "bool", False), Attr("dtype", "dtype?", "int32"))))
 register_op("relax.nonzero", type_rule=rt.nonzero, schema=_X)
+register_op("relax.unique", type_rule=_unique, schema=_sig((
+    "x", ("sorted", _PRIM, True), ("return_index", _PRIM, False), ("return_inverse", _PRIM, False),
+    ("return_counts", _PRIM, False), ("axis", _PRIM, ABSENT))))
 register_op("relax.bucketize", type_rule=rt.bucketize, schema=_sig(
     ("input_tensor", "boundaries"), (Attr("out_int32", "bool", False), Attr("right", "bool", False))))
 
@@ -655,6 +714,8 @@ register_op("relax.full", type_rule=rt.full,
 register_op("relax.full_like", type_rule=rt.full_like, schema=_sig(("x", "fill_value"), (Attr("dtype", "dtype?", None),)))
 register_op("relax.zeros_like", type_rule=rt.init_like, schema=_LIKE)
 register_op("relax.ones_like", type_rule=rt.init_like, schema=_LIKE)
+register_op("relax.eye_like", type_rule=rt.init_like,
+            schema=_sig(("x", ("k", _PRIM, 0)), (Attr("dtype", "dtype?", None),)))
 register_op("relax.arange", type_rule=rt.arange, schema=_sig(
     (("start", _PRIM), ("end", _PRIM), ("step", _PRIM, 1)), (Attr("dtype", "dtype?", _arange_dtype),),
     prepare=_arange_prepare))
@@ -720,6 +781,12 @@ register_op("relax.image.affine_grid", type_rule=rn.affine_grid,
 register_op("relax.vision.roi_align", type_rule=rn.roi_align, schema=_sig(("data", "rois"), (
     Attr("pooled_size", "ints", REQUIRED, ("repeat", 2)), Attr("spatial_scale", "float"), Attr("sample_ratio", "int", -1),
     Attr("aligned", "bool", False), Attr("layout", "str", "NCHW"), Attr("mode", "str", "avg"))))
+register_op("relax.vision.roi_pool", type_rule=rn.roi_align, schema=_sig(("data", "rois"), (
+    Attr("pooled_size", "ints", REQUIRED, ("repeat", 2)), Attr("spatial_scale", "float"),
+    Attr("layout", "str", "NCHW"))))
+register_op("relax.vision.all_class_non_max_suppression", type_rule=_all_class_nms, schema=_sig(
+    ("boxes", "scores", "max_output_boxes_per_class", "iou_threshold", "score_threshold"),
+    (Attr("output_format", "str", "onnx"),)))
 
 # --- calls into lower-level functions ------------------------------------------------------------
 register_op("relax.call_tir", type_rule=_first_ty_arg, calls_prim_func=True, n_args=(2, 3))

@@ -1037,6 +1037,8 @@ class _Parser:
         if kind == "prim":
             if isinstance(v, (tuple, list, str)):
                 raise _Err(f"{tok}: argument {a.name!r} must be a scalar (PrimValue); got {_describe(v)}", pos)
+            if type(v) is bool:  # a scalar argument written True / False: TVM's op builders make it a bool
+                return PrimValue(IntImm(int(v), "bool"))
             e = self.as_expr(v, pos)
             if e.ty is not None and not isinstance(e.ty, PrimType):
                 raise _Err(f"{tok}: argument {a.name!r} must be a scalar (PrimValue); got {_describe(v)}", pos)

@@ -553,8 +553,10 @@ class _FunctionPrinter:
 
     def _schema_call(self, call, op) -> str:
         """A call of an op with a schema: arguments positionally, then every attribute in
-        TVM's order (defaults filled), ``double`` attributes with TVM's 17 digits."""
-        parts = self._args(call.args)
+        TVM's order (defaults filled), ``double`` attributes with TVM's 17 digits; a bool
+        scalar argument bare (``True``), as TVM prints an op's arguments."""
+        parts = [str(bool(a.value.value)) if type(a) is PrimValue and type(a.value) is IntImm and a.value.dtype == "bool"
+                 else p for a, p in zip(call.args, self._args(call.args))]
         attrs = op.complete_attrs(call.attrs, call.args)
         hook = self._attr_text
         for a in op.schema.attrs:

@@ -76,14 +76,14 @@ def test_plan_onnx_dim_param_is_a_bind_name(capsys, tmp_path):
 
 
 def test_unsupported_operators_are_all_named_in_one_line(capsys, tmp_path):
-    nodes = [helper.make_node("Size", ["x"], ["n"], name="nz"),
-             helper.make_node("Tile", ["x", "k"], ["v"], name="tile")]
+    nodes = [helper.make_node("Det", ["x"], ["n"], name="det"),
+             helper.make_node("AllClassNMS", ["x", "k"], ["v"], name="nms")]
     path = _save(tmp_path, "bad.onnx", nodes, [helper.make_tensor_value_info("x", F, [4])],
                  [helper.make_empty_tensor_value_info("n"), helper.make_empty_tensor_value_info("v")],
                  [numpy_helper.from_array(np.array([2], "int64"), "k")])
     rc, out, err = run_cli(capsys, "plan", path)
     assert rc == 1 and out == ""
-    _one_line_error(err, "bad.onnx", "2 operator(s)", "Size (nodes nz)", "Tile (nodes tile)")
+    _one_line_error(err, "bad.onnx", "2 operator(s)", "Det (nodes det)", "AllClassNMS (nodes nms)")
 
 
 def test_truncated_file_is_one_line(capsys, tmp_path):

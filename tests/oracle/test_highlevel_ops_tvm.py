@@ -58,6 +58,8 @@ PARAMS = {
     "lab": 'R.Tensor((2,), dtype="int64")',
     "pred": 'R.Tensor((2, 5), dtype="float32")',
     "bnd": 'R.Tensor((4,), dtype="float32")',
+    "bx": 'R.Tensor((1, 6, 4), dtype="float32")',
+    "sc": 'R.Tensor((1, 2, 6), dtype="float32")',
     "dyn": 'R.Tensor((1, 3, "h", "w"), dtype="float32")',
     "wk": 'R.Tensor((4, 3, 3, 3), dtype="float32")',
     "sq": 'R.Tensor(("n", "m1"), dtype="float32")',
@@ -242,6 +244,17 @@ CASES += [
     ("vision.roi_align", "R.vision.roi_align(img, rois, 3, 0.5, 2, True)"),
     ("nn.group_norm", "R.nn.group_norm(x, c, c, 3, 1, [2, 3], 1e-6, False, False)"),
     ("topk", "R.topk(x, 1, 0, \"indices\")"),
+    # the ops ONNX's Size, EyeLike, BitShift, QDQ, MaxRoiPool, NonMaxSuppression, Unique import to
+    ("size", "R.size(x)"),
+    ("eye_like", "R.eye_like(m, 1, dtype=\"float32\")"),
+    ("left_shift", "R.left_shift(i, i)"),
+    ("right_shift", "R.right_shift(i, i)"),
+    ("quantize", "R.quantize(x, c, R.const(3, \"int8\"), out_dtype=\"int8\", axis=1)"),
+    ("dequantize", "R.dequantize(R.astype(x, \"int8\"), c, R.const(3, \"int8\"), axis=1)"),
+    ("vision.roi_pool", "R.vision.roi_pool(img, rois, pooled_size=[2, 3], spatial_scale=0.5, layout=\"NCHW\")"),
+    ("vision.all_class_non_max_suppression", "R.vision.all_class_non_max_suppression(bx, sc, R.const(3, \"int64\"), "
+     "R.const(0.5, \"float32\"), R.const(0.0, \"float32\"), output_format=\"onnx\")"),
+    ("unique", "R.unique(x, True, False, False, False)"),
     # symbolic dims
     ("nn.conv2d", "R.nn.conv2d(dyn, wk, padding=1)"),
     ("nn.conv2d", "R.nn.conv2d(dyn, wk, strides=2, padding=1)"),
