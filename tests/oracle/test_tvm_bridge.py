@@ -318,7 +318,8 @@ def test_unmodelled_symbolic_node_is_refused_by_name():
 def test_unknown_op_reads_as_an_opaque_op():
     from memcore_py.ir.op import is_opaque, is_registered
 
-    name = next(n for n in ("relax.nn.gelu_tanh", "relax.image.resize2d", "relax.nn.nll_loss", "relax.unique")
+    name = next(n for n in ("relax.nn.gelu_tanh", "relax.image.resize2d", "relax.nn.nll_loss", "relax.unique",
+                            "relax.image.resize3d", "relax.reverse_sequence")
                 if not is_registered(n))
     op = tvm.ir.Op.get(name)
     x = relax.Var("x", relax.TensorType((4,), "float32"))

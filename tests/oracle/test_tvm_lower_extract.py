@@ -247,7 +247,8 @@ def test_an_op_memcore_does_not_model_passes_through_untouched():
     # stays TVM's own object (the full conversion reads it as an opaque op)
     from memcore_py.ir.op import is_registered
 
-    name = next(n for n in ("relax.nn.gelu_tanh", "relax.image.resize2d", "relax.nn.nll_loss", "relax.unique")
+    name = next(n for n in ("relax.nn.gelu_tanh", "relax.image.resize2d", "relax.nn.nll_loss", "relax.unique",
+                            "relax.image.resize3d", "relax.reverse_sequence")
                 if not is_registered(n))
     ty = relax.TensorType((4,), "float32")
     x, y, a = relax.Var("x", ty), relax.Var("y", ty), relax.Var("a", ty)
@@ -332,7 +333,8 @@ def test_an_unmodelled_op_through_the_native_passes():
     output. The full conversion reads such an op as an opaque op (its name and TVM's purity)."""
     from memcore_py.ir.op import is_opaque, is_registered
 
-    name = next(n for n in ("relax.nn.gelu_tanh", "relax.image.resize2d", "relax.nn.nll_loss", "relax.unique")
+    name = next(n for n in ("relax.nn.gelu_tanh", "relax.image.resize2d", "relax.nn.nll_loss", "relax.unique",
+                            "relax.image.resize3d", "relax.reverse_sequence")
                 if not is_registered(n))
     ty = relax.TensorType((4,), "float32")
     x = relax.Var("x", ty)

@@ -509,7 +509,8 @@ def test_an_op_memcore_does_not_model_passes_through_and_discards_its_arguments(
     # (the full conversion reads it as an opaque op and plans as TVM)
     from memcore_py.ir.op import is_registered
 
-    name = next(n for n in ("relax.nn.gelu_tanh", "relax.image.resize2d", "relax.nn.nll_loss", "relax.unique")
+    name = next(n for n in ("relax.nn.gelu_tanh", "relax.image.resize2d", "relax.nn.nll_loss", "relax.unique",
+                            "relax.image.resize3d", "relax.reverse_sequence")
                 if not is_registered(n))
     m = _module(MODULE + _fn("main", CHAIN))
     f = m["main"]
