@@ -99,3 +99,18 @@ def dynamic_model_text(name: str, bounded: bool) -> str:
     finally:
         sys.path.pop(0)
     return dynamic_text(name, UPPER_BOUND if bounded else None)
+
+
+def tvm_call_tir_bindings(mod):
+    """``(binding, call)`` for every ``R.call_tir`` bound in the Relax functions of the
+    ``tvm.IRModule`` ``mod``, in order (TVM is imported here, not at module level)."""
+    import tvm
+    from tvm import relax
+
+    for f in mod.functions.values():
+        if isinstance(f, relax.Function):
+            for blk in f.body.blocks:
+                for b in blk.bindings:
+                    v = b.value
+                    if isinstance(v, relax.Call) and isinstance(v.op, tvm.ir.Op) and v.op.name == "relax.call_tir":
+                        yield b, v

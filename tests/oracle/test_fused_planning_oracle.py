@@ -41,6 +41,7 @@ from memcore_py.ir.prim_func_text import format_prim  # noqa: E402
 from memcore_py.transform import (CallTIRRewrite, RemovePurityChecking, Sequential,  # noqa: E402
                                   StaticPlanBlockMemory, ToNonDataflow)
 from memcore_py.transform.lower_for_planning import LowerForPlanning  # noqa: E402
+from _helpers import tvm_call_tir_bindings  # noqa: E402
 from oracle.test_lower_for_planning_oracle import _plan_summary  # noqa: E402
 
 pytestmark = pytest.mark.oracle
@@ -182,15 +183,7 @@ def test_highlevel_text_fuses_and_plans_as_tvm(model):
 
 def _tvm_patterns(mod) -> list:
     low = tvm.transform.Sequential([relax.transform.LegalizeOps(), relax.transform.AnnotateTIROpPattern()])(mod)
-    out = []
-    for f in low.functions.values():
-        if isinstance(f, relax.Function):
-            for blk in f.body.blocks:
-                for b in blk.bindings:
-                    v = b.value
-                    if isinstance(v, relax.Call) and isinstance(v.op, tvm.ir.Op) and v.op.name == "relax.call_tir":
-                        out.append((b.var.name, int(low[v.args[0]].attrs["op_pattern"])))
-    return out
+    return [(b.var.name, int(low[v.args[0]].attrs["op_pattern"])) for b, v in tvm_call_tir_bindings(low)]
 
 
 def _memcore_patterns(mod) -> list:

@@ -14,6 +14,7 @@ from memcore_py.ir.types import TensorType, TupleType
 from memcore_py.transform.fold_constant import (MAX_FOLD_ELEMENTS, folded_constant, folds, should_be_folded,
                                                 static_shape)
 from memcore_py.transform.lower_for_planning import lower_for_planning
+from _helpers import tvm_call_tir_bindings
 
 
 def _t(*dims, dtype="float32"):
@@ -116,15 +117,7 @@ def _tvm_kernels(tvm, mod) -> list:
             return tuple(ty(f) for f in t.fields)
         return str(t.dtype), tuple(int(d) if isinstance(d, tvm.tirx.IntImm) else str(d) for d in t.shape.values)
 
-    out = []
-    for f in mod.functions.values():
-        if isinstance(f, relax.Function):
-            for blk in f.body.blocks:
-                for b in blk.bindings:
-                    v = b.value
-                    if isinstance(v, relax.Call) and isinstance(v.op, tvm.ir.Op) and v.op.name == "relax.call_tir":
-                        out.append((tuple(ty(a.ty) for a in v.args[1].fields), ty(v.ty)))
-    return out
+    return [(tuple(ty(a.ty) for a in v.args[1].fields), ty(v.ty)) for _b, v in tvm_call_tir_bindings(mod)]
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
