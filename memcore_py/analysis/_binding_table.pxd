@@ -107,6 +107,7 @@ cdef class BindingTable:
     cdef int64_t add_expr(self, int8_t kind, int64_t a, int64_t b, int64_t c) except -1
     cdef int64_t add_parent(self, int8_t kind, int64_t a, size_t start) except -1
     cdef int begin_function(self, str name, size_t expected_vars) except -1
+    cdef void reserve(self, size_t n) noexcept
     cdef int end_function(self, error) except -1
     cdef int64_t var_id(self, size_t key) except -1
     cdef int64_t var_expr(self, size_t key) except -1

@@ -147,9 +147,40 @@ cdef class BindingTable:
         self.v_dataflow.clear()
         self.v_ref.clear()
         self.pending.clear()
+        self.reserve(expected_vars)
         self.f_first.push_back(<int64_t>self.i_kind.size())
         self.func_names.append(name)
         return 0
+
+    cdef void reserve(self, size_t n) noexcept:
+        """Room for ``n`` more variables and items and about three expressions each, so that
+        reading a function of about ``n`` bindings does not grow the arrays step by step (the
+        capacity at least doubles when it grows, as ``push_back``'s does)."""
+        cdef size_t ni = self.i_kind.size() + n, nx = self.x_kind.size() + 3 * n
+        self.var_x.reserve(n)
+        self.v_ty.reserve(n)
+        self.v_dataflow.reserve(n)
+        self.v_ref.reserve(n)
+        if self.i_kind.capacity() < ni:
+            ni = max(ni, 2 * self.i_kind.capacity())
+            self.i_kind.reserve(ni)
+            self.i_var.reserve(ni)
+            self.i_value.reserve(ni)
+            self.i_block.reserve(ni)
+            self.i_pos.reserve(ni)
+            self.i_outer.reserve(ni)
+            self.i_ref.reserve(ni)
+            self.i_scope.reserve(ni)
+            self.i_same_type.reserve(ni)
+        if self.x_kind.capacity() < nx:
+            nx = max(nx, 2 * self.x_kind.capacity())
+            self.x_kind.reserve(nx)
+            self.x_a.reserve(nx)
+            self.x_b.reserve(nx)
+            self.x_c.reserve(nx)
+            self.x_first.reserve(nx)
+            self.x_n.reserve(nx)
+            self.x_child.reserve(nx)
 
     cdef int end_function(self, error) except -1:
         """The function is read: ``error`` is the reading error that stopped it at the next

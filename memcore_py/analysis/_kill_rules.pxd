@@ -72,10 +72,9 @@ cdef class KillEdits:
     cdef vector[int64_t] d_nkill
     cdef vector[int8_t] k_kind      # kill -> its kind (KILL_TENSOR, KILL_STORAGE, KILL_OBJECT); the
     cdef vector[size_t] k_target    # kill -> the killed variable's address; the k-th is named kill_name(k)
-    cdef public dict subst          # var address -> address of the variable it stands for (dropped vars)
     cdef vector[int64_t] v_sub      # var id -> the var id it stands for (-1: itself)
     cdef vector[int8_t] v_const     # var id -> 1: bound to a tensor constant, its uses read the constant
-    cdef public set constants       # addresses of the variables bound to a tensor constant: their uses read it
+    cdef vector[size_t] v_ref       # var id -> the variable's address (the table's, for subst and constants)
     cdef public Py_ssize_t n_kills
     cdef public Py_ssize_t n_dropped
     cdef public Py_ssize_t n_rewritten

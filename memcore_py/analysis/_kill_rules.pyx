@@ -127,8 +127,6 @@ cdef class KillEdits:
     """What :func:`kill_rules` found for one function (fields: ``_kill_rules.pxd``)."""
 
     def __init__(self):
-        self.subst = {}
-        self.constants = set()
         self.n_kills = 0
         self.n_dropped = 0
         self.n_rewritten = 0
@@ -141,6 +139,19 @@ cdef class KillEdits:
         self.error_ref = 0
         self.last_use = None
         self.killed = None
+
+    @property
+    def subst(self):
+        """Dict: the address of each dropped variable -> the address of the variable it stands
+        for."""
+        cdef size_t v
+        return {self.v_ref[v]: self.v_ref[self.v_sub[v]] for v in range(self.v_sub.size()) if self.v_sub[v] >= 0}
+
+    @property
+    def constants(self):
+        """Set: the addresses of the variables bound to a tensor constant (their uses read it)."""
+        cdef size_t v
+        return {self.v_ref[v] for v in range(self.v_const.size()) if self.v_const[v]}
 
     @property
     def changed(self):
@@ -352,7 +363,6 @@ def kill_rules(BindingTable T, Py_ssize_t k, bint tvm_scoping=False, bint rebind
                 E.needs_canonical = True
             else:
                 cst[v] = 1
-                E.constants.add(T.v_ref[v])
         elif c == X_TUPLE and T.x_n[x] > 0 and repacks(T, vdef, sub, x):
             E.needs_canonical = True
     if E.needs_canonical:
@@ -482,6 +492,7 @@ def kill_rules(BindingTable T, Py_ssize_t k, bint tvm_scoping=False, bint rebind
     E.s_item.assign(n_slots, -1)
     E.v_sub = sub
     E.v_const = cst
+    E.v_ref.assign(T.v_ref.begin(), T.v_ref.begin() + n_vars)
     E.s_kill.assign(n_slots, 0)
     E.s_nkill.assign(n_slots, 0)
     E.k_kind.resize(order.size())
@@ -510,8 +521,6 @@ def kill_rules(BindingTable T, Py_ssize_t k, bint tvm_scoping=False, bint rebind
         if drop[i - first]:
             E.s_action[w] = EDIT_DROP
             E.n_dropped += 1
-            v = T.i_var[i]
-            E.subst[T.v_ref[v]] = T.v_ref[sub[v]]
         elif rewrite[i - first]:
             E.s_action[w] = EDIT_REWRITE
             E.n_rewritten += 1

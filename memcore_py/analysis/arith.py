@@ -405,7 +405,8 @@ def _poly_bound(frozen, bounds):
     def factor(atom):
         kind = atom[0]
         if kind == "v":
-            return emit(ib.VAR, v0=bounds.var_bound(atom[1])[0], v1=bounds.var_bound(atom[1])[1])
+            lo, hi = bounds.var_bound(atom[1])
+            return emit(ib.VAR, v0=lo, v1=hi)
         if kind in _BOOL_ATOMS:
             return emit(ib.EVERYTHING, v0=0, v1=1)
         if kind == "if_then_else":  # a call for TVM: no bound
