@@ -1,5 +1,5 @@
 """Helpers shared by the ATen converter modules (:mod:`._aten_math`, :mod:`._aten_nn`,
-:mod:`._aten_index`, :mod:`._aten_shape`).
+:mod:`._aten_index`, :mod:`._aten_shape`, :mod:`._aten_scalar`).
 
 Design
 ------

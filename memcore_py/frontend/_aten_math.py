@@ -5,7 +5,8 @@ Design
 Unary and binary element-wise ops (with TVM's dtype promotion of two tensor operands and
 scalar operands as constants of the tensor's dtype; on two symbolic sizes, ``tirx``
 arithmetic), activations, convolutions, batch and layer norm, linear/addmm/matmul, pooling,
-embedding and the mean/sum reductions. Each converter emits what TVM's converter of the same
+embedding, the mean/sum reductions, vector norms, ``softsign`` and ``cross_entropy_loss``
+(``nll_loss`` of ``log_softmax``). Each converter emits what TVM's converter of the same
 target emits, in the same order (see :mod:`._aten_ops` for the conventions).
 """
 from __future__ import annotations
@@ -59,6 +60,13 @@ def _sqrt_like(ctx, node):
            "_assert_scalar.default")
 def _identity(ctx, node):
     return ctx.env.get(node.args[0], node.args[0]) if node.args else None
+
+
+@_register("exponential.default")
+def _exponential(ctx, node):
+    """TVM's ``_exponential``: ``zeros_like(x)``. Like ``bernoulli.p`` (the input) and
+    ``dropout``, TVM keeps a random op's shape and dtype, not its values."""
+    return ctx.op("zeros_like", ctx.env[node.args[0]])
 
 
 @_register("reciprocal.default")
@@ -773,3 +781,52 @@ def _var_correction(ctx, node):
         n *= d
     scale = math.nan if n - correction <= 0 else float(n) / float(n - correction)
     return ctx.op("multiply", var, ctx.const(scale, ctx.dtype_of(x)))
+
+
+@_register("softsign.default")
+def _softsign(ctx, node):
+    """TVM's ``_softsign``: ``x / (abs(x) + 1)``, the 1 a float32 constant whatever x's dtype."""
+    x = ctx.env[node.args[0]]
+    denom = ctx.op("add", ctx.op("abs", x), ctx.const(1.0, "float32"))
+    return ctx.op("divide", x, denom)
+
+
+@_register("linalg_vector_norm.default")
+def _linalg_vector_norm(ctx, node):
+    """TVM's ``_norm`` (positional ``ord``, ``dim``, ``keepdim``; ``dtype`` not read):
+    ``max``/``min`` of ``abs`` for +-inf, else ``sum(abs(x) ** ord) ** (1 / ord)``, one nested
+    expression."""
+    x = ctx.env[node.args[0]]
+    dtype = ctx.dtype_of(x)
+    order = node.args[1] if len(node.args) > 1 else node.kwargs.get("p", 2)
+    axis = node.args[2] if len(node.args) > 2 else None
+    keepdims = node.args[3] if len(node.args) > 3 else False
+    if isinstance(order, bool) or not isinstance(order, (int, float)):
+        raise ctx.error(f"a vector norm's ord must be a number; got {order!r}")
+    if order in (math.inf, -math.inf):
+        return ctx.emit(ctx.call("max" if order > 0 else "min", ctx.call("abs", x), axis=axis, keepdims=keepdims))
+    if order == 0:
+        raise ctx.error("a vector norm with ord=0 is not supported (TVM's converter divides by ord)")
+    powered = ctx.call("power", ctx.call("abs", x), ctx.const(float(order), dtype))
+    total = ctx.call("sum", powered, axis=axis, keepdims=keepdims)
+    return ctx.emit(ctx.call("power", total, ctx.const(1.0 / order, dtype)))
+
+
+@_register("cross_entropy_loss.default")
+def _cross_entropy_loss(ctx, node):
+    """TVM's ``_cross_entropy_default``: ``nll_loss(log_softmax(x), target, weight)`` with
+    ``reduction`` and ``ignore_index`` read from the keywords only. The export passes them
+    positionally (reduction as torch's enum), so a non-default one, or a label smoothing, is
+    refused rather than imported as a different program."""
+    preds, targets = ctx.env[node.args[0]], ctx.env[node.args[1]]
+    weight = ctx.env.get(node.args[2], None) if len(node.args) > 2 else None
+    for i, key, default in ((3, "reduction", 1), (4, "ignore_index", -100), (5, "label_smoothing", 0.0)):
+        if len(node.args) > i and node.args[i] != default:
+            raise ctx.error(f"cross_entropy_loss with {key}={node.args[i]!r}: TVM's converter reads only keyword "
+                            "arguments and ignores it; memcore refuses it rather than import a different program")
+    reduction = node.kwargs.get("reduction", "mean")
+    ignore_index = node.kwargs.get("ignore_index", -100)
+    log_probs = ctx.call("nn.log_softmax", preds)
+    if weight is None:
+        return ctx.op("nn.nll_loss", log_probs, targets, reduction=reduction, ignore_index=ignore_index)
+    return ctx.op("nn.nll_loss", log_probs, targets, weight, reduction=reduction, ignore_index=ignore_index)

@@ -8,7 +8,9 @@ Design
 ``constant_pad_nd``/``pad`` (torch's last-dim-first pad list as ``nn.pad``'s per-dim
 ``pad_width``), the ``upsample_*2d`` family (``image.resize2d``), ``conv_transpose1d/2d``
 (also ``convolution.default`` with ``transposed=True``, see :mod:`._aten_math`), ``einsum``,
-``pixel_shuffle``, ``prelu``, ``one_hot`` and the 1-D/3-D pools. Each converter emits what
+``pixel_shuffle``, ``prelu``, ``one_hot``, the 1-D/3-D pools, ``grid_sampler_2d``
+(``image.grid_sample``), ``affine_grid_generator``, torchvision's ``roi_align`` and
+``rnn_tanh``/``lstm``/``gru`` (unrolled over the static sequence). Each converter emits what
 TVM's converter of the same target emits, in the same order (see :mod:`._aten_ops`),
 including TVM's quirks (the 1-D/3-D pools' unbatched squeeze is returned unemitted); where a
 quirk makes TVM's program differ from torch's (``instance_norm``'s epsilon, read from the
@@ -16,10 +18,12 @@ quirk makes TVM's program differ from torch's (``instance_norm``'s epsilon, read
 """
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from ..ir.expr import Call
-from ._aten_common import arg, registrar, static_dim
+from ._aten_common import arg, registrar, relax_dtype, static_dim
 
 __all__ = ["CONVERTERS", "conv_transpose"]
 
@@ -301,6 +305,279 @@ for _nd in (1, 3):
     CONVERTERS[f"max_pool{_nd}d.default"] = _max_pool(_nd)
     CONVERTERS[f"avg_pool{_nd}d.default"] = _avg_pool(_nd)
     CONVERTERS[f"adaptive_avg_pool{_nd}d.default"] = _adaptive_avg_pool(_nd)
-# (torch 2.13 has no aten._adaptive_avg_pool1d, TVM's other 1-D key)
+# (torch 2.13 has no aten._adaptive_avg_pool1d: TVM's other 1-D key, reached by a custom op of that name)
+CONVERTERS["_adaptive_avg_pool1d.default"] = _adaptive_avg_pool(1)
 CONVERTERS["_adaptive_avg_pool3d.default"] = _adaptive_avg_pool(3)
 CONVERTERS["max_pool3d_with_indices.default"] = _max_pool(3)
+
+
+# ------------------------------------------------------------------------------------ sampling, rois
+@_register("grid_sampler_2d.default")
+def _grid_sampler_2d(ctx, node):
+    """``grid_sampler_2d(x, grid, interpolation, padding, align_corners)``: TVM's
+    ``image.grid_sample`` with torch's mode enums as names (NCHW)."""
+    args = ctx.args(node)
+    get = lambda i, d: args[i] if len(args) > i else d  # noqa: E731
+    method = {0: "bilinear", 1: "nearest", 2: "bicubic"}.get(get(2, 0), "bilinear")
+    padding = {0: "zeros", 1: "border", 2: "reflection"}.get(get(3, 0), "zeros")
+    return ctx.op("image.grid_sample", args[0], args[1], method=method, layout="NCHW", padding_mode=padding,
+                  align_corners=get(4, False))
+
+
+@_register("affine_grid_generator.default")
+def _affine_grid_generator(ctx, node):
+    """``affine_grid_generator(theta, size, align_corners)``: TVM's ``image.affine_grid`` of
+    (H, W), its (N, 2, H, W) result permuted to torch's (N, H, W, 2); TVM refuses
+    ``align_corners=False``, and so does memcore."""
+    args = ctx.args(node)
+    theta, size = args[0], args[1]
+    if not (args[2] if len(args) > 2 else False):
+        raise ctx.error("affine_grid with align_corners=False is not supported (as in TVM)")
+    grid = ctx.op("image.affine_grid", theta, [size[2], size[3]])
+    return ctx.op("permute_dims", grid, axes=[0, 2, 3, 1])
+
+
+@_register("roi_align.default")
+def _roi_align(ctx, node):
+    """torchvision's ``roi_align(x, rois, spatial_scale, pooled_h, pooled_w, sampling_ratio,
+    aligned)``: TVM's ``vision.roi_align`` (NCHW, avg); when ``aligned``, the boxes (columns
+    1-4 of the rois) are shifted by -0.5 first, as TVM does."""
+    args = ctx.args(node)
+    get = lambda i, d: args[i] if len(args) > i else d  # noqa: E731
+    data, rois = args[0], args[1]
+    pooled_h = get(3, 1)
+    aligned = get(6, False)
+    if aligned:
+        index = ctx.op("strided_slice", rois, [1], [0], [1])
+        boxes = ctx.op("strided_slice", rois, [1], [1], [5])
+        boxes = ctx.op("subtract", boxes, ctx.const(0.5, ctx.dtype_of(rois)))
+        rois = ctx.op("concat", [index, boxes], axis=1)
+    return ctx.op("vision.roi_align", data, rois, pooled_size=(pooled_h, get(4, pooled_h)),
+                  spatial_scale=get(2, 1.0), sample_ratio=get(5, -1), aligned=aligned, layout="NCHW", mode="avg")
+
+
+# ------------------------------------------------------------------------------------ recurrent
+def _direction_weights(ctx, params, direction, has_biases, n_gates, hidden, input_size, dtype):
+    """(w_ih, w_hh, b_ih, b_hh) of one direction as TVM's RNN converters read them from the
+    flat ``params`` list; zero weights (``n_gates * hidden`` rows) and no biases when the
+    list is too short."""
+    per_direction = 4 if has_biases else 2
+    first = direction * per_direction
+    if params and len(params) >= first + per_direction:
+        w = params[first:first + per_direction]
+        return (w[0], w[1], w[2], w[3]) if has_biases else (w[0], w[1], None, None)
+    return (ctx.op("zeros", [n_gates * hidden, input_size], dtype=dtype),
+            ctx.op("zeros", [n_gates * hidden, hidden], dtype=dtype), None, None)
+
+
+def _final_states_unused(ctx, node, name):
+    """TVM's ``lstm``/``gru`` converters return the output sequence alone, which its
+    ``getitem`` also hands out for the final states: refuse a node whose states are used."""
+    if any(u.target is operator.getitem and u.args[1] != 0 and u.users for u in node.users):
+        raise ctx.error(f"the {name}'s final states are used: TVM's converter returns the output sequence for "
+                        "them; memcore refuses it rather than import a different program")
+
+
+def _rnn_tanh_direction(ctx, x, w_ih, w_hh, b_ih, b_hh, h, seq_len, reverse):
+    """TVM's ``_rnn_tanh_cell_unroll``: transposed weights, the summed biases, then per time
+    step ``h = tanh(x_t @ W_ih^T + h @ W_hh^T [+ b])``; the outputs stacked in time order.
+    Returns (outputs, last hidden state)."""
+    w_ih_t = ctx.op("permute_dims", w_ih, axes=[1, 0])
+    w_hh_t = ctx.op("permute_dims", w_hh, axes=[1, 0])
+    bias = ctx.op("add", b_ih, b_hh) if b_ih is not None and b_hh is not None else None
+    outputs = []
+    for t in (range(seq_len - 1, -1, -1) if reverse else range(seq_len)):
+        x_t = ctx.op("take", x, ctx.const(t, "int64"), axis=0, mode="clip")
+        pre = ctx.op("add", ctx.op("matmul", x_t, w_ih_t), ctx.op("matmul", h, w_hh_t))
+        if bias is not None:
+            pre = ctx.op("add", pre, bias)
+        h = ctx.op("tanh", pre)
+        outputs.append(h)
+    if reverse:
+        outputs.reverse()
+    return ctx.op("stack", outputs, axis=0), h
+
+
+@_register("rnn_tanh.input")
+def _rnn_tanh(ctx, node):
+    """``rnn_tanh.input(x, hx, params, has_biases, num_layers, dropout, train, bidirectional,
+    batch_first)`` (undecomposed ``nn.RNN``): TVM's ``_rnn_tanh``, one layer, static sequence
+    length; unrolled per direction (the backward one over reversed time), outputs
+    concatenated on the feature axis, the final states stacked; returns ``(output, h_n)``."""
+    args = ctx.args(node)
+    get = lambda i, d: args[i] if len(args) > i else d  # noqa: E731
+    x, hx, params = args[0], get(1, None), get(2, None)
+    has_biases, num_layers = get(3, True), get(4, 1)
+    bidirectional, batch_first = get(7, False), get(8, False)
+    if num_layers > 1:
+        raise ctx.error("a multi-layer RNN is not supported (as in TVM)")
+    meta = node.args[0].meta
+    meta = meta["val"] if "val" in meta else meta["tensor_meta"]
+    shape = list(meta.shape)
+    seq_len, batch, input_size = (shape[1], shape[0], shape[2]) if batch_first else shape
+    if not isinstance(seq_len, int):
+        raise ctx.error("an RNN over a symbolic sequence length is not supported (as in TVM)")
+    hidden = 16  # TVM's default when the weights are missing
+    if params and len(params) >= 2:
+        w_meta = node.args[2][0].meta
+        hidden = int((w_meta["val"] if "val" in w_meta else w_meta["tensor_meta"]).shape[0])
+    dtype = relax_dtype(ctx, meta.dtype)
+
+    fwd = _direction_weights(ctx, params, 0, has_biases, 1, hidden, input_size, dtype)
+    bwd = _direction_weights(ctx, params, 1, has_biases, 1, hidden, input_size, dtype) if bidirectional else None
+    n_dirs = 2 if bidirectional else 1
+    if hx is not None:
+        h0 = [ctx.op("take", hx, ctx.const(i, "int64"), axis=0, mode="clip") for i in range(n_dirs)]
+    else:
+        h0 = [ctx.op("zeros", [batch, hidden], dtype=dtype) for _ in range(n_dirs)]
+    seq = ctx.op("permute_dims", x, axes=[1, 0, 2]) if batch_first else x
+    out, h_n = _rnn_tanh_direction(ctx, seq, *fwd, h0[0], seq_len, False)
+    if bidirectional:
+        out_b, h_n_b = _rnn_tanh_direction(ctx, seq, *bwd, h0[1], seq_len, True)
+        out = ctx.op("concat", [out, out_b], axis=2)
+        h_n = ctx.op("stack", [h_n, h_n_b], axis=0)
+    else:
+        h_n = ctx.op("expand_dims", h_n, axis=0)
+    if batch_first:
+        out = ctx.op("permute_dims", out, axes=[1, 0, 2])
+    return ctx.emit(ctx.tuple([out, h_n]))
+
+
+def _lstm_direction(ctx, x, w_ih, w_hh, b_ih, b_hh, h, c, seq_len, hidden, reverse):
+    """TVM's ``_lstm_cell_unroll``: per time step the gates ``x_t @ W_ih^T + h @ W_hh^T``
+    (+ each bias), sliced i, f, g, o; ``c = f * c + i * g``, ``h = o * tanh(c)``; the
+    hidden states stacked in time order."""
+    w_ih_t = ctx.op("permute_dims", w_ih, axes=[1, 0])
+    w_hh_t = ctx.op("permute_dims", w_hh, axes=[1, 0])
+    outputs = []
+    for t in (range(seq_len - 1, -1, -1) if reverse else range(seq_len)):
+        x_t = ctx.op("take", x, ctx.const(t, "int64"), axis=0, mode="clip")
+        gates = ctx.op("add", ctx.op("matmul", x_t, w_ih_t), ctx.op("matmul", h, w_hh_t))
+        for b in (b_ih, b_hh):
+            if b is not None:
+                gates = ctx.op("add", gates, b)
+        i, f, g, o = (ctx.op("strided_slice", gates, [1], [k * hidden], [(k + 1) * hidden]) for k in range(4))
+        i, f, g, o = ctx.op("sigmoid", i), ctx.op("sigmoid", f), ctx.op("tanh", g), ctx.op("sigmoid", o)
+        c = ctx.emit(ctx.call("add", ctx.call("multiply", f, c), ctx.call("multiply", i, g)))
+        h = ctx.emit(ctx.call("multiply", o, ctx.call("tanh", c)))
+        outputs.append(h)
+    if reverse:
+        outputs.reverse()
+    return ctx.op("stack", outputs, axis=0)
+
+
+@_register("lstm.input")
+def _lstm(ctx, node):
+    """``lstm.input(x, (h0, c0), params, has_biases, num_layers, dropout, train, bidirectional,
+    batch_first)`` (undecomposed ``nn.LSTM``): TVM's ``_lstm``, one layer, static sequence
+    length, unrolled per direction. TVM returns the output sequence alone, which its
+    ``getitem`` then reads for ``h_n`` and ``c_n`` too; memcore refuses a node whose final
+    states are used rather than import that different program."""
+    args = ctx.args(node)
+    get = lambda i, d: args[i] if len(args) > i else d  # noqa: E731
+    x, hx, params = args[0], get(1, None), get(2, None)
+    has_biases, num_layers = get(3, True), get(4, 1)
+    bidirectional, batch_first = get(7, False), get(8, False)
+    if num_layers > 1:
+        raise ctx.error("a multi-layer LSTM is not supported (as in TVM)")
+    _final_states_unused(ctx, node, "LSTM")
+    shape = [static_dim(d) if static_dim(d) is not None else d for d in ctx.shape_of(x)]
+    seq_len, batch, input_size = (shape[1], shape[0], shape[2]) if batch_first else shape
+    if not isinstance(seq_len, int):
+        raise ctx.error("an LSTM over a symbolic sequence length is not supported")
+    hidden = static_dim(ctx.shape_of(params[0])[0]) // 4 if params and len(params) >= 2 else 16
+    dtype = ctx.dtype_of(x)
+
+    if params and len(params) >= 2:  # (TVM's forward test differs from the backward one)
+        fwd = (params[0], params[1], params[2] if has_biases and len(params) > 2 else None,
+               params[3] if has_biases and len(params) > 3 else None)
+    else:
+        fwd = _direction_weights(ctx, None, 0, has_biases, 4, hidden, input_size, dtype)
+    bwd = _direction_weights(ctx, params, 1, has_biases, 4, hidden, input_size, dtype) if bidirectional else None
+    n_dirs = 2 if bidirectional else 1
+    if hx is not None and len(hx) >= 2:
+        states = [ctx.op("take", s, ctx.const(i, "int64"), axis=0, mode="clip")
+                  for i in range(n_dirs) for s in (hx[0], hx[1])]
+    else:
+        states = [ctx.op("zeros", [batch, hidden], dtype=dtype) for _ in range(2 * n_dirs)]
+    seq = ctx.op("permute_dims", x, axes=[1, 0, 2]) if batch_first else x
+    out = _lstm_direction(ctx, seq, *fwd, states[0], states[1], seq_len, hidden, False)
+    if bidirectional:
+        out_b = _lstm_direction(ctx, seq, *bwd, states[2], states[3], seq_len, hidden, True)
+        out = ctx.op("concat", [out, out_b], axis=2)
+    if batch_first:
+        out = ctx.op("permute_dims", out, axes=[1, 0, 2])
+    return out
+
+
+def _gru_direction(ctx, x, w_ih, w_hh, b_ih, b_hh, h, seq_len, hidden, dtype, reverse):
+    """TVM's ``_gru_cell_unroll``: the r, z, n row blocks of both weights sliced and
+    transposed first; per time step ``r``/``z = sigmoid(x W_i + b_i + h W_h + b_h)``,
+    ``n = tanh(x W_in + b_in + r * (h W_hn + b_hn))``, ``h = (1 - z) * n + z * h`` (the bias
+    slices taken in the step, as TVM does); the hidden states stacked in time order."""
+    blocks = [(k * hidden, (k + 1) * hidden) for k in range(3)]
+    sliced = [ctx.op("strided_slice", w, [0], [lo], [hi]) for lo, hi in blocks for w in (w_ih, w_hh)]
+    w_t = [ctx.op("permute_dims", w, axes=[1, 0]) for w in sliced]
+    biased = b_ih is not None and b_hh is not None
+    outputs = []
+    for t in (range(seq_len - 1, -1, -1) if reverse else range(seq_len)):
+        x_t = ctx.op("take", x, ctx.const(t, "int64"), axis=0, mode="clip")
+        gates = []
+        for k, (lo, hi) in enumerate(blocks):
+            ih = ctx.op("matmul", x_t, w_t[2 * k])
+            hh = ctx.op("matmul", h, w_t[2 * k + 1])
+            if biased:
+                b_i, b_h = (ctx.op("strided_slice", b, [0], [lo], [hi]) for b in (b_ih, b_hh))
+            if k < 2:
+                pre = ctx.call("add", ctx.call("add", ctx.call("add", ih, b_i), hh), b_h) if biased \
+                    else ctx.call("add", ih, hh)
+                gates.append(ctx.emit(ctx.call("sigmoid", pre)))
+            else:
+                r = gates[0]
+                pre = ctx.call("add", ctx.call("add", ih, b_i), ctx.call("multiply", r, ctx.call("add", hh, b_h))) \
+                    if biased else ctx.call("add", ih, ctx.call("multiply", r, hh))
+                gates.append(ctx.emit(ctx.call("tanh", pre)))
+        _, z, n = gates
+        one_minus_z = ctx.op("subtract", ctx.const(1.0, dtype), z)
+        h = ctx.emit(ctx.call("add", ctx.call("multiply", one_minus_z, n), ctx.call("multiply", z, h)))
+        outputs.append(h)
+    if reverse:
+        outputs.reverse()
+    return ctx.op("stack", outputs, axis=0)
+
+
+@_register("gru.input")
+def _gru(ctx, node):
+    """``gru.input(x, hx, params, has_biases, num_layers, dropout, train, bidirectional,
+    batch_first)`` (undecomposed ``nn.GRU``): TVM's ``_gru``, one layer, static sequence
+    length, unrolled per direction; like ``lstm``, only the output sequence (a node whose
+    final state is used is refused)."""
+    args = ctx.args(node)
+    get = lambda i, d: args[i] if len(args) > i else d  # noqa: E731
+    x, hx, params = args[0], get(1, None), get(2, None)
+    has_biases, num_layers = get(3, True), get(4, 1)
+    bidirectional, batch_first = get(7, False), get(8, False)
+    if num_layers > 1:
+        raise ctx.error("a multi-layer GRU is not supported (as in TVM)")
+    _final_states_unused(ctx, node, "GRU")
+    shape = [static_dim(d) if static_dim(d) is not None else d for d in ctx.shape_of(x)]
+    seq_len, batch, input_size = (shape[1], shape[0], shape[2]) if batch_first else shape
+    if not isinstance(seq_len, int):
+        raise ctx.error("a GRU over a symbolic sequence length is not supported")
+    hidden = static_dim(ctx.shape_of(params[0])[0]) // 3 if params and len(params) >= 2 else 16
+    dtype = ctx.dtype_of(x)
+    fwd = _direction_weights(ctx, params, 0, has_biases, 3, hidden, input_size, dtype)
+    bwd = _direction_weights(ctx, params, 1, has_biases, 3, hidden, input_size, dtype) if bidirectional else None
+    n_dirs = 2 if bidirectional else 1
+    if hx is not None:
+        h0 = [ctx.op("take", hx, ctx.const(i, "int64"), axis=0, mode="clip") for i in range(n_dirs)]
+    else:
+        h0 = [ctx.op("zeros", [batch, hidden], dtype=dtype) for _ in range(n_dirs)]
+    seq = ctx.op("permute_dims", x, axes=[1, 0, 2]) if batch_first else x
+    out = _gru_direction(ctx, seq, *fwd, h0[0], seq_len, hidden, dtype, False)
+    if bidirectional:
+        out_b = _gru_direction(ctx, seq, *bwd, h0[1], seq_len, hidden, dtype, True)
+        out = ctx.op("concat", [out, out_b], axis=2)
+    if batch_first:
+        out = ctx.op("permute_dims", out, axes=[1, 0, 2])
+    return out

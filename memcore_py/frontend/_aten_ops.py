@@ -26,11 +26,12 @@ Targets outside the table are reported all at once by the importer
 """
 from __future__ import annotations
 
-from . import _aten_index, _aten_math, _aten_nn, _aten_shape
+from . import _aten_index, _aten_math, _aten_nn, _aten_scalar, _aten_shape
 
 __all__ = ["CONVERTERS"]
 
-_TABLES = (_aten_math.CONVERTERS, _aten_nn.CONVERTERS, _aten_index.CONVERTERS, _aten_shape.CONVERTERS)
+_TABLES = (_aten_math.CONVERTERS, _aten_nn.CONVERTERS, _aten_index.CONVERTERS, _aten_shape.CONVERTERS,
+           _aten_scalar.CONVERTERS)
 
 #: target name (``node.target.__name__``) -> ``f(ctx, node)``; the converter modules' tables.
 CONVERTERS: dict = {k: v for table in _TABLES for k, v in table.items()}

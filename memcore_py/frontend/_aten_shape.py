@@ -445,6 +445,26 @@ def _new_filled(ctx, node):
     return ctx.op("full", list(size), ctx.const(fill, dtype), dtype=dtype)
 
 
+@_register("randn.default", "randn_like.default")
+def _randn(ctx, node):
+    """TVM's ``_randn`` / ``_randn_like``: a constant drawn from numpy's global generator
+    (``np.random.randn``) when the program is imported, static shapes only."""
+    import numpy as np
+
+    args = ctx.args(node)
+    if node.target.__name__ == "randn.default":
+        size = args[0] if isinstance(args[0], (list, tuple)) else (args[0],)
+        dtype = relax_dtype(ctx, node.kwargs.get("dtype", ctx.torch.get_default_dtype()))
+    else:
+        x = args[0]
+        size = ctx.shape_of(x)
+        dtype = relax_dtype(ctx, node.kwargs["dtype"]) if node.kwargs.get("dtype") else ctx.dtype_of(x)
+    dims = [static_dim(d) for d in size]
+    if any(d is None for d in dims):
+        raise ctx.error(f"randn of a symbolic shape {list(size)} is not supported (as in TVM)")
+    return ctx.emit(ctx.const(np.random.randn(*dims).astype(dtype), dtype))
+
+
 @_register("scalar_tensor.default")
 def _scalar_tensor(ctx, node):
     return ctx.emit(ctx.const(ctx.value(node.args[0]), _creation_dtype(ctx, node)))

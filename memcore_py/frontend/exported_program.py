@@ -20,7 +20,8 @@ The import follows TVM's importer step by step:
    become the function attributes ``tir_var_lower_bound`` (every symbol) and
    ``tir_var_upper_bound`` (finite upper bounds only), each range narrowed by
    ``dim_bounds`` when given;
-3. a ``main`` function with one dataflow block; every ``call_function`` node is converted by
+3. a ``main`` function with one dataflow block (none, and ``main`` impure, when the graph
+   calls ``_assert_async``, as in TVM); every ``call_function`` node is converted by
    :data:`~._aten_ops.CONVERTERS` (TVM's mapping; targets without a converter are all listed
    in one :class:`~memcore_py.errors.UnsupportedOperatorError` before anything is built);
 4. the output is the tuple of the user outputs (mutated buffers that functionalisation
@@ -57,6 +58,7 @@ from ..ir.prim import IntImm, PrimVar
 from ..ir.types import TensorType
 from ._aten_context import AtenContext, target_name, torch_dtype_name
 from ._aten_ops import CONVERTERS
+from ._aten_scalar import ASSERT_TARGETS
 from ._dim_bounds import dim_bound_range
 
 __all__ = ["from_exported_program", "exported_program_params", "unsupported_operators", "require_torch"]
@@ -152,12 +154,17 @@ def from_exported_program(ep, *, keep_params_as_input: bool = True, run_ep_decom
     bb = ctx.bb
     # the IR built here is acyclic; the collector's passes over torch's large live heap
     # would otherwise cost as much as the import itself
-    with gc_paused(), bb.function("main", user_vars + param_vars, attrs=attrs):
-        with bb.dataflow():
-            outputs = _translate(ctx, nodes, by_name)
-            outputs = _user_outputs(torch, ep, outputs)
-            gv = bb.emit_output(Tuple(list(outputs)))
-        bb.emit_func_output(gv)
+    # an assertion has a side effect: TVM then builds an impure main without a dataflow block
+    pure = not any(n.op == "call_function" and target_name(n) in ASSERT_TARGETS for n in nodes)
+    with gc_paused(), bb.function("main", user_vars + param_vars, attrs=attrs, pure=pure):
+        if pure:
+            with bb.dataflow():
+                outputs = _user_outputs(torch, ep, _translate(ctx, nodes, by_name))
+                gv = bb.emit_output(Tuple(list(outputs)))
+            bb.emit_func_output(gv)
+        else:
+            outputs = _user_outputs(torch, ep, _translate(ctx, nodes, by_name))
+            bb.emit_func_output(Tuple(list(outputs)))
     return bb.get()
 
 

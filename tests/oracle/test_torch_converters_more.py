@@ -262,8 +262,8 @@ def _tvm_import(ep, **kwargs):
 #: ``sort``, ``index_put_`` -> ``index_put``, ``std`` -> ``var.correction``, ``softplus`` ->
 #: ``log1p``, ...) or a new path of an old one (``convolution`` with ``transposed=True``).
 #: Elsewhere the decomposed graph has the same target, or only targets tested elsewhere.
-#: ``one_hot`` is left out on purpose: its decomposition asserts (``_assert_async``), which
-#: TVM imports as an impure function without a dataflow block; memcore does not convert it.
+#: ``one_hot``'s decomposition asserts (``_assert_async``: an impure function without a dataflow
+#: block, for TVM and memcore alike); ``test_exported_program_more.py`` covers it.
 DECOMPOSED = (
     "adaptive_avg_pool3d", "argsort", "celu", "conv_transpose1d", "conv_transpose2d", "conv_transpose2d_dyn",
     "conv_transpose2d_groups",
