@@ -370,6 +370,29 @@ def _direction_weights(ctx, params, direction, has_biases, n_gates, hidden, inpu
             ctx.op("zeros", [n_gates * hidden, hidden], dtype=dtype), None, None)
 
 
+def _rnn_args(ctx, node, name):
+    """``(x, hx, params, has_biases, bidirectional, batch_first)`` of an undecomposed
+    ``rnn_tanh``/``lstm``/``gru`` node (``(x, hx, params, has_biases, num_layers, dropout,
+    train, bidirectional, batch_first)``); one layer only, as in TVM."""
+    args = ctx.args(node)
+    get = lambda i, d: args[i] if len(args) > i else d  # noqa: E731
+    if get(4, 1) > 1:
+        raise ctx.error(f"a multi-layer {name} is not supported (as in TVM)")
+    return args[0], get(1, None), get(2, None), get(3, True), get(7, False), get(8, False)
+
+
+def _initial_states(ctx, hx, n_dirs, batch, hidden, dtype):
+    """Each direction's initial hidden state: ``hx[d]``, or zeros without ``hx``."""
+    if hx is not None:
+        return [ctx.op("take", hx, ctx.const(i, "int64"), axis=0, mode="clip") for i in range(n_dirs)]
+    return [ctx.op("zeros", [batch, hidden], dtype=dtype) for _ in range(n_dirs)]
+
+
+def _swap_batch_and_time(ctx, x):
+    """``x`` with its first two axes swapped (batch-first <-> time-first)."""
+    return ctx.op("permute_dims", x, axes=[1, 0, 2])
+
+
 def _final_states_unused(ctx, node, name):
     """TVM's ``lstm``/``gru`` converters return the output sequence alone, which its
     ``getitem`` also hands out for the final states: refuse a node whose states are used."""
@@ -404,13 +427,7 @@ def _rnn_tanh(ctx, node):
     batch_first)`` (undecomposed ``nn.RNN``): TVM's ``_rnn_tanh``, one layer, static sequence
     length; unrolled per direction (the backward one over reversed time), outputs
     concatenated on the feature axis, the final states stacked; returns ``(output, h_n)``."""
-    args = ctx.args(node)
-    get = lambda i, d: args[i] if len(args) > i else d  # noqa: E731
-    x, hx, params = args[0], get(1, None), get(2, None)
-    has_biases, num_layers = get(3, True), get(4, 1)
-    bidirectional, batch_first = get(7, False), get(8, False)
-    if num_layers > 1:
-        raise ctx.error("a multi-layer RNN is not supported (as in TVM)")
+    x, hx, params, has_biases, bidirectional, batch_first = _rnn_args(ctx, node, "RNN")
     meta = node.args[0].meta
     meta = meta["val"] if "val" in meta else meta["tensor_meta"]
     shape = list(meta.shape)
@@ -425,12 +442,8 @@ def _rnn_tanh(ctx, node):
 
     fwd = _direction_weights(ctx, params, 0, has_biases, 1, hidden, input_size, dtype)
     bwd = _direction_weights(ctx, params, 1, has_biases, 1, hidden, input_size, dtype) if bidirectional else None
-    n_dirs = 2 if bidirectional else 1
-    if hx is not None:
-        h0 = [ctx.op("take", hx, ctx.const(i, "int64"), axis=0, mode="clip") for i in range(n_dirs)]
-    else:
-        h0 = [ctx.op("zeros", [batch, hidden], dtype=dtype) for _ in range(n_dirs)]
-    seq = ctx.op("permute_dims", x, axes=[1, 0, 2]) if batch_first else x
+    h0 = _initial_states(ctx, hx, 2 if bidirectional else 1, batch, hidden, dtype)
+    seq = _swap_batch_and_time(ctx, x) if batch_first else x
     out, h_n = _rnn_tanh_direction(ctx, seq, *fwd, h0[0], seq_len, False)
     if bidirectional:
         out_b, h_n_b = _rnn_tanh_direction(ctx, seq, *bwd, h0[1], seq_len, True)
@@ -439,7 +452,7 @@ def _rnn_tanh(ctx, node):
     else:
         h_n = ctx.op("expand_dims", h_n, axis=0)
     if batch_first:
-        out = ctx.op("permute_dims", out, axes=[1, 0, 2])
+        out = _swap_batch_and_time(ctx, out)
     return ctx.emit(ctx.tuple([out, h_n]))
 
 
@@ -473,13 +486,7 @@ def _lstm(ctx, node):
     length, unrolled per direction. TVM returns the output sequence alone, which its
     ``getitem`` then reads for ``h_n`` and ``c_n`` too; memcore refuses a node whose final
     states are used rather than import that different program."""
-    args = ctx.args(node)
-    get = lambda i, d: args[i] if len(args) > i else d  # noqa: E731
-    x, hx, params = args[0], get(1, None), get(2, None)
-    has_biases, num_layers = get(3, True), get(4, 1)
-    bidirectional, batch_first = get(7, False), get(8, False)
-    if num_layers > 1:
-        raise ctx.error("a multi-layer LSTM is not supported (as in TVM)")
+    x, hx, params, has_biases, bidirectional, batch_first = _rnn_args(ctx, node, "LSTM")
     _final_states_unused(ctx, node, "LSTM")
     shape = [static_dim(d) if static_dim(d) is not None else d for d in ctx.shape_of(x)]
     seq_len, batch, input_size = (shape[1], shape[0], shape[2]) if batch_first else shape
@@ -500,13 +507,13 @@ def _lstm(ctx, node):
                   for i in range(n_dirs) for s in (hx[0], hx[1])]
     else:
         states = [ctx.op("zeros", [batch, hidden], dtype=dtype) for _ in range(2 * n_dirs)]
-    seq = ctx.op("permute_dims", x, axes=[1, 0, 2]) if batch_first else x
+    seq = _swap_batch_and_time(ctx, x) if batch_first else x
     out = _lstm_direction(ctx, seq, *fwd, states[0], states[1], seq_len, hidden, False)
     if bidirectional:
         out_b = _lstm_direction(ctx, seq, *bwd, states[2], states[3], seq_len, hidden, True)
         out = ctx.op("concat", [out, out_b], axis=2)
     if batch_first:
-        out = ctx.op("permute_dims", out, axes=[1, 0, 2])
+        out = _swap_batch_and_time(ctx, out)
     return out
 
 
@@ -552,13 +559,7 @@ def _gru(ctx, node):
     batch_first)`` (undecomposed ``nn.GRU``): TVM's ``_gru``, one layer, static sequence
     length, unrolled per direction; like ``lstm``, only the output sequence (a node whose
     final state is used is refused)."""
-    args = ctx.args(node)
-    get = lambda i, d: args[i] if len(args) > i else d  # noqa: E731
-    x, hx, params = args[0], get(1, None), get(2, None)
-    has_biases, num_layers = get(3, True), get(4, 1)
-    bidirectional, batch_first = get(7, False), get(8, False)
-    if num_layers > 1:
-        raise ctx.error("a multi-layer GRU is not supported (as in TVM)")
+    x, hx, params, has_biases, bidirectional, batch_first = _rnn_args(ctx, node, "GRU")
     _final_states_unused(ctx, node, "GRU")
     shape = [static_dim(d) if static_dim(d) is not None else d for d in ctx.shape_of(x)]
     seq_len, batch, input_size = (shape[1], shape[0], shape[2]) if batch_first else shape
@@ -568,16 +569,12 @@ def _gru(ctx, node):
     dtype = ctx.dtype_of(x)
     fwd = _direction_weights(ctx, params, 0, has_biases, 3, hidden, input_size, dtype)
     bwd = _direction_weights(ctx, params, 1, has_biases, 3, hidden, input_size, dtype) if bidirectional else None
-    n_dirs = 2 if bidirectional else 1
-    if hx is not None:
-        h0 = [ctx.op("take", hx, ctx.const(i, "int64"), axis=0, mode="clip") for i in range(n_dirs)]
-    else:
-        h0 = [ctx.op("zeros", [batch, hidden], dtype=dtype) for _ in range(n_dirs)]
-    seq = ctx.op("permute_dims", x, axes=[1, 0, 2]) if batch_first else x
+    h0 = _initial_states(ctx, hx, 2 if bidirectional else 1, batch, hidden, dtype)
+    seq = _swap_batch_and_time(ctx, x) if batch_first else x
     out = _gru_direction(ctx, seq, *fwd, h0[0], seq_len, hidden, dtype, False)
     if bidirectional:
         out_b = _gru_direction(ctx, seq, *bwd, h0[1], seq_len, hidden, dtype, True)
         out = ctx.op("concat", [out, out_b], axis=2)
     if batch_first:
-        out = ctx.op("permute_dims", out, axes=[1, 0, 2])
+        out = _swap_batch_and_time(ctx, out)
     return out

@@ -32,7 +32,7 @@ from tvm.relax.frontend.torch import from_exported_program as tvm_from_exported_
 from memcore_py.errors import FrontendError  # noqa: E402
 from memcore_py.frontend.exported_program import from_exported_program  # noqa: E402
 from memcore_py.tvm import to_tvm  # noqa: E402
-from oracle.test_stock_model_converters import _f32, _Fn, _i64  # noqa: E402
+from oracle.test_stock_model_converters import _f32, _Fn, _i64, _tvm_import  # noqa: E402
 
 pytestmark = pytest.mark.oracle
 
@@ -197,14 +197,6 @@ def _export(name, mode):
 
 def _targets(graph) -> set:
     return {getattr(n.target, "__name__", str(n.target)) for n in graph.nodes if n.op == "call_function"}
-
-
-def _tvm_import(ep, **kwargs):
-    mod = tvm_from_exported_program(ep, **kwargs)
-    main = mod["main"]
-    if main.attrs is not None and "params" in main.attrs:
-        mod["main"] = main.without_attr("params")
-    return mod
 
 
 def _assert_same(ep, decompose):

@@ -33,7 +33,7 @@ from memcore_py.tvm import to_tvm  # noqa: E402
 pytestmark = pytest.mark.oracle
 
 
-from oracle.test_stock_model_converters import _f32, _Fn, _i64  # noqa: E402
+from oracle.test_stock_model_converters import _f32, _Fn, _i64, _tvm_import  # noqa: E402
 
 
 _S = Dim("s", min=2, max=64)
@@ -246,14 +246,6 @@ def _export(name):
     assert any(n.op == "call_function" and n.target.__name__ == target for n in graph.nodes), \
         f"{name}: the export has no {target} node"
     return ep
-
-
-def _tvm_import(ep, **kwargs):
-    mod = tvm_from_exported_program(ep, **kwargs)
-    main = mod["main"]
-    if main.attrs is not None and "params" in main.attrs:
-        mod["main"] = main.without_attr("params")
-    return mod
 
 
 #: Cases also imported after TVM's decomposition: those whose decomposed graph has another
