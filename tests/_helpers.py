@@ -9,6 +9,9 @@ import this file too and must not pull in ``memcore_py``.
 """
 from __future__ import annotations
 
+import contextlib
+import inspect
+import sys
 from pathlib import Path
 
 #: The repository root (the folder holding ``setup.py``).
@@ -20,6 +23,44 @@ TVM_PRINTED_FILES = sorted(TVM_PRINTED_DIR.glob("*.txt"))
 
 #: MiniMalloc's CSV problems, shipped with the benchmarks.
 MINIMALLOC_DIR = REPO_ROOT / "bench" / "data" / "minimalloc"
+
+def _frames_without_source(context: int = 1) -> list:
+    """``inspect.stack()``'s frames, innermost first, without their source lines."""
+    frames = []
+    frame = sys._getframe(1)
+    while frame is not None:
+        code = frame.f_code
+        frames.append(inspect.FrameInfo(frame, code.co_filename, frame.f_lineno, code.co_name, None, None))
+        frame = frame.f_back
+    return frames
+
+
+@contextlib.contextmanager
+def _stack_without_source():
+    real = inspect.stack
+    inspect.stack = _frames_without_source
+    try:
+        yield
+    finally:
+        inspect.stack = real
+
+
+def tvm_from_source(text: str, **kwargs):
+    """``tvm.script.from_source(text, **kwargs)``: TVM's own parse of a TVMScript text, quicker.
+
+    TVM's decorators (``T.prim_func(...)``, ``R.function(...)``) call ``inspect.stack()`` when the
+    parser evaluates them for their dialect. From a text that stack is never used (it resolves
+    closure variables of a decorated Python function), but ``inspect.stack()`` reads each frame's
+    source and module: under pytest, about 0.2 s per function parsed, most of a module's parse.
+    Here the stack's frames come without source lines; the parser, its globals and its result are
+    TVM's. (Python source decorated in a test is not parsed through here: TVM reads the source
+    lines of its stack to find an enclosing ``@I.ir_module`` class.)
+    """
+    import tvm
+
+    with _stack_without_source():
+        return tvm.script.from_source(text, **kwargs)
+
 
 def load_make_models():
     """``tools/make_models.py`` as a module (the plain-torch model definitions the shipped

@@ -12,7 +12,7 @@ from memcore_py.cli import SUBCOMMANDS
 from memcore_py.examples import DEFAULT_EXAMPLE, example_path, example_text, list_examples, load
 from memcore_py.testing import random_module
 
-from _helpers import REPO_ROOT, run_cli
+from _helpers import REPO_ROOT, run_cli, tvm_from_source
 
 
 def test_version(capsys):
@@ -155,7 +155,7 @@ def test_examples_loader():
 @pytest.mark.oracle
 def test_shipped_examples_parse_in_tvm(tvm):
     for name in list_examples():
-        tvm.script.from_source(example_text(name))
+        tvm_from_source(example_text(name))
 
 
 def test_python_dash_m_runs_without_traceback(tmp_path):

@@ -11,7 +11,7 @@ import sys
 import textwrap
 
 import pytest
-from _helpers import run_cli
+from _helpers import run_cli, tvm_from_source
 
 import memcore
 from memcore_py import parse
@@ -542,8 +542,8 @@ _BRIDGE_HEAD = "# from tvm.script import ir as I\n# from tvm.script import tirx 
 
 
 def _tvm_module(body: str):
-    tvm = pytest.importorskip("tvm")
-    return tvm.script.from_source(_BRIDGE_HEAD + "@I.ir_module\nclass Module:\n" + body)
+    pytest.importorskip("tvm")
+    return tvm_from_source(_BRIDGE_HEAD + "@I.ir_module\nclass Module:\n" + body)
 
 
 def _bridge_verdict(m):
@@ -575,12 +575,12 @@ _B11_RELAX = '''
 def test_bridge_b11_an_unnamed_tir_variable_is_refused_when_the_module_is_read(body, dim):
     from memcore_py.tvm import TVMConversionError, from_tvm
 
-    tvm = pytest.importorskip("tvm")
+    pytest.importorskip("tvm")
     m = _tvm_module(body)
     assert str(dim(m).name) == ""
     text = m.script()
     assert 'v = TypeVar("v")' in text  # TVM's name for it: a module TypeVar
-    assert str(dim(tvm.script.from_source(text)).name) == "v"  # which TVM's parser reads as ``v``
+    assert str(dim(tvm_from_source(text)).name) == "v"  # which TVM's parser reads as ``v``
     with pytest.raises(TVMConversionError, match="empty name"):
         from_tvm(m)  # at once, before any PrimFunc signature is read
 

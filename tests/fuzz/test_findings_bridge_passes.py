@@ -25,6 +25,7 @@ from memcore_py.ir import structural_equal  # noqa: E402
 from memcore_py.ir.expr import PrimFunc  # noqa: E402
 from memcore_py.ir.module import IRModule  # noqa: E402
 from memcore_py.testing import fuzz_bridge  # noqa: E402
+from _helpers import tvm_from_source  # noqa: E402
 
 pytestmark = pytest.mark.oracle
 
@@ -32,7 +33,7 @@ HEAD = "# from tvm.script import ir as I\n# from tvm.script import tirx as T\n# 
 
 
 def _module(body: str):
-    return tvm.script.from_source(HEAD + "@I.ir_module\nclass Module:\n" + body)
+    return tvm_from_source(HEAD + "@I.ir_module\nclass Module:\n" + body)
 
 
 def _bridge_listed(m) -> list:
@@ -51,7 +52,7 @@ def _both_paths_equal_tvm(name: str, m):
     assert fuzz_bridge._module_mismatch(native, getattr(relax.transform, name)()(m)) is None
     text = m.script()
     on_text = getattr(transform, name)(**kwargs)(memcore_py.parse(text))
-    theirs_on_text = getattr(relax.transform, name)()(tvm.script.from_source(text))
+    theirs_on_text = getattr(relax.transform, name)()(tvm_from_source(text))
     assert fuzz_bridge._module_mismatch(mtvm.to_tvm(on_text), theirs_on_text) is None
     return mtvm.from_tvm(native), on_text
 

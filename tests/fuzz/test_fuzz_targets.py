@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from memcore_py.cli import main as cli_main
 from memcore_py.testing import fuzz_files
+from _helpers import tvm_from_source
 
 SEEDS = st.integers(min_value=0, max_value=2**40)
 
@@ -226,7 +227,7 @@ HEAD = "# from tvm.script import ir as I\n# from tvm.script import relax as R\n@
 @pytest.mark.oracle
 def test_b1_to_tvm_of_an_unannotated_return_builds_what_tvms_parser_builds():
     """B1 (FUZZING.md, fixed): the function gets the return type TVM's parser derives."""
-    tvm = pytest.importorskip("tvm")
+    pytest.importorskip("tvm")
     import tvm_ffi
 
     import memcore_py
@@ -236,14 +237,14 @@ def test_b1_to_tvm_of_an_unannotated_return_builds_what_tvms_parser_builds():
     def main(x: R.Tensor((2, 3), dtype="float32")):
         return x
 """
-    assert tvm_ffi.structural_equal(to_tvm(memcore_py.parse(text)), tvm.script.from_source(text))
+    assert tvm_ffi.structural_equal(to_tvm(memcore_py.parse(text)), tvm_from_source(text))
 
 
 def _bridge_problem(body: str):
-    tvm = pytest.importorskip("tvm")
+    pytest.importorskip("tvm")
     from memcore_py.testing import fuzz_bridge
 
-    return fuzz_bridge.check_bridge(tvm.script.from_source(HEAD + body))
+    return fuzz_bridge.check_bridge(tvm_from_source(HEAD + body))
 
 
 @pytest.mark.oracle

@@ -5,6 +5,7 @@ import memcore_py
 from memcore_py.errors import IRError
 from memcore_py.ir import Function, PrimFunc, assert_structural_equal, structural_equal, well_formed_report
 from memcore_py.testing import FEATURES, count_bindings, module_features, random_lowered_module, random_module
+from _helpers import tvm_from_source
 
 SEEDS = range(200)
 
@@ -88,5 +89,5 @@ def test_tvm_parses_and_accepts_generated_modules(tvm):
     for seed in range(3):
         for gen in (random_module, random_lowered_module):
             text = gen(seed, 60).script()
-            mod = tvm.script.from_source(text, check_well_formed=False)
+            mod = tvm_from_source(text, check_well_formed=False)
             _ffi_api.well_formed(mod, True)  # raises when TVM finds it ill-formed

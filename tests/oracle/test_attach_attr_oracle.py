@@ -32,6 +32,7 @@ from memcore_py.ir.structural import assert_structural_equal  # noqa: E402
 from memcore_py.testing.layout_free_programs import HEADER, _prim_func, random_layout_free_program  # noqa: E402
 from memcore_py.transform.attach_attr_layout_free_buffers import AttachAttrLayoutFreeBuffers  # noqa: E402
 from memcore_py.transform.dead_code_elimination import DeadCodeElimination  # noqa: E402
+from _helpers import tvm_from_source  # noqa: E402
 
 pytestmark = pytest.mark.oracle
 
@@ -40,12 +41,12 @@ N_DCE = 60
 
 
 def _reparsed(tvm_mod):
-    return tvm.script.from_source(tvm_mod.script())
+    return tvm_from_source(tvm_mod.script())
 
 
 def _assert_same(ours, tvm_out, what, reparse=False):
     try:
-        tvm.ir.assert_structural_equal(tvm.script.from_source(ours.script()), _reparsed(tvm_out) if reparse else tvm_out)
+        tvm.ir.assert_structural_equal(tvm_from_source(ours.script()), _reparsed(tvm_out) if reparse else tvm_out)
     except ValueError as exc:
         raise AssertionError(f"{what}: memcore differs from TVM\n{exc}\n--- ours:\n{ours.script()}") from None
 
@@ -55,7 +56,7 @@ def programs():
     out = []
     for seed in range(N_PROGRAMS):
         text = random_layout_free_program(seed)
-        out.append((seed, text, tvm.script.from_source(text), memcore_py.parse(text)))
+        out.append((seed, text, tvm_from_source(text), memcore_py.parse(text)))
     return out
 
 
@@ -90,7 +91,7 @@ def test_real_models_after_legalize_ops():
     for want in ("bert_base", "gpt2_small", "llama_small", "resnet50"):
         assert want in names, f"high-level model {want} is not shipped ({names})"
     for name in names:
-        legalized = relax.transform.LegalizeOps()(tvm.script.from_source(highlevel_model_text(name)))
+        legalized = relax.transform.LegalizeOps()(tvm_from_source(highlevel_model_text(name)))
         mm = memcore_py.parse(legalized.script())
         ours = AttachAttrLayoutFreeBuffers()(mm)
         _assert_same(ours, relax.transform.AttachAttrLayoutFreeBuffers()(legalized), name, reparse=True)
@@ -115,7 +116,7 @@ def _add_module(tir_vars: bool):
 def _tvm_with_third_arg():
     """TVM's module for ``_add_module(True)``: its parser no longer reads ``tir_vars``, so
     the third argument is put in with TVM's node constructors."""
-    mod = tvm.script.from_source(_add_module(False))
+    mod = tvm_from_source(_add_module(False))
     main = mod["main"]
     b = main.body.blocks[0].bindings[0]
     c = b.value
@@ -226,4 +227,4 @@ class Module:
 {body}
 """
     mm = memcore_py.parse(text)
-    _assert_same(DeadCodeElimination()(mm), relax.transform.DeadCodeElimination()(tvm.script.from_source(text)), case)
+    _assert_same(DeadCodeElimination()(mm), relax.transform.DeadCodeElimination()(tvm_from_source(text)), case)

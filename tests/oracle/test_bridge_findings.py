@@ -17,12 +17,13 @@ import memcore_py  # noqa: E402
 import memcore_py.tvm as mtvm  # noqa: E402
 from memcore_py.errors import IRError  # noqa: E402
 from memcore_py.ir import structural_equal  # noqa: E402
+from _helpers import tvm_from_source  # noqa: E402
 
 HEAD = "# from tvm.script import ir as I\n# from tvm.script import tirx as T\n# from tvm.script import relax as R\n"
 
 
 def _module(body: str):
-    return tvm.script.from_source(HEAD + "@I.ir_module\nclass Module:\n" + body)
+    return tvm_from_source(HEAD + "@I.ir_module\nclass Module:\n" + body)
 
 
 def _assert_bridge_round_trips(m) -> None:
@@ -182,7 +183,7 @@ def test_a_kill_of_a_symbolic_prim_value_reads_and_plans_as_tvm():
 # ------------------------------------------------------------------ issue 32, bridge campaign B1-B7
 def _reads_and_builds_as_tvm(text: str) -> None:
     """memcore's parser and ``to_tvm`` read ``text`` as TVM's parser does."""
-    theirs = tvm.script.from_source(text)
+    theirs = tvm_from_source(text)
     mine = memcore_py.parse(text)
     assert structural_equal(mtvm.from_tvm(theirs), mine)
     back = mtvm.to_tvm(mine)
@@ -221,7 +222,7 @@ def test_a_function_without_a_return_annotation_is_built_with_the_type_tvms_pars
 
     f = memcore_py.parse(text)["main"]
     bare = IRModule({"main": Function(f.params, f.body, None, f.attrs, f.is_pure)})
-    assert tvm_ffi.structural_equal(mtvm.to_tvm(bare), tvm.script.from_source(text))
+    assert tvm_ffi.structural_equal(mtvm.to_tvm(bare), tvm_from_source(text))
 
 
 _ATTR_MAIN = '''    @R.function(pure=False)
@@ -291,8 +292,8 @@ def test_tvms_escaped_utf8_bytes_read_as_the_string_tvm_holds():
     mine = mtvm.from_tvm(m)
     assert mine["main"].body.blocks[0].bindings[0].value.args[3].value == value
     _assert_bridge_round_trips(m)
-    assert tvm_ffi.structural_equal(tvm.script.from_source(mine.script()), m)
-    assert not tvm_ffi.structural_equal(tvm.script.from_source(m.script()), m)  # TVM's own text round trip
+    assert tvm_ffi.structural_equal(tvm_from_source(mine.script()), m)
+    assert not tvm_ffi.structural_equal(tvm_from_source(m.script()), m)  # TVM's own text round trip
 
 
 def test_escaped_bytes_that_are_not_utf8_keep_pythons_meaning():
@@ -403,8 +404,8 @@ def test_a_non_finite_float_attribute_is_a_listed_difference_of_tvms_text():
     assert '"num_input": "inf"' in m.script()
     mine = mtvm.from_tvm(m)
     assert mine["main"].attrs["num_input"] == float("inf")
-    assert tvm_ffi.structural_equal(tvm.script.from_source(mine.script()), m)
-    assert not tvm_ffi.structural_equal(tvm.script.from_source(m.script()), m)  # TVM's own text round trip
+    assert tvm_ffi.structural_equal(tvm_from_source(mine.script()), m)
+    assert not tvm_ffi.structural_equal(tvm_from_source(m.script()), m)  # TVM's own text round trip
     assert "non-finite-float-attribute" in _bridge_check(m)
     read = memcore_py.parse(m.script())
     assert fuzz_bridge._non_finite_float_attributes_explain(mine, read)

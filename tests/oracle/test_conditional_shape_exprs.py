@@ -33,6 +33,7 @@ from memcore_py.ir import IRModule, assert_structural_equal  # noqa: E402
 from memcore_py.ir import prim as P  # noqa: E402
 from memcore_py.tvm._api import tvm_api  # noqa: E402
 from memcore_py.tvm.to_tvm import _Writer  # noqa: E402
+from _helpers import tvm_from_source  # noqa: E402
 
 pytestmark = pytest.mark.oracle
 
@@ -65,7 +66,7 @@ def _ordered(text, tvm_mod) -> IRModule:
 
 # ------------------------------------------------------------------------------ text and objects
 def test_text_and_objects_round_trip_like_tvm():
-    m = tvm.script.from_source(SOURCE)
+    m = tvm_from_source(SOURCE)
     text = m.script()
     read = mtvm.from_tvm(m)
     assert_structural_equal(read, _ordered(text, m))
@@ -152,7 +153,7 @@ def test_comparison_of_comparisons_prints_like_tvm():
 def test_legalized_module_round_trips_like_tvm():
     """LegalizeOps writes the conditional dims into PrimFunc signatures (TIR spelling:
     ``s < T.int64(0)``); memcore reads and prints them as TVM does."""
-    m = relax.transform.LegalizeOps()(tvm.script.from_source(MODEL))
+    m = relax.transform.LegalizeOps()(tvm_from_source(MODEL))
     text = m.script()
     read = mtvm.from_tvm(m)
     assert read.script().rstrip("\n") == text.rstrip("\n")
@@ -299,7 +300,7 @@ class Module:
     def k(A0: T.handle, A1: T.handle):
         T.evaluate(0)
 """ + "".join(funcs)
-    return tvm.script.from_source(text)
+    return tvm_from_source(text)
 
 
 @pytest.fixture(scope="module")
@@ -362,7 +363,7 @@ class Module:
 
 
 def test_compiled_with_memcore_pipeline_runs_like_tvm():
-    m = tvm.script.from_source(MODEL)
+    m = tvm_from_source(MODEL)
     x = np.random.default_rng(3).standard_normal((5, 4)).astype("float32")
 
     def run(pipeline):

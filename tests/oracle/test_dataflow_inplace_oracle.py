@@ -36,6 +36,7 @@ from memcore_py.testing.inplace_programs import random_inplace_program  # noqa: 
 from memcore_py.transform.dataflow_use_inplace_calls import dataflow_use_inplace_calls  # noqa: E402
 from memcore_py.transform.legalize_elementwise import ElementwiseCall, Operand, prim_func, prim_func_text  # noqa: E402
 from memcore_py.tvm import DataflowUseInplaceCalls as NativeInplace  # noqa: E402
+from _helpers import tvm_from_source  # noqa: E402
 
 pytestmark = pytest.mark.oracle
 
@@ -74,7 +75,7 @@ def programs():
         text = random_inplace_program(seed)
         seed += 1
         try:
-            tm = tvm.script.from_source(text)
+            tm = tvm_from_source(text)
         except Exception:  # noqa: BLE001 - TVM refuses a few generated programs (counted below)
             continue
         out.append((seed - 1, text, tm, memcore_py.parse(text)))
@@ -104,7 +105,7 @@ def test_pass_equals_tvm_and_sound_mode_is_a_subset(programs):
     for seed, _text, tm, mm in programs:
         ours_sound = dataflow_use_inplace_calls(mm)
         if seed % 8 == 0:
-            tvm.script.from_source(ours_sound.script())  # TVM reads what we print
+            tvm_from_source(ours_sound.script())  # TVM reads what we print
         try:
             theirs = relax.transform.DataflowUseInplaceCalls()(tm)
         except Exception as e:  # noqa: BLE001 - TVM's documented crash (leading-scalar)
@@ -112,7 +113,7 @@ def test_pass_equals_tvm_and_sound_mode_is_a_subset(programs):
             crashed += 1
             continue
         ours = dataflow_use_inplace_calls(mm, tvm_compat=True)
-        _assert_same_module(tvm.script.from_source(ours.script()), theirs)
+        _assert_same_module(tvm_from_source(ours.script()), theirs)
         # the native pass builds its in-place PrimFuncs as TVM objects (no parse)
         _assert_same_module(NativeInplace(tvm_compat=True)(tm), theirs)
         compared += 1
@@ -176,7 +177,7 @@ def test_legalized_tir_equals_tvm_legalize_ops(call):
     (theirs,) = [f for gv, f in legal.functions.items() if gv.name_hint != "main"]
     header = "# from typing import TypeVar\n# from tvm.script import tirx as T\n"
     header += 'n = TypeVar("n")\nm = TypeVar("m")\n'
-    ours = tvm.script.from_source(header + prim_func_text(call, "f"))
+    ours = tvm_from_source(header + prim_func_text(call, "f"))
     tvm.ir.assert_structural_equal(ours, theirs, map_free_vars=True)
 
 
@@ -194,7 +195,7 @@ def test_kernel_built_as_tvm_objects_equals_the_parse_of_its_text(call):
     assert len(indices) >= 2
     for index in indices:
         f = prim_func(call, "f", index)
-        parsed = tvm.script.from_source(header + f.text)
+        parsed = tvm_from_source(header + f.text)
         built = kernel_prim_func(tvm_api(), f.source, {"tirx.noalias": True})
         tvm.ir.assert_structural_equal(built, parsed)
         assert built.script() == parsed.script()
@@ -219,7 +220,7 @@ def test_kernel_the_builder_cannot_build_is_a_typed_error_and_the_text_is_parsed
     g = PrimFunc.lazy(type(object.__getattribute__(f, "_load"))(odd, lambda: f.text), odd)
     out = to_tvm(IRModule({"f": g}))
     header = "# from tvm.script import tirx as T\n"
-    tvm.ir.assert_structural_equal(out["f"], tvm.script.from_source(header + f.text))
+    tvm.ir.assert_structural_equal(out["f"], tvm_from_source(header + f.text))
 
 
 # ----------------------------------------------------------------------------- execution
@@ -247,8 +248,8 @@ def test_rewritten_programs_run_on_tvm_vm_with_the_original_results():
             continue
         f = mm["main"]
         inputs = [rng.uniform(0.5, 2.0, size=[d.value for d in p.ty.shape]).astype(p.ty.dtype) for p in f.params]
-        want = _run(tvm.script.from_source(text), inputs)
-        got = _run(tvm.script.from_source(out.script()), inputs)
+        want = _run(tvm_from_source(text), inputs)
+        got = _run(tvm_from_source(out.script()), inputs)
         for w, g in zip(want, got):
             np.testing.assert_array_equal(g, w)
         ran += 1
@@ -260,7 +261,7 @@ def test_inplace_prim_func_writes_its_input():
     s = (IntImm(2), IntImm(3))
     call = ElementwiseCall("relax.subtract", "float32", s, (Operand(s, "a"), Operand(s, "b")))
     text = prim_func_text(call, "f", 1).replace("private=True, ", "")  # public: callable by name
-    mod = tvm.script.from_source("# from tvm.script import ir as I\n# from tvm.script import tirx as T\n"
+    mod = tvm_from_source("# from tvm.script import ir as I\n# from tvm.script import tirx as T\n"
                                  "@I.ir_module(s_tir=True)\nclass Module:\n"
                                  + "".join("    " + ln + "\n" for ln in text.splitlines()))
     lib = tvm.compile(mod, target="llvm")["f"]
@@ -283,9 +284,9 @@ def test_real_models_equal_tvm(model):
 
     text = highlevel_model_text(model)
     mm = memcore_py.parse(text)
-    theirs = relax.transform.DataflowUseInplaceCalls()(tvm.script.from_source(text))
+    theirs = relax.transform.DataflowUseInplaceCalls()(tvm_from_source(text))
     ours = dataflow_use_inplace_calls(mm, tvm_compat=True)
-    _assert_same_module(tvm.script.from_source(ours.script()), theirs)
+    _assert_same_module(tvm_from_source(ours.script()), theirs)
     assert structural_equal(dataflow_use_inplace_calls(mm), ours)
     assert _n_inplace(ours) > 0
 
@@ -343,12 +344,12 @@ def test_symbolic_vars_as_scalar_params_equal_tvm(case):
     from memcore_py.tvm import DataflowUseInplaceCalls, from_tvm
 
     text = _symbolic_program(*_SYMBOLIC_CASES[case])
-    tm = tvm.script.from_source(text)
+    tm = tvm_from_source(text)
     theirs = relax.transform.DataflowUseInplaceCalls()(tm)
     assert "T.int64)" in theirs.script()  # TVM's in-place function has scalar parameters
     tvm.ir.assert_structural_equal(DataflowUseInplaceCalls(tvm_compat=True)(tm), theirs)
     ours = dataflow_use_inplace_calls(memcore_py.parse(text), tvm_compat=True)
-    _assert_same_module(tvm.script.from_source(ours.script()), theirs)
+    _assert_same_module(tvm_from_source(ours.script()), theirs)
     assert structural_equal(ours, from_tvm(theirs))
 
 
@@ -359,7 +360,7 @@ def test_symbolic_scalar_params_build_and_run_bit_identical_to_tvm():
     on the VM with TVM's results."""
     from memcore_py.tvm import DataflowUseInplaceCalls
 
-    tm = tvm.script.from_source(_symbolic_program(("n*m",)))
+    tm = tvm_from_source(_symbolic_program(("n*m",)))
     rng = np.random.default_rng(0)
     inputs = [rng.standard_normal(s).astype("float32") for s in ((3, 4, 5), (12,), (12,))]
     want = _run(relax.transform.DataflowUseInplaceCalls()(tm), inputs)

@@ -41,7 +41,7 @@ from memcore_py.ir.prim_func_text import format_prim  # noqa: E402
 from memcore_py.transform import (CallTIRRewrite, RemovePurityChecking, Sequential,  # noqa: E402
                                   StaticPlanBlockMemory, ToNonDataflow)
 from memcore_py.transform.lower_for_planning import LowerForPlanning  # noqa: E402
-from _helpers import tvm_call_tir_bindings  # noqa: E402
+from _helpers import tvm_call_tir_bindings, tvm_from_source  # noqa: E402
 from oracle.test_lower_for_planning_oracle import _plan_summary  # noqa: E402
 
 pytestmark = pytest.mark.oracle
@@ -178,7 +178,7 @@ def compare(name, ours, theirs):
 @pytest.mark.parametrize("model", list_highlevel_models())
 def test_highlevel_text_fuses_and_plans_as_tvm(model):
     text = highlevel_model_text(model)
-    compare(model, memcore_fused(memcore_py.parse(text)), tvm_fused(tvm.script.from_source(text)))
+    compare(model, memcore_fused(memcore_py.parse(text)), tvm_fused(tvm_from_source(text)))
 
 
 def _tvm_patterns(mod) -> list:
@@ -209,7 +209,7 @@ def _memcore_patterns(mod) -> list:
 def test_op_patterns_are_tvms(model):
     text = highlevel_model_text(model)
     ours = dict(_memcore_patterns(memcore_py.parse(text)))
-    theirs = _tvm_patterns(tvm.script.from_source(text))
+    theirs = _tvm_patterns(tvm_from_source(text))
     assert len(ours) > len(theirs) // 2
     wrong = [(v, ours[v], p) for v, p in theirs if v in ours and ours[v] != p]
     assert not wrong, wrong[:10]
@@ -353,7 +353,7 @@ def single_op_text(params: str, expr: str) -> str:
 @pytest.mark.parametrize("case", sorted(SINGLE_OPS))
 def test_single_op_pattern_is_tvms(case):
     text = single_op_text(*SINGLE_OPS[case])
-    theirs = _tvm_patterns(tvm.script.from_source(text))
+    theirs = _tvm_patterns(tvm_from_source(text))
     ours = _memcore_patterns(memcore_py.parse(text))
     assert len(theirs) == 1 and [p for _, p in ours] == [theirs[0][1]]
 
@@ -443,7 +443,7 @@ def random_program(seed: int, dynamic: bool = False) -> str:
 @pytest.mark.parametrize("seed", range(40))
 def test_random_program_fuses_and_plans_as_tvm(seed, dynamic):
     text = random_program(seed, dynamic)
-    compare(f"random{seed}", memcore_fused(memcore_py.parse(text)), tvm_fused(tvm.script.from_source(text)))
+    compare(f"random{seed}", memcore_fused(memcore_py.parse(text)), tvm_fused(tvm_from_source(text)))
 
 
 def test_random_programs_with_dead_code_plan_unfused_as_tvm():
@@ -453,7 +453,7 @@ def test_random_programs_with_dead_code_plan_unfused_as_tvm():
 
     for seed in range(10):
         text = random_program(seed)
-        assert memcore_plan(memcore_py.parse(text)) == tvm_unfused_plan(tvm.script.from_source(text)), seed
+        assert memcore_plan(memcore_py.parse(text)) == tvm_unfused_plan(tvm_from_source(text)), seed
 
 
 class _Transformer:

@@ -25,6 +25,7 @@ from memcore_py.ir import Call, Function  # noqa: E402
 from memcore_py.ir.infer import infer_type  # noqa: E402
 from memcore_py.ir.op import Op  # noqa: E402
 from memcore_py.ir.types import type_equal  # noqa: E402
+from _helpers import tvm_from_source  # noqa: E402
 
 pytestmark = pytest.mark.oracle
 
@@ -51,7 +52,7 @@ def test_prints_back_byte_for_byte(model):
 
 def test_tvm_reads_our_text_into_its_own_module(model):
     name, text, mod = model
-    tvm.ir.assert_structural_equal(tvm.script.from_source(mod.script()), tvm.script.from_source(text))
+    tvm.ir.assert_structural_equal(tvm_from_source(mod.script()), tvm_from_source(text))
 
 
 def test_type_rules_reproduce_every_annotation(model):
@@ -77,7 +78,7 @@ def test_tvm_infers_the_same_types_for_our_unannotated_text(model):
     """TVM re-infers every binding of the annotation-free text and prints TVM's original."""
     name, text, mod = model
     bare = _ANNOTATION.sub(r"\1 = ", text)
-    assert tvm.script.from_source(bare).script().rstrip("\n") == text.rstrip("\n")
+    assert tvm_from_source(bare).script().rstrip("\n") == text.rstrip("\n")
 
 
 @pytest.mark.parametrize("name, ops", [

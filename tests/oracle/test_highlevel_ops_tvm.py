@@ -26,6 +26,7 @@ from memcore_py.ir import Call  # noqa: E402
 from memcore_py.ir.op import get_op, list_ops  # noqa: E402
 from memcore_py.ir.prim import prove_equal  # noqa: E402
 from memcore_py.ir.types import ShapeType, TensorType, TupleType  # noqa: E402
+from _helpers import tvm_from_source  # noqa: E402
 
 pytestmark = pytest.mark.oracle
 
@@ -344,11 +345,11 @@ def _without_annotation(text):
 def test_op_round_trips_through_tvm(op, expr):
     text = module_text(expr)
     ours = parse(text)
-    theirs = tvm.script.from_source(text)
+    theirs = tvm_from_source(text)
     ours_text = ours.script()
     if expr in PLAIN_TREE_DIMS:
         ours_text = _without_annotation(ours_text)
-    tvm.ir.assert_structural_equal(tvm.script.from_source(ours_text), theirs)
+    tvm.ir.assert_structural_equal(tvm_from_source(ours_text), theirs)
 
     # our type rule against TVM's struct info
     printed = theirs.script()

@@ -3,7 +3,7 @@
 For every corpus module (TVM's own printed spec section 6 examples and extras in
 tests/data/tvm_printed/, seeded random modules, and printer edge cases):
 
-1. ``tvm.script.from_source(script(mod))`` succeeds (constants given as metadata references
+1. ``tvm_from_source(script(mod))`` succeeds (constants given as metadata references
    get placeholder arrays through ``extra_vars``);
 2. ``parse(tvm_module.script())`` is structurally equal to ``mod``, up to TVM's own
    normalization: adjacent blocks of the same kind are merged (TVM's normalizer does it).
@@ -47,7 +47,7 @@ from memcore_py.ir.printer import script  # noqa: E402
 from memcore_py.ir.structural import assert_structural_equal  # noqa: E402
 from memcore_py.testing import random_lowered_module, random_module  # noqa: E402
 
-from _helpers import TVM_PRINTED_DIR as DATA  # noqa: E402
+from _helpers import tvm_from_source, TVM_PRINTED_DIR as DATA  # noqa: E402
 
 pytestmark = pytest.mark.oracle
 
@@ -165,11 +165,11 @@ def _tvm_parse(text, name, mod):
         extra = _default_globals()
         extra["metadata"] = meta
     try:
-        return tvm.script.from_source(text, extra_vars=extra)
+        return tvm_from_source(text, extra_vars=extra)
     except Exception as exc:  # noqa: BLE001
         if "not well-formed" not in str(exc) or not _known_ill_formed(name, mod):
             raise
-        return tvm.script.from_source(text, extra_vars=extra, check_well_formed=False)
+        return tvm_from_source(text, extra_vars=extra, check_well_formed=False)
 
 
 def _known_ill_formed(name, mod):
@@ -252,7 +252,7 @@ def test_tvm_reads_prim_values_void_vars_and_nested_prim_types():
     sig = PrimFunc([PrimFuncParam("A", "float32", (IntImm(2), IntImm(3))), PrimFuncParam("k", "int64")], {"tirx.noalias": True}, private=True)
     main = Function([x], SeqExpr([BindingBlock(body)], tup), tup.ty, {"global_symbol": "main"}, is_pure=False)
     mod = IRModule({"sig": sig, "helper": helper, "main": main})
-    tvm_mod = tvm.script.from_source(script(mod))
+    tvm_mod = tvm_from_source(script(mod))
     bindings = tvm_mod["main"].body.blocks[0].bindings
     args = bindings[1].value.args
     assert args[1].ty.dtype == "int32" and args[2].ty.dtype == "bool"

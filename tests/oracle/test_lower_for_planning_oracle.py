@@ -21,6 +21,7 @@ import memcore_py  # noqa: E402
 from memcore_py.examples.models import highlevel_model_text, list_highlevel_models  # noqa: E402
 from memcore_py.transform import CallTIRRewrite, RemovePurityChecking, Sequential, StaticPlanBlockMemory, ToNonDataflow  # noqa: E402
 from memcore_py.transform.lower_for_planning import LowerForPlanning  # noqa: E402
+from _helpers import tvm_from_source  # noqa: E402
 
 pytestmark = pytest.mark.oracle
 
@@ -91,7 +92,7 @@ def memcore_plan(mod):
 
 
 def _tvm_summary(text):
-    return tvm_unfused_plan(tvm.script.from_source(text))
+    return tvm_unfused_plan(tvm_from_source(text))
 
 
 def _our_summary(text):

@@ -43,7 +43,7 @@ from memcore_py.transform import (  # noqa: E402
     ToNonDataflow,
 )
 
-from _helpers import is_kill, strip_kills  # noqa: E402
+from _helpers import is_kill, strip_kills, tvm_from_source  # noqa: E402
 
 pytestmark = pytest.mark.oracle
 
@@ -57,7 +57,7 @@ N_F, FUNCS_F = 8, 4       # 32 flat post-planning functions
 # ----------------------------------------------------------------------- helpers
 def _tvm(mod, passes):
     if isinstance(mod, str):
-        mod = tvm.script.from_source(mod)
+        mod = tvm_from_source(mod)
     for p in passes:
         mod = p(mod)
     return mod

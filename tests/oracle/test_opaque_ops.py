@@ -12,6 +12,7 @@ import memcore_py.tvm as mtvm  # noqa: E402
 from memcore_py.errors import IRError  # noqa: E402
 from memcore_py.ir.op import get_op, is_opaque, is_registered, opaque_op  # noqa: E402
 from memcore_py.tvm import TVMConversionError  # noqa: E402
+from _helpers import tvm_from_source  # noqa: E402
 
 pytestmark = pytest.mark.oracle
 
@@ -19,7 +20,7 @@ HEAD = "# from tvm.script import ir as I\n# from tvm.script import relax as R\n@
 
 
 def _module(body: str):
-    return tvm.script.from_source(HEAD + body)
+    return tvm_from_source(HEAD + body)
 
 
 def test_an_unmodelled_op_reads_as_an_opaque_op_with_tvms_purity_and_type():

@@ -25,6 +25,7 @@ from memcore_py.errors import MemcoreError  # noqa: E402
 from memcore_py.ir import structural_equal  # noqa: E402
 from memcore_py.ir.functor import value_type  # noqa: E402
 from memcore_py.ir.types import PrimType, TupleType  # noqa: E402
+from _helpers import tvm_from_source  # noqa: E402
 
 HEAD = "# from tvm.script import ir as I\n# from tvm.script import tirx as T\n# from tvm.script import relax as R\n"
 
@@ -47,14 +48,14 @@ def _assert_as_tvm(text: str):
     module (and its printed text) carries no prim value in any binding's or return type."""
     from memcore_py.testing import fuzz_bridge
 
-    m = tvm.script.from_source(text)
+    m = tvm_from_source(text)
     mine = mtvm.from_tvm(m)
     for source in (text, m.script()):
         parsed = memcore_py.parse(source)
         assert structural_equal(mine, parsed), "from_tvm(m) differs from memcore's reading of the text"
         back = mtvm.to_tvm(parsed)
         assert tvm_ffi.structural_equal(back, m), tvm_ffi.get_first_structural_mismatch(back, m)
-        again = tvm.script.from_source(parsed.script())
+        again = tvm_from_source(parsed.script())
         assert tvm_ffi.structural_equal(again, m), tvm_ffi.get_first_structural_mismatch(again, m)
     parsed = memcore_py.parse(text)
     for name, f in _relax_functions(parsed):
@@ -99,7 +100,7 @@ def test_the_type_of_a_tuple_of_prim_values_holds_no_value():
     t = f.body.blocks[0].bindings[0].var.ty
     assert isinstance(t.fields[1], PrimType) and t.fields[1].dtype == "int64" and t.fields[1].value is None
     assert f.ret_ty.fields[0].value is None
-    assert "R.Tuple(T.int64)" in tvm.script.from_source(mod.script()).script()
+    assert "R.Tuple(T.int64)" in tvm_from_source(mod.script()).script()
 
 
 @pytest.mark.parametrize("call", [
@@ -135,7 +136,7 @@ def test_a_prim_type_with_a_value_is_refused_as_by_tvm(ann):
         return x
 ''')
     with pytest.raises(Exception, match="value"):
-        tvm.script.from_source(text)
+        tvm_from_source(text)
     with pytest.raises(MemcoreError):
         memcore_py.parse(text)
 

@@ -29,6 +29,7 @@ from memcore_py.transform.static_plan_block_memory import (  # noqa: E402
     differences_from_tvm,
     static_plan_block_memory,
 )
+from _helpers import tvm_from_source  # noqa: E402
 
 pytestmark = pytest.mark.oracle
 
@@ -88,7 +89,7 @@ def _run_chunk(chunk):
         mod = random_memory_module(seed, n_functions=FUNCTIONS_PER_MODULE, n_steps=N_STEPS)
         text = mod.script()
         diffs = differences_from_tvm(mod, per_function=True)
-        tvm_in = tvm.script.from_source(text, check_well_formed=False)
+        tvm_in = tvm_from_source(text, check_well_formed=False)
         crashing = [name for name, found in diffs.items() if DIFF_DUPLICATE_CROSS_BLOCK_LEAF in found]
         for name in crashing:
             # documented: TVM fails an internal check on this function
@@ -157,7 +158,7 @@ def test_tvm_accepts_generated_modules():
     """A few generated modules pass TVM's parser with its well-formedness check on."""
     for s in range(3):
         mod = random_memory_module(2000 + s, n_functions=FUNCTIONS_PER_MODULE, n_steps=N_STEPS)
-        tvm.script.from_source(mod.script())
+        tvm_from_source(mod.script())
         assert any(isinstance(f, PrimFunc) for f in mod.functions.values())
 
 
@@ -181,4 +182,4 @@ def test_tvm_accepts_our_output(mode):
     for s in range(8):
         mod = random_memory_module(3000 + s, n_functions=FUNCTIONS_PER_MODULE, n_steps=N_STEPS, p_dataflow=0.6)
         out = StaticPlanBlockMemory(mode, alignment=1)(mod)
-        tvm.script.from_source(out.script())
+        tvm_from_source(out.script())

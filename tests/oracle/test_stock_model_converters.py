@@ -44,6 +44,7 @@ from memcore_py import parse  # noqa: E402
 from memcore_py.tvm import to_tvm  # noqa: E402
 from oracle.test_fused_planning_oracle import (_plan_summary, _tvm_fuse_passes, _tvm_plan_passes,  # noqa: E402
                                                compare, memcore_fused, tvm_kernels)
+from _helpers import tvm_from_source  # noqa: E402
 
 pytestmark = pytest.mark.oracle
 
@@ -186,7 +187,7 @@ def tvm_fused_default(mod):
 def test_single_op_imports_as_tvm(name, decompose):
     ours, theirs = _imports(_export(name), run_ep_decomposition=decompose)
     text = ours.script()  # memcore's printer writes what TVM's parser and memcore's read back
-    tvm.ir.assert_structural_equal(tvm.script.from_source(text), theirs)
+    tvm.ir.assert_structural_equal(tvm_from_source(text), theirs)
     tvm.ir.assert_structural_equal(to_tvm(parse(text)), theirs)
 
 

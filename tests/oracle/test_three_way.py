@@ -58,6 +58,7 @@ from memcore_py.transform.static_plan_block_memory import (  # noqa: E402
     DIFF_DUPLICATE_CROSS_BLOCK_LEAF,
     differences_from_tvm,
 )
+from _helpers import tvm_from_source  # noqa: E402
 
 pytestmark = pytest.mark.oracle
 
@@ -183,7 +184,7 @@ def test_memory_passes_three_ways(seeds):
     native == TVM on every module of the batch (module docstring)."""
     for seed in seeds:
         _, tvm_text, kind = _module(seed)
-        m = tvm.script.from_source(tvm_text)
+        m = tvm_from_source(tvm_text)
         pure_in = _pure_input(m, kind)
         if pure_in is not None:
             assert_structural_equal(mtvm.from_tvm(m), pure_in)  # the bridge reads what the text says
@@ -228,7 +229,7 @@ def test_kill_after_last_use_three_ways(seeds):
     """KillAfterLastUse on ``random_kill_module`` (If/else, storages, null values, constants,
     explicit kills, match_casts), pure == native == TVM (``tvm_scoping=True``)."""
     for seed in seeds:
-        m = tvm.script.from_source(random_kill_module(seed, control_flow=seed % 3 != 0).script())
+        m = tvm_from_source(random_kill_module(seed, control_flow=seed % 3 != 0).script())
         _kill_three_ways(m, parse(m.script()), "kill")
 
 
@@ -273,7 +274,7 @@ def test_native_passes_accept_an_unmodelled_op():
     reads the op as an opaque op: its name and TVM's purity)."""
     seen = compared = 0
     for seed in range(3, 4 * 25, 4):
-        m = tvm.script.from_source(_module(seed)[1])
+        m = tvm_from_source(_module(seed)[1])
         diffs = differences_from_tvm(parse(_module(seed)[0]))  # the same module with R.add
         if DIFF_DUPLICATE_CROSS_BLOCK_LEAF in diffs:
             continue

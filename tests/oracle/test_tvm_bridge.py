@@ -30,7 +30,7 @@ from memcore_py.testing.lowering_programs import random_highlevel_module, random
 from memcore_py.testing.memory_programs import random_memory_module  # noqa: E402
 from memcore_py.tvm import TVMConversionError, from_tvm, to_tvm  # noqa: E402
 
-from _helpers import TVM_PRINTED_FILES  # noqa: E402
+from _helpers import tvm_from_source, TVM_PRINTED_FILES  # noqa: E402
 
 pytestmark = pytest.mark.oracle
 
@@ -55,17 +55,17 @@ def check_round_trip(m, metadata=None):
 # ------------------------------------------------------------------------------ real models
 @pytest.mark.parametrize("name", list_models())
 def test_real_model_round_trip(name):
-    check_round_trip(tvm.script.from_source(model_text(name)))
+    check_round_trip(tvm_from_source(model_text(name)))
 
 
 @pytest.mark.parametrize("name", list_highlevel_models())
 def test_highlevel_model_round_trip(name):
     """Models before legalization: high-level ops with attributes (conv2d, softmax, ...)."""
-    check_round_trip(tvm.script.from_source(highlevel_model_text(name)))
+    check_round_trip(tvm_from_source(highlevel_model_text(name)))
 
 
 def test_prim_func_signature_and_text_are_read_on_demand():
-    m = tvm.script.from_source(model_text("resnet50"))
+    m = tvm_from_source(model_text("resnet50"))
     mod = from_tvm(m)
     ref = parse(m.script())
     for gv, f in mod.items():
@@ -87,7 +87,7 @@ def test_prim_funcs_read_from_tvm_compare_like_their_texts():
     equal and different, and a copy whose decorator differs."""
     from memcore_py.ir import structural_equal
 
-    m = tvm.script.from_source(model_text("resnet50"))
+    m = tvm_from_source(model_text("resnet50"))
     views = [f for f in from_tvm(m).functions.values() if isinstance(f, PrimFunc)][:12]
     again = [f for f in from_tvm(m).functions.values() if isinstance(f, PrimFunc)][:12]
     texts = [f for f in parse(m.script()).functions.values() if isinstance(f, PrimFunc)][:12]
@@ -128,7 +128,7 @@ def test_spec_example_round_trip(path):
         with pytest.raises(TVMConversionError, match="without data"):
             to_tvm(mod)
         return
-    m = tvm.script.from_source(mod.script())
+    m = tvm_from_source(mod.script())
     if path.stem in KNOWN_UNMODELLED:
         with pytest.raises(TVMConversionError, match=KNOWN_UNMODELLED[path.stem]):
             from_tvm(m)
@@ -151,7 +151,7 @@ N_SEEDS = 60  # x 5 generators = 300 programs per run
 @pytest.mark.parametrize("seed", range(N_SEEDS))
 @pytest.mark.parametrize("kind", sorted(GENERATORS))
 def test_random_program_round_trip(kind, seed):
-    check_round_trip(tvm.script.from_source(GENERATORS[kind](seed).script()))
+    check_round_trip(tvm_from_source(GENERATORS[kind](seed).script()))
 
 
 # ------------------------------------------------------------------------------ features
@@ -225,7 +225,7 @@ class Module:
 
 
 def test_feature_module_round_trip():
-    mod = check_round_trip(tvm.script.from_source(FEATURES))
+    mod = check_round_trip(tvm_from_source(FEATURES))
     main = mod["main"]
     assert main.attrs["tir_var_upper_bound"] == {"n": 1024} and main.attrs["num_input"] == 2
     assert mod.attrs == {"system_lib_prefix": "lib_"}
@@ -265,7 +265,7 @@ def test_vdevice_named_by_its_index_among_its_kind():
     """A tensor's vdevice is named as TVM prints it, ``kind:index:scope`` with the index among
     the module's vdevices of that kind (issue 32's F5: the first ``cuda`` device after an
     ``llvm`` one was ``cuda:1``), and both readings go back to the same TVM objects."""
-    m = tvm.script.from_source(_TWO_KINDS_OF_VDEVICE)
+    m = tvm_from_source(_TWO_KINDS_OF_VDEVICE)
     read = from_tvm(m)
     assert_structural_equal(read, parse(m.script()))
     names = [b.value.ty_args[0].vdevice for b in read["main"].body.blocks[0].bindings]
@@ -290,7 +290,7 @@ def test_constants_keep_their_data():
 
 # ------------------------------------------------------------------------------ bad input
 def _module(body: str, params: str = 'x: R.Tensor((4,), "float32")'):
-    return tvm.script.from_source(HEADER + f'''@I.ir_module
+    return tvm_from_source(HEADER + f'''@I.ir_module
 class Module:
     @R.function
     def main({params}):

@@ -17,6 +17,7 @@ import memcore_py.tvm as mtvm  # noqa: E402
 from memcore_py.examples.models import model_text  # noqa: E402
 from memcore_py.tvm import _ffi_reader, compat, passes  # noqa: E402
 from memcore_py.tvm._api import tvm_api  # noqa: E402
+from _helpers import tvm_from_source  # noqa: E402
 
 pytestmark = pytest.mark.oracle
 
@@ -51,7 +52,7 @@ def fresh_gate(monkeypatch):
 def inputs():
     """The model before StaticPlanBlockMemory, before LowerAllocTensor and before
     KillAfterLastUse (each made by TVM's own passes)."""
-    mod = tvm.script.from_source(model_text(MODEL))
+    mod = tvm_from_source(model_text(MODEL))
     planned = relax.transform.StaticPlanBlockMemory()(mod)
     lowered = relax.transform.LowerAllocTensor()(planned)
     return mod, planned, lowered

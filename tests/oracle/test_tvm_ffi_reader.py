@@ -22,6 +22,7 @@ from memcore_py.testing import random_lowered_module  # noqa: E402
 from memcore_py.tvm import _ffi_reader  # noqa: E402
 from memcore_py.tvm._api import tvm_api  # noqa: E402
 from memcore_py.tvm.from_tvm import _layout, _Reader  # noqa: E402
+from _helpers import tvm_from_source  # noqa: E402
 
 pytestmark = pytest.mark.oracle
 
@@ -70,7 +71,7 @@ CASES += [(f"highlevel-{n}", lambda n=n: highlevel_model_text(n)) for n in list_
 
 @pytest.mark.parametrize("key,text", CASES, ids=[k for k, _ in CASES])
 def test_compiled_reader_equals_python_reader(key, text):
-    tmod = tvm.script.from_source(text())
+    tmod = tvm_from_source(text())
     fast, declined = read(tmod, compiled=True, record={})
     slow, everything = read(tmod, compiled=False)
     assert_structural_equal(fast, slow)
@@ -81,7 +82,7 @@ def test_compiled_reader_equals_python_reader(key, text):
 
 def test_compiled_reader_on_dynamic_shapes():
     for key, text in _dynamic_texts():
-        tmod = tvm.script.from_source(text)
+        tmod = tvm_from_source(text)
         fast, declined = read(tmod, compiled=True, record={})
         slow, everything = read(tmod, compiled=False)
         assert_structural_equal(fast, slow)
@@ -102,7 +103,7 @@ def test_compiled_reader_on_random_programs(seed):
 def test_record_maps_compiled_bindings_to_their_tvm_objects():
     """The native passes write unchanged nodes back as the TVM objects they were read from:
     the compiled path must record binding, variable and value like the Python path."""
-    tmod = tvm.script.from_source(model_text("resnet50"))
+    tmod = tvm_from_source(model_text("resnet50"))
     record = {}
     mod, _ = read(tmod, compiled=True, record=record)
     tf = tmod["main"]
@@ -178,7 +179,7 @@ def test_native_pass_node_map_is_not_tracked_by_the_gc():
     from memcore_py.transform import StaticPlanBlockMemory
     from memcore_py.tvm.passes import _HANDOFF, apply_memcore_pass
 
-    tmod = tvm.script.from_source(model_text("resnet50"))
+    tmod = tvm_from_source(model_text("resnet50"))
     out = apply_memcore_pass(StaticPlanBlockMemory(), tmod)  # the full conversion (a native pass chain's)
     assert _HANDOFF.tvm_mod.__chandle__() == out.__chandle__() and gc.is_tracked(out)
     tracked = [k for k, v in _HANDOFF.reuse.items() if gc.is_tracked(k) or gc.is_tracked(v)]
@@ -192,7 +193,7 @@ def test_function_added_in_place_between_native_passes_is_read():
     from memcore_py.transform import StaticPlanBlockMemory
     from memcore_py.tvm.passes import _HANDOFF, apply_memcore_pass
 
-    tmod = tvm.script.from_source(model_text("resnet50"))
+    tmod = tvm_from_source(model_text("resnet50"))
     planned = apply_memcore_pass(StaticPlanBlockMemory(), tmod)  # the full conversion: handed over
     assert _HANDOFF.holds(planned)
     planned[tvm.ir.GlobalVar("extra")] = tmod["main"]  # the unplanned function, under a new name
@@ -235,7 +236,7 @@ def test_compiled_attrs_read_equals_python_read_or_declines(attrs):
     layout = _layout(api)
     if attrs.get("tir_var_upper_bound") == {"n": "int32"}:
         attrs = {"tir_var_upper_bound": {"n": api.IntImm("int32", 7)}}
-    func = tvm.script.from_source(ATTRS_FUNCTION_TEXT)
+    func = tvm_from_source(ATTRS_FUNCTION_TEXT)
     if attrs:
         func = func.with_attrs(attrs)
     mod = tvm.IRModule({"main": func}, attrs=api.ir.make_node("ir.DictAttrs", **attrs) if attrs else None)
@@ -262,7 +263,7 @@ def test_module_functions_read_compiled_equal_the_python_api(key, text):
     """The compiled read of a module's function map (TVM's dense layout past 4 entries, the
     small one below) gives every (GlobalVar, function) pair the Python API gives, in its
     order."""
-    tmod = tvm.script.from_source(text())
+    tmod = tvm_from_source(text())
     if isinstance(tmod, relax.Function):
         tmod = tvm.IRModule({"main": tmod})
     got = _ffi_reader.module_functions(_layout(tvm_api()), tmod.__chandle__())
@@ -280,7 +281,7 @@ def test_call_arguments_and_params_decline_what_they_cannot_read():
     text = ("# from tvm.script import relax as R\n\n@R.function\n"
             "def f(x: R.Tensor((4,), \"float32\")) -> R.Tensor((4,), \"float32\"):\n"
             "    y: R.Tensor((4,), \"float32\") = R.add(x, x)\n    z: R.Tensor((4,), \"float32\") = y\n    return z\n")
-    f = tvm.script.from_source(text)
+    f = tvm_from_source(text)
     layout = _layout(tvm_api())
     bindings = f.body.blocks[0].bindings
     arr = bindings.__chandle__()
@@ -305,7 +306,7 @@ def test_planned_module_read_again_is_read_compiled_entirely(name):
     leaves have been seen; and the compiled read equals the Python read."""
     rt = relax.transform
     tmod = rt.KillAfterLastUse()(rt.LowerAllocTensor()(rt.StaticPlanBlockMemory()(
-        tvm.script.from_source(model_text(name)))))
+        tvm_from_source(model_text(name)))))
     read(tmod, compiled=True, record={})
     r = _Reader(tvm_api(), tmod, record={})
     slow, declined = r.binding, []

@@ -25,6 +25,7 @@ from memcore_py.tvm import TVMConversionError, _ffi_writer  # noqa: E402
 from memcore_py.tvm._api import tvm_api  # noqa: E402
 from memcore_py.tvm.from_tvm import _Reader  # noqa: E402
 from memcore_py.tvm.to_tvm import _Writer  # noqa: E402
+from _helpers import tvm_from_source  # noqa: E402
 
 pytestmark = pytest.mark.oracle
 
@@ -57,7 +58,7 @@ def test_compiled_writer_equals_python_writer_on_real_models(name):
     fast, w = write(mod, compiled=True)
     slow, _ = write(mod, compiled=False)
     tvm.ir.assert_structural_equal(fast, slow)
-    tvm.ir.assert_structural_equal(fast, tvm.script.from_source(model_text(name)))
+    tvm.ir.assert_structural_equal(fast, tvm_from_source(model_text(name)))
     assert w.declined < n_bindings(mod) / 2, f"{w.declined} of {n_bindings(mod)} bindings declined"
 
 
@@ -73,7 +74,7 @@ def test_compiled_writer_on_random_programs(seed):
 def test_compiled_write_back_of_native_passes(name):
     """The native passes' write-back: old bindings reused by address, new ones built here
     (StaticPlanBlockMemory's storages and allocations, KillAfterLastUse's kills)."""
-    tmod = tvm.script.from_source(model_text(name))
+    tmod = tvm_from_source(model_text(name))
     outs = []
     for compiled in (True, False):
         keep = _ffi_writer.Keep()
@@ -144,7 +145,7 @@ def test_converters_are_freed_when_the_pass_returns(monkeypatch):
     from memcore_py.tvm.passes import _HANDOFF
 
     monkeypatch.setattr(passes, "_extracting", lambda _api, _mod: False)
-    tmod = tvm.script.from_source(model_text("resnet50"))
+    tmod = tvm_from_source(model_text("resnet50"))
     was = gc.isenabled()
     gc.disable()
     try:
@@ -171,7 +172,7 @@ class Module:
 """
     mod = parse(text)
     first, second = write(mod, compiled=True)[0], write(mod, compiled=True)[0]
-    tvm.ir.assert_structural_equal(first, tvm.script.from_source(text))
+    tvm.ir.assert_structural_equal(first, tvm_from_source(text))
     a, b = first["main"], second["main"]
     bind_a, bind_b = a.body.blocks[0].bindings, b.body.blocks[0].bindings
     assert bind_a[0].value.same_as(bind_b[0].value)  # R.shape([4, 8])
@@ -210,7 +211,7 @@ def test_native_pass_writes_back_the_dict_attrs_it_read_unless_they_changed(extr
     Its parameters' Array is written back the same way."""
     from memcore_py.tvm import StaticPlanBlockMemory as NativeSPBM
 
-    tmod = tvm.script.from_source(_ATTRS_TEXT.replace(', "ATTR"', extra))
+    tmod = tvm_from_source(_ATTRS_TEXT.replace(', "ATTR"', extra))
     out = NativeSPBM()(tmod)
     tvm.ir.assert_structural_equal(out, tvm.relax.transform.StaticPlanBlockMemory()(tmod))
     assert not out["main"].same_as(tmod["main"])  # the body changed
@@ -231,13 +232,13 @@ def test_shared_tables_dropped_between_conversions_drop_their_addresses(monkeypa
     passes = importlib.import_module("memcore_py.tvm.passes")
     text = model_text("resnet50")
     expected = tvm.relax.transform.KillAfterLastUse()(tvm.relax.transform.StaticPlanBlockMemory()(
-        tvm.script.from_source(text)))
-    out = NativeSPBM()(tvm.script.from_source(text))  # fills the shared tables
+        tvm_from_source(text)))
+    out = NativeSPBM()(tvm_from_source(text))  # fills the shared tables
     passes._HANDOFF.take(out)  # the hand-off holds the last module written: release it
     del out
     monkeypatch.setattr(MEMO, "max_entries", 0)  # every memo group is emptied at each trim
     for _ in range(3):
-        out = NativeKALU()(NativeSPBM()(tvm.script.from_source(text)))
+        out = NativeKALU()(NativeSPBM()(tvm_from_source(text)))
         tvm.ir.assert_structural_equal(out, expected)
         passes._HANDOFF.take(out)
         del out

@@ -7,7 +7,7 @@ import pytest
 
 tvm = pytest.importorskip("tvm")
 
-from _helpers import dynamic_model_text  # noqa: E402
+from _helpers import dynamic_model_text, tvm_from_source  # noqa: E402
 from tvm import relax  # noqa: E402
 
 import memcore_py.tvm as mtvm  # noqa: E402
@@ -47,7 +47,7 @@ def _check(mod, *, like_tvm=True):
 
 
 def _lowered(text):
-    return TVM_LOWER()(TVM_SPBM()(tvm.script.from_source(text)))
+    return TVM_LOWER()(TVM_SPBM()(tvm_from_source(text)))
 
 
 CASES = list_models() + [f"{m}:{k}" for m in ("bert_base", "gpt2_small", "llama_small") for k in ("bounded", "unbounded")]
@@ -69,7 +69,7 @@ def _random(seed):
     mostly flat), KillAfterLastUse's own random programs (with If and nested functions every
     other time), or a memory program planned by TVM."""
     if seed % 4 == 3:
-        m = tvm.script.from_source(random_memory_module(seed).script())
+        m = tvm_from_source(random_memory_module(seed).script())
         try:
             return TVM_LOWER()(TVM_SPBM()(relax.transform.ToNonDataflow()(m)))
         except Exception:  # noqa: BLE001 - TVM's own passes fail an internal check on some random modules
@@ -78,7 +78,7 @@ def _random(seed):
         mod = random_kill_module(seed, 2, 12, control_flow=seed % 8 == 2)
     else:
         mod = MemcoreStaticPlanBlockMemory()(random_lowered_module(seed, 20 + seed % 40))
-    return tvm.script.from_source(MemcoreLowerAllocTensor()(mod).script())
+    return tvm_from_source(MemcoreLowerAllocTensor()(mod).script())
 
 
 @pytest.mark.no_verify  # some random memory programs bind a storage in a dataflow block and use it after
@@ -94,7 +94,7 @@ def test_random_modules_by_extraction_equal_the_full_conversion():
 
 
 def _module(text):
-    parsed = tvm.script.from_source(text)
+    parsed = tvm_from_source(text)
     return parsed if isinstance(parsed, tvm.IRModule) else tvm.IRModule({"main": parsed})
 
 

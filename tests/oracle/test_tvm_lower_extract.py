@@ -7,7 +7,7 @@ import pytest
 
 tvm = pytest.importorskip("tvm")
 
-from _helpers import dynamic_model_text  # noqa: E402
+from _helpers import dynamic_model_text, tvm_from_source  # noqa: E402
 from tvm import relax  # noqa: E402
 
 import memcore_py.tvm as mtvm  # noqa: E402
@@ -48,7 +48,7 @@ CASES = list_models() + [f"{m}:{k}" for m in ("bert_base", "gpt2_small", "llama_
 def test_real_models_are_lowered_by_extraction(case):
     name, _, kind = case.partition(":")
     text = model_text(name) if not kind else dynamic_model_text(name, kind == "bounded")
-    planned = TVM_SPBM()(tvm.script.from_source(text))
+    planned = TVM_SPBM()(tvm_from_source(text))
     out = _check(planned)
     assert out is not None, "a planned real model is flat: the extraction must not decline it"
     # the functions without an allocation are the same objects
@@ -59,7 +59,7 @@ def test_real_models_are_lowered_by_extraction(case):
 
 def _random(seed):
     mod = random_lowered_module(seed, 20 + (seed * 7) % 50) if seed % 2 else random_memory_module(seed)
-    m = tvm.script.from_source(mod.script())
+    m = tvm_from_source(mod.script())
     try:
         return TVM_SPBM()(m)
     except Exception:  # noqa: BLE001 - TVM's own pass fails an internal check on some random modules
@@ -126,7 +126,7 @@ def main(x: R.Tensor(("n", 4), dtype="float16")) -> R.Tensor(("n", 4), dtype="fl
 
 
 def _module(text):
-    parsed = tvm.script.from_source(text)
+    parsed = tvm_from_source(text)
     return parsed if isinstance(parsed, tvm.IRModule) else tvm.IRModule({"main": parsed})
 
 

@@ -21,6 +21,7 @@ from tvm import relax  # noqa: E402
 import memcore_py.tvm as mtvm  # noqa: E402
 from memcore_py.testing.inplace_programs import random_inplace_program  # noqa: E402
 from memcore_py.testing.layout_free_programs import random_layout_free_program  # noqa: E402
+from _helpers import tvm_from_source  # noqa: E402
 
 pytestmark = pytest.mark.oracle
 
@@ -47,7 +48,7 @@ def added_names(out, m) -> set:
 @pytest.mark.parametrize("seed", [0, 1, 4, 8])
 @pytest.mark.parametrize("tvm_compat", [False, True])
 def test_inplace_copies_have_the_global_var_types_tvm_gives(seed, tvm_compat):
-    m = tvm.script.from_source(random_inplace_program(seed))
+    m = tvm_from_source(random_inplace_program(seed))
     ours = mtvm.DataflowUseInplaceCalls(tvm_compat=tvm_compat)(m)
     theirs = relax.transform.DataflowUseInplaceCalls()(m)
     assert added_names(ours, m)  # the program makes in-place copies
@@ -57,7 +58,7 @@ def test_inplace_copies_have_the_global_var_types_tvm_gives(seed, tvm_compat):
 @pytest.mark.parametrize("seed", [0, 2, 5, 9])
 @pytest.mark.parametrize("tvm_compat", [False, True])
 def test_layout_free_copies_have_the_global_var_types_tvm_gives(seed, tvm_compat):
-    m = tvm.script.from_source(random_layout_free_program(seed))
+    m = tvm_from_source(random_layout_free_program(seed))
     ours = mtvm.AttachAttrLayoutFreeBuffers(tvm_compat=tvm_compat)(m)
     theirs = relax.transform.AttachAttrLayoutFreeBuffers()(m)
     assert added_names(ours, m)  # the program makes layout-free copies

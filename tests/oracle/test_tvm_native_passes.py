@@ -27,6 +27,7 @@ from memcore_py.testing.inplace_programs import random_inplace_program  # noqa: 
 from memcore_py.testing.layout_free_programs import random_layout_free_program  # noqa: E402
 from memcore_py.testing.memory_programs import random_memory_module  # noqa: E402
 from memcore_py.transform.static_plan_block_memory import differences_from_tvm  # noqa: E402
+from _helpers import tvm_from_source  # noqa: E402
 
 pytestmark = pytest.mark.oracle
 
@@ -37,7 +38,7 @@ TVM_KILL = relax.transform.KillAfterLastUse
 
 @pytest.fixture(scope="module")
 def models():
-    return {name: tvm.script.from_source(model_text(name)) for name in list_models()}
+    return {name: tvm_from_source(model_text(name)) for name in list_models()}
 
 
 def same_as_memcore(native_out, memcore_pass, m):
@@ -112,7 +113,7 @@ def test_prim_funcs_pass_through_untouched(models):
 # ------------------------------------------------------------------------------ random programs
 def _random(seed):
     mod = random_lowered_module(seed, 20 + (seed * 11) % 60) if seed % 2 else random_memory_module(seed)
-    return mod, tvm.script.from_source(mod.script())
+    return mod, tvm_from_source(mod.script())
 
 
 @pytest.mark.parametrize("seed", range(40))
@@ -224,7 +225,7 @@ def test_pipeline_for_a_gpu_target_swaps_the_same_passes():
 def test_random_dataflow_use_inplace_calls(seed):
     """New in-place PrimFuncs are memcore-made (built as TVM objects from their kernels); the
     rest of the module is written back by reuse."""
-    m = tvm.script.from_source(random_inplace_program(seed))
+    m = tvm_from_source(random_inplace_program(seed))
     same_as_memcore(mtvm.DataflowUseInplaceCalls()(m), mc.DataflowUseInplaceCalls(), m)
 
 
@@ -264,7 +265,7 @@ def test_dataflow_use_inplace_calls_returns_a_module_with_nothing_to_rewrite_as_
     text = _NOTHING_IN_PLACE.format(in_block=in_block, branch_call=branch_call)
     text = text.replace("R.add(x, y) if True else R.nn.softmax(y)", "R.add(x, y)")
     text = text.replace("R.add(x, y) if False else R.nn.softmax(y)", "R.nn.softmax(y)")
-    m = tvm.script.from_source(text)
+    m = tvm_from_source(text)
     want = relax.transform.DataflowUseInplaceCalls()(m)
     got = mtvm.DataflowUseInplaceCalls(tvm_compat=True)(m)
     tvm.ir.assert_structural_equal(got, want)
@@ -279,7 +280,7 @@ def test_random_attach_attr_layout_free_buffers(seed):
     gives memcore's pass on the same text, and in ``tvm_compat`` mode TVM's module: the copies
     named in the module's function order, as TVM visits it (seed 216600545: the copies of
     ``add`` were named in the printed order, ``add1`` <-> ``add2``, issue 32's F2)."""
-    m = tvm.script.from_source(random_layout_free_program(seed))
+    m = tvm_from_source(random_layout_free_program(seed))
     same_as_memcore(mtvm.AttachAttrLayoutFreeBuffers()(m), mc.AttachAttrLayoutFreeBuffers(), m)
     _functions_equal(mtvm.AttachAttrLayoutFreeBuffers(tvm_compat=True)(m), relax.transform.AttachAttrLayoutFreeBuffers()(m))
 
@@ -321,7 +322,7 @@ def test_attach_attr_layout_free_buffers_keeps_what_a_copy_calls_and_shares_equa
     """The copies' DeadCodeElimination keeps a PrimFunc that only another PrimFunc calls, and
     two equal callees get one copy, as TVM does (the native pass answers both from TVM's
     objects, the pure pass from the text)."""
-    m = tvm.script.from_source(_INDIRECT_PRIM_FUNC)
+    m = tvm_from_source(_INDIRECT_PRIM_FUNC)
     want = relax.transform.AttachAttrLayoutFreeBuffers()(m)
     got = mtvm.AttachAttrLayoutFreeBuffers(tvm_compat=True)(m)
     tvm.ir.assert_structural_equal(got, want)
@@ -360,7 +361,7 @@ def test_attach_attr_on_tvm_objects_equals_tvm_on_random_programs():
     output (every PrimFunc attributed) gives TVM's second run."""
     dce = relax.transform.DeadCodeElimination()
     for seed in range(150):
-        m = dce(tvm.script.from_source(random_layout_free_program(seed)))
+        m = dce(tvm_from_source(random_layout_free_program(seed)))
         got = _attach_extracted(m)
         assert got is not None, f"seed {seed}: the native pass declined"
         want = relax.transform.AttachAttrLayoutFreeBuffers()(m)
@@ -413,7 +414,7 @@ def test_attach_attr_on_tvm_objects_rewrites_calls_in_if_branches():
     equals TVM's, and compiles."""
     text = _ATTACH_IN_BRANCHES.format(kernels="".join(_KERNEL.format(name=n, op=o) for n, o in (("add", "+"),
                                                                                               ("mul", "*"))))
-    m = tvm.script.from_source(text)
+    m = tvm_from_source(text)
     got = _attach_extracted(m)
     assert got is not None
     want = relax.transform.AttachAttrLayoutFreeBuffers()(m)
@@ -430,7 +431,7 @@ def test_module_functions_read_in_tvms_iteration_order():
 
     api = tvm_api()
     layout = compat.fast_layout(api)
-    f = tvm.script.from_source(_ATTACH_IN_BRANCHES.format(kernels=_KERNEL.format(name="add", op="+")
+    f = tvm_from_source(_ATTACH_IN_BRANCHES.format(kernels=_KERNEL.format(name="add", op="+")
                                                           + _KERNEL.format(name="mul", op="*")))["main"]
     for n in (2, 4, 5, 17, 70):
         names = [f"fn{(i * 37) % 101}" for i in range(n)]  # neither sorted nor hash-ordered

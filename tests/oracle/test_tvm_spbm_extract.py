@@ -9,7 +9,7 @@ import pytest
 
 tvm = pytest.importorskip("tvm")
 
-from _helpers import dynamic_model_text  # noqa: E402
+from _helpers import dynamic_model_text, tvm_from_source  # noqa: E402
 from tvm import relax  # noqa: E402
 
 import memcore_py.tvm as mtvm  # noqa: E402
@@ -61,7 +61,7 @@ CASES = list_models() + [f"{m}:{k}" for m in ("bert_base", "gpt2_small", "llama_
 @pytest.mark.parametrize("case", CASES)
 def test_real_models_by_extraction(case, mode):
     name, _, kind = case.partition(":")
-    mod = tvm.script.from_source(model_text(name) if not kind else dynamic_model_text(name, kind == "bounded"))
+    mod = tvm_from_source(model_text(name) if not kind else dynamic_model_text(name, kind == "bounded"))
     out = _check(mod, mode)
     assert out is not None  # static, bounded and unbounded: planned by the extraction
     for gv, f in mod.functions.items():  # PrimFuncs are carried as they are
@@ -79,7 +79,7 @@ def _random(seed):
         mod = ToNonDataflow()(random_memory_module(seed, 3, 10, **opts))
     else:
         mod = random_lowered_module(seed, 20 + seed % 60)
-    return tvm.script.from_source(mod.script())
+    return tvm_from_source(mod.script())
 
 
 @pytest.mark.no_verify
@@ -96,7 +96,7 @@ def test_random_modules_by_extraction_equal_the_full_conversion(mode):
 
 
 def _module(text):
-    parsed = tvm.script.from_source(text)
+    parsed = tvm_from_source(text)
     return parsed if isinstance(parsed, tvm.IRModule) else tvm.IRModule({"main": parsed})
 
 
@@ -485,7 +485,7 @@ def test_a_malformed_allocation_declines_and_the_full_conversion_reports_it():
     f = m["main"]
     bindings = list(f.body.blocks[0].bindings)
     good = bindings[0].value  # the dtype argument no longer the type's (TVMScript refuses to write it)
-    int32 = tvm.script.from_source(MODULE + _fn("main", f"""a = {_alloc([4], "int32")}
+    int32 = tvm_from_source(MODULE + _fn("main", f"""a = {_alloc([4], "int32")}
 return x"""))["main"].body.blocks[0].bindings[0].value.args[1]
     bindings[0] = relax.VarBinding(bindings[0].var, relax.Call(good.op, [good.args[0], int32, good.args[2], good.args[3]],
                                                                good.attrs, good.ty_args, ret_ty=good.ty))

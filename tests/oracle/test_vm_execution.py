@@ -30,6 +30,7 @@ from tvm.script import tirx as T  # noqa: E402
 import memcore_py  # noqa: E402
 from memcore_py.planning.check import collect_planned_tensors, verify_planned  # noqa: E402
 from memcore_py.transform import KillAfterLastUse, LowerAllocTensor, Sequential, StaticPlanBlockMemory  # noqa: E402
+from _helpers import tvm_from_source  # noqa: E402
 
 pytestmark = pytest.mark.oracle
 
@@ -221,7 +222,7 @@ def test_planned_module_runs_like_unplanned(lowered, name, mode, ours_lower):
         assert "R.memory.ensure_zero_offset" in planned.script()
     if ours_lower:
         planned = Sequential([LowerAllocTensor(), KillAfterLastUse()])(planned)
-    back = tvm.script.from_source(planned.script())
+    back = tvm_from_source(planned.script())
     got = run_on_vm(back, make_inputs(name), lower_alloc_and_kill=not ours_lower)
     assert len(got) == len(expected)
     for g, e in zip(got, expected):

@@ -9,6 +9,7 @@ import memcore_py
 from memcore_py.errors import ParseError
 from memcore_py.ir.expr import Call, StringImm
 from memcore_py.ir.well_formed import well_formed
+from _helpers import tvm_from_source
 
 TEXT = """# from tvm.script import ir as I
 # from tvm.script import relax as R
@@ -55,5 +56,5 @@ def test_not_allowed_in_a_dataflow_block():
 def test_tvm_reads_our_text_into_its_own_module():
     tvm = pytest.importorskip("tvm")
     ours = memcore_py.parse(TEXT).script()
-    tvm.ir.assert_structural_equal(tvm.script.from_source(ours), tvm.script.from_source(TEXT))
+    tvm.ir.assert_structural_equal(tvm_from_source(ours), tvm_from_source(TEXT))
     assert StringImm("a").value == "a"

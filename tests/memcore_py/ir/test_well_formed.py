@@ -31,6 +31,7 @@ from memcore_py.ir import (
     well_formed_report,
 )
 from memcore_py.ir.infer import VOID
+from _helpers import tvm_from_source
 
 F32 = TensorType((2, 3), "float32")
 ADD = get_op("relax.add")
@@ -298,7 +299,7 @@ def main(x: R.Tensor((2, 3), "float32")):
 """,
     }
     for name, src in cases.items():
-        f = tvm.script.from_source(src, check_well_formed=False)
+        f = tvm_from_source(src, check_well_formed=False)
         try:
             _ffi_api.well_formed(f, True)
             tvm_ok = True

@@ -14,7 +14,7 @@ from memcore_py.ir.types import TensorType, TupleType
 from memcore_py.transform.fold_constant import (MAX_FOLD_ELEMENTS, folded_constant, folds, should_be_folded,
                                                 static_shape)
 from memcore_py.transform.lower_for_planning import lower_for_planning
-from _helpers import tvm_call_tir_bindings
+from _helpers import tvm_call_tir_bindings, tvm_from_source
 
 
 def _t(*dims, dtype="float32"):
@@ -128,7 +128,7 @@ def test_lowering_folds_what_tvms_fold_constant_folds(case):
     text = _program(*CASES[case])
     t = relax.transform
     theirs = tvm.transform.Sequential([t.LegalizeOps(), t.FoldConstant(), t.RewriteDataflowReshape()])(
-        tvm.script.from_source(text))
+        tvm_from_source(text))
     ours = lower_for_planning(memcore_py.parse(text))
     assert _memcore_kernels(ours) == _tvm_kernels(tvm, theirs)
 

@@ -16,6 +16,7 @@ from memcore_py.transform._fuse_partition import (K_BROADCAST, K_COMM_REDUCE, K_
                                                   K_OUT_EWISE_FUSABLE, ForwardGraph, partition)
 from memcore_py.transform.fuse_for_planning import fuse_for_planning
 from memcore_py.transform.lower_for_planning import LowerForPlanning, lower_for_planning
+from _helpers import tvm_from_source
 
 HEADER = """# from tvm.script import ir as I
 # from tvm.script import relax as R
@@ -227,7 +228,7 @@ def test_grouping_is_tvms(case):
                                     t.FuseTIR(), t.RewriteDataflowReshape()])
     config = {"relax.FuseOps.max_depth": depth} if depth else {}
     with tvm.transform.PassContext(opt_level=2, config=config):
-        out = seq(tvm.script.from_source(module_text(body, ret)))
+        out = seq(tvm_from_source(module_text(body, ret)))
     names = []
     for blk in out["main"].body.blocks:
         for bd in blk.bindings:

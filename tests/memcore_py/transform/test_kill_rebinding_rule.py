@@ -20,7 +20,7 @@ from memcore_py.testing.lowering_programs import batch_modules, module_from_text
 from memcore_py.transform import KillAfterLastUse, LowerAllocTensor, StaticPlanBlockMemory
 from memcore_py.transform.kill_after_last_use import _kill_after_last_use, _kill_with_rebindings
 
-from _helpers import is_kill
+from _helpers import is_kill, tvm_from_source
 
 
 def _names(func):
@@ -243,12 +243,12 @@ def test_rebinding_path_equals_tvm_on_long_flat_programs(seed):
     """Long flat programs (80 steps: dozens of kills of every kind per function, kill names
     past ``_9``) through TVM's LowerAllocTensor + KillAfterLastUse and ours: same structure
     and the same binding names."""
-    tvm = pytest.importorskip("tvm")
+    pytest.importorskip("tvm")
     from tvm import relax
 
     mod = batch_modules([random_kill_module(3000 + 4 * seed + i, 1, 80, control_flow=False) for i in range(4)])
     text = mod.script()
-    theirs = relax.transform.KillAfterLastUse()(relax.transform.LowerAllocTensor()(tvm.script.from_source(text)))
+    theirs = relax.transform.KillAfterLastUse()(relax.transform.LowerAllocTensor()(tvm_from_source(text)))
     lowered = LowerAllocTensor()(memcore_py.parse(text))
     for gv, func in lowered.functions.items():
         if isinstance(func, Function):

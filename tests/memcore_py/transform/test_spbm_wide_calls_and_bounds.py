@@ -11,6 +11,7 @@ import pytest
 import memcore_py
 from memcore_py.ir.structural import first_mismatch, structural_equal
 from memcore_py.transform.static_plan_block_memory import plan_block_memory, static_plan_block_memory
+from _helpers import tvm_from_source
 
 HEADER = """# from tvm.script import ir as I
 # from tvm.script import tirx as T
@@ -133,10 +134,10 @@ def test_bounds_follow_attributes_replaced_on_the_same_signature():
 @pytest.mark.parametrize("text", [wide_call_text(40), wide_call_text(32), bounded_text(64, 256)],
                          ids=["call-40-args", "call-32-args", "two-bounds"])
 def test_wide_calls_and_bounds_reproduce_tvm(text):
-    tvm = pytest.importorskip("tvm")
+    pytest.importorskip("tvm")
     from tvm import relax
 
-    theirs = relax.transform.StaticPlanBlockMemory()(tvm.script.from_source(text))
+    theirs = relax.transform.StaticPlanBlockMemory()(tvm_from_source(text))
     expected = memcore_py.parse(theirs.script())
     mod = memcore_py.parse(text)
     for _ in range(2):  # the second call runs on the caches of the first
