@@ -4,6 +4,7 @@
 Not a benchmark file itself (pytest collects ``bench_*.py`` only).
 """
 import time
+from _helpers import tvm_from_source
 
 #: Element-wise ops per chain (three bindings each).
 SIZES = (1_000, 10_000, 100_000)
@@ -34,7 +35,7 @@ def tvm_chain_module(n_ops: int, width: int = WIDTH, dtype: str = "float32"):
         f"        _{j}: R.Tuple = cls.kernel2(x, a{j})"
         for j, w in enumerate(widths)
     )
-    template = tvm.script.from_source(f"""
+    template = tvm_from_source(f"""
 @I.ir_module
 class Module:
     @T.prim_func(private=True)

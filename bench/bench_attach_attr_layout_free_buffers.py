@@ -30,6 +30,7 @@ from memcore_py.examples.models import highlevel_model_text, list_highlevel_mode
 from memcore_py.ir.expr import Function, PrimFunc
 from memcore_py.testing.layout_free_programs import call_tir_chain
 from memcore_py.transform.attach_attr_layout_free_buffers import AttachAttrLayoutFreeBuffers
+from _helpers import tvm_from_source
 
 SIZES = (30_000, 300_000)
 SMOKE_SIZE = 3_000
@@ -66,7 +67,7 @@ def tvm_call_tir_chain(n: int):
     tvm = _tvm()
     from tvm import relax
 
-    template = tvm.script.from_source(call_tir_chain(3, dead_every=0))
+    template = tvm_from_source(call_tir_chain(3, dead_every=0))
     main = template["main"]
     params = list(main.params)
     x, weights = params[0], params[1:]
@@ -107,9 +108,9 @@ def _inputs(cache, key, tvm_needed):
                 pytest.skip("the legalized models need apache-tvm (LegalizeOps)")
             from tvm import relax
 
-            legal = relax.transform.LegalizeOps()(tvm.script.from_source(highlevel_model_text(key)))
+            legal = relax.transform.LegalizeOps()(tvm_from_source(highlevel_model_text(key)))
             text = legal.script()
-            cache[key] = [memcore_py.parse(text), tvm.script.from_source(text)]
+            cache[key] = [memcore_py.parse(text), tvm_from_source(text)]
         else:
             cache[key] = [memcore_py.parse(call_tir_chain(key)), None]
     entry = cache[key]
@@ -210,4 +211,4 @@ def test_synthetic_chains_are_the_same_program():
 
     ours = AttachAttrLayoutFreeBuffers()(memcore_py.parse(call_tir_chain(60)))
     theirs = relax.transform.AttachAttrLayoutFreeBuffers()(tvm_call_tir_chain(60))
-    tvm.ir.assert_structural_equal(tvm.script.from_source(ours.script()), theirs)
+    tvm.ir.assert_structural_equal(tvm_from_source(ours.script()), theirs)

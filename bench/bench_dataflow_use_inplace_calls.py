@@ -27,6 +27,7 @@ from memcore_py.ir import Call, DataflowBlock, DataflowVar, Function, IRModule, 
 from memcore_py.ir.expr import PrimFunc
 from memcore_py.ir.op import get_op
 from memcore_py.transform.dataflow_use_inplace_calls import dataflow_use_inplace_calls
+from _helpers import tvm_from_source
 
 SIZES = (3_000, 30_000, 300_000)
 WIDTH = 64
@@ -117,7 +118,7 @@ def _inputs(cache, key, tvm_needed):
     entry = cache[key]
     if tvm_needed and entry[1] is None:
         tvm = _tvm()
-        entry[1] = tvm.script.from_source(entry[2]) if isinstance(key, str) else tvm_synthetic_chain(key)
+        entry[1] = tvm_from_source(entry[2]) if isinstance(key, str) else tvm_synthetic_chain(key)
     return entry
 
 
@@ -192,7 +193,7 @@ def test_synthetic_chains_are_the_same_program():
 
     ours = dataflow_use_inplace_calls(synthetic_chain(60), tvm_compat=True)
     theirs = relax.transform.DataflowUseInplaceCalls()(tvm_synthetic_chain(60))
-    parsed = tvm.script.from_source(ours.script())
+    parsed = tvm_from_source(ours.script())
     names = sorted(gv.name_hint for gv in theirs.functions)
     assert sorted(gv.name_hint for gv in parsed.functions) == names
     for name in names:

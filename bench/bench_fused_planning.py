@@ -24,6 +24,7 @@ from memcore_py.ir.expr import Call, Function
 from memcore_py.ir.prim import IntImm
 from memcore_py.transform import CallTIRRewrite, RemovePurityChecking, Sequential, StaticPlanBlockMemory, ToNonDataflow
 from memcore_py.transform.lower_for_planning import LowerForPlanning
+from _helpers import tvm_from_source
 
 TORCH = ("resnet18", "resnet50", "mobilenet_v2", "vit", "bert", "gpt2", "llama", "lstm", "bert_dynamic",
          "gpt2_dynamic", "llama_dynamic")
@@ -37,7 +38,7 @@ def _modules(cache, model):
     tvm = tvm_or_none()
     if not model.startswith("torch:"):
         text = highlevel_model_text(model)
-        cache[model] = memcore_py.parse(text), tvm.script.from_source(text) if tvm else None
+        cache[model] = memcore_py.parse(text), tvm_from_source(text) if tvm else None
         return cache[model]
     torch = pytest.importorskip("torch")
     from memcore_py.frontend.exported_program import from_exported_program

@@ -27,6 +27,7 @@ import pytest
 
 from memcore_py.ir import structural_equal
 from memcore_py.testing import count_bindings, random_lowered_module, random_module
+from _helpers import tvm_from_source
 
 SIZES = [1_000, 10_000, 100_000]
 WORKLOADS = {"lowered": random_lowered_module, "mixed": random_module}
@@ -88,7 +89,7 @@ def to_tvm(mod):
     from memcore_py.ir.printer import script
 
     prims = M.IRModule({gv: f for gv, f in mod.functions.items() if isinstance(f, M.PrimFunc)})
-    tmod = tvm.script.from_source(script(prims)) if len(prims) else tvm.IRModule({})
+    tmod = tvm_from_source(script(prims)) if len(prims) else tvm.IRModule({})
     gvs = {gv.name_hint: gv for gv in tmod.get_global_vars()}
     bb = relax.BlockBuilder(tmod)
     sym = {}
@@ -165,7 +166,7 @@ def test_tvm_structural_equal(benchmark, n):
     if n == SIZES[0]:
         from memcore_py.ir.printer import script
 
-        parsed = tvm.script.from_source(script(pair("lowered", n)[0]))
+        parsed = tvm_from_source(script(pair("lowered", n)[0]))
         assert tvm_ffi.structural_equal(ta, parsed), "to_tvm and TVM's parser disagree"
     times = []
     equal = benchmark.pedantic(_timed(tvm_ffi.structural_equal, times), args=(ta, tb), rounds=_rounds(n),

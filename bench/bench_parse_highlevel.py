@@ -24,6 +24,7 @@ from bench_ir_text import _record, _timed
 
 from memcore_py import parse
 from memcore_py.examples.models import highlevel_model_text, list_highlevel_models
+from _helpers import tvm_from_source
 
 MODELS = list_highlevel_models()
 _BINDING = re.compile(r"^\s+[A-Za-z_]\w*(?::| =)", re.M)
@@ -109,7 +110,7 @@ def test_tvm_print(benchmark, name):
     if tvm is None:
         pytest.skip("apache-tvm not installed")
     text, nb = workload(name)
-    mod = _CACHE.get(("tvm", name)) or tvm.script.from_source(text)
+    mod = _CACHE.get(("tvm", name)) or tvm_from_source(text)
     times = []
     out = benchmark.pedantic(_timed(mod.script, times), rounds=3, iterations=1)
     _record(benchmark, nb, times, out)

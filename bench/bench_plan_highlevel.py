@@ -15,6 +15,7 @@ from memcore_py.examples.models import highlevel_model_text, list_highlevel_mode
 from memcore_py.ir.expr import Call, Function
 from memcore_py.transform import CallTIRRewrite, RemovePurityChecking, Sequential, StaticPlanBlockMemory, ToNonDataflow
 from memcore_py.transform.lower_for_planning import LowerForPlanning
+from _helpers import tvm_from_source
 
 
 def _tvm():
@@ -62,7 +63,7 @@ def test_plan_highlevel_tvm(benchmark, highlevel_modules, model):
 
     key = ("tvm", model)
     if key not in highlevel_modules:
-        highlevel_modules[key] = tvm.script.from_source(highlevel_model_text(model))
+        highlevel_modules[key] = tvm_from_source(highlevel_model_text(model))
     seq = tvm.transform.Sequential([
         relax.transform.LegalizeOps(), relax.transform.AnnotateTIROpPattern(), relax.transform.FoldConstant(),
         relax.transform.RewriteDataflowReshape(), relax.transform.ToNonDataflow(),

@@ -16,6 +16,7 @@ import pytest
 
 from memcore_py.examples.models import list_models, model_text, tvm_oracle
 from memcore_py.planning.check import collect_planned_tensors
+from _helpers import tvm_from_source
 
 MODELS = list_models()
 
@@ -52,7 +53,7 @@ def workloads():
         if tvm is not None:
             from tvm import relax
 
-            tmod = tvm.script.from_source(text)
+            tmod = tvm_from_source(text)
             w["tvm_mod"] = tmod
             w["tvm_lowered"] = relax.transform.LowerAllocTensor()(relax.transform.StaticPlanBlockMemory()(tmod))
         out[name] = w

@@ -49,6 +49,7 @@ import pytest
 
 from _passes_common import best_alternating
 from memcore_py.examples.models import list_models, model_text
+from _helpers import tvm_from_source
 
 #: Sequence length of each shipped transformer model (made symbolic by ``dynamic_text``).
 SEQUENCE_LENGTH = {"bert_base": 128, "gpt2_small": 128, "llama_small": 128, "vit_b16": 197}
@@ -163,7 +164,7 @@ class _Case:
         if self._tvm is None:
             from tvm import relax
 
-            tmod = tvm.script.from_source(self.text)
+            tmod = tvm_from_source(self.text)
             lowered = relax.transform.LowerAllocTensor()(relax.transform.StaticPlanBlockMemory()(tmod))
             self._tvm = (tmod, lowered)
         return self._tvm

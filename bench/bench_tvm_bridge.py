@@ -46,6 +46,7 @@ tvm = tvm_or_none()
 pytestmark = pytest.mark.skipif(tvm is None, reason="apache-tvm is not installed")
 
 from memcore_py.examples.models import list_models, model_text  # noqa: E402
+from _helpers import tvm_from_source  # noqa: E402
 
 CHAINS = {"chain_30k": 10_000, "chain_300k": 100_000}  # element-wise ops, three bindings each
 #: The transformer models with a symbolic sequence length ``n``, bounded (``n <= 1024``,
@@ -106,7 +107,7 @@ def workloads():
 
     out = {}
     for name in WORKLOADS:
-        tmod = tvm.script.from_source(_workload_text(name)) if name not in CHAINS else tvm_chain_module(CHAINS[name])
+        tmod = tvm_from_source(_workload_text(name)) if name not in CHAINS else tvm_chain_module(CHAINS[name])
         mod = mtvm.from_tvm(tmod)
         stats = plan_statistics(mod, "arena")
         out[name] = {
