@@ -84,8 +84,8 @@ _FIXED = {
     # a tuple of the output and its (all-ones) mask, both element-wise
     "relax.nn.dropout": K_ELEM_WISE,
     # not legalized by TVM 0.27's LegalizeOps: the kernel of its default pipeline's DispatchSortScan
-    # (topi's scan, an opaque TIR loop nest)
-    "relax.cumsum": K_OPAQUE,
+    # (topi's scan or sort, an opaque TIR loop nest)
+    **{f"relax.{n}": K_OPAQUE for n in ("cumsum", "cumprod", "sort", "argsort", "topk")},
     "relax.nn.attention": K_OUT_EWISE_FUSABLE,
     "relax.nn.attention_bias": K_OUT_EWISE_FUSABLE,
 }

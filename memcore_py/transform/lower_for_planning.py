@@ -19,15 +19,18 @@ Rewrite (per binding of a high-level op call; other bindings unchanged)
   fields (``concat``); shape, prim-value, string and dtype arguments are dropped (they are
   baked into the kernel); for the binary element-wise ops a scalar constant operand is
   folded into the kernel as TVM's legalization folds it (``args[1]`` first, else
-  ``args[0]``), and so is the constant fill value of ``full``/``full_like``;
-  ``zeros_like``/``ones_like``, and ``full_like`` of a constant fill, read only their
-  input's shape (no input: TVM legalizes all three to ``topi.full``).
+  ``args[0]``), and so is every 0-d constant among the fill value of ``full``/``full_like``
+  and the scale and zero point of ``quantize``/``dequantize``; a tensor argument the
+  legalization reads for its shape only is no input either (the ``x`` of
+  ``zeros_like``/``ones_like``/``full_like`` (``topi.full``) and of ``eye_like``
+  (``topi.eye``), the target of ``collapse_sum_like``).
 - An op whose kernel moves elements as a reshape does (``reshape``, ``squeeze``,
-  ``expand_dims``, ``flatten``; ``broadcast_to`` adding only unit dims; ``permute_dims``
-  moving only unit dims; ``strided_slice`` keeping every element), bound to a DataflowVar,
-  with its input's dtype and element count, becomes ``R.reshape(x, R.shape([...]))``: a view
-  of ``x``, as TVM's RewriteDataflowReshape makes it from the TIR (an output var keeps its
-  own kernel and allocation).
+  ``expand_dims``, ``flatten``, ``nn.batch_flatten``; ``broadcast_to`` adding only unit
+  dims; ``permute_dims`` moving only unit dims; ``strided_slice`` keeping every element;
+  ``collapse_sum_like`` to its input's own shape, a copy), bound to a DataflowVar, with its
+  input's dtype and element count, becomes ``R.reshape(x, R.shape([...]))``: a view of
+  ``x``, as TVM's RewriteDataflowReshape makes it from the TIR (an output var keeps its own
+  kernel and allocation).
 - A kernel that TVM's FoldConstant evaluates (the rule of
   :mod:`~memcore_py.transform.fold_constant`: every input a constant, every output shape
   static, and not a creation kernel of more than :data:`MAX_FOLD_ELEMENTS` elements)
@@ -117,6 +120,8 @@ KERNEL_NAMES = {
     "relax.zeros_like": "zeros",
     "relax.full_like": "full",
     "relax.ones_like": "ones",
+    "relax.collapse_sum_like": "collapse_sum",
+    "relax.nn.batch_flatten": "reshape",
     **{f"relax.{n}": f"tir_{n}" for n in (
         "exp", "log", "sqrt", "rsqrt", "sigmoid", "tanh", "negative", "sin", "cos", "erf", "floor", "ceil",
         "round", "abs", "log2", "log10", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh",
@@ -128,11 +133,15 @@ _FOLDING = frozenset(f"relax.{n}" for n in (
     "not_equal", "less", "less_equal", "greater", "greater_equal", "mod", "floor_mod", "bitwise_and",
     "bitwise_or", "bitwise_xor", "logical_and", "logical_or", "logical_xor", "left_shift", "right_shift",
     "atan2", "log_add_exp"))
-_SHAPE_ONLY = frozenset({"relax.zeros_like", "relax.ones_like"})
-#: Ops whose legalization bakes a constant fill value (``args[1]``) into the kernel.
-_BAKED_FILL = frozenset({"relax.full", "relax.full_like"})
-_RESHAPE_LIKE = frozenset({"relax.reshape", "relax.squeeze", "relax.expand_dims", "relax.flatten"})
-_VIEW_CANDIDATES = _RESHAPE_LIKE | {"relax.broadcast_to", "relax.strided_slice", "relax.permute_dims"}
+#: The tensor argument whose shape alone the op's legalization reads (``arg.ty.shape``).
+_SHAPE_ONLY_ARG = {"relax.zeros_like": 0, "relax.ones_like": 0, "relax.full_like": 0, "relax.eye_like": 0,
+                   "relax.collapse_sum_like": 1}
+#: Arguments the op's legalization bakes into the kernel when they are 0-d constants.
+_BAKED_SCALARS = {"relax.full": (1,), "relax.full_like": (1,), "relax.quantize": (1, 2), "relax.dequantize": (1, 2)}
+_RESHAPE_LIKE = frozenset({"relax.reshape", "relax.squeeze", "relax.expand_dims", "relax.flatten",
+                           "relax.nn.batch_flatten"})
+_VIEW_CANDIDATES = _RESHAPE_LIKE | {"relax.broadcast_to", "relax.strided_slice", "relax.permute_dims",
+                                     "relax.collapse_sum_like"}
 #: Calls that already are kernels, memory operations or views: left alone.
 _KEEP_PREFIXES = ("relax.call_", "relax.builtin.", "relax.memory.", "relax.vm.")
 _KEEP = frozenset({"relax.shape_of", "relax.null_value"})
@@ -205,25 +214,19 @@ class _Lowerer(ExprMutator):
     def _inputs(self, b, call: Call) -> list:
         op = call.op
         inputs = []
-        args = call.args
-        folded = folded_operand(args) if op.name in _FOLDING else -1
-        if op.name in _BAKED_FILL and len(args) > 1 and type(args[1]) is Constant:
-            folded = 1
-        if op.name == "relax.full_like" and folded == 1:
-            return inputs  # TVM: topi.full(x's shape, dtype, fill), no tensor input
-        if op.name not in _SHAPE_ONLY:
-            for k, a in enumerate(args):
-                if k == folded:
-                    continue
-                if type(a) is Tuple:
-                    inputs.extend(f for f in a.fields if isinstance(getattr(f, "ty", None), TensorType))
-                    continue
-                t = getattr(a, "ty", None)
-                if isinstance(t, TensorType):
-                    inputs.append(a)
-                elif isinstance(t, TupleType) and isinstance(a, Var):
-                    raise self._fail(b, f"{op.name}: a tuple-typed variable argument ({a.name}) is not supported; "
-                                        "pass a tuple literal")
+        dropped = _not_read(call)
+        for k, a in enumerate(call.args):
+            if k in dropped:
+                continue
+            if type(a) is Tuple:
+                inputs.extend(f for f in a.fields if isinstance(getattr(f, "ty", None), TensorType))
+                continue
+            t = getattr(a, "ty", None)
+            if isinstance(t, TensorType):
+                inputs.append(a)
+            elif isinstance(t, TupleType) and isinstance(a, Var):
+                raise self._fail(b, f"{op.name}: a tuple-typed variable argument ({a.name}) is not supported; "
+                                    "pass a tuple literal")
         return inputs
 
     def _kernel(self, op: Op, inputs, out_ty, pattern) -> GlobalVar:
@@ -242,11 +245,31 @@ class _Lowerer(ExprMutator):
         return gv
 
 
+def _not_read(call: Call) -> set:
+    """Positions of the tensor arguments of ``call`` its kernel does not take as inputs: a
+    scalar constant the legalization bakes into the kernel, an argument it reads the shape of
+    (module docstring)."""
+    name = call.op.name
+    args = call.args
+    out = {k for k in _BAKED_SCALARS.get(name, ()) if k < len(args) and _is_scalar_constant(args[k])}
+    if name in _FOLDING:
+        out.add(folded_operand(args))  # -1 (no position) when no operand folds
+    if name in _SHAPE_ONLY_ARG:
+        out.add(_SHAPE_ONLY_ARG[name])
+    return out
+
+
+def _is_scalar_constant(a) -> bool:
+    t = getattr(a, "ty", None)
+    return type(a) is Constant and isinstance(t, TensorType) and t.ndim == 0
+
+
 def _is_reshape_pattern(call: Call, out_ty) -> bool:
     """Whether TVM's legalized kernel of ``call`` moves elements as a reshape does (same
     dtype and element count, row-major order kept), which RewriteDataflowReshape detects on
     the TIR: reshape-like ops; ``broadcast_to`` that adds only unit dims; ``permute_dims``
-    that moves only unit dims; ``strided_slice`` that keeps every element."""
+    that moves only unit dims; ``strided_slice`` that keeps every element; ``collapse_sum_like``
+    that keeps the shape (else a reduction, even of unit dims)."""
     name = call.op.name
     if name not in _VIEW_CANDIDATES or not call.args or not isinstance(out_ty, TensorType):
         return False
@@ -264,6 +287,8 @@ def _is_reshape_pattern(call: Call, out_ty) -> bool:
         moved = [a.value if isinstance(a, IntImm) else int(a) for a in axes]
         kept = [a for a in moved if not (type(st.shape[a]) is IntImm and st.shape[a].value == 1)]
         return kept == sorted(kept)
+    if name == "relax.collapse_sum_like":
+        return len(st.shape) == len(out_ty.shape) and all(map(prove_equal, st.shape, out_ty.shape))
     return False
 
 
