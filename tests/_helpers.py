@@ -54,7 +54,9 @@ def tvm_from_source(text: str, **kwargs):
     source and module: under pytest, about 0.2 s per function parsed, most of a module's parse.
     Here the stack's frames come without source lines; the parser, its globals and its result are
     TVM's. (Python source decorated in a test is not parsed through here: TVM reads the source
-    lines of its stack to find an enclosing ``@I.ir_module`` class.)
+    lines of its stack to find an enclosing ``@I.ir_module`` class.) The library's own way round
+    the capture, :func:`memcore_py.tvm.compat.parse_script`, is not used: the oracle's input must
+    not depend on memcore's code.
     """
     import tvm
 
