@@ -10,7 +10,8 @@ cdef enum ExprKind:
     X_LEAF = 0          # carries nothing a pass tracks: a constant, shape, prim value, string, dtype, callee
     X_VAR = 1           # a variable: x_a = its var id (per function)
     X_TUPLE = 2         # a tuple: its fields are x_child[x_first : x_first + x_n]
-    X_GET_ITEM = 3      # a tuple get-item: x_a = the tuple's expr id, x_b = the index
+    X_GET_ITEM = 3      # a tuple get-item: x_a = the tuple's expr id, x_b = the index, x_c = the arity of
+                        # the tuple's type (0: not recorded)
     X_CALL = 4          # a call: x_a = callee id, its arguments are x_child[x_first : x_first + x_n]
                         # (none for a CF_ALLOCATES callee: shape, dtype, device and scope carry nothing);
                         # x_b = the X_VAR expr of a callee that is a variable, else -1
@@ -20,7 +21,7 @@ cdef enum ExprKind:
 cdef enum LeafKind:
     # x_a of an X_LEAF
     LEAF_PLAIN = 0      # a shape, prim value, string, dtype, callee, ...
-    LEAF_CONST = 1      # a tensor constant
+    LEAF_CONST = 1      # a tensor constant (x_b: the constant object's address, memcore IR; else 0)
 
 cdef enum ItemKind:
     I_BINDING = 0       # a VarBinding
@@ -75,7 +76,7 @@ cdef class BindingTable:
     cdef vector[int64_t] i_outer    # block read last before the item (the block of calls nested in it)
     cdef vector[size_t] i_ref       # the binding object's address (borrowed; the reader's module holds it)
     cdef vector[int64_t] i_scope    # the scope the item belongs to
-    cdef vector[int8_t] i_same_type # 1: a MatchCast of a variable to exactly that variable's type (memcore IR)
+    cdef vector[int8_t] i_same_type # 1: a MatchCast to exactly its value's type (memcore IR; else 0)
     # ---- callees: one id per distinct callee object of the module
     cdef vector[uint8_t] c_flags    # CalleeFlag bits
     # ---- functions: items f_first[k] .. f_first[k + 1] - 1 are the k-th function's

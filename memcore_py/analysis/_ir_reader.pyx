@@ -11,8 +11,10 @@ leaf), a callee's properties come from the ``callee_flags`` function it is given
 table's, once per distinct callee), and variables become dense per-function ids.
 
 Per bound variable it records the ``TY_*`` code of its type (``_kill_rules.pxd``) and whether
-it is a ``DataflowVar``; a tensor constant is a leaf of its own kind (``LEAF_CONST``); a call of
-a variable records that variable (``x_b``).
+it is a ``DataflowVar``; a tensor constant is a leaf of its own kind (``LEAF_CONST``) holding its
+object's address (``x_b``); a call of a variable records that variable (``x_b``); a get-item
+records the arity of its tuple's type (``x_c``); a match_cast records whether its type is its
+value's (``i_same_type``).
 
 What the table cannot hold is a *reading* error, raised as the pass's error type with the
 function's name: a ``SeqExpr`` anywhere but a function body or an ``If`` branch, a nested
@@ -35,7 +37,8 @@ from memcore_py.analysis._binding_table cimport (
 from memcore_py.analysis._kill_rules cimport memcore_type_code
 from memcore_py.ir._slots cimport get_slot, slot_offset
 
-from memcore_py.ir.types import type_equal
+from memcore_py.ir.functor import value_type
+from memcore_py.ir.types import TupleType, type_equal
 from memcore_py.ir.expr import (
     Call, Constant, DataflowBlock, DataflowVar, Expr, Function, If, MatchCast, SeqExpr, Tuple, TupleGetItem, Var,
     VarBinding,
@@ -89,7 +92,7 @@ cdef class IRReader:
     cdef object callee_flags, error_cls
     cdef PointerIds callee_ids  # callee object -> callee id
     cdef list callees           # the callees (held: their ids are by address)
-    cdef int64_t leaf, const_leaf
+    cdef int64_t leaf
     cdef str func_name, pass_name
     cdef bint nested_scopes
     cdef list opened            # scopes opened while reading the value of the binding being read
@@ -102,7 +105,6 @@ cdef class IRReader:
         self.callee_ids = PointerIds()
         self.callees = []
         self.leaf = table.add_expr(X_LEAF, LEAF_PLAIN, 0, 0)
-        self.const_leaf = table.add_expr(X_LEAF, LEAF_CONST, 0, 0)
         self.func_name = ""
         self.pass_name = pass_name
         self.nested_scopes = nested_scopes
@@ -183,8 +185,8 @@ cdef class IRReader:
             var = self.bound_var(p)
             item = T.add_item(kind, var, x, bid, i, outer, <size_t><PyObject*>b, sid)
             self.anchor_opened(item)
-            if kind == I_MATCH_CAST and (Py_TYPE(value) is T_VAR or Py_TYPE(value) is T_DATAFLOW_VAR):
-                T.i_same_type[item] = type_equal(<object>get_slot(<object>p, O_TY), <object>get_slot(value, O_TY))
+            if kind == I_MATCH_CAST:
+                T.i_same_type[item] = type_equal(<object>get_slot(<object>p, O_TY), value_type(value))
         return 0
 
     cdef int64_t bound_var(self, PyObject* p) except -2:
@@ -269,15 +271,17 @@ cdef class IRReader:
         if t is T_TUPLE:
             return self.with_children(X_TUPLE, 0, tuple(<object>get_slot(e, O_FIELDS)))
         if t is T_GET_ITEM:
-            k = self.read_expr(e.tuple_value)
-            return T.add_expr(X_GET_ITEM, k, e.index, 0)
+            tup = e.tuple_value
+            k = self.read_expr(tup)
+            ty = value_type(tup)
+            return T.add_expr(X_GET_ITEM, k, e.index, len(ty.fields) if type(ty) is TupleType else 0)
         if t is T_IF:
             raise self.error_cls(
                 f"function {self.func_name!r}: an If must be bound directly to a variable (A-normal form); "
                 "got it nested in an expression"
             )
         if t is T_CONSTANT:
-            return self.const_leaf
+            return T.add_expr(X_LEAF, LEAF_CONST, <int64_t><PyObject*>e, 0)
         if self.nested_scopes and (t is T_SEQ or PyObject_TypeCheck(e, T_FUNCTION)):
             x = T.add_expr(X_SCOPE, 0, -1, 0)
             T.x_b[x] = self.read_scope(e, self.current_scope, None, -1)

@@ -31,22 +31,25 @@ one place each lives:
    objects, each in definition order; a binding holding scopes emits its kills after theirs;
    the k-th kill emitted in the function is named as ``NameTable().fresh("_")``'s k-th name
    (:func:`kill_name`).
-6. *Rebindings* (``rebind=True``, the paths that do not run CanonicalizeBindings first): a
-   function body's VarBinding ``y = x`` (or a match_cast of ``x`` to exactly its type), or ``y = t[i]`` of a tuple literal whose field ``i``
-   is the variable ``x`` (through variables), is dropped and ``y``'s uses read ``x``; the uses
-   of a variable bound to a tensor constant read the constant (the binding stays), as
-   CanonicalizeBindings does. What else CanonicalizeBindings would change (a ``match_cast``
-   of anything but a call or a variable, a dataflow block, a constant bound in a branch, the kill of a
-   constant, another get-item of a tuple literal, a tuple of get-items, a rebinding in a branch or
-   read by a branch's result other than a call) sets :attr:`KillEdits.needs_canonical`: the
-   caller runs CanonicalizeBindings (:mod:`memcore_py.transform.canonicalize_bindings`) first and
-   calls again with ``rebind=False``.
+6. *Rebindings* (``rebind=True``, the paths that do not run CanonicalizeBindings first): the
+   function's CanonicalizeBindings plan (:mod:`memcore_py.analysis._canonical_rules`, where its
+   rules live) is applied here where the writers can apply it: a trivial binding of the function
+   body (a VarBinding, or a match_cast of a variable) is dropped and its variable's uses read the
+   variable it rebinds; the uses of a variable a VarBinding binds directly to a tensor constant
+   read the constant (the binding stays). What else the plan changes (a dataflow block, a
+   re-packed tuple, a rebinding or constant in a branch or nested function, a match_cast of a
+   get-item or of a constant, a constant read through a tuple's field, the kill of a constant,
+   a rebinding read by a branch's result other than a call) or may change (a match_cast of
+   anything but a call or a variable) sets :attr:`KillEdits.needs_canonical`: the caller runs
+   CanonicalizeBindings (:mod:`memcore_py.transform.canonicalize_bindings`) first and calls
+   again with ``rebind=False``.
 """
 from libc.stdint cimport int8_t, int64_t, uint8_t
 from libcpp.algorithm cimport sort
 from libcpp.pair cimport pair
 from libcpp.vector cimport vector
 
+from memcore_py.analysis._canonical_rules cimport REPACK_NONE, CanonicalPlan, canonical_plan_of
 from memcore_py.analysis._binding_table cimport (
     BindingTable, CF_KILL, CF_NO_REGISTER, CF_STORAGE, I_BINDING, I_MATCH_CAST, I_RESULT, LEAF_CONST, X_CALL,
     X_GET_ITEM, X_IF, X_LEAF, X_SCOPE, X_TUPLE, X_VAR,
@@ -223,39 +226,6 @@ cdef inline int64_t resolve(vector[int64_t]& sub, int64_t v) noexcept nogil:
     return v
 
 
-cdef inline int64_t bound_value(BindingTable T, vector[int64_t]& vdef, vector[int64_t]& sub, int64_t x) noexcept nogil:
-    """The value expr of the binding of the variable ``x`` stands for (x an X_VAR expr), or -1."""
-    if T.x_kind[x] != X_VAR:
-        return -1
-    cdef int64_t d = vdef[resolve(sub, T.x_a[x])]
-    return T.i_value[d] if d >= 0 else -1
-
-
-cdef int64_t item_source(BindingTable T, vector[int64_t]& vdef, vector[int64_t]& sub, int64_t y, int64_t j) noexcept:
-    """For ``y`` (a field expr) that is, directly or through a variable, the get-item ``s[j]``:
-    an id of ``s`` (its var id, or -2 - its expr id); else -1."""
-    if T.x_kind[y] == X_VAR:
-        y = bound_value(T, vdef, sub, y)
-        if y < 0:
-            return -1
-    if T.x_kind[y] != X_GET_ITEM or T.x_b[y] != j:
-        return -1
-    y = T.x_a[y]
-    return resolve(sub, T.x_a[y]) if T.x_kind[y] == X_VAR else -2 - y
-
-
-cdef bint repacks(BindingTable T, vector[int64_t]& vdef, vector[int64_t]& sub, int64_t x) noexcept:
-    """Whether the tuple ``x`` is ``(s[0], s[1], ...)`` of one ``s`` (CanonicalizeBindings
-    may read it as ``s``)."""
-    cdef int64_t j, s0 = item_source(T, vdef, sub, T.x_child[T.x_first[x]], 0)
-    if s0 == -1:
-        return False
-    for j in range(1, T.x_n[x]):
-        if item_source(T, vdef, sub, T.x_child[T.x_first[x] + j], j) != s0:
-            return False
-    return True
-
-
 def kill_rules(BindingTable T, Py_ssize_t k, bint tvm_scoping=False, bint rebind=False, bint report=False):
     """KillAfterLastUse's rules (module docstring) on the ``k``-th function of ``T``.
 
@@ -303,6 +273,7 @@ def kill_rules(BindingTable T, Py_ssize_t k, bint tvm_scoping=False, bint rebind
     cdef vector[int64_t] stack
     cdef vector[pair[int64_t, int64_t]] order
     cdef vector[int64_t] target     # per item: where its variable's kill goes (item, or -2 - block)
+    cdef CanonicalPlan P = canonical_plan_of(T, k) if rebind else None  # rule 6's rebindings
 
     # bindings: what defines each variable; the rebindings (rule 6)
     for i in range(first, end):
@@ -327,43 +298,20 @@ def kill_rules(BindingTable T, Py_ssize_t k, bint tvm_scoping=False, bint rebind
             E.has_match_cast = True
         if not rebind:
             continue
-        if T.b_dataflow[T.i_block[i]]:
+        if T.b_dataflow[T.i_block[i]] or P.v_repack[v] != REPACK_NONE:
             E.needs_canonical = True
-        elif T.i_kind[i] == I_MATCH_CAST:
-            if c == X_VAR and T.i_same_type[i]:
-                if T.s_anchor[T.i_scope[i]] >= 0:
-                    E.needs_canonical = True  # a rebinding in a branch or nested function
-                else:
-                    sub[v] = resolve(sub, T.x_a[x])
-                    drop[i - first] = 1
-            elif c == X_VAR:
-                pass  # a cast to another type: kept, a use of the variable (the writer declines
-                      # when the variable it reads now has the cast's type)
-            elif c != X_CALL:
-                E.needs_canonical = True
-        elif c == X_GET_ITEM:
-            # t[i] of a tuple literal (directly or through variables) is its field
-            y = T.x_a[x]
-            if T.x_kind[y] == X_VAR:
-                y = bound_value(T, vdef, sub, y)
-            if y >= 0 and T.x_kind[y] == X_TUPLE:
-                y = T.x_child[T.x_first[y] + T.x_b[x]] if 0 <= T.x_b[x] < T.x_n[y] else -1
-                if y < 0 or T.x_kind[y] != X_VAR or T.s_anchor[T.i_scope[i]] >= 0:
-                    E.needs_canonical = True
-                else:
-                    sub[v] = resolve(sub, T.x_a[y])
-                    drop[i - first] = 1
-        elif c == X_VAR and T.s_anchor[T.i_scope[i]] >= 0:
-            E.needs_canonical = True  # a rebinding in a branch or nested function
-        elif c == X_VAR:
-            sub[v] = resolve(sub, T.x_a[x])
-            drop[i - first] = 1
-        elif define[v] == DEF_CONSTANT:
-            if T.s_anchor[T.i_scope[i]] >= 0:
-                E.needs_canonical = True
+        elif P.v_trivial[v] >= 0:
+            if T.s_anchor[T.i_scope[i]] >= 0 or (T.i_kind[i] == I_MATCH_CAST and c != X_VAR):
+                E.needs_canonical = True  # in a branch or nested function, or a match_cast of a get-item
+            else:
+                sub[v] = resolve(sub, P.v_trivial[v])
+                drop[i - first] = 1
+        elif P.v_const[v] >= 0:
+            if T.s_anchor[T.i_scope[i]] >= 0 or P.v_const[v] != x or T.i_kind[i] != I_BINDING:
+                E.needs_canonical = True  # in a branch, through a tuple's field, or a match_cast
             else:
                 cst[v] = 1
-        elif c == X_TUPLE and T.x_n[x] > 0 and repacks(T, vdef, sub, x):
+        elif T.i_kind[i] == I_MATCH_CAST and c != X_VAR and c != X_CALL:
             E.needs_canonical = True
     if E.needs_canonical:
         return E

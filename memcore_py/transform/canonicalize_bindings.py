@@ -15,21 +15,13 @@ Stage 1, symbolic variables (TVM ``CanonicalizeTIRVariables``)
     reproduced (a non-constant substituted dim keeps its written form).
 
 Stage 2, bindings (TVM ``CanonicalizePlanner`` + ``BindingCanonicalizer``)
-    A planning walk records, for every binding in order:
+    The planning rules (each binding's *known value*, *trivial bindings* ``y = x``,
+    *constant bindings*, and the dataflow facts: variables bound in dataflow blocks and
+    variables used outside their home block) live in one compiled kernel over the binding
+    table, :mod:`memcore_py.analysis._canonical_rules`, whose docstring states them;
+    KillAfterLastUse's rebinding rule reads the same kernel.
 
-    - its *known value*: the bound value, unwrapped when it is ``t[i]`` of a tuple literal
-      known through variables (``t = (a, b); c = t[1]`` knows ``c`` is ``b``), or a tuple
-      ``(u[0], ..., u[n-1])`` that re-packs every field of one earlier tuple ``u`` of
-      arity n in order (it is ``u``; in practice only when ``u`` is a parameter, since a
-      bound ``u`` unwraps to its own value);
-    - *trivial bindings*: the known value is a variable and the binding is a VarBinding or a
-      match_cast to exactly the value's type;
-    - *constant bindings*: the known value is a :class:`~memcore_py.ir.Constant`;
-    - dataflow facts: the block each var is defined in, vars defined in dataflow blocks,
-      and vars used outside their home dataflow block (any use outside a dataflow block, a
-      use in another block, or a free variable of a nested function).
-
-    Then the plan: (a) a Var defined in a dataflow block and never used outside it becomes
+    Then the plan (:func:`_plan`): (a) a Var defined in a dataflow block and never used outside it becomes
     a DataflowVar; (b) uses of a constant-bound var become the constant (the binding stays,
     now unused); (c) each trivial binding ``y = x`` is removed and uses of ``y`` become
     ``x`` (chains collapse to the earliest non-trivial var) — except ``gv = lv`` where
@@ -52,6 +44,7 @@ Example::
 """
 from __future__ import annotations
 
+from .._compiled import load_compiled
 from ..errors import PassError
 from ..ir.expr import (
     BindingBlock,
@@ -82,7 +75,7 @@ from ..ir.prim import substitute
 from ..ir.types import substitute_type, type_equal
 from .pass_infra import FunctionPass, PassContext
 
-__all__ = ["canonicalize_bindings", "CanonicalizeBindings", "free_vars"]
+__all__ = ["canonicalize_bindings", "CanonicalizeBindings"]
 
 _VAR_CLASSES = (Var, DataflowVar)
 _SCOPE_CLASSES = (If, Function, SeqExpr)
@@ -91,35 +84,6 @@ _SIMPLE_ARG = frozenset((Var, DataflowVar, Constant, ShapeExpr, PrimValue, Strin
 
 
 # ------------------------------------------------------------------------------- helpers
-def free_vars(func: Function) -> list:
-    """Variables used in ``func`` but bound neither by its params nor by its bindings
-    (nested scopes included), in first-use order."""
-    bound = set(func.params)
-    stack = [func.body]
-    while stack:
-        e = stack.pop()
-        cls = type(e)
-        if cls is SeqExpr:
-            for blk in e.blocks:
-                for b in blk.bindings:
-                    bound.add(b.var)
-                    if type(b.value) in (If, Function, SeqExpr):
-                        stack.append(b.value)
-        elif cls is If:
-            stack.append(e.true_branch)
-            stack.append(e.false_branch)
-        elif cls is Function:
-            bound.update(e.params)
-            stack.append(e.body)
-    out = []
-    seen = set()
-    for v in var_uses(func.body):
-        if v not in bound and v not in seen:
-            seen.add(v)
-            out.append(v)
-    return out
-
-
 def _expr_type(e):
     """Type of a bound value as TVM's ``GetStructInfo`` would report it (None if unknown)."""
     return value_type(e)
@@ -293,167 +257,45 @@ def _has_match_cast(func) -> bool:
 
 
 # ----------------------------------------------------------------- stage 2: planning
-class _CanonicalizePlanner:
-    """Port of TVM ``CanonicalizePlanner``: one walk that records what stage 2 rewrites.
+def _no_callee_flags(callee) -> int:
+    """No callee property: the planner reads every call's arguments (an allocation's too)."""
+    return 0
 
-    ``track_dataflow=False`` (the function has no dataflow block) skips recording uses:
-    they only matter for the Var/DataflowVar rules."""
 
-    def __init__(self, track_dataflow=True):
-        self.track = track_dataflow
-        self.current_block = None
-        self.def_block = {}
-        self.trivial = {}
-        self.known = {}
-        self.bound_to_constant = {}
-        self.defined_inside_dataflow = {}
-        self.used_outside_home = set()
+def _plan(func, name):
+    """Stage 2's plan of ``func``: ``(replace_usage, replace_binding, to_remove, constants)``.
 
-    # -- walk -----------------------------------------------------------------
-    def visit_function(self, func, top_level=False):
-        saved = self.current_block
-        self.current_block = None
-        if self.track and not top_level:
-            self.used_outside_home.update(free_vars(func))
-        self.visit_seq(func.body)
-        self.current_block = saved
-
-    def visit_seq(self, seq):
-        saved = self.current_block
-        self.current_block = None
-        track = self.track
-        trivial = self.trivial
-        known = self.known
-        consts = self.bound_to_constant
-        def_block = self.def_block
-        for blk in seq.blocks:
-            self.current_block = blk
-            is_df = type(blk) is DataflowBlock
-            for b in blk.bindings:
-                var = b.var
-                value = orig = b.value
-                cls = type(value)
-                same_type = True
-                if type(b) is MatchCast:
-                    same_type = type_equal(var.ty, _expr_type(value))
-                if cls is TupleGetItem or cls is Tuple:
-                    unwrapped = self.unwrap(value)
-                    if unwrapped is not None:
-                        value = unwrapped
-                        cls = type(value)
-                if cls is Var or cls is DataflowVar:
-                    if same_type:
-                        trivial[var] = value
-                elif cls is Constant:
-                    consts[var] = value
-                known[var] = value
-                if track:
-                    def_block[var] = blk
-                    self.visit_expr(orig)
-                    if is_df:
-                        self.defined_inside_dataflow[var] = None
-                elif type(orig) in _SCOPE_CLASSES:
-                    self.visit_expr(orig)
-            self.current_block = None
-        if track:
-            self.visit_expr(seq.body)
-        self.current_block = saved
-
-    def visit_expr(self, e):
-        cls = type(e)
-        if cls is Var or cls is DataflowVar:
-            self.visit_var_use(e)
-            return
-        if cls is Call:
-            if isinstance(e.op, Var):
-                self.visit_var_use(e.op)
-            for a in e.args:
-                self.visit_expr(a)
-        elif cls is Tuple:
-            for f in e.fields:
-                self.visit_expr(f)
-        elif cls is TupleGetItem:
-            self.visit_expr(e.tuple_value)
-        elif cls is If:
-            self.visit_expr(e.cond)
-            self.visit_seq(e.true_branch)
-            self.visit_seq(e.false_branch)
-        elif cls is SeqExpr:
-            self.visit_seq(e)
-        elif cls is Function:
-            self.visit_function(e)
-
-    def visit_var_use(self, var):
-        if not self.track:
-            return
-        blk = self.current_block
-        if blk is None or type(blk) is not DataflowBlock:
-            self.used_outside_home.add(var)
+    The planning rules (known values, trivial and constant bindings, dataflow facts) are the
+    compiled kernel's (:mod:`memcore_py.analysis._canonical_rules`), over the binding table of
+    ``func``; this function only turns them into the rewrite's maps (TVM
+    ``CanonicalizePlanner``'s last step)."""
+    table = load_compiled("memcore_py.analysis._binding_table").BindingTable()
+    load_compiled("memcore_py.analysis._ir_reader").IRReader(
+        table, _no_callee_flags, PassError, "CanonicalizeBindings", nested_scopes=True).read_function(name, func.body)
+    if table.errors[0] is not None:
+        raise table.errors[0]
+    trivial, constants, in_dataflow, outside = load_compiled("memcore_py.analysis._canonical_rules").canonical_plan(
+        table, 0).objects()
+    replace_usage = {}
+    replace_binding = {}
+    to_remove = set()
+    for var in in_dataflow:
+        if type(var) is Var and var not in outside:
+            new = DataflowVar(var.name, var.ty)
+            replace_binding[var] = new
+            replace_usage[var] = new
+    for bound_var, bound_to in trivial.items():
+        while bound_to in trivial:
+            bound_to = trivial[bound_to]
+        while bound_to in replace_binding:
+            bound_to = replace_binding[bound_to]
+        if type(bound_var) is DataflowVar or type(bound_to) is not DataflowVar or bound_var not in outside:
+            replace_usage[bound_var] = bound_to
         else:
-            home = self.def_block.get(var, blk)
-            if home is not blk and var in self.def_block:
-                self.used_outside_home.add(var)
-
-    # -- known values ------------------------------------------------------------
-    def _unwrap_var(self, e):
-        known = self.known
-        while type(e) in _VAR_CLASSES:
-            nxt = known.get(e)
-            if nxt is None:
-                return e
-            e = nxt
-        return e
-
-    def unwrap(self, e):
-        """The known value ``e`` stands for, or None (TVM ``UnwrapKnownValue``)."""
-        cls = type(e)
-        if cls is TupleGetItem:
-            tup = self._unwrap_var(e.tuple_value)
-            if type(tup) is Tuple and e.index < len(tup.fields):
-                return tup.fields[e.index]
-            return None
-        if cls is Tuple and e.fields:
-            fields = e.fields
-            first = self._unwrap_var(fields[0])
-            if type(first) is not TupleGetItem:
-                return None
-            src_ty = _expr_type(first.tuple_value)
-            if type(src_ty) is not TupleType or len(src_ty.fields) != len(fields):
-                return None
-            earlier = self._unwrap_var(first.tuple_value)
-            for i, f in enumerate(fields):
-                el = self._unwrap_var(f)
-                if type(el) is not TupleGetItem or el.index != i:
-                    return None
-                if self._unwrap_var(el.tuple_value) is not earlier:
-                    return None
-            return earlier
-        return None
-
-    # -- plan ------------------------------------------------------------------------
-    def plan(self):
-        replace_usage = {}
-        replace_binding = {}
-        to_remove = set()
-        outside = self.used_outside_home
-        for var in self.defined_inside_dataflow:
-            if type(var) is Var and var not in outside:
-                new = DataflowVar(var.name, var.ty)
-                replace_binding[var] = new
-                replace_usage[var] = new
-        trivial = self.trivial
-        for bound_var, bound_to in trivial.items():
-            while bound_to in trivial:
-                bound_to = trivial[bound_to]
-            while bound_to in replace_binding:
-                bound_to = replace_binding[bound_to]
-            if type(bound_var) is DataflowVar or type(bound_to) is not DataflowVar or bound_var not in outside:
-                replace_usage[bound_var] = bound_to
-            else:
-                replace_binding[bound_to] = bound_var
-                replace_usage[bound_to] = bound_var
-            to_remove.add(bound_var)
-        return replace_usage, replace_binding, to_remove, dict(self.bound_to_constant)
+            replace_binding[bound_to] = bound_var
+            replace_usage[bound_to] = bound_var
+        to_remove.add(bound_var)
+    return replace_usage, replace_binding, to_remove, constants
 
 
 # ----------------------------------------------------------------- stage 2: rewrite
@@ -578,10 +420,8 @@ def canonicalize_tir_variables(func: Function, name: str = "?") -> Function:
 
 def canonicalize_relax_bindings(func: Function, name: str = "?") -> Function:
     """Stage 2 alone (TVM ``CanonicalizeRelaxBindings``)."""
-    planner = _CanonicalizePlanner(track_dataflow=_has_dataflow(func))
-    planner.visit_function(func, top_level=True)
-    plan = planner.plan()
-    if not (plan[0] or plan[1] or plan[2] or plan[3]) and not planner.track:
+    plan = _plan(func, name)
+    if not (plan[0] or plan[1] or plan[2] or plan[3]) and not _has_dataflow(func):
         return _normalize_only(func)
     m = _BindingCanonicalizer(plan)
     m.func_name = name

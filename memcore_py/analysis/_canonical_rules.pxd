@@ -1,0 +1,35 @@
+# See _canonical_rules.pyx for details. CanonicalizeBindings' planning rules (TVM
+# ``CanonicalizePlanner``), declared once: the kernel over the binding table and its result, which
+# CanonicalizeBindings (memcore IR) and KillAfterLastUse's rebinding rule both read.
+
+from libc.stdint cimport int8_t, int64_t
+from libcpp.vector cimport vector
+
+from memcore_py.analysis._binding_table cimport BindingTable
+
+cdef enum:
+    # What the known value of a tuple binding is (CanonicalPlan.v_repack)
+    REPACK_NONE = 0       # not a re-pack
+    REPACK_FIELDS = 1     # (u[0], ..., u[n-1]) of one u, its arity not known to be n (a TVM table)
+    REPACK_EXACT = 2      # (u[0], ..., u[n-1]) of one u of arity n: the binding's known value is u
+
+
+cdef class CanonicalPlan:
+    # What CanonicalizeBindings' planner finds in one function of a table (canonical_plan's
+    # result). Var ids and expr ids are the table's.
+    cdef BindingTable T
+    cdef readonly Py_ssize_t function    # the function of the table
+    cdef int64_t first, end              # its items: first .. end - 1
+    cdef vector[int64_t] v_item          # var id -> the item of its binding (-1: a parameter or free)
+    cdef vector[int64_t] v_known         # var id -> expr id of its known value (-1: not bound)
+    cdef vector[int64_t] v_trivial       # var id -> the var id its binding rebinds (-1: not trivial)
+    cdef vector[int64_t] v_const         # var id -> expr id of the constant it is bound to (-1: none)
+    cdef vector[int8_t] v_repack         # var id -> REPACK_* of its binding
+    cdef vector[int8_t] v_in_dataflow    # var id -> 1: bound in a dataflow block
+    cdef vector[int8_t] v_outside        # var id -> 1: used outside its home dataflow block
+
+    cdef int64_t trivial_root(self, int64_t v) noexcept nogil
+
+
+cdef CanonicalPlan canonical_plan_of(BindingTable T, Py_ssize_t k)
+    # The plan of the k-th function of T (k checked by the caller).
