@@ -20,10 +20,12 @@ the old type), then bound to the same variable.
 Reads go through the checked :class:`~memcore_py.tvm._ffi_reader.Layout` (objects the reader
 already matched), writes through the compiled writer's constructors
 (:mod:`memcore_py.tvm._ffi_writer`); every object built is owned by the caller's ``Keep``.
-What the writer cannot build (a get-item or another expression reading a substituted
-variable, a tuple TVM cannot type) makes :meth:`KillWriter.scope` return None: the pass
-declines to the portable path.
+:meth:`KillWriter.scope` answers a :class:`ScopeRewrite` (whether the scope changed, its new
+block and result). What the writer cannot build (a get-item or another expression reading a
+substituted variable, a tuple TVM cannot type) makes it return None: the pass declines to the
+portable path.
 """
+cimport cython
 from libc.stdint cimport int8_t, int32_t, int64_t
 from libcpp.vector cimport vector
 
@@ -48,6 +50,26 @@ cdef bytes kill_name_bytes(Py_ssize_t k):
     return <bytes>KILL_NAME_BYTES[k]
 
 
+@cython.final
+cdef class ScopeRewrite:
+    """One scope as :meth:`KillWriter.scope` rebuilt it. Made only by the writer."""
+    cdef readonly bint changed      # the scope changed (else ``block`` is 0 and the old SeqExpr stays)
+    cdef readonly size_t block      # address of the scope's one new ``BindingBlock``; 0: no binding left
+    cdef readonly size_t result     # address of the scope's result (the old one unless a read of it was substituted)
+
+    def __repr__(self):
+        return f"ScopeRewrite(changed={self.changed}, block={self.block:#x}, result={self.result:#x})"
+
+
+cdef ScopeRewrite scope_rewrite(bint changed, size_t block, size_t result):
+    """A :class:`ScopeRewrite` of the given fields."""
+    cdef ScopeRewrite out = ScopeRewrite.__new__(ScopeRewrite)
+    out.changed = changed
+    out.block = block
+    out.result = result
+    return out
+
+
 cdef class KillWriter:
     """Applies one function's edits to its TVM objects (module docstring).
 
@@ -66,7 +88,7 @@ cdef class KillWriter:
         The address of an ``R.Tuple()`` type (the kill variables' and calls' type).
     rebuild_if : callable
         ``(If address, condition address, then, else) -> address of the new If``, each branch
-        given as :meth:`scope` returns it.
+        the :class:`ScopeRewrite` :meth:`scope` returned for it.
     """
 
     cdef Layout L
@@ -185,8 +207,8 @@ cdef class KillWriter:
 
         Returns
         -------
-        tuple or None
-            ``(changed, block address or 0, result address)``; None to decline.
+        ScopeRewrite or None
+            The scope rebuilt; None to decline.
         """
         cdef Layout L = self.L
         cdef BindingTable T = self.T
@@ -200,6 +222,7 @@ cdef class KillWriter:
         cdef int64_t base, slot, pos, n, k, v, w
         cdef size_t r
         cdef int8_t action
+        cdef ScopeRewrite then_out, else_out
         cdef list blocks = T.scope_blocks[sid]
         cdef bint changed = len(blocks) > 1
         for bid in blocks:
@@ -236,7 +259,7 @@ cdef class KillWriter:
                         r = self.rewritten(<const char*>r)
                         if r == FAIL:
                             return None
-                    if then_out[0] or else_out[0] or r != <size_t>obj_field(value, L.o_if_cond):
+                    if then_out.changed or else_out.changed or r != <size_t>obj_field(value, L.o_if_cond):
                         r = self.rebuild_if(<size_t>value, r, then_out, else_out)
                         set_obj(&item, new_binding(self.K, var, <void*>r))
                         changed = True
@@ -262,8 +285,8 @@ cdef class KillWriter:
                 return None
             changed = changed or r != <size_t>result
         if not changed:
-            return False, 0, r
+            return scope_rewrite(False, 0, r)
         if final.size() == 0:
-            return True, 0, r
-        return True, <size_t>new_with_array(self.K, CTOR_BLOCK, NULL, NULL, final.data(), <int64_t>final.size(), NULL,
-                                            NULL, b"a block"), r
+            return scope_rewrite(True, 0, r)
+        return scope_rewrite(True, <size_t>new_with_array(self.K, CTOR_BLOCK, NULL, NULL, final.data(),
+                                                          <int64_t>final.size(), NULL, NULL, b"a block"), r)

@@ -19,12 +19,14 @@ computes ``bytes`` of a constant shape (the dtype's bytes times the dims; TIR's 
 folding gives the same number) or hands a symbolic shape's dims to the caller, which sizes it
 with LowerAllocTensor's own rule (:func:`~memcore_py.transform.lower_alloc_tensor.storage_bytes_expr`);
 the caller makes the ``R.shape([bytes])`` objects (a constant one shared across calls), and
-:func:`lower_block` builds the block:
+:func:`lower_block` builds the block (the objects every lowered binding shares and the storage
+count of the function: a :class:`FunctionLowering` per function):
 the storage ``Var`` (a ``DataflowVar`` in a dataflow block) named as the lowerer names it
 (``storage``, ``storage1``, ... per function: its ``NameTable``), the two calls, the old
 bindings elsewhere. Everything the lowered bindings hold but the storage variable, the offset
 and the size is the old call's own argument objects, the call's type the variable's.
 """
+cimport cython
 from libc.stdint cimport INT64_MAX, int64_t
 from libc.stdio cimport snprintf
 from libcpp.vector cimport vector
@@ -108,15 +110,59 @@ def allocation_sizes(Layout L, size_t arr, list positions):
     return out
 
 
-def lower_block(Layout L, Keep K, size_t arr, list positions, list shapes, bint dataflow, size_t uint8, size_t zero,
-                size_t any_ty, size_t op_storage, size_t op_alloc, Py_ssize_t n_storages):
+@cython.final
+cdef class FunctionLowering:
+    """What :func:`lower_block` needs of the function whose blocks it lowers: the objects every
+    lowered binding shares (their addresses, the caller's to keep valid) and the storages named
+    so far, which :func:`lower_block` advances. One per function.
+
+    Parameters
+    ----------
+    uint8, zero, any_ty, op_storage, op_alloc : int
+        Keyword-only: the fields of the same names.
+    """
+    cdef readonly size_t uint8          # address of an ``R.dtype("uint8")`` (every storage's dtype)
+    cdef readonly size_t zero           # address of the offset ``IntImm`` 0
+    cdef readonly size_t any_ty         # address of an ``AnyType`` (every storage's type)
+    cdef readonly size_t op_storage     # address of the op ``relax.memory.alloc_storage``
+    cdef readonly size_t op_alloc       # address of the op ``relax.memory.alloc_tensor``
+    cdef readonly Py_ssize_t n_storages  # storages named so far in the function (the next one's name)
+
+    def __init__(self, *, size_t uint8, size_t zero, size_t any_ty, size_t op_storage, size_t op_alloc):
+        self.uint8, self.zero, self.any_ty = uint8, zero, any_ty
+        self.op_storage, self.op_alloc = op_storage, op_alloc
+        self.n_storages = 0
+
+    def __repr__(self):
+        return (f"FunctionLowering(uint8={self.uint8:#x}, zero={self.zero:#x}, any_ty={self.any_ty:#x}, "
+                f"op_storage={self.op_storage:#x}, op_alloc={self.op_alloc:#x}, n_storages={self.n_storages})")
+
+
+def lower_block(Layout L, Keep K, FunctionLowering F not None, size_t arr, list positions, list shapes, bint dataflow):
     """The address (owned by ``K``) of a new block of the bindings ``Array`` at ``arr`` with the
     allocations at ``positions`` lowered (module docstring; :func:`allocation_sizes` accepted
-    them): ``shapes`` the addresses of their ``R.shape([bytes])``, ``uint8`` of a
-    ``R.dtype("uint8")``, ``zero`` of the offset ``IntImm`` 0, ``any_ty`` of an ``AnyType``,
-    ``op_storage`` / ``op_alloc`` of ``relax.memory.alloc_storage`` / ``alloc_tensor``;
-    ``dataflow``: a dataflow block; ``n_storages``: storages named so far in the function.
-    Returns ``(block address, n_storages)``.
+    them).
+
+    Parameters
+    ----------
+    L : Layout
+    K : Keep
+        Owns every object built.
+    F : FunctionLowering
+        The function's shared objects; its ``n_storages`` advances by one per allocation.
+    arr : int
+        The address of the block's bindings ``Array``.
+    positions : list of int
+        The positions of the allocations, increasing.
+    shapes : list of int
+        The address of each allocation's ``R.shape([bytes])``.
+    dataflow : bool
+        A dataflow block (its storages are ``DataflowVar`` s).
+
+    Returns
+    -------
+    int
+        The new block's address.
 
     Raises
     ------
@@ -139,6 +185,12 @@ def lower_block(Layout L, Keep K, size_t arr, list positions, list shapes, bint 
     cdef void* h
     cdef const char* dims
     cdef void* empty = handle(CTOR_EMPTY_ARRAY)
+    cdef void* uint8 = <void*>F.uint8
+    cdef void* zero = <void*>F.zero
+    cdef void* any_ty = <void*>F.any_ty
+    cdef void* op_storage = <void*>F.op_storage
+    cdef void* op_alloc = <void*>F.op_alloc
+    cdef Py_ssize_t n_storages = F.n_storages
     if a == NULL or obj_type(a) != K_ARRAY:
         raise ValueError("lower_block: not an ffi.Array")
     if len(shapes) != len(positions):
@@ -167,21 +219,20 @@ def lower_block(Layout L, Keep K, size_t arr, list positions, list shapes, bint 
         else:
             snprintf(name, 32, "storage%zd", n_storages)
         n_storages += 1
-        storage = new_var(K, name, <void*>any_ty, dataflow)
+        storage = new_var(K, name, any_ty, dataflow)
         set_obj(&cargs[0], <void*><size_t>shapes[k])
         cargs[1] = (<const FFIAny*>(args + 32))[0]
         cargs[2] = (<const FFIAny*>(args + 48))[0]
-        set_obj(&cargs[3], <void*>uint8)
-        set_obj(&item, new_binding(K, <const char*>storage,
-                                   new_call(K, <void*>any_ty, <void*>op_storage, cargs, 4, NULL, empty)))
+        set_obj(&cargs[3], uint8)
+        set_obj(&item, new_binding(K, <const char*>storage, new_call(K, any_ty, op_storage, cargs, 4, NULL, empty)))
         items.push_back(item)
         set_obj(&cargs[0], storage)
-        set_obj(&cargs[1], <void*>zero)
+        set_obj(&cargs[1], zero)
         cargs[2] = (<const FFIAny*>args)[0]
         cargs[3] = (<const FFIAny*>(args + 16))[0]
         cargs[4] = (<const FFIAny*>(args + 32))[0]
-        set_obj(&item, new_binding(K, var, new_call(K, <void*>obj_field(var, L.o_expr_ty), <void*>op_alloc, cargs, 5,
-                                                    NULL, empty)))
+        set_obj(&item, new_binding(K, var, new_call(K, <void*>obj_field(var, L.o_expr_ty), op_alloc, cargs, 5, NULL,
+                                                    empty)))
         items.push_back(item)
         i = p + 1
     while i < n:
@@ -189,4 +240,5 @@ def lower_block(Layout L, Keep K, size_t arr, list positions, list shapes, bint 
         i += 1
     h = new_with_array(K, CTOR_DFBLOCK if dataflow else CTOR_BLOCK, NULL, NULL, items.data(), <int64_t>items.size(),
                        NULL, NULL, b"a block")
-    return <size_t>h, n_storages
+    F.n_storages = n_storages
+    return <size_t>h

@@ -13,6 +13,9 @@ properties are the ones memcore's op table gives its memcore counterpart: the ca
 them per address (``known``: the ops that have any, the module's GlobalVars) and per packed
 symbol (``extern_flags``); another ``Op`` has none.
 
+:meth:`TVMReader.read_function` answers a :class:`FunctionRead` (the addresses and ids of the
+function's body that the passes' writers start from).
+
 What it does not read it *declines* (:meth:`TVMReader.read_function` returns None; the
 caller takes the portable path, which reads and checks everything): an object of an
 unexpected class where an expression, block or binding must be, a ``SeqExpr`` or function
@@ -21,6 +24,7 @@ nested in an expression, an ``If`` that is not a binding's value, a callee that 
 holds a ``MatchCast``. Every object is read only after its type index matched; variables
 and callees are keyed by address (compared, never dereferenced as Python objects).
 """
+cimport cython
 from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t
 
 from memcore_py.analysis._binding_table cimport (
@@ -35,6 +39,21 @@ from memcore_py.tvm._ffi_reader cimport Layout, read_string
 
 cdef enum:
     DECLINE = -2    # the reader declines (expr ids are >= 0)
+
+
+@cython.final
+cdef class FunctionRead:
+    """What :meth:`TVMReader.read_function` read of one Relax function: where its body is in
+    TVM's memory and in the binding table. Made only by the reader."""
+    cdef readonly size_t seq            # address of the body ``SeqExpr``
+    cdef readonly size_t blocks         # address of the body's blocks ``Array``
+    cdef readonly Py_ssize_t scope      # the body's scope id in the table
+    cdef readonly Py_ssize_t first_block  # the table's block id of the function's first block
+    cdef readonly size_t ty             # address of the body's type (its result's when the body is untyped)
+
+    def __repr__(self):
+        return (f"FunctionRead(seq={self.seq:#x}, blocks={self.blocks:#x}, scope={self.scope}, "
+                f"first_block={self.first_block}, ty={self.ty:#x})")
 
 
 cdef inline int type_code(Layout L, const char* ty) noexcept:
@@ -95,10 +114,9 @@ cdef class TVMReader:
 
         Returns
         -------
-        tuple or None
-            ``(SeqExpr address, blocks Array address, body scope id, first block id, address of
-            the body's type)``; None when the reader declines the function (the table is then
-            incomplete: take the portable path for the module).
+        FunctionRead or None
+            Where the function's body is; None when the reader declines the function (the table
+            is then incomplete: take the portable path for the module).
         """
         cdef Layout L = self.L
         cdef BindingTable T = self.T
@@ -110,6 +128,7 @@ cdef class TVMReader:
         cdef const char* arr
         cdef int32_t bt
         cdef int64_t ib, n = 0
+        cdef FunctionRead out
         if f == NULL or obj_type(f) != L.t_function:
             return None
         seq = obj_field(f, L.o_func_body)
@@ -142,7 +161,13 @@ cdef class TVMReader:
         if not self.read_seq(seq, sid) or (untyped and self.has_match_cast):
             return None
         T.end_function(None)
-        return <size_t>seq, <size_t>blocks, sid, first_block, <size_t>ty
+        out = FunctionRead.__new__(FunctionRead)
+        out.seq = <size_t>seq
+        out.blocks = <size_t>blocks
+        out.scope = sid
+        out.first_block = first_block
+        out.ty = <size_t>ty
+        return out
 
     cdef bint read_seq(self, const char* seq, Py_ssize_t sid) except -1:
         """A SeqExpr's blocks and result; False to decline."""

@@ -160,7 +160,7 @@ def attach_attr_extracted(api, tvm_mod, keep_tir_vars: bool = True):
         sites = table.binding_calls(binding_table.CALLEE_CALL_TIR)
         if sites is None:
             return None
-        read.append((f_addr, got[1], got[2], table))
+        read.append((f_addr, got.blocks, got.scope, table))
         if not sites:
             continue
         weights = set((_ffi_reader.function_params(layout, f_addr) or [])[k:]) if k is not None and k >= 0 else set()

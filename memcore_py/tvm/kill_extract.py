@@ -80,18 +80,17 @@ def kill_after_last_use_extracted(api, tvm_mod, tvm_scoping: bool = False):
         got = reader.read_function(f_addr, name)
         if got is None:
             return None
-        seq_addr, _blocks, sid, _first, _ty = got
+        sid = got.scope
         edits = kill_rules(table, table.n_functions - 1, tvm_scoping, True)
         if edits.needs_canonical or edits.has_match_cast or edits.unknown_type or edits.error_item >= 0:
             return None
         if not edits.changed and len(table.scope_blocks[sid]) <= 1:
             continue
-        out = _kill_writer.KillWriter(layout, keep, table, edits, kill_ops, unit, rebuild_if).scope(sid, seq_addr)
+        out = _kill_writer.KillWriter(layout, keep, table, edits, kill_ops, unit, rebuild_if).scope(sid, got.seq)
         if out is None:
             return None
-        changed, block_addr, result_addr = out
-        if changed:
-            new = _ffi_writer.function_with_body(layout, keep, f_addr, block_addr, result_addr)
+        if out.changed:
+            new = _ffi_writer.function_with_body(layout, keep, f_addr, out.block, out.result)
             if not new:
                 return None  # the old body has no type: the portable path infers it
             new_funcs[f_addr] = new
@@ -100,10 +99,11 @@ def kill_after_last_use_extracted(api, tvm_mod, tvm_scoping: bool = False):
 
 def _rebuilt_if(api, keep, if_addr, cond, then, other):
     """The address of a new ``If`` of the one at ``if_addr`` with the condition at ``cond`` and
-    the branches ``then`` and ``other`` (each ``(changed, block address or 0, result
-    address)``: an unchanged branch is the old one), of the old If's type."""
+    the branches ``then`` and ``other`` (each a :class:`~memcore_py.tvm._kill_writer.ScopeRewrite`:
+    an unchanged branch is the old one), of the old If's type."""
     object_at = _ffi_writer.object_at
     old = object_at(if_addr)
-    branches = [seq_with(api, seq, [object_at(block)] if block else [], object_at(result)) if changed else seq
-                for (changed, block, result), seq in ((then, old.true_branch), (other, old.false_branch))]
+    branches = [seq_with(api, seq, [object_at(out.block)] if out.block else [], object_at(out.result))
+                if out.changed else seq
+                for out, seq in ((then, old.true_branch), (other, old.false_branch))]
     return keep.hold(if_with_branches(api, old, object_at(cond), *branches))

@@ -107,18 +107,17 @@ def _body_calls(layout, known, name, f_addr):
     got = _table_reader.TVMReader(table, layout, known, extern_flags).read_function(f_addr, name)
     if got is None:
         return None
-    seq, blocks_addr, sid, _first, _ty = got
     sites = table.binding_calls(binding_table.CALLEE_ALLOCATES)
     if sites is None:
         return None
-    body = table.scope_blocks[sid]
+    body = table.scope_blocks[got.scope]
     positions = {b: [] for b in body}
     for block, pos in sites:
         if block not in positions:
             return None  # in an If branch
         positions[block].append(pos)
     refs, dataflow = table.block_refs(), table.block_is_dataflow
-    return seq, blocks_addr, [(0, bool(dataflow[b]), refs[b], positions[b]) for b in body]
+    return got.seq, got.blocks, [(0, bool(dataflow[b]), refs[b], positions[b]) for b in body]
 
 
 _OP_ADDRESS = []
@@ -188,9 +187,9 @@ def _lower_sized(api, layout, tvm_mod, keep, name, func, blocks_addr, blocks, si
     allocation (``sizes``: theirs, per block): the blocks built in C; None when a symbolic
     size is not read (the full conversion reports it)."""
     ops = _lower_ops(api)
-    uint8, zero, any_ty = dtype_const(api, "uint8"), int64_imm(api, 0), any_type(api)
+    lowering = _lower_extract.FunctionLowering(uint8=dtype_const(api, "uint8"), zero=int64_imm(api, 0),
+                                               any_ty=any_type(api), op_storage=ops[0], op_alloc=ops[1])
     changed, new_blocks = [], []
-    n_storages = 0
     symbolic = None
     for k, ((_block, dataflow, arr, positions), block_sizes) in enumerate(zip(blocks, sizes)):
         if not positions:
@@ -206,10 +205,8 @@ def _lower_sized(api, layout, tvm_mod, keep, name, func, blocks_addr, blocks, si
             if shape is None:
                 return None
             shapes.append(shape)
-        block, n_storages = _lower_extract.lower_block(layout, keep, arr, positions, shapes, dataflow, uint8, zero,
-                                                       any_ty, ops[0], ops[1], n_storages)
         changed.append(k)
-        new_blocks.append(block)
+        new_blocks.append(_lower_extract.lower_block(layout, keep, lowering, arr, positions, shapes, dataflow))
     return function_with_blocks(layout, keep, func.__chandle__(), blocks_addr, changed, new_blocks, 0)
 
 

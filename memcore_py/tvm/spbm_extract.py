@@ -267,7 +267,7 @@ def static_plan_block_memory_extracted(api, tvm_mod, mode: str = "tvm", alignmen
     program, (tok_block, tok_binding, tok_index) = walk_program(recorder, [name for name, _f, _g in functions],
                                                                 kernel.extra_refs)
     # the writer places storages in the body's own plain blocks only (module docstring)
-    flat = {b for _n, _f, (_s, _b, sid, _first, _t) in functions for b in table.scope_blocks[sid]
+    flat = {b for _n, _f, got in functions for b in table.scope_blocks[got.scope]
             if not table.block_is_dataflow[b]}
     if not flat.issuperset(tok_block):
         return None
@@ -300,19 +300,20 @@ def static_plan_block_memory_extracted(api, tvm_mod, mode: str = "tvm", alignmen
     func_of = program.tok_func.tolist()
     n_tok = len(func_of)
     block_refs = table.block_refs()
-    for f, (_name, f_addr, (_seq, blocks_addr, sid, first_block, ty_addr)) in enumerate(functions):
+    for f, (_name, f_addr, got) in enumerate(functions):
+        first_block = got.first_block
         t1 = t0
         while t1 < n_tok and func_of[t1] == f:
             t1 += 1
         if t1 == t0:
             continue
-        body_blocks = table.scope_blocks[sid]
-        end_block = functions[f + 1][2][3] if f + 1 < len(functions) else len(block_refs)
+        body_blocks = table.scope_blocks[got.scope]
+        end_block = functions[f + 1][2].first_block if f + 1 < len(functions) else len(block_refs)
         changed = _spbm_extract.rewrite_function(layout, keep, planned, block_refs[first_block:end_block],
                                                  first_block, t0, t1)
         t0 = t1
         # the rewritten blocks by their index among the body's blocks
         index = {b - first_block: k for k, b in enumerate(body_blocks)}
-        new_funcs[f_addr] = function_with_blocks(layout, keep, f_addr, blocks_addr, [index[k] for k, _b in changed],
-                                                 [b for _k, b in changed], ty_addr)
+        new_funcs[f_addr] = function_with_blocks(layout, keep, f_addr, got.blocks, [index[k] for k, _b in changed],
+                                                 [b for _k, b in changed], got.ty)
     return module_with(api, layout, keep, tvm_mod, entries, new_funcs)

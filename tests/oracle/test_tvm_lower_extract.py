@@ -417,9 +417,11 @@ def test_the_compiled_lowering_rejects_bad_arguments():
             _lower_extract.allocation_sizes(layout, arr, bad)
     with pytest.raises(ValueError, match="allocation_sizes"):
         _lower_extract.allocation_sizes(layout, m["main"].__chandle__(), [0])
-    args = (False, 1, 1, 1, 1, 1, 0)  # addresses never used: the arguments are checked first
+    # addresses never used: the arguments are checked first
+    lowering = _lower_extract.FunctionLowering(uint8=1, zero=1, any_ty=1, op_storage=1, op_alloc=1)
     with pytest.raises(ValueError, match="lower_block"):
-        _lower_extract.lower_block(layout, keep, arr, [0, 1], [1], *args)  # a shape per position
+        _lower_extract.lower_block(layout, keep, lowering, arr, [0, 1], [1], False)  # a shape per position
     for positions in ([1, 0], [0, 5]):  # not increasing; out of range
         with pytest.raises(ValueError, match="lower_block"):
-            _lower_extract.lower_block(layout, keep, arr, positions, [1, 1], *args)
+            _lower_extract.lower_block(layout, keep, lowering, arr, positions, [1, 1], False)
+    assert lowering.n_storages == 0  # nothing was built

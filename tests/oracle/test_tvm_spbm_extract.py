@@ -546,7 +546,7 @@ def test_the_compiled_parts_reject_bad_arguments():
     uses = load_compiled("memcore_py.analysis._binding_table").CALLEE_USES_ARGS
     known = module_callees(api, entries, uses)
     reader = _table_reader.TVMReader(table, layout, known, extern_flags)
-    _seq, _blocks, _sid, first, _ty = reader.read_function(main, "main")
+    first = reader.read_function(main, "main").first_block
     arrays = table.block_refs()
     keep = _ffi_writer.Keep()
     def planned(**changes):
