@@ -28,7 +28,6 @@ cdef class CanonicalPlan:
     cdef vector[int8_t] v_in_dataflow    # var id -> 1: bound in a dataflow block
     cdef vector[int8_t] v_outside        # var id -> 1: used outside its home dataflow block
 
-    cdef int64_t trivial_root(self, int64_t v) noexcept nogil
 
 
 cdef CanonicalPlan canonical_plan_of(BindingTable T, Py_ssize_t k)

@@ -31,7 +31,7 @@ The rules, in binding (visit) order, each in one place here:
    or in a scope's result).
 
 What the rewrite does with the plan (Var/DataflowVar exchange, chains of rebindings) is
-CanonicalizeBindings' (:func:`memcore_py.transform.canonicalize_bindings.plan_rewrite`).
+CanonicalizeBindings' (``memcore_py.transform.canonicalize_bindings._plan``).
 """
 from cpython.object cimport PyObject
 from libc.stdint cimport int8_t, int64_t
@@ -49,14 +49,6 @@ REPACKS = {"none": REPACK_NONE, "fields": REPACK_FIELDS, "exact": REPACK_EXACT}
 
 cdef class CanonicalPlan:
     """What CanonicalizeBindings' planner finds in one function (fields: ``_canonical_rules.pxd``)."""
-
-    cdef int64_t trivial_root(self, int64_t v) noexcept nogil:
-        """The variable a chain of trivial bindings from ``v`` ends at."""
-        cdef size_t steps = 0
-        while self.v_trivial[v] >= 0 and steps < self.v_trivial.size():
-            v = self.v_trivial[v]
-            steps += 1
-        return v
 
     def objects(self):
         """The plan as memcore IR objects, for CanonicalizeBindings' rewrite.
