@@ -1,8 +1,7 @@
 """Loading the compiled helpers of the Python layer.
 
-The hot loops of some analyses and rewrites are Cython extensions built by ``setup.py``
-(``memcore_py/analysis/_storage_walk.pyx``, ``memcore_py/analysis/_inplace_walk.pyx``,
-``memcore_py/planning/_graph_plan.pyx``, ``memcore_py/transform/_alloc_rewrite.pyx``).
+The binding table, its readers, the passes' rule kernels and writers, and other hot loops are
+Cython extensions built by ``setup.py`` (its ``EXTENSIONS`` lists them).
 They are imported on first use, never at package import, and there is no Python fallback:
 a missing extension is an :class:`ImportError` that says how to build it, the same message
 as the engine's (:mod:`memcore`).

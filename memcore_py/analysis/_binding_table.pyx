@@ -6,7 +6,7 @@ Design
 ------
 A memory pass is *reader -> binding table -> rule kernel*: a reader walks one object model
 (memcore's IR: :mod:`memcore_py.analysis._ir_reader`) and fills this table; the pass's rule
-kernel (StaticPlanBlockMemory's Init rules: :func:`memcore_py.analysis._storage_walk.run_init`)
+kernel (StaticPlanBlockMemory's Init rules: :meth:`memcore_py.analysis._storage_walk.InitRules.run_function`)
 walks the table and nothing else. A reader applies no pass rule: it records what each
 binding *is* (the kind of its value, the callee and its op-table properties, the variables
 it reads, where it sits), and the kernel decides what that means. So each rule is written
