@@ -49,13 +49,13 @@ from libcpp.algorithm cimport sort
 from libcpp.pair cimport pair
 from libcpp.vector cimport vector
 
+from memcore_py.ir._names cimport numbered_name
 from memcore_py.analysis._canonical_rules cimport REPACK_NONE, CanonicalPlan, canonical_plan_of
 from memcore_py.analysis._binding_table cimport (
     BindingTable, CF_KILL, CF_NO_REGISTER, CF_STORAGE, I_BINDING, I_MATCH_CAST, I_RESULT, LEAF_CONST, X_CALL,
     X_GET_ITEM, X_IF, X_LEAF, X_SCOPE, X_TUPLE, X_VAR,
 )
 
-from memcore_py.ir.builder import NameTable
 from memcore_py.ir.types import FuncType, PrimType, ShapeType, TensorType, TupleType
 
 __all__ = ["kill_kind", "kill_name", "kill_rules", "memcore_type_code", "DEFINITIONS", "KillEdits"]
@@ -114,16 +114,9 @@ def kill_kind(int definition, ty):
     return kill_kind_of(definition, memcore_type_code(ty))
 
 
-#: Kill variable names in order: what one ``NameTable().fresh("_")`` returns the k-th time.
-cdef list KILL_NAMES = []
-cdef object KILL_NAME_TABLE = NameTable()
-
-
 cpdef str kill_name(Py_ssize_t k):
     """The name of the k-th kill variable of a function (``_``, ``_1``, ...)."""
-    while len(KILL_NAMES) <= k:
-        KILL_NAMES.append(KILL_NAME_TABLE.fresh("_"))
-    return KILL_NAMES[k]
+    return numbered_name("_", k)
 
 
 cdef class KillEdits:

@@ -25,6 +25,7 @@ the slot access of ``memcore_py/ir/_slots.pxd``.
 from cpython.object cimport PyObject, PyTypeObject, Py_TYPE
 from cpython.ref cimport Py_DECREF
 
+from memcore_py.ir._names cimport numbered_name, raw_name
 from memcore_py.ir._nodes cimport binding_node, call_node, shape_expr_node, var_node
 from memcore_py.ir._slots cimport PyDict_GetItem, alloc_node, get_slot, put_slot, slot_offset
 
@@ -68,20 +69,12 @@ cdef object _raw_name(name):
     cdef PyObject* p = PyDict_GetItem(_RAW_NAMES, name)
     if p is not NULL:
         return <object>p
-    return _RAW_NAMES_GROUP.put(name, name + "_raw")
-
-
-#: storage names "storage", "storage1", ... (NameTable's sequence for one hint), shared
-cdef list _STORAGE_NAMES = ["storage"]
+    return _RAW_NAMES_GROUP.put(name, raw_name(name))
 
 
 cdef inline str _storage_name(Py_ssize_t k):
     """The name of the ``k``-th storage of a module."""
-    while len(_STORAGE_NAMES) <= k and len(_STORAGE_NAMES) < 4096:
-        _STORAGE_NAMES.append(f"storage{len(_STORAGE_NAMES)}")
-    if k < len(_STORAGE_NAMES):
-        return <str>_STORAGE_NAMES[k]
-    return f"storage{k}"
+    return numbered_name("storage", k)
 
 
 cdef object _device_arg(binding):

@@ -28,7 +28,7 @@ and the size is the old call's own argument objects, the call's type the variabl
 """
 cimport cython
 from libc.stdint cimport INT64_MAX, int64_t
-from libc.stdio cimport snprintf
+from memcore_py.ir._names cimport numbered_name
 from libcpp.vector cimport vector
 
 from memcore_py.tvm._ffi_abi cimport (
@@ -177,7 +177,7 @@ def lower_block(Layout L, Keep K, FunctionLowering F not None, size_t arr, list 
     cdef const char* var
     cdef int64_t n, i = 0, p
     cdef Py_ssize_t k
-    cdef char name[32]
+    cdef bytes name
     cdef FFIAny cargs[5]
     cdef FFIAny item
     cdef vector[FFIAny] items
@@ -214,10 +214,7 @@ def lower_block(Layout L, Keep K, FunctionLowering F not None, size_t arr, list 
             i += 1
         var = obj_field(b, L.o_b_var)
         args = array_data(obj_field(obj_field(b, L.o_b_value), L.o_call_args))
-        if n_storages == 0:
-            snprintf(name, 32, "storage")
-        else:
-            snprintf(name, 32, "storage%zd", n_storages)
+        name = numbered_name("storage", n_storages).encode()
         n_storages += 1
         storage = new_var(K, name, any_ty, dataflow)
         set_obj(&cargs[0], <void*><size_t>shapes[k])

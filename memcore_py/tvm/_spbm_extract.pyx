@@ -45,7 +45,7 @@ are read only after its type index matched. Objects built here are owned by the 
 ``Keep``; variables are keyed by address (compared, never dereferenced as Python objects).
 """
 from libc.stdint cimport INT64_MAX, int32_t, int64_t, uint32_t, uint64_t
-from libc.stdio cimport snprintf
+from memcore_py.ir._names cimport numbered_name, raw_name
 from libcpp.map cimport map
 from libcpp.pair cimport pair
 from libcpp.unordered_map cimport unordered_map
@@ -400,13 +400,9 @@ cdef void* storage_binding(Layout L, Keep K, const char* alloc_args, void* shape
     """``storage<k> = op(shape, device, scope, dtype)`` of type ``any_ty``, the device and scope
     (and ``dtype`` when NULL) those of the allocation whose argument array is
     ``alloc_args``."""
-    cdef char name[32]
+    cdef bytes name = numbered_name("storage", k).encode()
     cdef FFIAny cargs[4]
     cdef const char* a = array_data(alloc_args)
-    if k == 0:
-        snprintf(name, 32, "storage")
-    else:
-        snprintf(name, 32, "storage%zd", k)
     set_obj(&cargs[0], shape)
     cargs[1] = (<const FFIAny*>(a + 32))[0]
     cargs[2] = (<const FFIAny*>(a + 48))[0]
@@ -549,7 +545,7 @@ def rewrite_function(Layout L, Keep K, PlannedModule P, list arrays, Py_ssize_t 
                 vname_obj = read_string(var + L.o_var_name)
                 if vname_obj is None:
                     raise ValueError("rewrite_function: an allocation's variable has no name")
-                raw_str = (<str>vname_obj + "_raw").encode()
+                raw_str = raw_name(<str>vname_obj).encode()
                 raw = new_var(K, <const char*>raw_str, ty)
                 set_obj(&item, new_binding(K, <const char*>raw, new_call(K, ty, op_alloc, nargs, 5, NULL, empty)))
                 items.push_back(item)
