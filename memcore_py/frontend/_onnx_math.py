@@ -7,7 +7,10 @@ TVM 0.27's ONNX frontend builds for that op, in the same order:
 
 - element-wise ops map one to one (``Relu`` -> ``R.nn.relu``, ``Add`` -> ``R.add``, ...);
   binary ops on two constants or two scalar shape values are folded at import time, a scalar
-  shape value meeting a tensor becomes a rank-0 int64 tensor; ``Max``/``Min``/``Sum``/``Mean``
+  shape value meeting a tensor becomes a rank-0 int64 tensor; ``Where`` of constants is
+  folded, of 1-D constants and shapes known at import time is a shape (the TorchScript
+  exporter's ``Expand`` targets), and reads a shape operand otherwise through
+  ``R.shape_to_tensor``; ``Max``/``Min``/``Sum``/``Mean``
   broadcast, stack and reduce; a float -> int ``Cast`` zeroes non-finite values and wraps;
   ``HardSigmoid``, ``HardSwish``, ``Elu``, ``Selu`` and ``Softplus`` are TVM's formulas,
   ``PRelu`` TVM's per-axis ``R.nn.prelu`` (``where`` otherwise);
@@ -36,7 +39,7 @@ import math
 import numpy as np
 
 from ..ir.expr import PrimValue, ShapeExpr
-from ..ir.prim import FloatImm, IntImm, as_prim
+from ..ir.prim import FloatImm, IntImm, PrimExpr, as_prim
 from ._aten_common import registrar, static_dim
 from ._onnx_context import is_constant as _is_const
 from ._onnx_context import onnx_dtype
@@ -232,7 +235,39 @@ def _equal(ctx):
 
 @_register("Where")
 def _where(ctx):
-    return ctx.call("where", ctx.operand(0), ctx.operand(1), ctx.operand(2))
+    """TVM's ``Where``: constants folded with numpy; constants (1-D) and shapes known at
+    import time chosen element by element into a shape (:func:`_where_shape`); otherwise
+    ``R.where``, a shape operand read as a tensor by ``R.shape_to_tensor``."""
+    raw = [ctx.raw(i) for i in range(3)]
+    if all(_is_const(v) for v in raw):
+        out = np.where(*(np.asarray(v.data) for v in raw))
+        return ctx.const(out, str(out.dtype))
+    if all(_is_const(v) or isinstance(v, ShapeExpr) for v in raw) \
+            and all(isinstance(v, ShapeExpr) or np.asarray(v.data).ndim == 1 for v in raw):
+        return _where_shape(ctx, raw)
+    return ctx.call("where", *(ctx.emit(ctx.call("shape_to_tensor", v)) if isinstance(v, ShapeExpr)
+                               else ctx.operand(i) for i, v in enumerate(raw)))
+
+
+def _where_shape(ctx, raw):
+    """``Where`` of 1-D constants and shapes, at least one a shape: the shape whose dims are
+    ``x[i] if condition[i] else y[i]`` (a length-1 operand repeated), as TVM computes it."""
+    lists = [list(v.values) if isinstance(v, ShapeExpr) else np.asarray(v.data).tolist() for v in raw]
+    n = max(len(v) for v in lists)
+    if not all(len(v) in (1, n) for v in lists):
+        raise ctx.error(f"cannot broadcast condition, x and y with lengths {', '.join(str(len(v)) for v in lists)}")
+    condition, x, y = (v * n if len(v) == 1 else v for v in lists)
+    out = []
+    for c, a, b in zip(condition, x, y):
+        if not isinstance(c, (bool, int)):
+            c = static_dim(c)
+            if c is None:
+                raise ctx.error("a condition read from a symbolic shape is not supported")
+        v = a if c else b
+        if isinstance(v, bool) or not isinstance(v, (int, PrimExpr)):
+            raise ctx.error(f"a shape chosen by Where must have integer dims; got {v!r}")
+        out.append(IntImm(v) if isinstance(v, int) else v)
+    return ShapeExpr(out)
 
 
 @_register("Clip")

@@ -6,13 +6,18 @@ Shape operands (``Reshape``'s shape, ``Unsqueeze``/``Squeeze`` axes, ``Split`` s
 ``Slice`` bounds, ``Expand``'s shape, ``Range``'s bounds) must be known at import time:
 constants, or shape values computed at import time (``Shape`` gives a ``ShapeExpr`` of the
 input's, possibly symbolic, shape; ``Gather`` of a shape at a constant index a
-``PrimValue``; ``Concat``/``Unsqueeze``/``Squeeze`` of those stay shape values); a computed
+``PrimValue``; ``Concat``/``Unsqueeze``/``Squeeze`` of those stay shape values; ``Slice`` of
+a shape takes TVM's one start, end and step, an int64 constant when the dims taken are
+static; ``ConstantOfShape`` of a static 1-D shape is a constant, of any other shape
+``broadcast_to`` of the fill value, as TVM writes them); a computed
 operand is a :class:`~memcore_py.errors.FrontendError` naming the node. Ops on constants are
 folded (TVM folds them with numpy). ``Gather`` normalizes negative indices at run time
 (``where(less(i, 0), add(i, extent), i)`` with the extent read by ``shape_of``), as TVM
-does. An ``Expand`` shape given as an initializer is read here (TVM reads it at run time and
-loses the static shape); ``Range``, ``Trilu`` and ``Expand``/``Reshape`` on symbolic shapes,
-which TVM 0.27 cannot import, are converted by their type rules. ``GatherND``,
+does, the indices, when a previous node computed them, bound after the extents' bindings
+(where TVM's normalizer binds them). An ``Expand`` shape given as an initializer is read
+here (TVM reads it at run time and loses the static shape); ``Range``, ``Trilu`` and
+``Expand``/``Reshape`` on symbolic shapes, which TVM 0.27 cannot import, are converted by
+their type rules. ``GatherND``,
 ``GatherElements``, ``ScatterND`` and ``OneHot`` normalize negative indices at run time the
 same way; ``ScatterElements`` does not (TVM does not). ``Resize``/``Upsample`` need constant
 scales or sizes (4-D only), ``NonZero``/``Compress`` cast the data-dependent count to a fresh
@@ -35,6 +40,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..ir.builder import is_leaf
 from ..ir.expr import PrimValue, ShapeExpr, Tuple, Var
 from ..ir.prim import IntImm, PrimExpr, PrimVar
 from ..ir.types import TensorType
@@ -170,13 +176,18 @@ def _gather(ctx):
         data = ctx.call("shape_to_tensor", data)
     else:
         data = ctx.tensor_operand(0)
-    indices = ctx.call("shape_to_tensor", indices) if isinstance(indices, ShapeExpr) else ctx.tensor_operand(1)
+    if isinstance(indices, ShapeExpr):
+        indices = ctx.call("shape_to_tensor", indices)
+        bind = lambda: indices  # noqa: E731 - unbound, as TVM leaves it
+    else:
+        indices, bind = _late_indices(ctx, 1)
     dtype = ctx.dtype_of(indices)
     # the extent of data's axis, read at run time, as TVM's importer reads it (same bindings, same order)
     shape = ctx.emit(ctx.call("shape_to_tensor", ctx.call("shape_of", data)))
     extent = ctx.call("take", shape, ctx.const(axis, "int64"), axis=0, mode="wrap")
     if dtype != "int64":
         extent = ctx.call("astype", ctx.emit(extent), dtype=dtype)
+    indices = bind()
     if not dtype.startswith("uint"):
         indices = ctx.emit(ctx.call("where", ctx.call("less", indices, ctx.const(0, dtype)),
                                     ctx.call("add", indices, extent), indices))
@@ -248,7 +259,8 @@ def _squeeze(ctx):
     x = ctx.tensor_operand(0)
     if axes is None:
         return ctx.call("squeeze", x)
-    return ctx.call("squeeze", x, axis=_normalized(ctx, axes, ctx.rank(x)))
+    _normalized(ctx, axes, ctx.rank(x))  # checked; TVM writes the axes as given (a negative one too)
+    return ctx.call("squeeze", x, axis=list(axes))
 
 
 @_register("Expand")
@@ -276,10 +288,12 @@ def _expand(ctx):
 
 @_register("Slice")
 def _slice(ctx):
-    x = ctx.tensor_operand(0)
     starts, ends = ctx.shape_like(1), ctx.shape_like(2)
     if starts is None or ends is None:
         raise ctx.error("the starts and ends must be constants or shapes known at import time")
+    if isinstance(ctx.raw(0), ShapeExpr):
+        return _slice_shape(ctx, ctx.raw(0), starts, ends)
+    x = ctx.tensor_operand(0)
     rank = ctx.rank(x)
     axes = ctx.constant_ints(3, "the axes") if ctx.has_input(3) else list(range(len(starts)))
     steps = ctx.constant_ints(4, "the steps") if ctx.has_input(4) else [1] * len(starts)
@@ -290,6 +304,25 @@ def _slice(ctx):
     inbound = not all(static_dim(v) is not None for v in (*starts, *ends, *steps))
     return ctx.call("strided_slice", x, _normalized(ctx, axes, rank), [_prim(v) for v in starts],
                     [_prim(v) for v in ends], [_prim(v) for v in steps], assume_inbound=inbound)
+
+
+def _slice_shape(ctx, shape, starts, ends):
+    """``Slice`` of a shape known at import time, as TVM slices it: one start, end and step
+    (the axes are not read), Python's slice of the dims; an int64 constant when every dim
+    taken is static, else a ``ShapeExpr``."""
+    steps = ctx.constant_ints(4, "the steps") if ctx.has_input(4) else [1]
+    if not len(starts) == len(ends) == len(steps) == 1:
+        raise ctx.error(f"a slice of a shape takes one start, end and step; got {len(starts)}, {len(ends)} and "
+                        f"{len(steps)}")
+    bounds = [static_dim(v) if isinstance(v, PrimExpr) else int(v) for v in (starts[0], ends[0])]
+    if None in bounds:
+        raise ctx.error("the start and end of a slice of a shape must be static")
+    if steps[0] == 0:
+        raise ctx.error("a slice step must not be zero")
+    values = list(shape.values)[bounds[0]:bounds[1]:steps[0]]
+    if all(type(v) is IntImm for v in values):
+        return ctx.const(np.asarray([v.value for v in values], dtype="int64"), "int64")
+    return ShapeExpr(values)
 
 
 def _prim(v):
@@ -325,13 +358,16 @@ def _constant_of_shape(ctx):
     from onnx import numpy_helper
 
     target = _target_shape(ctx, 0)
-    value = np.zeros(1, dtype="float32")
+    value = None
     for a in ctx.node.attribute:
         if a.name == "value":
             value = numpy_helper.to_array(a.t)
-    dtype = str(value.dtype)
-    fill = ctx.const(value.reshape(()), dtype)
-    return ctx.call("full", target, fill, dtype=dtype)
+    dtype = "float32" if value is None else str(value.dtype)
+    fill = 0 if value is None else value  # TVM: the attribute's tensor as it is (shape (1,))
+    dims = [static_dim(d) for d in target]
+    if len(dims) == 1 and dims[0] is not None:  # TVM folds a static 1-D result
+        return ctx.const(np.full(dims, fill, dtype), dtype)
+    return ctx.call("broadcast_to", ctx.const(fill, dtype), target)
 
 
 @_register("Size")
@@ -620,19 +656,35 @@ def _axis_extent(ctx, data, axis: int, dtype: str):
     return extent
 
 
+def _late_indices(ctx, i: int):
+    """Input ``i`` (indices) for :func:`_normalize_negative`, bound where TVM binds it: a
+    computed value still unbound (TVM keeps an op's result unbound until an operand reads it)
+    is bound by the operand read after the extents' bindings; a tensor already bound is
+    itself; a shape is :meth:`~._onnx_context.OnnxContext.tensor_operand`'s tensor."""
+    value = ctx.raw(i)
+    if ctx.is_tensor(value) and not is_leaf(value):
+        return value, lambda: ctx.tensor_operand(i)
+    indices = ctx.tensor_operand(i)
+    return indices, lambda: indices
+
+
 @_register("GatherND")
 def _gather_nd(ctx):
-    data, indices = ctx.tensor_operand(0), ctx.tensor_operand(1)
+    data = ctx.tensor_operand(0)
+    indices, bind = _late_indices(ctx, 1)
     batch_dims = int(ctx.attr("batch_dims", 0))
-    indices = _normalize_negative(ctx, indices, _coord_extents(ctx, data, indices, batch_dims))
+    extents = _coord_extents(ctx, data, indices, batch_dims)
+    indices = _normalize_negative(ctx, bind(), extents)
     return ctx.call("gather_nd", data, indices, batch_dims=batch_dims)
 
 
 @_register("GatherElements")
 def _gather_elements(ctx):
-    data, indices = ctx.tensor_operand(0), ctx.tensor_operand(1)
+    data = ctx.tensor_operand(0)
+    indices, bind = _late_indices(ctx, 1)
     axis = int(ctx.attr("axis", 0))
-    indices = _normalize_negative(ctx, indices, _axis_extent(ctx, data, axis, ctx.dtype_of(indices)))
+    extent = _axis_extent(ctx, data, axis, ctx.dtype_of(indices))
+    indices = _normalize_negative(ctx, bind(), extent)
     return ctx.call("gather_elements", data, indices, axis=axis)
 
 

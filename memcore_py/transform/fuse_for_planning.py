@@ -72,7 +72,7 @@ from ._fuse_partition import K_INJECTIVE, K_OPAQUE, MAX_FUSE_DEPTH, ForwardGraph
 from .canonicalize_bindings import canonicalize_bindings
 from .dead_code_elimination import dead_code_elimination
 
-__all__ = ["fuse_for_planning", "tensor_type_key", "MAX_FUSE_DEPTH"]
+__all__ = ["fuse_for_planning", "fuse_with_kernels", "tensor_type_key", "MAX_FUSE_DEPTH"]
 
 _CALL_TIR = get_op("relax.call_tir")
 
@@ -95,6 +95,23 @@ def fuse_for_planning(mod: IRModule, *, max_depth: int = MAX_FUSE_DEPTH) -> IRMo
         ``mod`` is not an IRModule, ``max_depth`` is not positive, or a ``call_tir`` passes its
         arguments other than as a tuple literal.
     """
+    return fuse_with_kernels(mod, max_depth=max_depth)[0]
+
+
+def fuse_with_kernels(mod: IRModule, *, max_depth: int = MAX_FUSE_DEPTH) -> tuple:
+    """:func:`fuse_for_planning`, and what each fused kernel groups.
+
+    Returns
+    -------
+    tuple of (IRModule, dict)
+        The fused module, and per fused kernel (its ``GlobalVar``) the kernels its group
+        calls, in binding order (``TupleGetItem`` members are no kernels).
+
+    Raises
+    ------
+    PassError
+        As :func:`fuse_for_planning`.
+    """
     if not isinstance(mod, IRModule):
         raise PassError(f"FuseForPlanning expects an IRModule; got {type(mod).__name__}")
     if not isinstance(max_depth, int) or max_depth < 1:
@@ -115,7 +132,7 @@ def fuse_for_planning(mod: IRModule, *, max_depth: int = MAX_FUSE_DEPTH) -> IRMo
             new = canonicalize_bindings(func, gv.name)
             if new is not func:
                 canon[gv] = new
-    return dead_code_elimination(mod.with_functions(canon) if canon else mod)
+    return dead_code_elimination(mod.with_functions(canon) if canon else mod), dict(fusor.grouped)
 
 
 class _Fusor:
@@ -127,6 +144,7 @@ class _Fusor:
             self.names.reserve(gv.name)
         self.kernels: dict = {}
         self.new_funcs: dict = {}
+        self.grouped: dict = {}  # fused kernel -> the kernels its group calls
         self.func_name = ""
 
     # -- graph -----------------------------------------------------------------------------
@@ -230,6 +248,7 @@ class _Fusor:
         outs = grp.outputs
         out_ty = outs[0].ty if len(outs) == 1 else TupleType([v.ty for v in outs])
         gv = self._fused_kernel(grp.name, args, out_ty)
+        self.grouped[gv] = grp.kernels
         call = Call(_CALL_TIR, (gv, Tuple(args)), None, (out_ty,))
         if len(outs) == 1:
             out.append(VarBinding(outs[0], call))
@@ -265,10 +284,12 @@ class _Group:
         self.arguments, self.outputs = [], []
         self.items: dict = {}  # tuple argument -> item indices read, in order
         self.name = "fused"
+        self.kernels = []
         for b in bindings:
             v = b.value
             if type(v) is Call and v.op is _CALL_TIR:
                 self.name += "_" + v.args[0].name
+                self.kernels.append(v.args[0])
                 for a in v.args[1].fields:
                     self._use(a)
             elif type(v) is TupleGetItem:

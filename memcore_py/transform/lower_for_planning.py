@@ -62,7 +62,9 @@ RewriteDataflowReshape`` and the planning passes). With
   kernels are shared per op, signature and pattern;
 - reshape-pattern bindings stay kernels through fusion (RewriteDataflowReshape runs after
   FuseTIR in TVM, so a reshape fuses with its neighbours); those left alone in their group
-  become ``R.reshape`` views afterwards.
+  (or with only the ``TupleGetItem`` that reads their input: FuseTIR's kernel of that group
+  is the reshape's TIR, which RewriteDataflowReshape recognizes) become ``R.reshape`` views
+  afterwards.
 
 Fusion is an option of this pass rather than a pass of its own because it needs what only
 the lowering knows: each kernel's op pattern (read off TIR by TVM; signature-only kernels
@@ -103,7 +105,7 @@ from ..analysis.dataflow_inplace import element_count
 from ._op_patterns import op_pattern
 from .dead_code_elimination import remove_all_unused
 from .fold_constant import MAX_FOLD_ELEMENTS, TUPLE_ITEM_INPUT_OPS, folded_constant, folds
-from .fuse_for_planning import MAX_FUSE_DEPTH, fuse_for_planning, tensor_type_key
+from .fuse_for_planning import MAX_FUSE_DEPTH, fuse_with_kernels, tensor_type_key
 from .legalize_elementwise import folded_operand
 from .pass_infra import ModulePass, PassContext
 
@@ -354,13 +356,17 @@ def lower_for_planning(mod: IRModule, *, fuse: bool = False, max_depth: int = MA
     out = mod.with_functions({**updates, **lw.new_funcs})
     if not fuse:
         return out
-    return _views_after_fusion(fuse_for_planning(out, max_depth=max_depth), lw.views, lw.new_funcs)
+    fused, grouped = fuse_with_kernels(out, max_depth=max_depth)
+    return _views_after_fusion(fused, lw.views, lw.new_funcs, grouped)
 
 
-def _views_after_fusion(mod: IRModule, views: set, kernels: dict) -> IRModule:
+def _views_after_fusion(mod: IRModule, views: set, kernels: dict, grouped: dict) -> IRModule:
     """TVM's RewriteDataflowReshape after FuseTIR: a reshape-pattern kernel left alone in its
-    group (bound to a DataflowVar, recorded in ``views``) becomes ``R.reshape``; a fused kernel
-    never does (its TIR copies through an intermediate)."""
+    group (bound to a DataflowVar, recorded in ``views``) becomes ``R.reshape``, and so does a
+    fused kernel whose group calls that one kernel besides ``TupleGetItem`` reads of its input
+    (FuseTIR's TIR of it is the reshape's own; ``grouped``: per fused kernel the kernels it
+    calls). A fused kernel of several kernels never does (its TIR copies through an
+    intermediate)."""
     updates = {}
     for gv, func in mod.functions.items():
         if not isinstance(func, Function):
@@ -371,7 +377,8 @@ def _views_after_fusion(mod: IRModule, views: set, kernels: dict) -> IRModule:
             for b in blk.bindings:
                 v = b.value
                 if (b.var in views and type(b) is VarBinding and type(v) is Call and v.op is _CALL_TIR
-                        and v.args[0] in kernels):
+                        and (v.args[0] in kernels or len(grouped.get(v.args[0], ())) == 1)
+                        and len(v.args[1].fields) == 1):
                     b = VarBinding(b.var, Call(_RESHAPE, (v.args[1].fields[0], ShapeExpr(b.var.ty.shape))))
                     changed = True
                 bindings.append(b)
