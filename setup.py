@@ -41,6 +41,7 @@ EXTENSIONS = {
     "memcore_py.analysis._storage_walk": {"sources": ["memcore_py/analysis/_storage_walk.pyx"], "language": "c++"},
     "memcore_py.analysis._inplace_walk": {"sources": ["memcore_py/analysis/_inplace_walk.pyx"], "language": "c"},
     "memcore_py.analysis._canonical_rules": {"sources": ["memcore_py/analysis/_canonical_rules.pyx"], "language": "c++"},
+    "memcore_py.analysis._dce_rules": {"sources": ["memcore_py/analysis/_dce_rules.pyx"], "language": "c++"},
     "memcore_py.analysis._kill_rules": {"sources": ["memcore_py/analysis/_kill_rules.pyx"], "language": "c++"},
     "memcore_py.transform._alloc_rewrite": {"sources": ["memcore_py/transform/_alloc_rewrite.pyx"], "language": "c"},
     "memcore_py.transform._flat_walks": {"sources": ["memcore_py/transform/_flat_walks.pyx"], "language": "c"},

@@ -16,7 +16,8 @@ cdef enum ExprKind:
                         # (none for a CF_ALLOCATES callee: shape, dtype, device and scope carry nothing);
                         # x_b = the X_VAR expr of a callee that is a variable, else -1
     X_IF = 5            # an If (only as a binding's value): x_a = condition expr, x_b / x_c = then / else scope
-    X_SCOPE = 6         # a nested function or SeqExpr (read only when the reader is asked to): x_b = its scope
+    X_SCOPE = 6         # a nested function or SeqExpr (read only when the reader is asked to): x_b = its scope,
+                        # x_a = 1 for a function
 
 cdef enum LeafKind:
     # x_a of an X_LEAF
@@ -116,3 +117,19 @@ cdef class BindingTable:
     cdef Py_ssize_t new_block(self, Py_ssize_t sid, bint dataflow, bindings, size_t ref) except -1
     cdef int64_t add_item(self, int8_t kind, int64_t var, int64_t value, int64_t block, int64_t pos,
                           int64_t outer, size_t ref, int64_t scope) except -1
+
+
+cdef inline void push_operands(BindingTable T, int64_t x, vector[int64_t]& stack) noexcept nogil:
+    """Push the expressions evaluating ``x`` reads directly (every pass's notion of a use): a
+    call's variable callee and its arguments, a tuple's fields, a get-item's tuple, an ``If``'s
+    condition. An ``If``'s branches and a nested scope are not pushed: their items are the
+    table's own."""
+    cdef int8_t c = T.x_kind[x]
+    cdef int64_t j
+    if c == X_CALL or c == X_TUPLE:
+        if c == X_CALL and T.x_b[x] >= 0:
+            stack.push_back(T.x_b[x])
+        for j in range(T.x_n[x]):
+            stack.push_back(T.x_child[T.x_first[x] + j])
+    elif c == X_GET_ITEM or c == X_IF:
+        stack.push_back(T.x_a[x])

@@ -38,7 +38,7 @@ from libc.stdint cimport int8_t, int64_t
 from libcpp.vector cimport vector
 
 from memcore_py.analysis._binding_table cimport (
-    BindingTable, I_BINDING, I_RESULT, LEAF_CONST, X_CALL, X_GET_ITEM, X_IF, X_LEAF, X_TUPLE, X_VAR,
+    BindingTable, push_operands, I_BINDING, I_RESULT, LEAF_CONST, X_CALL, X_GET_ITEM, X_IF, X_LEAF, X_TUPLE, X_VAR,
 )
 
 __all__ = ["canonical_plan", "CanonicalPlan", "REPACKS"]
@@ -199,13 +199,8 @@ cdef CanonicalPlan canonical_plan_of(BindingTable T, Py_ssize_t k):
                     v = T.x_a[x]
                     if outside or (P.v_item[v] >= 0 and T.i_block[P.v_item[v]] != blk):
                         P.v_outside[v] = 1
-                elif c == X_CALL or c == X_TUPLE:
-                    if c == X_CALL and T.x_b[x] >= 0:
-                        stack.push_back(T.x_b[x])
-                    for j in range(T.x_n[x]):
-                        stack.push_back(T.x_child[T.x_first[x] + j])
-                elif c == X_GET_ITEM or c == X_IF:
-                    stack.push_back(T.x_a[x])
+                else:
+                    push_operands(T, x, stack)
     return P
 
 

@@ -91,7 +91,7 @@ cdef class IRReader:
     cdef BindingTable T
     cdef object callee_flags, error_cls
     cdef PointerIds callee_ids  # callee object -> callee id
-    cdef list callees           # the callees (held: their ids are by address)
+    cdef readonly list callees  # the callees in id order (held: their ids are by address)
     cdef int64_t leaf
     cdef str func_name, pass_name
     cdef bint nested_scopes
@@ -177,7 +177,7 @@ cdef class IRReader:
                 self.read_if(value, b, bid, i, kind, p, outer, sid)
                 continue
             if self.nested_scopes and (Py_TYPE(value) is T_SEQ or PyObject_TypeCheck(value, T_FUNCTION)):
-                x = T.add_expr(X_SCOPE, 0, -1, 0)
+                x = T.add_expr(X_SCOPE, PyObject_TypeCheck(value, T_FUNCTION), -1, 0)
                 item = T.add_item(kind, self.bound_var(p), x, bid, i, outer, <size_t><PyObject*>b, sid)
                 T.x_b[x] = self.read_scope(value, sid, (bid, b, i), item)
                 continue
@@ -283,7 +283,7 @@ cdef class IRReader:
         if t is T_CONSTANT:
             return T.add_expr(X_LEAF, LEAF_CONST, <int64_t><PyObject*>e, 0)
         if self.nested_scopes and (t is T_SEQ or PyObject_TypeCheck(e, T_FUNCTION)):
-            x = T.add_expr(X_SCOPE, 0, -1, 0)
+            x = T.add_expr(X_SCOPE, PyObject_TypeCheck(e, T_FUNCTION), -1, 0)
             T.x_b[x] = self.read_scope(e, self.current_scope, None, -1)
             return x
         if t is T_SEQ:

@@ -52,7 +52,7 @@ from libcpp.vector cimport vector
 from memcore_py.ir._names cimport numbered_name
 from memcore_py.analysis._canonical_rules cimport REPACK_NONE, CanonicalPlan, canonical_plan_of
 from memcore_py.analysis._binding_table cimport (
-    BindingTable, CF_KILL, CF_NO_REGISTER, CF_STORAGE, I_BINDING, I_MATCH_CAST, I_RESULT, LEAF_CONST, X_CALL,
+    BindingTable, push_operands, CF_KILL, CF_NO_REGISTER, CF_STORAGE, I_BINDING, I_MATCH_CAST, I_RESULT, LEAF_CONST, X_CALL,
     X_GET_ITEM, X_IF, X_LEAF, X_SCOPE, X_TUPLE, X_VAR,
 )
 
@@ -355,15 +355,8 @@ def kill_rules(BindingTable T, Py_ssize_t k, bint tvm_scoping=False, bint rebind
                     rewrite[i - first] = 1
                 if not cst[w] and (vdef[w] < 0 or i <= scope_end[T.i_scope[vdef[w]]]):
                     last[w] = i
-            elif c == X_CALL or c == X_TUPLE:
-                if c == X_CALL and T.x_b[y] >= 0:
-                    stack.push_back(T.x_b[y])
-                for j in range(T.x_n[y]):
-                    stack.push_back(T.x_child[T.x_first[y] + j])
-            elif c == X_GET_ITEM:
-                stack.push_back(T.x_a[y])
-            elif c == X_IF:
-                stack.push_back(T.x_a[y])
+            else:
+                push_operands(T, y, stack)
 
     # the end of each item's subtree (rule 5: a binding holding scopes emits after them)
     for i in range(first, end):

@@ -1,11 +1,11 @@
-"""Compiled binding loops over flat functions, shared by AttachAttrLayoutFreeBuffers and
-DeadCodeElimination (built by ``setup.py``; no fallback).
+"""Compiled binding loops over flat functions for AttachAttrLayoutFreeBuffers, and the flatness
+test (built by ``setup.py``; no fallback).
 
 Design
 ------
-Both passes rewrite a *flat* function (no binding opens a scope or nests a call inside its
+AttachAttrLayoutFreeBuffers rewrites a *flat* function (no binding opens a scope or nests a call inside its
 top-level call, tuple or get-item: normal form) with one loop over its bindings; in CPython
-those loops were most of the passes' time on real models. The loops, with the rules
+those loops were most of the pass's time on real models. The loops, with the rules
 unchanged, live here:
 
 - :func:`is_flat` — the flatness test (:func:`memcore_py.transform.dead_code_elimination.is_flat`).
@@ -15,9 +15,6 @@ unchanged, live here:
   attributed copy is re-pointed here; anything else (a first copy to make, a MatchCast,
   malformed input to report) goes to the Python callback ``slow(binding)``, which returns
   the binding to use.
-- :func:`flat_unused` — DeadCodeElimination's backward pass over a flat function: the
-  variables of pure bindings nobody reads (``is_impure(call)`` and ``var_uses(expr)`` are
-  the Python callbacks for the rare cases).
 
 Nodes are read through ``memcore_py/ir/_slots.pxd`` and built by ``memcore_py/ir/_nodes.pyx``
 (as ``construct.new_call`` / ``new_binding`` build them).
@@ -140,45 +137,3 @@ def attach_bindings(tuple bindings, call_tir, set layout_free, dict copies, bint
                               call_node(call_tir, (new_gv, args[1]) + rest, <object>get_slot(v, O_ATTRS),
                                         <tuple>get_slot(v, O_TY_ARGS), <object>get_slot(v, O_TY)))
     return out
-
-
-# ---------------------------------------------------------------------------- DCE
-def flat_unused(func, is_impure, var_uses) -> set:
-    """The unused variables of a flat function in one backward pass (straight-line SSA: every
-    reader of a variable comes after it, so deciding the bindings last to first gives the
-    fixpoint)."""
-    cdef set live = set(var_uses(func.body.body))
-    cdef set dead = set()
-    cdef tuple bindings, args
-    cdef Py_ssize_t i
-    for blk in reversed(func.body.blocks):
-        bindings = tuple(blk.bindings)
-        for i in range(len(bindings) - 1, -1, -1):
-            b = bindings[i]
-            v = <object>get_slot(b, O_VALUE)
-            cv = type(v)
-            if type(b) is VarBinding and <object>get_slot(b, O_VAR) not in live:
-                if cv is not Call or not is_impure(v):
-                    dead.add(<object>get_slot(b, O_VAR))
-                    continue
-            if cv is Call:
-                op = <object>get_slot(v, O_OP)
-                if type(op) is Var or type(op) is DataflowVar:
-                    live.add(op)
-                args = <tuple>get_slot(v, O_ARGS)
-                for a in args:
-                    ta = type(a)
-                    if ta is Var or ta is DataflowVar:
-                        live.add(a)
-                    elif ta is Tuple:
-                        for f in <tuple>get_slot(a, O_FIELDS):
-                            tf = type(f)
-                            if tf is Var or tf is DataflowVar:
-                                live.add(f)
-                            elif tf not in LEAVES:
-                                live.update(var_uses(f))
-            elif cv is Var or cv is DataflowVar:
-                live.add(v)
-            elif cv not in LEAVES:
-                live.update(var_uses(v))
-    return dead

@@ -19,23 +19,18 @@ Stages
    removed.
 2. :func:`remove_all_unused` on every Relax function: a ``VarBinding`` is removed when its
    variable is *unused*, the greatest fixpoint of "not externally exposed, and every binding
-   that reads it is removed". Externally exposed: a variable read where no binding is being
-   evaluated (a function's or nested function's result, a ``match_cast`` value at function
-   level) and every variable whose bound value contains an impure call. ``MatchCast``
-   bindings are never removed. Uses are attributed as TVM's use-def chain does: a variable
-   read inside an If branch (outside the branch's own bindings) is read by the binding of
-   the If; a variable read inside a nested function's bindings by those bindings.
-   Every SeqExpr then has its empty blocks dropped and adjacent blocks of one kind merged
-   (TVM's normalizer).
+   that reads it is removed" (TVM ``RemoveAllUnused``). The rule, with TVM's attribution of
+   uses and ``ContainsImpureCall``, is the compiled kernel
+   :func:`memcore_py.analysis._dce_rules.unused_bindings` over the function's binding table
+   (its docstring states them); ``MatchCast`` bindings are never removed. Every SeqExpr then
+   has its empty blocks dropped and adjacent blocks of one kind merged (TVM's normalizer).
 3. :func:`remove_unreachable_functions` again (callers may have gone in stage 2).
 
 Purity (TVM ``IsImpureCall``): a call of an :class:`~memcore_py.ir.op.Op` is impure when the
 op is not registered ``pure`` (the op table, :mod:`memcore_py.ir.op`); a call of a Relax
 function's GlobalVar is pure when that function is pure; a call of a variable, whose type is
 a function type, as that type says; a call of an ExternFunc (``R.call_packed``) or of a
-PrimFunc's GlobalVar is impure. ``ContainsImpureCall`` looks through nested calls and If
-branches but not into nested functions, except that a bound nested function is judged by its
-own body.
+PrimFunc's GlobalVar is impure (:func:`is_impure_callee`: the kernel takes it per callee).
 
 Deliberate differences from TVM
 -------------------------------
@@ -98,7 +93,8 @@ __all__ = [
     "has_external_linkage",
     "remove_all_unused",
     "is_impure_call",
-    "contains_impure_call",
+    "is_impure_callee",
+    "unused_variables",
     "is_flat",
 ]
 
@@ -272,7 +268,12 @@ def reachable_names(entries, callees_of):
 def is_impure_call(call: Call, mod: IRModule | None = None) -> bool:
     """Whether ``call`` may have a visible side effect (TVM ``IsImpureCall``; see the module
     docstring for the rule of each kind of callee). ``mod`` resolves GlobalVar callees."""
-    op = call.op
+    return is_impure_callee(call.op, mod)
+
+
+def is_impure_callee(op, mod: IRModule | None = None) -> bool:
+    """Whether a call of ``op`` may have a visible side effect (:func:`is_impure_call`'s rule,
+    which depends on the callee only)."""
     cls = type(op)
     if cls is Op:
         return not op.pure
@@ -291,110 +292,31 @@ def is_impure_call(call: Call, mod: IRModule | None = None) -> bool:
     return True
 
 
-def contains_impure_call(expr, mod: IRModule | None = None) -> bool:
-    """Whether ``expr`` evaluates an impure call (TVM ``ContainsImpureCall``): nested calls
-    and If branches are searched, nested functions are not, except that a Function given
-    as ``expr`` is judged by its body."""
-    if type(expr) is Function:
-        expr = expr.body
-    stack = [expr]
-    while stack:
-        e = stack.pop()
-        cls = type(e)
-        if cls is Call and is_impure_call(e, mod):
-            return True
-        if cls is not Function:  # nested functions are not evaluated here
-            stack.extend(_children(e))
-    return False
-
-
 # ------------------------------------------------------------------------ stage 2
-class _Usage:
-    """TVM ``CollectVarUsage`` reduced to what the fixpoint needs: for every VarBinding
-    variable the set of binding variables that read it, the exposed variables."""
+def _no_callee_flags(callee) -> int:
+    """No callee property: the reader reads every call's arguments."""
+    return 0
 
-    __slots__ = ("reads", "users", "exposed", "bound", "mod")
 
-    def __init__(self, mod):
-        self.mod = mod
-        self.reads: dict = {}
-        """VarBinding var -> set of variables its evaluation reads (its 'uses')."""
-        self.users: dict = {}
-        """VarBinding var -> number of distinct VarBinding vars reading it."""
-        self.exposed: set = set()
-        """Variables read outside any binding, and vars bound to an impure value."""
-        self.bound: list = []
-        """Every VarBinding, in visit order."""
+def unused_variables(func: Function, mod: IRModule | None = None) -> set:
+    """The variables of ``func``'s unused pure VarBindings (stage 2 of the module docstring).
 
-    def seq(self, seq, user):
-        for blk in seq.blocks:
-            for b in blk.bindings:
-                value = b.value
-                if type(b) is VarBinding:
-                    var = b.var
-                    self.bound.append(b)
-                    self.users.setdefault(var, 0)
-                    self.expr(value, var)
-                    if contains_impure_call(value, self.mod):
-                        self.exposed.add(var)
-                else:
-                    self.expr(value, user)
-        self.expr(seq.body, user)
+    The rule is the compiled kernel's (:mod:`memcore_py.analysis._dce_rules`), over the
+    binding table of ``func``; the impurity of each callee is :func:`is_impure_callee`'s.
 
-    def expr(self, e, user):
-        stack = [e]
-        while stack:
-            e = stack.pop()
-            cls = type(e)
-            if cls is Var or cls is DataflowVar:
-                if user is None:
-                    self.exposed.add(e)
-                else:
-                    reads = self.reads.get(user)
-                    if reads is None:
-                        reads = self.reads[user] = set()
-                    reads.add(e)
-            elif cls is Call:
-                stack.extend(e.args)
-                op = e.op
-                if type(op) is Var or type(op) is DataflowVar:
-                    stack.append(op)
-            elif cls is Tuple:
-                stack.extend(e.fields)
-            elif cls is TupleGetItem:
-                stack.append(e.tuple_value)
-            elif cls is If:
-                stack.append(e.cond)
-                self.seq(e.true_branch, user)
-                self.seq(e.false_branch, user)
-            elif cls is SeqExpr:
-                self.seq(e, user)
-            elif cls is Function:
-                self.seq(e.body, None)
-
-    def unused(self) -> set:
-        """The greatest fixpoint of TVM ``GetUnusedVars`` (a worklist over reader counts)."""
-        users = self.users
-        for reads in self.reads.values():
-            for v in reads:
-                if v in users:
-                    users[v] += 1
-        exposed = self.exposed
-        todo = [v for v, n in users.items() if n == 0 and v not in exposed]
-        dead = set(todo)
-        reads_of = self.reads
-        while todo:
-            u = todo.pop()
-            for v in reads_of.get(u, ()):
-                n = users.get(v)
-                if n is None:
-                    continue
-                n -= 1
-                users[v] = n
-                if n == 0 and v not in exposed and v not in dead:
-                    dead.add(v)
-                    todo.append(v)
-        return dead
+    Raises
+    ------
+    PassError
+        What the table's reader cannot read (naming the function).
+    """
+    table = load_compiled("memcore_py.analysis._binding_table").BindingTable()
+    reader = load_compiled("memcore_py.analysis._ir_reader").IRReader(
+        table, _no_callee_flags, PassError, "DeadCodeElimination", nested_scopes=True)
+    reader.read_function(func.attrs.get("global_symbol", "?") if func.attrs else "?", func.body)
+    if table.errors[0] is not None:
+        raise table.errors[0]
+    impure = bytes([is_impure_callee(c, mod) for c in reader.callees])
+    return set(load_compiled("memcore_py.analysis._dce_rules").unused_bindings(table, 0, impure))
 
 
 def _drop(seq, dead):
@@ -454,33 +376,16 @@ def remove_all_unused(func: Function, mod: IRModule | None = None) -> Function:
         Resolves the purity of calls of GlobalVars (without it they count as impure unless
         their type says they are pure).
     """
-    return _remove_all_unused(func, mod, True)
+    return _remove_all_unused(func, mod)
 
 
-def _remove_all_unused(func, mod, allow_flat):
-    """:func:`remove_all_unused`; ``allow_flat=False`` always takes the general fixpoint
-    (tests check both paths agree)."""
+def _remove_all_unused(func, mod):
     if type(func) is not Function:
         raise PassError(f"remove_all_unused expects a Relax Function; got {type(func).__name__}")
-    if allow_flat and is_flat(func):
-        dead = _flat_unused(func, mod)
-        if not dead:
-            normalized = normalize_blocks(func.body.blocks)
-            if len(normalized) == len(func.body.blocks):
-                return func
-    else:
-        usage = _Usage(mod)
-        usage.seq(func.body, None)
-        dead = usage.unused()
+    dead = unused_variables(func, mod)
+    if not dead and len(normalize_blocks(func.body.blocks)) == len(func.body.blocks):
+        return func
     return _drop_expr(func, dead)
-
-
-def _flat_unused(func: Function, mod) -> set:
-    """The unused variables of a flat function (:func:`is_flat`) in one backward pass: in
-    straight-line SSA code every reader of a variable comes after it, so deciding the
-    bindings last to first gives the fixpoint of :meth:`_Usage.unused`."""
-    walks = load_compiled("memcore_py.transform._flat_walks")
-    return walks.flat_unused(func, lambda call: is_impure_call(call, mod), var_uses)
 
 
 # ------------------------------------------------------------------------ the pass
@@ -503,10 +408,6 @@ def dead_code_elimination(mod: IRModule, entry_functions=None) -> IRModule:
     PassError
         An entry name ``mod`` does not define.
     """
-    return _dead_code_elimination(mod, entry_functions, True)
-
-
-def _dead_code_elimination(mod, entry_functions, allow_flat):
     if not isinstance(mod, IRModule):
         raise PassError(f"DeadCodeElimination expects an IRModule; got {type(mod).__name__}")
     entries = entry_function_names(mod, entry_functions)
@@ -515,7 +416,7 @@ def _dead_code_elimination(mod, entry_functions, allow_flat):
         updates = {}
         for gv, func in mod.functions.items():
             if type(func) is Function:
-                new = _remove_all_unused(func, mod, allow_flat)
+                new = _remove_all_unused(func, mod)
                 if new is not func:
                     updates[gv] = new
         if not updates:  # nothing unreachable became so: the second sweep would find nothing
