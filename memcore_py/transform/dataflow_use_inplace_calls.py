@@ -66,8 +66,9 @@ from ..ir.prim import IntImm, PrimVar, free_prim_vars
 from ..ir.prim_func_text import format_prim, str_literal
 from ..ir.types import TensorType, TupleType
 from ..analysis.dataflow_inplace import inplace_opportunities
-from .legalize_elementwise import (SUPPORTED, ElementwiseCall, Operand, folded_operand, kernel_prim_func, prim_func,
-                                   scalar_of, structure_key)
+from .legalize_elementwise import (SUPPORTED, ElementwiseCall, KernelFacts, Operand, folded_operand, kernel_and_text,
+                                   kernel_prim_func, legalization_params, prim_func, scalar_of, signature_prim_func,
+                                   structure_key)
 from ._prim_func_registry import PrimFuncRegistry
 from .pass_infra import ModulePass, PassContext
 
@@ -80,7 +81,7 @@ _CALL_TIR_INPLACE = get_op("relax.call_tir_inplace")
 _FLAT_VALUES = frozenset({Call, Tuple, TupleGetItem, Var, DataflowVar, Constant, ShapeExpr, PrimValue})
 
 
-def unbound_tir_vars(ec: ElementwiseCall) -> tuple:
+def unbound_tir_vars(ec: ElementwiseCall, facts=None) -> tuple:
     """The symbolic variables TVM's ``bb.call_te`` passes to the legalized PrimFunc as scalar
     arguments (``gen_call_tir_inputs``' ``unbound_tir_vars``): those used in the buffer
     shapes (the tensor operands in argument order, then the result) that are not themselves
@@ -90,9 +91,11 @@ def unbound_tir_vars(ec: ElementwiseCall) -> tuple:
     In first-occurrence order. TVM takes them from a Python ``set`` of objects hashed by
     address: its order is this one whenever at most two are unbound and the first variable
     used is one of them (the cases TVM itself orders the same way every run); otherwise
-    TVM's order changes from run to run and this one is one of its orders."""
+    TVM's order changes from run to run and this one is one of its orders. ``facts``: a
+    :class:`~.legalize_elementwise.KernelFacts` answering the dims' free variables."""
     shapes = [o.shape for o in ec.operands if o.is_buffer]
     shapes.append(ec.shape)
+    vars_of = free_prim_vars if facts is None else facts.free_vars
     used: dict = {}
     bound = set()
     for shape in shapes:
@@ -100,7 +103,8 @@ def unbound_tir_vars(ec: ElementwiseCall) -> tuple:
             if type(d) is PrimVar:
                 bound.add(d.name)
             if type(d) is not IntImm:
-                free_prim_vars(d, used)
+                for name, v in vars_of(d).items():
+                    used.setdefault(name, v)
     return tuple(v for name, v in used.items() if name not in bound)
 
 
@@ -135,19 +139,23 @@ def _signature_dims(params) -> list:
     return out
 
 
-def _with_scalar_params(func: PrimFunc, scalars: tuple, inplace: bool) -> PrimFunc:
-    """``func`` (a PrimFunc :func:`~.legalize_elementwise.prim_func` wrote) with the scalar
-    parameters ``scalars`` (:func:`unbound_tir_vars`) where ``bb.call_te`` puts them: after
-    the input buffers, before the output buffer of a legalization (an in-place copy has
-    none), and its signature line written as TVM prints it (:func:`_signature_dims`; this
-    also quotes the expression dims of a function without scalar parameters)."""
-    if not scalars and all(type(d) is IntImm or type(d) is PrimVar for p in func.params for d in p.shape):
-        return func  # the signature is already written as TVM prints it
-    params = list(func.params)
+def _with_scalar_params(params: tuple, kernel, text_of, scalars: tuple, inplace: bool) -> PrimFunc:
+    """The PrimFunc with parameters ``params`` (as :func:`~.legalize_elementwise.prim_func`
+    writes them), its ``kernel`` (None: a function without one, never written to TVM) and the
+    text ``text_of()``, with the scalar parameters ``scalars`` (:func:`unbound_tir_vars`)
+    where ``bb.call_te`` puts them: after the input buffers, before the output buffer of a
+    legalization (an in-place copy has none), and its signature line written as TVM prints
+    it (:func:`_signature_dims`; this also quotes the expression dims of a function without
+    scalar parameters)."""
+    if not scalars and all(type(d) is IntImm or type(d) is PrimVar for p in params for d in p.shape):
+        # the signature is already written as TVM prints it
+        return kernel_prim_func(kernel, text_of) if kernel is not None else signature_prim_func(params, text_of)
+    params = list(params)
     at = len(params) if inplace else len(params) - 1
     params[at:at] = [PrimFuncParam(v.name, v.dtype) for v in scalars]
+    params = tuple(params)
 
-    def text_of():
+    def text_with_scalars():
         decls = []
         for p, dims in zip(params, _signature_dims(params)):
             if dims is None:
@@ -155,13 +163,15 @@ def _with_scalar_params(func: PrimFunc, scalars: tuple, inplace: bool) -> PrimFu
             else:
                 shape = "(" + ", ".join(dims) + ("," if len(dims) == 1 else "") + ")"
                 decls.append(f'{p.name}: T.Buffer({shape}, "{p.dtype}")')
-        lines = func.text.split("\n")
+        lines = text_of().split("\n")
         k = next(i for i, ln in enumerate(lines) if ln.startswith("def "))
         name = lines[k][4:lines[k].index("(")]
         lines[k] = f"def {name}({', '.join(decls)}):"
         return "\n".join(lines)
 
-    return kernel_prim_func(dataclasses.replace(func.source, params=tuple(params)), text_of)
+    if kernel is None:
+        return signature_prim_func(params, text_with_scalars)
+    return kernel_prim_func(dataclasses.replace(kernel, params=params), text_with_scalars)
 
 
 class _Rewriter(ExprMutator):
@@ -178,6 +188,7 @@ class _Rewriter(ExprMutator):
         self.named: dict = {}  # legalization key -> the call whose names its buffers carry
         self.chosen: dict = {}
         self.by_types: dict = {}  # (op, type ids, index) -> (legalization, in-place GlobalVar, types)
+        self.facts = KernelFacts()  # what the kernels of this pass call ask repeatedly
 
     # -- blocks -------------------------------------------------------------------
     def visit_block(self, blk):
@@ -246,17 +257,28 @@ class _Rewriter(ExprMutator):
                 operands.append(Operand(tuple(a.ty.shape), a.name if isinstance(a, Var) else "A"))
         return ElementwiseCall(call.op.name, rty.dtype, tuple(rty.shape), tuple(operands))
 
-    def _function(self, table: dict, ec: ElementwiseCall, index, hint: str, legal_key: tuple):
+    def _function(self, table: dict, ec: ElementwiseCall, index, hint: str, legal_key: tuple, scalars: tuple):
         """The GlobalVar of the PrimFunc of ``ec`` (in place of ``index``, or the
         legalization for None): shared by structure, added under ``hint`` if new.
-        ``legal_key``: ``structure_key(ec)``, whose last item is the index."""
+        ``legal_key``: ``structure_key(ec)``, whose last item is the index; ``scalars``:
+        ``unbound_tir_vars(ec)``."""
         key = legal_key if index is None else legal_key[:-1] + (index,)
         gv = table.get(key)
         if gv is None:
             # TVM derives the in-place function from the legalization it found, whose buffers
             # are named after the arguments of the call that first created it.
-            ec = self.named.setdefault(legal_key, ec)
-            func = _with_scalar_params(prim_func(ec, hint, index), unbound_tir_vars(ec), index is not None)
+            named = self.named.setdefault(legal_key, ec)
+            if named is not ec:
+                ec, scalars = named, unbound_tir_vars(named, self.facts)
+            if index is None:
+                # The legalization only names and shares functions (it is removed at the end):
+                # its signature is read, its text only when compared with a module function.
+                facts = self.facts
+                func = _with_scalar_params(legalization_params(ec, facts=facts), None,
+                                           lambda: prim_func(ec, hint, None, facts=facts).text, scalars, False)
+            else:
+                kernel, text_of = kernel_and_text(ec, hint, index, facts=self.facts)
+                func = _with_scalar_params(kernel.params, kernel, text_of, scalars, True)
             gv = self.registry.add(func, hint, key)
             table[key] = gv
         return gv
@@ -272,13 +294,14 @@ class _Rewriter(ExprMutator):
         hit = self.by_types.get(fast)
         if hit is None:
             ec = self._describe(call, rty, folded)
-            legal_key = structure_key(ec)
-            gv_legal = self._function(self.legal, ec, None, call.op.legalize, legal_key)
-            gv = self._function(self.inplace, ec, j, gv_legal.name + "_inplace", legal_key)
+            legal_key = structure_key(ec, facts=self.facts)
+            unbound = unbound_tir_vars(ec, self.facts)
+            gv_legal = self._function(self.legal, ec, None, call.op.legalize, legal_key, unbound)
+            gv = self._function(self.inplace, ec, j, gv_legal.name + "_inplace", legal_key, unbound)
             idx = j - sum(folded[:j])  # position among the PrimFunc's inputs (folded constants skipped)
             # The symbolic variables the PrimFunc takes as scalars follow the tensors in the
             # argument tuple, as bb.call_te appends them (TVM's in-place call keeps its tuple).
-            scalars = tuple(PrimValue(v) for v in unbound_tir_vars(ec))
+            scalars = tuple(PrimValue(v) for v in unbound)
             hit = self.by_types[fast] = (gv_legal, gv, TupleType([a.ty for a in kept] + [p.ty for p in scalars]),
                                          {"inplace_indices": (idx,)}, (rty,), scalars,
                                          (rty,) + tuple(a.ty for a in call.args))  # the last keeps ids valid

@@ -43,6 +43,11 @@ nests, each store's value an expression tree); :func:`kernel_text` writes its te
 TVM bridge builds the same function as TVM objects from it
 (:mod:`memcore_py.tvm.tir_writer`), so TVM's parser is not needed to hand the function to
 TVM. The PrimFunc :func:`prim_func` returns carries its kernel as ``source``.
+
+A pass writing many kernels passes one :class:`KernelFacts` to all of them: what they ask of
+the same dims and calls (free variables, canonical forms, texts, buffer names) is then
+computed once. :func:`legalization_params` gives a legalization's parameters without its loop
+nest, for a function that is only named and compared (:func:`signature_prim_func`).
 """
 from __future__ import annotations
 
@@ -60,9 +65,9 @@ from ..ir.prim import BinaryOp, IntImm, PrimVar, free_prim_vars, prove_equal, si
 from ..ir.prim import canonical as canonical_form
 from ..ir.prim_func_text import format_prim
 
-__all__ = ["ElementwiseCall", "Operand", "TirBlock", "TirKernel", "folded_operand", "kernel_prim_func", "kernel_text",
-           "prim_func",
-           "prim_func_text", "structure_key", "SUPPORTED"]
+__all__ = ["ElementwiseCall", "KernelFacts", "Operand", "TirBlock", "TirKernel", "folded_operand",
+           "kernel_and_text", "kernel_prim_func", "kernel_text", "legalization_params", "prim_func", "prim_func_text",
+           "signature_prim_func", "structure_key", "SUPPORTED"]
 
 _BINARY = {"relax.add": ("+", "T_add"), "relax.subtract": ("-", "T_subtract"),
            "relax.multiply": ("*", "T_multiply"), "relax.divide": ("/", "T_divide")}
@@ -166,11 +171,11 @@ def _buffer_decl(name, dims, dtype) -> str:
     return f'{name}: T.Buffer({_shape_tuple(dims)}, "{dtype}")'
 
 
-def _same_dim(d, o, canon=None) -> bool:
+def _same_dim(d, o, facts=None) -> bool:
     """Whether two dims are provably equal (constants and variables compared without the
     prover: a variable is provably equal only to itself, a variable of the same name).
-    ``canon``: a dict keeping each dim's canonical form (by id, with the dim) for the caller's
-    next questions."""
+    ``facts``: a :class:`KernelFacts` keeping each dim's canonical form for the caller's next
+    questions."""
     if d is o:
         return True
     td, to = type(d), type(o)
@@ -186,16 +191,54 @@ def _same_dim(d, o, canon=None) -> bool:
             return False
     if _same_tree(d, o):
         return True
-    if canon is None:
+    if facts is None:
         return prove_equal(d, o)
-    return _canonical(d, canon) == _canonical(o, canon)
+    return facts.canonical(d) == facts.canonical(o)
 
 
-def _canonical(d, canon: dict):
-    hit = canon.get(id(d))
-    if hit is None:
-        hit = canon[id(d)] = (d, canonical_form(d))
-    return hit[1]
+class KernelFacts:
+    """What the kernels of one pass call ask repeatedly, each answer computed once: per dim
+    object its free variables (:func:`~memcore_py.ir.prim.free_prim_vars`), its canonical
+    form (:func:`~memcore_py.ir.prim.canonical`) and its TIR text under a renaming of those
+    variables (:func:`~memcore_py.ir.prim_func_text.format_prim`); per call its buffer names
+    and input parameters (:func:`_operands`, shared by the legalization and the in-place
+    variants). One belongs to a pass call: the objects asked about are immutable and kept
+    alive here, so an ``id`` names one of them; the dicts it returns are shared and must not
+    be changed."""
+
+    __slots__ = ("_canon", "_operands", "_text", "_vars")
+
+    def __init__(self):
+        self._vars: dict = {}  # id(dim) -> (dim, {name: PrimVar})
+        self._canon: dict = {}  # id(dim) -> (dim, canonical form)
+        self._text: dict = {}  # (id(dim), names written for its variables) -> (dim, text)
+        self._operands: dict = {}  # (id(call), canonical) -> (call, _operands(call, canonical))
+
+    def operands(self, call, canonical: bool):
+        hit = self._operands.get((id(call), canonical))
+        if hit is None:
+            hit = self._operands[(id(call), canonical)] = (call, _operands(call, canonical, self))
+        return hit[1]
+
+    def free_vars(self, d) -> dict:
+        hit = self._vars.get(id(d))
+        if hit is None:
+            hit = self._vars[id(d)] = (d, free_prim_vars(d))
+        return hit[1]
+
+    def canonical(self, d):
+        hit = self._canon.get(id(d))
+        if hit is None:
+            hit = self._canon[id(d)] = (d, canonical_form(d))
+        return hit[1]
+
+    def tir_text(self, d, rename: dict) -> str:
+        """``format_prim(d, tir=True, rename=rename)`` (``rename`` covering ``d``'s variables)."""
+        key = (id(d), tuple(rename[v] for v in self.free_vars(d)))
+        hit = self._text.get(key)
+        if hit is None:
+            hit = self._text[key] = (d, format_prim(d, tir=True, rename=rename))
+        return hit[1]
 
 
 def _same_tree(d, o) -> bool:
@@ -215,7 +258,7 @@ def _same_tree(d, o) -> bool:
     return _same_tree(d.a, o.a) and _same_tree(d.b, o.b)
 
 
-def _index(operand_shape, out_shape, canon=None) -> tuple:
+def _index(operand_shape, out_shape, facts=None) -> tuple:
     """TOPI's broadcast index of an operand inside the result's loop nest (see
     :class:`TirBlock`)."""
     r, k = len(out_shape), len(operand_shape)
@@ -226,7 +269,7 @@ def _index(operand_shape, out_shape, canon=None) -> tuple:
     idx = []
     for i in range(r - k, r):
         d, o = operand_shape[i - (r - k)], out_shape[i]
-        if _same_dim(d, o, canon):
+        if _same_dim(d, o, facts):
             idx.append(i)
         elif (d.value if type(d) is IntImm else simplify_const(d)) == 1:
             idx.append(-1)
@@ -302,26 +345,42 @@ def _unique_names(call: ElementwiseCall, reserved: set, canonical: bool) -> list
     return names
 
 
-def prim_func(call: ElementwiseCall, func_name: str, inplace_index=None) -> PrimFunc:
+def prim_func(call: ElementwiseCall, func_name: str, inplace_index=None, *, facts=None) -> PrimFunc:
     """The PrimFunc node of :func:`prim_func_text` (private, ``tirx.noalias``): its
     signature from the kernel (no parsing), its :class:`TirKernel` as ``source``, and its
-    text written when first read."""
-    kernel, rename = _kernel(call, inplace_index, False)
-    return kernel_prim_func(kernel, lambda: kernel_text(kernel, func_name, rename))
+    text written when first read. ``facts``: the caller's :class:`KernelFacts` (None: one for
+    this call)."""
+    kernel, text_of = kernel_and_text(call, func_name, inplace_index, facts=facts)
+    return kernel_prim_func(kernel, text_of)
+
+
+def kernel_and_text(call: ElementwiseCall, func_name: str, inplace_index=None, *, facts=None):
+    """``(TirKernel, text_of)``: the kernel of :func:`prim_func` and a function writing its
+    text named ``func_name``."""
+    kernel, rename = _kernel(call, inplace_index, False, facts)
+    return kernel, lambda: kernel_text(kernel, func_name, rename)
+
+
+def legalization_params(call: ElementwiseCall, *, facts=None) -> tuple:
+    """The parameters of the legalization of ``call`` (``prim_func(call, name).params``),
+    found without writing its loop nest."""
+    return _signature(call, None, False, facts)[1]
 
 
 class _KernelLoad:
     """``PrimFunc.lazy`` loader of a kernel's function: the signature at once, the text
-    (``text_of()``) when it is first read."""
+    (``text_of()``) when it is first read. ``params``: the signature when there is no kernel
+    (``kernel`` None), else the kernel's."""
 
-    __slots__ = ("kernel", "text_of")
+    __slots__ = ("kernel", "params", "text_of")
 
-    def __init__(self, kernel, text_of):
+    def __init__(self, kernel, text_of, params=None):
         self.kernel = kernel
         self.text_of = text_of
+        self.params = kernel.params if params is None else params
 
     def __call__(self):
-        return self.kernel.params, {"tirx.noalias": True}, PrimFunc.TEXT_LATER, True
+        return self.params, {"tirx.noalias": True}, PrimFunc.TEXT_LATER, True
 
     def text(self, _params, _attrs, _private):
         return self.text_of()
@@ -332,6 +391,13 @@ def kernel_prim_func(kernel: TirKernel, text_of) -> PrimFunc:
     ``text_of()``, called when the text is first read (a function handed to TVM as objects is
     never printed)."""
     return PrimFunc.lazy(_KernelLoad(kernel, text_of), kernel)
+
+
+def signature_prim_func(params, text_of) -> PrimFunc:
+    """The private ``tirx.noalias`` PrimFunc with parameters ``params`` and the text
+    ``text_of()`` (called when first read), without a kernel (no ``source``): a function that
+    is compared and named but never written to TVM."""
+    return PrimFunc.lazy(_KernelLoad(None, text_of, tuple(params)), None)
 
 
 def prim_func_text(call: ElementwiseCall, func_name: str, inplace_index=None, *, canonical: bool = False) -> str:
@@ -382,41 +448,60 @@ def kernel_text(kernel: TirKernel, func_name: str, rename=None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _kernel(call: ElementwiseCall, inplace_index, canonical: bool):
-    """``(TirKernel, rename)``: the legalization of ``call`` (in place of ``inplace_index``)
-    and the names its symbolic variables are written with (None: their own)."""
-    if call.op not in SUPPORTED:
-        raise PassError(f"no elementwise legalization for {call.op}")
+def _operands(call: ElementwiseCall, canonical: bool, facts):
+    """``(names, inputs, rename, block_name)`` of ``call``'s PrimFuncs (the legalization and
+    every in-place variant share them): each operand's buffer name (None for a folded
+    constant), the input buffer parameters, the names the symbolic variables are written
+    with (None: their own) and the block name."""
     sym: dict = {}  # symbolic variable -> canonical name, by first appearance
     for shape in (call.shape, *(o.shape for o in call.operands if o.is_buffer)):
         for d in shape:
             if type(d) is not IntImm:
-                for v in free_prim_vars(d):
+                for v in facts.free_vars(d):
                     sym.setdefault(v, f"s{len(sym)}")
     rename = sym if canonical else None
     block_name = _BINARY[call.op][1] if call.op in _BINARY else "compute"
     reserved = {"compute", "T_multiply", block_name, "vi"} | sym.keys() | set((rename or {}).values())
-    r = len(call.shape)
-    reserved |= _loop_names(r)
+    reserved |= _loop_names(len(call.shape))
     names = _unique_names(call, reserved, canonical)
     dtype = call.dtype
-    canon: dict = {}  # dim -> canonical form, for the shape comparisons below
+    inputs = tuple(PrimFuncParam(n, dtype, o.shape) for n, o in zip(names, call.operands) if n is not None)
+    return names, inputs, rename, block_name
+
+
+def _signature(call: ElementwiseCall, inplace_index, canonical: bool, facts=None):
+    """``(names, params, rename, block_name, out_name, facts)`` of the legalization of
+    ``call`` (in place of ``inplace_index``): :func:`_operands`, the parameters, the output
+    buffer's name, and the :class:`KernelFacts` (``facts``, or a new one)."""
+    if call.op not in SUPPORTED:
+        raise PassError(f"no elementwise legalization for {call.op}")
+    if facts is None:
+        facts = KernelFacts()
+    names, params, rename, block_name = facts.operands(call, canonical)
     if inplace_index is not None:
+        r = len(call.shape)
         if type(inplace_index) is not int or not 0 <= inplace_index < len(call.operands):
             raise PassError(f"{call.op}: in-place index {inplace_index!r} is not an operand index "
                             f"(0..{len(call.operands) - 1})")
         o = call.operands[inplace_index]
-        if not o.is_buffer or len(o.shape) != r or not all(_same_dim(a, b, canon) for a, b in zip(o.shape, call.shape)):
+        if not o.is_buffer or len(o.shape) != r or not all(_same_dim(a, b, facts) for a, b in zip(o.shape, call.shape)):
             raise PassError(f"operand {inplace_index} cannot hold the result of {call.op} in place")
         out_name = names[inplace_index]
     else:
         out_name = "T_multiply" if call.op == "relax.nn.silu" else block_name
-    params = [PrimFuncParam(n, dtype, o.shape) for n, o in zip(names, call.operands) if n is not None]
-    if inplace_index is None:
-        params.append(PrimFuncParam(out_name, dtype, call.shape))
+        params += (PrimFuncParam(out_name, call.dtype, call.shape),)
+    return names, params, rename, block_name, out_name, facts
+
+
+def _kernel(call: ElementwiseCall, inplace_index, canonical: bool, facts=None):
+    """``(TirKernel, rename)``: the legalization of ``call`` (in place of ``inplace_index``)
+    and the names its symbolic variables are written with (None: their own). ``facts``: a
+    :class:`KernelFacts` kept across calls (None: one for this call)."""
+    names, params, rename, block_name, out_name, facts = _signature(call, inplace_index, canonical, facts)
+    dtype = call.dtype
     shape = call.shape
     out = (out_name, _index(shape, shape))
-    index = [None if n is None else _index(o.shape, shape, canon) for n, o in zip(names, call.operands)]
+    index = [None if n is None else _index(o.shape, shape, facts) for n, o in zip(names, call.operands)]
     allocs = ()
     if call.op in _BINARY:
         sym_op = _BINARY[call.op][0]
@@ -440,16 +525,18 @@ def _kernel(call: ElementwiseCall, inplace_index, canonical: bool):
         allocs = (("compute", shape, dtype),)
         blocks = (TirBlock("compute", "i", shape, (x[1:],), comp[1:], ("T.sigmoid", x)),
                   TirBlock("T_multiply", "ax", shape, (x[1:], comp[1:]), out, ("*", x, comp)))
-    return TirKernel(tuple(params), allocs, blocks, dtype), rename
+    return TirKernel(params, allocs, blocks, dtype), rename
 
 
-def structure_key(call: ElementwiseCall, inplace_index=None) -> tuple:
+def structure_key(call: ElementwiseCall, inplace_index=None, *, facts=None) -> tuple:
     """A key equal for two calls exactly when their PrimFuncs (legalized, or in place of
     ``inplace_index``) are structurally equal, i.e. when :func:`prim_func_text` writes the
     same text up to names: op, dtype, dims (symbolic variables numbered by first
     appearance, expressions compared as written, as TVM's structural equality does),
-    folded constants and the index."""
+    folded constants and the index. ``facts``: the caller's :class:`KernelFacts`."""
     rename: dict = {}
+    if facts is None:
+        facts = KernelFacts()
 
     def dims(shape):
         out = []
@@ -457,9 +544,9 @@ def structure_key(call: ElementwiseCall, inplace_index=None) -> tuple:
             if type(d) is IntImm:
                 out.append(d.value)
             else:
-                for v in free_prim_vars(d):
+                for v in facts.free_vars(d):
                     rename.setdefault(v, f"s{len(rename)}")
-                out.append(format_prim(d, tir=True, rename=rename))
+                out.append(facts.tir_text(d, rename))
         return tuple(out)
 
     out_dims = dims(call.shape)

@@ -6,14 +6,16 @@ Design
 The legalization rule of DataflowUseInplaceCalls is written once, as a ``TirKernel``
 (:mod:`memcore_py.transform.legalize_elementwise`); its text is one writer of it
 (``kernel_text``), this module is the other. It makes the objects TVM's script parser makes
-of that text, node by node through TVM's constructors (``tirx`` buffers, loads and stores,
-``s_tir`` blocks, loops), with no parse: a buffer parameter is a buffer variable of the
-parser's defaults (scope ``global``, element offset ``T.int64(0)``, alignment 64, offset
-factor 1, no layout); the root block is implicit, as ``# with T.sblock("root")`` is in the
-text, and owns the allocated buffers; ``T.grid`` and ``range`` are serial loops from 0;
-``T.axis.remap`` / ``T.axis.spatial`` bind data-parallel block variables to the loops; a
-read or write region is one element per index; the function carries the parser's attributes
-``s_tir`` and ``tirx.noalias``.
+of that text, node by node through TVM's FFI constructors (the ones TVM's Python node
+classes call: ``tirx`` buffers, loads and stores, ``s_tir`` blocks, loops), with no parse; a
+node asked for twice within one function (a dim, a constant, a region read and written) is
+made once. A buffer parameter is a buffer variable of the parser's defaults (scope
+``global``, element offset ``T.int64(0)``, alignment 64, offset factor 1, no layout); the
+root block is implicit, as ``# with T.sblock("root")`` is in the text, and owns the
+allocated buffers; ``T.grid`` and ``range`` are serial loops from 0; ``T.axis.remap`` /
+``T.axis.spatial`` bind data-parallel block variables to the loops; a read or write region
+is one element per index; the function carries the parser's attributes ``s_tir`` and
+``tirx.noalias``.
 
 Every symbolic variable of the kernel is a variable of this PrimFunc alone (the parser makes
 them per function too). What the builder cannot build (a TVM without one of these
@@ -38,7 +40,9 @@ _OPERATORS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": oper
 
 
 class _Builder:
-    """One PrimFunc's objects: its symbolic variables and buffers by name."""
+    """One PrimFunc's objects: its symbolic variables and buffers by name, and the TVM nodes
+    of its dims (a dim object converted once, wherever it occurs). Nodes are made by TVM's
+    FFI constructors, which TVM's Python node classes call with these same arguments."""
 
     def __init__(self, api, kernel):
         import tvm.s_tir
@@ -46,34 +50,55 @@ class _Builder:
         from tvm.script import tirx as script_tirx
 
         self.tirx = tvm.tirx
-        self.s_tir = tvm.s_tir
         self.ffi = tvm.tirx._ffi_api
+        self.s_ffi = tvm.s_tir._ffi_api
+        self.ir_ffi = api.ir_ffi
+        self.prim_ffi = api.prim_ffi if api.prim_ffi is not None else tvm.tirx
         self.script_max = script_tirx.max
         self.api = api
         self.kernel = kernel
         self.vars: dict = {}
         self.buffers: dict = {}
         self.ints: dict = {}
+        self.types: dict = {}
+        self.dims: dict = {}  # id(dim) -> (dim, its TVM node)
 
     def int64(self, value: int):
-        r = self.ints.get(value)
+        return self.int_imm("int64", value)
+
+    def int_imm(self, dtype: str, value: int):
+        r = self.ints.get((dtype, value))
         if r is None:
-            r = self.ints[value] = self.api.IntImm("int64", value)
+            r = self.ints[(dtype, value)] = self.ir_ffi.IntImm(dtype, value, None)
         return r
+
+    def prim_type(self, dtype: str):
+        r = self.types.get(dtype)
+        if r is None:
+            r = self.types[dtype] = self.api.PrimType(dtype)
+        return r
+
+    def var(self, name: str, dtype: str):
+        return self.ir_ffi.Var(name, self.prim_type(dtype), None)
 
     def prim(self, e):
         t = type(e)
         if t is IntImm:
-            return self.api.IntImm(e.dtype, e.value)
+            return self.int_imm(e.dtype, e.value)
         if t is PrimVar:
             r = self.vars.get(e.name)
             if r is None:
-                r = self.vars[e.name] = self.tirx.Var(e.name, e.dtype)
+                r = self.vars[e.name] = self.var(e.name, e.dtype)
             return r
+        hit = self.dims.get(id(e))
+        if hit is not None:
+            return hit[1]
         name = _PRIM_BINARY.get(t)
         if name is None:
             raise TVMConversionError(f"symbolic expression {e!r} in a PrimFunc shape")
-        return getattr(self.tirx, name)(self.prim(e.a), self.prim(e.b))
+        r = getattr(self.prim_ffi, name)(self.prim(e.a), self.prim(e.b), None)
+        self.dims[id(e)] = (e, r)
+        return r
 
     def buffer(self, name: str, shape, dtype: str):
         dims = [self.prim(d) for d in shape]
@@ -87,7 +112,7 @@ class _Builder:
     def value(self, e, bvars):
         kind = e[0]
         if kind == "load":
-            return self.tirx.BufferLoad(self.buffers[e[1]], self.index(e[2], bvars))
+            return self.ffi.BufferLoad(self.buffers[e[1]], self.index(e[2], bvars), None)
         if kind == "imm":
             return self.scalar(e[1], e[2])
         if kind == "T.sigmoid":
@@ -108,37 +133,52 @@ class _Builder:
             return self.api.IntImm("bool", 1 if bool(value) else 0)
         return self.api.IntImm(dtype, int(value))
 
-    def region(self, name: str, index, bvars):
-        one = self.int64(1)
-        rng = self.api.tvm.ir.Range.from_min_extent
-        return self.tirx.BufferRegion(self.buffers[name], [rng(i, one) for i in self.index(index, bvars)])
+    def region(self, name: str, index, bvars, regions: dict):
+        """The one-element region of buffer ``name`` at ``index``; ``regions``: the block's
+        regions and ranges made so far (a region read and written, a range used by several
+        regions, is one node)."""
+        r = regions.get((name, index))
+        if r is None:
+            ranges = []
+            for i in index:
+                rng = regions.get(i)
+                if rng is None:
+                    rng = regions[i] = self.ir_ffi.Range_from_min_extent(bvars[i] if i >= 0 else self.int64(0),
+                                                                         self.int64(1), None)
+                ranges.append(rng)
+            r = regions[(name, index)] = self.ffi.BufferRegion(self.buffers[name], ranges)
+        return r
 
-    def block(self, block):
-        tirx, s_tir = self.tirx, self.s_tir
+    def block(self, block, true):
+        ffi, s_ffi = self.ffi, self.s_ffi
         dims = [self.prim(d) for d in block.dims]
         dtypes = [d.dtype for d in block.dims]
         r = len(dims)
-        loops = [tirx.Var(f"{block.loop_prefix}{k}", t) for k, t in enumerate(dtypes)]
-        rng = self.api.tvm.ir.Range
+        loops = [self.var(f"{block.loop_prefix}{k}", t) for k, t in enumerate(dtypes)]
+        rng = self.ir_ffi.Range
         if r == 0:
-            bvars = [tirx.Var("vi", "int64")]
-            iter_vars = [tirx.IterVar(rng(self.int64(0), self.int64(1)), bvars[0], 0)]
+            bvars = [self.var("vi", "int64")]
+            iter_vars = [ffi.IterVar(rng(self.int64(0), self.int64(1), None), bvars[0], 0, "", None)]
             bindings = [self.int64(0)]
         else:
-            bvars = [tirx.Var(f"v_{block.loop_prefix}{k}", t) for k, t in enumerate(dtypes)]
-            iter_vars = [tirx.IterVar(rng(self.api.IntImm(t, 0), d), v, 0) for t, d, v in zip(dtypes, dims, bvars)]
+            bvars = [self.var(f"v_{block.loop_prefix}{k}", t) for k, t in enumerate(dtypes)]
+            iter_vars = [ffi.IterVar(rng(self.int_imm(t, 0), d, None), v, 0, "", None)
+                         for t, d, v in zip(dtypes, dims, bvars)]
             bindings = loops
         buf, index = block.write
-        store = tirx.BufferStore(self.buffers[buf], self.value(block.value, bvars), self.index(index, bvars))
-        reads = [self.region(b, i, bvars) for b, i in block.reads]
-        writes = [self.region(buf, index, bvars)]
-        body = s_tir.SBlockRealize(bindings, True, s_tir.SBlock(iter_vars, reads, writes, block.name, store))
+        store = ffi.BufferStore(self.buffers[buf], self.value(block.value, bvars), self.index(index, bvars), None)
+        regions: dict = {}
+        reads = [self.region(b, i, bvars, regions) for b, i in block.reads]
+        writes = [self.region(buf, index, bvars, regions)]
+        sblock = s_ffi.SBlock(iter_vars, reads, writes, block.name, store, None, [], [], {}, None)
+        body = s_ffi.SBlockRealize(bindings, true, sblock, None)
+        serial = self.tirx.ForKind.SERIAL
         for loop, t, d in zip(reversed(loops), reversed(dtypes), reversed(dims)):
-            body = tirx.For(loop, self.api.IntImm(t, 0), d, tirx.ForKind.SERIAL, body)
+            body = ffi.For(loop, self.int_imm(t, 0), d, serial, body, None, None, None, None)
         return body
 
     def prim_func(self, attrs):
-        tirx, s_tir = self.tirx, self.s_tir
+        ffi, s_ffi = self.ffi, self.s_ffi
         params = []
         for p in self.kernel.params:
             if p.shape is None:
@@ -146,10 +186,11 @@ class _Builder:
             else:
                 params.append(self.buffer(p.name, p.shape, p.dtype))
         allocs = [self.buffer(name, shape, dtype) for name, shape, dtype in self.kernel.allocs]
-        nests = [self.block(b) for b in self.kernel.blocks]
-        body = nests[0] if len(nests) == 1 else tirx.SeqStmt(nests)
-        root = s_tir.SBlockRealize([], True, s_tir.SBlock([], [], [], "root", body, alloc_buffers=allocs))
-        return tirx.PrimFunc(params, root, None, self.api.ir.make_node("ir.DictAttrs", **attrs))
+        true = self.tirx.const(True, "bool")  # the predicate SBlockRealize is given for ``True``
+        nests = [self.block(b, true) for b in self.kernel.blocks]
+        body = nests[0] if len(nests) == 1 else ffi.SeqStmt(nests, None)
+        root = s_ffi.SBlockRealize([], true, s_ffi.SBlock([], [], [], "root", body, None, allocs, [], {}, None), None)
+        return ffi.PrimFunc(params, root, self.api.Type.missing(), self.api.ir.make_node("ir.DictAttrs", **attrs), None)
 
 
 def kernel_prim_func(api, kernel, attrs: dict):
