@@ -19,7 +19,8 @@ entry function reaches. Here, for each Relax function, in the module's order:
    :func:`num_input_of`), one copy per (callee, positions) in visit order, names from
    :class:`~memcore_py.transform._prim_func_registry.GlobalNames`; a copy equal to a function
    of the module that already carries the attribute, or to an earlier copy (TVM's structural
-   equality; the originals bucketed by their structural hash, as ``AddFunction`` buckets), is
+   equality of the originals, compared with each earlier one of the same positions, or
+   only with those of equal structural hash in a large group: :data:`PAIRWISE_LIMIT`), is
    that function. A copy is the original TVM object with the attribute
    set and its definitions renewed (``WithAttr``, ``s_tir.RenewDefs``: what TVM's pass
    makes), its GlobalVar typed as the function;
@@ -66,6 +67,12 @@ def _call_tir_address(api) -> int:
     return _CALL_TIR[0][1]
 
 
+#: Up to this many copies made with the same positions, a new original is compared with each
+#: of theirs (structural equality fails fast on unequal PrimFuncs); beyond, only with those of
+#: equal structural hash (a hash costs a whole traversal).
+PAIRWISE_LIMIT = 32
+
+
 class _Copies:
     """The attributed copies of one pass call: made once per (callee, positions), shared when
     equal (``AddFunction``), in the order they were made."""
@@ -79,7 +86,8 @@ class _Copies:
         self.names = GlobalNames(taken)
         self.by_key: dict = {}  # (callee, positions) -> (name, GlobalVar address)
         self.made: list = []  # (name, GlobalVar, PrimFunc, original's name)
-        self.buckets: dict = {}  # (positions, structural hash of the original) -> [(original, key)]
+        self.by_positions: dict = {}  # positions -> [(original's name, key)] of the copies made
+        self.hashes: dict = {}  # original's name -> its structural hash (asked for only in large groups)
 
     def gvar(self, callee: str, positions: tuple) -> int:
         """The address of the GlobalVar of the copy of ``callee`` with ``positions``."""
@@ -97,11 +105,16 @@ class _Copies:
         for name, gv_addr, func in self.attributed:  # a function of the module may equal the copy
             if tvm_ffi.structural_equal(node, func):
                 return name, gv_addr
-        bucket = self.buckets.setdefault((positions, tvm_ffi.structural_hash(original)), [])
-        for other, other_key in bucket:  # or an earlier copy, when the originals are equal
+        made = self.by_positions.setdefault(positions, [])
+        if len(made) > PAIRWISE_LIMIT:  # a large group: compare only originals of equal hash
+            h = self._hash(callee)
+            made_equal_hash = [m for m in made if self._hash(m[0]) == h]
+        else:
+            made_equal_hash = made
+        for other, other_key in made_equal_hash:  # or an earlier copy, when the originals are equal
             if tvm_ffi.structural_equal(self.prims[other], original):
                 return self.by_key[other_key]
-        bucket.append((callee, key))
+        made.append((callee, key))
         api = self.api
         node = self.renew(node)
         name = self.names.fresh(callee)
@@ -110,6 +123,15 @@ class _Copies:
         self.keep.hold(node)
         self.made.append((name, gv, node, callee))
         return name, self.keep.hold(gv)
+
+
+    def _hash(self, callee: str) -> int:
+        import tvm_ffi
+
+        h = self.hashes.get(callee)
+        if h is None:
+            h = self.hashes[callee] = tvm_ffi.structural_hash(self.prims[callee])
+        return h
 
 
 def attach_attr_extracted(api, tvm_mod, keep_tir_vars: bool = True):

@@ -373,6 +373,30 @@ def test_attach_attr_on_tvm_objects_equals_tvm_on_random_programs():
             _functions_equal(again, relax.transform.AttachAttrLayoutFreeBuffers()(want))
 
 
+def test_attach_attr_on_tvm_objects_finds_equal_copies_by_hash_in_large_groups(monkeypatch):
+    """Beyond ``PAIRWISE_LIMIT`` copies of one positions tuple, an original is compared only
+    with those of equal structural hash: with the limit at 0 every search takes that path; two
+    equal callees still get one copy, and random programs TVM's module."""
+    from memcore_py.tvm import attach_extract
+
+    monkeypatch.setattr(attach_extract, "PAIRWISE_LIMIT", 0)
+    both_live = _INDIRECT_PRIM_FUNC.replace(
+        ' -> R.Tensor((16, 16), "float32"):\n        R.func_attr', ':\n        R.func_attr').replace(
+        "return gv1", "return (gv0, gv1)")
+    assert both_live != _INDIRECT_PRIM_FUNC
+    m = tvm_from_source(both_live)
+    got = _attach_extracted(m)  # no dead binding: the native pass itself
+    assert got is not None
+    _functions_equal(got, relax.transform.AttachAttrLayoutFreeBuffers()(m))
+    assert len(got.functions) == 3, sorted(gv.name_hint for gv in got.functions)  # one shared copy
+    dce = relax.transform.DeadCodeElimination()
+    for seed in range(20):
+        m = dce(tvm_from_source(random_layout_free_program(seed)))
+        got = _attach_extracted(m)
+        assert got is not None, f"seed {seed}: the native pass declined"
+        _functions_equal(got, relax.transform.AttachAttrLayoutFreeBuffers()(m))
+
+
 _ATTACH_IN_BRANCHES = """
 # from tvm.script import ir as I
 # from tvm.script import relax as R
