@@ -31,3 +31,12 @@ def test_a_negative_index_is_refused():
 
 def test_raw_name():
     assert NAMES.raw_name("lv3") == "lv3_raw"
+
+
+def test_a_long_run_past_the_kept_names_is_the_name_tables_run():
+    """Kills and storages of a long chain number in the hundreds of thousands: each k-th name
+    past the kept ones is still the table's k-th."""
+    table = NameTable()
+    n = NAMES.NAMES_PER_HINT + 3000
+    expected = [table.fresh("_") for _ in range(n)]
+    assert [NAMES.numbered_name("_", k) for k in range(n)] == expected
