@@ -193,3 +193,22 @@ return a""")))
         remove_all_unused(mod["pf"])
     with pytest.raises(PassError, match="expects an IRModule"):
         dead_code_elimination(None)
+
+
+def test_unused_bindings_kernel_refuses_bad_input():
+    """The kernel's wrapper checks its arguments before its nogil loops read them."""
+    from memcore_py._compiled import load_compiled
+
+    rules = load_compiled("memcore_py.analysis._dce_rules")
+    table = load_compiled("memcore_py.analysis._binding_table").BindingTable()
+    with pytest.raises(IndexError, match="last function"):
+        rules.unused_bindings(table, 0, b"")
+    mod = module_from_text(mod_text(fn("main", """
+a = R.add(x, x)
+return x""")))
+    reader = load_compiled("memcore_py.analysis._ir_reader").IRReader(
+        table, lambda callee: 0, PassError, "test", nested_scopes=True)
+    reader.read_function("main", mod["main"].body)
+    with pytest.raises(ValueError, match="impurity flags"):
+        rules.unused_bindings(table, 0, b"")
+    assert [v.name for v in rules.unused_bindings(table, 0, bytes(len(reader.callees)))] == ["a"]
