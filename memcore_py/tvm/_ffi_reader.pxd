@@ -23,6 +23,7 @@ cdef class Layout:
     cdef Py_ssize_t o_attrs_dict, o_func_attrs, o_mod_attrs, o_mod_infos, o_mod_functions, o_gv_name
     cdef Py_ssize_t o_tgi_index, o_pt_dtype, o_extern_symbol, o_func_params, o_func_ret_ty, o_func_is_pure
     cdef Py_ssize_t o_if_cond, o_if_then, o_if_else
+    cdef Py_ssize_t o_ft_params, o_ft_ret
     cdef int32_t t_bin[7]          # type indices of the binary PrimExprs, in BINARY_PRIM_NODES' order
     cdef Py_ssize_t o_bin_a, o_bin_b  # their operands (one offset for all seven, checked)
 

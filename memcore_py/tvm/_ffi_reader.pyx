@@ -228,6 +228,8 @@ cdef class Layout:
         self.o_if_cond = off(api.If, "cond")
         self.o_if_then = off(api.If, "true_branch")
         self.o_if_else = off(api.If, "false_branch")
+        self.o_ft_params = off(api.FuncType, "params")
+        self.o_ft_ret = off(api.FuncType, "ret")
         if off(api.MatchCast, "var") != self.o_b_var:
             raise RuntimeError("MatchCast.var is not at VarBinding.var's offset")
         if off(api.DataflowBlock, "bindings") != self.o_block_bindings:
@@ -295,6 +297,7 @@ cdef class Layout:
         branch = api.If(api.Var("c", api.TensorType(api.rx_ffi.ShapeExpr([], None), "bool", None)), seq,
                         api.SeqExpr([block], x))
         impure = api.Function([x], seq, tensor, False, attrs)
+        func_ty = api.FuncType([tensor, tuple_ty], plain)
         pure = api.Function([x, z], x, None, True, None)
         gv = api.GlobalVar("a_long_global_function_name_0123456789")
         mod = api.IRModule({gv: impure}, attrs, {"vdevice": [vdevice]})
@@ -337,6 +340,7 @@ cdef class Layout:
             (branch, self.t_if, [("cond", self.o_if_cond, O), ("true_branch", self.o_if_then, O),
                                  ("false_branch", self.o_if_else, O)]),
             (half, self.t_prim_type, [("dtype", self.o_pt_dtype, DL)]),
+            (func_ty, self.t_func_type, [("params", self.o_ft_params, O), ("ret", self.o_ft_ret, O)]),
             (symbol, self.t_extern_func, [("global_symbol", self.o_extern_symbol, S)]),
             *[(getattr(api.prim, name)(i64(k - 3), api.Var(f"n{k}", api.PrimType("int64"))), self.t_bin[k],
                [("a", self.o_bin_a, O), ("b", self.o_bin_b, O)]) for k, (name, _node) in enumerate(BINARY_PRIM_NODES)],
@@ -1216,3 +1220,98 @@ cdef object array_objects(const char* arr):
             return None
         out.append(addr(any_obj(array_data(arr) + 16 * i)))
     return out
+
+
+cdef int prim_var_names(Layout L, const char* e, list names, set seen, int depth) except -2:
+    """Append to ``names`` the name of each variable of the PrimExpr at ``e`` not in ``seen``
+    (addresses), operands left to right; -1 when a node is not an ``IntImm``, a variable or a
+    binary node (``BINARY_PRIM_NODES``)."""
+    cdef int32_t t
+    cdef int k
+    if e == NULL or depth > 64:
+        return -1
+    t = obj_type(e)
+    if t == L.t_int_imm:
+        return 0
+    if t == L.t_var:
+        if addr(e) not in seen:
+            seen.add(addr(e))
+            name = read_string(e + L.o_var_name)
+            if name is None:
+                return -1
+            names.append(name)
+        return 0
+    for k in range(7):
+        if t == L.t_bin[k]:
+            if prim_var_names(L, obj_field(e, L.o_bin_a), names, seen, depth + 1) < 0:
+                return -1
+            return prim_var_names(L, obj_field(e, L.o_bin_b), names, seen, depth + 1)
+    return -1
+
+
+cdef int array_var_names(Layout L, const char* arr, list names, set seen, int depth, bint types) except -2:
+    """:func:`type_var_names` (``types``) or :func:`prim_var_names` of each element of the
+    ``ffi.Array`` at ``arr``; -1 when an element declines or is not an object."""
+    cdef int64_t i
+    cdef const char* data
+    if arr == NULL or obj_type(arr) != K_ARRAY:
+        return -1
+    data = array_data(arr)
+    for i in range(array_size(arr)):
+        if any_type(data + 16 * i) < K_OBJECT_BEGIN:
+            return -1
+        if types:
+            if type_var_names(L, any_obj(data + 16 * i), names, seen, depth + 1) < 0:
+                return -1
+        elif prim_var_names(L, any_obj(data + 16 * i), names, seen, 0) < 0:
+            return -1
+    return 0
+
+
+cdef int type_var_names(Layout L, const char* t, list names, set seen, int depth) except -2:
+    """Append the names of the TIR variables of the Relax type at ``t`` (TVM's
+    ``TIRVarsInType`` visit order, each variable object once); -1 for a type or a dim this
+    reader does not read (a shape given by a variable, a nested function type with a
+    derivation, ...)."""
+    cdef int32_t k
+    cdef const char* shape
+    if t == NULL or depth > 64:
+        return -1
+    k = obj_type(t)
+    if k == L.t_any_type or k == L.t_prim_type:
+        return 0
+    if k == L.t_tensor_type:
+        shape = obj_field(t, L.o_tt_shape)
+        if shape == NULL:
+            return 0
+        if obj_type(shape) != L.t_shape_expr:
+            return -1
+        return array_var_names(L, obj_field(shape, L.o_shape_values), names, seen, depth, False)
+    if k == L.t_shape_type:
+        if obj_field(t, L.o_st_values) == NULL:
+            return 0
+        return array_var_names(L, obj_field(t, L.o_st_values), names, seen, depth, False)
+    if k == L.t_tuple_type:
+        return array_var_names(L, obj_field(t, L.o_tuple_fields), names, seen, depth, True)
+    if k == L.t_func_type:
+        if array_var_names(L, obj_field(t, L.o_ft_params), names, seen, depth, True) < 0:
+            return -1
+        return type_var_names(L, obj_field(t, L.o_ft_ret), names, seen, depth + 1)
+    return -1
+
+
+def signature_var_names(Layout L, size_t func):
+    """The names of the TIR variables of the type of the Relax ``Function`` at ``func`` (its
+    parameters' and return type), as TVM's ``TIRVarsInType`` lists them; None when the
+    function has no ``FuncType`` or a part of it is not read here (the caller then asks TVM)."""
+    cdef const char* f = <const char*>func
+    cdef const char* ty
+    cdef list names = []
+    if f == NULL or obj_type(f) != L.t_function:
+        return None
+    ty = obj_field(f, L.o_expr_ty)
+    if ty == NULL or obj_type(ty) != L.t_func_type:
+        return None
+    if type_var_names(L, ty, names, set(), 0) < 0:
+        return None
+    return names

@@ -34,6 +34,7 @@ from libcpp.vector cimport vector
 from memcore_py.tvm._ffi_abi cimport (
     FFIAny, K_ARRAY, K_DATATYPE, K_OBJECT_BEGIN, any_obj, any_type, array_data, array_size, obj_field, obj_type,
 )
+from memcore_py.tvm._dim_key cimport intern_dim
 from memcore_py.tvm._ffi_reader cimport Layout, const_dim, dtype_name, element_bytes, exact_alloc, packed_dtype
 from memcore_py.tvm._ffi_writer cimport (
     CTOR_BLOCK, CTOR_DFBLOCK, CTOR_EMPTY_ARRAY, Keep, handle, new_binding, new_call, new_var, new_with_array,
@@ -81,13 +82,16 @@ cdef int64_t alloc_size(Layout L, const char* b, const char** sym_dims) noexcept
 def allocation_sizes(Layout L, size_t arr, list positions):
     """The storage size of each allocation at ``positions`` of the bindings ``Array`` at
     ``arr`` (``VarBinding`` s of ``R.builtin.alloc_tensor``): its bytes (an int) when its
-    shape is constant, ``(address of its dims Array, dtype name)`` when a dim is symbolic (the
-    caller sizes it); None when one is not lowered here (module docstring)."""
+    shape is constant, ``(address of its dims Array, dtype name, key)`` when a dim is symbolic
+    (the caller sizes it; ``key``: a tuple, equal for dims that are structurally equal
+    expressions of the same variables, or None when a dim has no key); None when one is not
+    lowered here (module docstring)."""
     cdef const char* a = <const char*>arr
     cdef const char* data
     cdef const char* b
     cdef const char* dims = NULL
-    cdef int64_t n, size
+    cdef int64_t n, size, i
+    cdef vector[int64_t] key
     if a == NULL or obj_type(a) != K_ARRAY:
         raise ValueError("allocation_sizes: not an ffi.Array")
     data = array_data(a)
@@ -104,7 +108,15 @@ def allocation_sizes(Layout L, size_t arr, list positions):
             return None
         if size == SYMBOLIC:
             v = any_obj(array_data(obj_field(obj_field(b, L.o_b_value), L.o_call_args)) + 16) + L.o_const_value
-            out.append((<size_t>dims, dtype_name(packed_dtype(v + 8))))
+            key.clear()
+            for i in range(array_size(dims)):
+                if (any_type(array_data(dims) + 16 * i) < K_OBJECT_BEGIN
+                        or not intern_dim(L, any_obj(array_data(dims) + 16 * i), key, 0)):
+                    break
+            else:
+                out.append((<size_t>dims, dtype_name(packed_dtype(v + 8)), tuple(key)))
+                continue
+            out.append((<size_t>dims, dtype_name(packed_dtype(v + 8)), None))
         else:
             out.append(size)
     return out

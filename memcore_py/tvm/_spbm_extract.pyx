@@ -58,6 +58,7 @@ from memcore_py.ir._int_bound cimport N_IMM, N_VAR, IntNode, bound_nodes, satura
 from memcore_py.tvm._ffi_abi cimport (
     FFIAny, K_ARRAY, K_DATATYPE, K_INT, K_OBJECT_BEGIN, K_SMALL_STR, any_obj, any_type, array_data, array_size, obj_field, obj_type,
 )
+from memcore_py.tvm._dim_key cimport intern_dim
 from memcore_py.tvm._ffi_reader cimport Layout, const_dim, dtype_name, element_bytes, exact_alloc, packed_dtype, read_string
 from memcore_py.tvm._ffi_writer cimport (
     CTOR_BLOCK, CTOR_EMPTY_ARRAY, Keep, handle, new_binding, new_call, new_var, new_with_array, set_obj,
@@ -84,37 +85,6 @@ cdef object new_info(type info_cls, int64_t nbytes, int64_t dtype, str scope, in
     if imm is None:
         imm = _INFO_LEAVES.put(nbytes, IntImm(nbytes), 1)
     return tuple.__new__(info_cls, (nbytes, imm, name, scope, device, func, None, id_))
-
-
-cdef bint intern_dim(Layout L, const char* e, vector[int64_t]& key, int depth) noexcept:
-    """Append the structure of the PrimExpr ``e`` to ``key``: an ``IntImm`` as (0, value, its
-    type's address), a variable as (1, its address), a binary node (``BINARY_PRIM_NODES``) as
-    (2 + its index, operands); equal keys, structurally equal expressions of the same
-    variables. False for anything else, or deeper than any shape arithmetic."""
-    cdef int32_t ti
-    cdef const char* val
-    cdef int k
-    if e == NULL or depth > 64:
-        return False
-    ti = obj_type(e)
-    if ti == L.t_int_imm:
-        val = e + L.o_imm_value
-        if any_type(val) != K_INT:
-            return False
-        key.push_back(0)
-        key.push_back((<const int64_t*>(val + 8))[0])
-        key.push_back(<int64_t><size_t>obj_field(e, L.o_expr_ty))
-        return True
-    if ti == L.t_var:
-        key.push_back(1)
-        key.push_back(<int64_t><size_t>e)
-        return True
-    for k in range(7):
-        if ti == L.t_bin[k]:
-            key.push_back(2 + k)
-            return (intern_dim(L, obj_field(e, L.o_bin_a), key, depth + 1)
-                    and intern_dim(L, obj_field(e, L.o_bin_b), key, depth + 1))
-    return False
 
 
 cdef int32_t encode_dim(Layout L, const char* e, dict var_ranges, object var_bound, vector[IntNode]& out,

@@ -80,6 +80,7 @@ def lower_alloc_tensor_extracted(api, tvm_mod):
     """
     op = _alloc_op_address(api)
     callees = []  # the module's callee properties, made for the first function with control flow
+    symbolic = []  # the _SymbolicSizes of this call, made for the first symbolic allocation
 
     def rewrite(layout, keep, name, f_addr):
         found = _ffi_reader.flat_function_calls(layout, f_addr, op)
@@ -91,7 +92,7 @@ def lower_alloc_tensor_extracted(api, tvm_mod):
                 return None
         if not any(block[3] for block in found[2]):
             return UNCHANGED
-        return _lower_function(api, layout, tvm_mod, keep, name, _ffi_writer.object_at(f_addr), *found)
+        return _lower_function(api, layout, tvm_mod, keep, name, _ffi_writer.object_at(f_addr), symbolic, *found)
 
     return rewrite_functions(api, tvm_mod, rewrite)
 
@@ -130,10 +131,11 @@ def _alloc_op_address(api) -> int:
     return _OP_ADDRESS[0][1]
 
 
-def _lower_function(api, layout, tvm_mod, keep, name, func, seq_addr, blocks_addr, blocks):
+def _lower_function(api, layout, tvm_mod, keep, name, func, symbolic, seq_addr, blocks_addr, blocks):
     """The address of ``func`` (flat; ``seq_addr``, ``blocks_addr``, ``blocks``: its
     :func:`~memcore_py.tvm._ffi_reader.flat_function_calls`) with its allocations lowered, or
-    None (a variable would be remapped, or the body has no type)."""
+    None (a variable would be remapped, or the body has no type). ``symbolic``: a list holding
+    the pass call's :class:`_SymbolicSizes` once made (made here at need)."""
     object_at = _ffi_writer.object_at
     old = object_at(seq_addr)
     if old.ty.is_missing():  # not normalized: TVM's pass would infer the body's type
@@ -144,7 +146,7 @@ def _lower_function(api, layout, tvm_mod, keep, name, func, seq_addr, blocks_add
         if sizes[-1] is None:
             break
     else:  # every allocation exactly typed: lowered in C
-        return _lower_sized(api, layout, tvm_mod, keep, name, func, blocks_addr, blocks, sizes)
+        return _lower_sized(api, layout, tvm_mod, keep, name, func, blocks_addr, blocks, sizes, symbolic)
     record = NodeMap()
     reader = _Reader(api, tvm_mod, record=record)
     reader.where = f"function {name!r}"
@@ -182,7 +184,7 @@ def _lower_function(api, layout, tvm_mod, keep, name, func, seq_addr, blocks_add
     return function_with_blocks(layout, keep, func.__chandle__(), blocks_addr, changed, new_blocks, 0)
 
 
-def _lower_sized(api, layout, tvm_mod, keep, name, func, blocks_addr, blocks, sizes):
+def _lower_sized(api, layout, tvm_mod, keep, name, func, blocks_addr, blocks, sizes, symbolic_of_call):
     """:func:`_lower_function` when :func:`~._lower_extract.allocation_sizes` accepted every
     allocation (``sizes``: theirs, per block): the blocks built in C; None when a symbolic
     size is not read (the full conversion reports it)."""
@@ -200,7 +202,10 @@ def _lower_sized(api, layout, tvm_mod, keep, name, func, blocks_addr, blocks, si
                 shapes.append(shape_of_bytes(api, size))
                 continue
             if symbolic is None:
-                symbolic = _SymbolicSizes(api, tvm_mod, keep, name)
+                if not symbolic_of_call:
+                    symbolic_of_call.append(_SymbolicSizes(api, tvm_mod, keep))
+                symbolic = symbolic_of_call[0]
+                symbolic.begin(name)
             shape = symbolic.shape_addr(*size)
             if shape is None:
                 return None
@@ -211,30 +216,45 @@ def _lower_sized(api, layout, tvm_mod, keep, name, func, blocks_addr, blocks, si
 
 
 class _SymbolicSizes:
-    """The ``R.shape([bytes])`` of the storages of one function's allocations of symbolic
-    shape: the dims read by the full conversion's reader, sized by LowerAllocTensor's own rule
+    """The ``R.shape([bytes])`` of the storages of allocations of symbolic shape, one pass call:
+    the dims read by the full conversion's reader, sized by LowerAllocTensor's own rule
     (:func:`~memcore_py.transform.lower_alloc_tensor.storage_bytes_expr`) and written by its
-    writer in the function's own symbolic variables."""
+    writer in each function's own symbolic variables (:meth:`begin` starts a function)."""
 
-    def __init__(self, api, tvm_mod, keep, name: str):
+    def __init__(self, api, tvm_mod, keep):
         self.reader = _Reader(api, tvm_mod, record=NodeMap())
-        self.reader.where = f"function {name!r}"
+        self.writer = _Writer(api, NO_INFOS, keep=keep)
+        #: (dims key, dtype) -> the address written for it: allocations of structurally equal
+        #: dims of the same variables share one ``R.shape([bytes])`` (the key holds the
+        #: variables' addresses, so a key never stands for two functions' variables)
+        self.shapes: dict = {}
+
+    def begin(self, name: str) -> None:
+        """Start the function ``name``: its symbolic variables and leaves are its own, as in
+        the full conversion."""
+        self.reader.where = self.writer.where = f"function {name!r}"
         self.reader.prims = {}
         self.reader.leaves = AddrMap()
-        self.writer = _Writer(api, NO_INFOS, keep=keep)
-        self.writer.where = self.reader.where
 
-    def shape_addr(self, dims_addr: int, dtype: str):
+    def shape_addr(self, dims_addr: int, dtype: str, key=None):
         """The address (owned by the writer's ``keep``) of ``R.shape([bytes])`` for an
-        allocation of the dims ``Array`` at ``dims_addr`` and ``dtype``; None when a dim is
-        not read."""
+        allocation of the dims ``Array`` at ``dims_addr`` and ``dtype`` (``key``:
+        :func:`~._lower_extract.allocation_sizes`' key of the dims, or None); None when a dim
+        is not read."""
+        if key is not None:
+            addr = self.shapes.get((key, dtype))
+            if addr is not None:
+                return addr
         reader = self.reader
         try:
             dims = reader.prims_of(_ffi_writer.object_at(dims_addr))
         except MemcoreError:
             return None
         self.writer.prims = {pv.name: reader.prim_sources[h] for h, pv in reader.prims.items()}
-        return self.writer.expr_addr(new_shape_expr((storage_bytes_expr(dims, dtype),)))
+        addr = self.writer.expr_addr(new_shape_expr((storage_bytes_expr(dims, dtype),)))
+        if key is not None:
+            self.shapes[(key, dtype)] = addr
+        return addr
 
 
 _LOWER_OPS = []

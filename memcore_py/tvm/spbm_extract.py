@@ -150,7 +150,8 @@ class _Symbolic:
     def begin(self, name: str, func_idx: int, f_addr: int, attrs: dict):
         """Start the function ``name``: read its bounds when it has ``tir_var_*`` attributes,
         for the TIR vars of its signature as TVM lists them (``TIRVarsInType`` of its type,
-        what TVM's ``SetTIRVarRangeConstraints`` reads).
+        what TVM's ``SetTIRVarRangeConstraints`` reads; read in C by
+        :func:`~._ffi_reader.signature_var_names`, else asked of TVM).
 
         Raises
         ------
@@ -161,8 +162,10 @@ class _Symbolic:
         if _BOUND_ATTRS.isdisjoint(attrs):  # the common case: nothing to read
             self.bounds = EMPTY_BOUNDS
             return
-        func = _ffi_writer.object_at(f_addr)
-        names = [str(v.name) for v in self.api.tvm.relax.analysis.tir_vars_in_type(func.ty)]
+        names = _ffi_reader.signature_var_names(self.layout, f_addr)
+        if names is None:  # a type the compiled reader does not read: TVM's own analysis
+            func = _ffi_writer.object_at(f_addr)
+            names = [str(v.name) for v in self.api.tvm.relax.analysis.tir_vars_in_type(func.ty)]
         self.bounds = bounds_from_attrs(attrs, names, name)
 
     def __call__(self, dims_addr: int, dtype: str):

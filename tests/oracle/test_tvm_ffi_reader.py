@@ -317,3 +317,44 @@ def test_planned_module_read_again_is_read_compiled_entirely(name):
     assert memory_ops == []
     assert len(declined) < 5  # a tuple or a call with a constant argument: read by the Python API
     assert_structural_equal(fast, read(tmod, compiled=False)[0])
+
+
+def _signature_cases():
+    from tvm import tirx
+
+    n, m, k = (tirx.Var(c, "int64") for c in "nmk")
+    tensor = relax.TensorType
+    api = tvm_api()
+    return [
+        ([tensor((n, 4), "float32"), tensor((m * 2, n + k), "float16")], tensor((k,), "float32")),
+        ([relax.TupleType([tensor((n,), "float32"), relax.ShapeType([m, 3])])], relax.ShapeType(None, 2)),
+        ([tensor(None, "float32", None, 2)], relax.AnyType()),
+        ([relax.FuncType([tensor((k, n), "float32")], tensor((m,), "float32"))],
+         tensor((tirx.floordiv(n, 2) + tirx.max(m, k),), "float32")),
+        ([api.PrimType("int64"), tensor((n, n, m), "int8")], tensor((tirx.min(m - n, k * 3),), "int8")),
+        ([tensor((tirx.Var("n", "int64"), n), "float32")], tensor((n,), "float32")),  # two vars named n
+    ]
+
+
+@pytest.mark.parametrize("case", range(6))
+def test_signature_var_names_equal_tvms_tir_vars_in_type(case):
+    params_ty, ret_ty = _signature_cases()[case]
+    params = [relax.Var(f"p{i}", t) for i, t in enumerate(params_ty)]
+    func = relax.Function(params, relax.SeqExpr([], params[0]), ret_ty)
+    want = [str(v.name) for v in relax.analysis.tir_vars_in_type(func.ty)]
+    assert _ffi_reader.signature_var_names(_layout(tvm_api()), func.__chandle__()) == want
+
+
+def test_signature_var_names_decline_what_they_do_not_read():
+    from tvm import tirx
+
+    layout = _layout(tvm_api())
+    shape = relax.Var("s", relax.ShapeType(None, 2))
+    x = relax.Var("x", relax.TensorType(shape, "float32"))  # a shape given by a variable
+    func = relax.Function([shape, x], relax.SeqExpr([], x), relax.AnyType())
+    assert _ffi_reader.signature_var_names(layout, func.__chandle__()) is None
+    n = tirx.Var("n", "int64")
+    y = relax.Var("y", relax.TensorType((tirx.Select(n > 0, n, tirx.IntImm("int64", 1)),), "float32"))  # not a binary node
+    func = relax.Function([y], relax.SeqExpr([], y), relax.AnyType())
+    assert _ffi_reader.signature_var_names(layout, func.__chandle__()) is None
+    assert _ffi_reader.signature_var_names(layout, y.__chandle__()) is None  # not a function

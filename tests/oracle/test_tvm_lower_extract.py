@@ -124,6 +124,19 @@ def main(x: R.Tensor(("n", 4), dtype="float16")) -> R.Tensor(("n", 4), dtype="fl
     return y
 """
 
+SYMBOLIC_EQUAL_DIMS = """
+# from tvm.script import relax as R
+# from tvm.script import tir as T
+
+@R.function
+def main(x: R.Tensor(("n", 4), dtype="float16")) -> R.Tensor(("n * 2", 4), dtype="float16"):
+    n = T.int64()
+    y = R.builtin.alloc_tensor(R.shape([n * 2, 4]), R.dtype("float16"), R.prim_value(0), R.str("global"))
+    z = R.builtin.alloc_tensor(R.shape([n * 2, 4]), R.dtype("float16"), R.prim_value(0), R.str("global"))
+    w = R.builtin.alloc_tensor(R.shape([n * 2, 4]), R.dtype("float32"), R.prim_value(0), R.str("global"))
+    return z
+"""
+
 
 def _module(text):
     parsed = tvm_from_source(text)
@@ -399,9 +412,21 @@ def test_symbolic_shapes_are_handed_over_and_loosely_typed_allocations_are_not_l
 
     assert sizes(LESS_PRECISE)[1] is None  # TVM re-types the variable: not here
     blk, got = sizes(SYMBOLIC_DATAFLOW)  # the dims Array and the dtype, for the caller to size
-    assert [(dims, dtype) for dims, dtype in got] == [(b.value.args[0].values.__chandle__(), dt)
-                                                      for b, dt in zip(blk.bindings, ("float16", "float32"))]
+    assert [(dims, dtype) for dims, dtype, _key in got] == [(b.value.args[0].values.__chandle__(), dt)
+                                                            for b, dt in zip(blk.bindings, ("float16", "float32"))]
+    (_d, _t, key_y), (_d, _t, key_z) = got
+    assert type(key_y) is tuple and type(key_z) is tuple and key_y != key_z  # (n, 4) and (2, n)
     assert _check(_module(SYMBOLIC_DATAFLOW)) is not None
+    # equal dims of the same variable, written apart: one key (their storages share one
+    # R.shape object), and the lowering is still TVM's
+    blk, got = sizes(SYMBOLIC_EQUAL_DIMS)
+    assert len(got) == 3 and got[0][2] == got[1][2] == got[2][2] and got[0][0] != got[1][0]
+    assert [dtype for _d, dtype, _k in got] == ["float16", "float16", "float32"]
+    out = _check(_module(SYMBOLIC_EQUAL_DIMS))
+    assert out is not None
+    sizes_of = [b.value.args[0] for b in out["main"].body.blocks[-1].bindings
+                if isinstance(b.value, relax.Call) and str(b.value.op.name) == "relax.memory.alloc_storage"]
+    assert len(sizes_of) == 3 and sizes_of[0].same_as(sizes_of[1]) and not sizes_of[0].same_as(sizes_of[2])
 
 
 def test_the_compiled_lowering_rejects_bad_arguments():
