@@ -19,11 +19,14 @@ entry function reaches. Here, for each Relax function, in the module's order:
    :func:`num_input_of`), one copy per (callee, positions) in visit order, names from
    :class:`~memcore_py.transform._prim_func_registry.GlobalNames`; a copy equal to a function
    of the module that already carries the attribute, or to an earlier copy (TVM's structural
-   equality of the originals, compared with each earlier one of the same positions, or
-   only with those of equal structural hash in a large group: :data:`PAIRWISE_LIMIT`), is
-   that function. A copy is the original TVM object with the attribute
-   set and its definitions renewed (``WithAttr``, ``s_tir.RenewDefs``: what TVM's pass
-   makes), its GlobalVar typed as the function;
+   equality of the originals, compared with each earlier one of the same positions and
+   attribute key, :func:`_attrs_key`, or only with those of equal structural hash in a large
+   group: :data:`PAIRWISE_LIMIT`), is that function. A copy is the original TVM object with
+   the attribute set and its definitions renewed (TVM's FFI ``BaseFuncWithAttr``, which
+   ``BaseFunc.with_attr`` calls, then ``s_tir.RenewDefs``: what TVM's pass makes), its
+   GlobalVar typed as the function. The PrimFuncs' attributes are read by the compiled reader
+   of a function's attributes (``attrs`` is a field of ``BaseFunc``), through the Python API
+   only when it cannot read a value;
 3. the writer: each rewritten binding is a new ``VarBinding`` of the same variable to a call
    with the copy as its callee (:func:`~memcore_py.tvm._ffi_writer.binding_with_call_args`);
    the blocks, ``If`` s and ``SeqExpr`` s around them are rebuilt, everything else stays
@@ -67,26 +70,48 @@ def _call_tir_address(api) -> int:
     return _CALL_TIR[0][1]
 
 
-#: Up to this many copies made with the same positions, a new original is compared with each
-#: of theirs (structural equality fails fast on unequal PrimFuncs); beyond, only with those of
-#: equal structural hash (a hash costs a whole traversal).
+#: Up to this many copies made with the same positions (and attributes, :func:`_attrs_key`), a
+#: new original is compared with each of theirs (structural equality fails fast on unequal
+#: PrimFuncs); beyond, only with those of equal structural hash (a hash costs a whole
+#: traversal).
 PAIRWISE_LIMIT = 32
+
+#: The attribute values :func:`_attrs_key` compares: equal under TVM's structural equality
+#: only if equal in Python (a float is not: TVM's NaN equals NaN)
+_EXACT = (int, str, bool)
+
+
+def _attrs_key(attrs: dict):
+    """What two PrimFuncs with the attributes ``attrs`` (the compiled reader's dict) must share
+    to be structurally equal: the attribute names, with the value of those holding an int, a
+    string or a bool. A necessary condition only: the copies of two originals of equal key are
+    still compared by TVM's structural equality."""
+    return frozenset((k, v) if type(v) in _EXACT else k for k, v in attrs.items())
 
 
 class _Copies:
     """The attributed copies of one pass call: made once per (callee, positions), shared when
     equal (``AddFunction``), in the order they were made."""
 
-    def __init__(self, api, keep, renew, prims: dict, taken, attributed: list):
-        self.api = api
+    def __init__(self, api, keep, renew, prims: dict, attrs_keys: dict, taken, attributed: list):
+        import tvm_ffi
+
         self.renew = renew  # s_tir.RenewDefs
+        self.with_attr = api.ir_ffi.BaseFuncWithAttr  # what ``BaseFunc.with_attr`` calls (a new function)
+        self.global_var = api.ir_ffi.GlobalVar
+        self.equal = tvm_ffi.structural_equal
+        self.hash = tvm_ffi.structural_hash
+        self.api = api
         self.keep = keep
         self.prims = prims  # name -> the PrimFunc (TVM object)
+        # name -> :func:`_attrs_key` of its attributes; empty when some PrimFunc's were not read by
+        # the compiled reader (the copies are then grouped by positions only)
+        self.attrs_keys = attrs_keys
         self.attributed = attributed  # [(name, GlobalVar address, PrimFunc)] of the module's with the attribute
         self.names = GlobalNames(taken)
         self.by_key: dict = {}  # (callee, positions) -> (name, GlobalVar address)
         self.made: list = []  # (name, GlobalVar, PrimFunc, original's name)
-        self.by_positions: dict = {}  # positions -> [(original's name, key)] of the copies made
+        self.groups: dict = {}  # (positions, attributes key) -> [(original's name, key)] of the copies made
         self.hashes: dict = {}  # original's name -> its structural hash (asked for only in large groups)
 
     def gvar(self, callee: str, positions: tuple) -> int:
@@ -98,39 +123,38 @@ class _Copies:
         return hit[1]
 
     def _add(self, callee, positions, key):
-        import tvm_ffi
-
         original = self.prims[callee]
-        node = original.with_attr(LAYOUT_FREE_ATTR, to_tvm_value(positions, f"attribute {LAYOUT_FREE_ATTR!r}"))
-        for name, gv_addr, func in self.attributed:  # a function of the module may equal the copy
-            if tvm_ffi.structural_equal(node, func):
-                return name, gv_addr
-        made = self.by_positions.setdefault(positions, [])
+        value = to_tvm_value(positions, f"attribute {LAYOUT_FREE_ATTR!r}")
+        node = None
+        if self.attributed:  # a function of the module may equal the copy
+            node = self.with_attr(original, LAYOUT_FREE_ATTR, value)
+            for name, gv_addr, func in self.attributed:
+                if self.equal(node, func):
+                    return name, gv_addr
+        made = self.groups.setdefault((positions, self.attrs_keys.get(callee)), [])
         if len(made) > PAIRWISE_LIMIT:  # a large group: compare only originals of equal hash
             h = self._hash(callee)
             made_equal_hash = [m for m in made if self._hash(m[0]) == h]
         else:
             made_equal_hash = made
         for other, other_key in made_equal_hash:  # or an earlier copy, when the originals are equal
-            if tvm_ffi.structural_equal(self.prims[other], original):
+            if self.equal(self.prims[other], original):
                 return self.by_key[other_key]
         made.append((callee, key))
-        api = self.api
+        if node is None:
+            node = self.with_attr(original, LAYOUT_FREE_ATTR, value)
         node = self.renew(node)
         name = self.names.fresh(callee)
-        gv = api.ir_ffi.GlobalVar(name)
-        type_global_var(api, gv, node)
+        gv = self.global_var(name)
+        type_global_var(self.api, gv, node)
         self.keep.hold(node)
         self.made.append((name, gv, node, callee))
         return name, self.keep.hold(gv)
 
-
     def _hash(self, callee: str) -> int:
-        import tvm_ffi
-
         h = self.hashes.get(callee)
         if h is None:
-            h = self.hashes[callee] = tvm_ffi.structural_hash(self.prims[callee])
+            h = self.hashes[callee] = self.hash(self.prims[callee])
         return h
 
 
@@ -147,21 +171,26 @@ def attach_attr_extracted(api, tvm_mod, keep_tir_vars: bool = True):
         return None
     layout, entries = found
     object_at = _ffi_writer.object_at
-    prims, external, attributed = {}, {}, []
+    prims, external, attributed, attrs_keys = {}, {}, [], {}
     for kind, name, gv, f_addr in entries:
         if kind == 0:
             func = object_at(f_addr)
-            attr_names = list(func.attrs.keys()) if func.attrs is not None else []
-            if LAYOUT_FREE_ATTR in attr_names:
+            attrs = _ffi_reader.function_attrs(layout, f_addr)  # ``attrs`` is BaseFunc's field: a PrimFunc's too
+            if attrs is None:  # a value the compiled reader does not read (the attribute's array)
+                attrs = list(func.attrs.keys()) if func.attrs is not None else []
+                attrs_keys = None
+            elif attrs_keys is not None:
+                attrs_keys[name] = _attrs_key(attrs)
+            if LAYOUT_FREE_ATTR in attrs:
                 attributed.append((name, gv, func))
             prims[name] = func
-            external[name] = has_external_linkage("global_symbol" in attr_names, attr_names)
+            external[name] = has_external_linkage("global_symbol" in attrs, attrs)
     binding_table = load_compiled("memcore_py.analysis._binding_table")
     known = module_callees(api, entries)
     gv_names = {gv: name for _k, name, gv, _f in entries}
     keep = _ffi_writer.Keep()
     keep.hold(tvm_mod)
-    copies = _Copies(api, keep, renew, prims, gv_names.values(), attributed)
+    copies = _Copies(api, keep, renew, prims, attrs_keys or {}, gv_names.values(), attributed)
     edits = {}  # function address -> {block id: {position: new binding address}}
     read = []  # (function address, body blocks address, body scope id, table) of the Relax functions
     for kind, name, _gv, f_addr in entries:

@@ -29,7 +29,7 @@ from tvm import relax  # noqa: E402
 import memcore_py  # noqa: E402
 from memcore_py.ir.expr import Call, PrimFunc  # noqa: E402
 from memcore_py.ir.structural import assert_structural_equal  # noqa: E402
-from memcore_py.testing.layout_free_programs import HEADER, _prim_func, random_layout_free_program  # noqa: E402
+from memcore_py.testing.layout_free_programs import _TT, HEADER, _prim_func, random_layout_free_program  # noqa: E402
 from memcore_py.transform.attach_attr_layout_free_buffers import AttachAttrLayoutFreeBuffers  # noqa: E402
 from memcore_py.transform.dead_code_elimination import DeadCodeElimination  # noqa: E402
 from _helpers import tvm_from_source  # noqa: E402
@@ -228,3 +228,48 @@ class Module:
 """
     mm = memcore_py.parse(text)
     _assert_same(DeadCodeElimination()(mm), relax.transform.DeadCodeElimination()(tvm_from_source(text)), case)
+
+
+def _attributes_cases_module():
+    """Six ``add`` kernels called with the weight second: ``a`` and ``b`` equal; ``c`` with
+    another ``op_pattern``; ``d`` with ``a``'s attributes in another order; ``e`` and ``f``
+    equal, with a float attribute that is NaN (equal to itself under TVM's structural
+    equality, not in Python)."""
+    calls = "\n".join(f'        {n}_out = R.call_tir(cls.add_{n}, (x, w), out_ty={_TT})' for n in "abcdef")
+    outs = ", ".join(f"{n}_out" for n in "abcdef")
+    attrs = {"a": '{"op_pattern": 0, "tol": 1}', "b": '{"op_pattern": 0, "tol": 1}', "c": '{"op_pattern": 2, "tol": 1}',
+             "d": '{"tol": 1, "op_pattern": 0}', "e": '{"op_pattern": 0}', "f": '{"op_pattern": 0}'}
+    text = HEADER + "@I.ir_module(s_tir=True)\nclass Module:\n" + "".join(
+        _prim_func(f"add_{n}", "add", False, attrs[n]) for n in "abcdef") + f"""
+    @R.function
+    def main(x: {_TT}, w: {_TT}):
+        R.func_attr({{"num_input": 1}})
+        cls = Module
+{calls}
+        return ({outs},)
+"""
+    mod = tvm_from_source(text)
+    funcs = {}
+    for gv, f in mod.functions.items():
+        if gv.name_hint in ("add_e", "add_f"):
+            f = f.with_attr("nan", float("nan"))
+        funcs[gv] = f
+    return tvm.IRModule(funcs)
+
+
+def test_attach_attr_on_tvm_objects_shares_copies_by_structural_equality_of_the_attributes():
+    """The pass on TVM's objects shares one copy between originals equal with their attributes
+    (in any order, a NaN equal to a NaN) and not between originals that differ only in an
+    attribute value, as TVM's ``AddFunction`` does; the input's PrimFuncs stay unattributed."""
+    from memcore_py.tvm._api import tvm_api
+    from memcore_py.tvm.attach_extract import attach_attr_extracted
+
+    m = _attributes_cases_module()
+    got = attach_attr_extracted(tvm_api(), m, keep_tir_vars=False)
+    assert got is not None, "the native pass declined"
+    want = relax.transform.AttachAttrLayoutFreeBuffers()(m)
+    assert sorted(gv.name_hint for gv in got.functions) == sorted(gv.name_hint for gv in want.functions)
+    for gv in want.functions:
+        tvm.ir.assert_structural_equal(got[gv.name_hint], want[gv.name_hint], map_free_vars=True)
+    assert len(got.functions) == 4, sorted(gv.name_hint for gv in got.functions)  # main, a (b, d), c, e (f)
+    assert not any("layout_free_buffers" in f.attrs for f in m.functions.values() if isinstance(f, tvm.tirx.PrimFunc))
