@@ -100,7 +100,8 @@ def same_dims(shape, dims) -> bool:
     if len(shape) != len(dims):
         return False
     for s, d in zip(shape, dims):
-        sv, dv = static_dim(s), static_dim(d)
+        sv = s.value if type(s) is IntImm else static_dim(s)
+        dv = d if type(d) is int else static_dim(d)
         if sv is not None or dv is not None:
             if sv != dv:
                 return False

@@ -14,6 +14,8 @@ from __future__ import annotations
 import math
 import operator
 
+import numpy as np
+
 from ..ir.expr import Var
 from ._aten_common import add_folded, arg, mul_folded, registrar, relax_dtype, static_dim
 from ._aten_nn import conv_transpose
@@ -375,8 +377,6 @@ def _batch_norm_functional(ctx, node):
 
 @_register("native_layer_norm.default", "layer_norm.default")
 def _layer_norm(ctx, node):
-    import numpy as np
-
     x = ctx.env[node.args[0]]
     normalized = tuple(node.args[1])
     gamma = ctx.env[node.args[2]] if len(node.args) > 2 and node.args[2] is not None else None

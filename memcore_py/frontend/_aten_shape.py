@@ -28,7 +28,7 @@ _register = registrar(CONVERTERS)
 # ------------------------------------------------------------------------------------ manipulation
 def _dims_arg(ctx, args):
     """``args[1]`` when it is a list (``view(x, [2, 3])``), else ``args[1:]``."""
-    if isinstance(args[1], (list, tuple, ctx.torch.Size)):
+    if isinstance(args[1], (list, tuple)):  # torch.Size is a tuple
         return list(args[1])
     return list(args[1:])
 
@@ -43,7 +43,7 @@ def _reshape_to(ctx, x, dims):
 
 def _reshape_chain(ctx, x, dims):
     dims = list(dims)
-    target = [static_dim(d) for d in dims]
+    target = [d if type(d) is int else static_dim(d) for d in dims]
     if 0 not in target or -1 in target:
         return [dims]
     shape = list(ctx.shape_of(x))

@@ -55,7 +55,6 @@ from ..errors import FrontendDependencyError, FrontendError, IRError, Unsupporte
 from ..ir._util import gc_paused
 from ..ir.expr import Expr, Tuple, Var
 from ..ir.prim import IntImm, PrimVar
-from ..ir.types import TensorType
 from ._aten_context import AtenContext, target_name, torch_dtype_name
 from ._aten_ops import CONVERTERS
 from ._aten_scalar import ASSERT_TARGETS
@@ -136,7 +135,8 @@ def from_exported_program(ep, *, keep_params_as_input: bool = True, run_ep_decom
     if run_ep_decomposition:
         ep = ep.run_decompositions()
     nodes = list(ep.graph.nodes)
-    _raise_unsupported(nodes)
+    targets = {n: target_name(n) for n in nodes if n.op == "call_function"}
+    _raise_unsupported(nodes, targets)
     ctx = AtenContext(torch)
     symbols: dict = {}
     bounds = _range_constraints(ep, symbols)
@@ -155,15 +155,15 @@ def from_exported_program(ep, *, keep_params_as_input: bool = True, run_ep_decom
     # the IR built here is acyclic; the collector's passes over torch's large live heap
     # would otherwise cost as much as the import itself
     # an assertion has a side effect: TVM then builds an impure main without a dataflow block
-    pure = not any(n.op == "call_function" and target_name(n) in ASSERT_TARGETS for n in nodes)
+    pure = not any(t in ASSERT_TARGETS for t in targets.values())
     with gc_paused(), bb.function("main", user_vars + param_vars, attrs=attrs, pure=pure):
         if pure:
             with bb.dataflow():
-                outputs = _user_outputs(torch, ep, _translate(ctx, nodes, by_name))
+                outputs = _user_outputs(torch, ep, _translate(ctx, nodes, by_name, targets))
                 gv = bb.emit_output(Tuple(list(outputs)))
             bb.emit_func_output(gv)
         else:
-            outputs = _user_outputs(torch, ep, _translate(ctx, nodes, by_name))
+            outputs = _user_outputs(torch, ep, _translate(ctx, nodes, by_name, targets))
             bb.emit_func_output(Tuple(list(outputs)))
     return bb.get()
 
@@ -173,7 +173,7 @@ def unsupported_operators(ep) -> dict:
     ``{"aten.cumsum.default": ("cumsum",), ...}`` (target -> calling node names)."""
     torch = require_torch()
     _check_program(torch, ep)
-    return _missing(list(ep.graph.nodes))
+    return _missing({n: target_name(n) for n in ep.graph.nodes if n.op == "call_function"})
 
 
 def exported_program_params(ep) -> dict:
@@ -187,16 +187,17 @@ def exported_program_params(ep) -> dict:
 
 
 # ------------------------------------------------------------------------------------ checks
-def _missing(nodes) -> dict:
+def _missing(targets: dict) -> dict:
+    """``targets``: call node -> :func:`target_name`."""
     out: dict = {}
-    for node in nodes:
-        if node.op == "call_function" and target_name(node) not in CONVERTERS:
+    for node, target in targets.items():
+        if target not in CONVERTERS:
             out.setdefault(str(node.target), []).append(node.name)
     return {k: tuple(v) for k, v in out.items()}
 
 
-def _raise_unsupported(nodes) -> None:
-    missing = _missing(nodes)
+def _raise_unsupported(nodes, targets: dict) -> None:
+    missing = _missing(targets)
     for node in nodes:
         if node.op not in ("placeholder", "call_function", "output"):  # get_attr: torch.cond branches
             key = f"{node.op} node"
@@ -304,6 +305,8 @@ def _inputs(ctx, ep, symbols: dict, keep_params_as_input: bool):
     constants = dict(ep.constants)
     placeholders = {n.name: n for n in ep.graph.nodes if n.op == "placeholder"}
     users, params, bound = [], [], {}
+    dtypes: dict = {}  # torch dtype -> Relax dtype, of the tensors seen
+    state_dict = ep.state_dict
     for spec in ep.graph_signature.input_specs:
         name = spec.arg.name
         where = f"input {name!r}"
@@ -312,11 +315,11 @@ def _inputs(ctx, ep, symbols: dict, keep_params_as_input: bool):
             meta = None if node is None else node.meta.get("tensor_meta", node.meta.get("val"))
             if meta is None or not hasattr(meta, "shape"):
                 raise FrontendError(f"{where}: only tensor inputs are supported (no shape and dtype recorded)")
-            ty = TensorType(_relax_shape(torch, meta.shape, symbols), torch_dtype_name(meta.dtype, where))
+            ty = ctx.tensor_type(_relax_shape(torch, meta.shape, symbols), torch_dtype_name(meta.dtype, where))
             users.append(Var(name, ty))
             continue
         if spec.kind is kinds.PARAMETER:
-            tensor = ep.state_dict[spec.target]
+            tensor = state_dict[spec.target]
             bind = not keep_params_as_input
         elif spec.kind is kinds.BUFFER:
             tensor = buffers[spec.target]
@@ -327,16 +330,18 @@ def _inputs(ctx, ep, symbols: dict, keep_params_as_input: bool):
         else:
             raise FrontendError(f"{where}: input kind {spec.kind.name} is not supported "
                                 "(tensor user inputs, parameters, buffers and constant tensors are)")
-        dtype = torch_dtype_name(tensor.dtype, where)
+        dtype = dtypes.get(tensor.dtype)
+        if dtype is None:
+            dtype = dtypes[tensor.dtype] = torch_dtype_name(tensor.dtype, where)
         if bind:
             bound[name] = ctx.const(_to_numpy(tensor, spec.target), dtype)
         else:
-            params.append(Var(name, TensorType([int(d) for d in tensor.shape], dtype)))
+            params.append(Var(name, ctx.tensor_type([int(d) for d in tensor.shape], dtype)))
     return users, params, bound
 
 
 # ------------------------------------------------------------------------------------ graph
-def _translate(ctx, nodes, inputs: dict) -> tuple:
+def _translate(ctx, nodes, inputs: dict, targets: dict) -> tuple:
     env = ctx.env
     for node in nodes:
         if node.op == "placeholder":
@@ -346,7 +351,7 @@ def _translate(ctx, nodes, inputs: dict) -> tuple:
         elif node.op == "call_function":
             ctx.node = node
             try:
-                env[node] = CONVERTERS[target_name(node)](ctx, node)
+                env[node] = CONVERTERS[targets[node]](ctx, node)
             except FrontendError:
                 raise
             except (IRError, KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:

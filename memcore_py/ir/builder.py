@@ -88,6 +88,7 @@ from .expr import (
     Var,
     VarBinding,
 )
+from .construct import new_binding, new_var
 from .module import IRModule
 from .infer import erase_to_well_defined, signature_prim_names
 from .prim_func_text import normalized_text
@@ -96,6 +97,9 @@ from .types import Type
 __all__ = ["NameTable", "BlockBuilder", "IfBuilder", "is_leaf"]
 
 _LEAF_TYPES = (Var, GlobalVar, ExternFunc, Constant, ShapeExpr, PrimValue, StringImm, DataTypeImm)
+#: The exact classes of the leaves (``_LEAF_TYPES`` and the subclass ``DataflowVar``): a call
+#: whose arguments are all of these is in A-normal form already.
+_LEAF_CLASSES = frozenset(_LEAF_TYPES + (DataflowVar,))
 
 
 def is_leaf(expr) -> bool:
@@ -138,7 +142,7 @@ class NameTable:
 
     def fresh(self, hint: str = "") -> str:
         """A name not handed out before: ``hint`` itself, else ``hint`` + the next free counter."""
-        name = self._sanitize(hint) or "v"
+        name = (hint if type(hint) is str else self._sanitize(hint)).replace(".", "_") or "v"
         counter = self._counter
         if name not in counter:
             counter[name] = 0
@@ -476,12 +480,16 @@ class BlockBuilder:
         its type is the (inferred) type of ``value``. Empty ``name_hint`` means ``lv``
         (dataflow) or ``gv``.
         """
-        scope = self._scope("emit")
-        value = self.normalize_anf(self._check_value(value, "emitted value"))
+        scope = self._scopes[-1] if self._scopes else self._scope("emit")
+        if type(value) is not Call:  # a Call is an expression and no function
+            value = self._check_value(value, "emitted value")
+        value = self.normalize_anf(value)
         dataflow = scope.is_dataflow
         name = self.name_table.fresh(name_hint or ("lv" if dataflow else "gv"))
-        var = (DataflowVar if dataflow else Var)(name, value.ty)
-        scope.bindings.append(VarBinding(var, value))
+        # the name is a str and the normalized value an Expr with its type: the checks of the
+        # Var and VarBinding constructors hold
+        var = new_var(DataflowVar if dataflow else Var, name, value.ty)
+        scope.bindings.append(new_binding(var, value))
         self._bound[var] = value
         return var
 
@@ -553,6 +561,14 @@ class BlockBuilder:
 
     def normalize_anf(self, expr: Expr) -> Expr:
         """Emit non-leaf call arguments / tuple fields as their own bindings, fill types."""
+        if type(expr) is Call and expr.ty is not None:
+            leaves = _LEAF_CLASSES
+            for a in expr.args:
+                if type(a) not in leaves and not (type(a) is Tuple and a.ty is not None
+                                                  and all(type(f) in leaves for f in a.fields)):
+                    break
+            else:  # a typed call of leaves (and typed tuples of leaves) is normal already
+                return expr
         if isinstance(expr, Call):
             args = expr.args
             new_args = [self._as_leaf(a) for a in args]

@@ -27,6 +27,7 @@ from .expr import (
     ShapeExpr,
     Tuple,
     TupleGetItem,
+    Var,
     VarBinding,
 )
 from .infer import rebuilt_ret_ty
@@ -63,8 +64,8 @@ EMPTY_ATTRS = Call(None).attrs
 def new_var(cls, name: str, ty):
     """``cls(name, ty)`` for ``cls`` :class:`Var` or :class:`DataflowVar`."""
     v = _new(cls)
-    _set(v, "name", name)
-    _set(v, "ty", ty)
+    _SET_VAR_NAME(v, name)
+    _SET_VAR_TY(v, ty)
     return v
 
 
@@ -82,8 +83,8 @@ def new_call(op, args: tuple, attrs=None, ty_args: tuple = (), ty=None):
 def new_binding(var, value):
     """``VarBinding(var, value)``."""
     b = _new(VarBinding)
-    _set(b, "var", var)
-    _set(b, "value", value)
+    _SET_BINDING_VAR(b, var)
+    _SET_BINDING_VALUE(b, value)
     return b
 
 
@@ -96,8 +97,12 @@ def new_match_cast(var, value, ty):
     return b
 
 
-#: Slot setters of the nodes the rewriting passes rebuild most (a member descriptor's
-#: ``__set__`` skips the attribute lookup of ``object.__setattr__``).
+#: Slot setters of the nodes the rewriting passes and the builder make most (a member
+#: descriptor's ``__set__`` skips the attribute lookup of ``object.__setattr__``).
+_SET_VAR_NAME = Var.name.__set__
+_SET_VAR_TY = Var.ty.__set__
+_SET_BINDING_VAR = VarBinding.var.__set__
+_SET_BINDING_VALUE = VarBinding.value.__set__
 _SET_BINDINGS = BindingBlock.bindings.__set__
 _SET_BLOCKS = SeqExpr.blocks.__set__
 _SET_BODY = SeqExpr.body.__set__

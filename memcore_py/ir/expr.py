@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from ..errors import IRError
 from .prim import PrimExpr, as_prim
-from .types import ObjectType, ShapeType, TensorType, TupleType, Type
+from .types import FuncType, ObjectType, PrimType, ShapeType, TensorType, TupleType, Type
 
 __all__ = [
     "Node",
@@ -194,8 +194,6 @@ class PrimValue(Expr):
     __slots__ = ("value",)
 
     def __init__(self, value):
-        from .types import PrimType
-
         value = as_prim(value) if not isinstance(value, PrimExpr) else value
         _set(self, "value", value)
         _set(self, "ty", PrimType(value.dtype))
@@ -432,8 +430,6 @@ class Function(BaseFunc):
         _set(self, "ret_ty", ret_ty)
         _set(self, "attrs", dict(attrs) if attrs else {})
         _set(self, "is_pure", bool(is_pure))
-        from .types import FuncType
-
         _set(self, "ty", FuncType([p.ty for p in params], ret_ty if ret_ty is not None else body.ty, is_pure))
 
 

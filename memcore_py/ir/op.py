@@ -80,10 +80,12 @@ class Op:
     """A registered primitive operator. Immutable; one object per name. The properties are
     described in the module docstring; create ops with :func:`register_op`."""
 
-    __slots__ = (
+    #: The properties (module docstring), compared when an op is registered again.
+    PROPERTIES = (
         "name", "pure", "shares_storage", "view_memory", "inplace", "legalize", "calls_prim_func",
         "attr_names", "n_args", "type_rule", "schema", "kill_role",
     )
+    __slots__ = PROPERTIES + ("_attr_specs",)
 
     def __init__(self, name, *, type_rule=None, pure=True, shares_storage=False, view_memory=False,
                  inplace=False, legalize=None, calls_prim_func=False, attr_names=(), n_args=(0, None), schema=None,
@@ -123,6 +125,8 @@ class Op:
         _set(self, "type_rule", type_rule)
         _set(self, "schema", schema)
         _set(self, "kill_role", kill_role)
+        # attribute name -> its op_schema.Attr, read by convert_attrs for every call built
+        _set(self, "_attr_specs", {a.name: a for a in schema.attrs} if schema is not None else None)
 
     def __setattr__(self, key, value):
         raise AttributeError("Op is immutable")
@@ -180,7 +184,7 @@ class Op:
         schema = self.schema
         if schema is None:
             return attrs
-        specs = {a.name: a for a in schema.attrs}
+        specs = self._attr_specs
         out = {}
         for k, v in attrs.items():
             spec = specs.get(k)
@@ -188,7 +192,7 @@ class Op:
         return self.complete_attrs(out, args)
 
     def _properties(self) -> tuple:
-        return tuple(getattr(self, k) for k in Op.__slots__)
+        return tuple(getattr(self, k) for k in Op.PROPERTIES)
 
     def __repr__(self):
         return f"Op({self.name!r})"
@@ -252,7 +256,7 @@ def register_op(name: str, **properties) -> Op:
         _REGISTRY[name] = op
         return op
     if old._properties() != op._properties():
-        diff = [k for k, a, b in zip(Op.__slots__, old._properties(), op._properties()) if a != b]
+        diff = [k for k, a, b in zip(Op.PROPERTIES, old._properties(), op._properties()) if a != b]
         raise IRError(f"operator {name!r} is already registered with different properties: {', '.join(diff)}")
     return old
 
