@@ -77,6 +77,8 @@ class OnnxContext(AtenContext):
         self._emitted: dict = {}
         self.te_funcs: dict = {}
         self.opset = 0
+        #: The names of the values some node or the graph's outputs read.
+        self.used_names: set = set()
 
     # ----------------------------------------------------------------------------- errors
     def error(self, what: str) -> FrontendError:
@@ -100,12 +102,25 @@ class OnnxContext(AtenContext):
         value = self.raw(i)
         if value is None or is_leaf(value) or isinstance(value, Tuple):
             return value
-        var = self._emitted.get(id(value))
-        if var is None:
-            var = self.bb.emit(value)
-            self._emitted[id(value)] = var
+        var = self.bound(value)
         self.env[self.node.input[i]] = var
         return var
+
+    def bound(self, value):
+        """``value`` as a leaf: a pending call is emitted, once (a value bound already, e.g.
+        under another name an ``Identity`` gave it, is its variable), as TVM's normalizer
+        binds a call object once whatever refers to it; a leaf or a tuple is returned as is."""
+        if value is None or is_leaf(value) or isinstance(value, Tuple):
+            return value
+        entry = self._emitted.get(id(value))
+        if entry is None:  # the value is kept with its variable, so its id is not reused
+            entry = self._emitted[id(value)] = (value, self.bb.emit(value))
+        return entry[1]
+
+    def bound_already(self, value):
+        """The variable ``value`` (a pending call) was bound to, else ``value`` itself."""
+        entry = self._emitted.get(id(value))
+        return value if entry is None else entry[1]
 
     def tensor_operand(self, i: int) -> Expr:
         """Input ``i``, which must be a tensor (a shape or scalar shape value known at import

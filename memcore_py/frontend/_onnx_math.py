@@ -663,13 +663,54 @@ def _global_max_pool(ctx):
 
 @_register("BatchNormalization")
 def _batch_norm(ctx):
-    x = ctx.tensor_operand(0)
-    if ctx.attr("training_mode", 0):
-        raise ctx.error("training_mode=1 is not supported (inference batch norm is)")
-    out = ctx.call("nn.batch_norm", x, ctx.tensor_operand(1), ctx.tensor_operand(2), ctx.tensor_operand(3),
-                   ctx.tensor_operand(4), axis=1, epsilon=ctx.attr("epsilon", 1e-5),
-                   momentum=ctx.attr("momentum", 0.9), training=False)
-    return [ctx.item(out, 0), ctx.item(out, 1), ctx.item(out, 2)]
+    """TVM's conversion: ``R.nn.batch_norm`` (``training`` from ``training_mode``) and its
+    three results bound at once, used or not (TVM normalizes the tuple it returns: the call,
+    then ``[0]``, ``[1]``, ``[2]``, each cast back after its item). Float16 data with float32
+    scale/bias or statistics, and float16 data in training, are computed in float32: each
+    operand needing it cast (``astype``) as it is read, as TVM's normalizer binds them.
+
+    Refused (``FrontendError``): scale and bias, or mean and variance, of different dtypes, and
+    other dtype mixes (TVM refuses them too); ``training_mode=1`` when the running mean or
+    variance (outputs 1, 2) is used: TVM passes ONNX's ``momentum`` (the weight of the old
+    running value) where TOPI's ``batch_norm`` takes the weight of the batch's, so TVM's
+    updated statistics are wrong (DIFFERENCES.md ``onnx-batchnorm-training-stats``).
+    """
+    dtypes = []
+    for i in range(5):
+        value = ctx.raw(i)
+        if not ctx.is_tensor(value):
+            raise ctx.error(f"input {i} must be a tensor")
+        dtypes.append(ctx.dtype_of(value))
+    data_dt, scale_dt, bias_dt, mean_dt, var_dt = dtypes
+    if scale_dt != bias_dt or mean_dt != var_dt:
+        raise ctx.error(f"scale and bias, and mean and var, must have the same dtype; got {scale_dt}/{bias_dt}, "
+                        f"{mean_dt}/{var_dt}")
+    if data_dt == scale_dt == mean_dt:
+        compute = data_dt
+    elif data_dt == "float16" and scale_dt in ("float16", "float32") and mean_dt in ("float16", "float32"):
+        compute = "float32"
+    else:
+        raise ctx.error(f"mixed dtypes are supported for float16 data with float16/float32 parameters only (as "
+                        f"in TVM); got data={data_dt}, scale/bias={scale_dt}, mean/var={mean_dt}")
+    training = bool(ctx.attr("training_mode", 0))
+    if training and data_dt == "float16":
+        compute = "float32"
+    if training:
+        used = [name for name in ctx.node.output[1:3] if name and name in ctx.used_names]
+        if used:
+            raise ctx.error(f"training_mode=1 with the running statistics used ({', '.join(map(repr, used))}) is "
+                            "not supported: TVM's import computes them with the momentum reversed")
+    operands = []
+    for i, dt in enumerate(dtypes):
+        v = ctx.tensor_operand(i)
+        operands.append(v if dt == compute else ctx.emit(ctx.call("astype", v, dtype=compute)))
+    out = ctx.emit(ctx.call("nn.batch_norm", *operands, axis=1, epsilon=ctx.attr("epsilon", 1e-5),
+                            momentum=ctx.attr("momentum", 0.9), training=training))
+    results = []
+    for i, dt in enumerate((data_dt, mean_dt, var_dt)):
+        item = ctx.emit(ctx.item(out, i))
+        results.append(item if dt == compute else ctx.emit(ctx.call("astype", item, dtype=dt)))
+    return results
 
 
 @_register("LayerNormalization")
@@ -683,7 +724,9 @@ def _layer_norm(ctx):
     axes = [axis]
     if len(axes) < len(gamma):
         axes.extend(range(axis + 1, axis + 1 + len(gamma) - 1))
-    out = ctx.call("nn.layer_norm", x, scale, bias, axes=axes, epsilon=ctx.attr("epsilon", 1e-5))
+    # bound here, used or not: TVM returns a tuple with two placeholder constants, and its
+    # normalizer binds the call (a graph output ``y`` is then ``gv = lv``)
+    out = ctx.emit(ctx.call("nn.layer_norm", x, scale, bias, axes=axes, epsilon=ctx.attr("epsilon", 1e-5)))
     return [out]
 
 

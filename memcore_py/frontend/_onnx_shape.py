@@ -173,7 +173,9 @@ def _gather(ctx):
         index = ctx.known_array(1)
         if index is not None and index.ndim == 0:
             return PrimValue(data.values[int(index)])
-        data = ctx.call("shape_to_tensor", data)
+        # bound here: TVM's one ``shape_to_tensor`` object is bound once, by its first use
+        # (the ``shape_of`` below), and that variable is the ``take``'s data too
+        data = ctx.emit(ctx.call("shape_to_tensor", data))
     else:
         data = ctx.tensor_operand(0)
     if isinstance(indices, ShapeExpr):

@@ -20,11 +20,14 @@ package is needed, imported when the function is called. Steps:
    the named graph inputs (a name the graph does not have is an error). What it would abort
    the process on instead of raising (a negative dimension, a ``Split`` with more outputs
    than ``num_outputs``) is refused first (:func:`_check_before_inference`); its failure, e.g.
-   on inconsistent shapes, is a :class:`~memcore_py.errors.FrontendError`. A graph input or a
-   node output that still has no shape (not even a rank) is an error naming every such
-   value: memory planning needs the size of every tensor (the outputs of contrib nodes and
-   of the nodes after them, which ONNX cannot infer, and sequence or optional values, which
-   are Relax tuples or their element, get theirs from the converters);
+   on inconsistent shapes, is a :class:`~memcore_py.errors.FrontendError`. A graph input
+   that still has no shape (not even a rank) is an error naming every such input. Node
+   outputs are typed by the converters, as TVM types them, whatever inference left (the
+   outputs of contrib nodes, a ``Reshape`` whose target ONNX cannot follow, unused running
+   statistics of a ``BatchNormalization``); one still without a shape after its converter is
+   an error naming it (memory planning needs the size of every tensor). Graph outputs that
+   are graph inputs or initializers are left out of the inference (declared without a
+   shape, they would leave every output unshaped);
 3. parameters: the graph inputs that are not initializers, in graph order (names made
    valid identifiers as TVM makes them: ``.`` -> ``_``, a leading non-letter prefixed with
    ``input_``), a ``dim_param`` dimension an int64 :class:`~memcore_py.ir.prim.PrimVar` of
@@ -34,21 +37,26 @@ package is needed, imported when the function is called. Steps:
    initializers are constants;
 4. one dataflow block: each node's converter builds its value; the value is normalized
    (its nested calls bound) but bound itself only when a later node uses it (TVM's order;
-   :class:`~._onnx_context.OnnxContext`); the graph outputs are bound with ``R.output``
-   (several outputs: a tuple).
+   :class:`~._onnx_context.OnnxContext`); a converter that TVM writes returning a
+   ``relax.Tuple`` (``BatchNormalization``, ``LayerNormalization``, ...) binds its calls at
+   the node, used or not, as TVM's normalizer does. The graph outputs are bound with
+   ``R.output`` (several outputs: a tuple, each call in it bound once however many outputs
+   or ``Identity`` aliases name it; a graph input, initializer or shape value as it is).
 
 Differences from TVM (tests/oracle/test_onnx_oracle.py checks each): TVM's ``params``
 attribute (the initializer arrays) is left out (:func:`onnx_params` returns them); ``Clip``
 becomes ``R.clip`` (TVM writes TE kernels); an ``Expand`` shape given as an initializer is
 read at import (TVM reads it at run time, leaving the result's shape unknown); memcore
 converts ``Range``, ``Trilu`` and ``Expand``/``Reshape`` on symbolic shapes computed by
-``Shape``, where TVM 0.27 fails, and unrolls ``LSTM``, which TVM does not convert.
+``Shape``, where TVM 0.27 fails, and unrolls ``LSTM``, which TVM does not convert. A
+training-mode ``BatchNormalization`` whose running statistics are used is refused (TVM
+computes them with the momentum reversed).
 """
 from __future__ import annotations
 
 from ..errors import FrontendDependencyError, FrontendError, IRError, UnsupportedOperatorError
 from ..ir._util import gc_paused
-from ..ir.expr import Tuple, Var
+from ..ir.expr import PrimValue, ShapeExpr, Tuple, Var
 from ..ir.prim import PrimVar
 from ..ir.types import TensorType
 from ._dim_bounds import dim_bound_range
@@ -150,6 +158,7 @@ def from_onnx(model, *, shape_dict: dict | None = None, keep_params_as_input: bo
     _check_shapes(graph, typed)
     ctx = OnnxContext()
     ctx.opset = _opset(model)
+    ctx.used_names = {name for node in graph.node for name in node.input} | {o.name for o in graph.output}
     symbols: dict = {}
     inputs = _inputs(graph, typed, symbols)
     params = _initializers(ctx, graph, keep_params_as_input)
@@ -277,7 +286,10 @@ def _inferred_graph(onnx, model, shape_dict):
     light = onnx.GraphProto(name=graph.name)
     light.node.extend(graph.node)
     light.input.extend(graph.input)
-    light.output.extend(graph.output)
+    # an output that is a graph input or an initializer needs no inference, and ONNX's
+    # inference leaves every output unshaped when one of those is declared without a shape
+    sources = {i.name for i in graph.input} | {t.name for t in graph.initializer}
+    light.output.extend(o for o in graph.output if o.name not in sources)
     light.value_info.extend(graph.value_info)
     declared = {i.name for i in graph.input}
     for t in graph.initializer:
@@ -443,6 +455,8 @@ def _typed_values(graph) -> dict:
     out = {}
     for vi in (*graph.input, *graph.value_info, *graph.output):
         if vi.type.HasField("tensor_type"):
+            if not _has_shape(vi.type.tensor_type) and _has_shape(out.get(vi.name)):
+                continue  # a repeated output declared without a shape
             out[vi.name] = vi.type.tensor_type
         elif vi.type.WhichOneof("value") in ("sequence_type", "optional_type"):
             out[vi.name] = "container"
@@ -450,9 +464,14 @@ def _typed_values(graph) -> dict:
 
 
 def _check_shapes(graph, typed: dict) -> None:
-    """Every graph input and node output must have a shape after inference, except the
-    outputs of contrib (``com.microsoft``) nodes, which ONNX's inference does not know, and of
-    the nodes after them: their types come from the converters."""
+    """Every graph input must be a tensor with a shape after inference.
+
+    The node outputs are not checked here: the converters type every value themselves (the
+    op table's type rules, as TVM's importer types them), where ONNX's inference leaves
+    some without a shape (the TorchScript exporter's ``nn.MultiheadAttention`` head split, a
+    ``Reshape`` whose target is sliced from a ``Shape``; the outputs of contrib nodes; the
+    unused running statistics of a ``BatchNormalization`` below opset 14). A value still
+    without a shape after its converter is refused by :func:`_translate`."""
     init = {t.name for t in graph.initializer}
     missing = []
     for vi in graph.input:
@@ -460,14 +479,6 @@ def _check_shapes(graph, typed: dict) -> None:
             raise FrontendError(f"graph input {vi.name!r} is a sequence or optional; graph inputs must be tensors")
         if vi.name not in init and not _has_shape(typed.get(vi.name)):
             missing.append(f"graph input {vi.name!r}")
-    after_contrib: set = set()
-    for node in graph.node:
-        if _domain(node) == CONTRIB_DOMAIN or any(name in after_contrib for name in node.input):
-            after_contrib.update(node.output)
-            continue
-        for out in node.output:
-            if out and typed.get(out) != "container" and not _has_shape(typed.get(out)):
-                missing.append(f"{out!r} (output of node {node_label(node)})")
     if missing:
         raise FrontendError(f"{len(missing)} value(s) have no shape after ONNX shape inference: "
                             f"{'; '.join(missing[:20])}{' ...' if len(missing) > 20 else ''}; "
@@ -577,7 +588,11 @@ def _translate(ctx, graph) -> None:
                 _check_unused(ctx, graph, node, used)
             for name, v in zip(node.output, values):
                 if name:
-                    ctx.env[name] = bb.normalize_anf(v) if not isinstance(v, Tuple) else v
+                    ctx.env[name] = v = bb.normalize_anf(v) if not isinstance(v, Tuple) else v
+                    if isinstance(v.ty, TensorType) and v.ty.shape is None:
+                        raise ctx.error(f"output {name!r} has no shape (neither ONNX's shape inference nor the "
+                                        "conversion gives one; memory planning needs it): give the input shapes "
+                                        "(shape_dict) or export the model with static shapes")
         except FrontendError:
             raise
         except (IRError, KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
@@ -599,10 +614,14 @@ def _outputs(ctx, graph):
         if out.name not in ctx.env:
             raise FrontendError(f"graph output {out.name!r} is not produced by any node")
         value = ctx.env[out.name]
-        if not ctx.is_tensor(value) and not ctx.is_tuple(value):
+        if not ctx.is_tensor(value) and not ctx.is_tuple(value) and not isinstance(value, (ShapeExpr, PrimValue)):
             raise FrontendError(f"graph output {out.name!r} is a {type(value).__name__} computed at import time; "
                                 "outputs must be tensors")
         values.append(value)
     if not values:
         raise FrontendError("the ONNX graph has no outputs")
-    return values[0] if len(values) == 1 else Tuple(values)
+    if len(values) == 1:  # TVM's ``emit_output(value)``: a call bound already is its variable
+        return ctx.bound_already(values[0])
+    # TVM normalizes the tuple: each call object is bound once, in order, however many
+    # outputs (or ``Identity`` aliases) refer to it
+    return Tuple([ctx.bound(v) for v in values])

@@ -100,7 +100,7 @@ def test_model_without_shapes_names_the_values(capsys, tmp_path):
                  [helper.make_tensor_value_info("x", F, None)], [helper.make_tensor_value_info("y", F, None)])
     rc, out, err = run_cli(capsys, "plan", path)
     assert rc == 1 and out == ""
-    _one_line_error(err, "noshape.onnx", "no shape", "graph input 'x'", "'relu' (Relu)")
+    _one_line_error(err, "noshape.onnx", "no shape", "graph input 'x'", "shape_dict")
 
 
 def test_missing_file_is_one_line(capsys, tmp_path):

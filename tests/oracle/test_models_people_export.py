@@ -37,10 +37,10 @@ Adjustments, each what a user would export:
 - the ONNX files of ``sdpa``, ``unet``, ``det`` and ``mnv3`` come from the TorchScript exporter
   (``dynamo=False``: fast, offline; its shape arithmetic, ``Shape``/``Slice``/``Concat``/
   ``ConstantOfShape``/``Where`` on constants, is folded at import as TVM folds it). ``mha``'s
-  TorchScript export computes a ``Reshape`` target from ``Mod`` of constants, which ONNX's shape
-  inference does not follow: memcore refuses a value without an inferred shape (by design,
-  :mod:`memcore_py.frontend.onnx_model`) where TVM infers its own; that refusal is asserted,
-  and ``mha``'s ONNX file comes from the default (dynamo) exporter instead.
+  ONNX file comes from the default (dynamo) exporter; its TorchScript export (a ``Reshape``
+  target computed from ``Mod`` of constants, which ONNX's shape inference leaves unshaped and
+  memcore's converters type) is compared with TVM in
+  ``tests/oracle/test_onnx_output_binding_and_batch_norm.py``.
 """
 from __future__ import annotations
 
@@ -62,7 +62,6 @@ from torch import nn  # noqa: E402
 from torch.export import Dim  # noqa: E402
 from tvm.relax.frontend.onnx import from_onnx as tvm_from_onnx  # noqa: E402
 
-from memcore_py.errors import FrontendError  # noqa: E402
 from memcore_py.frontend.onnx_model import from_onnx  # noqa: E402
 from memcore_py.tvm import to_tvm  # noqa: E402
 from _helpers import run_cli  # noqa: E402
@@ -363,18 +362,6 @@ def _onnx_path(name: str, directory) -> str:
 def test_onnx_export_imports_and_plans_as_tvm(name, files):
     """The ONNX file imports equal to TVM's ``from_onnx`` and plans, fused, as TVM."""
     _compare_fused(f"{name}_onnx", *_onnx_imports(_onnx_path(name, files)))
-
-
-def test_torchscript_mha_export_is_refused_for_its_uninferred_shapes(files):
-    """The TorchScript exporter writes ``nn.MultiheadAttention``'s head split as a
-    ``Reshape`` whose target is computed (``Slice`` of ``Shape`` with ends from ``Mod`` of
-    constants): ONNX's shape inference leaves those values without shapes, and memcore refuses
-    the model naming them (TVM, which infers shapes itself, imports it)."""
-    model = onnx.load(_onnx_file("mha", str(files)))
-    with pytest.raises(FrontendError, match=r"value\(s\) have no shape after ONNX shape inference: "
-                                            r"'/attn/Reshape_\d+_output_0'"):
-        from_onnx(model)
-    _tvm_onnx(model)
 
 
 def qdq_model(opset: int):
