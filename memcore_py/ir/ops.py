@@ -759,9 +759,10 @@ register_op("relax.nn.pad", type_rule=rn.pad, schema=_sig(
     ("data", "pad_width", "pad_mode", "pad_value")))
 register_op("relax.nn.pixel_shuffle", type_rule=rn.pixel_shuffle, schema=_sig(("data",), (Attr("upscale_factor", "int"),)))
 register_op("relax.nn.attention", type_rule=rn.attention, schema=_sig(
-    ("query", "key", "value", ("bias", "expr", ABSENT)),
+    ("query", "key", "value"),
     (Attr("scale", "fimm?", None), Attr("causal_mask", "str?", None), Attr("window_size", "int?", None))))
-# TVM's ``R.nn.attention(q, k, v, bias)`` builds this op (a separate Op with the same attrs)
+# TVM's ``R.nn.attention(q, k, v, bias)`` builds this op (a separate Op with the same attrs;
+# the parser's ``R.nn.attention`` handler chooses between the two as TVM's wrapper does)
 register_op("relax.nn.attention_bias", type_rule=rn.attention, schema=_sig(
     ("query", "key", "value", "bias"),
     (Attr("scale", "fimm?", None), Attr("causal_mask", "str?", None), Attr("window_size", "int?", None))))

@@ -2812,6 +2812,22 @@ def _h_not_here(name):
     return handler
 
 
+def _h_attention(p, args, kwargs, pos):
+    """``R.nn.attention(query, key, value, bias=None, scale=None, causal_mask=None,
+    window_size=None)``: TVM's wrapper builds ``relax.nn.attention_bias`` (four arguments) when
+    a bias is given, else ``relax.nn.attention`` (three)."""
+    args, kwargs = list(args), dict(kwargs)
+    if len(args) > 3:
+        if "bias" in kwargs:
+            raise _Err("R.nn.attention: 'bias' given twice", pos)
+        bias = args.pop(3)
+    else:
+        bias = kwargs.pop("bias", None)
+    if bias is None:
+        return p.op_call(get_op("relax.nn.attention"), "R.nn.attention", args, kwargs, pos)
+    return p.op_call(get_op("relax.nn.attention_bias"), "R.nn.attention", args[:3] + [bias] + args[3:], kwargs, pos)
+
+
 def _prim_value0():
     return PrimValue(IntImm(0))
 
@@ -2875,6 +2891,7 @@ _HANDLERS = {
         "relax.call_inplace_packed", "R.call_inplace_packed", ("inplace_indices",)
     ),
     "R.vm.call_tir_dyn": _h_call_tir_dyn,
+    "R.nn.attention": _h_attention,
     "R.assert_op": _h_assert_op,
     "T.min": _h_min_max("T.min"),
     "T.max": _h_min_max("T.max"),

@@ -148,6 +148,10 @@ CASES += [
     ("nn.attention", "R.nn.attention(q, kv, kv, scale=0.5, causal_mask=\"TopLeft\")"),
     ("nn.attention_bias", "R.nn.attention_bias(q, kv, kv, R.zeros(R.shape([1, 2, 8, 6]), dtype=\"float32\"), "
                           "causal_mask=\"TopLeft\")"),
+    # TVM's wrapper: R.nn.attention with a bias is the op relax.nn.attention_bias
+    ("nn.attention_bias", "R.nn.attention(q, kv, kv, R.zeros(R.shape([1, 2, 8, 6]), dtype=\"float32\"), 0.5)"),
+    ("nn.attention_bias", "R.nn.attention(q, kv, kv, bias=R.zeros(R.shape([1, 2, 8, 6]), dtype=\"float32\"))"),
+    ("nn.attention", "R.nn.attention(q, kv, kv, None, 0.5)"),
     ("nn.nll_loss", "R.nn.nll_loss(pred, lab)"),
     ("power", "R.power(x, R.const(2.0, \"float32\"))"),
     ("mean", "R.mean(x, axis=[-1], keepdims=True)"),
@@ -346,6 +350,7 @@ def test_op_round_trips_through_tvm(op, expr):
     text = module_text(expr)
     ours = parse(text)
     theirs = tvm_from_source(text)
+    assert _binding(ours, "r").value.op.name == _binding(theirs, "r").value.op.name == f"relax.{op}"
     ours_text = ours.script()
     if expr in PLAIN_TREE_DIMS:
         ours_text = _without_annotation(ours_text)

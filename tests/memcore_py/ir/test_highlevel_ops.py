@@ -85,7 +85,8 @@ def test_attr_names_are_tvms_printing_order():
     assert get_op("relax.nn.pad").schema.signature == ("data", "pad_width", "pad_mode", "pad_value")
     assert get_op("relax.strided_slice").attr_names == ("assume_inbound",)
     assert get_op("relax.strided_slice").n_args == (4, 5)
-    assert get_op("relax.nn.attention").n_args == (3, 4)
+    assert get_op("relax.nn.attention").n_args == (3, 3)  # a bias makes relax.nn.attention_bias
+    assert get_op("relax.nn.attention_bias").n_args == (4, 4)
     assert get_op("relax.add").attr_names == () and get_op("relax.add").n_args == (2, 2)
 
 
