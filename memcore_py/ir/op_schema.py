@@ -16,7 +16,7 @@ declares
   field order of the op's ``Attrs`` node); ``Op.attr_names`` is that order;
 - its keyword/positional order as the TVMScript wrapper takes them (``signature``; TVM's
   Python signature, which may interleave optional arguments and attributes, e.g.
-  ``R.nn.attention(q, k, v, bias, scale, ...)``).
+  ``R.nn.pad(data, pad_width, pad_mode, pad_value)``).
 
 Attribute values (the representation the parser produces and the printer, the type rules and
 the TVM bridge read; ``Call.attrs`` maps name -> value):
