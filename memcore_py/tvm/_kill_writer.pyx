@@ -29,8 +29,8 @@ cimport cython
 from libc.stdint cimport int8_t, int32_t, int64_t
 from libcpp.vector cimport vector
 
-from memcore_py.analysis._binding_table cimport BindingTable
-from memcore_py.analysis._kill_rules cimport EDIT_DROP, EDIT_REWRITE, KillEdits, kill_name
+from memcore_py.analysis._binding_table cimport X_IF, BindingTable
+from memcore_py.analysis._kill_rules cimport EDIT_DROP, EDIT_KEEP, EDIT_REWRITE, KillEdits, kill_name
 from memcore_py.tvm._ffi_abi cimport FFIAny, K_ARRAY, any_obj, any_type, array_data, array_size, obj_field, obj_type
 from memcore_py.tvm._ffi_reader cimport Layout
 from memcore_py.tvm._ffi_writer cimport (
@@ -40,14 +40,22 @@ from memcore_py.tvm._ffi_writer cimport (
 cdef enum:
     FAIL = 0    # returned by a rebuild: the writer cannot build it (the pass declines)
 
-#: ``kill_name(k)`` encoded, by k (filled on demand)
-cdef list KILL_NAME_BYTES = []
+cdef vector[char] KILL_NAMES       # kill_name(k) for k = 0, 1, ... encoded, each NUL-terminated (filled on demand)
+cdef vector[size_t] KILL_NAME_AT   # k -> where kill_name(k) starts in KILL_NAMES
 
 
-cdef bytes kill_name_bytes(Py_ssize_t k):
-    while len(KILL_NAME_BYTES) <= k:
-        KILL_NAME_BYTES.append(kill_name(len(KILL_NAME_BYTES)).encode())
-    return <bytes>KILL_NAME_BYTES[k]
+cdef const char* kill_name_chars(Py_ssize_t k) except NULL:
+    """``kill_name(k)`` as a NUL-terminated UTF-8 string (valid until the next call): the names
+    side by side in one buffer, so a function's kills read them from a few cache lines."""
+    cdef bytes name
+    cdef char c
+    while <Py_ssize_t>KILL_NAME_AT.size() <= k:
+        name = kill_name(<Py_ssize_t>KILL_NAME_AT.size()).encode()
+        KILL_NAME_AT.push_back(KILL_NAMES.size())
+        for c in name:
+            KILL_NAMES.push_back(c)
+        KILL_NAMES.push_back(0)
+    return KILL_NAMES.data() + KILL_NAME_AT[k]
 
 
 @cython.final
@@ -100,6 +108,7 @@ cdef class KillWriter:
     cdef object rebuild_if
     cdef vector[size_t] reads   # var id -> address of what its uses read (a variable or a constant; 0: itself)
     cdef bint any_read
+    cdef vector[FFIAny] args    # the arguments of the expression being rewritten (reused: no allocation per binding)
 
     def __init__(self, Layout L, Keep K, BindingTable T, KillEdits E, tuple kill_ops, size_t unit, rebuild_if):
         self.L, self.K, self.T, self.E = L, K, T, E
@@ -141,7 +150,7 @@ cdef class KillWriter:
             a = any_obj(array_data(arr) + 16 * i)
             if a == NULL:
                 continue
-            t = obj_type(a)
+            t = any_type(array_data(arr) + 16 * i)  # the object's type index, kept in the Any
             if t == L.t_var or t == L.t_dfvar:
                 r = self.read_as(<size_t>a)
                 if r != <size_t>a:
@@ -176,27 +185,26 @@ cdef class KillWriter:
         writer cannot build it."""
         cdef Layout L = self.L
         cdef int32_t t = obj_type(value)
-        cdef vector[FFIAny] args
         cdef int got
         cdef void* h
         if t == L.t_var or t == L.t_dfvar:
             return self.read_as(<size_t>value)
         if t == L.t_call:
-            got = self.resolve_items(obj_field(value, L.o_call_args), args)
+            got = self.resolve_items(obj_field(value, L.o_call_args), self.args)
             if got == FAIL:
                 return FAIL
             if got == 2:
                 return <size_t>value
             return <size_t>new_call(self.K, <void*>obj_field(value, L.o_expr_ty), <void*>obj_field(value, L.o_call_op),
-                                    args.data(), <int64_t>args.size(), <void*>obj_field(value, L.o_call_attrs),
+                                    self.args.data(), <int64_t>self.args.size(), <void*>obj_field(value, L.o_call_attrs),
                                     <void*>obj_field(value, L.o_call_ty_args))
         if t == L.t_tuple:
-            got = self.resolve_items(obj_field(value, L.o_tuple_expr_fields), args)
+            got = self.resolve_items(obj_field(value, L.o_tuple_expr_fields), self.args)
             if got == FAIL:
                 return FAIL
             if got == 2:
                 return <size_t>value
-            h = self.new_tuple(args)
+            h = self.new_tuple(self.args)
             return <size_t>h if h != NULL else FAIL
         if t == L.t_tuple_get_item:
             return FAIL
@@ -222,9 +230,14 @@ cdef class KillWriter:
         cdef int64_t base, slot, pos, n, k, v, w
         cdef size_t r
         cdef int8_t action
+        cdef bint is_if
         cdef ScopeRewrite then_out, else_out
         cdef list blocks = T.scope_blocks[sid]
         cdef bint changed = len(blocks) > 1
+        cdef int64_t n_slots = 0
+        for bid in blocks:
+            n_slots += array_size(<const char*>T.b_ref[bid])
+        final.reserve(n_slots + E.n_kills)
         for bid in blocks:
             arr = <const char*>T.b_ref[bid]
             n = array_size(arr)
@@ -236,9 +249,6 @@ cdef class KillWriter:
             for pos in range(n):
                 slot = base + pos
                 item = (<const FFIAny*>(array_data(arr) + 16 * pos))[0]
-                b = any_obj(array_data(arr) + 16 * pos)
-                var = obj_field(b, L.o_b_var)
-                value = obj_field(b, L.o_b_value)
                 action = E.s_action[slot]
                 v = T.i_var[E.s_item[slot]]
                 if action == EDIT_DROP:
@@ -246,9 +256,15 @@ cdef class KillWriter:
                     self.set_read(v, self.reads[w] if self.reads[w] else T.v_ref[w])
                     changed = True
                     continue
-                if E.v_const[v]:
-                    self.set_read(v, <size_t>value)
-                if obj_type(value) == L.t_if:
+                is_if = T.x_kind[T.i_value[E.s_item[slot]]] == X_IF
+                if action != EDIT_KEEP or is_if or E.v_const[v]:
+                    # the binding's objects are read only when it changes or names them
+                    b = any_obj(array_data(arr) + 16 * pos)
+                    var = obj_field(b, L.o_b_var)
+                    value = obj_field(b, L.o_b_value)
+                    if E.v_const[v]:
+                        self.set_read(v, <size_t>value)
+                if is_if:
                     branches = dict(ifs)[pos]
                     then_out = self.scope(branches[0], <size_t>obj_field(value, L.o_if_then))
                     else_out = self.scope(branches[1], <size_t>obj_field(value, L.o_if_else))
@@ -272,7 +288,7 @@ cdef class KillWriter:
                 final.push_back(item)
                 for k in range(E.s_kill[slot], E.s_kill[slot] + E.s_nkill[slot]):
                     set_obj(&arg, <void*>E.k_target[k])
-                    set_obj(&item, new_binding(self.K, <const char*>new_var(self.K, kill_name_bytes(k), <void*>self.unit),
+                    set_obj(&item, new_binding(self.K, <const char*>new_var(self.K, kill_name_chars(k), <void*>self.unit),
                                                new_call(self.K, <void*>self.unit, <void*>self.kill_ops[E.k_kind[k]], &arg,
                                                         1, NULL, handle(CTOR_EMPTY_ARRAY))))
                     final.push_back(item)

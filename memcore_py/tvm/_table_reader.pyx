@@ -78,6 +78,7 @@ cdef inline int type_code(Layout L, const char* ty) noexcept:
     return -1
 
 
+@cython.final
 cdef class TVMReader:
     """Fills ``table`` with Relax functions of one ``tvm.IRModule`` (:meth:`read_function`).
 
@@ -275,22 +276,27 @@ cdef class TVMReader:
         return True
 
     cdef int64_t read_any(self, const char* any) except -1:
-        """The expr id of the expression in the ``TVMFFIAny`` at ``any``, or DECLINE."""
-        if any_type(any) < K_OBJECT_BEGIN:
+        """The expr id of the expression in the ``TVMFFIAny`` at ``any``, or DECLINE. The
+        ``Any`` carries its object's type index: a variable or a leaf argument is told apart
+        without touching its object."""
+        cdef int32_t t = any_type(any)
+        if t < K_OBJECT_BEGIN or any_obj(any) == NULL:
             return DECLINE
-        return self.read_obj(any_obj(any))
+        return self.read_typed(any_obj(any), t)
 
     cdef int64_t read_obj(self, const char* e) except -1:
         """The expr id of the expression object at ``e`` (nested ones recorded first), or
         DECLINE."""
-        cdef Layout L = self.L
-        cdef BindingTable T = self.T
-        cdef int32_t t
-        cdef int64_t k, x
-        cdef const char* arr
         if e == NULL:
             return DECLINE
-        t = obj_type(e)
+        return self.read_typed(e, obj_type(e))
+
+    cdef int64_t read_typed(self, const char* e, int32_t t) except -1:
+        """:meth:`read_obj` of the object at ``e`` (not NULL) of type index ``t``."""
+        cdef Layout L = self.L
+        cdef BindingTable T = self.T
+        cdef int64_t k, x
+        cdef const char* arr
         if t == L.t_var or t == L.t_dfvar:
             return T.var_expr(<size_t>e)
         if t == L.t_call:
