@@ -16,7 +16,7 @@ What is ported
 rewrite simplification, then canonical simplification again. This module ports the
 canonical simplifier of ``src/arith/canonical_simplify.cc`` for integer index expressions
 (``int32``/``int64``) made of literals, variables, ``+``, ``-``, ``*``, ``//`` (floor) and
-``%`` (floor):
+``%`` (floor), and two rules of the rewrite simplifier (:func:`_rewrite_simplify`):
 
 - the normal forms ``SplitExpr`` (``((index % upper) // lower) * scale``) and ``SumExpr``
   (``sum(args) + base``), with TVM's merging (``AddToSelf``, ``SimplifySplitExprs``), order
@@ -28,26 +28,33 @@ canonical simplifier of ``src/arith/canonical_simplify.cc`` for integer index ex
   products cancel and constant factors divide by their gcd, so ``s * 256 // (s * 32)`` is
   ``8`` and ``a * s * 256 // (s * 512)`` is ``a // 2``);
 - TVM's operator constant folding (``TryConstFold``, :mod:`memcore_py.ir.prim_arith`'s
-  ``fold_*``) wherever TVM builds with operators.
+  ``fold_*``) wherever TVM builds with operators;
+- the rewrite simplifier's first two remainder rules (``VisitExpr_(const FloorModNode*)`` of
+  ``src/arith/rewrite_simplify.cc``): ``floormod(x * c1, c2)`` reduces ``c1`` modulo ``c2``
+  (``s * 6 % 4`` becomes ``s * 2 % 4``, which the last canonical pass writes ``s % 2 * 2``),
+  and ``floormod(x * c1 + y, c2)`` is ``floormod(x, c2 // c1) * c1 + y`` when ``c1`` divides
+  ``c2`` and ``y // c1`` is provably ``0`` (``(s * 2 + 1) % 4`` is ``s % 2 * 2 + 1``).
 
-Not ported (documented limits): the rewrite simplifier's pattern rules (``rewrite_simplify.cc``)
-that ``Simplify`` runs between the two canonical passes, and any other node kind (``min``,
-``max``, ``select``, casts, comparisons, truncated division). :func:`simplify` raises
-:class:`UnsupportedSimplify` on an expression with such a node, so a caller keeps TVM's
-unsimplified constructor output rather than guess. Inside the canonical rules, TVM's proofs
-(``CanProveGreaterEqual``, ``TryCompare``) use the constant bound of the expression
+Not ported (documented limits): the other pattern rules of the rewrite simplifier (among
+them its floor-division rules, ``(s * 2 + 1) // 4`` is ``s // 2`` for TVM; its rules for
+remainders of a difference or by a negative divisor; ``a * b + b`` is ``(a + 1) * b``), and
+any other node kind (``min``, ``max``, ``select``, casts, comparisons, truncated division).
+:func:`simplify` raises :class:`UnsupportedSimplify` on an expression with such a node, so a
+caller keeps TVM's unsimplified constructor output rather than guess. Inside the canonical
+rules, TVM's proofs (``CanProveGreaterEqual``, ``TryCompare``) use the constant bound of the expression
 (:func:`~memcore_py.ir.prim_arith.const_int_bound`) under the caller's variable bounds
 (none for a reshape), as TVM's do for a fresh analyzer; the transitive-inequality and
 product-and-sum comparisons of ``TryCompare`` are not ported (they need recorded
 constraints, which a fresh analyzer does not have).
 
 Measured against TVM 0.27.0.post1 (``tests/oracle/test_dynamic_shape_arith_oracle.py``): on
-generated quotients of dim products, the expressions a reshape ``-1`` builds, :func:`simplify`
-writes TVM's tree every time; on generated mixed ``+ - * // %`` expressions about 5% differ,
-all where the rewrite step changes canonical output (``s * 6 % 4`` is ``s % 2 * 2``,
-``a * b + b`` is ``(a + 1) * b``), and :func:`canonical_simplify` alone matches
-``Analyzer.canonical_simplify`` except on remainders of a term with a negative scale and a
-divisor (``a // 2 * -1 % 3``, which TVM leaves as it is).
+generated quotients of dim products, the expressions a reshape ``-1`` builds, and on
+generated remainders ``(x * c1) % c2`` and ``(x * c1 + c3) % c2`` (positive divisors, under
+no, non-negative and finite variable bounds), :func:`simplify` writes TVM's tree every time.
+It differs where an unported rewrite rule fires (the floor divisions and remainders listed
+above), and :func:`canonical_simplify` alone matches ``Analyzer.canonical_simplify`` except
+on remainders of a term with a negative scale and a divisor (``a // 2 * -1 % 3``, which TVM
+leaves as it is).
 """
 from __future__ import annotations
 
@@ -605,9 +612,53 @@ def canonical_simplify(expr: PrimExpr, bounds: VarBounds = EMPTY_BOUNDS) -> Prim
     return _Canonical(bounds).visit(expr)
 
 
+_FOLD = {Add: fold_add, Sub: fold_sub, Mul: fold_mul, FloorDiv: fold_floordiv, FloorMod: fold_floormod}
+
+
+def _rewrite_simplify(e, bounds):
+    """The rules of TVM ``RewriteSimplifier`` that the port has, applied bottom-up as TVM's
+    ``VisitExpr_`` does: operands first, a node whose operands changed rebuilt with constant
+    folding (``TryConstFold``), then the node's rules. Both rules are the first two index
+    rules of ``VisitExpr_(const FloorModNode*)`` in ``src/arith/rewrite_simplify.cc``, in
+    TVM's order (the first one that matches returns):
+
+    1. ``floormod(x * c1, c2) -> floormod(x * floormod(c1, c2), c2)`` if ``c2 != 0``: the
+       constant factor is reduced modulo the divisor, ``s * 6 % 4`` is ``s * 2 % 4`` (and the
+       canonical pass after it writes ``s % 2 * 2``). No sign condition on ``x``: the identity
+       holds for every integer.
+    2. ``floormod(x * c1 + y, c2) -> floormod(x, c2 // c1) * c1 + y`` if ``c1 > 0``,
+       ``c2 > 0``, ``c2 % c1 == 0`` and ``y // c1`` is provably ``0``: ``(s * 2 + 1) % 4`` is
+       ``s % 2 * 2 + 1``. TVM proves ``y // c1 == 0`` by its rewritten constant bound
+       (``TryCompare``); the port uses the constant bound of ``y // c1`` under ``bounds``, so
+       it applies the rule only where TVM does.
+
+    TVM runs its rewriter at most twice; both rules give a tree they leave as it is, so one
+    pass writes the same tree.
+    """
+    t = type(e)
+    if t is IntImm or t is PrimVar:
+        return e
+    a, b = _rewrite_simplify(e.a, bounds), _rewrite_simplify(e.b, bounds)
+    if a is not e.a or b is not e.b:
+        e = _FOLD[t](a, b)
+        if type(e) is not t:
+            return e
+    if t is not FloorMod or type(b) is not IntImm:
+        return e
+    c2 = b.value
+    if type(a) is Mul and type(a.b) is IntImm and c2 != 0:
+        return fold_floormod(fold_mul(a.a, fold_floormod(a.b, b)), b)
+    if type(a) is Add and type(a.a) is Mul and type(a.a.b) is IntImm:
+        x, c1, y = a.a.a, a.a.b, a.b
+        if (c1.value > 0 and c2 > 0 and c2 % c1.value == 0
+                and const_int_bound(fold_floordiv(y, c1), bounds) == (0, 0)):
+            return fold_add(fold_mul(fold_floormod(x, IntImm(c2 // c1.value, b.dtype)), c1), y)
+    return e
+
+
 def simplify(expr: PrimExpr, bounds: VarBounds = EMPTY_BOUNDS) -> PrimExpr:
-    """TVM ``Analyzer::Simplify`` (canonical, rewrite, canonical) with the rewrite step not
-    ported: canonical simplification of ``expr``, repeated once as TVM's last step does.
+    """TVM ``Analyzer::Simplify``: canonical simplification of ``expr``, the ported rules of
+    the rewrite simplifier (:func:`_rewrite_simplify`), canonical simplification again.
     Literals and variables come back unchanged.
 
     Raises
@@ -618,6 +669,9 @@ def simplify(expr: PrimExpr, bounds: VarBounds = EMPTY_BOUNDS) -> PrimExpr:
     if type(expr) is IntImm or type(expr) is PrimVar:
         return expr
     res = canonical_simplify(expr, bounds)
+    if type(res) is IntImm:
+        return res
+    res = _rewrite_simplify(res, bounds)
     if type(res) is IntImm:
         return res
     return canonical_simplify(res, bounds)

@@ -2,13 +2,16 @@
 
 TVM's reshape constructor resolves a ``-1`` as ``Analyzer.Simplify(floordiv(old_prod,
 new_prod))`` (``s * 256 // (s * 32)`` is ``8``); memcore ports that simplification
-(:mod:`memcore_py.ir.simplify`). Two checks against TVM itself:
+(:mod:`memcore_py.ir.simplify`). Three checks against TVM itself:
 
 - generated programs of views, reshapes (``-1`` anywhere, or every dim explicit from
   ``x.shape``), flattens and transposes over inputs with one to three ``torch.export.Dim``
   dims (with bounds) import structurally equal to TVM's ``from_exported_program``;
 - generated quotients of dim products (the expressions a reshape ``-1`` builds) simplify to
-  the tree TVM's ``Analyzer.simplify`` writes.
+  the tree TVM's ``Analyzer.simplify`` writes;
+- generated remainders ``(x * c1) % c2`` and ``(x * c1 + y) % c2`` (the trees the two ported
+  rewrite rules match, and their neighbours) simplify as TVM's analyzer does, fresh and
+  with variable bounds.
 """
 import random
 
@@ -22,10 +25,10 @@ from tvm import sym as tsym  # noqa: E402
 from tvm import tirx  # noqa: E402
 from tvm.relax.frontend.torch import from_exported_program as tvm_from_exported_program  # noqa: E402
 
-from memcore_py.ir.prim_arith import fold_floordiv, fold_mul  # noqa: E402
+from memcore_py.ir.prim_arith import POS_INF, VarBounds, fold_floordiv, fold_mul  # noqa: E402
 from memcore_py.ir.simplify import simplify  # noqa: E402
 from memcore_py.frontend.exported_program import from_exported_program  # noqa: E402
-from memcore_py.ir.prim import FloorDiv, FloorMod, IntImm, Mul, PrimVar  # noqa: E402
+from memcore_py.ir.prim import Add, FloorDiv, FloorMod, IntImm, Mul, PrimVar, Sub  # noqa: E402
 from memcore_py.tvm import to_tvm  # noqa: E402
 
 pytestmark = pytest.mark.oracle
@@ -208,7 +211,7 @@ def _to_tvm_prim(e, names):
         return tirx.IntImm(e.dtype, e.value)
     if t is PrimVar:
         return names.setdefault(e.name, tirx.Var(e.name, e.dtype))
-    ctor = {Mul: tirx.Mul, FloorDiv: tirx.FloorDiv, FloorMod: tirx.FloorMod}[t]
+    ctor = {Add: tirx.Add, Sub: tirx.Sub, Mul: tirx.Mul, FloorDiv: tirx.FloorDiv, FloorMod: tirx.FloorMod}[t]
     return ctor(_to_tvm_prim(e.a, names), _to_tvm_prim(e.b, names))
 
 
@@ -250,3 +253,67 @@ def test_generated_dim_quotients_simplify_as_tvm():
         if not tvm_ffi.structural_equal(got, want):
             bad.append(f"{quotient!r}: TVM {want}, memcore {got}")
     assert not bad, "\n".join(bad[:10])
+
+
+# ------------------------------------------------------------------------------ rewrite rules
+#: Constants of the remainder families: both signs, factors and multiples of each other, so
+#: that ``c2 % c1 == 0``, ``c1 % c2 == 0``, ``c1 > c2`` and neither all occur.
+_CONSTS = [-6, -4, -3, -2, -1, 1, 2, 3, 4, 5, 6, 8, 12, 16]
+_OFFSETS = [-5, -1, 0, 1, 2, 3, 7]
+
+
+def _remainder_family():
+    """Trees the ported rewrite rules match (``floormod(x * c1, c2)``, ``floormod(x * c1 + y,
+    c2)``), trees next to them they must leave to the canonical simplifier, and the rule's
+    result under an outer node. Floor division of a sum by a constant and remainders of a sum
+    by a negative divisor (but for the boundary cases of rule 2) are left out: TVM's rewrite
+    rules for them are not ported."""
+    s, a = PrimVar("s"), PrimVar("a")
+    for c1 in _CONSTS:
+        for c2 in _CONSTS:
+            rem = FloorMod(Mul(s, IntImm(c1)), IntImm(c2))
+            yield rem
+            yield FloorMod(Mul(Mul(s, a), IntImm(c1)), IntImm(c2))
+            yield Add(rem, s)
+            yield Mul(rem, IntImm(3))
+            yield FloorMod(rem, IntImm(4))
+            if c2 > 0:
+                yield FloorDiv(Mul(s, IntImm(c1)), IntImm(c2))
+                yield FloorMod(Add(Mul(s, IntImm(c1)), a), IntImm(c2))
+                for c3 in _OFFSETS:
+                    yield FloorMod(Add(Mul(s, IntImm(c1)), IntImm(c3)), IntImm(c2))
+    for c1, c2 in ((2, -4), (4, -8), (2, -2)):  # rule 2 needs a positive divisor
+        yield FloorMod(Add(Mul(s, IntImm(c1)), IntImm(1)), IntImm(c2))
+        yield FloorMod(Add(Mul(s, IntImm(c1)), a), IntImm(c2))
+
+
+#: Variable bounds of the three analyzers: fresh (TVM's reshape ``-1``), shape vars known to
+#: be non-negative, finite ranges (``a`` in ``[0, 1]`` proves ``a // c1 == 0`` for ``c1 >= 2``).
+_BOUNDS = {
+    "fresh": {},
+    "non_negative": {"s": (0, None), "a": (0, None)},
+    "ranges": {"s": (1, 64), "a": (0, 1)},
+}
+
+
+@pytest.mark.parametrize("bounds_name", list(_BOUNDS))
+def test_remainders_of_scaled_vars_simplify_as_tvm(bounds_name):
+    spec = _BOUNDS[bounds_name]
+    bounds = VarBounds(ranges={k: v for k, v in spec.items() if v[1] is not None},
+                       non_negative={k for k, v in spec.items() if v[1] is None})
+    bad, n_rewritten = [], 0
+    for expr in _remainder_family():
+        names = {}
+        ana = tsym.Analyzer()
+        tvm_expr = _to_tvm_prim(expr, names)
+        for name, (lo, hi) in spec.items():
+            if name in names:
+                ana.update(names[name], tsym.ConstIntBound(lo, POS_INF if hi is None else hi), True)
+        want = ana.simplify(tvm_expr)
+        if not tvm_ffi.structural_equal(ana.canonical_simplify(tvm_expr), want):
+            n_rewritten += 1
+        got = _to_tvm_prim(simplify(expr, bounds), names)
+        if not tvm_ffi.structural_equal(got, want):
+            bad.append(f"{expr!r}: TVM {want}, memcore {got}")
+    assert not bad, f"{len(bad)} differ:\n" + "\n".join(bad[:10])
+    assert n_rewritten > 100  # the family exercises TVM's rewrite step, not only canonical

@@ -7,6 +7,7 @@ import pytest
 import memcore_py
 from memcore_py.ir.simplify import UnsupportedSimplify, canonical_simplify, is_simplifiable, simplify
 from memcore_py.ir.prim import Add, FloorDiv, FloorMod, IntImm, Max, Mul, PrimVar, Sub, prim_equal
+from memcore_py.ir.prim_arith import VarBounds
 
 s, a = PrimVar("s"), PrimVar("a")
 
@@ -49,10 +50,36 @@ def test_simplify_matches_tvm(expr, expected):
     assert prim_equal(got, expected), f"{expr!r}: got {got!r}, TVM writes {expected!r}"
 
 
-@pytest.mark.xfail(strict=True, reason="TVM's rewrite simplifier (not ported) turns the canonical "
-                   "s * 6 % 4 into s % 2 * 2")
-def test_rewrite_rules_are_not_ported():
-    assert prim_equal(simplify(FloorMod(Mul(s, I(6)), I(4))), Mul(FloorMod(s, I(2)), I(2)))
+REWRITE_CASES = [
+    # floormod(x * c1, c2) -> floormod(x * floormod(c1, c2), c2), then canonical again
+    ("factor_reduced_modulo_divisor", FloorMod(Mul(s, I(6)), I(4)), Mul(FloorMod(s, I(2)), I(2))),
+    ("factor_reduced_to_one", FloorMod(Mul(s, I(7)), I(3)), FloorMod(s, I(3))),
+    ("reduced_factor_not_dividing", FloorMod(Mul(s, I(16)), I(6)), FloorMod(Mul(s, I(4)), I(6))),
+    ("negative_factor_floor_remainder", FloorMod(Mul(s, I(-3)), I(4)), FloorMod(s, I(4))),
+    ("negative_divisor", FloorMod(Mul(s, I(6)), I(-4)), FloorMod(Mul(s, I(-2)), I(-4))),
+    ("under_an_outer_node", Add(FloorMod(Mul(s, I(16)), I(12)), s), Add(Mul(FloorMod(s, I(3)), I(4)), s)),
+    # floormod(x * c1 + y, c2) -> floormod(x, c2 // c1) * c1 + y if c2 % c1 == 0 and y // c1 == 0
+    ("offset_below_factor", FloorMod(Add(Mul(s, I(2)), I(1)), I(4)), Add(Mul(FloorMod(s, I(2)), I(2)), I(1))),
+    ("offset_not_below_factor", FloorMod(Add(Mul(s, I(2)), I(3)), I(4)), FloorMod(Add(Mul(s, I(2)), I(3)), I(4))),
+    ("factor_not_dividing_divisor", FloorMod(Add(Mul(s, I(6)), I(1)), I(4)),
+     FloorMod(Add(Mul(s, I(6)), I(1)), I(4))),
+    ("offset_negative_divisor", FloorMod(Add(Mul(s, I(2)), I(1)), I(-4)),
+     FloorMod(Add(Mul(s, I(2)), I(1)), I(-4))),
+]
+
+
+@pytest.mark.parametrize("expr, expected", [c[1:] for c in REWRITE_CASES], ids=[c[0] for c in REWRITE_CASES])
+def test_ported_rewrite_rules_match_tvm(expr, expected):
+    got = simplify(expr)
+    assert prim_equal(got, expected), f"{expr!r}: got {got!r}, TVM writes {expected!r}"
+
+
+def test_rewrite_offset_needs_a_proof_from_the_bounds():
+    """``y // c1 == 0`` is proved from the variable bounds, as TVM's ``TryCompare`` does."""
+    expr = FloorMod(Add(Mul(s, I(2)), a), I(4))
+    assert prim_equal(simplify(expr), expr)
+    assert prim_equal(simplify(expr, VarBounds(ranges={"a": (0, 1)})), Add(Mul(FloorMod(s, I(2)), I(2)), a))
+    assert prim_equal(simplify(expr, VarBounds(ranges={"a": (0, 2)})), expr)
 
 
 def test_literals_and_variables_are_unchanged():
