@@ -43,20 +43,13 @@ from memcore_py.errors import FrontendError  # noqa: E402
 from memcore_py.frontend.onnx_model import from_onnx  # noqa: E402
 from memcore_py.tvm import to_tvm  # noqa: E402
 from oracle.test_fused_planning_oracle import compare, memcore_fused  # noqa: E402
+from oracle.test_onnx_converters_more import _tvm_import  # noqa: E402
 from oracle.test_stock_model_converters import MHABlock, _commuted, tvm_fused_default  # noqa: E402
 
 pytestmark = pytest.mark.oracle
 
 F, F16, I64 = TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.INT64
 _V = helper.make_tensor_value_info
-
-
-def _tvm_import(model):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        mod = tvm_from_onnx(onnx.shape_inference.infer_shapes(model), keep_params_in_input=True)
-    mod["main"] = mod["main"].without_attr("params")
-    return mod
 
 
 def _assert_imports_as_tvm(model):
