@@ -37,7 +37,6 @@ tvm = pytest.importorskip("tvm")
 
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 from torch import nn  # noqa: E402
-from tvm.relax.frontend.onnx import from_onnx as tvm_from_onnx  # noqa: E402
 
 from memcore_py.errors import FrontendError  # noqa: E402
 from memcore_py.frontend.onnx_model import from_onnx  # noqa: E402
