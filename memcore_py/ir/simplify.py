@@ -391,7 +391,10 @@ class _Canonical:
                 lhs.scale = 1
                 lhs.lower_factor *= scaled
                 return lhs
-            if lhs.upper_factor <= lhs.lower_factor * scaled:
+            if 0 < lhs.upper_factor <= lhs.lower_factor * scaled:
+                # ``(x % c1) // c2`` is 0 when ``c2 >= c1``; TVM 0.27.0.post1 leaves a negative
+                # upper factor (a remainder of a negatively scaled index) to the branch below
+                # (measured: ``(s * -1) % 3 // 2`` is ``s % -3 // -2`` there)
                 return self._to_split(IntImm(0, lhs.dtype))
             lhs.index = _mod_impl(lhs.index, IntImm(lhs.upper_factor, lhs.dtype), mode)
             lhs.upper_factor = POS_INF

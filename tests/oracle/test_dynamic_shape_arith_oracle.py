@@ -26,7 +26,7 @@ from tvm import tirx  # noqa: E402
 from tvm.relax.frontend.torch import from_exported_program as tvm_from_exported_program  # noqa: E402
 
 from memcore_py.ir.prim_arith import POS_INF, VarBounds, fold_floordiv, fold_mul  # noqa: E402
-from memcore_py.ir.simplify import simplify  # noqa: E402
+from memcore_py.ir.simplify import canonical_simplify, simplify  # noqa: E402
 from memcore_py.frontend.exported_program import from_exported_program  # noqa: E402
 from memcore_py.ir.prim import Add, FloorDiv, FloorMod, IntImm, Mul, PrimVar, Sub  # noqa: E402
 from memcore_py.tvm import to_tvm  # noqa: E402
@@ -317,3 +317,23 @@ def test_remainders_of_scaled_vars_simplify_as_tvm(bounds_name):
             bad.append(f"{expr!r}: TVM {want}, memcore {got}")
     assert not bad, f"{len(bad)} differ:\n" + "\n".join(bad[:10])
     assert n_rewritten > 100  # the family exercises TVM's rewrite step, not only canonical
+
+
+def test_quotients_of_remainders_canonicalize_as_tvm():
+    """``((s * c1) % c2 * k) // d`` for both signs of ``c1`` and ``k``: the remainder's split
+    has a negative upper factor or scale, where TVM keeps the quotient rather than fold it to 0."""
+    s = PrimVar("s")
+    bad, n = [], 0
+    for c1 in (-3, -2, -1, 1, 2, 3, 4):
+        for c2 in (2, 3, 4, 5, 6, 8, 12):
+            for k in (1, -1, 3):
+                for d in (2, 3, 4, 6):
+                    rem = FloorMod(Mul(s, IntImm(c1)), IntImm(c2))
+                    expr = FloorDiv(Mul(rem, IntImm(k)) if k != 1 else rem, IntImm(d))
+                    names = {}
+                    want = tsym.Analyzer().canonical_simplify(_to_tvm_prim(expr, names))
+                    got = _to_tvm_prim(canonical_simplify(expr), names)
+                    n += 1
+                    if not tvm_ffi.structural_equal(got, want):
+                        bad.append(f"{expr!r}: TVM {want}, memcore {got}")
+    assert n == 588 and not bad, f"{len(bad)} differ:\n" + "\n".join(bad[:10])

@@ -6,7 +6,7 @@ import pytest
 
 import memcore_py
 from memcore_py.ir.simplify import UnsupportedSimplify, canonical_simplify, is_simplifiable, simplify
-from memcore_py.ir.prim import Add, FloorDiv, FloorMod, IntImm, Max, Mul, PrimVar, Sub, prim_equal
+from memcore_py.ir.prim import Add, FloorDiv, FloorMod, IntImm, Max, Mul, PrimVar, Sub, prim_equal, substitute
 from memcore_py.ir.prim_arith import VarBounds
 
 s, a = PrimVar("s"), PrimVar("a")
@@ -131,3 +131,28 @@ def test_reshape_resolves_minus_one_as_tvm(old, new, expected):
     from memcore_py.ir.prim import as_prim
     got = _reshape_shape(old, [as_prim(d) for d in new])
     assert len(got) == len(expected) and all(prim_equal(g, e) for g, e in zip(got, expected)), got
+
+
+def _value_at(expr, v: int) -> int:
+    got = substitute(expr, {"s": IntImm(v)})
+    assert type(got) is IntImm, got
+    return got.value
+
+
+@pytest.mark.parametrize("simplifier", [simplify, canonical_simplify])
+def test_quotients_of_negatively_scaled_remainders_keep_their_value(simplifier):
+    # ``(s * -1) % 3 // 2`` is 1 at s = 1: the remainder's upper factor is negative (-3), and
+    # "(x % c1) // c2 is 0 when c2 >= c1" holds for positive factors only
+    bad = []
+    for c1 in (-3, -2, -1, 1, 2, 3):
+        for c2 in (2, 3, 4, 5, 6, 8):
+            for k in (1, -1, 3):
+                for d in (2, 3, 4, 6):
+                    rem = FloorMod(Mul(s, I(c1)), I(c2))
+                    expr = FloorDiv(Mul(rem, I(k)) if k != 1 else rem, I(d))
+                    out = simplifier(expr)
+                    for v in range(-13, 14):
+                        if _value_at(out, v) != _value_at(expr, v):
+                            bad.append(f"{expr!r} -> {out!r} at s={v}")
+                            break
+    assert not bad, f"{len(bad)} change value:\n" + "\n".join(bad[:10])
