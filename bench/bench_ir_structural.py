@@ -86,7 +86,7 @@ def to_tvm(mod):
     from tvm import relax
 
     from memcore_py import ir as M
-    from memcore_py.ir.printer import script
+    from memcore_py.ir.text.printer import script
 
     prims = M.IRModule({gv: f for gv, f in mod.functions.items() if isinstance(f, M.PrimFunc)})
     tmod = tvm_from_source(script(prims)) if len(prims) else tvm.IRModule({})
@@ -164,7 +164,7 @@ def test_tvm_structural_equal(benchmark, n):
 
     ta, tb = tvm_pair(n)
     if n == SIZES[0]:
-        from memcore_py.ir.printer import script
+        from memcore_py.ir.text.printer import script
 
         parsed = tvm_from_source(script(pair("lowered", n)[0]))
         assert tvm_ffi.structural_equal(ta, parsed), "to_tvm and TVM's parser disagree"

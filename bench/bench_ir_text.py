@@ -40,7 +40,7 @@ from memcore_py.ir import (
     VarBinding,
     get_op,
 )
-from memcore_py.ir.printer import script
+from memcore_py.ir.text.printer import script
 from _helpers import tvm_from_source
 
 SIZES = [1_000, 10_000, 100_000]

@@ -25,6 +25,6 @@ def parse(text: str, metadata=None):
     ParseError
         With line, column and the offending source line, for any malformed input.
     """
-    from .ir.parser import parse as _parse
+    from .ir.text.parser import parse as _parse
 
     return _parse(text, metadata=metadata)

@@ -11,7 +11,7 @@ their ``import``/``cimport`` lines. Nothing is imported.
 
     A module may import its own layer and the layers below it. ``memcore_py.testing`` and
     ``memcore_py.examples`` sit just below ``cli``: they may import anything but ``cli``.
-    ``memcore_py/__init__.py`` may import ``errors``, and ``ir.parser`` only lazily (inside
+    ``memcore_py/__init__.py`` may import ``errors``, and ``ir.text.parser`` only lazily (inside
     ``parse``). The engine (``memcore/``) imports nothing from ``memcore_py``.
 (b) No cycle in the module graph built from all imports, lazy ones included (strongly
     connected components), except the one edge of :data:`ALLOWED_EDGES`. ``from .pkg import
@@ -39,7 +39,7 @@ LAYERS = {
     "memcore": (0, "memcore (engine)"),
     "memcore_py.errors": (1, "errors"),
     "memcore_py._compiled": (1, "errors"),  # the compiled-helper loader: stdlib only, used by analysis/transform
-    "memcore_py": (2, "memcore_py (package root)"),  # this module only: errors, and ir.parser in parse()
+    "memcore_py": (2, "memcore_py (package root)"),  # this module only: errors, and ir.text.parser in parse()
     "memcore_py.ir": (2, "ir"),
     "memcore_py.analysis": (3, "analysis"),
     "memcore_py.planning": (4, "planning"),
@@ -55,10 +55,10 @@ LAYERS = {
 ORDER = "cli -> (frontend, tvm, executorch) -> (testing, examples: anything but cli) -> transform -> planning -> analysis -> ir -> errors -> memcore"
 
 #: What memcore_py/__init__.py may import: target -> whether only lazily.
-ROOT_IMPORTS = {"memcore_py.errors": False, "memcore_py.ir.parser": True}
+ROOT_IMPORTS = {"memcore_py.errors": False, "memcore_py.ir.text.parser": True}
 
 #: Import edges exempt from the cycle check (only when every such import is lazy).
-ALLOWED_EDGES = {("memcore_py.ir.module", "memcore_py.ir.printer")}  # IRModule.script()
+ALLOWED_EDGES = {("memcore_py.ir.module", "memcore_py.ir.text.printer")}  # IRModule.script()
 
 SOURCE_SUFFIXES = (".py", ".pyx", ".pxd")
 

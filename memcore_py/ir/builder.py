@@ -91,7 +91,7 @@ from .expr import (
 from .construct import new_binding, new_var
 from .module import IRModule
 from .infer import erase_to_well_defined, signature_prim_names
-from .prim_func_text import normalized_text
+from .text.prim_func_text import normalized_text
 from .types import Type
 
 __all__ = ["NameTable", "BlockBuilder", "IfBuilder", "is_leaf"]

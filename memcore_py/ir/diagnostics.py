@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ..errors import PassError
 from .expr import MatchCast
-from .printer import format_expr
+from .text.printer import format_expr
 
 __all__ = ["describe_binding", "binding_error"]
 

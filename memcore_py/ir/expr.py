@@ -540,7 +540,7 @@ class PrimFunc(BaseFunc):
         """A PrimFunc whose ``params``, ``attrs`` and ``private`` are set (and checked) now
         and whose ``text`` is ``text_of()``, called once on first access: for a text that an
         edit of the decorator and attribute line derives from ``base``'s
-        (:func:`~memcore_py.ir.prim_func_text.with_attrs`), which a pass need not write unless
+        (:func:`~memcore_py.ir.text.prim_func_text.with_attrs`), which a pass need not write unless
         the text is read (printing, structural equality); see :meth:`reference_text`."""
         if not callable(text_of):
             raise IRError(f"PrimFunc.lazy_text needs a callable; got {type(text_of).__name__}")

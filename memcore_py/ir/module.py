@@ -88,7 +88,7 @@ class IRModule:
 
     def script(self, **options) -> str:
         """TVMScript text of the module that Apache TVM 0.27's parser accepts."""
-        from .printer import script
+        from .text.printer import script
 
         return script(self, **options)
 

@@ -20,7 +20,7 @@ The semantics follow Apache TVM's ``tvm.ir.structural_equal`` (checked against 0
 - Modules are compared by function name (order does not matter), plus ``attrs`` and
   ``global_infos``. PrimFuncs: signature (buffer dtypes and shapes; param names are
   positional), attrs, ``private`` and the opaque text with whitespace normalized and the
-  function's own name removed (:func:`~memcore_py.ir.prim_func_text.normalized_text`).
+  function's own name removed (:func:`~memcore_py.ir.text.prim_func_text.normalized_text`).
 - Constants: same dtype, shape and values, or (without data) the same metadata reference.
 
 The walk is iterative over bindings (a function of 100k bindings never recurses per
@@ -63,8 +63,8 @@ from .expr import (
 from .module import IRModule
 from .op import Op
 from .prim import BinaryOp, FloatImm, IntImm, PrimExpr, PrimVar
-from .prim_func_text import normalized_text
-from .printer import format_binding, format_expr, format_type, script
+from .text.prim_func_text import normalized_text
+from .text.printer import format_binding, format_expr, format_type, script
 from .types import FuncType, ObjectType, PrimType, ShapeType, TensorType, TupleType, Type
 
 __all__ = ["structural_equal", "assert_structural_equal", "first_mismatch"]
@@ -727,7 +727,7 @@ def assert_structural_equal(a, b, map_free_vars: bool = True) -> None:
 
     The message gives the path to the first difference (function, block, binding, field),
     both sides of it, and a unified diff of the two sides printed as TVMScript (with
-    :func:`memcore_py.ir.printer.script`; ``repr`` for what the printer cannot print).
+    :func:`memcore_py.ir.text.printer.script`; ``repr`` for what the printer cannot print).
     """
     found = first_mismatch(a, b, map_free_vars)
     if found is None:

@@ -51,7 +51,7 @@ from ..errors import PlanningError
 from ..ir.expr import Call, Function, If, Tuple, Var
 from ..ir.module import IRModule
 from ..ir.prim import IntImm
-from ..ir.prim_func_text import format_prim
+from ..ir.text.prim_func_text import format_prim
 from ..ir.types import TensorType
 from .allocate import MODES, plan_memory
 from .arena_options import ARENA_TIME_LIMIT
@@ -198,7 +198,7 @@ def _walk_function(func: Function):
 
 
 def _binding_text(binding) -> str:
-    from ..ir.printer import format_binding
+    from ..ir.text.printer import format_binding
 
     return format_binding(binding)
 

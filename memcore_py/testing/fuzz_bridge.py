@@ -527,7 +527,7 @@ def _printer_renames_explain(ours, text_side) -> bool:
     apart). The PrimFuncs of ``ours`` whose texts align so are replaced by ``text_side``'s
     and the modules compared again, so any other difference still counts."""
     from ..ir import IRModule, structural_equal
-    from ..ir._lexer import tokenize
+    from ..ir.text.lexer import tokenize
     from ..ir.expr import PrimFunc
 
     if {gv.name for gv in ours.functions} != {gv.name for gv in text_side.functions}:

@@ -99,7 +99,7 @@ def default_corpus(n_random: int = 40) -> list:
 # ------------------------------------------------------------------------------ text mutation
 def mutate_text(text: str, seed: int) -> str:
     """A mutation of ``text`` chosen by ``seed`` (1 to 4 edits, mostly 1, each grammar-aware)."""
-    from ..ir._lexer import tokenize
+    from ..ir.text.lexer import tokenize
 
     rng = random.Random(seed)
     lines = text.split("\n")

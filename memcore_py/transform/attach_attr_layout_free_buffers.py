@@ -17,7 +17,7 @@ Stage 1 (module pass ``_AttachAttrLayoutFreeBuffers``), per top-level Relax func
 - Each ``R.call_tir(f, (a0, a1, ...), ...)``, after its arguments are visited: the positions
   ``i`` whose ``ai`` is layout-free form ``layout_free_buffers`` (a tuple of ints, also
   when empty, replacing any previous value). The PrimFunc ``f`` *of the input module* gets
-  that attribute (:func:`~memcore_py.ir.prim_func_text.with_attrs`, text synced) and is
+  that attribute (:func:`~memcore_py.ir.text.prim_func_text.with_attrs`, text synced) and is
   added with :meth:`~memcore_py.transform._prim_func_registry.PrimFuncRegistry.add` (TVM
   ``BlockBuilder::AddFunction``), which returns the GlobalVar of an equal function already
   in the module (so call sites with the same set share one copy) or adds it under a fresh
@@ -68,7 +68,7 @@ from ..ir.functor import OPAQUE_NON_PRIM_LEAVES, normalize_blocks
 from ..ir.module import IRModule
 from ..ir.op import get_op
 from ..ir.prim import IntImm
-from ..ir.prim_func_text import with_attrs
+from ..ir.text.prim_func_text import with_attrs
 from ._lowering_utils import BindingTrackingMutator
 from ._prim_func_registry import PrimFuncRegistry
 from .dead_code_elimination import DeadCodeElimination, is_flat

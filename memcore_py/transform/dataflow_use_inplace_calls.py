@@ -63,7 +63,7 @@ from ..ir.infer import infer_type
 from ..ir.module import IRModule
 from ..ir.op import Op, get_op
 from ..ir.prim import IntImm, PrimVar, free_prim_vars
-from ..ir.prim_func_text import format_prim, str_literal
+from ..ir.text.prim_func_text import format_prim, str_literal
 from ..ir.types import TensorType, TupleType
 from ..analysis.dataflow_inplace import inplace_opportunities
 from .legalize_elementwise import (SUPPORTED, ElementwiseCall, KernelFacts, Operand, folded_operand, kernel_and_text,

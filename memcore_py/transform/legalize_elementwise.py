@@ -63,7 +63,7 @@ from ..ir.expr import Constant, PrimFunc, PrimFuncParam
 from ..ir.types import TensorType
 from ..ir.prim import BinaryOp, IntImm, PrimVar, free_prim_vars, prove_equal, simplify_const
 from ..ir.prim import canonical as canonical_form
-from ..ir.prim_func_text import format_prim
+from ..ir.text.prim_func_text import format_prim
 
 __all__ = ["ElementwiseCall", "KernelFacts", "Operand", "TirBlock", "TirKernel", "folded_operand",
            "kernel_and_text", "kernel_prim_func", "kernel_text", "legalization_params", "prim_func", "prim_func_text",
@@ -200,7 +200,7 @@ class KernelFacts:
     """What the kernels of one pass call ask repeatedly, each answer computed once: per dim
     object its free variables (:func:`~memcore_py.ir.prim.free_prim_vars`), its canonical
     form (:func:`~memcore_py.ir.prim.canonical`) and its TIR text under a renaming of those
-    variables (:func:`~memcore_py.ir.prim_func_text.format_prim`); per call its buffer names
+    variables (:func:`~memcore_py.ir.text.prim_func_text.format_prim`); per call its buffer names
     and input parameters (:func:`_operands`, shared by the legalization and the in-place
     variants). One belongs to a pass call: the objects asked about are immutable and kept
     alive here, so an ``id`` names one of them; the dicts it returns are shared and must not
@@ -427,7 +427,7 @@ def prim_func_text(call: ElementwiseCall, func_name: str, inplace_index=None, *,
 
 def kernel_text(kernel: TirKernel, func_name: str, rename=None) -> str:
     """The TVMScript text of ``kernel`` named ``func_name`` (``rename``: symbolic variable
-    -> the name to write, as :func:`~memcore_py.ir.prim_func_text.format_prim` takes it)."""
+    -> the name to write, as :func:`~memcore_py.ir.text.prim_func_text.format_prim` takes it)."""
     shape_text = {}  # shapes are often one shared tuple: format once
 
     def dims_of(shape):

@@ -95,7 +95,7 @@ from ..ir.memo import MEMO
 from ..ir.module import IRModule, VDevice
 from ..ir.op import get_op, is_registered, opaque_op
 from ..ir.ops import builtin_alloc_implied_type, builtin_alloc_own_type
-from ..ir.prim_func_text import type_spelled_bare
+from ..ir.text.prim_func_text import type_spelled_bare
 from ..ir.prim import EQ, GE, GT, LE, LT, NE, And, Cast, FloatImm, IfThenElse, IntImm, Not, Or, PrimVar, Select
 from ..ir.types import FuncType, PrimType, ShapeType, TensorType, TupleType
 from . import _ffi_reader, _ffi_writer, compat
@@ -926,7 +926,7 @@ def _prim_func_text(func, name, params, attrs, private, body):
     """The PrimFunc's TVMScript as memcore's parser keeps it: TVM's printed text from the
     decorator to the last line, named ``name``; None when that is exactly the
     signature-only form (``prim_func_text.read_prim_func``'s rule)."""
-    from ..ir.prim_func_text import renamed_text, signature_only_text, synced_text
+    from ..ir.text.prim_func_text import renamed_text, signature_only_text, synced_text
 
     lines = func.script().split("\n")
     start = next((i for i, ln in enumerate(lines) if ln.startswith("@")), 0)

@@ -587,7 +587,7 @@ class _Writer:
         edited = self.edited_prim_func(name, f)
         if edited is not None:
             return edited
-        from ..ir.prim_func_text import renamed_text, signature_only_text, signature_typevars, synced_text
+        from ..ir.text.prim_func_text import renamed_text, signature_only_text, signature_typevars, synced_text
 
         text = signature_only_text(name, f) if f.text is None else synced_text(renamed_text(f.text, name), f.attrs, f.private)
         typevars = "".join(f'{n} = TypeVar("{n}")\n' for n in signature_typevars(text))

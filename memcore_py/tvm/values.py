@@ -1,7 +1,7 @@
 """Attribute values between TVM and memcore: call attributes, function and module attrs.
 
 memcore keeps attributes as the plain Python values its TVMScript parser reads from TVM's
-printed text (``memcore_py.ir.parser``'s ``_attr_value``): ``axis=[1]`` is ``(1,)``,
+printed text (``memcore_py.ir.text.parse_values``'s ``_attr_value``): ``axis=[1]`` is ``(1,)``,
 ``indices_or_sections=2`` is ``2``, ``out_dtype="float32"`` is ``"float32"``, a dict is a
 dict. This module maps TVM attribute values to that form and back, with no per-op table:
 

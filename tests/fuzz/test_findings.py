@@ -414,7 +414,7 @@ def test_r1_strings_with_escapes_round_trip(value):
 
 
 def test_r1_python_escapes_are_decoded():
-    from memcore_py.ir._lexer import string_value
+    from memcore_py.ir.text.lexer import string_value
 
     assert string_value(r'"\b\f\a\v\101\x41\u0041\N{BULLET}\q"') == "\b\f\a\vAAA\u2022\\q"
 

@@ -297,7 +297,7 @@ def test_tvms_escaped_utf8_bytes_read_as_the_string_tvm_holds():
 
 
 def test_escaped_bytes_that_are_not_utf8_keep_pythons_meaning():
-    from memcore_py.ir._lexer import string_value
+    from memcore_py.ir.text.lexer import string_value
 
     assert string_value(r'"gl\xC3\xA9"') == "gl\u00e9"
     assert string_value(r'"\xe9"') == "\u00e9"

@@ -37,7 +37,7 @@ import memcore_py  # noqa: E402
 from memcore_py.examples.models import highlevel_model_text, list_highlevel_models  # noqa: E402
 from memcore_py.ir.expr import Call, Function  # noqa: E402
 from memcore_py.ir.prim import IntImm  # noqa: E402
-from memcore_py.ir.prim_func_text import format_prim  # noqa: E402
+from memcore_py.ir.text.prim_func_text import format_prim  # noqa: E402
 from memcore_py.transform import (CallTIRRewrite, RemovePurityChecking, Sequential,  # noqa: E402
                                   StaticPlanBlockMemory, ToNonDataflow)
 from memcore_py.transform.lower_for_planning import LowerForPlanning  # noqa: E402

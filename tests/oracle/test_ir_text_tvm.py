@@ -43,7 +43,7 @@ from memcore_py.ir import (  # noqa: E402
     Var,
     VarBinding,
 )
-from memcore_py.ir.printer import script  # noqa: E402
+from memcore_py.ir.text.printer import script  # noqa: E402
 from memcore_py.ir.structural import assert_structural_equal  # noqa: E402
 from memcore_py.testing import random_lowered_module, random_module  # noqa: E402
 

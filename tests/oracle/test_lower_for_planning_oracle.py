@@ -74,7 +74,7 @@ def tvm_unfused_plan(mod):
 def memcore_plan(mod):
     """memcore's LowerForPlanning path on a memcore IRModule (module docstring), summarised."""
     from memcore_py.ir.expr import Call, Function
-    from memcore_py.ir.prim_func_text import format_prim
+    from memcore_py.ir.text.prim_func_text import format_prim
     from memcore_py.ir.prim import IntImm
 
     seq = Sequential([LowerForPlanning(), ToNonDataflow(), RemovePurityChecking(), CallTIRRewrite(),

@@ -17,7 +17,7 @@ import tvm.sym as tsym  # noqa: E402
 
 from memcore_py.analysis import arith as A  # noqa: E402
 from memcore_py.ir import prim as P  # noqa: E402
-from memcore_py.ir.printer import format_prim  # noqa: E402
+from memcore_py.ir.text.printer import format_prim  # noqa: E402
 
 pytestmark = pytest.mark.oracle
 

@@ -15,7 +15,7 @@ from memcore_py.ir.infer import infer_type
 from memcore_py.ir.op import get_op, list_ops
 from memcore_py.ir.op_schema import ABSENT, REQUIRED, Attr, convert_attr, format_float_attr, make_schema
 from memcore_py.ir.prim import FloatImm, IntImm, Min, PrimVar, Sub, prove_equal
-from memcore_py.ir.printer import format_expr
+from memcore_py.ir.text.printer import format_expr
 from memcore_py.ir.types import ShapeType, TensorType, TupleType
 
 PARAMS = {

@@ -272,7 +272,7 @@ def test_against_tvm_normalize():
     for tvm_expr, ours in cases:
         want = str(bb.normalize(tvm_expr).ty).replace("T.int64(", "(")
         got = infer_type(ours)
-        from memcore_py.ir.printer import format_type
+        from memcore_py.ir.text.printer import format_type
 
         assert _norm(format_type(got)) == _norm(want)
 

@@ -10,7 +10,7 @@ import re
 import pytest
 
 from memcore_py import parse
-from memcore_py.ir.printer import script
+from memcore_py.ir.text.printer import script
 from memcore_py.ir.structural import assert_structural_equal
 from memcore_py.testing import count_bindings, random_lowered_module, random_module
 

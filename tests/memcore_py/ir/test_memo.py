@@ -48,7 +48,7 @@ def test_the_library_registers_its_memo_tables():
     StaticPlanBlockMemory(mode="arena")(random_lowered_module(1, 40))  # loads the compiled rewrite
     names = set(MEMO.sizes())
     for name in ("planning.allocate.bytes_imms", "analysis.storage_tokens.const_type_info",
-                 "transform.static_plan_block_memory.leaf_imms", "ir.prim_func_text.parts",
+                 "transform.static_plan_block_memory.leaf_imms", "ir.text.prim_func_text.parts",
                  "transform.alloc_rewrite.raw_names"):
         assert name in names
 

@@ -1,4 +1,4 @@
-"""Parser tests: the node mapping conventions (see memcore_py/ir/parser.py) on TVM's own
+"""Parser tests: the node mapping conventions (see memcore_py/ir/text/parser.py) on TVM's own
 printed text (tests/data/tvm_printed/) and on small hand-written inputs."""
 import math
 

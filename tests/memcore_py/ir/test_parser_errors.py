@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from memcore_py import parse
 from memcore_py.errors import IRError, MemcoreError, ParseError
-from memcore_py.ir.parser import MAX_DEPTH
+from memcore_py.ir.text.parser import MAX_DEPTH
 
 from _helpers import TVM_PRINTED_DIR as DATA
 

@@ -42,7 +42,7 @@ from memcore_py.ir import (
     VarBinding,
     get_op,
 )
-from memcore_py.ir.printer import format_binding, format_expr, format_prim, format_type, script
+from memcore_py.ir.text.printer import format_binding, format_expr, format_prim, format_type, script
 
 T23 = TensorType((2, 3), "float32")
 VOID = TupleType(())

@@ -39,7 +39,7 @@ from memcore_py.ir import (
     get_op,
     structural_equal,
 )
-from memcore_py.ir.prim_func_text import normalized_text
+from memcore_py.ir.text.prim_func_text import normalized_text
 from memcore_py.ir.structural import first_mismatch
 from memcore_py.testing import random_lowered_module, random_module
 from _helpers import tvm_from_source

@@ -337,7 +337,7 @@ def test_flat_path_equals_general_mutator_on_random_programs(tir_vars):
 def test_prim_func_registry_dedup_and_names():
     """PrimFuncRegistry: an equal function (module's or added) is shared; otherwise TVM's
     name-supply names skip the module's names; the module gets the additions appended."""
-    from memcore_py.ir.prim_func_text import with_attrs
+    from memcore_py.ir.text.prim_func_text import with_attrs
     from memcore_py.transform._prim_func_registry import PrimFuncRegistry
 
     mod = module_from_text(module(matmul() + matmul("matmul1", LF1) + main(f"x: {T32}, y: {T32}", call("matmul", "x, y"))))
@@ -360,7 +360,7 @@ def test_prim_func_registry_dedup_and_names():
 def test_prim_func_registry_keys():
     """Keyed additions are told apart by key alone (no text comparison); a keyed function is
     still compared structurally with the module's own functions."""
-    from memcore_py.ir.prim_func_text import with_attrs
+    from memcore_py.ir.text.prim_func_text import with_attrs
     from memcore_py.transform._prim_func_registry import PrimFuncRegistry
 
     mod = module_from_text(module(matmul() + matmul("matmul1", LF1) + main(f"x: {T32}, y: {T32}", call("matmul", "x, y"))))
@@ -383,7 +383,7 @@ def test_structural_equality_of_unwritten_copies():
     """Copies whose texts are unwritten compare through their bases, with the answer the
     written texts give; a copy compared with a written function is written."""
     from memcore_py.ir import structural_equal
-    from memcore_py.ir.prim_func_text import with_attrs
+    from memcore_py.ir.text.prim_func_text import with_attrs
 
     mod = module_from_text(module(matmul() + matmul("matmul1", LF1) + main(f"x: {T32}, y: {T32}", call("matmul", "x, y"))))
     orig = mod["matmul"]
@@ -409,7 +409,7 @@ def test_structural_equality_of_unwritten_copies():
 def test_synced_text_key_shortcut():
     """prim_func_text._states_attrs skips its ast read when a key is not spelled in the line;
     a line stating the attrs in another spelling is still kept."""
-    from memcore_py.ir import prim_func_text as pft
+    from memcore_py.ir.text import prim_func_text as pft
 
     text = "@T.prim_func\ndef f(A: T.Buffer((4,), \"float32\")):\n    T.func_attr({'tirx.noalias': True})\n    A[0] = T.float32(1)\n"
     assert pft.synced_text(text, {"tirx.noalias": True}, False) is text
@@ -424,7 +424,7 @@ def test_synced_text_key_shortcut():
 def test_synced_text_signature_end_without_tokens():
     """prim_func_text._signature_end(tokens=False) counts brackets of a one-line signature
     outside its strings; multi-line signatures and strings with brackets still tokenize."""
-    from memcore_py.ir import prim_func_text as pft
+    from memcore_py.ir.text import prim_func_text as pft
 
     one = ['def f(A: T.Buffer((4,), "float32")):', "    T.evaluate(0)"]
     assert pft._signature_end(one, 0, tokens=False)[0] == pft._signature_end(one, 0)[0] == 0

@@ -9,7 +9,7 @@ import pytest
 import memcore_py
 from memcore_py.ir.expr import Call, Constant, Function, Tuple
 from memcore_py.ir.prim import IntImm
-from memcore_py.ir.prim_func_text import format_prim
+from memcore_py.ir.text.prim_func_text import format_prim
 from memcore_py.ir.types import TensorType, TupleType
 from memcore_py.transform.fold_constant import (MAX_FOLD_ELEMENTS, folded_constant, folds, should_be_folded,
                                                 static_shape)

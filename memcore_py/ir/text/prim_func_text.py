@@ -64,7 +64,7 @@ the text form cannot express raises :class:`~memcore_py.errors.IRError`.
 Performance
 -----------
 Bodies are never read: a PrimFunc costs its signature and the first body lines. A
-signature is split at its top-level commas (tokens of :mod:`memcore_py.ir._lexer`), and each
+signature is split at its top-level commas (tokens of :mod:`memcore_py.ir.text.lexer`), and each
 decorator line, parameter annotation and ``T.func_attr`` line that reads no names is
 evaluated once per process (bounded caches; PrimExprs are immutable and shared, attr dicts
 are copied per use). Anything unusual, including every error, is read again from the ast of
@@ -81,13 +81,13 @@ import warnings
 
 import numpy as np
 
-from ..errors import IRError, ParseError
-from ._lexer import string_value, strip_comment, tokenize
-from .expr import PrimFunc, PrimFuncParam
-from .memo import MEMO
-from .module import VDevice
-from .types import FuncType, ObjectType, PrimType, TensorType, TupleType
-from .prim import (
+from ...errors import IRError, ParseError
+from .lexer import string_value, strip_comment, tokenize
+from ..expr import PrimFunc, PrimFuncParam
+from ..memo import MEMO
+from ..module import VDevice
+from ..types import FuncType, ObjectType, PrimType, TensorType, TupleType
+from ..prim import (
     EQ,
     GE,
     GT,
@@ -378,7 +378,7 @@ def float_value(args, kwargs) -> float:
 # ------------------------------------------------------------------------------ spelling
 def type_spelled_bare(ty) -> bool:
     """Whether TVMScript spells the type ``ty`` as a bare name, as TVM's printer and
-    :func:`memcore_py.ir.printer.format_type` do: ``R.Tensor`` (no shape, dtype, ndim or
+    :func:`memcore_py.ir.text.printer.format_type` do: ``R.Tensor`` (no shape, dtype, ndim or
     vdevice), ``R.Tuple`` (no fields), ``R.Any``, ``R.Callable`` (no parameter types), a
     prim type ``T.int64``. As a call attribute's value such a name reads back as the Python
     function of that name (TVM's parser keeps the function), not as the type: memcore's
@@ -735,7 +735,7 @@ def _ast_parse(source: str, mode: str = "exec"):
 
 def _read_byte_escapes(tree, source: str) -> None:
     """Give each plain string literal of ``tree`` written with ``\\xhh`` escapes the lexer's
-    value (:func:`~memcore_py.ir._lexer.string_value`: a run of them is the UTF-8 bytes TVM's
+    value (:func:`~memcore_py.ir.text.lexer.string_value`: a run of them is the UTF-8 bytes TVM's
     printer writes for non-ASCII text) instead of Python's (their code points)."""
     for node in ast.walk(tree):
         if type(node) is ast.Constant and type(node.value) is str:
@@ -1137,7 +1137,7 @@ def _attr_line(lines, body):
 # private, parameter annotations -> (dtype, dims), T.func_attr lines -> attrs. PrimExprs are
 # immutable and shared, as the parser shares types; attr dicts are copied per use. Memo
 # tables (memcore_py.ir.memo).
-_TEXT_PARTS = MEMO.group("ir.prim_func_text.parts", 3)
+_TEXT_PARTS = MEMO.group("ir.text.prim_func_text.parts", 3)
 _DECORATOR_CACHE, _ANNOTATION_CACHE, _ATTR_CACHE = _TEXT_PARTS.tables
 
 

@@ -36,7 +36,7 @@ back, or would lose information. Layout::
                 r: T = <else result>
             return (a, b)
 
-Node mapping (the inverse of :mod:`memcore_py.ir.parser`; see its docstring for the full
+Node mapping (the inverse of :mod:`memcore_py.ir.text.parser`; see its docstring for the full
 table): ``Call(op relax.call_tir, (gv, Tuple), ty_args=(T,))`` prints
 ``R.call_tir(cls.gv, (..), out_ty=T)`` (a TupleType output prints as a list); ``Call`` whose
 callee is an :class:`ExternFunc` prints ``R.call_packed("sym", ..., ty_args=(T,))``; a
@@ -59,7 +59,7 @@ A PrimFunc read from text is printed from that text, except that its decorator's
 changed ``attrs``, e.g. ``layout_free_buffers``); a signature-only PrimFunc (``text`` None)
 prints its signature, ``T.func_attr`` and ``T.evaluate(0)``, which the parser reads back as
 signature-only. All of that, and the TVMScript spelling of PrimExprs and attribute values,
-is :mod:`memcore_py.ir.prim_func_text`; this module does not import the parser.
+is :mod:`memcore_py.ir.text.prim_func_text`; this module does not import the parser.
 
 Where TVM 0.27 differs and why
 ------------------------------
@@ -102,9 +102,9 @@ TVM's printer: bench/README.md, "IR text").
 from __future__ import annotations
 
 
-from ..errors import IRError
-from ._util import gc_paused
-from .expr import (
+from ...errors import IRError
+from .._util import gc_paused
+from ..expr import (
     Call,
     Constant,
     DataflowBlock,
@@ -125,11 +125,11 @@ from .expr import (
     Var,
     VarBinding,
 )
-from .module import IRModule
-from .op import Op
-from .op_schema import format_float_attr
-from .ops import builtin_alloc_own_type
-from .prim import FloatImm, IntImm, PrimVar
+from ..module import IRModule
+from ..op import Op
+from ..op_schema import format_float_attr
+from ..ops import builtin_alloc_own_type
+from ..prim import FloatImm, IntImm, PrimVar
 from .prim_func_text import (
     RESERVED_NAMES,
     format_attr_dict,
@@ -142,7 +142,7 @@ from .prim_func_text import (
     str_literal as _str_lit,
     synced_text,
 )
-from .types import FuncType, ObjectType, PrimType, ShapeType, TensorType, TupleType, Type, type_equal
+from ..types import FuncType, ObjectType, PrimType, ShapeType, TensorType, TupleType, Type, type_equal
 
 __all__ = ["script", "format_binding", "format_expr", "format_type", "format_prim"]
 
@@ -816,7 +816,7 @@ class _ModulePrinter:
 
     def prim_function(self, name, func, indent):
         """Lines of a PrimFunc at ``indent``: its text renamed to ``name`` and synced with its
-        attrs and ``private``, or its signature-only form (:mod:`~memcore_py.ir.prim_func_text`)."""
+        attrs and ``private``, or its signature-only form (:mod:`~memcore_py.ir.text.prim_func_text`)."""
         if func.text is None:
             text = signature_only_text(name, func)
         else:
