@@ -47,7 +47,7 @@ EXTENSIONS = {
     "memcore_py.transform._flat_walks": {"sources": ["memcore_py/transform/_flat_walks.pyx"], "language": "c"},
     "memcore_py.transform._kill_writer": {"sources": ["memcore_py/transform/_kill_writer.pyx"], "language": "c++"},
     "memcore_py.planning._graph_plan": {"sources": ["memcore_py/planning/_graph_plan.pyx"], "language": "c++"},
-    "memcore_py.tvm._ffi_reader": {"sources": ["memcore_py/tvm/_ffi_reader.pyx"], "language": "c"},
+    "memcore_py.tvm._ffi_reader": {"sources": ["memcore_py/tvm/_ffi_reader.pyx"], "language": "c++"},
     "memcore_py.tvm._ffi_writer": {"sources": ["memcore_py/tvm/_ffi_writer.pyx"], "language": "c++"},
     "memcore_py.tvm._node_map": {"sources": ["memcore_py/tvm/_node_map.pyx"], "language": "c"},
     "memcore_py.tvm._kill_writer": {"sources": ["memcore_py/tvm/_kill_writer.pyx"], "language": "c++"},

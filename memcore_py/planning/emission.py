@@ -84,12 +84,29 @@ def emission_site(sites: AllocationSites, toks: list) -> EmissionSite:
 def emission_sites(sites: AllocationSites, plan: MemoryPlan) -> list:
     """:class:`EmissionSite` of every storage of ``plan``, by storage index."""
     tok_block = sites.tok_block
+    tok_index = sites.tok_index
+    is_dataflow = sites.block_is_dataflow
+    new = tuple.__new__  # _site without the partial's call layer (one site per storage)
+    storages = plan.storages
     if tok_block and tok_block.count(tok_block[0]) == len(tok_block):
         # every planned allocation in one block (the common case): each storage goes right
         # before its first allocation, as emission_site finds for tokens of one block
         b0 = tok_block[0]
-        df0 = sites.block_is_dataflow[b0]
-        tok_index = sites.tok_index
-        new = tuple.__new__  # _site without the partial's call layer (one site per storage)
-        return [new(EmissionSite, (b0, tok_index[s.tokens[0]], df0, True)) for s in plan.storages]
-    return [emission_site(sites, s.tokens) for s in plan.storages]
+        df0 = is_dataflow[b0]
+        return [new(EmissionSite, (b0, tok_index[s.tokens[0]], df0, True)) for s in storages]
+    # the storages whose tokens are not all in the block of their first one (tokens come in
+    # program order, so a storage's first token is the first one seen)
+    first_block: dict = {}
+    spread = set()
+    for b, k in zip(tok_block, plan.tok_storage.tolist()):
+        if first_block.setdefault(k, b) != b:
+            spread.add(k)
+    out = []
+    for k, s in enumerate(storages):
+        if k in spread:
+            out.append(emission_site(sites, s.tokens))
+        else:  # emission_site's first case
+            t = s.tokens[0]
+            b0 = tok_block[t]
+            out.append(new(EmissionSite, (b0, tok_index[t], is_dataflow[b0], True)))
+    return out

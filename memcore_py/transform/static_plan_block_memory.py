@@ -60,8 +60,9 @@ Rules and where each lives
   TokenProgram` by one ``walk_program``.
 - Allocation (the token program, TVM mode and arena packing): :func:`memcore.plan_tokens` and
   :func:`memcore.plan_offsets`, once.
-- The rewrite: :class:`_StorageAllocationRewriter` on memcore's IR, ``rewrite_function`` of
-  ``tvm/_spbm_extract.pyx`` on TVM's objects (two writers of one plan).
+- The rewrite: :class:`_StorageAllocationRewriter` on memcore's IR, ``_PlanWriter`` of
+  ``tvm/spbm_extract.py`` (over ``rewrite_block`` of ``tvm/_spbm_extract.pyx``) on TVM's
+  objects: two writers of one plan, both placing storages by :mod:`memcore_py.planning.emission`.
 
 Deliberately left out (as in TVM): no ``memory.kill_storage`` / ``memory.kill_tensor``
 (KillAfterLastUse inserts them), no sharing across functions, no in-place reuse of an input

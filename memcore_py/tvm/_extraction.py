@@ -68,8 +68,8 @@ def any_type(api) -> int:
 
 def module_entries(api, tvm_mod):
     """``(layout, entries)`` of ``tvm_mod``: the compiled reader's layout and
-    :func:`~._ffi_reader.module_functions`' ``(kind, name, GlobalVar address, function
-    address)`` entries, in the map's order. None (the full conversion must run) when the
+    :func:`~._ffi_reader.module_functions`' entries (``_ffi_reader.FunctionEntry``: kind,
+    name, GlobalVar and function addresses), in the map's order. None (the full conversion must run) when the
     compatibility gate turns the compiled reader off (:func:`~.compat.fast_layout`), the module has global infos (a tensor's vdevice indexes
     them) or an entry is neither a Relax function nor a PrimFunc."""
     layout = compat.fast_layout(api)
@@ -80,7 +80,7 @@ def module_entries(api, tvm_mod):
     if _ffi_reader.module_has_global_infos(layout, mod_addr):
         return None
     entries = _ffi_reader.module_functions(layout, mod_addr)
-    if entries is None or any(kind not in (0, 1) for kind, _n, _g, _f in entries):
+    if entries is None or any(e.kind not in (0, 1) for e in entries):
         return None
     return layout, entries
 
@@ -92,9 +92,9 @@ def module_with(api, layout, keep, tvm_mod, entries, new_funcs: dict):
     if not new_funcs:
         return tvm_mod
     pairs = []
-    for _kind, _name, gv, f_addr in entries:
-        pairs.append(gv)
-        pairs.append(new_funcs.get(f_addr, f_addr))
+    for e in entries:
+        pairs.append(e.gvar)
+        pairs.append(new_funcs.get(e.func, e.func))
     return _ffi_writer.object_at(_ffi_writer.module_with_functions(layout, keep, tvm_mod.__chandle__(), pairs))
 
 
@@ -111,14 +111,14 @@ def rewrite_functions(api, tvm_mod, rewrite):
     keep = _ffi_writer.Keep()
     keep.hold(tvm_mod)
     new_funcs = {}
-    for kind, name, _gv, f_addr in entries:
-        if kind == 0:
+    for e in entries:
+        if e.kind == 0:
             continue
-        new = rewrite(layout, keep, name, f_addr)
+        new = rewrite(layout, keep, e.name, e.func)
         if new is None:
             return None
         if new != UNCHANGED:
-            new_funcs[f_addr] = new
+            new_funcs[e.func] = new
     return module_with(api, layout, keep, tvm_mod, entries, new_funcs)
 
 
@@ -150,12 +150,12 @@ def extern_flags(symbol: str) -> int:
 
 def module_callees(api, entries, prim_flags: int = 0) -> dict:
     """The callee properties a table reader is given for a module whose functions are
-    ``entries`` (:func:`module_entries`' ``(kind, name, GlobalVar address, function address)``):
+    ``entries`` (:func:`module_entries`' ``FunctionEntry`` records):
     the ops' (:func:`op_flags`), ``prim_flags`` for a GlobalVar of a PrimFunc and none for a
     Relax function's."""
     known = dict(op_flags(api))
-    for kind, _name, gv, _f in entries:
-        known[gv] = prim_flags if kind == 0 else 0
+    for e in entries:
+        known[e.gvar] = prim_flags if e.kind == 0 else 0
     return known
 
 

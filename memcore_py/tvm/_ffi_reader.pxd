@@ -1,7 +1,9 @@
 # The type indices and field offsets of the TVM classes the compiled reader reads (see
 # _ffi_reader.pyx, ``Layout``), and the reads of dtypes and constant dims, declared here so
 # that other compiled walks over TVM objects (memcore_py/tvm/_kill_writer.pyx,
-# _spbm_extract.pyx, _lower_extract.pyx) read through the same checked layout.
+# _spbm_extract.pyx, _lower_extract.pyx) read through the same checked layout; and the records
+# the reader's functions return to Python.
+cimport cython
 from libc.stdint cimport int32_t, int64_t, uint32_t
 
 from memcore_py.tvm._ffi_abi cimport K_INT, any_obj, any_type
@@ -26,6 +28,47 @@ cdef class Layout:
     cdef Py_ssize_t o_ft_params, o_ft_ret
     cdef int32_t t_bin[7]          # type indices of the binary PrimExprs, in BINARY_PRIM_NODES' order
     cdef Py_ssize_t o_bin_a, o_bin_b  # their operands (one offset for all seven, checked)
+
+
+# The records the reader's functions return to Python (read-only attributes, read by name;
+# addresses held as Python ints, made once when the record is), made in C through ``__new__``
+# (no argument parsing); BlockCalls and FlatFunction, which lower_alloc_extract also makes from
+# a binding table's read, take their fields positionally.
+@cython.final
+cdef class FunctionEntry:
+    """One entry of a module's function map (``module_functions``)."""
+    cdef readonly object kind           # 1 a Relax ``Function``, 0 a ``PrimFunc``, -1 anything else
+    cdef readonly str name              # the GlobalVar's name
+    cdef readonly object gvar           # address of the ``GlobalVar``
+    cdef readonly object func           # address of the function
+
+
+@cython.final
+cdef class BlockCalls:
+    """One block of a flat function body and where the calls of one op are in it
+    (``flat_function_calls``)."""
+    cdef readonly object block          # address of the block (0 when read through a binding table)
+    cdef readonly object is_dataflow    # whether it is a ``DataflowBlock``
+    cdef readonly object bindings       # address of its bindings ``Array``
+    cdef readonly list positions        # positions (ints, ascending) of the bindings calling the op
+
+
+@cython.final
+cdef class FlatFunction:
+    """A Relax function's body with the calls of one op per block (``flat_function_calls``)."""
+    cdef readonly object seq            # address of the body ``SeqExpr``
+    cdef readonly object blocks         # address of the body's blocks ``Array``
+    cdef readonly list block_calls      # a BlockCalls per block of the body, in order
+
+
+@cython.final
+cdef class CallArguments:
+    """The arguments of one call bound in a block (``call_arguments``)."""
+    cdef readonly object binding        # address of the ``VarBinding``
+    cdef readonly list args             # addresses of the call's arguments
+    cdef readonly object tuple_fields   # addresses of the fields of the second argument (a list) when it is
+                                        # a ``Tuple``, else None
+    cdef readonly list constant_fields  # those of tuple_fields that are tensor constants (else [])
 
 
 cdef object read_string(const char* any)

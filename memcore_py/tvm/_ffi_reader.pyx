@@ -35,7 +35,7 @@ is alive, as in the Python reader).
 Above the bindings, what a pass call would otherwise pay per call through the Python API:
 
 - :func:`module_functions`: a module's function map (``ffi.Map``, small or dense layout; see
-  :func:`map_entries`) as (kind, name, GlobalVar, function) entries;
+  :func:`map_entries`) as :class:`FunctionEntry` records (kind, name, GlobalVar, function);
 - :func:`function_attrs` / :func:`module_attrs`: a ``DictAttrs`` with string keys and bool,
   int, float, string or ``int64`` ``IntImm`` values, or maps of such values (the
   ``tir_var_upper_bound`` of a dynamic function), nearly every function's attrs
@@ -46,12 +46,15 @@ Each declines (returns None) what it does not read, and :class:`Layout`'s self-c
 on objects built through the Python API. Reads never go past what a type index check allowed:
 an object's fields are read only after its type index matched the expected type.
 """
+cimport cython
 from libc.stdint cimport UINT64_MAX, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
+from libcpp.vector cimport vector
 from cpython.object cimport PyObject
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 
 from memcore_py.ir._nodes cimport binding_node, call_node, shape_expr_node, var_node
 from memcore_py.tvm._node_map cimport AddrMap, map_put
+from memcore_py.tvm._dim_key cimport intern_dim
 from memcore_py.tvm._ffi_abi cimport (
     HDR_SIZE, K_ARRAY, K_BOOL, K_DATATYPE, K_INT, K_OBJECT_BEGIN, K_SMALL_STR, K_STR, addr, any_obj, any_type, array_data,
     array_size, obj_field, obj_type,
@@ -258,7 +261,7 @@ cdef class Layout:
         f = tvm.script.from_source(text)
         for n in (1, 3, 9):  # the small layout holds at most 4 entries
             mod = api.IRModule({f"f{i}" if i else "a_function_name_longer_than_a_small_string": f for i in range(n)})
-            got = module_functions(self, mod.__chandle__())
+            got = [(e.kind, e.name, e.gvar, e.func) for e in module_functions(self, mod.__chandle__()) or ()]
             want = [(1, str(gv.name_hint), gv.__chandle__(), fn.__chandle__()) for gv, fn in mod.functions.items()]
             if got != want:  # the iteration order too
                 return False
@@ -539,10 +542,60 @@ cdef object map_entries(const char* m):
     return out if k == n else None
 
 
+# ------------------------------------------------------------------ the records (fields: _ffi_reader.pxd)
+@cython.freelist(64)  # many made per pass call
+cdef class FunctionEntry:
+    def __repr__(self):
+        return f"FunctionEntry(kind={self.kind}, name={self.name!r}, gvar={self.gvar:#x}, func={self.func:#x})"
+
+
+@cython.freelist(32)  # many made per pass call
+cdef class BlockCalls:
+    def __init__(self, size_t block, bint is_dataflow, size_t bindings, list positions not None):
+        self.block, self.is_dataflow, self.bindings, self.positions = block, is_dataflow, bindings, positions
+
+    def __repr__(self):
+        return (f"BlockCalls(block={self.block:#x}, is_dataflow={self.is_dataflow}, bindings={self.bindings:#x}, "
+                f"positions={self.positions})")
+
+
+cdef class FlatFunction:
+    def __init__(self, size_t seq, size_t blocks, list block_calls not None):
+        self.seq, self.blocks, self.block_calls = seq, blocks, block_calls
+
+    def __repr__(self):
+        return f"FlatFunction(seq={self.seq:#x}, blocks={self.blocks:#x}, block_calls={self.block_calls})"
+
+
+@cython.freelist(32)  # many made per pass call
+cdef class CallArguments:
+    def __repr__(self):
+        return (f"CallArguments(binding={self.binding:#x}, args={self.args}, tuple_fields={self.tuple_fields}, "
+                f"constant_fields={self.constant_fields})")
+
+
+cdef inline FunctionEntry function_entry(int kind, str name, size_t gvar, size_t func):
+    cdef FunctionEntry r = FunctionEntry.__new__(FunctionEntry)
+    r.kind, r.name, r.gvar, r.func = kind, name, gvar, func
+    return r
+
+
+cdef inline BlockCalls block_calls(size_t block, bint is_dataflow, size_t bindings, list positions):
+    cdef BlockCalls r = BlockCalls.__new__(BlockCalls)
+    r.block, r.is_dataflow, r.bindings, r.positions = block, is_dataflow, bindings, positions
+    return r
+
+
+cdef inline CallArguments call_args(size_t binding, list args, tuple_fields, list constant_fields):
+    cdef CallArguments r = CallArguments.__new__(CallArguments)
+    r.binding, r.args, r.tuple_fields, r.constant_fields = binding, args, tuple_fields, constant_fields
+    return r
+
+
 def module_functions(Layout L, size_t mod):
-    """The functions of the ``IRModule`` at ``mod`` as ``(kind, name, GlobalVar address,
-    function address)``, kind 1 for a Relax ``Function``, 0 for a ``PrimFunc``, -1 for
-    anything else; in the map's iteration order (TVM's passes visit functions in it). None when the map is not read here
+    """The functions of the ``IRModule`` at ``mod`` as :class:`FunctionEntry` records, kind 1
+    for a Relax ``Function``, 0 for a ``PrimFunc``, -1 for anything else; in the map's
+    iteration order (TVM's passes visit functions in it). None when the map is not read here
     (:func:`map_entries`), a key is not a ``GlobalVar`` with a string name or a value not an
     object."""
     cdef const char* kv
@@ -565,7 +618,8 @@ def module_functions(Layout L, size_t mod):
         if ft < K_OBJECT_BEGIN or any_obj(kv + 16) == NULL:
             return None
         f = any_obj(kv + 16)
-        out.append((1 if ft == L.t_function else 0 if ft == L.t_prim_func else -1, name, addr(gv), addr(f)))
+        out.append(function_entry(1 if ft == L.t_function else 0 if ft == L.t_prim_func else -1, name, addr(gv),
+                                  addr(f)))
     return out
 
 
@@ -1040,9 +1094,9 @@ cdef object call_positions(Layout L, const char* arr, size_t op):
 
 def flat_function_calls(Layout L, size_t func, size_t op):
     """For the Relax ``Function`` at ``func``, when it is flat (is_flat's rule, see
-    :func:`call_positions`): ``(SeqExpr address, blocks Array address, [(block address,
-    is dataflow, bindings Array address, [positions of the calls of op])...])``, every block
-    in order. None when it is not flat or holds what is not read here."""
+    :func:`call_positions`): a :class:`FlatFunction` of its body with a :class:`BlockCalls`
+    (the positions of the calls of ``op``) per block, in order. None when it is not flat or
+    holds what is not read here."""
     cdef const char* f = <const char*>func
     cdef const char* seq
     cdef const char* blocks
@@ -1051,6 +1105,7 @@ def flat_function_calls(Layout L, size_t func, size_t op):
     cdef const char* arr
     cdef int32_t bt
     cdef int64_t i
+    cdef FlatFunction r
     if f == NULL or obj_type(f) != L.t_function:
         return None
     seq = obj_field(f, L.o_func_body)
@@ -1070,8 +1125,10 @@ def flat_function_calls(Layout L, size_t func, size_t op):
         positions = call_positions(L, arr, op)
         if positions is None:
             return None
-        out.append((addr(blk), bt == L.t_dfblock, addr(arr), positions))
-    return addr(seq), addr(blocks), out
+        out.append(block_calls(addr(blk), bt == L.t_dfblock, addr(arr), positions))
+    r = FlatFunction.__new__(FlatFunction)
+    r.seq, r.blocks, r.block_calls = addr(seq), addr(blocks), out
+    return r
 
 
 cdef bint flat_result(Layout L, const char* s) noexcept:
@@ -1097,8 +1154,9 @@ cdef int64_t exact_alloc(Layout L, const char* var, const char* call, int64_t* d
     (``call`` its value, the op checked by the caller) when it is exactly typed, the one form
     the compiled extractions size: the four arguments a ``ShapeExpr``, a dtype constant, an
     integer ``IntImm`` and a ``StringImm``; ``var`` a tensor of that dtype without a vdevice
-    whose shape has the same dims, each the same constant or the same symbolic object (a
-    negative constant or another expression is not exact). Sets ``dtype`` (packed), ``dims``
+    whose shape has the same dims, each the same constant or the same symbolic expression (the
+    same object, or one of the same structure over the same variables: an annotation written
+    again; a negative constant or another expression is not exact). Sets ``dtype`` (packed), ``dims``
     (the shape argument's ``Array``) and ``ty_dims`` (the type's). -1 otherwise."""
     cdef const char* ty
     cdef const char* pt
@@ -1148,17 +1206,26 @@ cdef int64_t exact_alloc(Layout L, const char* var, const char* call, int64_t* d
         if d >= 0:
             if d != const_dim(L, t):
                 return -1
-        elif any_type(e) < K_OBJECT_BEGIN or any_type(e) == L.t_int_imm or any_obj(e) != any_obj(t):
+        elif any_type(e) < K_OBJECT_BEGIN or any_type(e) == L.t_int_imm:
+            return -1
+        elif any_obj(e) != any_obj(t) and not same_dim(L, any_obj(e), any_obj(t)):
             return -1
     return n
 
 
+cdef bint same_dim(Layout L, const char* a, const char* b) noexcept:
+    """Whether the PrimExprs ``a`` and ``b`` are structurally equal dims of the same variables
+    (:func:`~memcore_py.tvm._dim_key.intern_dim`'s keys; False for what it does not key)."""
+    cdef vector[int64_t] ka, kb
+    return intern_dim(L, a, ka, 0) and intern_dim(L, b, kb, 0) and ka == kb
+
+
 def call_arguments(Layout L, size_t bindings, list positions):
     """The arguments of the calls bound at ``positions`` of the ``Array[Binding]`` at
-    ``bindings`` (each a ``VarBinding`` of a call): per position ``(binding address, argument
-    addresses, tuple fields, constant fields)``, where *tuple fields* are the addresses of the
-    fields of the second argument when it is a ``Tuple`` (else None) and *constant fields* the
-    addresses of those that are tensor constants. None when a position is out of range or its
+    ``bindings`` (each a ``VarBinding`` of a call): a :class:`CallArguments` per position,
+    whose ``tuple_fields`` are the addresses of the fields of the second argument when it is a
+    ``Tuple`` (else None) and ``constant_fields`` the addresses of those that are tensor
+    constants. None when a position is out of range or its
     binding is not a ``VarBinding`` of a call. What the arguments mean is the caller's pass's
     business; this only reads them (AttachAttrLayoutFreeBuffers' extraction,
     :mod:`memcore_py.tvm.attach_extract`)."""
@@ -1196,7 +1263,7 @@ def call_arguments(Layout L, size_t bindings, list positions):
                     f = <const char*><size_t>a
                     if obj_type(f) == L.t_generic_const and any_type(f + L.o_const_value) != K_DATATYPE:
                         constants.append(a)
-        out.append((addr(b), arg_addrs, field_addrs, constants))
+        out.append(call_args(addr(b), arg_addrs, field_addrs, constants))
     return out
 
 

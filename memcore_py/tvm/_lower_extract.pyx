@@ -79,13 +79,31 @@ cdef int64_t alloc_size(Layout L, const char* b, const char** sym_dims) noexcept
     return nbytes
 
 
+@cython.final
+@cython.freelist(32)
+cdef class SymbolicSize:
+    """An allocation :func:`allocation_sizes` hands to the caller to size (a symbolic dim).
+    Made only there."""
+    cdef readonly size_t dims           # address of the shape's dims ``Array``
+    cdef readonly str dtype             # the dtype's name (``"float32"``)
+    cdef readonly object key            # a tuple, equal for dims that are structurally equal expressions of
+                                        # the same variables; None when a dim has no key
+
+    def __repr__(self):
+        return f"SymbolicSize(dims={self.dims:#x}, dtype={self.dtype!r}, key={self.key})"
+
+
+cdef inline SymbolicSize symbolic_size(size_t dims, str dtype, key):
+    cdef SymbolicSize r = SymbolicSize.__new__(SymbolicSize)
+    r.dims, r.dtype, r.key = dims, dtype, key
+    return r
+
+
 def allocation_sizes(Layout L, size_t arr, list positions):
     """The storage size of each allocation at ``positions`` of the bindings ``Array`` at
     ``arr`` (``VarBinding`` s of ``R.builtin.alloc_tensor``): its bytes (an int) when its
-    shape is constant, ``(address of its dims Array, dtype name, key)`` when a dim is symbolic
-    (the caller sizes it; ``key``: a tuple, equal for dims that are structurally equal
-    expressions of the same variables, or None when a dim has no key); None when one is not
-    lowered here (module docstring)."""
+    shape is constant, a :class:`SymbolicSize` when a dim is symbolic (the caller sizes it);
+    None when one is not lowered here (module docstring)."""
     cdef const char* a = <const char*>arr
     cdef const char* data
     cdef const char* b
@@ -114,9 +132,9 @@ def allocation_sizes(Layout L, size_t arr, list positions):
                         or not intern_dim(L, any_obj(array_data(dims) + 16 * i), key, 0)):
                     break
             else:
-                out.append((<size_t>dims, dtype_name(packed_dtype(v + 8)), tuple(key)))
+                out.append(symbolic_size(<size_t>dims, dtype_name(packed_dtype(v + 8)), tuple(key)))
                 continue
-            out.append((<size_t>dims, dtype_name(packed_dtype(v + 8)), None))
+            out.append(symbolic_size(<size_t>dims, dtype_name(packed_dtype(v + 8)), None))
         else:
             out.append(size)
     return out

@@ -28,17 +28,18 @@ module holds what is specific to TVM's objects, with the planner between
    other allocation declines (None), and the caller runs the full conversion, which checks
    it.
 
-2. :func:`rewrite_function` rebuilds a function's blocks that hold planned allocations: each
-   storage is emitted right before its first allocation (every use is in the same scope and
-   no block is a dataflow block, so that position dominates the others: the rewriter's
-   emission rule, :mod:`memcore_py.planning.emission`) as ``storage<k> =
-   R.memory.alloc_storage(R.shape([bytes]), device, scope, dtype)`` with the device, scope
-   and (unless the arena's dtype differs) dtype objects of that first allocation, and each
-   planned allocation becomes ``R.memory.alloc_tensor(storage, offset, shape, dtype,
-   device)`` of its own arguments (arena mode at a non-zero offset: ``<name>_raw`` then
-   ``R.memory.ensure_zero_offset``), named and typed as the full rewrite names and types
-   them (:mod:`memcore_py.transform._alloc_rewrite`). The other bindings stay the objects
-   they were.
+2. :func:`emit_storage` and :func:`rewrite_block` write the plan, driven by
+   :mod:`memcore_py.tvm.spbm_extract`, which decides where each storage goes (the full
+   rewriter's emission rule, :mod:`memcore_py.planning.emission`) and in which order the
+   storages are named: ``emit_storage`` binds storage ``k`` as ``storage<k> =
+   R.memory.alloc_storage(R.shape([bytes]), device, scope, dtype)`` with the device, scope and
+   (unless the arena's dtype differs) dtype objects of its first allocation;
+   ``rewrite_block`` rebuilds one block: the storages emitted there placed before their
+   positions, each planned allocation replaced by ``R.memory.alloc_tensor(storage, offset,
+   shape, dtype, device)`` of its own arguments (arena mode at a non-zero offset: ``<name>_raw``
+   then ``R.memory.ensure_zero_offset``), named and typed as the full rewrite names and types
+   them (:mod:`memcore_py.transform._alloc_rewrite`), a rewritten ``If`` binding in place of
+   the old one, a dataflow block rebuilt as one. The other bindings stay the objects they were.
 
 Reads go through the checked :class:`~memcore_py.tvm._ffi_reader.Layout`: an object's fields
 are read only after its type index matched. Objects built here are owned by the caller's
@@ -61,7 +62,7 @@ from memcore_py.tvm._ffi_abi cimport (
 from memcore_py.tvm._dim_key cimport intern_dim
 from memcore_py.tvm._ffi_reader cimport Layout, const_dim, dtype_name, element_bytes, exact_alloc, packed_dtype, read_string
 from memcore_py.tvm._ffi_writer cimport (
-    CTOR_BLOCK, CTOR_EMPTY_ARRAY, Keep, handle, new_binding, new_call, new_var, new_with_array, set_obj,
+    CTOR_BLOCK, CTOR_DFBLOCK, CTOR_EMPTY_ARRAY, Keep, handle, new_binding, new_call, new_var, new_with_array, set_obj,
 )
 
 from memcore_py.ir.memo import MEMO
@@ -366,10 +367,10 @@ cdef class TVMSizer(Sizer):
 
 # ------------------------------------------------------------------------------ rewrite
 cdef void* storage_binding(Layout L, Keep K, const char* alloc_args, void* shape, void* dtype, void* any_ty,
-                           void* op, Py_ssize_t k) except NULL:
-    """``storage<k> = op(shape, device, scope, dtype)`` of type ``any_ty``, the device and scope
-    (and ``dtype`` when NULL) those of the allocation whose argument array is
-    ``alloc_args``."""
+                           void* op, Py_ssize_t k, bint dataflow) except NULL:
+    """``storage<k> = op(shape, device, scope, dtype)`` of type ``any_ty`` (a ``DataflowVar``
+    when ``dataflow``), the device and scope (and ``dtype`` when NULL) those of the allocation
+    whose argument array is ``alloc_args``."""
     cdef bytes name = numbered_name("storage", k).encode()
     cdef FFIAny cargs[4]
     cdef const char* a = array_data(alloc_args)
@@ -380,7 +381,7 @@ cdef void* storage_binding(Layout L, Keep K, const char* alloc_args, void* shape
         set_obj(&cargs[3], dtype)
     else:
         cargs[3] = (<const FFIAny*>(a + 16))[0]
-    cdef void* var = new_var(K, name, any_ty)
+    cdef void* var = new_var(K, name, any_ty, dataflow)
     return new_binding(K, <const char*>var,
                        new_call(K, any_ty, op, cargs, 4, NULL, handle(CTOR_EMPTY_ARRAY)))
 
@@ -399,6 +400,8 @@ cdef class PlannedModule:
     cdef list storage_shape     # the address of each storage's R.shape([bytes])
     cdef list storage_dtype     # each storage's dtype constant address (0: its first allocation's)
     cdef list storage_var       # the address of each storage's variable, 0 until emitted (filled here)
+    cdef list storage_binding   # the address of each storage's binding, 0 until emitted (filled here)
+    cdef list storage_dataflow  # each storage's variable is a DataflowVar (its emission site's)
     cdef size_t zero            # the offset IntImm 0
     cdef size_t any_ty          # an AnyType (a storage's type)
     cdef size_t op_alloc_storage, op_alloc_tensor, op_ensure_zero_offset
@@ -406,18 +409,21 @@ cdef class PlannedModule:
     cdef public Py_ssize_t n_storages  # storages emitted so far in the module (the next one's name)
 
     def __init__(self, *, list tok_block, list tok_index, list tok_binding, list tok_storage, tok_offset_imm,
-                 list storage_first, list storage_shape, list storage_dtype, size_t zero, size_t any_ty,
-                 size_t op_alloc_storage, size_t op_alloc_tensor, size_t op_ensure_zero_offset, bint views):
+                 list storage_first, list storage_shape, list storage_dtype, list storage_dataflow, size_t zero,
+                 size_t any_ty, size_t op_alloc_storage, size_t op_alloc_tensor, size_t op_ensure_zero_offset,
+                 bint views):
         n_tok, n_sto = len(tok_block), len(storage_first)
         if (len(tok_index) != n_tok or len(tok_binding) != n_tok or len(tok_storage) != n_tok
                 or (tok_offset_imm is not None and len(tok_offset_imm) != n_tok)):
             raise ValueError("PlannedModule: the token lists must have one entry per token")
-        if len(storage_shape) != n_sto or len(storage_dtype) != n_sto:
+        if len(storage_shape) != n_sto or len(storage_dtype) != n_sto or len(storage_dataflow) != n_sto:
             raise ValueError("PlannedModule: the storage lists must have one entry per storage")
         self.tok_block, self.tok_index, self.tok_binding = tok_block, tok_index, tok_binding
         self.tok_storage, self.tok_offset_imm = tok_storage, tok_offset_imm
         self.storage_first, self.storage_shape, self.storage_dtype = storage_first, storage_shape, storage_dtype
         self.storage_var = [0] * n_sto
+        self.storage_binding = [0] * n_sto
+        self.storage_dataflow = storage_dataflow
         self.zero, self.any_ty = zero, any_ty
         self.op_alloc_storage, self.op_alloc_tensor = op_alloc_storage, op_alloc_tensor
         self.op_ensure_zero_offset = op_ensure_zero_offset
@@ -425,9 +431,37 @@ cdef class PlannedModule:
         self.n_storages = 0
 
 
-def rewrite_function(Layout L, Keep K, PlannedModule P, list arrays, Py_ssize_t first_block, Py_ssize_t t0,
-                     Py_ssize_t t1):
-    """Rebuild the blocks of one function holding planned allocations (module docstring).
+cdef size_t storage_at(Layout L, Keep K, PlannedModule P, Py_ssize_t k) except 0:
+    """The address of the binding of storage ``k`` of ``P``, made at the first call (named after
+    the storages made so far in the module: ``storage``, ``storage1``, ...; a ``DataflowVar``
+    when its emission site says so), its device and scope those of its first allocation."""
+    if k < 0 or k >= len(P.storage_first):
+        raise IndexError(f"emit_storage: storage {k} out of range")
+    cdef size_t made = P.storage_binding[k]
+    if made:
+        return made
+    cdef const char* b = <const char*><size_t>P.tok_binding[P.storage_first[k]]
+    cdef const char* args = obj_field(obj_field(b, L.o_b_value), L.o_call_args)
+    cdef void* h = storage_binding(L, K, args, <void*><size_t>P.storage_shape[k], <void*><size_t>P.storage_dtype[k],
+                                   <void*>P.any_ty, <void*>P.op_alloc_storage, P.n_storages,
+                                   bool(P.storage_dataflow[k]))
+    P.n_storages += 1
+    P.storage_var[k] = <size_t>obj_field(<const char*>h, L.o_b_var)
+    P.storage_binding[k] = <size_t>h
+    return <size_t>h
+
+
+def emit_storage(Layout L, Keep K, PlannedModule P, Py_ssize_t k):
+    """Make the binding of storage ``k`` now (:func:`storage_at`): the caller names storages in
+    the order the full rewriter visits their emission sites (:mod:`memcore_py.planning.
+    emission`), which :func:`rewrite_block` follows by itself within a block; a storage
+    emitted before an ``If`` is made before the storages inside its branches."""
+    storage_at(L, K, P, k)
+
+
+def rewrite_block(Layout L, Keep K, PlannedModule P, size_t bindings, list positions, list tokens, dict emit,
+                  dict replaced, bint dataflow):
+    """A new block of the bindings ``Array`` at ``bindings`` (module docstring).
 
     Parameters
     ----------
@@ -435,30 +469,34 @@ def rewrite_function(Layout L, Keep K, PlannedModule P, list arrays, Py_ssize_t 
     K : Keep
         Owns every object built.
     P : PlannedModule
-        The module's plan; the storages emitted here are recorded in it.
-    arrays : list of int
-        The bindings ``Array`` of each block of the function (:meth:`Scan.function`'s).
-    first_block : int
-        The block id of its first block.
-    t0, t1 : int
-        The function's planned tokens are ``t0 .. t1 - 1`` of ``P``'s.
+        The module's plan; the storages the allocations name are emitted already.
+    bindings : int
+        The address of the block's ``Array[Binding]``.
+    positions, tokens : list of int
+        The positions of the block's planned allocations, increasing, and their tokens.
+    emit : dict
+        Position -> the storages emitted right before it, in order (each made here unless
+        :func:`emit_storage` made it already).
+    replaced : dict
+        Position -> the address of the binding replacing the one there (an ``If`` whose
+        branches were rewritten).
+    dataflow : bool
+        Build a ``DataflowBlock`` (the raw allocations of views are then ``DataflowVar`` s).
 
     Returns
     -------
-    list
-        ``[(block index in the function, new block address), ...]``.
+    int
+        The new block's address.
     """
-    cdef void* op_storage = <void*>P.op_alloc_storage
     cdef void* op_alloc = <void*>P.op_alloc_tensor
     cdef void* op_view = <void*>P.op_ensure_zero_offset
-    cdef list tok_block = P.tok_block, tok_index = P.tok_index, tok_binding = P.tok_binding
-    cdef list tok_storage = P.tok_storage, storage_var = P.storage_var
+    cdef list tok_binding = P.tok_binding, tok_storage = P.tok_storage, storage_var = P.storage_var
     tok_offset_imm = P.tok_offset_imm
     cdef size_t zero = P.zero
     cdef void* empty = handle(CTOR_EMPTY_ARRAY)
-    cdef Py_ssize_t t = t0, bid, pos, i, n, k
+    cdef const char* arr = <const char*>bindings
+    cdef Py_ssize_t n, i, j = 0, n_alloc = len(positions), pos, t, k
     cdef size_t off
-    cdef const char* arr
     cdef const char* data
     cdef const char* b
     cdef const char* var
@@ -466,69 +504,64 @@ def rewrite_function(Layout L, Keep K, PlannedModule P, list arrays, Py_ssize_t 
     cdef const char* args
     cdef void* ty
     cdef void* raw
-    cdef void* h
     cdef vector[FFIAny] items
     cdef FFIAny item
     cdef FFIAny nargs[5]
-    out = []
-    if t0 < 0 or t1 > len(tok_block) or t0 > t1:
-        raise IndexError(f"rewrite_function: tokens [{t0}, {t1}) out of range")
-    while t < t1:
-        bid = tok_block[t]
-        if bid < first_block or bid - first_block >= len(arrays):
-            raise IndexError(f"rewrite_function: block {bid} is not one of the function's")
-        arr = <const char*><size_t>arrays[bid - first_block]
-        data = array_data(arr)
-        n = array_size(arr)
-        items.clear()
-        items.reserve(n + 2 * (t1 - t))
-        i = 0
-        while t < t1 and <Py_ssize_t>tok_block[t] == bid:
-            pos = tok_index[t]
-            if pos < i or pos >= n or <size_t>tok_binding[t] != <size_t>any_obj(data + 16 * pos):
-                raise IndexError(f"rewrite_function: token {t} is not at position {pos} of its block")
-            while i < pos:
-                items.push_back((<const FFIAny*>(data + 16 * i))[0])
-                i += 1
-            b = any_obj(data + 16 * pos)
-            var = obj_field(b, L.o_b_var)
-            call = obj_field(b, L.o_b_value)
-            args = obj_field(call, L.o_call_args)
-            k = tok_storage[t]
-            if storage_var[k] == 0:
-                if P.storage_first[k] != t:
-                    raise AssertionError(f"internal error: storage {k} used before its first token")
-                h = storage_binding(L, K, args, <void*><size_t>P.storage_shape[k], <void*><size_t>P.storage_dtype[k],
-                                    <void*>P.any_ty, op_storage, P.n_storages)
-                P.n_storages += 1
-                storage_var[k] = <size_t>obj_field(<const char*>h, L.o_b_var)
-                set_obj(&item, h)
+    if arr == NULL or obj_type(arr) != K_ARRAY:
+        raise ValueError("rewrite_block: not a bindings array")
+    if len(tokens) != n_alloc:
+        raise ValueError("rewrite_block: one token per position")
+    data = array_data(arr)
+    n = array_size(arr)
+    items.reserve(n + 2 * n_alloc + len(emit))
+    for i in range(n):
+        if emit:
+            pre = emit.get(i)
+            if pre is not None:
+                for k in <list>pre:
+                    set_obj(&item, <void*>storage_at(L, K, P, k))
+                    items.push_back(item)
+        if replaced:
+            h = replaced.get(i)
+            if h is not None:
+                set_obj(&item, <void*><size_t>h)
                 items.push_back(item)
-            off = zero if tok_offset_imm is None else <size_t>tok_offset_imm[t]
-            ty = <void*>obj_field(var, L.o_expr_ty)
-            set_obj(&nargs[0], <void*><size_t>storage_var[k])
-            set_obj(&nargs[1], <void*>(off if off else zero))  # 0: the shared offset 0
-            nargs[2] = (<const FFIAny*>array_data(args))[0]
-            nargs[3] = (<const FFIAny*>(array_data(args) + 16))[0]
-            nargs[4] = (<const FFIAny*>(array_data(args) + 32))[0]
-            if P.views and off:
-                vname_obj = read_string(var + L.o_var_name)
-                if vname_obj is None:
-                    raise ValueError("rewrite_function: an allocation's variable has no name")
-                raw_str = raw_name(<str>vname_obj).encode()
-                raw = new_var(K, <const char*>raw_str, ty)
-                set_obj(&item, new_binding(K, <const char*>raw, new_call(K, ty, op_alloc, nargs, 5, NULL, empty)))
-                items.push_back(item)
-                set_obj(&nargs[0], raw)
-                set_obj(&item, new_binding(K, var, new_call(K, ty, op_view, nargs, 1, NULL, empty)))
-            else:
-                set_obj(&item, new_binding(K, var, new_call(K, ty, op_alloc, nargs, 5, NULL, empty)))
-            items.push_back(item)
-            i = pos + 1
-            t += 1
-        while i < n:
+                continue
+        if j >= n_alloc or <Py_ssize_t>positions[j] != i:
             items.push_back((<const FFIAny*>(data + 16 * i))[0])
-            i += 1
-        h = new_with_array(K, CTOR_BLOCK, NULL, NULL, items.data(), <int64_t>items.size(), NULL, NULL, b"a block")
-        out.append((bid - first_block, <size_t>h))
-    return out
+            continue
+        t = tokens[j]
+        j += 1
+        if t < 0 or t >= len(tok_binding) or <size_t>tok_binding[t] != <size_t>any_obj(data + 16 * i):
+            raise IndexError(f"rewrite_block: token {t} is not at position {i} of its block")
+        b = any_obj(data + 16 * i)
+        var = obj_field(b, L.o_b_var)
+        call = obj_field(b, L.o_b_value)
+        args = obj_field(call, L.o_call_args)
+        k = tok_storage[t]
+        if storage_var[k] == 0:
+            raise AssertionError(f"internal error: storage {k} used before its emission site")
+        off = zero if tok_offset_imm is None else <size_t>tok_offset_imm[t]
+        ty = <void*>obj_field(var, L.o_expr_ty)
+        set_obj(&nargs[0], <void*><size_t>storage_var[k])
+        set_obj(&nargs[1], <void*>(off if off else zero))  # 0: the shared offset 0
+        nargs[2] = (<const FFIAny*>array_data(args))[0]
+        nargs[3] = (<const FFIAny*>(array_data(args) + 16))[0]
+        nargs[4] = (<const FFIAny*>(array_data(args) + 32))[0]
+        if P.views and off:
+            vname_obj = read_string(var + L.o_var_name)
+            if vname_obj is None:
+                raise ValueError("rewrite_block: an allocation's variable has no name")
+            raw_str = raw_name(<str>vname_obj).encode()
+            raw = new_var(K, <const char*>raw_str, ty, dataflow)
+            set_obj(&item, new_binding(K, <const char*>raw, new_call(K, ty, op_alloc, nargs, 5, NULL, empty)))
+            items.push_back(item)
+            set_obj(&nargs[0], raw)
+            set_obj(&item, new_binding(K, var, new_call(K, ty, op_view, nargs, 1, NULL, empty)))
+        else:
+            set_obj(&item, new_binding(K, var, new_call(K, ty, op_alloc, nargs, 5, NULL, empty)))
+        items.push_back(item)
+    if j != n_alloc:
+        raise IndexError(f"rewrite_block: position {positions[j]} is not in the block")
+    return <size_t>new_with_array(K, CTOR_DFBLOCK if dataflow else CTOR_BLOCK, NULL, NULL, items.data(),
+                                  <int64_t>items.size(), NULL, NULL, b"a block")

@@ -172,30 +172,31 @@ def attach_attr_extracted(api, tvm_mod, keep_tir_vars: bool = True):
     layout, entries = found
     object_at = _ffi_writer.object_at
     prims, external, attributed, attrs_keys = {}, {}, [], {}
-    for kind, name, gv, f_addr in entries:
-        if kind == 0:
-            func = object_at(f_addr)
-            attrs = _ffi_reader.function_attrs(layout, f_addr)  # ``attrs`` is BaseFunc's field: a PrimFunc's too
+    for e in entries:
+        if e.kind == 0:
+            name, func = e.name, object_at(e.func)
+            attrs = _ffi_reader.function_attrs(layout, e.func)  # ``attrs`` is BaseFunc's field: a PrimFunc's too
             if attrs is None:  # a value the compiled reader does not read (the attribute's array)
                 attrs = list(func.attrs.keys()) if func.attrs is not None else []
                 attrs_keys = None
             elif attrs_keys is not None:
                 attrs_keys[name] = _attrs_key(attrs)
             if LAYOUT_FREE_ATTR in attrs:
-                attributed.append((name, gv, func))
+                attributed.append((name, e.gvar, func))
             prims[name] = func
             external[name] = has_external_linkage("global_symbol" in attrs, attrs)
     binding_table = load_compiled("memcore_py.analysis._binding_table")
     known = module_callees(api, entries)
-    gv_names = {gv: name for _k, name, gv, _f in entries}
+    gv_names = {e.gvar: e.name for e in entries}
     keep = _ffi_writer.Keep()
     keep.hold(tvm_mod)
     copies = _Copies(api, keep, renew, prims, attrs_keys or {}, gv_names.values(), attributed)
     edits = {}  # function address -> {block id: {position: new binding address}}
     read = []  # (function address, body blocks address, body scope id, table) of the Relax functions
-    for kind, name, _gv, f_addr in entries:
-        if kind != 1:
+    for e in entries:
+        if e.kind != 1:
             continue
+        name, f_addr = e.name, e.func
         try:
             attrs = _ffi_reader.function_attrs(layout, f_addr)
             if attrs is None:  # a value the C reader does not read (a map of bounds)
@@ -227,13 +228,14 @@ def attach_attr_extracted(api, tvm_mod, keep_tir_vars: bool = True):
             arguments.update(((block, pos), a) for pos, a in zip(positions, got_args))
         function_edits = edits[f_addr] = {}
         for block, pos in sites:  # visit order: the copies are made and named in it
-            binding, args, fields, constants = arguments[block, pos]
+            call = arguments[block, pos]
+            args = call.args
             callee = gv_names.get(args[0])
-            if fields is None or callee not in prims:
+            if call.tuple_fields is None or callee not in prims:
                 return None  # malformed: the pure pass reports it
-            positions = layout_free_positions(fields, weights, frozenset(constants).__contains__)
+            positions = layout_free_positions(call.tuple_fields, weights, frozenset(call.constant_fields).__contains__)
             new_args = [copies.gvar(callee, positions), args[1]] + (args[2:] if keep_tir_vars else [])
-            function_edits.setdefault(block, {})[pos] = _ffi_writer.binding_with_call_args(layout, keep, binding,
+            function_edits.setdefault(block, {})[pos] = _ffi_writer.binding_with_call_args(layout, keep, call.binding,
                                                                                          new_args)
     new_funcs = {}
     for f_addr, blocks_addr, sid, table in read:
@@ -313,7 +315,7 @@ def _module(api, layout, keep, tvm_mod, entries, new_funcs, copies, external, pr
     """The output module: the old GlobalVars with the rewritten Relax functions, then the
     copies, without the functions no entry reaches (DeadCodeElimination's reachability)."""
     object_at = _ffi_writer.object_at
-    relax = {name: new_funcs.get(f_addr, f_addr) for kind, name, _gv, f_addr in entries if kind == 1}
+    relax = {e.name: new_funcs.get(e.func, e.func) for e in entries if e.kind == 1}
     original_of = {name: original for name, _gv, _node, original in copies.made}
 
     def callees_of(name):
@@ -330,9 +332,9 @@ def _module(api, layout, keep, tvm_mod, entries, new_funcs, copies, external, pr
     if not new_funcs and not copies.made and len(reachable) == len(entries):
         return tvm_mod
     pairs = []
-    for _kind, name, gv, f_addr in entries:
-        if name in reachable:
-            pairs += [gv, new_funcs.get(f_addr, f_addr)]
+    for e in entries:
+        if e.name in reachable:
+            pairs += [e.gvar, new_funcs.get(e.func, e.func)]
     for name, gv, node, _original in copies.made:
         if name in reachable:
             pairs += [gv.__chandle__(), node.__chandle__()]

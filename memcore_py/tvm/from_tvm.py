@@ -697,8 +697,8 @@ class _Reader:
         read = None if self.layout is None else _ffi_reader.module_functions(self.layout, tvm_mod.__chandle__())
         if read is not None:  # compiled: a wrapper per function only (object_at)
             object_at = _ffi_writer.object_at
-            for _kind, name, h, fh in read:
-                entries.append((name, h, object_at(fh)))
+            for e in read:
+                entries.append((e.name, e.gvar, object_at(e.func)))
         else:
             for gv, f in tvm_mod.functions.items():
                 entries.append((str(gv.name_hint), gv.__chandle__(), f))

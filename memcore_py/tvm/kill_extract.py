@@ -74,10 +74,11 @@ def kill_after_last_use_extracted(api, tvm_mod, tvm_scoping: bool = False):
         return _rebuilt_if(api, keep, if_addr, cond, then, other)
 
     new_funcs = {}
-    for kind, name, _gv, f_addr in entries:
-        if kind == 0:
+    for e in entries:
+        if e.kind == 0:
             continue
-        got = reader.read_function(f_addr, name)
+        f_addr = e.func
+        got = reader.read_function(f_addr, e.name)
         if got is None:
             return None
         sid = got.scope

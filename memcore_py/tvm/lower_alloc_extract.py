@@ -90,9 +90,9 @@ def lower_alloc_tensor_extracted(api, tvm_mod):
             found = _body_calls(layout, callees[0], name, f_addr)
             if found is None:
                 return None
-        if not any(block[3] for block in found[2]):
+        if not any(b.positions for b in found.block_calls):
             return UNCHANGED
-        return _lower_function(api, layout, tvm_mod, keep, name, _ffi_writer.object_at(f_addr), symbolic, *found)
+        return _lower_function(api, layout, tvm_mod, keep, name, _ffi_writer.object_at(f_addr), symbolic, found)
 
     return rewrite_functions(api, tvm_mod, rewrite)
 
@@ -118,7 +118,8 @@ def _body_calls(layout, known, name, f_addr):
             return None  # in an If branch
         positions[block].append(pos)
     refs, dataflow = table.block_refs(), table.block_is_dataflow
-    return got.seq, got.blocks, [(0, bool(dataflow[b]), refs[b], positions[b]) for b in body]
+    return _ffi_reader.FlatFunction(got.seq, got.blocks,
+                                    [_ffi_reader.BlockCalls(0, dataflow[b], refs[b], positions[b]) for b in body])
 
 
 _OP_ADDRESS = []
@@ -131,22 +132,23 @@ def _alloc_op_address(api) -> int:
     return _OP_ADDRESS[0][1]
 
 
-def _lower_function(api, layout, tvm_mod, keep, name, func, symbolic, seq_addr, blocks_addr, blocks):
-    """The address of ``func`` (flat; ``seq_addr``, ``blocks_addr``, ``blocks``: its
+def _lower_function(api, layout, tvm_mod, keep, name, func, symbolic, flat):
+    """The address of ``func`` (flat; ``flat``: its
     :func:`~memcore_py.tvm._ffi_reader.flat_function_calls`) with its allocations lowered, or
     None (a variable would be remapped, or the body has no type). ``symbolic``: a list holding
     the pass call's :class:`_SymbolicSizes` once made (made here at need)."""
     object_at = _ffi_writer.object_at
-    old = object_at(seq_addr)
+    old = object_at(flat.seq)
     if old.ty.is_missing():  # not normalized: TVM's pass would infer the body's type
         return None
+    blocks = flat.block_calls
     sizes = []
-    for _block, _dataflow, arr, positions in blocks:
-        sizes.append(_lower_extract.allocation_sizes(layout, arr, positions) if positions else [])
+    for b in blocks:
+        sizes.append(_lower_extract.allocation_sizes(layout, b.bindings, b.positions) if b.positions else [])
         if sizes[-1] is None:
             break
     else:  # every allocation exactly typed: lowered in C
-        return _lower_sized(api, layout, tvm_mod, keep, name, func, blocks_addr, blocks, sizes, symbolic)
+        return _lower_sized(api, layout, tvm_mod, keep, name, func, flat.blocks, blocks, sizes, symbolic)
     record = NodeMap()
     reader = _Reader(api, tvm_mod, record=record)
     reader.where = f"function {name!r}"
@@ -155,12 +157,13 @@ def _lower_function(api, layout, tvm_mod, keep, name, func, symbolic, seq_addr, 
     lowerer = _AllocTensorLowerer(name)
     lowerer.flat = True
     lowered = []  # (block index, [the memcore bindings replacing each position])
-    for k, (_block, dataflow, arr, positions) in enumerate(blocks):
-        if not positions:
+    for k, b in enumerate(blocks):
+        if not b.positions:
             continue
-        lowerer.in_dataflow = dataflow
+        arr = b.bindings
+        lowerer.in_dataflow = b.is_dataflow
         per_position = []
-        for i in positions:
+        for i in b.positions:
             binding = _ffi_reader.read_binding_at(layout, reader, arr, i)
             if binding is None:
                 binding = reader.binding(object_at(arr)[i])
@@ -176,12 +179,12 @@ def _lower_function(api, layout, tvm_mod, keep, name, func, symbolic, seq_addr, 
     rx = api.rx_ffi
     changed, new_blocks = [], []
     for k, per_position in lowered:
-        _block, dataflow, arr, positions = blocks[k]
-        replacements = [[writer.binding_addr(b) for b in out] for out in per_position]
-        new_arr = object_at(_ffi_writer.array_spliced(keep, arr, positions, replacements))
+        b = blocks[k]
+        replacements = [[writer.binding_addr(binding) for binding in out] for out in per_position]
+        new_arr = object_at(_ffi_writer.array_spliced(keep, b.bindings, b.positions, replacements))
         changed.append(k)
-        new_blocks.append(keep.hold((rx.DataflowBlock if dataflow else rx.BindingBlock)(new_arr, None)))
-    return function_with_blocks(layout, keep, func.__chandle__(), blocks_addr, changed, new_blocks, 0)
+        new_blocks.append(keep.hold((rx.DataflowBlock if b.is_dataflow else rx.BindingBlock)(new_arr, None)))
+    return function_with_blocks(layout, keep, func.__chandle__(), flat.blocks, changed, new_blocks, 0)
 
 
 def _lower_sized(api, layout, tvm_mod, keep, name, func, blocks_addr, blocks, sizes, symbolic_of_call):
@@ -193,8 +196,8 @@ def _lower_sized(api, layout, tvm_mod, keep, name, func, blocks_addr, blocks, si
                                                any_ty=any_type(api), op_storage=ops[0], op_alloc=ops[1])
     changed, new_blocks = [], []
     symbolic = None
-    for k, ((_block, dataflow, arr, positions), block_sizes) in enumerate(zip(blocks, sizes)):
-        if not positions:
+    for k, (b, block_sizes) in enumerate(zip(blocks, sizes)):
+        if not b.positions:
             continue
         shapes = []
         for size in block_sizes:
@@ -206,12 +209,13 @@ def _lower_sized(api, layout, tvm_mod, keep, name, func, blocks_addr, blocks, si
                     symbolic_of_call.append(_SymbolicSizes(api, tvm_mod, keep))
                 symbolic = symbolic_of_call[0]
                 symbolic.begin(name)
-            shape = symbolic.shape_addr(*size)
+            shape = symbolic.shape_addr(size.dims, size.dtype, size.key)
             if shape is None:
                 return None
             shapes.append(shape)
         changed.append(k)
-        new_blocks.append(_lower_extract.lower_block(layout, keep, lowering, arr, positions, shapes, dataflow))
+        new_blocks.append(_lower_extract.lower_block(layout, keep, lowering, b.bindings, b.positions, shapes,
+                                                     b.is_dataflow))
     return function_with_blocks(layout, keep, func.__chandle__(), blocks_addr, changed, new_blocks, 0)
 
 

@@ -22,11 +22,15 @@ of callee, and changes only the planned allocations. Here:
    :class:`~memcore_py.analysis.storage_tokens.TokenProgram` as the full pass;
 2. :func:`~memcore_py.planning.allocate.plan_memory`, the full pass's planner, plans it (TVM
    or arena mode, the same options);
-3. :func:`~memcore_py.tvm._spbm_extract.rewrite_function` rebuilds, in C, the blocks holding
-   planned allocations: the storage bindings and the rewritten allocations are built through
-   the compiled writer's constructors, every other binding is the object it was; then a new
-   ``SeqExpr``, ``Function`` and module are made (:mod:`._extraction`). The writer places
-   storages in the function body's own plain blocks only.
+3. :class:`_PlanWriter` writes the plan: each storage is bound at its emission site, the full
+   rewriter's rule (:func:`~memcore_py.planning.emission.emission_sites`: right before its first
+   allocation when that dominates every use, else before the ``If`` that holds the uses; a
+   ``DataflowVar`` when all uses are in one dataflow block), in the order the full rewriter
+   visits the sites, which names them; :func:`~memcore_py.tvm._spbm_extract.rewrite_block`
+   rebuilds, in C, each block holding a storage or a planned allocation (the storage bindings
+   and the rewritten allocations built through the compiled writer's constructors, every other
+   binding the object it was); the ``If`` s, branches, bodies, functions and the module on the
+   way to a change are made new (:mod:`._extraction`).
 
 The storages' ``R.shape([bytes])`` and the offsets' ``IntImm`` s are TVM objects shared across
 calls (bounded caches below), as the writer shares constant leaves.
@@ -49,8 +53,8 @@ written with the writer, in the function's own symbolic variables.
 The full conversion runs instead (:func:`static_plan_block_memory_extracted` returns None) when
 the reader declines a function (a ``SeqExpr`` or function nested in an expression, an object of
 an unexpected class, a callee that is not an ``Op``, a GlobalVar of the module or an
-``ExternFunc``), when an allocation is planned inside an ``If`` branch or a dataflow block (the
-writer does not place those storages), when a function has the attribute
+``ExternFunc``), when a storage must be emitted inside an ``If`` bound by a ``MatchCast``,
+when a function has the attribute
 ``relax.memory_plan_dynamic_func_output`` (Case-2 allocations), a bound attribute or an
 allocation the full pass rejects or the sizer does not size (the full conversion then reports
 it), a body without a type that a ``MatchCast`` may name, when the module has global infos or a
@@ -80,6 +84,7 @@ from ..analysis.arith import (
     upper_bound_dim,
 )
 from ..analysis.storage_tokens import (
+    AllocationSites,
     TokenInfo,
     token_size,
     walk_program,
@@ -88,6 +93,7 @@ from ..errors import MemcoreError, PassError
 from ..ir.construct import new_shape_expr
 from ..ir.prim import IntImm
 from ..planning.allocate import plan_memory
+from ..planning.emission import emission_sites
 from ..transform.static_plan_block_memory import ATTR_PLAN_DYNAMIC_FUNC_OUTPUT
 from . import _ffi_reader, _ffi_writer, _spbm_extract, _table_reader
 from ._extraction import (
@@ -96,10 +102,12 @@ from ._extraction import (
     dtype_const,
     extern_flags,
     function_with_blocks,
+    if_with_branches,
     int64_imm,
     module_callees,
     module_entries,
     module_with,
+    seq_with,
     shape_of_bytes,
 )
 from ._node_map import AddrMap, NodeMap
@@ -214,6 +222,79 @@ class _Symbolic:
         addr = self.shapes[key] = writer.expr_addr(new_shape_expr((nbytes,)))
         return addr
 
+class _PlanWriter:
+    """Writes a plan into the functions' scopes, on TVM's objects: each storage bound at its
+    emission site (:func:`~memcore_py.planning.emission.emission_sites`, the full rewriter's
+    rule), in the order the full rewriter visits the sites (which names them), each planned
+    allocation rewritten (:func:`~._spbm_extract.rewrite_block`), and the blocks, ``If`` s and
+    branches on the way to a change rebuilt; every other object stays TVM's."""
+
+    def __init__(self, api, layout, keep, table, planned, sites: AllocationSites, storage_site: list):
+        self.api, self.layout, self.keep, self.table, self.planned = api, layout, keep, table, planned
+        sites_rewrite = load_compiled("memcore_py.transform._alloc_rewrite")
+        # block id -> {position: storages emitted before it}; block id -> {position: token}
+        self.emit_before, self.allocs = sites_rewrite.site_tables(storage_site, sites.tok_block, sites.tok_index)
+        #: the scopes holding a change, and every scope around them
+        self.dirty = sites_rewrite.dirty_scopes((self.emit_before, self.allocs), sites.block_scope,
+                                                sites.scope_parent)
+        self.block_refs = table.block_refs()
+
+    def blocks_of(self, sid: int):
+        """``(indices, new block addresses)`` of the changed blocks of scope ``sid`` (in order),
+        or None when a change cannot be written here (an ``If`` bound by a ``MatchCast``)."""
+        table, dirty = self.table, self.dirty
+        indices, new_blocks = [], []
+        for j, bid in enumerate(table.scope_blocks[sid]):
+            emit = self.emit_before.get(bid)
+            allocs = self.allocs.get(bid)
+            ifs = {pos: sids for pos, sids in table.block_ifs.get(bid, ())
+                   if sids[0] in dirty or sids[1] in dirty}
+            if not (emit or allocs or ifs):
+                continue
+            replaced = {}
+            for pos in sorted(ifs):
+                # the storages emitted up to the If are named before those in its branches, in
+                # the order the full rewriter visits them
+                for p in sorted(emit or ()):
+                    if p > pos:
+                        break
+                    for k in emit[p]:
+                        _spbm_extract.emit_storage(self.layout, self.keep, self.planned, k)
+                h = self._if_binding(ifs[pos])
+                if h is None:
+                    return None
+                replaced[pos] = h
+            positions = list(allocs) if allocs else []  # increasing (site_tables)
+            new_blocks.append(_spbm_extract.rewrite_block(
+                self.layout, self.keep, self.planned, self.block_refs[bid], positions,
+                [allocs[p] for p in positions], emit or {}, replaced, table.block_is_dataflow[bid]))
+            indices.append(j)
+        return indices, new_blocks
+
+    def _if_binding(self, sids):
+        """The address of a new binding of the ``If`` whose branches are scopes ``sids``, its
+        changed branches rewritten (the same variable, the old ``If`` 's type), or None."""
+        object_at = _ffi_writer.object_at
+        binding = object_at(self.table.scope_anchor[sids[0]][1])
+        relax = self.api.tvm.relax
+        if type(binding) is not relax.VarBinding:
+            return None
+        old = binding.value
+        branches = []
+        for sid, seq in ((sids[0], old.true_branch), (sids[1], old.false_branch)):
+            if sid in self.dirty:
+                changed = self.blocks_of(sid)
+                if changed is None:
+                    return None
+                blocks = list(seq.blocks)
+                for j, h in zip(*changed):
+                    blocks[j] = object_at(h)
+                seq = seq_with(self.api, seq, blocks, seq.body)
+            branches.append(seq)
+        new_if = if_with_branches(self.api, old, old.cond, *branches)
+        return self.keep.hold(relax.VarBinding(binding.var, new_if))
+
+
 #: made once per process: the rewrite's op addresses and the ops themselves, held
 _REWRITE_OPS: list = []
 
@@ -247,7 +328,7 @@ def static_plan_block_memory_extracted(api, tvm_mod, mode: str = "tvm", alignmen
     sizer = _spbm_extract.TVMSizer(layout, recorder, TokenInfo)
     symbolic = sizer.symbolic = _Symbolic(api, layout, tvm_mod)
     functions = []
-    for name, f_addr in ((name, f) for kind, name, _gv, f in entries if kind == 1):  # TVM's order
+    for name, f_addr in ((e.name, e.func) for e in entries if e.kind == 1):  # TVM's order
         attrs = _ffi_reader.function_attrs(layout, f_addr)
         try:
             if attrs is None:
@@ -269,11 +350,6 @@ def static_plan_block_memory_extracted(api, tvm_mod, mode: str = "tvm", alignmen
         functions.append((name, f_addr, got))
     program, (tok_block, tok_binding, tok_index) = walk_program(recorder, [name for name, _f, _g in functions],
                                                                 kernel.extra_refs)
-    # the writer places storages in the body's own plain blocks only (module docstring)
-    flat = {b for _n, _f, got in functions for b in table.scope_blocks[got.scope]
-            if not table.block_is_dataflow[b]}
-    if not flat.issuperset(tok_block):
-        return None
     plan = plan_memory(program, mode, alignment=alignment, time_limit=time_limit)
     storages = plan.storages
     if not storages:
@@ -292,31 +368,22 @@ def static_plan_block_memory_extracted(api, tvm_mod, mode: str = "tvm", alignmen
         offsets = plan.tok_offset.tolist()
         if any(offsets):
             offset_imm = [int64_imm(api, o) if o else 0 for o in offsets]
+    sites = AllocationSites(tok_binding, tok_block, tok_index, [], table.block_scope, table.block_is_dataflow,
+                            table.block_ifs, table.scope_parent, table.scope_anchor, table.scope_blocks)
+    storage_site = emission_sites(sites, plan)
     planned = _spbm_extract.PlannedModule(
         tok_block=tok_block, tok_index=tok_index, tok_binding=tok_binding, tok_storage=tok_storage,
         tok_offset_imm=offset_imm, storage_first=storage_first, storage_shape=storage_shape,
-        storage_dtype=storage_dtype, zero=int64_imm(api, 0), any_ty=any_type(api),
-        op_alloc_storage=rewrite_ops[0], op_alloc_tensor=rewrite_ops[1], op_ensure_zero_offset=rewrite_ops[2],
-        views=bool(zero_offset_views))
+        storage_dtype=storage_dtype, storage_dataflow=[site.dataflow_var for site in storage_site],
+        zero=int64_imm(api, 0), any_ty=any_type(api), op_alloc_storage=rewrite_ops[0],
+        op_alloc_tensor=rewrite_ops[1], op_ensure_zero_offset=rewrite_ops[2], views=bool(zero_offset_views))
+    writer = _PlanWriter(api, layout, keep, table, planned, sites, storage_site)
     new_funcs = {}
-    t0 = 0
-    func_of = program.tok_func.tolist()
-    n_tok = len(func_of)
-    block_refs = table.block_refs()
-    for f, (_name, f_addr, got) in enumerate(functions):
-        first_block = got.first_block
-        t1 = t0
-        while t1 < n_tok and func_of[t1] == f:
-            t1 += 1
-        if t1 == t0:
+    for _name, f_addr, got in functions:
+        if got.scope not in writer.dirty:
             continue
-        body_blocks = table.scope_blocks[got.scope]
-        end_block = functions[f + 1][2].first_block if f + 1 < len(functions) else len(block_refs)
-        changed = _spbm_extract.rewrite_function(layout, keep, planned, block_refs[first_block:end_block],
-                                                 first_block, t0, t1)
-        t0 = t1
-        # the rewritten blocks by their index among the body's blocks
-        index = {b - first_block: k for k, b in enumerate(body_blocks)}
-        new_funcs[f_addr] = function_with_blocks(layout, keep, f_addr, got.blocks, [index[k] for k, _b in changed],
-                                                 [b for _k, b in changed], got.ty)
+        changed = writer.blocks_of(got.scope)
+        if changed is None:
+            return None
+        new_funcs[f_addr] = function_with_blocks(layout, keep, f_addr, got.blocks, changed[0], changed[1], got.ty)
     return module_with(api, layout, keep, tvm_mod, entries, new_funcs)

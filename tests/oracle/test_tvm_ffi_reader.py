@@ -266,7 +266,8 @@ def test_module_functions_read_compiled_equal_the_python_api(key, text):
     tmod = tvm_from_source(text())
     if isinstance(tmod, relax.Function):
         tmod = tvm.IRModule({"main": tmod})
-    got = _ffi_reader.module_functions(_layout(tvm_api()), tmod.__chandle__())
+    got = [(e.kind, e.name, e.gvar, e.func)
+           for e in _ffi_reader.module_functions(_layout(tvm_api()), tmod.__chandle__())]
     want = [(1 if isinstance(f, relax.Function) else 0, str(gv.name_hint), gv.__chandle__(), f.__chandle__())
             for gv, f in tmod.functions.items()]
     assert got == want
@@ -285,8 +286,9 @@ def test_call_arguments_and_params_decline_what_they_cannot_read():
     layout = _layout(tvm_api())
     bindings = f.body.blocks[0].bindings
     arr = bindings.__chandle__()
-    binding, args, fields, constants = _ffi_reader.call_arguments(layout, arr, [0])[0]
-    assert args == [a.__chandle__() for a in bindings[0].value.args] and fields is None and constants == []
+    got = _ffi_reader.call_arguments(layout, arr, [0])[0]
+    assert got.binding == bindings[0].__chandle__() and got.args == [a.__chandle__() for a in bindings[0].value.args]
+    assert got.tuple_fields is None and got.constant_fields == []
     for positions in ([2], [-1], [1]):  # out of range, out of range, a rebinding (no call)
         assert _ffi_reader.call_arguments(layout, arr, positions) is None
     assert _ffi_reader.call_arguments(layout, f.__chandle__(), [0]) is None  # not an Array

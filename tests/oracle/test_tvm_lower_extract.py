@@ -313,7 +313,7 @@ def test_the_flatness_scan_agrees_with_is_flat_and_finds_every_allocation():
             want = [[i for i, b in enumerate(blk.bindings)
                      if type(b.value) is Call and getattr(b.value.op, "name", None) == "relax.builtin.alloc_tensor"]
                     for blk in func.body.blocks]
-            assert [positions for *_, positions in found[2]] == want
+            assert [b.positions for b in found.block_calls] == want
             agreed += 1
     assert agreed >= 20, agreed
 
@@ -412,16 +412,16 @@ def test_symbolic_shapes_are_handed_over_and_loosely_typed_allocations_are_not_l
 
     assert sizes(LESS_PRECISE)[1] is None  # TVM re-types the variable: not here
     blk, got = sizes(SYMBOLIC_DATAFLOW)  # the dims Array and the dtype, for the caller to size
-    assert [(dims, dtype) for dims, dtype, _key in got] == [(b.value.args[0].values.__chandle__(), dt)
-                                                            for b, dt in zip(blk.bindings, ("float16", "float32"))]
-    (_d, _t, key_y), (_d, _t, key_z) = got
+    assert [(s.dims, s.dtype) for s in got] == [(b.value.args[0].values.__chandle__(), dt)
+                                                for b, dt in zip(blk.bindings, ("float16", "float32"))]
+    key_y, key_z = (s.key for s in got)
     assert type(key_y) is tuple and type(key_z) is tuple and key_y != key_z  # (n, 4) and (2, n)
     assert _check(_module(SYMBOLIC_DATAFLOW)) is not None
     # equal dims of the same variable, written apart: one key (their storages share one
     # R.shape object), and the lowering is still TVM's
     blk, got = sizes(SYMBOLIC_EQUAL_DIMS)
-    assert len(got) == 3 and got[0][2] == got[1][2] == got[2][2] and got[0][0] != got[1][0]
-    assert [dtype for _d, dtype, _k in got] == ["float16", "float16", "float32"]
+    assert len(got) == 3 and got[0].key == got[1].key == got[2].key and got[0].dims != got[1].dims
+    assert [s.dtype for s in got] == ["float16", "float16", "float32"]
     out = _check(_module(SYMBOLIC_EQUAL_DIMS))
     assert out is not None
     sizes_of = [b.value.args[0] for b in out["main"].body.blocks[-1].bindings

@@ -460,7 +460,7 @@ def test_module_functions_read_in_tvms_iteration_order():
     for n in (2, 4, 5, 17, 70):
         names = [f"fn{(i * 37) % 101}" for i in range(n)]  # neither sorted nor hash-ordered
         mod = tvm.IRModule({name: f for name in names})
-        got = [name for _k, name, _g, _f in _ffi_reader.module_functions(layout, mod.__chandle__())]
+        got = [e.name for e in _ffi_reader.module_functions(layout, mod.__chandle__())]
         assert got == [gv.name_hint for gv in mod.functions]
 
 
