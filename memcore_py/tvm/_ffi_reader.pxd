@@ -1,12 +1,14 @@
 # The type indices and field offsets of the TVM classes the compiled reader reads (see
 # _ffi_reader.pyx, ``Layout``), and the reads of dtypes and constant dims, declared here so
 # that other compiled walks over TVM objects (memcore_py/tvm/_kill_writer.pyx,
-# _spbm_extract.pyx, _lower_extract.pyx) read through the same checked layout; and the records
-# the reader's functions return to Python.
+# _spbm_extract.pyx, _lower_extract.pyx) read through the same checked layout; the structural
+# key of a dim (``intern_dim``, an inline function so that this one definition is the one every
+# cimporting module compiles; C++); and the records the reader's functions return to Python.
 cimport cython
 from libc.stdint cimport int32_t, int64_t, uint32_t
+from libcpp.vector cimport vector
 
-from memcore_py.tvm._ffi_abi cimport K_INT, any_obj, any_type
+from memcore_py.tvm._ffi_abi cimport K_INT, any_obj, any_type, obj_field, obj_type
 
 
 cdef class Layout:
@@ -118,3 +120,34 @@ cdef inline int64_t const_dim(Layout L, const char* any) noexcept:
     if any_type(v) != K_INT:
         return -1
     return (<const int64_t*>(v + 8))[0]
+
+
+cdef inline bint intern_dim(Layout L, const char* e, vector[int64_t]& key, int depth) noexcept:
+    """Append the structure of the PrimExpr ``e`` to ``key``: an ``IntImm`` as (0, value, its
+    type's address), a variable as (1, its address), a binary node (``BINARY_PRIM_NODES``) as
+    (2 + its index, operands); equal keys, structurally equal expressions of the same
+    variables. False for anything else, or deeper than any shape arithmetic."""
+    cdef int32_t ti
+    cdef const char* val
+    cdef int k
+    if e == NULL or depth > 64:
+        return False
+    ti = obj_type(e)
+    if ti == L.t_int_imm:
+        val = e + L.o_imm_value
+        if any_type(val) != K_INT:
+            return False
+        key.push_back(0)
+        key.push_back((<const int64_t*>(val + 8))[0])
+        key.push_back(<int64_t><size_t>obj_field(e, L.o_expr_ty))
+        return True
+    if ti == L.t_var:
+        key.push_back(1)
+        key.push_back(<int64_t><size_t>e)
+        return True
+    for k in range(7):
+        if ti == L.t_bin[k]:
+            key.push_back(2 + k)
+            return (intern_dim(L, obj_field(e, L.o_bin_a), key, depth + 1)
+                    and intern_dim(L, obj_field(e, L.o_bin_b), key, depth + 1))
+    return False

@@ -54,7 +54,6 @@ from cpython.unicode cimport PyUnicode_DecodeUTF8
 
 from memcore_py.ir._nodes cimport binding_node, call_node, shape_expr_node, var_node
 from memcore_py.tvm._node_map cimport AddrMap, map_put
-from memcore_py.tvm._dim_key cimport intern_dim
 from memcore_py.tvm._ffi_abi cimport (
     HDR_SIZE, K_ARRAY, K_BOOL, K_DATATYPE, K_INT, K_OBJECT_BEGIN, K_SMALL_STR, K_STR, addr, any_obj, any_type, array_data,
     array_size, obj_field, obj_type,
@@ -1215,7 +1214,7 @@ cdef int64_t exact_alloc(Layout L, const char* var, const char* call, int64_t* d
 
 cdef bint same_dim(Layout L, const char* a, const char* b) noexcept:
     """Whether the PrimExprs ``a`` and ``b`` are structurally equal dims of the same variables
-    (:func:`~memcore_py.tvm._dim_key.intern_dim`'s keys; False for what it does not key)."""
+    (:func:`~memcore_py.tvm._ffi_reader.intern_dim`'s keys; False for what it does not key)."""
     cdef vector[int64_t] ka, kb
     return intern_dim(L, a, ka, 0) and intern_dim(L, b, kb, 0) and ka == kb
 

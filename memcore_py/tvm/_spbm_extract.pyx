@@ -59,8 +59,9 @@ from memcore_py.ir._int_bound cimport N_IMM, N_VAR, IntNode, bound_nodes, satura
 from memcore_py.tvm._ffi_abi cimport (
     FFIAny, K_ARRAY, K_DATATYPE, K_INT, K_OBJECT_BEGIN, K_SMALL_STR, any_obj, any_type, array_data, array_size, obj_field, obj_type,
 )
-from memcore_py.tvm._dim_key cimport intern_dim
-from memcore_py.tvm._ffi_reader cimport Layout, const_dim, dtype_name, element_bytes, exact_alloc, packed_dtype, read_string
+from memcore_py.tvm._ffi_reader cimport (
+    Layout, const_dim, dtype_name, element_bytes, exact_alloc, intern_dim, packed_dtype, read_string,
+)
 from memcore_py.tvm._ffi_writer cimport (
     CTOR_BLOCK, CTOR_DFBLOCK, CTOR_EMPTY_ARRAY, Keep, handle, new_binding, new_call, new_var, new_with_array, set_obj,
 )
