@@ -35,6 +35,7 @@ EXTENSIONS = {
     # compiled helpers of the Python layer, in the package whose job they do; no fallback
     "memcore_py.ir._nodes": {"sources": ["memcore_py/ir/_nodes.pyx"], "language": "c"},
     "memcore_py.ir._names": {"sources": ["memcore_py/ir/_names.pyx"], "language": "c"},
+    "memcore_py.ir._const_fold": {"sources": ["memcore_py/ir/_const_fold.pyx"], "language": "c++"},
     "memcore_py.ir._int_bound": {"sources": ["memcore_py/ir/_int_bound.pyx"], "language": "c++"},
     "memcore_py.analysis._binding_table": {"sources": ["memcore_py/analysis/_binding_table.pyx"], "language": "c++"},
     "memcore_py.analysis._ir_reader": {"sources": ["memcore_py/analysis/_ir_reader.pyx"], "language": "c++"},

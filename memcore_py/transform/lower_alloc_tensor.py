@@ -43,6 +43,7 @@ scope); otherwise :class:`~memcore_py.errors.PassError` names the function and b
 """
 from __future__ import annotations
 
+from .._compiled import load_compiled
 from ..ir.builder import NameTable
 from ..ir.construct import new_binding, new_block, new_call, new_shape_expr, new_tensor_type, new_var
 from ..ir.expr import (BindingBlock, Call, DataflowBlock, DataflowVar, DataTypeImm, Function, PrimValue, ShapeExpr,
@@ -67,29 +68,21 @@ _ZERO_OFFSET = PrimValue(IntImm(0))
 _OBJECT = ObjectType()
 
 
-def _mul_fold(a, b):
-    """``a * b`` with TIR's ``TryConstFold<Mul>`` rules (int64 operands)."""
-    ta, tb = type(a), type(b)
-    if ta is IntImm:
-        if tb is IntImm:
-            return IntImm(a.value * b.value, a.dtype)
-        if a.value == 1:
-            return b
-        if a.value == 0:
-            return a
-    if tb is IntImm:
-        if b.value == 1:
-            return a
-        if b.value == 0:
-            return b
-    return Mul(a, b)
-
-
 def storage_bytes_expr(shape, dtype: str):
-    """``bytes_per_element(dtype) * shape[0] * shape[1] * ...`` as TVM builds it."""
-    nbytes = IntImm(dtype_bytes(dtype))
-    for d in shape:
-        nbytes = _mul_fold(nbytes, d)
+    """``bytes_per_element(dtype) * shape[0] * shape[1] * ...`` as TVM builds it: folded by
+    TIR's ``TryConstFold<Mul>`` (the plan of :func:`memcore_py.ir._const_fold.product_fold_plan`,
+    the one statement of that rule), the dims the objects they were.
+
+    Raises
+    ------
+    OverflowError
+        The constant part of the size exceeds int64.
+    """
+    factors = [d.value if type(d) is IntImm else None for d in shape]
+    head, tail = load_compiled("memcore_py.ir._const_fold").product_fold_plan(dtype_bytes(dtype), factors)
+    nbytes = IntImm(head) if type(head) is int else shape[head[0]]
+    for i in tail:
+        nbytes = Mul(nbytes, shape[i])
     return nbytes
 
 
@@ -159,7 +152,10 @@ class _AllocTensorLowerer(BindingTrackingMutator):
         if self._out is None:
             raise self._fail("R.builtin.alloc_tensor must be the value of a binding")
         # checked parts (the arguments' types and the shape's PrimExprs): unchecked constructors
-        size = new_shape_expr((storage_bytes_expr(shape, dtype.value),))
+        try:
+            size = new_shape_expr((storage_bytes_expr(shape, dtype.value),))
+        except OverflowError:
+            raise self._fail(f"the storage size in bytes of this {dtype.value} tensor exceeds int64") from None
         storage_value = new_call(_MEM_ALLOC_STORAGE, (size, dev, scope, _UINT8), None, (), _OBJECT)
         storage = new_var(DataflowVar if self.in_dataflow else Var, self.names.fresh("storage"), _OBJECT)
         self._out.append(new_binding(storage, storage_value))

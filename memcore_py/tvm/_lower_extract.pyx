@@ -14,11 +14,13 @@ LowerAllocTensor (:mod:`memcore_py.transform.lower_alloc_tensor`) turns each
 For an allocation whose variable already has the exact type the lowered call gets (a tensor
 type of those dims and dtype, no vdevice, a symbolic dim the same object in both; otherwise
 TVM re-types the variable and every later use changes), that is arithmetic and three
-constructors per binding: :func:`allocation_sizes` checks each allocation of a block and
-computes ``bytes`` of a constant shape (the dtype's bytes times the dims; TIR's constant
-folding gives the same number) or hands a symbolic shape's dims to the caller, which sizes it
-with LowerAllocTensor's own rule (:func:`~memcore_py.transform.lower_alloc_tensor.storage_bytes_expr`);
-the caller makes the ``R.shape([bytes])`` objects (a constant one shared across calls), and
+constructors per binding: :func:`allocation_sizes` checks each allocation of a block and folds
+``bytes`` (the dtype's bytes times the shape argument's dims, by TIR's constant folding: the
+plan of ``memcore_py/ir/_const_fold.pyx``'s ``product_fold``, the one statement of that rule,
+which :func:`~memcore_py.transform.lower_alloc_tensor.storage_bytes_expr` follows on memcore's
+IR); a size that folds to a constant is a number, any other is handed to the caller, which
+has :func:`symbolic_shape` build it of the dims' own objects with TVM's constructors. The
+caller makes the ``R.shape([bytes])`` objects (a constant one shared across calls), and
 :func:`lower_block` builds the block (the objects every lowered binding shares and the storage
 count of the function: a :class:`FunctionLowering` per function):
 the storage ``Var`` (a ``DataflowVar`` in a dataflow block) named as the lowerer names it
@@ -27,17 +29,18 @@ bindings elsewhere. Everything the lowered bindings hold but the storage variabl
 and the size is the old call's own argument objects, the call's type the variable's.
 """
 cimport cython
-from libc.stdint cimport INT64_MAX, int64_t
+from libc.stdint cimport int64_t, uint8_t
+from memcore_py.ir._const_fold cimport FOLD_OVERFLOW, product_fold
 from memcore_py.ir._names cimport numbered_name
 from libcpp.vector cimport vector
 
 from memcore_py.tvm._ffi_abi cimport (
-    FFIAny, K_ARRAY, K_DATATYPE, K_OBJECT_BEGIN, any_obj, any_type, array_data, array_size, obj_field, obj_type,
+    FFIAny, K_ARRAY, K_DATATYPE, K_INT, K_OBJECT_BEGIN, any_obj, any_type, array_data, array_size, obj_field, obj_type,
 )
 from memcore_py.tvm._ffi_reader cimport Layout, const_dim, dtype_name, element_bytes, exact_alloc, intern_dim, packed_dtype
 from memcore_py.tvm._ffi_writer cimport (
-    CTOR_BLOCK, CTOR_DFBLOCK, CTOR_EMPTY_ARRAY, Keep, handle, new_binding, new_call, new_var, new_with_array,
-    set_obj,
+    CTOR_ARRAY, CTOR_BLOCK, CTOR_DFBLOCK, CTOR_EMPTY_ARRAY, Keep, handle, make, new_binding, new_call, new_var,
+    new_with_array, release, set_obj,
 )
 
 
@@ -46,36 +49,42 @@ cdef enum:
     SYMBOLIC = -2   # alloc_size: lowered here, its size an expression of its symbolic dims
 
 
-cdef int64_t alloc_size(Layout L, const char* b, const char** sym_dims) noexcept:
-    """The storage bytes of the allocation binding ``b`` when it is lowered here with a
-    constant shape; :data:`SYMBOLIC` (``sym_dims`` set to the shape's dims ``Array``) when it is
-    lowered here with a symbolic dim; :data:`NOT_HERE` otherwise (module docstring: the
-    exactly typed allocations, ``_ffi_reader.exact_alloc``)."""
+cdef int64_t alloc_size(Layout L, const char* b, const char** sym_dims, int64_t* elem) noexcept:
+    """The storage bytes of the allocation binding ``b`` when it is lowered here and its
+    bytes fold to a constant (LowerAllocTensor's product, folded by the one rule
+    ``product_fold``); :data:`SYMBOLIC` (``sym_dims`` set to the shape argument's dims
+    ``Array``, ``elem`` to its bytes per element) when it is lowered here and its bytes are
+    an expression; :data:`NOT_HERE` otherwise (module docstring: the exactly typed
+    allocations, ``_ffi_reader.exact_alloc``; a constant over int64)."""
     cdef const char* var = obj_field(b, L.o_b_var)
     cdef const char* dims
     cdef const char* ty_dims
-    cdef int64_t n, i, d, dtype, nbytes
-    cdef bint symbolic = False
+    cdef int64_t n, i, dtype, head_value
+    cdef Py_ssize_t head_dim, n_tail
+    cdef vector[int64_t] values
+    cdef vector[uint8_t] is_const
+    cdef vector[Py_ssize_t] tail
     if var == NULL or (obj_type(var) != L.t_var and obj_type(var) != L.t_dfvar):
         return NOT_HERE
     n = exact_alloc(L, var, obj_field(b, L.o_b_value), &dtype, &dims, &ty_dims)
     if n < 0:
         return NOT_HERE
-    nbytes = element_bytes(dtype)
-    if nbytes < 0:
+    elem[0] = element_bytes(dtype)
+    if elem[0] < 0:
         return NOT_HERE
+    values.resize(n)
+    is_const.resize(n)
+    tail.resize(n + 1)
     for i in range(n):
-        d = const_dim(L, array_data(dims) + 16 * i)
-        if d < 0:
-            symbolic = True
-        elif not symbolic:
-            if d and nbytes > INT64_MAX // d:
-                return NOT_HERE
-            nbytes *= d
-    if symbolic:
-        sym_dims[0] = dims
-        return SYMBOLIC
-    return nbytes
+        is_const[i] = any_type(array_data(dims) + 16 * i) == L.t_int_imm
+        values[i] = const_dim(L, array_data(dims) + 16 * i) if is_const[i] else 0
+    n_tail = product_fold(elem[0], values.data(), is_const.data(), n, &head_value, &head_dim, tail.data())
+    if n_tail == FOLD_OVERFLOW:
+        return NOT_HERE
+    if head_dim < 0 and n_tail == 0:
+        return head_value if head_value >= 0 else NOT_HERE  # a negative constant: the full pass
+    sym_dims[0] = dims
+    return SYMBOLIC
 
 
 @cython.final
@@ -83,8 +92,9 @@ cdef int64_t alloc_size(Layout L, const char* b, const char** sym_dims) noexcept
 cdef class SymbolicSize:
     """An allocation :func:`allocation_sizes` hands to the caller to size (a symbolic dim).
     Made only there."""
-    cdef readonly size_t dims           # address of the shape's dims ``Array``
+    cdef readonly size_t dims           # address of the shape argument's dims ``Array``
     cdef readonly str dtype             # the dtype's name (``"float32"``)
+    cdef readonly int64_t elem          # the dtype's bytes per element
     cdef readonly object key            # a tuple, equal for dims that are structurally equal expressions of
                                         # the same variables; None when a dim has no key
 
@@ -92,9 +102,9 @@ cdef class SymbolicSize:
         return f"SymbolicSize(dims={self.dims:#x}, dtype={self.dtype!r}, key={self.key})"
 
 
-cdef inline SymbolicSize symbolic_size(size_t dims, str dtype, key):
+cdef inline SymbolicSize symbolic_size(size_t dims, str dtype, int64_t elem, key):
     cdef SymbolicSize r = SymbolicSize.__new__(SymbolicSize)
-    r.dims, r.dtype, r.key = dims, dtype, key
+    r.dims, r.dtype, r.elem, r.key = dims, dtype, elem, key
     return r
 
 
@@ -107,7 +117,7 @@ def allocation_sizes(Layout L, size_t arr, list positions):
     cdef const char* data
     cdef const char* b
     cdef const char* dims = NULL
-    cdef int64_t n, size, i
+    cdef int64_t n, size, i, elem
     cdef vector[int64_t] key
     if a == NULL or obj_type(a) != K_ARRAY:
         raise ValueError("allocation_sizes: not an ffi.Array")
@@ -120,7 +130,7 @@ def allocation_sizes(Layout L, size_t arr, list positions):
         if any_type(data + 16 * <int64_t>p) != L.t_binding:
             return None
         b = any_obj(data + 16 * <int64_t>p)
-        size = alloc_size(L, b, &dims)
+        size = alloc_size(L, b, &dims, &elem)
         if size == NOT_HERE:
             return None
         if size == SYMBOLIC:
@@ -131,12 +141,96 @@ def allocation_sizes(Layout L, size_t arr, list positions):
                         or not intern_dim(L, any_obj(array_data(dims) + 16 * i), key, 0)):
                     break
             else:
-                out.append(symbolic_size(<size_t>dims, dtype_name(packed_dtype(v + 8)), tuple(key)))
+                out.append(symbolic_size(<size_t>dims, dtype_name(packed_dtype(v + 8)), elem, tuple(key)))
                 continue
-            out.append(symbolic_size(<size_t>dims, dtype_name(packed_dtype(v + 8)), None))
+            out.append(symbolic_size(<size_t>dims, dtype_name(packed_dtype(v + 8)), elem, None))
         else:
             out.append(size)
     return out
+
+
+#: the packed ``DLDataType`` of int64 (code 0, 64 bits, 1 lane): every dim's and size's dtype
+cdef int64_t INT64_DTYPE = 0 | (64 << 8) | (1 << 16)
+
+
+def symbolic_shape(Layout L, Keep K, SymbolicSize size not None, size_t ctor_int_imm, size_t ctor_mul,
+                   size_t ctor_shape):
+    """The address (owned by ``K``) of the ``R.shape([bytes])`` of an allocation
+    :func:`allocation_sizes` handed over: LowerAllocTensor's product ``elem * d0 * d1 * ...``
+    as TIR folds it (the plan of ``product_fold``, the one statement of that rule), built of
+    the shape argument's own dim objects with TVM's constructors ``ir.IntImm``, ``prim.Mul``
+    and ``relax.ShapeExpr`` (their function handles: ``ctor_*``, the caller's to keep valid).
+
+    Raises
+    ------
+    ValueError
+        ``size.dims`` is not an ``ffi.Array`` or the fold overflows (the caller then lowers the
+        allocation with the full pass, which reports it).
+    TVMConversionError
+        A constructor failed.
+    """
+    cdef const char* dims = <const char*>size.dims
+    cdef const char* data
+    cdef Py_ssize_t n, i, head_dim, n_tail
+    cdef int64_t head_value
+    cdef vector[int64_t] values
+    cdef vector[uint8_t] is_const
+    cdef vector[Py_ssize_t] tail
+    cdef FFIAny cargs[3]
+    cdef void* acc
+    cdef void* h
+    if dims == NULL or obj_type(dims) != K_ARRAY:
+        raise ValueError("symbolic_shape: the dims are not an ffi.Array")
+    data = array_data(dims)
+    n = array_size(dims)
+    values.resize(n)
+    is_const.resize(n)
+    tail.resize(n + 1)
+    for i in range(n):
+        is_const[i] = any_type(data + 16 * i) == L.t_int_imm
+        values[i] = const_dim(L, data + 16 * i) if is_const[i] else 0
+    n_tail = product_fold(size.elem, values.data(), is_const.data(), n, &head_value, &head_dim, tail.data())
+    if n_tail == FOLD_OVERFLOW:
+        raise ValueError("symbolic_shape: the constant part of the size exceeds int64")
+    if head_dim < 0:
+        cargs[0].type_index = K_DATATYPE
+        cargs[0].small_len = 0
+        cargs[0].value = INT64_DTYPE
+        cargs[1].type_index = K_INT
+        cargs[1].small_len = 0
+        cargs[1].value = head_value
+        set_obj(&cargs[2], NULL)
+        acc = make(<void*>ctor_int_imm, cargs, 3, b"an IntImm")
+    else:
+        acc = NULL  # the head is a dim, an object of the shape argument
+    try:
+        for i in range(n_tail):
+            if acc == NULL:
+                cargs[0] = (<const FFIAny*>(data + 16 * head_dim))[0]
+            else:
+                set_obj(&cargs[0], acc)
+            cargs[1] = (<const FFIAny*>(data + 16 * tail[i]))[0]
+            set_obj(&cargs[2], NULL)
+            h = make(<void*>ctor_mul, cargs, 3, b"a product")
+            if acc != NULL:
+                release(acc)
+            acc = h
+        if acc == NULL:  # the product is the head dim itself
+            cargs[0] = (<const FFIAny*>(data + 16 * head_dim))[0]
+        else:
+            set_obj(&cargs[0], acc)
+        h = make(handle(CTOR_ARRAY), cargs, 1, b"a shape's values")
+    finally:
+        if acc != NULL:
+            release(acc)
+    set_obj(&cargs[0], h)
+    set_obj(&cargs[1], NULL)
+    try:
+        acc = make(<void*>ctor_shape, cargs, 2, b"a shape")
+    finally:
+        release(h)
+    K.own(acc)
+    return <size_t>acc
 
 
 @cython.final
@@ -204,7 +298,7 @@ def lower_block(Layout L, Keep K, FunctionLowering F not None, size_t arr, list 
     cdef const char* b
     cdef const char* args
     cdef const char* var
-    cdef int64_t n, i = 0, p
+    cdef int64_t n, i = 0, p, elem
     cdef Py_ssize_t k
     cdef bytes name
     cdef FFIAny cargs[5]
@@ -230,7 +324,7 @@ def lower_block(Layout L, Keep K, FunctionLowering F not None, size_t arr, list 
         p = positions[k]
         if p < i or p >= n or any_type(data + 16 * p) != L.t_binding:
             raise ValueError(f"lower_block: position {p} out of range or not increasing, or not a binding")
-        if alloc_size(L, any_obj(data + 16 * p), &dims) == NOT_HERE:
+        if alloc_size(L, any_obj(data + 16 * p), &dims, &elem) == NOT_HERE:
             raise ValueError(f"lower_block: binding {p} is not an allocation lowered here")
         i = p + 1
     i = 0

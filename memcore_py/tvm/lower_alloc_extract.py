@@ -20,8 +20,10 @@ Here, on the TVM objects:
    included) stays the objects it is, as TVM's mutator leaves what it does not change;
 2. when every allocation of the function has a variable typed exactly as its lowered call
    (the common case), :mod:`~memcore_py.tvm._lower_extract` lowers them in C, the storages
-   named as memcore's lowerer names them, a constant shape sized there and a symbolic one by
-   LowerAllocTensor's own rule on its dims alone (:class:`_SymbolicSizes`); otherwise each allocation
+   named as memcore's lowerer names them, each size folded by LowerAllocTensor's one rule
+   (``memcore_py/ir/_const_fold.pyx``, which :func:`~memcore_py.transform.lower_alloc_tensor.
+   storage_bytes_expr` follows too): a constant one there, a symbolic one built of the shape
+   argument's own dim objects (:func:`~._lower_extract.symbolic_shape`); otherwise each allocation
    binding is read alone (:func:`~memcore_py.tvm._ffi_reader.read_binding_at`, or the Python
    reader :class:`~.from_tvm._Reader` for what it declines) and lowered by memcore's own
    lowerer (``_AllocTensorLowerer``, one per function, so storage names follow the same
@@ -56,8 +58,7 @@ from __future__ import annotations
 
 from .._compiled import load_compiled
 from ..errors import MemcoreError
-from ..ir.construct import new_shape_expr
-from ..transform.lower_alloc_tensor import _AllocTensorLowerer, storage_bytes_expr
+from ..transform.lower_alloc_tensor import _AllocTensorLowerer
 from . import _ffi_reader, _ffi_writer, _lower_extract, _table_reader
 from ._node_map import AddrMap, NodeMap
 from ._extraction import UNCHANGED, any_type, dtype_const, function_with_blocks, int64_imm, rewrite_functions
@@ -80,7 +81,7 @@ def lower_alloc_tensor_extracted(api, tvm_mod):
     """
     op = _alloc_op_address(api)
     callees = []  # the module's callee properties, made for the first function with control flow
-    symbolic = []  # the _SymbolicSizes of this call, made for the first symbolic allocation
+    symbolic_shapes = {}  # the R.shape([bytes]) of this call's symbolic sizes, by dims and dtype
 
     def rewrite(layout, keep, name, f_addr):
         found = _ffi_reader.flat_function_calls(layout, f_addr, op)
@@ -92,7 +93,8 @@ def lower_alloc_tensor_extracted(api, tvm_mod):
                 return None
         if not any(b.positions for b in found.block_calls):
             return UNCHANGED
-        return _lower_function(api, layout, tvm_mod, keep, name, _ffi_writer.object_at(f_addr), symbolic, found)
+        return _lower_function(api, layout, tvm_mod, keep, name, _ffi_writer.object_at(f_addr), symbolic_shapes,
+                               found)
 
     return rewrite_functions(api, tvm_mod, rewrite)
 
@@ -132,11 +134,11 @@ def _alloc_op_address(api) -> int:
     return _OP_ADDRESS[0][1]
 
 
-def _lower_function(api, layout, tvm_mod, keep, name, func, symbolic, flat):
+def _lower_function(api, layout, tvm_mod, keep, name, func, symbolic_shapes, flat):
     """The address of ``func`` (flat; ``flat``: its
     :func:`~memcore_py.tvm._ffi_reader.flat_function_calls`) with its allocations lowered, or
-    None (a variable would be remapped, or the body has no type). ``symbolic``: a list holding
-    the pass call's :class:`_SymbolicSizes` once made (made here at need)."""
+    None (a variable would be remapped, or the body has no type). ``symbolic_shapes``: the
+    pass call's shapes of symbolic sizes (:func:`_lower_sized`)."""
     object_at = _ffi_writer.object_at
     old = object_at(flat.seq)
     if old.ty.is_missing():  # not normalized: TVM's pass would infer the body's type
@@ -148,7 +150,7 @@ def _lower_function(api, layout, tvm_mod, keep, name, func, symbolic, flat):
         if sizes[-1] is None:
             break
     else:  # every allocation exactly typed: lowered in C
-        return _lower_sized(api, layout, tvm_mod, keep, name, func, flat.blocks, blocks, sizes, symbolic)
+        return _lower_sized(api, layout, tvm_mod, keep, name, func, flat.blocks, blocks, sizes, symbolic_shapes)
     record = NodeMap()
     reader = _Reader(api, tvm_mod, record=record)
     reader.where = f"function {name!r}"
@@ -187,15 +189,17 @@ def _lower_function(api, layout, tvm_mod, keep, name, func, symbolic, flat):
     return function_with_blocks(layout, keep, func.__chandle__(), flat.blocks, changed, new_blocks, 0)
 
 
-def _lower_sized(api, layout, tvm_mod, keep, name, func, blocks_addr, blocks, sizes, symbolic_of_call):
+def _lower_sized(api, layout, tvm_mod, keep, name, func, blocks_addr, blocks, sizes, shapes_of_call):
     """:func:`_lower_function` when :func:`~._lower_extract.allocation_sizes` accepted every
-    allocation (``sizes``: theirs, per block): the blocks built in C; None when a symbolic
-    size is not read (the full conversion reports it)."""
+    allocation (``sizes``: theirs, per block): the blocks built in C, a symbolic size's
+    ``R.shape([bytes])`` of the shape argument's own dims (:func:`~._lower_extract.symbolic_shape`);
+    None when one is not built (the full conversion reports it). ``shapes_of_call``: the pass
+    call's ``{(dims key, dtype): shape address}``, so that allocations of structurally equal
+    dims of the same variables share one object."""
     ops = _lower_ops(api)
     lowering = _lower_extract.FunctionLowering(uint8=dtype_const(api, "uint8"), zero=int64_imm(api, 0),
                                                any_ty=any_type(api), op_storage=ops[0], op_alloc=ops[1])
     changed, new_blocks = [], []
-    symbolic = None
     for k, (b, block_sizes) in enumerate(zip(blocks, sizes)):
         if not b.positions:
             continue
@@ -204,14 +208,15 @@ def _lower_sized(api, layout, tvm_mod, keep, name, func, blocks_addr, blocks, si
             if type(size) is int:
                 shapes.append(shape_of_bytes(api, size))
                 continue
-            if symbolic is None:
-                if not symbolic_of_call:
-                    symbolic_of_call.append(_SymbolicSizes(api, tvm_mod, keep))
-                symbolic = symbolic_of_call[0]
-                symbolic.begin(name)
-            shape = symbolic.shape_addr(size.dims, size.dtype, size.key)
+            key = (size.key, size.dtype) if size.key is not None else None
+            shape = shapes_of_call.get(key) if key is not None else None
             if shape is None:
-                return None
+                try:
+                    shape = _lower_extract.symbolic_shape(layout, keep, size, *_size_ctors(api))
+                except (ValueError, MemcoreError):
+                    return None
+                if key is not None:
+                    shapes_of_call[key] = shape
             shapes.append(shape)
         changed.append(k)
         new_blocks.append(_lower_extract.lower_block(layout, keep, lowering, b.bindings, b.positions, shapes,
@@ -219,46 +224,16 @@ def _lower_sized(api, layout, tvm_mod, keep, name, func, blocks_addr, blocks, si
     return function_with_blocks(layout, keep, func.__chandle__(), blocks_addr, changed, new_blocks, 0)
 
 
-class _SymbolicSizes:
-    """The ``R.shape([bytes])`` of the storages of allocations of symbolic shape, one pass call:
-    the dims read by the full conversion's reader, sized by LowerAllocTensor's own rule
-    (:func:`~memcore_py.transform.lower_alloc_tensor.storage_bytes_expr`) and written by its
-    writer in each function's own symbolic variables (:meth:`begin` starts a function)."""
+#: the function handles of the constructors a symbolic size is built with (held here)
+_SIZE_CTORS: list = []
 
-    def __init__(self, api, tvm_mod, keep):
-        self.reader = _Reader(api, tvm_mod, record=NodeMap())
-        self.writer = _Writer(api, NO_INFOS, keep=keep)
-        #: (dims key, dtype) -> the address written for it: allocations of structurally equal
-        #: dims of the same variables share one ``R.shape([bytes])`` (the key holds the
-        #: variables' addresses, so a key never stands for two functions' variables)
-        self.shapes: dict = {}
 
-    def begin(self, name: str) -> None:
-        """Start the function ``name``: its symbolic variables and leaves are its own, as in
-        the full conversion."""
-        self.reader.where = self.writer.where = f"function {name!r}"
-        self.reader.prims = {}
-        self.reader.leaves = AddrMap()
-
-    def shape_addr(self, dims_addr: int, dtype: str, key=None):
-        """The address (owned by the writer's ``keep``) of ``R.shape([bytes])`` for an
-        allocation of the dims ``Array`` at ``dims_addr`` and ``dtype`` (``key``:
-        :func:`~._lower_extract.allocation_sizes`' key of the dims, or None); None when a dim
-        is not read."""
-        if key is not None:
-            addr = self.shapes.get((key, dtype))
-            if addr is not None:
-                return addr
-        reader = self.reader
-        try:
-            dims = reader.prims_of(_ffi_writer.object_at(dims_addr))
-        except MemcoreError:
-            return None
-        self.writer.prims = {pv.name: reader.prim_sources[h] for h, pv in reader.prims.items()}
-        addr = self.writer.expr_addr(new_shape_expr((storage_bytes_expr(dims, dtype),)))
-        if key is not None:
-            self.shapes[(key, dtype)] = addr
-        return addr
+def _size_ctors(api) -> tuple:
+    """The addresses of TVM's ``ir.IntImm``, ``prim.Mul`` and ``relax.ShapeExpr`` constructors."""
+    if not _SIZE_CTORS:
+        funcs = [api.ir_ffi.IntImm, api.prim_ffi.Mul, api.rx_ffi.ShapeExpr]
+        _SIZE_CTORS.extend((tuple(f.__chandle__() for f in funcs), funcs))
+    return _SIZE_CTORS[0]
 
 
 _LOWER_OPS = []
