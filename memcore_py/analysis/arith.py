@@ -93,6 +93,7 @@ __all__ = [
     "tensor_bytes",
     "dynamic_output_bytes",
     "size_class_key",
+    "size_struct_key",
     "SizePolynomial",
     "fold_add",
     "fold_sub",
@@ -610,6 +611,26 @@ def _split_product(e, coeff, factors, spine):
         return coeff
     factors.append(e)
     return coeff
+
+
+def size_struct_key(size: PrimExpr):
+    """A hashable key of the structure of ``size`` (variables by name, literals by value,
+    binary nodes by class): sizes of equal keys have equal :func:`size_class_key`, which reads
+    nothing else of them. None when ``size`` holds a node that is none of those."""
+    t = type(size)
+    if t is IntImm:
+        return size.value
+    if t is PrimVar:
+        return size.name
+    if isinstance(size, BinaryOp):
+        a = size_struct_key(size.a)
+        if a is None:
+            return None
+        b = size_struct_key(size.b)
+        if b is None:
+            return None
+        return (t.__name__, a, b)
+    return None
 
 
 def size_class_key(size: PrimExpr):

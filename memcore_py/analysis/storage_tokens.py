@@ -80,6 +80,7 @@ from .arith import (
     VarBounds,
     read_var_bounds,
     size_class_key,
+    size_struct_key,
     tensor_bytes,
     upper_bound_shape,
 )
@@ -124,9 +125,11 @@ _SYM_TYPE_INFO = _SYM_TYPE_INFO_GROUP.table
 #: function's.
 _FUNC_BOUNDS_GROUP = MEMO.group("analysis.storage_tokens.function_bounds")
 _FUNC_BOUNDS = _FUNC_BOUNDS_GROUP.table
-#: Across calls: symbolic size expression (by identity, kept alive by the key) -> its
-#: :func:`~memcore_py.analysis.arith.size_class_key` (canonicalisation is Python arithmetic
-#: on the expression tree, costly next to a dict lookup).
+#: Across calls: the structure of a symbolic size
+#: (:func:`~memcore_py.analysis.arith.size_struct_key`) -> its
+#: :func:`~memcore_py.analysis.arith.size_class_key` (canonicalisation is Python arithmetic on
+#: the expression tree, costly next to the structure's key). Keyed by structure, not by the
+#: expression object, so that sizes read again (each pass call reads new objects) find it.
 _SIZE_CLASS_KEY_GROUP = MEMO.group("analysis.storage_tokens.size_class_key")
 _SIZE_CLASS_KEY = _SIZE_CLASS_KEY_GROUP.table
 
@@ -371,14 +374,23 @@ class TokenProgram:
         if sym.shape[0] == 0:
             return out
         ids: dict = {}
+        info_key: dict = {}  # TokenInfo id -> its size's class key (tokens of one type share it)
         pools = tok_pool.tolist()
         tok_info = self.tok_info.tolist()
         infos = self.infos
         for t in sym.tolist():
-            nbytes = infos[tok_info[t]].nbytes
-            skey = _SIZE_CLASS_KEY.get(nbytes)
+            i = tok_info[t]
+            skey = info_key.get(i)
             if skey is None:
-                skey = _SIZE_CLASS_KEY_GROUP.put(nbytes, size_class_key(nbytes))
+                nbytes = infos[i].nbytes
+                struct = size_struct_key(nbytes)
+                if struct is None:  # a node the structure does not key: asked each time
+                    skey = size_class_key(nbytes)
+                else:
+                    skey = _SIZE_CLASS_KEY.get(struct)
+                    if skey is None:
+                        skey = _SIZE_CLASS_KEY_GROUP.put(struct, size_class_key(nbytes))
+                info_key[i] = skey
             key = (pools[t], skey)
             cid = ids.get(key)
             if cid is None:
