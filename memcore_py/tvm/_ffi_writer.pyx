@@ -88,6 +88,7 @@ cdef void* f_function = NULL
 cdef void* f_update_type = NULL
 cdef void* f_module = NULL
 cdef void* f_type_is_base_of = NULL
+cdef void* f_if = NULL
 cdef void* h_empty_map = NULL
 cdef void* h_empty_array = NULL
 _FUNCS = []
@@ -132,7 +133,7 @@ def init(api):
     not export what is needed (the Python writer is then used alone)."""
     global c_call, c_incref, c_decref, c_err_move, c_err_set
     global f_array, f_var, f_dfvar, f_call, f_binding, f_block, f_dfblock, f_map, f_tuple, h_empty_array
-    global f_seq, f_function, f_update_type, f_module, h_empty_map, f_type_is_base_of
+    global f_seq, f_function, f_update_type, f_module, h_empty_map, f_type_is_base_of, f_if
     if c_call != NULL:
         return True
     import ctypes
@@ -152,7 +153,7 @@ def init(api):
                                                    "relax.VarBinding", "relax.BindingBlock",
                                                    "relax.DataflowBlock", "ffi.Map", "ir.Tuple",
                                                    "relax.SeqExpr", "relax.Function", "relax.UpdateType",
-                                                   "ir.IRModule", "relax.TypeIsBaseOf")]
+                                                   "ir.IRModule", "relax.TypeIsBaseOf", "relax.If")]
     empty = api.Array([])
     empty_map = api.Map({})
     c_incref = <ref_t><size_t>ptr["TVMFFIObjectIncRef"]
@@ -191,6 +192,7 @@ def init(api):
     f_update_type = <void*><size_t>hs[11]
     f_module = <void*><size_t>hs[12]
     f_type_is_base_of = <void*><size_t>hs[13]
+    f_if = <void*><size_t>hs[14]
     h_empty_array = <void*><size_t>empty.__chandle__()
     h_empty_map = <void*><size_t>empty_map.__chandle__()
     c_call = <call_t><size_t>ptr["TVMFFIFunctionCall"]  # set last: the "initialised" flag
@@ -642,6 +644,23 @@ def array_spliced(Keep K, size_t array, list positions, list replacements):
     return <size_t>h
 
 
+def block_spliced(Keep K, size_t bindings, list positions, list replacements, bint dataflow):
+    """The address (owned by ``K``) of a new ``BindingBlock`` (``DataflowBlock`` when
+    ``dataflow``) of the bindings ``Array`` at ``bindings`` with :func:`array_spliced`'s
+    replacements.
+
+    Raises
+    ------
+    ValueError
+        As :func:`array_spliced`.
+    """
+    cdef FFIAny cargs[2]
+    cdef size_t arr = array_spliced(K, bindings, positions, replacements)
+    set_obj(&cargs[0], <void*>arr)
+    set_obj(&cargs[1], NULL)
+    return <size_t>owned(K, CTOR_DFBLOCK if dataflow else CTOR_BLOCK, cargs, 2, b"a block")
+
+
 def array_of(Keep K, list addresses):
     """The address (owned by ``K``) of a new ``ffi.Array`` of the objects at ``addresses``
     (a function's parameters: one constructor call instead of a wrapper per element)."""
@@ -719,15 +738,7 @@ cdef size_t function_of_seq(Layout L, Keep K, const char* f, size_t blocks, cons
     set_obj(&cargs[1], <void*>result)
     set_obj(&cargs[2], NULL)
     cdef void* hseq = owned(K, CTOR_SEQ, cargs, 3, b"a SeqExpr")
-    set_obj(&cargs[0], hseq)
-    set_obj(&cargs[1], <void*>ty)
-    res.type_index = K_NONE
-    res.small_len = 0
-    res.value = 0
-    if c_call(f_update_type, cargs, 2, &res) != 0:
-        raise_ffi_error(b"the type of a SeqExpr")
-    if res.type_index >= K_OBJECT_BEGIN and res.value != 0:
-        c_decref(<void*><size_t>res.value)
+    update_type(hseq, ty, b"the type of a SeqExpr")
     set_obj(&cargs[0], <void*>obj_field(f, L.o_func_params))
     set_obj(&cargs[1], hseq)
     set_obj(&cargs[2], <void*>ret_ty)
@@ -737,6 +748,89 @@ cdef size_t function_of_seq(Layout L, Keep K, const char* f, size_t blocks, cons
     set_obj(&cargs[4], <void*>obj_field(f, L.o_func_attrs))
     set_obj(&cargs[5], NULL)
     return <size_t>owned(K, CTOR_FUNCTION, cargs, 6, b"a function")
+
+
+cdef int update_type(void* h, const char* ty, const char* what) except -1:
+    """Set the type of the new expression at ``h`` to the type at ``ty`` (``relax.UpdateType``;
+    nothing when ``ty`` is null)."""
+    cdef FFIAny cargs[2]
+    cdef FFIAny res
+    if ty == NULL:
+        return 0
+    set_obj(&cargs[0], h)
+    set_obj(&cargs[1], <void*>ty)
+    res.type_index = K_NONE
+    res.small_len = 0
+    res.value = 0
+    if c_call(f_update_type, cargs, 2, &res) != 0:
+        raise_ffi_error(what)
+    if res.type_index >= K_OBJECT_BEGIN and res.value != 0:
+        c_decref(<void*><size_t>res.value)
+    return 0
+
+
+cdef void* seq_with_blocks(Layout L, Keep K, const char* s, list changed, list new_blocks) except NULL:
+    """A new ``SeqExpr`` (owned by ``K``): the one at ``s`` with block ``changed[k]`` replaced by
+    the block at ``new_blocks[k]`` (``changed`` increasing), its result and type the old ones
+    (a branch a pass changed only inside); ``s`` itself when nothing changes."""
+    cdef FFIAny cargs[3]
+    if not changed:
+        return <void*>s
+    cdef size_t arr = array_spliced(K, <size_t>obj_field(s, L.o_seq_blocks), changed, [[b] for b in new_blocks])
+    set_obj(&cargs[0], <void*>arr)
+    set_obj(&cargs[1], <void*>obj_field(s, L.o_seq_body))
+    set_obj(&cargs[2], NULL)
+    cdef void* h = owned(K, CTOR_SEQ, cargs, 3, b"a SeqExpr")
+    update_type(h, obj_field(s, L.o_expr_ty), b"the type of a SeqExpr")
+    return h
+
+
+def if_binding_with_blocks(Layout L, Keep K, size_t bindings, Py_ssize_t pos, list then_changed, list then_blocks,
+                           list else_changed, list else_blocks):
+    """The address (owned by ``K``) of a new ``VarBinding`` in place of binding ``pos`` of the
+    bindings ``Array`` at ``bindings``, a ``VarBinding`` of an ``If``: the same variable bound to
+    a new ``If`` of the old condition whose branches have block ``then_changed[k]`` replaced
+    by the block at ``then_blocks[k]`` (``else_*`` likewise; ``*_changed`` increasing, empty
+    for a branch kept), typed as the old ``If`` (its branches changed, not what they produce).
+    0 when that binding is not a ``VarBinding`` of an ``If`` with ``SeqExpr`` branches (a
+    ``MatchCast``: the caller declines).
+
+    Raises
+    ------
+    ValueError
+        ``bindings`` is not an ``ffi.Array``, ``pos`` is out of range, or a changed position
+        is out of range or not increasing (:func:`array_spliced`).
+    """
+    cdef const char* arr = <const char*>bindings
+    cdef const char* b
+    cdef const char* old
+    cdef const char* then_seq
+    cdef const char* else_seq
+    cdef FFIAny cargs[4]
+    if arr == NULL or obj_type(arr) != K_ARRAY:
+        raise ValueError("if_binding_with_blocks: not an ffi.Array")
+    if not 0 <= pos < array_size(arr):
+        raise ValueError(f"if_binding_with_blocks: position {pos} out of range")
+    if (<const FFIAny*>(array_data(arr) + 16 * pos))[0].type_index < K_OBJECT_BEGIN:
+        return 0
+    b = <const char*>(<const FFIAny*>(array_data(arr) + 16 * pos))[0].value
+    if obj_type(b) != L.t_binding:
+        return 0
+    old = obj_field(b, L.o_b_value)
+    if old == NULL or obj_type(old) != L.t_if:
+        return 0
+    then_seq = obj_field(old, L.o_if_then)
+    else_seq = obj_field(old, L.o_if_else)
+    if then_seq == NULL or obj_type(then_seq) != L.t_seq or else_seq == NULL or obj_type(else_seq) != L.t_seq:
+        return 0
+    set_obj(&cargs[0], <void*>obj_field(old, L.o_if_cond))
+    set_obj(&cargs[1], seq_with_blocks(L, K, then_seq, then_changed, then_blocks))
+    set_obj(&cargs[2], seq_with_blocks(L, K, else_seq, else_changed, else_blocks))
+    set_obj(&cargs[3], NULL)
+    cdef void* h = make(f_if, cargs, 4, b"an If")
+    K.own(h)
+    update_type(h, obj_field(old, L.o_expr_ty), b"the type of an If")
+    return <size_t>new_binding(K, obj_field(b, L.o_b_var), h)
 
 
 def function_with_body(Layout L, Keep K, size_t func, size_t block, size_t result):

@@ -54,7 +54,7 @@ from ..transform._prim_func_registry import GlobalNames
 from ..transform.attach_attr_layout_free_buffers import LAYOUT_FREE_ATTR, layout_free_positions, num_input_of
 from ..transform.dead_code_elimination import has_external_linkage, reachable_names
 from . import _ffi_reader, _ffi_writer, _table_reader
-from ._extraction import extern_flags, if_with_branches, module_callees, module_entries, seq_with, type_global_var
+from ._extraction import extern_flags, module_callees, module_entries, type_global_var
 from .from_tvm import _TIRBody, global_var_names
 from .values import dict_attrs_from_tvm, to_tvm_value
 
@@ -277,7 +277,7 @@ class _ScopeWriter:
     def blocks(self, sid: int, edits: dict) -> list:
         """``[(index among the scope's blocks, new block address)]`` of the blocks of scope
         ``sid`` that change, or None (an ``If`` to rebuild is bound by a ``MatchCast``)."""
-        table, object_at, rx = self.table, _ffi_writer.object_at, self.api.rx_ffi
+        table, layout, keep = self.table, self.layout, self.keep
         out = []
         for k, block in enumerate(table.scope_blocks[sid]):
             new = dict(edits.get(block, {}))
@@ -287,28 +287,17 @@ class _ScopeWriter:
                     return None
                 if not then_blocks and not else_blocks:
                     continue
-                binding = object_at(self.refs[block])[pos]
-                if not isinstance(binding, self.api.VarBinding):
+                h = _ffi_writer.if_binding_with_blocks(layout, keep, self.refs[block], pos,
+                                                       [j for j, _b in then_blocks], [b for _j, b in then_blocks],
+                                                       [j for j, _b in else_blocks], [b for _j, b in else_blocks])
+                if not h:
                     return None
-                old = binding.value
-                new_if = if_with_branches(self.api, old, old.cond, self.seq(old.true_branch, then_blocks),
-                                          self.seq(old.false_branch, else_blocks))
-                new[pos] = self.keep.hold(rx.VarBinding(binding.var, new_if, None))
+                new[pos] = h
             if new:
                 positions = sorted(new)
-                arr = _ffi_writer.array_spliced(self.keep, self.refs[block], positions, [[new[p]] for p in positions])
-                ctor = rx.DataflowBlock if table.block_is_dataflow[block] else rx.BindingBlock
-                out.append((k, self.keep.hold(ctor(object_at(arr), None))))
+                out.append((k, _ffi_writer.block_spliced(keep, self.refs[block], positions,
+                                                          [[new[p]] for p in positions], table.block_is_dataflow[block])))
         return out
-
-    def seq(self, old, changed: list):
-        """The ``SeqExpr`` ``old`` with the blocks ``changed`` (:meth:`blocks`) replaced."""
-        if not changed:
-            return old
-        blocks = list(old.blocks)
-        for k, b in changed:
-            blocks[k] = _ffi_writer.object_at(b)
-        return seq_with(self.api, old, blocks, old.body)
 
 
 def _module(api, layout, keep, tvm_mod, entries, new_funcs, copies, external, prims):
