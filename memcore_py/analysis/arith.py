@@ -573,15 +573,24 @@ def dynamic_output_bytes(ub_shape, dtype: str) -> PrimExpr:
 # --------------------------------------------------------------------------------------
 # Equality of symbolic sizes (TVM CanProveEqual, emulated)
 # --------------------------------------------------------------------------------------
-def _struct_key(e):
+def _identity_key(e):
+    """The key of a node :func:`_struct_key` does not read: the node itself, by identity."""
+    return ("?", id(e))
+
+
+def _struct_key(e, unknown=_identity_key):
+    """The structure of ``e``: literals by value, variables by name, binary nodes by class
+    and operands; any other node is ``unknown(node)`` (None there makes the whole None)."""
     t = type(e)
     if t is IntImm:
         return e.value
     if t is PrimVar:
         return e.name
     if isinstance(e, BinaryOp):
-        return (t.__name__, _struct_key(e.a), _struct_key(e.b))
-    return ("?", id(e))
+        a = _struct_key(e.a, unknown)
+        b = _struct_key(e.b, unknown) if a is not None else None
+        return None if b is None else (t.__name__, a, b)
+    return unknown(e)
 
 
 def _factor_key(e):
@@ -617,19 +626,10 @@ def size_struct_key(size: PrimExpr):
     """A hashable key of the structure of ``size`` (variables by name, literals by value,
     binary nodes by class): sizes of equal keys have equal :func:`size_class_key`, which reads
     nothing else of them. None when ``size`` holds a node that is none of those."""
-    t = type(size)
-    if t is IntImm:
-        return size.value
-    if t is PrimVar:
-        return size.name
-    if isinstance(size, BinaryOp):
-        a = size_struct_key(size.a)
-        if a is None:
-            return None
-        b = size_struct_key(size.b)
-        if b is None:
-            return None
-        return (t.__name__, a, b)
+    return _struct_key(size, _no_key)
+
+
+def _no_key(_e):
     return None
 
 
