@@ -38,7 +38,7 @@ from .parse_types import (
     _h_tensor,
     _h_tuple_type,
 )
-from .parse_values import _MatchCastPair, _attr_value, _constant, _describe, _no_more
+from .parse_values import _MatchCastPair, _attr_value, _bound_args, _constant, _describe, _no_more
 from .prim_func_text import DTYPE_NAMES, PRIM_CALLS, float_value
 
 
@@ -282,15 +282,7 @@ def _h_dtype(p, args, kwargs, pos):
 
 
 def _h_const(p, args, kwargs, pos):
-    kwargs = dict(kwargs)
-    value = kwargs.pop("value", None)
-    dtype = kwargs.pop("dtype", None)
-    _no_more(kwargs, "R.const", pos)
-    args = list(args)
-    if args and value is None:
-        value = args.pop(0)
-    if args and dtype is None:
-        dtype = args.pop(0)
+    (value, dtype), args = _bound_args(args, kwargs, ("value", "dtype"), "R.const", pos)
     if args or value is None:
         raise _Err("R.const takes a value and an optional dtype", pos)
     if dtype is not None and type(dtype) is not str:

@@ -16,7 +16,7 @@ from ...errors import IRError
 from ..prim import IntImm
 from ..types import VOID, FuncType, ObjectType, PrimType, ShapeType, TensorType, TupleType, Type
 from .parse_core import _Err
-from .parse_values import _Bare, _describe, _no_more
+from .parse_values import _Bare, _bound_args, _describe, _no_more
 from .prim_func_text import DTYPE_NAMES
 
 
@@ -150,15 +150,7 @@ def _h_tuple_type(p, args, kwargs, pos):
 
 
 def _h_shape_type(p, args, kwargs, pos):
-    kwargs = dict(kwargs)
-    values = kwargs.pop("values", None)
-    ndim = kwargs.pop("ndim", None)
-    _no_more(kwargs, "R.Shape", pos)
-    args = list(args)
-    if args and values is None:
-        values = args.pop(0)
-    if args and ndim is None:
-        ndim = args.pop(0)
+    (values, ndim), args = _bound_args(args, kwargs, ("values", "ndim"), "R.Shape", pos)
     if args:
         raise _Err("R.Shape takes at most 2 arguments", pos)
     if ndim is None:
@@ -195,19 +187,8 @@ def _h_object(p, args, kwargs, pos):
 
 
 def _h_callable(p, args, kwargs, pos):
-    kwargs = dict(kwargs)
-    params = kwargs.pop("params", None)
-    ret = kwargs.pop("ret", None)
-    purity = kwargs.pop("purity", None)
-    kwargs.pop("derive_func", None)
-    _no_more(kwargs, "R.Callable", pos)
-    args = list(args)
-    if args and params is None:
-        params = args.pop(0)
-    if args and ret is None:
-        ret = args.pop(0)
-    if args and purity is None:
-        purity = args.pop(0)
+    (params, ret, purity), args = _bound_args(args, kwargs, ("params", "ret", "purity"), "R.Callable", pos,
+                                              ignored=("derive_func",))
     if args:
         raise _Err("R.Callable takes at most 3 arguments", pos)
     if params is not None:

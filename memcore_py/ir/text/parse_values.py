@@ -118,3 +118,20 @@ def _constant(arr):
 def _no_more(kwargs, tok, pos):
     if kwargs:
         raise _Err(f"{tok}: unexpected keyword argument {next(iter(kwargs))!r}", pos)
+
+
+def _bound_args(args, kwargs, names, tok, pos, ignored=()):
+    """The values of the parameters ``names`` of ``tok`` from its call's ``args`` and
+    ``kwargs``, as Python binds them (a keyword first, then the positional arguments in order
+    for the parameters still unset; None for one not given), and the positional arguments
+    left over. A keyword not in ``names`` or ``ignored`` is an error."""
+    kwargs = dict(kwargs)
+    values = [kwargs.pop(n, None) for n in names]
+    for n in ignored:
+        kwargs.pop(n, None)
+    _no_more(kwargs, tok, pos)
+    args = list(args)
+    for i in range(len(values)):
+        if args and values[i] is None:
+            values[i] = args.pop(0)
+    return values, args
