@@ -178,6 +178,7 @@ __all__ = [
     "plan_statistics",
     "differences_from_tvm",
     "ATTR_PLAN_DYNAMIC_FUNC_OUTPUT",
+    "plans_dynamic_output",
     "DIFF_DEVICE_POOLS",
     "DIFF_DOMINATING_STORAGE",
     "DIFF_DUPLICATE_CROSS_BLOCK_LEAF",
@@ -242,7 +243,7 @@ class _StorageAllocationRewriter:
             plan_dyn = None
             for f, entry in enumerate(sites.functions):
                 attrs = entry[1].attrs  # .func
-                if ATTR_PLAN_DYNAMIC_FUNC_OUTPUT in attrs and _truthy(attrs[ATTR_PLAN_DYNAMIC_FUNC_OUTPUT]):
+                if plans_dynamic_output(attrs):
                     if plan_dyn is None:
                         plan_dyn = set()
                     plan_dyn.add(f)
@@ -277,7 +278,7 @@ class _StorageAllocationRewriter:
             self._bounds = bounds
             body = self._seq(func.body, sid)
             attrs = func.attrs
-            if ATTR_PLAN_DYNAMIC_FUNC_OUTPUT in attrs:
+            if plans_dynamic_output(attrs):  # TVM removes the attribute only then
                 attrs = {k: v for k, v in attrs.items() if k != ATTR_PLAN_DYNAMIC_FUNC_OUTPUT}
             if body is not func.body or attrs is not func.attrs:
                 updates[gv] = function_with_body(func, body, attrs)
@@ -441,6 +442,13 @@ class _StorageAllocationRewriter:
 
 
 
+def plans_dynamic_output(attrs) -> bool:
+    """Whether a function with the attributes ``attrs`` plans its unplanned dynamic-shape
+    allocations ("Case 2") and loses the attribute: ``relax.memory_plan_dynamic_func_output``
+    is present and true (TVM reads it as an int, absent as 0)."""
+    return ATTR_PLAN_DYNAMIC_FUNC_OUTPUT in attrs and _truthy(attrs[ATTR_PLAN_DYNAMIC_FUNC_OUTPUT])
+
+
 def _truthy(v) -> bool:
     if v is None:
         return False
@@ -484,7 +492,7 @@ def _plan_block_memory(mod, mode, alignment, time_limit, zero_offset_views, lowe
     plan = plan_memory(st.program, mode, alignment=alignment, time_limit=time_limit, lower_bound=lower_bound)
     if ctx is not None and ctx.tracing:
         _trace(ctx, st, plan, mode)
-    if plan.storages or any(ATTR_PLAN_DYNAMIC_FUNC_OUTPUT in entry.func.attrs for entry in st.sites.functions):
+    if plan.storages or any(plans_dynamic_output(entry.func.attrs) for entry in st.sites.functions):
         out = _StorageAllocationRewriter(mod, st, plan, zero_offset_views and mode == "arena").rewrite()
     else:  # nothing planned and no Case-2 attribute: the module itself, as rewrite() returns it
         out = mod

@@ -31,6 +31,17 @@ of callee, and changes only the planned allocations. Here:
    and the rewritten allocations built through the compiled writer's constructors, every other
    binding the object it was); the ``If`` s, branches, bodies, functions and the module on the
    way to a change are made new (:mod:`._extraction`).
+4. "Case 2": in a function whose attribute ``relax.memory_plan_dynamic_func_output`` is true
+   (:func:`~memcore_py.transform.static_plan_block_memory.plans_dynamic_output`), each allocation whose token was discarded (left unplanned:
+   returned, escaping), in program order, whose type has a symbolic shape, gets a storage of
+   its own, sized by the full pass's rule (:meth:`_Symbolic.dynamic_output_bytes`:
+   :func:`~memcore_py.analysis.arith.upper_bound_shape` then
+   :func:`~memcore_py.analysis.arith.dynamic_output_bytes`). It is written as one more token
+   and storage of the plan: the storage bound right before the allocation, after the plan's
+   storages emitted there (named in that order, as the full rewriter names them), and the
+   allocation rewritten by ``rewrite_block`` as ``R.memory.alloc_tensor(storage, 0, shape,
+   dtype, device)``. Such a function loses the attribute (``without_attr`` on the written
+   function); a false one keeps it, as in TVM.
 
 The storages' ``R.shape([bytes])`` and the offsets' ``IntImm`` s are TVM objects shared across
 calls (bounded caches below), as the writer shares constant leaves.
@@ -48,18 +59,18 @@ allocation (the sizer has checked it as the full pass checks it) is handed to
 :class:`_Symbolic` once per distinct type of a function, which reads its dims with the same
 reader and sizes them with the full pass's own code
 (:func:`~memcore_py.analysis.storage_tokens.token_size`); a storage of a symbolic size is
-written with the writer, in the function's own symbolic variables.
+written with the writer, in the function's own symbolic variables. The shape of a Case-2
+allocation is read with the same reader, and its storage's size written the same way.
 
 The full conversion runs instead (:func:`static_plan_block_memory_extracted` returns None) when
 the reader declines a function (a ``SeqExpr`` or function nested in an expression, an object of
 an unexpected class, a callee that is not an ``Op``, a GlobalVar of the module or an
-``ExternFunc``), when a storage must be emitted inside an ``If`` bound by a ``MatchCast``,
-when a function has the attribute
-``relax.memory_plan_dynamic_func_output`` (Case-2 allocations), a bound attribute or an
-allocation the full pass rejects or the sizer does not size (the full conversion then reports
-it), a body without a type that a ``MatchCast`` may name, when the module has global infos or a
-function entry that is neither a Relax function nor a PrimFunc, or when the compiled reader is
-unavailable.
+``ExternFunc``), when a storage must be emitted inside an ``If`` bound by a ``MatchCast`` (a
+planned storage or a Case-2 one alike), a bound attribute or an allocation the full pass
+rejects or the sizer does not size (the full conversion then reports it), a dim of a Case-2
+allocation the reader does not read or whose upper bound needs ``T.Select``, a body without a
+type that a ``MatchCast`` may name, when the module has global infos or a function entry that
+is neither a Relax function nor a PrimFunc, or when the compiled reader is unavailable.
 
 What the extraction does not read it does not check, as for the other extracted passes
 (:mod:`.lower_alloc_extract`, :mod:`.kill_extract`): a call of an op memcore does not model
@@ -81,7 +92,9 @@ from ..analysis.arith import (
     EMPTY_BOUNDS,
     UnsupportedBound,
     bounds_from_attrs,
+    dynamic_output_bytes,
     upper_bound_dim,
+    upper_bound_shape,
 )
 from ..analysis.storage_tokens import (
     AllocationSites,
@@ -94,7 +107,7 @@ from ..ir.construct import new_shape_expr
 from ..ir.prim import IntImm
 from ..planning.allocate import plan_memory
 from ..planning.emission import emission_sites
-from ..transform.static_plan_block_memory import ATTR_PLAN_DYNAMIC_FUNC_OUTPUT
+from ..transform.static_plan_block_memory import ATTR_PLAN_DYNAMIC_FUNC_OUTPUT, plans_dynamic_output
 from . import _ffi_reader, _ffi_writer, _spbm_extract, _table_reader
 from ._extraction import (
     NO_INFOS,
@@ -102,12 +115,10 @@ from ._extraction import (
     dtype_const,
     extern_flags,
     function_with_blocks,
-    if_with_branches,
     int64_imm,
     module_callees,
     module_entries,
     module_with,
-    seq_with,
     shape_of_bytes,
 )
 from ._node_map import AddrMap, NodeMap
@@ -182,14 +193,45 @@ class _Symbolic:
         function (:func:`~memcore_py.analysis.storage_tokens.token_size`); None when a dim is
         not read or the full pass would reject the size (the full conversion then reports it,
         naming the binding)."""
-        reader = self._reader()
         try:
-            shape = reader.prims_of(_ffi_writer.object_at(dims_addr))
-            sized = token_size(shape, dtype, self.bounds, self.name, "?")
+            sized = token_size(self._shape(_ffi_writer.object_at(dims_addr)), dtype, self.bounds, self.name, "?")
         except MemcoreError:
             return None
-        self.sources[self.func_idx] = {pv.name: reader.prim_sources[h] for h, pv in reader.prims.items()}
         return sized
+
+    def _shape(self, dims):
+        """The dims ``Array`` ``dims`` read into memcore's PrimExprs by the reader of the current
+        function, whose symbolic variables then name the storages' sizes (:meth:`shape_addr`).
+
+        Raises
+        ------
+        MemcoreError
+            A dim the reader does not read.
+        """
+        reader = self._reader()
+        shape = reader.prims_of(dims)
+        self.sources[self.func_idx] = {pv.name: reader.prim_sources[h] for h, pv in reader.prims.items()}
+        return shape
+
+    def dynamic_output_bytes(self, binding_addr: int, dtype: str):
+        """The size of the "Case 2" storage of the unplanned allocation bound at
+        ``binding_addr`` (of ``dtype``) in the current function: the full pass's rule
+        (``_StorageAllocationRewriter._dynamic_output``: the upper-bounded shape,
+        :func:`~memcore_py.analysis.arith.upper_bound_shape`, folded by
+        :func:`~memcore_py.analysis.arith.dynamic_output_bytes`), or None when its type's shape
+        is constant (it keeps no storage of its own).
+
+        Raises
+        ------
+        MemcoreError
+            A dim the reader does not read.
+        UnsupportedBound
+            The upper bound needs ``T.Select`` (the full pass reports it).
+        """
+        shape = self._shape(_ffi_writer.object_at(binding_addr).var.ty.shape.values)
+        if all(type(d) is IntImm for d in shape):
+            return None
+        return dynamic_output_bytes(upper_bound_shape(shape, self.bounds), dtype)
 
     @property
     def bounded(self) -> bool:
@@ -227,13 +269,27 @@ class _PlanWriter:
     emission site (:func:`~memcore_py.planning.emission.emission_sites`, the full rewriter's
     rule), in the order the full rewriter visits the sites (which names them), each planned
     allocation rewritten (:func:`~._spbm_extract.rewrite_block`), and the blocks, ``If`` s and
-    branches on the way to a change rebuilt; every other object stays TVM's."""
+    branches on the way to a change rebuilt; every other object stays TVM's.
 
-    def __init__(self, api, layout, keep, table, planned, sites: AllocationSites, storage_site: list):
+    ``dynamic``: the "Case 2" allocations, ``(block id, position, token, storage)`` each, a
+    token and a storage of ``planned`` past the plan's: each storage is bound right before its
+    allocation, after the plan's storages emitted there (the full rewriter's order), and the
+    allocation rewritten as a planned one at offset 0."""
+
+    def __init__(self, api, layout, keep, table, planned, sites: AllocationSites, storage_site: list,
+                 dynamic: list):
         self.api, self.layout, self.keep, self.table, self.planned = api, layout, keep, table, planned
         sites_rewrite = load_compiled("memcore_py.transform._alloc_rewrite")
         # block id -> {position: storages emitted before it}; block id -> {position: token}
         self.emit_before, self.allocs = sites_rewrite.site_tables(storage_site, sites.tok_block, sites.tok_index)
+        if dynamic:
+            blocks_with_dynamic = set()
+            for bid, position, tok, k in dynamic:
+                self.emit_before.setdefault(bid, {}).setdefault(position, []).append(k)
+                self.allocs.setdefault(bid, {})[position] = tok
+                blocks_with_dynamic.add(bid)
+            for bid in blocks_with_dynamic:  # positions increasing, as rewrite_block takes them
+                self.allocs[bid] = dict(sorted(self.allocs[bid].items()))
         #: the scopes holding a change, and every scope around them
         self.dirty = sites_rewrite.dirty_scopes((self.emit_before, self.allocs), sites.block_scope,
                                                 sites.scope_parent)
@@ -273,26 +329,17 @@ class _PlanWriter:
 
     def _if_binding(self, sids):
         """The address of a new binding of the ``If`` whose branches are scopes ``sids``, its
-        changed branches rewritten (the same variable, the old ``If`` 's type), or None."""
-        object_at = _ffi_writer.object_at
-        binding = object_at(self.table.scope_anchor[sids[0]][1])
-        relax = self.api.tvm.relax
-        if type(binding) is not relax.VarBinding:
-            return None
-        old = binding.value
-        branches = []
-        for sid, seq in ((sids[0], old.true_branch), (sids[1], old.false_branch)):
-            if sid in self.dirty:
-                changed = self.blocks_of(sid)
-                if changed is None:
-                    return None
-                blocks = list(seq.blocks)
-                for j, h in zip(*changed):
-                    blocks[j] = object_at(h)
-                seq = seq_with(self.api, seq, blocks, seq.body)
-            branches.append(seq)
-        new_if = if_with_branches(self.api, old, old.cond, *branches)
-        return self.keep.hold(relax.VarBinding(binding.var, new_if))
+        changed branches rewritten (the same variable, the old ``If`` 's type; built in C by
+        :func:`~._ffi_writer.if_binding_with_blocks`), or None (an ``If`` bound by a
+        ``MatchCast``)."""
+        bid, _binding, pos = self.table.scope_anchor[sids[0]]
+        changes = []
+        for sid in sids:
+            changed = self.blocks_of(sid) if sid in self.dirty else ([], [])
+            if changed is None:
+                return None
+            changes.extend(changed)
+        return _ffi_writer.if_binding_with_blocks(self.layout, self.keep, self.block_refs[bid], pos, *changes) or None
 
 
 #: made once per process: the rewrite's op addresses and the ops themselves, held
@@ -328,38 +375,47 @@ def static_plan_block_memory_extracted(api, tvm_mod, mode: str = "tvm", alignmen
     sizer = _spbm_extract.TVMSizer(layout, recorder, TokenInfo)
     symbolic = sizer.symbolic = _Symbolic(api, layout, tvm_mod)
     functions = []
+    #: the "Case 2" allocations: (function index, block id, position, binding address, bytes)
+    dynamic = []
+    #: the addresses of the functions that plan Case 2 and lose the attribute
+    attr_funcs = set()
     for name, f_addr in ((e.name, e.func) for e in entries if e.kind == 1):  # TVM's order
         attrs = _ffi_reader.function_attrs(layout, f_addr)
         try:
             if attrs is None:
                 attrs = dict_attrs_from_tvm(_ffi_writer.object_at(f_addr).attrs, f"function {name!r}")
-            if ATTR_PLAN_DYNAMIC_FUNC_OUTPUT in attrs:
-                return None  # Case-2 allocations: the full pass
+            plan_dynamic = plans_dynamic_output(attrs)
+            if plan_dynamic:
+                attr_funcs.add(f_addr)
             symbolic.begin(name, len(functions), f_addr, attrs)
         except MemcoreError:
             return None  # the full conversion reports it
         got = reader.read_function(f_addr, name)
         if got is None:
             return None
+        first_tok = len(recorder.t_block)
         sizer.begin_function(len(functions))
         try:
             if not kernel.run_function(len(functions), sizer):
                 return None
-        except PassError:
-            return None  # a malformed module: the full conversion reports it
+            if plan_dynamic:
+                _dynamic_outputs(recorder, first_tok, symbolic, dynamic)
+        except (PassError, UnsupportedBound):
+            return None  # a malformed module or an unsupported bound: the full conversion reports it
+        except MemcoreError:
+            return None  # a dim the reader does not read
         functions.append((name, f_addr, got))
     program, (tok_block, tok_binding, tok_index) = walk_program(recorder, [name for name, _f, _g in functions],
                                                                 kernel.extra_refs)
     plan = plan_memory(program, mode, alignment=alignment, time_limit=time_limit)
     storages = plan.storages
-    if not storages:
+    if not storages and not attr_funcs:
         return tvm_mod
     keep = _ffi_writer.Keep()
     keep.hold(tvm_mod)
     tok_storage = plan.tok_storage.tolist()
     storage_first = [s.tokens[0] for s in storages]
-    storage_shape = [shape_of_bytes(api, s.nbytes.value) if type(s.nbytes) is IntImm
-                     else symbolic.shape_addr(keep, s.func, s.nbytes) for s in storages]
+    storage_shape = [_storage_shape(api, keep, symbolic, s.func, s.nbytes) for s in storages]
     infos, tok_info = program.infos, program.tok_info
     storage_dtype = [0 if s.dtype == infos[tok_info[t]].dtype else dtype_const(api, s.dtype)
                      for s, t in zip(storages, storage_first)]
@@ -371,19 +427,74 @@ def static_plan_block_memory_extracted(api, tvm_mod, mode: str = "tvm", alignmen
     sites = AllocationSites(tok_binding, tok_block, tok_index, [], table.block_scope, table.block_is_dataflow,
                             table.block_ifs, table.scope_parent, table.scope_anchor, table.scope_blocks)
     storage_site = emission_sites(sites, plan)
+    storage_dataflow = [site.dataflow_var for site in storage_site]
+    # each Case-2 allocation: one more token, at offset 0, of one more storage, its first
+    # allocation (so the storage takes its device, scope and dtype), bound in its block
+    n_tok, n_storage = len(tok_block), len(storages)
+    dynamic_sites = []
+    if dynamic:
+        tok_block, tok_index, tok_binding = list(tok_block), list(tok_index), list(tok_binding)
+        if offset_imm is not None:
+            offset_imm = offset_imm + [0] * len(dynamic)
+        for j, (func_idx, bid, position, binding, nbytes) in enumerate(dynamic):
+            tok_block.append(bid)
+            tok_index.append(position)
+            tok_binding.append(binding)
+            tok_storage.append(n_storage + j)
+            storage_first.append(n_tok + j)
+            storage_shape.append(_storage_shape(api, keep, symbolic, func_idx, nbytes))
+            storage_dtype.append(0)
+            storage_dataflow.append(table.block_is_dataflow[bid])
+            dynamic_sites.append((bid, position, n_tok + j, n_storage + j))
     planned = _spbm_extract.PlannedModule(
         tok_block=tok_block, tok_index=tok_index, tok_binding=tok_binding, tok_storage=tok_storage,
         tok_offset_imm=offset_imm, storage_first=storage_first, storage_shape=storage_shape,
-        storage_dtype=storage_dtype, storage_dataflow=[site.dataflow_var for site in storage_site],
+        storage_dtype=storage_dtype, storage_dataflow=storage_dataflow,
         zero=int64_imm(api, 0), any_ty=any_type(api), op_alloc_storage=rewrite_ops[0],
         op_alloc_tensor=rewrite_ops[1], op_ensure_zero_offset=rewrite_ops[2], views=bool(zero_offset_views))
-    writer = _PlanWriter(api, layout, keep, table, planned, sites, storage_site)
+    writer = _PlanWriter(api, layout, keep, table, planned, sites, storage_site, dynamic_sites)
     new_funcs = {}
     for _name, f_addr, got in functions:
-        if got.scope not in writer.dirty:
-            continue
-        changed = writer.blocks_of(got.scope)
-        if changed is None:
-            return None
-        new_funcs[f_addr] = function_with_blocks(layout, keep, f_addr, got.blocks, changed[0], changed[1], got.ty)
+        new_func = None
+        if got.scope in writer.dirty:
+            changed = writer.blocks_of(got.scope)
+            if changed is None:
+                return None
+            new_func = function_with_blocks(layout, keep, f_addr, got.blocks, changed[0], changed[1], got.ty)
+        if f_addr in attr_funcs:  # the attribute is removed where it is true (TVM's rule)
+            func = _ffi_writer.object_at(f_addr if new_func is None else new_func)
+            new_func = keep.hold(func.without_attr(ATTR_PLAN_DYNAMIC_FUNC_OUTPUT))
+        if new_func is not None:
+            new_funcs[f_addr] = new_func
     return module_with(api, layout, keep, tvm_mod, entries, new_funcs)
+
+
+def _storage_shape(api, keep, symbolic: _Symbolic, func_idx: int, nbytes) -> int:
+    """The address of the ``R.shape([nbytes])`` of a storage of the ``func_idx``-th function
+    (``nbytes`` a memcore PrimExpr, held by the caller until the module is written)."""
+    if type(nbytes) is IntImm:
+        return shape_of_bytes(api, nbytes.value)
+    return symbolic.shape_addr(keep, func_idx, nbytes)
+
+
+def _dynamic_outputs(recorder, first_tok: int, symbolic: _Symbolic, dynamic: list) -> None:
+    """Append to ``dynamic`` the "Case 2" allocations of the function just walked (its tokens
+    ``first_tok`` on in ``recorder``): each allocation whose token was discarded (left
+    unplanned), in program order, whose type has a symbolic shape, as ``(function index, block
+    id, position, binding address, bytes)`` (:meth:`_Symbolic.dynamic_output_bytes`).
+
+    Raises
+    ------
+    MemcoreError, UnsupportedBound
+        :meth:`_Symbolic.dynamic_output_bytes`' (the caller declines).
+    """
+    discarded = recorder.discarded
+    if not discarded:
+        return
+    t_block, t_index, t_binding, t_info = recorder.t_block, recorder.t_index, recorder.t_binding, recorder.t_info
+    for t in range(first_tok, len(t_block)):
+        if t not in discarded:
+            continue
+        nbytes = symbolic.dynamic_output_bytes(t_binding[t], t_info[t].dtype)
+        if nbytes is not None:
+            dynamic.append((symbolic.func_idx, t_block[t], t_index[t], t_binding[t], nbytes))
