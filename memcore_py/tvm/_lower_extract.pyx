@@ -46,6 +46,7 @@ from memcore_py.tvm._ffi_writer cimport (
 
 cdef enum:
     NOT_HERE = -1   # alloc_size: the allocation is not lowered here
+    MAX_DIMS = 64   # the most dims of an allocation lowered here (more: the full pass)
     SYMBOLIC = -2   # alloc_size: lowered here, its size an expression of its symbolic dims
 
 
@@ -61,24 +62,21 @@ cdef int64_t alloc_size(Layout L, const char* b, const char** sym_dims, int64_t*
     cdef const char* ty_dims
     cdef int64_t n, i, dtype, head_value
     cdef Py_ssize_t head_dim, n_tail
-    cdef vector[int64_t] values
-    cdef vector[uint8_t] is_const
-    cdef vector[Py_ssize_t] tail
+    cdef int64_t values[MAX_DIMS]
+    cdef uint8_t is_const[MAX_DIMS]
+    cdef Py_ssize_t tail[MAX_DIMS]
     if var == NULL or (obj_type(var) != L.t_var and obj_type(var) != L.t_dfvar):
         return NOT_HERE
     n = exact_alloc(L, var, obj_field(b, L.o_b_value), &dtype, &dims, &ty_dims)
-    if n < 0:
+    if n < 0 or n > MAX_DIMS:
         return NOT_HERE
     elem[0] = element_bytes(dtype)
     if elem[0] < 0:
         return NOT_HERE
-    values.resize(n)
-    is_const.resize(n)
-    tail.resize(n + 1)
     for i in range(n):
         is_const[i] = any_type(array_data(dims) + 16 * i) == L.t_int_imm
         values[i] = const_dim(L, array_data(dims) + 16 * i) if is_const[i] else 0
-    n_tail = product_fold(elem[0], values.data(), is_const.data(), n, &head_value, &head_dim, tail.data())
+    n_tail = product_fold(elem[0], values, is_const, n, &head_value, &head_dim, tail)
     if n_tail == FOLD_OVERFLOW:
         return NOT_HERE
     if head_dim < 0 and n_tail == 0:
@@ -173,9 +171,9 @@ def symbolic_shape(Layout L, Keep K, SymbolicSize size not None, size_t ctor_int
     cdef const char* data
     cdef Py_ssize_t n, i, head_dim, n_tail
     cdef int64_t head_value
-    cdef vector[int64_t] values
-    cdef vector[uint8_t] is_const
-    cdef vector[Py_ssize_t] tail
+    cdef int64_t values[MAX_DIMS]
+    cdef uint8_t is_const[MAX_DIMS]
+    cdef Py_ssize_t tail[MAX_DIMS]
     cdef FFIAny cargs[3]
     cdef void* acc
     cdef void* h
@@ -183,13 +181,12 @@ def symbolic_shape(Layout L, Keep K, SymbolicSize size not None, size_t ctor_int
         raise ValueError("symbolic_shape: the dims are not an ffi.Array")
     data = array_data(dims)
     n = array_size(dims)
-    values.resize(n)
-    is_const.resize(n)
-    tail.resize(n + 1)
+    if n > MAX_DIMS:
+        raise ValueError(f"symbolic_shape: more than {MAX_DIMS} dims")
     for i in range(n):
         is_const[i] = any_type(data + 16 * i) == L.t_int_imm
         values[i] = const_dim(L, data + 16 * i) if is_const[i] else 0
-    n_tail = product_fold(size.elem, values.data(), is_const.data(), n, &head_value, &head_dim, tail.data())
+    n_tail = product_fold(size.elem, values, is_const, n, &head_value, &head_dim, tail)
     if n_tail == FOLD_OVERFLOW:
         raise ValueError("symbolic_shape: the constant part of the size exceeds int64")
     if head_dim < 0:
