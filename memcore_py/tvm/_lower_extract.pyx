@@ -12,7 +12,7 @@ LowerAllocTensor (:mod:`memcore_py.transform.lower_alloc_tensor`) turns each
     v = R.memory.alloc_tensor(storage<k>, 0, shape, dtype, device)
 
 For an allocation whose variable already has the exact type the lowered call gets (a tensor
-type of those dims and dtype, no vdevice, a symbolic dim the same object in both; otherwise
+type of those dims and dtype, no vdevice, a symbolic dim structurally equal in both; otherwise
 TVM re-types the variable and every later use changes), that is arithmetic and three
 constructors per binding: :func:`allocation_sizes` checks each allocation of a block and folds
 ``bytes`` (the dtype's bytes times the shape argument's dims, by TIR's constant folding: the
