@@ -122,14 +122,21 @@ cdef inline int64_t const_dim(Layout L, const char* any) noexcept:
     return (<const int64_t*>(v + 8))[0]
 
 
-cdef inline bint intern_dim(Layout L, const char* e, vector[int64_t]& key, int depth) noexcept:
+cdef inline bint intern_dim(Layout L, const char* e, vector[int64_t]& key, int depth,
+                            vector[size_t]* var_order=NULL) noexcept:
     """Append the structure of the PrimExpr ``e`` to ``key``: an ``IntImm`` as (0, value, its
     type's address), a variable as (1, its address), a binary node (``BINARY_PRIM_NODES``) as
     (2 + its index, operands); equal keys, structurally equal expressions of the same
-    variables. False for anything else, or deeper than any shape arithmetic."""
+    variables. With ``var_order``, no address of an object enters the key (it may outlive
+    them): a variable is (1, its index in ``var_order``, where it is appended at its first
+    occurrence), an ``IntImm``'s type its packed dtype; equal keys, structurally equal
+    expressions of variables in the same order of first occurrence (the caller tells those
+    apart, by name for instance). False for anything else, or deeper than any shape
+    arithmetic."""
     cdef int32_t ti
     cdef const char* val
     cdef int k
+    cdef size_t j
     if e == NULL or depth > 64:
         return False
     ti = obj_type(e)
@@ -139,15 +146,29 @@ cdef inline bint intern_dim(Layout L, const char* e, vector[int64_t]& key, int d
             return False
         key.push_back(0)
         key.push_back((<const int64_t*>(val + 8))[0])
-        key.push_back(<int64_t><size_t>obj_field(e, L.o_expr_ty))
+        if var_order == NULL:
+            key.push_back(<int64_t><size_t>obj_field(e, L.o_expr_ty))
+            return True
+        val = obj_field(e, L.o_expr_ty)
+        if val == NULL or obj_type(val) != L.t_prim_type:
+            return False
+        key.push_back(packed_dtype(val + L.o_pt_dtype))
         return True
     if ti == L.t_var:
         key.push_back(1)
-        key.push_back(<int64_t><size_t>e)
+        if var_order == NULL:
+            key.push_back(<int64_t><size_t>e)
+            return True
+        for j in range(var_order.size()):
+            if var_order[0][j] == <size_t>e:
+                key.push_back(<int64_t>j)
+                return True
+        key.push_back(<int64_t>var_order.size())
+        var_order.push_back(<size_t>e)
         return True
     for k in range(7):
         if ti == L.t_bin[k]:
             key.push_back(2 + k)
-            return (intern_dim(L, obj_field(e, L.o_bin_a), key, depth + 1)
-                    and intern_dim(L, obj_field(e, L.o_bin_b), key, depth + 1))
+            return (intern_dim(L, obj_field(e, L.o_bin_a), key, depth + 1, var_order)
+                    and intern_dim(L, obj_field(e, L.o_bin_b), key, depth + 1, var_order))
     return False

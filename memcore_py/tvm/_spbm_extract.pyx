@@ -137,6 +137,37 @@ cdef int32_t encode_dim(Layout L, const char* e, dict var_ranges, object var_bou
     return <int32_t>out.size() - 1
 
 
+def named_dims(Layout L, size_t dims):
+    """``(key, {name: variable address})`` of the dims ``Array`` at ``dims``: the key is the
+    dims' structure (``intern_dim``, its variables in their order of first occurrence) with
+    the variables' names, equal for dims a reader reads into equal memcore expressions. None
+    when a dim has no structural key, or a variable has no name or shares it with another.
+
+    Raises
+    ------
+    ValueError
+        ``dims`` is not an ``ffi.Array``.
+    """
+    cdef const char* a = <const char*>dims
+    cdef Py_ssize_t i
+    cdef vector[int64_t] key
+    cdef vector[size_t] var_order
+    if a == NULL or obj_type(a) != K_ARRAY:
+        raise ValueError("named_dims: not an ffi.Array")
+    for i in range(array_size(a)):
+        key.push_back(-1)  # a dim's start
+        if (any_type(array_data(a) + 16 * i) < K_OBJECT_BEGIN
+                or not intern_dim(L, any_obj(array_data(a) + 16 * i), key, 0, &var_order)):
+            return None
+    names = {}
+    for i in range(<Py_ssize_t>var_order.size()):
+        name = read_string(<const char*>var_order[i] + L.o_var_name)
+        if not name or name in names:
+            return None
+        names[name] = var_order[i]
+    return (tuple(key), tuple(names)), names
+
+
 cdef class TVMSizer(Sizer):
     """The sizing of the allocations of TVM's objects the Init rule kernel asks for
     (:class:`~memcore_py.analysis._storage_walk.Sizer`): the :class:`TokenInfo` of an

@@ -58,8 +58,11 @@ whose every dim has a constant bound is then sized in C as a constant one. Any o
 allocation (the sizer has checked it as the full pass checks it) is handed to
 :class:`_Symbolic` once per distinct type of a function, which reads its dims with the same
 reader and sizes them with the full pass's own code
-(:func:`~memcore_py.analysis.storage_tokens.token_size`); a storage of a symbolic size is
-written with the writer, in the function's own symbolic variables. The shape of a Case-2
+(:func:`~memcore_py.analysis.storage_tokens.token_size`); in a function without bounds that
+size depends only on the dims' structure with their variables by name
+(:func:`~memcore_py.tvm._spbm_extract.named_dims`, read in C) and the dtype, and is looked up by
+that key across calls (:data:`_TOKEN_SIZES`) before anything is read. A storage of a symbolic
+size is written with the writer, in the function's own symbolic variables. The shape of a Case-2
 allocation is read with the same reader, and its storage's size written the same way.
 
 The full conversion runs instead (:func:`static_plan_block_memory_extracted` returns None) when
@@ -104,6 +107,7 @@ from ..analysis.storage_tokens import (
 )
 from ..errors import MemcoreError, PassError
 from ..ir.construct import new_shape_expr
+from ..ir.memo import MEMO
 from ..ir.prim import IntImm
 from ..planning.allocate import plan_memory
 from ..planning.emission import emission_sites
@@ -130,6 +134,14 @@ __all__ = ["static_plan_block_memory_extracted"]
 
 #: function attributes that bound symbolic sizes (read by the full pass's own reader)
 _BOUND_ATTRS = frozenset((ATTR_TIR_VAR_UPPER_BOUND, ATTR_TIR_VAR_LOWER_BOUND, ATTR_TIR_NON_NEGATIVE_VAR))
+
+
+#: Across calls: ``(dims key, dtype)`` -> ``(const bytes, bytes)`` of a token in a function
+#: without bounds (:meth:`_Symbolic.__call__`; the key: :func:`~._spbm_extract.named_dims`,
+#: the dims' structure with their variables by name, all :func:`token_size` reads of them).
+#: A memo table (memcore_py.ir.memo).
+_TOKEN_SIZES_GROUP = MEMO.group("tvm.spbm_extract.token_sizes")
+_TOKEN_SIZES = _TOKEN_SIZES_GROUP.table
 
 
 class _Symbolic:
@@ -192,11 +204,30 @@ class _Symbolic:
         of ``dtype`` and the dims ``Array`` at ``dims_addr`` (its type's), in the current
         function (:func:`~memcore_py.analysis.storage_tokens.token_size`); None when a dim is
         not read or the full pass would reject the size (the full conversion then reports it,
-        naming the binding)."""
+        naming the binding).
+
+        In a function without bounds the size depends only on the dims' structure, their
+        variables by name (:func:`~._spbm_extract.named_dims`), and the dtype: it is looked up
+        by that key across calls (:data:`_TOKEN_SIZES`) before the dims are read. Its variables
+        are then named by name only (the storages' sizes are written in the function's own
+        variables, :meth:`shape_addr`; the reuse classes are keyed by structure)."""
+        named = _spbm_extract.named_dims(self.layout, dims_addr) if self.bounds is EMPTY_BOUNDS else None
+        if named is not None:
+            key, var_addrs = named
+            sized = _TOKEN_SIZES.get((key, dtype))
+            if sized is not None:
+                object_at = _ffi_writer.object_at
+                sources = self.sources.setdefault(self.func_idx, {})
+                for name, addr in var_addrs.items():
+                    if name not in sources:
+                        sources[name] = object_at(addr)
+                return sized
         try:
             sized = token_size(self._shape(_ffi_writer.object_at(dims_addr)), dtype, self.bounds, self.name, "?")
         except MemcoreError:
             return None
+        if named is not None:
+            _TOKEN_SIZES_GROUP.put((named[0], dtype), sized)
         return sized
 
     def _shape(self, dims):
@@ -210,7 +241,9 @@ class _Symbolic:
         """
         reader = self._reader()
         shape = reader.prims_of(dims)
-        self.sources[self.func_idx] = {pv.name: reader.prim_sources[h] for h, pv in reader.prims.items()}
+        sources = self.sources.setdefault(self.func_idx, {})
+        for h, pv in reader.prims.items():
+            sources[pv.name] = reader.prim_sources[h]
         return shape
 
     def dynamic_output_bytes(self, binding_addr: int, dtype: str):

@@ -10,7 +10,7 @@ import pytest
 tvm = pytest.importorskip("tvm")
 
 from _helpers import dynamic_model_text, tvm_from_source  # noqa: E402
-from tvm import relax  # noqa: E402
+from tvm import relax, tirx  # noqa: E402
 
 import memcore_py.tvm as mtvm  # noqa: E402
 from memcore_py.examples.models import list_models, model_text  # noqa: E402
@@ -399,6 +399,61 @@ def test_symbolic_sizes_bounded_or_not_are_planned_by_extraction(attrs):
     m = _module(MODULE + _fn("main", SYMBOLIC, attrs=attrs))
     for mode in MODES:
         assert _check(m, mode) is not None
+
+
+def test_symbolic_sizes_looked_up_by_structure_across_modules_are_written_in_each_functions_variables():
+    """Sizes of unbounded functions are memoised by the dims' structure with their variables
+    by name (``_spbm_extract.named_dims``): modules read later, whose variables are other
+    objects, hit the memo; their storages' sizes are still written in their own variables
+    (TVM's output, and no variable of an earlier module)."""
+    from memcore_py.ir.memo import MEMO
+    from memcore_py.tvm import spbm_extract
+
+    MEMO.clear()
+    other = (SYMBOLIC.replace("n = T.int64()", "k = T.int64()").replace("(n,)", "(k,)").replace("[n]", "[k]")
+             .replace("[2, n]", "[2, k]"))
+    texts = [MODULE + _fn("main", SYMBOLIC) + _fn("helper", other) for _ in range(3)]
+    outs = []
+    for k, text in enumerate(texts):
+        m = _module(text)
+        out = _check(m, "tvm", like_tvm=True)
+        assert out is not None
+        if k == 0:
+            held = len(spbm_extract._TOKEN_SIZES)
+            assert held >= 2  # n and 2 * n (k and 2 * k: other names, other keys)
+        outs.append(out)
+    assert len(spbm_extract._TOKEN_SIZES) == held  # every later size was found
+    for m_out in outs:  # each function defines its variable (match_cast): a foreign one would be free
+        for gv, f in m_out.functions.items():
+            if isinstance(f, relax.Function):
+                assert not relax.analysis.free_symbolic_vars(f), gv
+
+
+def test_dims_keyed_by_name_only_when_each_name_is_one_variable():
+    from memcore_py.tvm import _spbm_extract
+    from memcore_py.tvm.compat import fast_layout
+
+    layout = fast_layout(tvm_api())
+    array = tvm_api().Array
+    three = tirx.IntImm("int64", 3)
+    n1, n2, m = tirx.Var("n", "int64"), tirx.Var("n", "int64"), tirx.Var("m", "int64")
+    same = array([n1 * 4, m, three])
+    key, names = _spbm_extract.named_dims(layout, same.__chandle__())
+    assert names == {"n": n1.__chandle__(), "m": m.__chandle__()}
+    again = array([tirx.Var("n", "int64") * 4, tirx.Var("m", "int64"), tirx.IntImm("int64", 3)])
+    assert _spbm_extract.named_dims(layout, again.__chandle__())[0] == key  # other objects, one key
+    other = array([n1 * 4, m + 1, three])  # held: the call reads it at its address
+    assert _spbm_extract.named_dims(layout, other.__chandle__())[0] != key
+    two_ns = array([n1, n2])
+    assert _spbm_extract.named_dims(layout, two_ns.__chandle__()) is None  # two variables named n
+    ops = [array([n1 * 4]), array([n1 + 4]), array([n1 - 4]), array([tirx.floordiv(n1, 4)]), array([n1 * 5]),
+           array([tirx.IntImm("int64", 4) * n1])]
+    keys = [_spbm_extract.named_dims(layout, d.__chandle__())[0] for d in ops]
+    assert len(set(keys)) == len(keys)  # the op, the operands' values and order all count
+    cast = array([tirx.Cast("int64", m)])
+    assert _spbm_extract.named_dims(layout, cast.__chandle__()) is None
+    with pytest.raises(ValueError, match="not an ffi.Array"):
+        _spbm_extract.named_dims(layout, n1.__chandle__())
 
 
 #: composite symbolic dims, each written in several bindings (a new PrimExpr object each time),
