@@ -106,7 +106,6 @@ from ..analysis.storage_tokens import (
     walk_program,
 )
 from ..errors import MemcoreError, PassError
-from ..ir.construct import new_shape_expr
 from ..ir.memo import MEMO
 from ..ir.prim import IntImm
 from ..planning.allocate import plan_memory
@@ -114,7 +113,6 @@ from ..planning.emission import emission_sites
 from ..transform.static_plan_block_memory import ATTR_PLAN_DYNAMIC_FUNC_OUTPUT, plans_dynamic_output
 from . import _ffi_reader, _ffi_writer, _spbm_extract, _table_reader
 from ._extraction import (
-    NO_INFOS,
     any_type,
     dtype_const,
     extern_flags,
@@ -127,7 +125,7 @@ from ._extraction import (
 )
 from ._node_map import AddrMap, NodeMap
 from .from_tvm import _Reader
-from .to_tvm import _Writer
+from .to_tvm import _PrimWriter
 from .values import dict_attrs_from_tvm
 
 __all__ = ["static_plan_block_memory_extracted"]
@@ -291,10 +289,9 @@ class _Symbolic:
             return addr
         writer = self.writers.get(func_idx)
         if writer is None:
-            writer = self.writers[func_idx] = _Writer(self.api, NO_INFOS, keep=keep)
+            writer = self.writers[func_idx] = _PrimWriter(self.api, dict(self.sources.get(func_idx, {})))
             writer.where = "a storage's size"
-            writer.prims = dict(self.sources.get(func_idx, {}))
-        addr = self.shapes[key] = writer.expr_addr(new_shape_expr((nbytes,)))
+        addr = self.shapes[key] = keep.hold(self.api.rx_ffi.ShapeExpr([writer.prim(nbytes)], None))
         return addr
 
 class _PlanWriter:

@@ -135,58 +135,28 @@ def _binary_constructors(api) -> dict:
     return r
 
 
-class _Writer:
-    """One conversion: memo tables and the per-kind writers."""
+class _PrimWriter:
+    """memcore PrimExprs written as TVM's (:meth:`prim`): the symbolic variables of one
+    function by name (``prims``, TVM vars made for names not given), integer constants and
+    dtypes from the tables every conversion shares (``_SHARED``, trimmed here).
 
-    #: blocks written by the compiled writer (False: bindings through the Python API alone)
-    compiled_blocks = True
+    Parameters
+    ----------
+    api : TVMApi
+        The TVM in use.
+    prims : dict, optional
+        Symbolic var name -> the TVM var to write for it (taken, not copied).
+    """
 
-    def __init__(self, api, mod: IRModule, reuse=None, record=None, keep=None):
-        if not _ffi_writer.init(api):
-            raise TVMConversionError("this tvm_ffi does not export the C API memcore's TVM bridge uses "
-                                     "(TVMFFIFunctionCall, ...); install apache-tvm 0.27")
+    def __init__(self, api, prims=None):
         self.api = api
         self.ir_ffi = api.ir_ffi
-        self.rx_ffi = api.rx_ffi
         self.binary = _binary_constructors(api)
-        self.reuse = reuse if reuse is not None else NodeMap()
-        self.mod = mod
-        #: memcore node -> the address of the TVM object written for it (every node, reused
-        #: or new), when the caller wants to hand the result to another native pass (passes.py)
-        self.record = record
-        #: owner of every object an address in ``record`` / ``vars`` points to
-        self.keep = keep if keep is not None else _ffi_writer.Keep()
-        self.obj = _ffi_writer.object_at
-        #: memcore var -> address of its TVM var, for the vars defined so far
-        self.vars = NodeMap()
-        #: addresses of ops, GlobalVars and types for the compiled writer (objects kept alive
-        #: by the memo tables below)
-        self.gvar_addrs = {}
-        self.type_addrs = {}
-        #: leaf value key (``_ffi_writer.leaf_key``) -> address of its shared TVM object
-        self.leaf_addrs = {}
-        self.gvars = {}
-        self.types = {}
-        self.prims = {}
-        #: immutable leaves written once and shared (TVM shares them too). Per conversion:
-        #: dims tuple -> ShapeExpr (dims may hold this module's symbolic vars); across
-        #: conversions (_SHARED): dtype str -> PrimType, op -> Op, (value, dtype) -> IntImm,
-        #: str -> StringImm / dtype constant, constant shapes and tensor types of constant
-        #: shape (``_constant_key``), the missing type and ``R.Object``; and the addresses of
-        #: those leaves by value (``_ffi_writer.constant_leaf_key``: ``shared_leaf_addrs``), of
-        #: ops (``op_addrs``) and of those types (``shared_type_addrs``, by memcore type)
-        self.shapes = {}
-        _SHARED.trim()  # the addresses with the objects they point to
-        (self.dtypes, self.ops, self.ints, self.strings, self.dtype_imms, self.constants, self.shared_leaf_addrs,
-         self.op_addrs, self.shared_type_addrs) = _SHARED.tables
-        singletons = _SINGLETONS
-        if not singletons:  # the unit type: every kill and void call's (R.Tuple())
-            singletons.extend((api.ir_ffi.TypeMissing(), api.rx_ffi.AnyType(None), api.ir_ffi.TupleType([], None)))
-        self.missing, self.any, self.unit = singletons
+        self.prims = {} if prims is None else prims
         self.where = "the module"
-        infos = mod.global_infos
-        self.vdevices = [api.VDevice(_target(vd.target), vd.vdevice_id, vd.memory_scope)
-                         for vd in infos.get("vdevice", ())] if infos else []
+        _SHARED.trim()  # the addresses with the objects they point to
+        self.shared = _SHARED.tables
+        self.dtypes, self.ints = self.shared[0], self.shared[2]
 
     def fail(self, what: str):
         raise TVMConversionError(f"{what} (in {self.where}) cannot be converted to TVM")
@@ -197,7 +167,6 @@ class _Writer:
             r = self.dtypes[s] = self.ir_ffi.PrimType(s or "void")
         return r
 
-    # ------------------------------------------------------------------ PrimExpr
     def prim(self, e):
         t = type(e)
         if t is IntImm:
@@ -227,6 +196,55 @@ class _Writer:
         if t is Not:
             return pf.Not(self.prim(e.a), None)
         self.fail(f"symbolic expression {e!r}")
+
+
+class _Writer(_PrimWriter):
+    """One conversion: memo tables and the per-kind writers."""
+
+    #: blocks written by the compiled writer (False: bindings through the Python API alone)
+    compiled_blocks = True
+
+    def __init__(self, api, mod: IRModule, reuse=None, record=None, keep=None):
+        if not _ffi_writer.init(api):
+            raise TVMConversionError("this tvm_ffi does not export the C API memcore's TVM bridge uses "
+                                     "(TVMFFIFunctionCall, ...); install apache-tvm 0.27")
+        super().__init__(api)
+        self.rx_ffi = api.rx_ffi
+        self.reuse = reuse if reuse is not None else NodeMap()
+        self.mod = mod
+        #: memcore node -> the address of the TVM object written for it (every node, reused
+        #: or new), when the caller wants to hand the result to another native pass (passes.py)
+        self.record = record
+        #: owner of every object an address in ``record`` / ``vars`` points to
+        self.keep = keep if keep is not None else _ffi_writer.Keep()
+        self.obj = _ffi_writer.object_at
+        #: memcore var -> address of its TVM var, for the vars defined so far
+        self.vars = NodeMap()
+        #: addresses of ops, GlobalVars and types for the compiled writer (objects kept alive
+        #: by the memo tables below)
+        self.gvar_addrs = {}
+        self.type_addrs = {}
+        #: leaf value key (``_ffi_writer.leaf_key``) -> address of its shared TVM object
+        self.leaf_addrs = {}
+        self.gvars = {}
+        self.types = {}
+        #: immutable leaves written once and shared (TVM shares them too). Per conversion:
+        #: dims tuple -> ShapeExpr (dims may hold this module's symbolic vars); across
+        #: conversions (_SHARED): dtype str -> PrimType, op -> Op, (value, dtype) -> IntImm,
+        #: str -> StringImm / dtype constant, constant shapes and tensor types of constant
+        #: shape (``_constant_key``), the missing type and ``R.Object``; and the addresses of
+        #: those leaves by value (``_ffi_writer.constant_leaf_key``: ``shared_leaf_addrs``), of
+        #: ops (``op_addrs``) and of those types (``shared_type_addrs``, by memcore type)
+        self.shapes = {}
+        (self.dtypes, self.ops, self.ints, self.strings, self.dtype_imms, self.constants, self.shared_leaf_addrs,
+         self.op_addrs, self.shared_type_addrs) = self.shared
+        singletons = _SINGLETONS
+        if not singletons:  # the unit type: every kill and void call's (R.Tuple())
+            singletons.extend((api.ir_ffi.TypeMissing(), api.rx_ffi.AnyType(None), api.ir_ffi.TupleType([], None)))
+        self.missing, self.any, self.unit = singletons
+        infos = mod.global_infos
+        self.vdevices = [api.VDevice(_target(vd.target), vd.vdevice_id, vd.memory_scope)
+                         for vd in infos.get("vdevice", ())] if infos else []
 
     # ------------------------------------------------------------------ types
     def ty(self, t):
