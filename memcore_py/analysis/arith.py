@@ -544,15 +544,22 @@ def tensor_bytes(ub_shape, dtype: str):
     (d_i * d_j * ...)`` over the non-constant dims in order, with TVM's constant folding.
 
     Returns ``(bytes_expr, const_bytes)``; ``const_bytes`` is the int value when the size is
-    constant, else -1.
+    constant, else -1. The constant ``elem * prod(const dims)`` is the fold kernel's
+    (:func:`memcore_py.ir._const_fold.product_fold`, as the native sizer computes it).
+
+    Raises
+    ------
+    OverflowError
+        That constant exceeds int64 (:func:`tensor_size_problem` reports it first).
     """
-    coeff = dtype_bytes(dtype)
+    consts = []
     sym = None
     for d in ub_shape:
         if type(d) is IntImm:
-            coeff *= d.value
+            consts.append(d.value)
         else:
             sym = d if sym is None else fold_mul(sym, d)
+    coeff = load_compiled("memcore_py.ir._const_fold").product_fold_plan(dtype_bytes(dtype), consts)[0]
     if sym is None:
         return IntImm(coeff), coeff
     out = fold_mul(IntImm(coeff), sym)

@@ -263,7 +263,8 @@ def token_size(shape, dtype: str, bounds: VarBounds, func_name: str, var_name: s
     ------
     PassError
         Naming the function and the variable ``var_name``: a shape whose upper bound needs
-        ``T.Select``, or a tensor that cannot exist (a negative dim, a size over int64).
+        ``T.Select``, or a tensor that cannot exist (a negative dim, a size over int64, or a
+        product of its constant dims over int64 before a zero dim).
     """
     try:
         ub = upper_bound_shape(shape, bounds)
@@ -276,7 +277,10 @@ def token_size(shape, dtype: str, bounds: VarBounds, func_name: str, var_name: s
     why = tensor_size_problem(ub, dtype)
     if why is not None:
         raise PassError(f"function {func_name!r}, binding {var_name!r}: the allocated tensor {why}")
-    nbytes, const = tensor_bytes(ub, dtype)
+    try:
+        nbytes, const = tensor_bytes(ub, dtype)
+    except OverflowError as exc:  # a product over int64 before a zero dim (TVM's wraps)
+        raise PassError(f"function {func_name!r}, binding {var_name!r}: the allocated tensor's size: {exc}") from None
     return const, nbytes
 
 

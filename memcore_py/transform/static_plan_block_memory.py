@@ -40,9 +40,11 @@ Rules and where each lives
   bounds, dtype, scope, device, validation): :func:`~memcore_py.analysis.storage_tokens.
   alloc_token_info`; the kernel asks memcore's IR through ``AllocSizer`` (once per distinct
   allocation), and TVM's objects through ``tvm/_spbm_extract.TVMSizer``, which hands every
-  symbolic allocation to it (reading only that binding) but sizes constant shapes itself
-  (``element_bytes`` times the dims, ``tvm/_ffi_reader.pxd``): a second statement of the
-  constant case, held equal by the three-way suite. The constant upper bound of a symbolic
+  symbolic allocation to it (reading only that binding) but sizes constant shapes itself.
+  The constant ``elem * prod(dims)`` of both is the fold kernel's (``ir/_const_fold.pyx``,
+  ``product_fold``: :func:`~memcore_py.analysis.arith.tensor_bytes` and ``TVMSizer`` call it);
+  the element size of a dtype is still read once per object model (``element_bytes`` in
+  ``tvm/_ffi_reader.pxd``, ``dtype_bytes`` in ``ir/types.py``). The constant upper bound of a symbolic
   dim (TVM's ``ConstIntBound`` and ``ModularSet`` rules): once, the compiled kernel
   ``ir/_int_bound.pyx``, which :func:`~memcore_py.analysis.arith.upper_bound_dim` and
   ``TVMSizer`` both call (each encoding the dim from its own object model).

@@ -16,8 +16,10 @@ module holds what is specific to TVM's objects, with the planner between
    ``R.builtin.alloc_tensor(shape, dtype, device, scope)`` binding of a tensor type (no
    vdevice), the shape argument the type's dims (the same symbolic objects), the dtype
    argument the type's dtype (int, uint or float of 8 to 64 bits, bfloat16 or bool; one
-   lane), an integer device and a string scope: ``prod(dims) * bytes(dtype)`` bytes when the
-   dims are constant. A symbolic dim of a function with bounds (``tir_var_upper_bound`` ...)
+   lane), an integer device and a string scope: ``bytes(dtype) * prod(dims)`` bytes when the
+   dims are constant, the product as the fold kernel computes it
+   (:func:`~memcore_py.ir._const_fold.product_fold`, which the full pass's
+   :func:`~memcore_py.analysis.arith.tensor_bytes` calls too). A symbolic dim of a function with bounds (``tir_var_upper_bound`` ...)
    takes its upper bound from the caller's ``symbolic.dim_bound`` (the full pass's own rule,
    :func:`~memcore_py.analysis.arith.upper_bound_dim`), asked once per distinct dim expression
    in the function: the dims are interned by structure (operator, operands, a variable by its
@@ -45,7 +47,7 @@ Reads go through the checked :class:`~memcore_py.tvm._ffi_reader.Layout`: an obj
 are read only after its type index matched. Objects built here are owned by the caller's
 ``Keep``; variables are keyed by address (compared, never dereferenced as Python objects).
 """
-from libc.stdint cimport INT64_MAX, int32_t, int64_t, uint32_t, uint64_t
+from libc.stdint cimport INT64_MAX, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from memcore_py.ir._names cimport numbered_name, raw_name
 from libcpp.map cimport map
 from libcpp.pair cimport pair
@@ -55,6 +57,7 @@ from cython.operator cimport dereference as deref
 
 from memcore_py.analysis._binding_table cimport BindingTable
 from memcore_py.analysis._storage_walk cimport Sizer, TokenRecorder
+from memcore_py.ir._const_fold cimport FOLD_OVERFLOW, product_fold
 from memcore_py.ir._int_bound cimport N_IMM, N_VAR, IntNode, bound_nodes, saturate
 from memcore_py.tvm._ffi_abi cimport (
     FFIAny, K_ARRAY, K_DATATYPE, K_INT, K_OBJECT_BEGIN, K_SMALL_STR, any_obj, any_type, array_data, array_size, obj_field, obj_type,
@@ -68,6 +71,9 @@ from memcore_py.tvm._ffi_writer cimport (
 
 from memcore_py.ir.memo import MEMO
 from memcore_py.ir.prim import IntImm
+
+cdef enum:
+    MAX_TOKEN_DIMS = 64  # the most dims of an allocation sized here (more: the full conversion)
 
 #: across calls, memo tables (memcore_py.ir.memo): packed dtype -> its name; storage bytes ->
 #: memcore IntImm (immutable nodes)
@@ -251,14 +257,17 @@ cdef class TVMSizer(Sizer):
         cdef const char* v
         cdef int64_t n, i, d, dtype, elem, nbytes, device, scope
         cdef bint constant = True  # every dim constant or of a constant upper bound so far
+        cdef int64_t values[MAX_TOKEN_DIMS]  # each dim's constant or constant upper bound
+        cdef uint8_t is_const[MAX_TOKEN_DIMS]
+        cdef Py_ssize_t tail[MAX_TOKEN_DIMS]
+        cdef Py_ssize_t head_dim
         cdef map[pair[pair[int64_t, int64_t], pair[int64_t, int64_t]], Py_ssize_t].iterator it
         n = exact_alloc(L, var, call, &dtype, &arg_dims, &dims)
-        if n < 0:
+        if n < 0 or n > MAX_TOKEN_DIMS:
             return None
         elem = element_bytes(dtype)
         if elem < 0:
             return None
-        nbytes = elem
         sym_dims = None
         for i in range(n):
             e = array_data(dims) + 16 * i
@@ -273,10 +282,8 @@ cdef class TVMSizer(Sizer):
                 d = self.dim_bound(any_obj(e)) if constant and self.bounded else -1
                 if d < 0:
                     constant = False
-            if constant:
-                if d and nbytes > INT64_MAX // d:
-                    return None  # over int64: the full conversion reports it
-                nbytes *= d
+            values[i] = d
+            is_const[i] = 1
         # device and scope (the dtype and the argument kinds were checked above)
         a = array_data(obj_field(call, L.o_call_args))
         v = any_obj(a + 32) + L.o_imm_value
@@ -286,6 +293,9 @@ cdef class TVMSizer(Sizer):
             return None
         if not constant:
             return self.symbolic_info(dims, (dtype, device, scope, tuple(sym_dims)))
+        # the bytes of a token of constant (upper-bounded) shape: the fold kernel's constant
+        if product_fold(elem, values, is_const, n, &nbytes, &head_dim, tail) == FOLD_OVERFLOW:
+            return None  # over int64: the full conversion reports it
         key = pair[pair[int64_t, int64_t], pair[int64_t, int64_t]](
             pair[int64_t, int64_t](nbytes, dtype), pair[int64_t, int64_t](device, scope))
         it = self.info_index.find(key)

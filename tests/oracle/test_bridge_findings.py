@@ -17,6 +17,7 @@ import memcore_py  # noqa: E402
 import memcore_py.tvm as mtvm  # noqa: E402
 from memcore_py.errors import IRError, PassError  # noqa: E402
 from memcore_py.ir import structural_equal  # noqa: E402
+from memcore_py.transform import StaticPlanBlockMemory  # noqa: E402
 from _helpers import tvm_from_source  # noqa: E402
 
 HEAD = "# from tvm.script import ir as I\n# from tvm.script import tirx as T\n# from tvm.script import relax as R\n"
@@ -167,6 +168,25 @@ def test_an_allocation_of_2_to_the_64_bytes_is_refused_where_tvm_wraps_it_to_zer
     assert "R.shape([0])" in lowered.script()  # TVM's size wraps around
     with pytest.raises(PassError, match=r"storage size in bytes of this float32 tensor exceeds int64; in function 'main', binding b "):
         mtvm.LowerAllocTensor()(m)
+
+
+def test_a_token_whose_constant_dims_overflow_before_a_zero_dim_is_refused_on_both_paths():
+    """TVM multiplies a token's constant dims in int64, wrapping, so ``2**32 * 2**32 * 0`` is
+    0 bytes for it; memcore's one fold kernel refuses the product at the overflow, on memcore's
+    IR and through the native pass alike (the native sizer declines, the full pass names the
+    binding)."""
+    text = HEAD + "@I.ir_module\nclass Module:\n" + '''    @R.function(pure=False)
+    def main(x: R.Tensor((4,), "float32")) -> R.Tensor((4,), "float32"):
+        b = R.builtin.alloc_tensor(R.shape([4294967296, 4294967296, 0]), R.dtype("float32"), R.prim_value(0), R.str("global"))
+        _ = R.call_packed("k", x, b, ty_args=(R.Any,))
+        return x
+'''
+    relax.transform.StaticPlanBlockMemory()(tvm_from_source(text))  # TVM plans it (0 bytes)
+    message = r"function 'main', binding 'b': the allocated tensor's size: .* exceeds int64"
+    with pytest.raises(PassError, match=message):
+        StaticPlanBlockMemory()(memcore_py.parse(text))
+    with pytest.raises(PassError, match=message):
+        mtvm.StaticPlanBlockMemory()(tvm_from_source(text))
 
 
 def test_a_kill_of_a_symbolic_prim_value_reads_and_plans_as_tvm():
