@@ -447,21 +447,31 @@ class _StorageAllocationRewriter:
 def plans_dynamic_output(attrs) -> bool:
     """Whether a function with the attributes ``attrs`` plans its unplanned dynamic-shape
     allocations ("Case 2") and loses the attribute: ``relax.memory_plan_dynamic_func_output``
-    is present and true (TVM reads it as an int, absent as 0)."""
-    return ATTR_PLAN_DYNAMIC_FUNC_OUTPUT in attrs and _truthy(attrs[ATTR_PLAN_DYNAMIC_FUNC_OUTPUT])
+    is present and a nonzero integer. TVM reads it as an ``IntImm`` (``GetAttr<IntImm>``,
+    absent or None as 0; a Python int or bool converts to one).
+
+    Raises
+    ------
+    PassError
+        The attribute is not an integer, a bool or None (a string, a float, a list: TVM's
+        pass fails its ``IntImm`` conversion with a TypeError); the message names it.
+    """
+    if ATTR_PLAN_DYNAMIC_FUNC_OUTPUT not in attrs:
+        return False
+    return _int_attr(attrs[ATTR_PLAN_DYNAMIC_FUNC_OUTPUT])
 
 
-def _truthy(v) -> bool:
+def _int_attr(v) -> bool:
     if v is None:
         return False
+    if isinstance(v, (int, np.integer)):  # bool included
+        return bool(v != 0)
     if isinstance(v, IntImm):
         return v.value != 0
     if isinstance(v, PrimValue) and isinstance(v.value, IntImm):
         return v.value.value != 0
-    try:
-        return bool(v)
-    except Exception:  # noqa: BLE001
-        return False
+    raise PassError(f"StaticPlanBlockMemory: the function attribute {ATTR_PLAN_DYNAMIC_FUNC_OUTPUT!r} must be an "
+                    f"integer or a bool (TVM reads it as an IntImm); got {type(v).__name__} {v!r}")
 
 
 # --------------------------------------------------------------------------------------

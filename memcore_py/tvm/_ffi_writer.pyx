@@ -365,6 +365,25 @@ cdef inline void* as_handle(object address) except? NULL:
     return <void*><size_t>address
 
 
+cdef void* object_handle(object address, str caller, str what, Py_ssize_t k) except NULL:
+    """``address`` (an object address handed in from Python) as a handle; TypeError when it is
+    not an int, ValueError when it is not positive (an address of no object), both naming
+    ``caller`` and ``what`` (a format of ``k``: the list it came from)."""
+    if not isinstance(address, int) or isinstance(address, bool):
+        raise TypeError(f"{caller}: {what.format(k)} must be an object address (an int), "
+                        f"not {type(address).__name__}")
+    if address <= 0:
+        raise ValueError(f"{caller}: {what.format(k)} is {address}, not an object address")
+    return <void*><size_t>address
+
+
+cdef int check_initialised(str caller) except -1:
+    """RuntimeError naming ``caller`` when :func:`init` has not succeeded (no C API to call)."""
+    if c_call == NULL:
+        raise RuntimeError(f"{caller}: the compiled writer is not initialised (memcore_py.tvm._ffi_writer.init)")
+    return 0
+
+
 cdef object leaf_key(a):
     """The value key of a leaf argument whose TVM object can be shared (a shape, a prim
     value, a dtype, a string: what the Python writer memoises by value); None otherwise."""
@@ -597,7 +616,7 @@ def map_of(Keep K, list addresses):
     return container_of(f_map, K, addresses, b"a map")
 
 
-def array_spliced(Keep K, size_t array, list positions, list replacements):
+def array_spliced(Keep K not None, size_t array, list positions not None, list replacements not None):
     """The address (owned by ``K``) of a new ``ffi.Array``: the elements of the ``ffi.Array``
     at ``array`` (objects), with element ``positions[k]`` replaced by the objects at the
     addresses ``replacements[k]`` (a list, possibly longer than one). ``positions``
@@ -607,8 +626,12 @@ def array_spliced(Keep K, size_t array, list positions, list replacements):
     Raises
     ------
     ValueError
-        ``array`` is not an ``ffi.Array``, the two lists differ in length, or a position is
-        out of range or not increasing.
+        ``array`` is not an ``ffi.Array``, the two lists differ in length, a position is
+        out of range or not increasing, or a replacement address is not positive.
+    TypeError
+        A replacement is not a list (or tuple) of int addresses.
+    RuntimeError
+        :func:`init` has not succeeded.
     """
     cdef const char* arr = <const char*>array
     cdef const char* data
@@ -616,10 +639,15 @@ def array_spliced(Keep K, size_t array, list positions, list replacements):
     cdef Py_ssize_t n_pos = len(positions)
     cdef vector[FFIAny] items
     cdef FFIAny a
+    check_initialised("array_spliced")
     if arr == NULL or obj_type(arr) != K_ARRAY:
         raise ValueError("array_spliced: not an ffi.Array")
     if len(replacements) != n_pos:
         raise ValueError(f"array_spliced: {n_pos} positions but {len(replacements)} replacements")
+    for i in range(n_pos):
+        if not isinstance(replacements[i], (list, tuple)):
+            raise TypeError(f"array_spliced: replacements[{i}] must be a list of object addresses, "
+                            f"not {type(replacements[i]).__name__}")
     n = array_size(arr)
     data = array_data(arr)
     for i in range(n_pos):
@@ -631,7 +659,7 @@ def array_spliced(Keep K, size_t array, list positions, list replacements):
     for i in range(n):
         if k < n_pos and i == <int64_t>positions[k]:
             for r in replacements[k]:
-                set_obj(&a, as_handle(r))
+                set_obj(&a, object_handle(r, "array_spliced", "an address in replacements[{}]", k))
                 items.push_back(a)
             k += 1
             continue
@@ -644,15 +672,16 @@ def array_spliced(Keep K, size_t array, list positions, list replacements):
     return <size_t>h
 
 
-def block_spliced(Keep K, size_t bindings, list positions, list replacements, bint dataflow):
+def block_spliced(Keep K not None, size_t bindings, list positions not None, list replacements not None,
+                  bint dataflow):
     """The address (owned by ``K``) of a new ``BindingBlock`` (``DataflowBlock`` when
     ``dataflow``) of the bindings ``Array`` at ``bindings`` with :func:`array_spliced`'s
     replacements.
 
     Raises
     ------
-    ValueError
-        As :func:`array_spliced`.
+    ValueError, TypeError, RuntimeError
+        As :func:`array_spliced` (whose name the message gives).
     """
     cdef FFIAny cargs[2]
     cdef size_t arr = array_spliced(K, bindings, positions, replacements)
@@ -785,8 +814,9 @@ cdef void* seq_with_blocks(Layout L, Keep K, const char* s, list changed, list n
     return h
 
 
-def if_binding_with_blocks(Layout L, Keep K, size_t bindings, Py_ssize_t pos, list then_changed, list then_blocks,
-                           list else_changed, list else_blocks):
+def if_binding_with_blocks(Layout L not None, Keep K not None, size_t bindings, Py_ssize_t pos,
+                           list then_changed not None, list then_blocks not None, list else_changed not None,
+                           list else_blocks not None):
     """The address (owned by ``K``) of a new ``VarBinding`` in place of binding ``pos`` of the
     bindings ``Array`` at ``bindings``, a ``VarBinding`` of an ``If``: the same variable bound to
     a new ``If`` of the old condition whose branches have block ``then_changed[k]`` replaced
@@ -798,8 +828,13 @@ def if_binding_with_blocks(Layout L, Keep K, size_t bindings, Py_ssize_t pos, li
     Raises
     ------
     ValueError
-        ``bindings`` is not an ``ffi.Array``, ``pos`` is out of range, or a changed position
-        is out of range or not increasing (:func:`array_spliced`).
+        ``bindings`` is not an ``ffi.Array``, ``pos`` is out of range, a ``*_changed`` list and
+        its ``*_blocks`` differ in length, a block address is not positive, or a changed
+        position is out of range or not increasing (:func:`array_spliced`).
+    TypeError
+        A block address is not an int.
+    RuntimeError
+        :func:`init` has not succeeded.
     """
     cdef const char* arr = <const char*>bindings
     cdef const char* b
@@ -807,6 +842,17 @@ def if_binding_with_blocks(Layout L, Keep K, size_t bindings, Py_ssize_t pos, li
     cdef const char* then_seq
     cdef const char* else_seq
     cdef FFIAny cargs[4]
+    check_initialised("if_binding_with_blocks")
+    if len(then_changed) != len(then_blocks):
+        raise ValueError(f"if_binding_with_blocks: {len(then_changed)} then_changed positions but "
+                         f"{len(then_blocks)} then_blocks")
+    if len(else_changed) != len(else_blocks):
+        raise ValueError(f"if_binding_with_blocks: {len(else_changed)} else_changed positions but "
+                         f"{len(else_blocks)} else_blocks")
+    for k in range(len(then_blocks)):
+        object_handle(then_blocks[k], "if_binding_with_blocks", "then_blocks[{}]", k)
+    for k in range(len(else_blocks)):
+        object_handle(else_blocks[k], "if_binding_with_blocks", "else_blocks[{}]", k)
     if arr == NULL or obj_type(arr) != K_ARRAY:
         raise ValueError("if_binding_with_blocks: not an ffi.Array")
     if not 0 <= pos < array_size(arr):

@@ -48,6 +48,7 @@ cdef enum:
     NOT_HERE = -1   # alloc_size: the allocation is not lowered here
     MAX_DIMS = 64   # the most dims of an allocation lowered here (more: the full pass)
     SYMBOLIC = -2   # alloc_size: lowered here, its size an expression of its symbolic dims
+    K_FUNCTION = 68  # the type index of ``ffi.Function`` (kTVMFFIFunction, tvm/ffi/c_api.h)
 
 
 cdef int64_t alloc_size(Layout L, const char* b, const char** sym_dims, int64_t* elem) noexcept:
@@ -151,8 +152,8 @@ def allocation_sizes(Layout L, size_t arr, list positions):
 cdef int64_t INT64_DTYPE = 0 | (64 << 8) | (1 << 16)
 
 
-def symbolic_shape(Layout L, Keep K, SymbolicSize size not None, size_t ctor_int_imm, size_t ctor_mul,
-                   size_t ctor_shape):
+def symbolic_shape(Layout L not None, Keep K not None, SymbolicSize size not None, size_t ctor_int_imm,
+                   size_t ctor_mul, size_t ctor_shape):
     """The address (owned by ``K``) of the ``R.shape([bytes])`` of an allocation
     :func:`allocation_sizes` handed over: LowerAllocTensor's product ``elem * d0 * d1 * ...``
     as TIR folds it (the plan of ``product_fold``, the one statement of that rule), built of
@@ -162,10 +163,13 @@ def symbolic_shape(Layout L, Keep K, SymbolicSize size not None, size_t ctor_int
     Raises
     ------
     ValueError
-        ``size.dims`` is not an ``ffi.Array`` or the fold overflows (the caller then lowers the
-        allocation with the full pass, which reports it).
+        ``size.dims`` is not an ``ffi.Array``, has more than ``MAX_DIMS`` dims, or the fold
+        overflows (the caller then lowers the allocation with the full pass, which reports it);
+        a ``ctor_*`` is not the address of an ``ffi.Function``.
+    RuntimeError
+        The compiled writer is not initialised (:func:`memcore_py.tvm._ffi_writer.init`).
     TVMConversionError
-        A constructor failed.
+        A constructor failed (a ``ctor_*`` is the wrong function, a dim is not a ``PrimExpr``).
     """
     cdef const char* dims = <const char*>size.dims
     cdef const char* data
@@ -177,6 +181,11 @@ def symbolic_shape(Layout L, Keep K, SymbolicSize size not None, size_t ctor_int
     cdef FFIAny cargs[3]
     cdef void* acc
     cdef void* h
+    if handle(CTOR_ARRAY) == NULL:
+        raise RuntimeError("symbolic_shape: the compiled writer is not initialised (memcore_py.tvm._ffi_writer.init)")
+    for name, ctor in (("ctor_int_imm", ctor_int_imm), ("ctor_mul", ctor_mul), ("ctor_shape", ctor_shape)):
+        if ctor == 0 or obj_type(<const char*><size_t>ctor) != K_FUNCTION:
+            raise ValueError(f"symbolic_shape: {name} is not the address of an ffi.Function")
     if dims == NULL or obj_type(dims) != K_ARRAY:
         raise ValueError("symbolic_shape: the dims are not an ffi.Array")
     data = array_data(dims)
