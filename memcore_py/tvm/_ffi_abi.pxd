@@ -19,6 +19,7 @@ cdef enum:
     K_OBJECT_BEGIN = 64
     K_STR = 65
     K_ERROR = 67
+    K_FUNCTION = 68
     K_ARRAY = 71
     HDR_TYPE_INDEX = 8
     HDR_SIZE = 24

@@ -33,6 +33,7 @@ cdef class Keep:
 
 cdef void* make(void* fn, FFIAny* args, int32_t n, const char* what) except NULL
 cdef void* handle(int which) noexcept
+cdef int check_initialised(str caller) except -1
 cdef void release(void* h) noexcept
 cdef void* owned(Keep K, int ctor, FFIAny* args, int32_t n, const char* what) except NULL
 cdef void* new_var(Keep K, const char* name, void* ty, bint dataflow=*) except NULL

@@ -35,11 +35,11 @@ from memcore_py.ir._names cimport numbered_name
 from libcpp.vector cimport vector
 
 from memcore_py.tvm._ffi_abi cimport (
-    FFIAny, K_ARRAY, K_DATATYPE, K_INT, K_OBJECT_BEGIN, any_obj, any_type, array_data, array_size, obj_field, obj_type,
+    FFIAny, K_ARRAY, K_DATATYPE, K_FUNCTION, K_INT, K_OBJECT_BEGIN, any_obj, any_type, array_data, array_size, obj_field, obj_type,
 )
 from memcore_py.tvm._ffi_reader cimport Layout, const_dim, dtype_name, element_bytes, exact_alloc, intern_dim, packed_dtype
 from memcore_py.tvm._ffi_writer cimport (
-    CTOR_ARRAY, CTOR_BLOCK, CTOR_DFBLOCK, CTOR_EMPTY_ARRAY, Keep, handle, make, new_binding, new_call, new_var,
+    CTOR_ARRAY, CTOR_BLOCK, CTOR_DFBLOCK, CTOR_EMPTY_ARRAY, Keep, check_initialised, handle, make, new_binding, new_call, new_var,
     new_with_array, release, set_obj,
 )
 
@@ -48,7 +48,6 @@ cdef enum:
     NOT_HERE = -1   # alloc_size: the allocation is not lowered here
     MAX_DIMS = 64   # the most dims of an allocation lowered here (more: the full pass)
     SYMBOLIC = -2   # alloc_size: lowered here, its size an expression of its symbolic dims
-    K_FUNCTION = 68  # the type index of ``ffi.Function`` (kTVMFFIFunction, tvm/ffi/c_api.h)
 
 
 cdef int64_t alloc_size(Layout L, const char* b, const char** sym_dims, int64_t* elem) noexcept:
@@ -181,11 +180,13 @@ def symbolic_shape(Layout L not None, Keep K not None, SymbolicSize size not Non
     cdef FFIAny cargs[3]
     cdef void* acc
     cdef void* h
-    if handle(CTOR_ARRAY) == NULL:
-        raise RuntimeError("symbolic_shape: the compiled writer is not initialised (memcore_py.tvm._ffi_writer.init)")
-    for name, ctor in (("ctor_int_imm", ctor_int_imm), ("ctor_mul", ctor_mul), ("ctor_shape", ctor_shape)):
-        if ctor == 0 or obj_type(<const char*><size_t>ctor) != K_FUNCTION:
-            raise ValueError(f"symbolic_shape: {name} is not the address of an ffi.Function")
+    cdef size_t ctors[3]
+    check_initialised("symbolic_shape")
+    ctors[0], ctors[1], ctors[2] = ctor_int_imm, ctor_mul, ctor_shape
+    for i in range(3):
+        if ctors[i] == 0 or obj_type(<const char*>ctors[i]) != K_FUNCTION:
+            raise ValueError(f"symbolic_shape: {('ctor_int_imm', 'ctor_mul', 'ctor_shape')[i]} is not the address "
+                             "of an ffi.Function")
     if dims == NULL or obj_type(dims) != K_ARRAY:
         raise ValueError("symbolic_shape: the dims are not an ffi.Array")
     data = array_data(dims)
