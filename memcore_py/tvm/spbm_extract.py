@@ -156,7 +156,8 @@ class _Symbolic:
         self.bounds = EMPTY_BOUNDS
         #: function index -> {symbolic var name: its TVM var}, for the storages' sizes
         self.sources: dict = {}
-        #: function index -> the writer of its storages' sizes (all owned by one pass call's keep)
+        #: function index -> the PrimExpr writer of its storages' sizes (its symbolic vars the
+        #: function's own; the shapes written are held by the pass call's keep)
         self.writers: dict = {}
         #: (function index, id of a size the plan holds) -> its ``R.shape([bytes])``'s address:
         #: storages of one size class share the object

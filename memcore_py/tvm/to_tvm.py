@@ -168,6 +168,8 @@ class _PrimWriter:
         return r
 
     def prim(self, e):
+        """The TVM PrimExpr of the memcore PrimExpr ``e`` (TVMConversionError for a node it does
+        not write)."""
         t = type(e)
         if t is IntImm:
             key = (e.value, e.dtype)
