@@ -6,11 +6,15 @@ Design
 ------
 TVM's ``RemoveAllUnused`` removes every ``VarBinding`` whose variable is *unused*: the
 greatest fixpoint of "not externally exposed, and every binding that reads it is removed".
-:func:`unused_bindings` decides it over one function of a
-:class:`~memcore_py.analysis._binding_table.BindingTable` read from memcore IR with nested
-scopes (:class:`~memcore_py.analysis._ir_reader.IRReader`, every call's arguments read); the
-pass (:mod:`memcore_py.transform.dead_code_elimination`) drops what it returns. The rules, each
-in one place here:
+One kernel decides it over one function of a
+:class:`~memcore_py.analysis._binding_table.BindingTable` whose every call's arguments were read,
+for either object model: :func:`unused_bindings` answers the variables of a table read from
+memcore IR with nested scopes (:class:`~memcore_py.analysis._ir_reader.IRReader`), which the
+pass (:mod:`memcore_py.transform.dead_code_elimination`) drops; :func:`unused_binding_sites`
+answers where the bindings are, for a table read from TVM's objects
+(:class:`~memcore_py.tvm._table_reader.TVMReader`), which the native
+AttachAttrLayoutFreeBuffers (:mod:`memcore_py.tvm.attach_extract`) drops. The rules, each in
+one place here:
 
 1. *Readers* (TVM ``CollectVarUsage``): a variable occurring in an item's value (a call's
    arguments and variable callee, tuple fields, get-items, an ``If``'s condition) is read by
@@ -37,7 +41,7 @@ from memcore_py.analysis._binding_table cimport (
     BindingTable, push_operands, I_BINDING, I_RESULT, X_CALL, X_SCOPE, X_VAR,
 )
 
-__all__ = ["unused_bindings"]
+__all__ = ["unused_bindings", "unused_binding_sites"]
 
 cdef enum:
     SCOPE_BODY = 0      # the function body: no user
@@ -72,16 +76,73 @@ def unused_bindings(BindingTable T, Py_ssize_t k, const uint8_t[::1] impure):
     TypeError
         The table was not read from memcore IR.
     """
+    cdef vector[int8_t] dead
+    cdef int64_t i, v
+    check_function(T, k, impure)
+    for i in range(T.f_first[k], <int64_t>T.i_kind.size()):
+        if T.i_kind[i] != I_RESULT and T.block_bindings[T.i_block[i]] is None:
+            raise TypeError("unused_bindings: the table was not read from memcore IR")
+    dead_variables(T, k, impure, dead)
+    out = []
+    for i in range(T.f_first[k], <int64_t>T.i_kind.size()):
+        v = T.i_var[i]
+        if T.i_kind[i] == I_BINDING and v >= 0 and dead[v]:
+            out.append(<object><PyObject*>T.v_ref[v])
+    return out
+
+
+def unused_binding_sites(BindingTable T, Py_ssize_t k, const uint8_t[::1] impure):
+    """Where the ``VarBinding`` s DeadCodeElimination removes from the ``k``-th function of
+    ``T`` are (module docstring), for a table of either object model.
+
+    Parameters
+    ----------
+    T : BindingTable
+        Read with every call's arguments (a TVM reader given no ``CALLEE_ALLOCATES`` flag);
+        ``k`` must be the last function read.
+    k : int
+    impure : bytes-like of uint8
+        Per callee id of ``T``, 1 when a call of that callee is impure.
+
+    Returns
+    -------
+    list of (int, int)
+        ``(block id, position in the block)`` of each removed binding, in binding order.
+
+    Raises
+    ------
+    IndexError
+        ``k`` is not the table's last function.
+    ValueError
+        ``impure`` does not have one flag per callee.
+    """
+    cdef vector[int8_t] dead
+    cdef int64_t i, v
+    check_function(T, k, impure)
+    dead_variables(T, k, impure, dead)
+    out = []
+    for i in range(T.f_first[k], <int64_t>T.i_kind.size()):
+        v = T.i_var[i]
+        if T.i_kind[i] == I_BINDING and v >= 0 and dead[v]:
+            out.append((T.i_block[i], T.i_pos[i]))
+    return out
+
+
+cdef int check_function(BindingTable T, Py_ssize_t k, const uint8_t[::1] impure) except -1:
+    """The wrappers' checks of their arguments, before :func:`dead_variables` reads them."""
     if k < 0 or k != <Py_ssize_t>T.f_first.size() - 1:
         raise IndexError(f"unused_bindings: function {k} is not the table's last function read")
     if impure.shape[0] != <Py_ssize_t>T.c_flags.size():
         raise ValueError(f"unused_bindings: {impure.shape[0]} impurity flags for {T.c_flags.size()} callees")
+    return 0
+
+
+cdef int dead_variables(BindingTable T, Py_ssize_t k, const uint8_t[::1] impure, vector[int8_t]& dead) except -1:
+    """The rules of the module docstring: ``dead[v]`` is 1 for each variable of the ``k``-th
+    function whose ``VarBinding`` is removed (arguments checked by :func:`check_function`)."""
     cdef int64_t first = T.f_first[k], end = <int64_t>T.i_kind.size()
     cdef int64_t n_vars = T.f_n_vars[k], n_scopes = <int64_t>T.s_anchor.size(), n_exprs = <int64_t>T.x_kind.size()
     cdef int64_t i, j, s, x, v, u, a, c, n
-    for i in range(first, end):
-        if T.i_kind[i] != I_RESULT and T.block_bindings[T.i_block[i]] is None:
-            raise TypeError("unused_bindings: the table was not read from memcore IR")
     cdef vector[int8_t] kind = vector[int8_t](n_scopes, SCOPE_BODY)
     cdef vector[int64_t] scope_user = vector[int64_t](n_scopes, -1)
     cdef vector[int8_t] scope_impure = vector[int8_t](n_scopes, 0)
@@ -89,7 +150,7 @@ def unused_bindings(BindingTable T, Py_ssize_t k, const uint8_t[::1] impure):
     cdef vector[int8_t] exposed = vector[int8_t](n_vars, 0)
     cdef vector[int8_t] removable = vector[int8_t](n_vars, 0)   # bound by a VarBinding
     cdef vector[int64_t] users = vector[int64_t](n_vars, 0)
-    cdef vector[int8_t] dead = vector[int8_t](n_vars, 0)
+    dead.assign(n_vars, 0)
     cdef vector[pair[int64_t, int64_t]] reads                   # (user, variable read)
     cdef vector[int64_t] read_first = vector[int64_t](n_vars + 1, 0)
     cdef vector[int64_t] stack, todo
@@ -163,9 +224,4 @@ def unused_bindings(BindingTable T, Py_ssize_t k, const uint8_t[::1] impure):
                 if users[v] == 0 and not exposed[v] and not dead[v]:
                     dead[v] = 1
                     todo.push_back(v)
-    out = []
-    for i in range(first, end):
-        v = T.i_var[i]
-        if T.i_kind[i] == I_BINDING and v >= 0 and dead[v]:
-            out.append(<object><PyObject*>T.v_ref[v])
-    return out
+    return 0

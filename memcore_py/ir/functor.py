@@ -63,6 +63,7 @@ __all__ = [
     "OPAQUE_NON_PRIM_LEAVES",
     "post_order_visit",
     "normalize_blocks",
+    "normal_groups",
     "normalize_function_blocks",
     "value_type",
     "map_functions",
@@ -263,28 +264,36 @@ def blocks_are_normal(kinds_and_sizes) -> bool:
     return True
 
 
+def normal_groups(kinds_and_sizes) -> list:
+    """TVM ``NormalizeBlocks`` as a plan over blocks given as ``(kind, number of bindings)``
+    pairs, in order: the blocks it makes, each the list of the indices of the input blocks whose
+    bindings it holds, in order. Empty blocks are dropped; adjacent blocks of one kind (once the
+    empty ones between them are gone) are merged. Normal blocks give one group each."""
+    groups = []
+    prev = None
+    for i, (kind, size) in enumerate(kinds_and_sizes):
+        if not size:
+            continue
+        if groups and kind == prev:
+            groups[-1].append(i)
+        else:
+            groups.append([i])
+            prev = kind
+    return groups
+
+
 def normalize_blocks(blocks):
-    """Drop empty blocks and merge adjacent blocks of the same kind (TVM ``NormalizeBlocks``).
+    """Drop empty blocks and merge adjacent blocks of the same kind (TVM ``NormalizeBlocks``,
+    planned by :func:`normal_groups`).
 
     Returns the input sequence itself (as a tuple) when nothing needs to change."""
     blocks = tuple(blocks)
     if blocks_are_normal((type(b), len(b.bindings)) for b in blocks):
         return blocks
     out = []
-    pending = None  # (class, [bindings]) of the block being merged
-    for b in blocks:
-        if not b.bindings:
-            continue
-        cls = type(b)
-        if pending is not None and pending[0] is cls:
-            pending[1].extend(b.bindings)
-            pending[2] = None
-        else:
-            if pending is not None:
-                out.append(pending[2] if pending[2] is not None else pending[0](pending[1]))
-            pending = [cls, list(b.bindings), b]
-    if pending is not None:
-        out.append(pending[2] if pending[2] is not None else pending[0](pending[1]))
+    for group in normal_groups((type(b), len(b.bindings)) for b in blocks):
+        first = blocks[group[0]]
+        out.append(first if len(group) == 1 else type(first)([x for i in group for x in blocks[i].bindings]))
     return tuple(out)
 
 

@@ -94,6 +94,7 @@ __all__ = [
     "remove_all_unused",
     "is_impure_call",
     "is_impure_callee",
+    "module_function_is_impure",
     "unused_variables",
     "is_flat",
 ]
@@ -279,17 +280,21 @@ def is_impure_callee(op, mod: IRModule | None = None) -> bool:
         return not op.pure
     if cls is GlobalVar:
         func = mod.functions.get(mod.get_global_var(op.name)) if mod is not None and op.name in mod else None
-        if type(func) is Function:
-            return not func.is_pure
         if func is None and isinstance(op.ty, FuncType):
             return not op.ty.purity
-        return True
+        return module_function_is_impure(type(func) is Function, type(func) is Function and func.is_pure)
     if cls is ExternFunc:
         return True
     ty = getattr(op, "ty", None)
     if isinstance(ty, FuncType):
         return not ty.purity
     return True
+
+
+def module_function_is_impure(is_relax_function: bool, is_pure: bool) -> bool:
+    """:func:`is_impure_callee`'s rule for a call of a function the module defines: impure
+    unless it is a Relax function declared pure (a PrimFunc always is: the module docstring)."""
+    return not (is_relax_function and is_pure)
 
 
 # ------------------------------------------------------------------------ stage 2

@@ -377,6 +377,23 @@ cdef void* object_handle(object address, str caller, str what, Py_ssize_t k) exc
     return <void*><size_t>address
 
 
+cdef list block_replacements(list new_blocks, str caller, str what):
+    """Each of ``new_blocks`` as :func:`array_spliced`'s replacement of one block: an address as a
+    list of that one block, a list of addresses (empty: the block is dropped) as itself; every
+    address checked by :func:`object_handle` (``what``: a format of the index in ``new_blocks``)."""
+    out = []
+    for k in range(len(new_blocks)):
+        b = new_blocks[k]
+        if type(b) is list:
+            for a in <list>b:
+                object_handle(a, caller, what, k)
+            out.append(b)
+        else:
+            object_handle(b, caller, what, k)
+            out.append([b])
+    return out
+
+
 cdef int check_initialised(str caller) except -1:
     """RuntimeError naming ``caller`` when :func:`init` has not succeeded (no C API to call)."""
     if c_call == NULL:
@@ -701,7 +718,8 @@ def function_with_blocks(Layout L, Keep K, size_t func, size_t blocks, list chan
     """The address (owned by ``K``) of a new Relax ``Function``: the one at ``func`` (its
     parameters, return type, purity and attributes), whose body is a new ``SeqExpr`` of the
     blocks of the ``ffi.Array`` at ``blocks`` (its body's) with block ``changed[k]`` replaced
-    by the block at address ``new_blocks[k]`` (``changed`` increasing), the old body's result,
+    by the block at address ``new_blocks[k]``, or by the blocks of a list of addresses (empty:
+    the block is dropped) (``changed`` increasing), the old body's result,
     typed as the type at ``ty`` (0: the old body's type). What the extracted passes make of a
     function they change, in C: no Python wrapper of the parts.
 
@@ -713,7 +731,8 @@ def function_with_blocks(Layout L, Keep K, size_t func, size_t blocks, list chan
     """
     cdef const char* f = <const char*>func
     cdef const char* seq = function_body(L, f, "function_with_blocks")
-    cdef size_t arr = array_spliced(K, blocks, changed, [[b] for b in new_blocks])
+    cdef size_t arr = array_spliced(K, blocks, changed,
+                                    block_replacements(new_blocks, "function_with_blocks", "new_blocks[{}]"))
     return function_of_seq(L, K, f, arr, obj_field(seq, L.o_seq_body),
                            <const char*>ty if ty else obj_field(seq, L.o_expr_ty))
 
@@ -798,14 +817,15 @@ cdef int update_type(void* h, const char* ty, const char* what) except -1:
     return 0
 
 
-cdef void* seq_with_blocks(Layout L, Keep K, const char* s, list changed, list new_blocks) except NULL:
+cdef void* seq_with_blocks(Layout L, Keep K, const char* s, list changed, list replacements) except NULL:
     """A new ``SeqExpr`` (owned by ``K``): the one at ``s`` with block ``changed[k]`` replaced by
-    the block at ``new_blocks[k]`` (``changed`` increasing), its result and type the old ones
-    (a branch a pass changed only inside); ``s`` itself when nothing changes."""
+    the blocks at the addresses ``replacements[k]`` (``changed`` increasing; none: dropped), its
+    result and type the old ones (a branch a pass changed only inside); ``s`` itself when
+    nothing changes."""
     cdef FFIAny cargs[3]
     if not changed:
         return <void*>s
-    cdef size_t arr = array_spliced(K, <size_t>obj_field(s, L.o_seq_blocks), changed, [[b] for b in new_blocks])
+    cdef size_t arr = array_spliced(K, <size_t>obj_field(s, L.o_seq_blocks), changed, replacements)
     set_obj(&cargs[0], <void*>arr)
     set_obj(&cargs[1], <void*>obj_field(s, L.o_seq_body))
     set_obj(&cargs[2], NULL)
@@ -820,8 +840,9 @@ def if_binding_with_blocks(Layout L not None, Keep K not None, size_t bindings, 
     """The address (owned by ``K``) of a new ``VarBinding`` in place of binding ``pos`` of the
     bindings ``Array`` at ``bindings``, a ``VarBinding`` of an ``If``: the same variable bound to
     a new ``If`` of the old condition whose branches have block ``then_changed[k]`` replaced
-    by the block at ``then_blocks[k]`` (``else_*`` likewise; ``*_changed`` increasing, empty
-    for a branch kept), typed as the old ``If`` (its branches changed, not what they produce).
+    by the block at ``then_blocks[k]``, or by the blocks of a list of addresses (empty: the
+    block is dropped) (``else_*`` likewise; ``*_changed`` increasing, empty for a branch kept),
+    typed as the old ``If`` (its branches changed, not what they produce).
     0 when that binding is not a ``VarBinding`` of an ``If`` with ``SeqExpr`` branches (a
     ``MatchCast``: the caller declines).
 
@@ -849,10 +870,8 @@ def if_binding_with_blocks(Layout L not None, Keep K not None, size_t bindings, 
     if len(else_changed) != len(else_blocks):
         raise ValueError(f"if_binding_with_blocks: {len(else_changed)} else_changed positions but "
                          f"{len(else_blocks)} else_blocks")
-    for k in range(len(then_blocks)):
-        object_handle(then_blocks[k], "if_binding_with_blocks", "then_blocks[{}]", k)
-    for k in range(len(else_blocks)):
-        object_handle(else_blocks[k], "if_binding_with_blocks", "else_blocks[{}]", k)
+    then_replacements = block_replacements(then_blocks, "if_binding_with_blocks", "then_blocks[{}]")
+    else_replacements = block_replacements(else_blocks, "if_binding_with_blocks", "else_blocks[{}]")
     if arr == NULL or obj_type(arr) != K_ARRAY:
         raise ValueError("if_binding_with_blocks: not an ffi.Array")
     if not 0 <= pos < array_size(arr):
@@ -870,8 +889,8 @@ def if_binding_with_blocks(Layout L not None, Keep K not None, size_t bindings, 
     if then_seq == NULL or obj_type(then_seq) != L.t_seq or else_seq == NULL or obj_type(else_seq) != L.t_seq:
         return 0
     set_obj(&cargs[0], <void*>obj_field(old, L.o_if_cond))
-    set_obj(&cargs[1], seq_with_blocks(L, K, then_seq, then_changed, then_blocks))
-    set_obj(&cargs[2], seq_with_blocks(L, K, else_seq, else_changed, else_blocks))
+    set_obj(&cargs[1], seq_with_blocks(L, K, then_seq, then_changed, then_replacements))
+    set_obj(&cargs[2], seq_with_blocks(L, K, else_seq, else_changed, else_replacements))
     set_obj(&cargs[3], NULL)
     cdef void* h = make(f_if, cargs, 4, b"an If")
     K.own(h)

@@ -110,6 +110,18 @@ cdef class TVMReader:
         self.leaf = table.add_expr(X_LEAF, LEAF_PLAIN, 0, 0)
         self.const_leaf = table.add_expr(X_LEAF, LEAF_CONST, 0, 0)
 
+    def callee_addresses(self):
+        """The address of each callee read so far, by callee id (the table's ``c_flags``
+        order): what a caller asks of a callee beyond its flags (its purity, for
+        DeadCodeElimination's rule)."""
+        cdef PointerIds ids = self.callee_ids
+        cdef size_t i
+        out = [0] * ids.n
+        for i in range(ids.keys.size()):
+            if ids.keys[i] != 0:
+                out[ids.vals[i]] = ids.keys[i]
+        return out
+
     def read_function(self, size_t func, str name):
         """Record the Relax ``Function`` at ``func`` as the table's next function.
 

@@ -8,8 +8,9 @@ The pass (:mod:`memcore_py.transform.attach_attr_layout_free_buffers`) changes a
 three ways: every ``R.call_tir`` binding of a Relax function calls a copy of its PrimFunc
 carrying ``layout_free_buffers`` (the positions of the arguments that are weights or
 constants); the copies are added as ``BlockBuilder::AddFunction`` adds them (an equal one is
-shared, a new one named by the name supply); and DeadCodeElimination then drops what no
-entry function reaches. Here, for each Relax function, in the module's order:
+shared, a new one named by the name supply); and DeadCodeElimination then drops the bindings
+nothing reads and what no entry function reaches. Here, for each Relax function, in the
+module's order:
 
 1. :class:`~memcore_py.tvm._table_reader.TVMReader` reads it into a binding table; the op
    table gives ``R.call_tir`` the ``CALLEE_CALL_TIR`` property, and the table says where
@@ -31,31 +32,38 @@ entry function reaches. Here, for each Relax function, in the module's order:
    with the copy as its callee (:func:`~memcore_py.tvm._ffi_writer.binding_with_call_args`);
    the blocks, ``If`` s and ``SeqExpr`` s around them are rebuilt, everything else stays
    TVM's object;
-4. DeadCodeElimination's reachability rule
+4. DeadCodeElimination: its unused-binding rule, the kernel
+   :func:`~memcore_py.analysis._dce_rules.unused_binding_sites` over the same table (read
+   with every call's arguments), the purity of each callee by memcore's rule
+   (:class:`_ModulePurity`), says which bindings go; the writer drops them and leaves every
+   scope's blocks in TVM's normal form (:func:`~memcore_py.ir.functor.normal_groups`: an
+   emptied block dropped, adjacent blocks of one kind merged). Its reachability rule
    (:func:`~memcore_py.transform.dead_code_elimination.reachable_names`, entries by
    :func:`~memcore_py.transform.dead_code_elimination.has_external_linkage`) over the
-   GlobalVars each function refers to (tvm_ffi's compiled structural walk) drops the
+   GlobalVars each function refers to (tvm_ffi's compiled structural walk) then drops the
    functions no entry reaches.
 
-The full conversion runs instead (:func:`attach_attr_extracted` returns None) when DeadCodeElimination could also
-change a Relax function: a binding whose variable nothing reads (it may be removed) or blocks
-not in normal form (:func:`~memcore_py.ir.functor.blocks_are_normal`). It also runs when the
-table reader declines a function, when a ``call_tir`` is not a binding (nested, matched, a
-result) or is malformed (the pure pass reports it), when ``num_input`` is not an int or an
-attribute is not read, when an ``If`` to rebuild is bound by a ``MatchCast``, or when
+The full conversion runs instead (:func:`attach_attr_extracted` returns None) when the table
+reader declines a function, when a ``call_tir`` is not a binding (nested, matched, a result)
+or is malformed (the pure pass reports it), when ``num_input`` is not an int or an attribute
+is not read, when an ``If`` to rebuild is bound by a ``MatchCast``, when a callee's purity is
+not known (an op memcore does not model that declares no ``FPurity``), or when
 :func:`~._extraction.module_entries` declines.
 """
 from __future__ import annotations
 
 from .._compiled import load_compiled
 from ..errors import MemcoreError
-from ..ir.functor import blocks_are_normal
+from ..ir.expr import ExternFunc
+from ..ir.functor import blocks_are_normal, normal_groups
 from ..transform._prim_func_registry import GlobalNames
 from ..transform.attach_attr_layout_free_buffers import LAYOUT_FREE_ATTR, layout_free_positions, num_input_of
-from ..transform.dead_code_elimination import has_external_linkage, reachable_names
+from ..transform.dead_code_elimination import (
+    has_external_linkage, is_impure_callee, module_function_is_impure, reachable_names,
+)
 from . import _ffi_reader, _ffi_writer, _table_reader
 from ._extraction import extern_flags, module_callees, module_entries, type_global_var
-from .from_tvm import _TIRBody, global_var_names
+from .from_tvm import _TIRBody, global_var_names, memcore_op
 from .values import dict_attrs_from_tvm, to_tvm_value
 
 __all__ = ["attach_attr_extracted"]
@@ -186,7 +194,10 @@ def attach_attr_extracted(api, tvm_mod, keep_tir_vars: bool = True):
             prims[name] = func
             external[name] = has_external_linkage("global_symbol" in attrs, attrs)
     binding_table = load_compiled("memcore_py.analysis._binding_table")
-    known = module_callees(api, entries)
+    unused_binding_sites = load_compiled("memcore_py.analysis._dce_rules").unused_binding_sites
+    # every call's arguments read (DeadCodeElimination's readers): no callee counts as allocating
+    known = {a: flags & ~binding_table.CALLEE_ALLOCATES for a, flags in module_callees(api, entries).items()}
+    purity = _ModulePurity(api, entries)
     gv_names = {e.gvar: e.name for e in entries}
     keep = _ffi_writer.Keep()
     keep.hold(tvm_mod)
@@ -206,13 +217,21 @@ def attach_attr_extracted(api, tvm_mod, keep_tir_vars: bool = True):
             return None  # the full conversion reports it
         external[name] = has_external_linkage(False, attrs)
         table = binding_table.BindingTable()  # one per function: its questions are the function's
-        got = _table_reader.TVMReader(table, layout, known, extern_flags).read_function(f_addr, name)
-        if got is None or table.unread_bindings() or not _normal_blocks(table):
+        reader = _table_reader.TVMReader(table, layout, known, extern_flags)
+        got = reader.read_function(f_addr, name)
+        if got is None:
             return None
+        dead = ()
+        if table.unread_bindings():  # DeadCodeElimination may remove bindings (none unread: none removed)
+            impure = purity.impure_flags(reader.callee_addresses())
+            if impure is None:
+                return None
+            dead = unused_binding_sites(table, table.n_functions - 1, impure)
         sites = table.binding_calls(binding_table.CALLEE_CALL_TIR)
         if sites is None:
             return None
-        read.append((f_addr, got.blocks, got.scope, table))
+        function_edits = edits[f_addr] = {}
+        read.append((f_addr, got.blocks, got.scope, table, dead))
         if not sites:
             continue
         weights = set((_ffi_reader.function_params(layout, f_addr) or [])[k:]) if k is not None and k >= 0 else set()
@@ -226,7 +245,6 @@ def attach_attr_extracted(api, tvm_mod, keep_tir_vars: bool = True):
             if got_args is None:
                 return None
             arguments.update(((block, pos), a) for pos, a in zip(positions, got_args))
-        function_edits = edits[f_addr] = {}
         for block, pos in sites:  # visit order: the copies are made and named in it
             call = arguments[block, pos]
             args = call.args
@@ -238,12 +256,53 @@ def attach_attr_extracted(api, tvm_mod, keep_tir_vars: bool = True):
             function_edits.setdefault(block, {})[pos] = _ffi_writer.binding_with_call_args(layout, keep, call.binding,
                                                                                          new_args)
     new_funcs = {}
-    for f_addr, blocks_addr, sid, table in read:
-        if edits.get(f_addr):
-            new_funcs[f_addr] = _ScopeWriter(api, layout, keep, table).function(f_addr, blocks_addr, sid, edits[f_addr])
-            if new_funcs[f_addr] is None:
+    for f_addr, blocks_addr, sid, table, dead in read:
+        if edits[f_addr] or dead or not _normal_blocks(table):
+            new = _ScopeWriter(api, layout, keep, table, dead).function(f_addr, blocks_addr, sid, edits[f_addr])
+            if new is None:
                 return None
+            if new != f_addr:
+                new_funcs[f_addr] = new
     return _module(api, layout, keep, tvm_mod, entries, new_funcs, copies, external, prims)
+
+
+class _ModulePurity:
+    """TVM ``IsImpureCall`` of the callees of one module's Relax functions, by address, asked of
+    memcore's rule (:func:`~memcore_py.transform.dead_code_elimination.is_impure_callee`): an op
+    as memcore's op table (or TVM's ``FPurity`` for an op it does not model) says, a function of
+    the module by :func:`~memcore_py.transform.dead_code_elimination.module_function_is_impure`,
+    a packed function always."""
+
+    def __init__(self, api, entries):
+        self.api = api
+        self.entries = {e.gvar: e for e in entries}
+        self.by_address: dict = {}
+
+    def impure_flags(self, addresses):
+        """One flag per callee address (1: impure), or None when a callee's purity is not known
+        (an op memcore does not model declaring none: the portable path reports it)."""
+        flags = bytearray(len(addresses))
+        for k, address in enumerate(addresses):
+            impure = self.by_address.get(address)
+            if impure is None:
+                impure = self.by_address[address] = self._impure(address)
+            if impure < 0:
+                return None
+            flags[k] = impure
+        return bytes(flags)
+
+    def _impure(self, address) -> int:
+        entry = self.entries.get(address)
+        if entry is not None:
+            is_relax = entry.kind == 1
+            return module_function_is_impure(is_relax, is_relax and bool(_ffi_writer.object_at(entry.func).is_pure))
+        obj = _ffi_writer.object_at(address)
+        if type(obj) is self.api.Op:
+            op = memcore_op(obj)
+            return -1 if op is None else is_impure_callee(op)
+        if type(obj) is self.api.ExternFunc:
+            return is_impure_callee(ExternFunc(str(obj.global_symbol)))
+        return -1
 
 
 def _normal_blocks(table) -> bool:
@@ -254,34 +313,50 @@ def _normal_blocks(table) -> bool:
 
 
 class _ScopeWriter:
-    """Rebuilds the scopes of a function read into ``table`` around new bindings: a block
-    with new bindings spliced in, an ``If`` whose branch changed (same condition and type),
-    a branch's ``SeqExpr`` (same result and type) and the function (same parameters, return
-    type, purity and attributes)."""
+    """Rebuilds the scopes of a function read into ``table`` as the pass leaves them: its new
+    bindings spliced in, the bindings DeadCodeElimination removes (``dead``: ``(block id,
+    position)`` pairs) dropped, and every scope's blocks in TVM's normal form
+    (:func:`~memcore_py.ir.functor.normal_groups`: empty blocks dropped, adjacent ones of a kind
+    merged); an ``If`` whose branch changed (same condition and type), a branch's ``SeqExpr``
+    (same result and type) and the function (same parameters, return type, purity and
+    attributes)."""
 
-    def __init__(self, api, layout, keep, table):
+    def __init__(self, api, layout, keep, table, dead):
         self.api, self.layout, self.keep, self.table = api, layout, keep, table
         self.refs = table.block_refs()
+        self.sizes = table.block_sizes()
+        self.dead: dict = {}  # block id -> positions of its bindings removed
+        for block, pos in dead:
+            self.dead.setdefault(block, []).append(pos)
 
     def function(self, f_addr: int, blocks_addr: int, sid: int, edits: dict):
         """The address of the function at ``f_addr`` (its body's blocks ``Array`` at
         ``blocks_addr``, its scope ``sid``) with ``edits`` (block id -> {position: new
-        binding address}) applied; None when an ``If`` to rebuild is bound by a
-        ``MatchCast``."""
+        binding address}) applied (``f_addr`` itself when nothing changes); None when an
+        ``If`` to rebuild is bound by a ``MatchCast``."""
         changed = self.blocks(sid, edits)
         if changed is None:
             return None
+        if not changed:
+            return f_addr
         return _ffi_writer.function_with_blocks(self.layout, self.keep, f_addr, blocks_addr,
                                                 [k for k, _b in changed], [b for _k, b in changed], 0)
 
     def blocks(self, sid: int, edits: dict) -> list:
-        """``[(index among the scope's blocks, new block address)]`` of the blocks of scope
-        ``sid`` that change, or None (an ``If`` to rebuild is bound by a ``MatchCast``)."""
+        """``[(index among the scope's blocks, its replacement)]`` of the blocks of scope ``sid``
+        that change, in order: a replacement is a new block's address, or an empty list when
+        the block goes (emptied, or merged into the one before it). None when an ``If`` to
+        rebuild is bound by a ``MatchCast``."""
         table, layout, keep = self.table, self.layout, self.keep
-        out = []
-        for k, block in enumerate(table.scope_blocks[sid]):
-            new = dict(edits.get(block, {}))
+        scope = table.scope_blocks[sid]
+        replaced = []  # per block of the scope: {position: [new binding addresses]} ([]: removed)
+        sizes = []
+        for block in scope:
+            new = {pos: [address] for pos, address in edits.get(block, {}).items()}
+            dead = self.dead.get(block, ())
             for pos, (then_sid, else_sid) in table.block_ifs.get(block, ()):
+                if pos in dead:
+                    continue
                 then_blocks, else_blocks = self.blocks(then_sid, edits), self.blocks(else_sid, edits)
                 if then_blocks is None or else_blocks is None:
                     return None
@@ -292,12 +367,44 @@ class _ScopeWriter:
                                                        [j for j, _b in else_blocks], [b for _j, b in else_blocks])
                 if not h:
                     return None
-                new[pos] = h
-            if new:
+                new[pos] = [h]
+            for pos in dead:
+                new[pos] = []
+            replaced.append(new)
+            sizes.append(self.sizes[block] - len(dead))
+        out = []
+        kept = set()
+        for group in normal_groups(zip((table.block_is_dataflow[b] for b in scope), sizes)):
+            kept.update(group)
+            if len(group) > 1:
+                out.append((group[0], self._merged([scope[k] for k in group], [replaced[k] for k in group])))
+                out += [(k, []) for k in group[1:]]
+            elif replaced[group[0]]:
+                block, new = scope[group[0]], replaced[group[0]]
                 positions = sorted(new)
-                out.append((k, _ffi_writer.block_spliced(keep, self.refs[block], positions,
-                                                          [[new[p]] for p in positions], table.block_is_dataflow[block])))
+                out.append((group[0], _ffi_writer.block_spliced(keep, self.refs[block], positions,
+                                                                [new[p] for p in positions],
+                                                                table.block_is_dataflow[block])))
+        out += [(k, []) for k in range(len(scope)) if k not in kept]
+        out.sort(key=lambda change: change[0])
         return out
+
+    def _merged(self, blocks: list, replaced: list) -> int:
+        """The address of one new block (of the kind of ``blocks``) of the bindings of
+        ``blocks`` in order, each block's ``replaced`` positions replaced (through TVM's
+        Python API: blocks merge only where the pass emptied one, or the input was not
+        normal)."""
+        object_at = _ffi_writer.object_at
+        bindings = []
+        for block, new in zip(blocks, replaced):
+            for pos, binding in enumerate(object_at(self.refs[block])):
+                if pos in new:
+                    bindings += [object_at(address) for address in new[pos]]
+                else:
+                    bindings.append(binding)
+        rx = self.api.rx_ffi
+        make = rx.DataflowBlock if self.table.block_is_dataflow[blocks[0]] else rx.BindingBlock
+        return self.keep.hold(make(bindings, None))
 
 
 def _module(api, layout, keep, tvm_mod, entries, new_funcs, copies, external, prims):

@@ -121,6 +121,20 @@ _PARAMS = "function-params"
 _BUILTIN_ALLOC = get_op("relax.builtin.alloc_tensor")
 
 
+def memcore_op(op):
+    """memcore's :class:`~memcore_py.ir.op.Op` for TVM's ``tvm.ir.Op`` ``op``: the registered op
+    of its name, else an opaque op as pure as TVM's ``FPurity`` says; None when an op memcore
+    does not model declares no purity (TVM requires every Relax op called to declare it)."""
+    name = str(op.name)
+    if is_registered(name):
+        return get_op(name)
+    try:
+        pure = op.get_attr("FPurity")
+    except Exception:  # noqa: BLE001 - TVM raises when no op declares the attribute
+        pure = None
+    return opaque_op(name, pure=pure) if type(pure) is bool else None
+
+
 class _Shared:
     """Memo tables shared by every conversion, so that a small module does not pay for
     reading TVM's ops, dtypes and integers through the Python API each time: dtype by
@@ -463,21 +477,12 @@ class _Reader:
         h = op.__chandle__()
         r = self.ops.get(h)
         if r is None:
-            name = str(op.name)
-            r = self.ops[h] = get_op(name) if is_registered(name) else opaque_op(name, pure=self.purity(op, name))
+            r = memcore_op(op)
+            if r is None:
+                self.fail(f"operator {str(op.name)!r} without a declared purity (FPurity)")
+            self.ops[h] = r
             self.keep.append(op)
         return r
-
-    def purity(self, op, name: str) -> bool:
-        """TVM's ``FPurity`` of the op ``op`` memcore does not model (TVM requires every Relax
-        op called to declare it)."""
-        try:
-            pure = op.get_attr("FPurity")
-        except Exception:  # noqa: BLE001 - TVM raises when no op declares the attribute
-            pure = None
-        if type(pure) is not bool:
-            self.fail(f"operator {name!r} without a declared purity (FPurity)")
-        return pure
 
     def call(self, c):
         api = self.api

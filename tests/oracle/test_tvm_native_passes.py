@@ -354,23 +354,39 @@ def _attach_extracted(m):
 
 def test_attach_attr_on_tvm_objects_equals_tvm_on_random_programs():
     """AttachAttrLayoutFreeBuffers on TVM's objects (no conversion) gives TVM's module on 150
-    random programs once TVM's DeadCodeElimination has removed their dead bindings (with dead
-    bindings the native pass takes the full conversion, tested above): which call site gets
-    which copy, the copies' names in TVM's function order, copies shared with the module's
-    attributed functions, what DeadCodeElimination keeps. Then the pass again on its own
-    output (every PrimFunc attributed) gives TVM's second run."""
-    dce = relax.transform.DeadCodeElimination()
+    random programs, dead bindings and unreachable functions included (its DeadCodeElimination
+    stage drops them on TVM's objects too): which call site gets which copy, the copies' names
+    in TVM's function order, copies shared with the module's attributed functions, what
+    DeadCodeElimination keeps. Then the pass again on its own output (every PrimFunc
+    attributed) gives TVM's second run."""
+    n_dropped = 0
     for seed in range(150):
-        m = dce(tvm_from_source(random_layout_free_program(seed)))
+        m = tvm_from_source(random_layout_free_program(seed))
         got = _attach_extracted(m)
         assert got is not None, f"seed {seed}: the native pass declined"
         want = relax.transform.AttachAttrLayoutFreeBuffers()(m)
         _functions_equal(got, want)
         _functions_equal(mtvm.AttachAttrLayoutFreeBuffers(tvm_compat=True)(m), want)
+        n_dropped += _n_bindings(want) < _n_bindings(m)
         if seed % 5 == 0:
             again = _attach_extracted(got)
             assert again is not None
             _functions_equal(again, relax.transform.AttachAttrLayoutFreeBuffers()(want))
+    assert n_dropped > 50, f"only {n_dropped} of 150 programs had a binding for DeadCodeElimination to drop"
+
+
+def _n_bindings(mod) -> int:
+    """The bindings of a module's Relax functions, If branches included."""
+    def in_seq(seq):
+        n = 0
+        for block in seq.blocks:
+            for b in block.bindings:
+                n += 1
+                if isinstance(b.value, relax.If):
+                    n += in_seq(b.value.true_branch) + in_seq(b.value.false_branch)
+        return n
+
+    return sum(in_seq(f.body) for f in mod.functions.values() if isinstance(f, relax.Function))
 
 
 def test_attach_attr_on_tvm_objects_finds_equal_copies_by_hash_in_large_groups(monkeypatch):
@@ -444,6 +460,67 @@ def test_attach_attr_on_tvm_objects_rewrites_calls_in_if_branches():
     want = relax.transform.AttachAttrLayoutFreeBuffers()(m)
     tvm.ir.assert_structural_equal(got, want)
     assert sorted(gv.name_hint for gv in got.functions) == ["add1", "add2", "add3", "main", "mul1", "mul2"]
+    tvm.compile(got, target="llvm")
+
+
+_DEAD_IN_SCOPES = """
+# from tvm.script import ir as I
+# from tvm.script import relax as R
+# from tvm.script import tirx as T
+
+@I.ir_module
+class Module:
+{kernels}
+    @R.function(private=True, pure=False)
+    def side(y: R.Tensor((8, 8), "float32")) -> R.Tensor((8, 8), "float32"):
+        return y
+
+    @R.function(pure=False)
+    def main(c: R.Tensor((), "bool"), x: R.Tensor((8, 8), "float32"), w: R.Tensor((8, 8), "float32")) -> R.Tensor((8, 8), "float32"):
+        R.func_attr({{"num_input": 2}})
+        cls = Module
+        with R.dataflow():
+            y = R.call_tir(cls.add, (x, w), out_ty=R.Tensor((8, 8), "float32"))
+            R.output(y)
+        unused = R.call_tir(cls.mul, (x, w), out_ty=R.Tensor((8, 8), "float32"))
+        with R.dataflow():
+            y2 = R.call_tir(cls.mul, (y, x), out_ty=R.Tensor((8, 8), "float32"))
+            R.output(y2)
+        if c:
+            with R.dataflow():
+                dead = R.call_tir(cls.mul, (y2, w), out_ty=R.Tensor((8, 8), "float32"))
+                R.output(dead)
+            kept = R.call_tir(cls.add, (y2, w), out_ty=R.Tensor((8, 8), "float32"))
+            r = kept
+        else:
+            p = cls.side(y2)
+            q = R.call_tir(cls.add, (w, w), out_ty=R.Tensor((8, 8), "float32"))
+            r = y2
+        gone = R.add(r, r)
+        z = R.call_tir(cls.mul, (r, x), out_ty=R.Tensor((8, 8), "float32"))
+        return z
+"""
+
+
+def test_attach_attr_on_tvm_objects_drops_dead_bindings_and_normalizes_blocks():
+    """DeadCodeElimination's stage on TVM's objects: bindings nothing reads go, in the body and
+    in ``If`` branches (an impure call stays); a block they empty goes, and the two dataflow
+    blocks it separated become one, as TVM's normalizer leaves them; a copy only a dead
+    binding called is not in the module. The output equals TVM's, and compiles."""
+    text = _DEAD_IN_SCOPES.format(kernels="".join(_KERNEL.format(name=n, op=o) for n, o in (("add", "+"),
+                                                                                           ("mul", "*"))))
+    m = tvm_from_source(text)
+    got = _attach_extracted(m)
+    assert got is not None, "the native pass declined"
+    want = relax.transform.AttachAttrLayoutFreeBuffers()(m)
+    tvm.ir.assert_structural_equal(got, want)
+    body = got["main"].body
+    assert [type(b).__name__ for b in body.blocks] == ["DataflowBlock", "BindingBlock"]
+    assert [b.var.name for b in body.blocks[0].bindings] == ["y", "y2"]
+    then_branch, else_branch = body.blocks[1].bindings[0].value.true_branch, body.blocks[1].bindings[0].value.false_branch
+    assert [b.var.name for blk in then_branch.blocks for b in blk.bindings] == ["kept"]
+    assert [b.var.name for blk in else_branch.blocks for b in blk.bindings] == ["p"]
+    assert "gone" not in got["main"].script()
     tvm.compile(got, target="llvm")
 
 
