@@ -10,6 +10,7 @@ unchanged, live here:
 
 - :func:`is_flat` — the flatness test (:func:`memcore_py.transform.dead_code_elimination.is_flat`).
 - :func:`layout_free_positions` — AttachAttrLayoutFreeBuffers' positions rule (every path's).
+- :func:`call_tir_arguments` — the arguments of the call it rewrites (every path's).
 - :func:`attach_bindings` — AttachAttrLayoutFreeBuffers' rewrite of one block: a
   ``R.call_tir(gv, (args...))`` whose (callee, layout-free positions) already has its
   attributed copy is re-pointed here; anything else (a first copy to make, a MatchCast,
@@ -106,6 +107,16 @@ cpdef tuple layout_free_positions(fields, layout_free, is_constant=None):
     return tuple(out)
 
 
+cpdef tuple call_tir_arguments(copy, args, bint keep_tir_vars):
+    """The arguments of an ``R.call_tir`` AttachAttrLayoutFreeBuffers rewrites, every path's
+    (``args``: its arguments, a sequence of either object model): the attributed copy ``copy``
+    as the callee, the argument tuple, and the ``tir_vars`` argument unless ``keep_tir_vars``
+    is False (TVM drops it: DIFFERENCES.md)."""
+    if keep_tir_vars:
+        return (copy, args[1]) + tuple(args[2:])
+    return (copy, args[1])
+
+
 def attach_bindings(tuple bindings, call_tir, set layout_free, dict copies, bint keep_tir_vars, slow):
     """AttachAttrLayoutFreeBuffers' rewrite of one flat block (module docstring).
 
@@ -116,7 +127,7 @@ def attach_bindings(tuple bindings, call_tir, set layout_free, dict copies, bint
     """
     cdef list out = None
     cdef Py_ssize_t i, n = len(bindings)
-    cdef tuple args, rest
+    cdef tuple args
     for i in range(n):
         b = bindings[i]
         v = <object>get_slot(b, O_VALUE)
@@ -132,8 +143,7 @@ def attach_bindings(tuple bindings, call_tir, set layout_free, dict copies, bint
         if new_gv is None:
             out[i] = slow(b)
             continue
-        rest = args[2:] if keep_tir_vars else ()
         out[i] = binding_node(<object>get_slot(b, O_VAR),
-                              call_node(call_tir, (new_gv, args[1]) + rest, <object>get_slot(v, O_ATTRS),
+                              call_node(call_tir, call_tir_arguments(new_gv, args, keep_tir_vars), <object>get_slot(v, O_ATTRS),
                                         <tuple>get_slot(v, O_TY_ARGS), <object>get_slot(v, O_TY)))
     return out

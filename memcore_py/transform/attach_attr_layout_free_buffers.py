@@ -74,8 +74,8 @@ from ._prim_func_registry import PrimFuncRegistry
 from .dead_code_elimination import DeadCodeElimination, is_flat
 from .pass_infra import ModulePass, PassContext, Sequential
 
-__all__ = ["AttachAttrLayoutFreeBuffers", "attach_attr_layout_free_buffers", "layout_free_positions", "num_input_of",
-           "LAYOUT_FREE_ATTR"]
+__all__ = ["AttachAttrLayoutFreeBuffers", "attach_attr_layout_free_buffers", "layout_free_positions",
+           "call_tir_arguments", "num_input_of", "LAYOUT_FREE_ATTR"]
 
 _CALL_TIR = get_op("relax.call_tir")
 _ATTR = "layout_free_buffers"
@@ -117,6 +117,14 @@ def layout_free_positions(fields, layout_free, is_constant=None) -> tuple:
     for another object model): the rule, compiled once
     (``memcore_py/transform/_flat_walks.pyx``) for every path of the pass."""
     return load_compiled("memcore_py.transform._flat_walks").layout_free_positions(fields, layout_free, is_constant)
+
+
+def call_tir_arguments(copy, args, keep_tir_vars: bool) -> tuple:
+    """The arguments of an ``R.call_tir`` the pass rewrites (``args`` its arguments, of either
+    object model): the attributed copy ``copy`` as the callee, the argument tuple, and the
+    ``tir_vars`` argument unless ``keep_tir_vars`` is False (TVM drops it: DIFFERENCES.md). The
+    rule, compiled once (``memcore_py/transform/_flat_walks.pyx``) for every path of the pass."""
+    return load_compiled("memcore_py.transform._flat_walks").call_tir_arguments(copy, args, keep_tir_vars)
 
 
 class _Attacher(BindingTrackingMutator):
@@ -223,8 +231,7 @@ class _Attacher(BindingTrackingMutator):
             attrs[_ATTR] = positions
             copy = with_attrs(func, attrs)
             new_gv = self.copies[key] = self.registry.add(copy, gv.name)
-        rest = args[2:] if self.keep_tir_vars else ()
-        return new_call(_CALL_TIR, (new_gv, tup) + rest, new.attrs, new.ty_args, new.ty)
+        return new_call(_CALL_TIR, call_tir_arguments(new_gv, args, self.keep_tir_vars), new.attrs, new.ty_args, new.ty)
 
 
 def attach_attr_layout_free_buffers(mod: IRModule, *, tvm_compat: bool = False) -> IRModule:

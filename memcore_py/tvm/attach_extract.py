@@ -57,7 +57,9 @@ from ..errors import MemcoreError
 from ..ir.expr import ExternFunc
 from ..ir.functor import blocks_are_normal, normal_groups
 from ..transform._prim_func_registry import GlobalNames
-from ..transform.attach_attr_layout_free_buffers import LAYOUT_FREE_ATTR, layout_free_positions, num_input_of
+from ..transform.attach_attr_layout_free_buffers import (
+    LAYOUT_FREE_ATTR, call_tir_arguments, layout_free_positions, num_input_of,
+)
 from ..transform.dead_code_elimination import (
     has_external_linkage, is_impure_callee, module_function_is_impure, reachable_names,
 )
@@ -252,7 +254,7 @@ def attach_attr_extracted(api, tvm_mod, keep_tir_vars: bool = True):
             if call.tuple_fields is None or callee not in prims:
                 return None  # malformed: the pure pass reports it
             positions = layout_free_positions(call.tuple_fields, weights, frozenset(call.constant_fields).__contains__)
-            new_args = [copies.gvar(callee, positions), args[1]] + (args[2:] if keep_tir_vars else [])
+            new_args = list(call_tir_arguments(copies.gvar(callee, positions), args, keep_tir_vars))
             function_edits.setdefault(block, {})[pos] = _ffi_writer.binding_with_call_args(layout, keep, call.binding,
                                                                                          new_args)
     new_funcs = {}
