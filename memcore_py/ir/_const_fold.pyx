@@ -13,11 +13,16 @@ once, as a plan over the factors' positions: the product is its *head* (a folded
 or one factor) times the *tail* factors, multiplied left to right. Each writer builds the
 expression from the plan with its own constructors and its own factor objects, so the
 factors stay the objects they were.
+
+The bytes of one element of a dtype, the constant a storage's product starts from (TVM
+``DataType::StorageBytes``), are :func:`storage_bytes` (``cdef inline`` in the ``.pxd``, for the
+compiled readers of TVM's dtypes) and :func:`element_storage_bytes` (its Python entry, for
+:func:`memcore_py.ir.types.dtype_bytes`).
 """
 from libc.stdint cimport INT64_MAX, INT64_MIN, int64_t, uint8_t
 from libcpp.vector cimport vector
 
-__all__ = ["product_fold_plan"]
+__all__ = ["product_fold_plan", "element_storage_bytes"]
 
 
 cdef inline bint mul_overflows(int64_t a, int64_t b) noexcept nogil:
@@ -113,3 +118,9 @@ def product_fold_plan(int64_t start, list factors):
                             "exceeds int64")
     head = (head_dim,) if head_dim >= 0 else <object>head_value
     return head, [tail[i] for i in range(nt)]
+
+
+def element_storage_bytes(int64_t bits, int64_t lanes):
+    """Bytes per element of a dtype of ``bits`` bits and ``lanes`` lanes (``storage_bytes``,
+    module docstring); the caller has checked the dtype."""
+    return storage_bytes(bits, lanes)

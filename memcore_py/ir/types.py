@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 
+from .._compiled import load_compiled
 from ..errors import IRError
 from .prim import INT64_MAX, IntImm, PrimExpr, as_prim, prim_equal, prove_equal, substitute
 
@@ -118,9 +119,10 @@ def check_dtype(dtype: str) -> str:
 
 def dtype_bytes(dtype: str) -> int:
     """Storage bytes per element: ``ceil(bits * lanes / 8)`` (TVM ``StorageBytes``; bool -> 1,
-    void -> 0)."""
+    void -> 0), the rule of ``memcore_py/ir/_const_fold.pxd`` (``storage_bytes``), which the
+    compiled readers of TVM's dtypes share."""
     bits, lanes = _bits_lanes(check_dtype(dtype))
-    return (bits * lanes + 7) // 8
+    return load_compiled("memcore_py.ir._const_fold").element_storage_bytes(bits, lanes)
 
 
 def tensor_size_problem(shape, dtype: str) -> str | None:

@@ -43,8 +43,9 @@ Rules and where each lives
   symbolic allocation to it (reading only that binding) but sizes constant shapes itself.
   The constant ``elem * prod(dims)`` of both is the fold kernel's (``ir/_const_fold.pyx``,
   ``product_fold``: :func:`~memcore_py.analysis.arith.tensor_bytes` and ``TVMSizer`` call it);
-  the element size of a dtype is still read once per object model (``element_bytes`` in
-  ``tvm/_ffi_reader.pxd``, ``dtype_bytes`` in ``ir/types.py``). The constant upper bound of a symbolic
+  so is the element size of a dtype (``storage_bytes`` in ``ir/_const_fold.pxd``, which
+  ``element_bytes`` in ``tvm/_ffi_reader.pxd`` and ``dtype_bytes`` in ``ir/types.py`` call on
+  a dtype each reads from its object model). The constant upper bound of a symbolic
   dim (TVM's ``ConstIntBound`` and ``ModularSet`` rules): once, the compiled kernel
   ``ir/_int_bound.pyx``, which :func:`~memcore_py.analysis.arith.upper_bound_dim` and
   ``TVMSizer`` both call (each encoding the dim from its own object model).

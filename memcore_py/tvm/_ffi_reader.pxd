@@ -8,6 +8,7 @@ cimport cython
 from libc.stdint cimport int32_t, int64_t, uint32_t
 from libcpp.vector cimport vector
 
+from memcore_py.ir._const_fold cimport storage_bytes
 from memcore_py.tvm._ffi_abi cimport K_INT, any_obj, any_type, obj_field, obj_type
 
 
@@ -94,20 +95,23 @@ cdef inline int64_t packed_dtype(const char* p) noexcept:
 
 
 cdef inline int64_t element_bytes(int64_t packed) noexcept:
-    """Bytes per element (TVM ``StorageBytes``) of a dtype the compiled walks size themselves
-    (int, uint or float of 8 to 64 bits, bfloat16, bool; one lane), or -1."""
+    """Bytes per element (``storage_bytes``, ``memcore_py/ir/_const_fold.pxd``) of a dtype the
+    compiled walks size themselves (int, uint or float of 8 to 64 bits, bfloat16, bool; one
+    lane), or -1."""
     cdef int64_t code = packed & 0xFF, bits = (packed >> 8) & 0xFF, lanes = packed >> 16
     if lanes != 1:
         return -1
     if code == DL_BOOL:
-        return 1 if bits == 8 else -1
-    if code == DL_BFLOAT:
-        return 2 if bits == 16 else -1
-    if code != DL_INT and code != DL_UINT and code != DL_FLOAT:
+        if bits != 8:
+            return -1
+    elif code == DL_BFLOAT:
+        if bits != 16:
+            return -1
+    elif code != DL_INT and code != DL_UINT and code != DL_FLOAT:
         return -1
-    if bits != 8 and bits != 16 and bits != 32 and bits != 64:
+    elif bits != 8 and bits != 16 and bits != 32 and bits != 64:
         return -1
-    return bits // 8
+    return storage_bytes(bits, lanes)
 
 
 cdef inline int64_t const_dim(Layout L, const char* any) noexcept:
