@@ -536,3 +536,72 @@ def test_unseen_native(benchmark, unseen_models, name, pass_name):
     tvm_seconds = _best(lambda: theirs(x), rounds)
     benchmark.pedantic(ours, args=(x,), rounds=rounds, iterations=1, warmup_rounds=0)
     _record_speedup(benchmark, extra, tvm_seconds)
+
+
+# ------------------------------------------------------------------------------ dead bindings
+#: AttachAttrLayoutFreeBuffers' second stage (DeadCodeElimination) on TVM's objects: modules
+#: with bindings nothing reads, as a user's module before DeadCodeElimination has run. A chain
+#: of ``call_tir`` with every 10th result unused (``bench_attach_attr_layout_free_buffers``'s
+#: ``tvm_call_tir_chain``, normalized), and 60 random programs (``random_layout_free_program``: several
+#: functions, dataflow and plain blocks, dead results, unreachable helpers) timed as one.
+DEAD_CHAINS = (3_000,)
+DEAD_SMOKE_CHAIN = 300
+
+
+def _dead_binding_input(name: str, smoke: bool):
+    """The TVM module(s) of a dead-binding workload: a list of modules."""
+    if name == "random_programs":
+        from memcore_py.testing.layout_free_programs import random_layout_free_program
+
+        return [tvm_from_source(random_layout_free_program(seed)) for seed in range(10 if smoke else 60)]
+    from bench_attach_attr_layout_free_buffers import tvm_call_tir_chain
+    from tvm import relax
+
+    # normalized (typed) as a module built by TVM's BlockBuilder or parser is
+    return [relax.transform.Normalize()(tvm_call_tir_chain(DEAD_SMOKE_CHAIN if smoke else int(name.split("_")[1])))]
+
+
+def _same_functions(got, want) -> bool:
+    """The two modules define the same names, each function structurally equal (GlobalVars
+    free: TVM shares variables between the copies of one function across functions)."""
+    if sorted(g.name_hint for g in got.functions) != sorted(g.name_hint for g in want.functions):
+        return False
+    try:
+        for g in want.functions:
+            tvm.ir.assert_structural_equal(got[g.name_hint], want[g.name_hint], map_free_vars=True)
+    except ValueError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("name", ["random_programs"] + [f"chain_{n}" for n in DEAD_CHAINS])
+def test_native_attach_attr_with_dead_bindings(benchmark, name):
+    """memcore's native AttachAttrLayoutFreeBuffers (TVM-exact variant) against TVM's on
+    modules with dead bindings, same run: ``speedup_vs_tvm``, ``equal_to_tvm``, ``path``
+    (on TVM's objects, or the full conversion for how many of the modules)."""
+    import memcore_py.tvm as mtvm
+    from memcore_py.tvm._api import tvm_api
+    from memcore_py.tvm.attach_extract import attach_attr_extracted
+    from tvm import relax
+
+    mods = _dead_binding_input(name, benchmark.disabled)
+    ours, theirs = mtvm.AttachAttrLayoutFreeBuffers(tvm_compat=True), relax.transform.AttachAttrLayoutFreeBuffers()
+    wants = [theirs(m) for m in mods]
+    gots = [ours(m) for m in mods]
+    equal = all(_same_functions(got, want) for got, want in zip(gots, wants))
+    assert equal, f"{name}: the native pass's output differs from TVM's"
+    declined = sum(attach_attr_extracted(tvm_api(), m, keep_tir_vars=False) is None for m in mods)
+    removed = sum(_unseen_bindings(m) - _unseen_bindings(w) for m, w in zip(mods, wants))
+    extra = dict(n_modules=len(mods), n_bindings=sum(_unseen_bindings(m) for m in mods), bindings_removed=removed,
+                 equal_to_tvm=equal, path=f"native on {len(mods) - declined}, full conversion on {declined}")
+    benchmark.group = f"tvm-bridge:attach-dead-bindings:{name}"
+    benchmark.extra_info.update(extra)
+
+    def run(p):
+        for m in mods:
+            p(m)
+
+    rounds = 1 if benchmark.disabled else 10
+    tvm_seconds = _best(lambda: run(theirs), rounds)
+    benchmark.pedantic(run, args=(ours,), rounds=rounds, iterations=1, warmup_rounds=0)
+    _record_speedup(benchmark, extra, tvm_seconds)

@@ -938,7 +938,8 @@ def module_with_functions(Layout L, Keep K, size_t mod, list pairs):
 def binding_with_call_args(Layout L, Keep K, size_t binding, list args):
     """The address (owned by ``K``) of a new ``VarBinding`` of the variable of the one at
     ``binding`` (a ``VarBinding`` of a call) to a new call: the old call's type, callee,
-    attributes and type arguments, with the arguments at the addresses ``args``.
+    attributes and type arguments, with the arguments at the addresses ``args``. 0 when the
+    old call has no type (not normalized: the caller's portable path infers it).
 
     Raises
     ------
@@ -954,10 +955,13 @@ def binding_with_call_args(Layout L, Keep K, size_t binding, list args):
     v = obj_field(b, L.o_b_value)
     if v == NULL or obj_type(v) != L.t_call:
         raise ValueError("binding_with_call_args: the binding's value is not a call")
+    cdef const char* ty = obj_field(v, L.o_expr_ty)
+    if ty == NULL or obj_type(ty) == L.t_type_missing:
+        return 0
     for x in args:
         set_obj(&a, as_handle(x))
         items.push_back(a)
-    cdef void* call = new_call(K, <void*>obj_field(v, L.o_expr_ty), <void*>obj_field(v, L.o_call_op), items.data(),
+    cdef void* call = new_call(K, <void*>ty, <void*>obj_field(v, L.o_call_op), items.data(),
                                <int64_t>items.size(), <void*>obj_field(v, L.o_call_attrs),
                                <void*>obj_field(v, L.o_call_ty_args))
     return <size_t>new_binding(K, obj_field(b, L.o_b_var), call)

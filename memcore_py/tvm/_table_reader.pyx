@@ -50,10 +50,11 @@ cdef class FunctionRead:
     cdef readonly Py_ssize_t scope      # the body's scope id in the table
     cdef readonly Py_ssize_t first_block  # the table's block id of the function's first block
     cdef readonly size_t ty             # address of the body's type (its result's when the body is untyped)
+    cdef readonly bint typed            # the body has a type (normalized)
 
     def __repr__(self):
         return (f"FunctionRead(seq={self.seq:#x}, blocks={self.blocks:#x}, scope={self.scope}, "
-                f"first_block={self.first_block}, ty={self.ty:#x})")
+                f"first_block={self.first_block}, ty={self.ty:#x}, typed={self.typed})")
 
 
 cdef inline int type_code(Layout L, const char* ty) noexcept:
@@ -180,6 +181,7 @@ cdef class TVMReader:
         out.scope = sid
         out.first_block = first_block
         out.ty = <size_t>ty
+        out.typed = not untyped
         return out
 
     cdef bint read_seq(self, const char* seq, Py_ssize_t sid) except -1:

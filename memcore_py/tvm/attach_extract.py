@@ -46,8 +46,8 @@ module's order:
 The full conversion runs instead (:func:`attach_attr_extracted` returns None) when the table
 reader declines a function, when a ``call_tir`` is not a binding (nested, matched, a result)
 or is malformed (the pure pass reports it), when ``num_input`` is not an int or an attribute
-is not read, when an ``If`` to rebuild is bound by a ``MatchCast``, when a callee's purity is
-not known (an op memcore does not model that declares no ``FPurity``), or when
+is not read, when an ``If`` to rebuild is bound by a ``MatchCast``, when a function body or a
+rewritten call has no type (not normalized), when a callee's purity is not known (an op memcore does not model that declares no ``FPurity``), or when
 :func:`~._extraction.module_entries` declines.
 """
 from __future__ import annotations
@@ -221,8 +221,8 @@ def attach_attr_extracted(api, tvm_mod, keep_tir_vars: bool = True):
         table = binding_table.BindingTable()  # one per function: its questions are the function's
         reader = _table_reader.TVMReader(table, layout, known, extern_flags)
         got = reader.read_function(f_addr, name)
-        if got is None:
-            return None
+        if got is None or not got.typed:
+            return None  # not normalized: the portable path infers the types
         dead = ()
         if table.unread_bindings():  # DeadCodeElimination may remove bindings (none unread: none removed)
             impure = purity.impure_flags(reader.callee_addresses())
@@ -255,8 +255,10 @@ def attach_attr_extracted(api, tvm_mod, keep_tir_vars: bool = True):
                 return None  # malformed: the pure pass reports it
             positions = layout_free_positions(call.tuple_fields, weights, frozenset(call.constant_fields).__contains__)
             new_args = list(call_tir_arguments(copies.gvar(callee, positions), args, keep_tir_vars))
-            function_edits.setdefault(block, {})[pos] = _ffi_writer.binding_with_call_args(layout, keep, call.binding,
-                                                                                         new_args)
+            h = _ffi_writer.binding_with_call_args(layout, keep, call.binding, new_args)
+            if not h:
+                return None  # an untyped call: the portable path infers its type
+            function_edits.setdefault(block, {})[pos] = h
     new_funcs = {}
     for f_addr, blocks_addr, sid, table, dead in read:
         if edits[f_addr] or dead or not _normal_blocks(table):

@@ -524,6 +524,32 @@ def test_attach_attr_on_tvm_objects_drops_dead_bindings_and_normalizes_blocks():
     tvm.compile(got, target="llvm")
 
 
+def test_attach_attr_on_a_module_not_normalized_equals_tvm():
+    """A module built with TVM's node constructors and not normalized (its calls and body
+    untyped, one binding dead): TVM's pass types what it rebuilds, so memcore's output must
+    be typed as TVM's, not carry the old calls' missing types (the native pass leaves such
+    a function to the portable path, which infers them)."""
+    text = _DEAD_IN_SCOPES.format(kernels="".join(_KERNEL.format(name=n, op=o) for n, o in (("add", "+"),
+                                                                                           ("mul", "*"))))
+    template = tvm_from_source(text)
+    main = template["main"]
+    c, x, w = main.params
+    add, mul = template.get_global_var("add"), template.get_global_var("mul")
+    proto = main.body.blocks[0].bindings[0].value  # y = R.call_tir(cls.add, (x, w), ...)
+    y = relax.Var("y", proto.ty)  # the dataflow block's output
+    dead = relax.DataflowVar("dead", proto.ty)
+    z = relax.Var("z", proto.ty)
+    bindings = [relax.VarBinding(y, relax.Call(proto.op, [add, relax.Tuple([x, w])], proto.attrs, proto.ty_args)),
+                relax.VarBinding(dead, relax.Call(proto.op, [mul, relax.Tuple([y, w])], proto.attrs, proto.ty_args)),
+                relax.VarBinding(z, relax.Call(proto.op, [mul, relax.Tuple([y, x])], proto.attrs, proto.ty_args))]
+    body = relax.SeqExpr([relax.DataflowBlock(bindings[:2]), relax.BindingBlock(bindings[2:])], z)
+    funcs = {g: f for g, f in template.functions.items() if g.name_hint not in ("main", "side")}
+    funcs[template.get_global_var("main")] = relax.Function(main.params, body, main.ret_ty, main.is_pure, main.attrs)
+    m = tvm.IRModule(funcs)
+    assert bindings[0].value.ty is None or bindings[0].value.ty.is_missing()
+    _functions_equal(mtvm.AttachAttrLayoutFreeBuffers(tvm_compat=True)(m), relax.transform.AttachAttrLayoutFreeBuffers()(m))
+
+
 def test_module_functions_read_in_tvms_iteration_order():
     """The compiled reader lists a module's functions in the order TVM iterates them (the
     order TVM's passes visit and name in), for the small and the dense map layouts."""
