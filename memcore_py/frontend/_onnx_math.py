@@ -17,7 +17,7 @@ TVM 0.27's ONNX frontend builds for that op, in the same order:
 - ``Gemm`` -> ``permute_dims`` / ``matmul`` / ``add`` (with ``alpha``/``beta`` scaling),
   ``Conv`` -> ``conv1d/2d/3d`` plus a reshaped bias ``add``, pools, ``BatchNormalization``,
   ``LayerNormalization``, ``Softmax`` (opset >= 13), ``Gelu``, reductions;
-- issue 28 added TVM's remaining cheap conversions: trigonometric/hyperbolic, ``Round``,
+- TVM's remaining cheap conversions: trigonometric/hyperbolic, ``Round``,
   ``IsInf``/``IsNaN``, ``Mod``/``Xor``/``Bitwise*``/``BitShift``,
   ``Softsign``/``ThresholdedRelu``/``Mish``/``Shrink``, ``MatMulInteger``, ``ConvTranspose``
   (1-D, 2-D), ``LpPool``/``GlobalLpPool``/``GlobalMaxPool``/``MaxUnpool``,
