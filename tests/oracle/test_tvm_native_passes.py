@@ -497,6 +497,7 @@ class Module:
             q = R.call_tir(cls.add, (w, w), out_ty=R.Tensor((8, 8), "float32"))
             r = y2
         gone = R.add(r, r)
+        packed = R.call_packed("memcore_test_packed", r, sinfo_args=R.Tensor((8, 8), "float32"))
         z = R.call_tir(cls.mul, (r, x), out_ty=R.Tensor((8, 8), "float32"))
         return z
 """
@@ -504,7 +505,7 @@ class Module:
 
 def test_attach_attr_on_tvm_objects_drops_dead_bindings_and_normalizes_blocks():
     """DeadCodeElimination's stage on TVM's objects: bindings nothing reads go, in the body and
-    in ``If`` branches (an impure call stays); a block they empty goes, and the two dataflow
+    in ``If`` branches (an impure call stays: of an impure function, a packed function); a block they empty goes, and the two dataflow
     blocks it separated become one, as TVM's normalizer leaves them; a copy only a dead
     binding called is not in the module. The output equals TVM's, and compiles."""
     text = _DEAD_IN_SCOPES.format(kernels="".join(_KERNEL.format(name=n, op=o) for n, o in (("add", "+"),
@@ -520,7 +521,8 @@ def test_attach_attr_on_tvm_objects_drops_dead_bindings_and_normalizes_blocks():
     then_branch, else_branch = body.blocks[1].bindings[0].value.true_branch, body.blocks[1].bindings[0].value.false_branch
     assert [b.var.name for blk in then_branch.blocks for b in blk.bindings] == ["kept"]
     assert [b.var.name for blk in else_branch.blocks for b in blk.bindings] == ["p"]
-    assert "gone" not in got["main"].script()
+    script = got["main"].script()
+    assert "gone" not in script and 'R.call_packed("memcore_test_packed"' in script  # a packed call is impure: kept
     tvm.compile(got, target="llvm")
 
 
