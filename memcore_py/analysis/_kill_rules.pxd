@@ -35,6 +35,12 @@ cpdef int memcore_type_code(object ty) noexcept
     # The TY_* code of a memcore type (the reader of memcore's IR; None: untyped).
 
 
+cdef inline int tuple_type_code(Py_ssize_t n_fields) noexcept nogil:
+    """The ``TY_*`` code of a tuple type of ``n_fields`` fields, for every reader: ``R.Tuple()``
+    is a unit (no VM register: never killed, ``kill_kind_of``), any other tuple an object."""
+    return TY_TUPLE if n_fields > 0 else TY_UNIT
+
+
 cdef inline signed char kill_kind_of(int definition, int ty) noexcept nogil:
     """The kill a variable gets after its last use (TVM ``CollectLastUsage``): a storage
     object ``kill_storage``; no kill for what holds no VM register (a constant, a null value,

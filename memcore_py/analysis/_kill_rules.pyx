@@ -77,7 +77,7 @@ cpdef int memcore_type_code(ty) noexcept:
     if cls is TENSOR_TYPE:
         return TY_TENSOR
     if cls is TUPLE_TYPE:
-        return TY_TUPLE if (<object>ty).fields else TY_UNIT
+        return tuple_type_code(len((<object>ty).fields))
     if cls is SHAPE_TYPE:
         return TY_SHAPE
     if cls is PRIM_TYPE:

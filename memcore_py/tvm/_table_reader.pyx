@@ -31,7 +31,7 @@ from memcore_py.analysis._binding_table cimport (
     BindingTable, CF_ALLOCATES, I_BINDING, I_MATCH_CAST, I_RESULT, LEAF_CONST, LEAF_PLAIN, PointerIds, X_CALL,
     X_GET_ITEM, X_IF, X_LEAF, X_TUPLE,
 )
-from memcore_py.analysis._kill_rules cimport TY_FUNC, TY_OBJECT, TY_PRIM, TY_SHAPE, TY_TENSOR, TY_TUPLE, TY_UNIT
+from memcore_py.analysis._kill_rules cimport TY_FUNC, TY_OBJECT, TY_PRIM, TY_SHAPE, TY_TENSOR, tuple_type_code
 from memcore_py.tvm._ffi_abi cimport (
     FFIAny, K_ARRAY, K_DATATYPE, K_OBJECT_BEGIN, any_obj, any_type, array_data, array_size, obj_field, obj_type,
 )
@@ -69,7 +69,7 @@ cdef inline int type_code(Layout L, const char* ty) noexcept:
     if t == L.t_any_type:
         return TY_OBJECT
     if t == L.t_tuple_type:
-        return TY_TUPLE if array_size(obj_field(ty, L.o_tuple_fields)) > 0 else TY_UNIT
+        return tuple_type_code(array_size(obj_field(ty, L.o_tuple_fields)))
     if t == L.t_func_type:
         return TY_FUNC
     if t == L.t_shape_type:
