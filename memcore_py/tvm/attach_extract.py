@@ -47,7 +47,8 @@ The full conversion runs instead (:func:`attach_attr_extracted` returns None) wh
 reader declines a function, when a ``call_tir`` is not a binding (nested, matched, a result)
 or is malformed (the pure pass reports it), when ``num_input`` is not an int or an attribute
 is not read, when an ``If`` to rebuild is bound by a ``MatchCast``, when a function body or a
-rewritten call has no type (not normalized), when a callee's purity is not known (an op memcore does not model that declares no ``FPurity``), or when
+rewritten call has no type (not normalized), when a callee's purity is not known (an op
+memcore does not model that declares no ``FPurity``), or when
 :func:`~._extraction.module_entries` declines.
 """
 from __future__ import annotations
