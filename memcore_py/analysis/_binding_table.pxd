@@ -52,12 +52,36 @@ cdef class PointerIds:
 
     cdef void resize(self, size_t cap) noexcept
     cdef void clear(self, size_t expected) noexcept
-    cdef size_t slot(self, size_t key) noexcept
-    cdef int64_t get(self, size_t key) noexcept
-    cdef int64_t add(self, size_t key) except -1
     cdef void grow(self) noexcept
 
+    # the lookups, inline: every reader's variable and callee goes through them
+    cdef inline size_t slot(self, size_t key) noexcept:
+        """The slot of ``key``, or the empty slot where it would go."""
+        cdef size_t i = ((key >> 4) * <size_t>0x9E3779B97F4A7C15ULL) >> self.shift
+        while self.keys[i] != 0 and self.keys[i] != key:
+            i = (i + 1) & self.mask
+        return i
 
+    cdef inline int64_t get(self, size_t key) noexcept:
+        """The id of ``key``, or -1."""
+        cdef size_t i = self.slot(key)
+        return self.vals[i] if self.keys[i] == key else -1
+
+    cdef inline int64_t add(self, size_t key) except -1:
+        """The id of ``key``, a new one (``n`` before the call) if it had none."""
+        cdef size_t i = self.slot(key)
+        if self.keys[i] == key:
+            return self.vals[i]
+        if 2 * (<size_t>self.n + 1) > self.mask:
+            self.grow()
+            i = self.slot(key)
+        self.keys[i] = key
+        self.vals[i] = self.n
+        self.n += 1
+        return self.n - 1
+
+
+@cython.final
 cdef class BindingTable:
     # ---- expressions: every value and everything nested in it, in reading order
     cdef vector[int8_t] x_kind      # ExprKind
@@ -106,17 +130,68 @@ cdef class BindingTable:
     cdef vector[size_t] v_ref       # var id -> the variable object's address (borrowed)
     cdef vector[int64_t] pending    # children read so far of the tuples and calls being read (a stack)
 
-    cdef int64_t add_expr(self, int8_t kind, int64_t a, int64_t b, int64_t c) except -1
-    cdef int64_t add_parent(self, int8_t kind, int64_t a, size_t start) except -1
     cdef int begin_function(self, str name, size_t expected_vars) except -1
     cdef void reserve(self, size_t n) noexcept
     cdef int end_function(self, error) except -1
-    cdef int64_t var_id(self, size_t key) except -1
-    cdef int64_t var_expr(self, size_t key) except -1
     cdef Py_ssize_t new_scope(self, Py_ssize_t parent, anchor) except -1
     cdef Py_ssize_t new_block(self, Py_ssize_t sid, bint dataflow, bindings, size_t ref) except -1
-    cdef int64_t add_item(self, int8_t kind, int64_t var, int64_t value, int64_t block, int64_t pos,
-                          int64_t outer, size_t ref, int64_t scope) except -1
+
+    # the records a reader appends per binding and expression, inline (compiled into each reader)
+    cdef inline int64_t add_expr(self, int8_t kind, int64_t a, int64_t b, int64_t c) except -1:
+        """Append an expression without children; returns its id."""
+        cdef int64_t x = <int64_t>self.x_kind.size()
+        self.x_kind.push_back(kind)
+        self.x_a.push_back(a)
+        self.x_b.push_back(b)
+        self.x_c.push_back(c)
+        self.x_first.push_back(<int64_t>self.x_child.size())
+        self.x_n.push_back(0)
+        return x
+
+    cdef inline int64_t add_parent(self, int8_t kind, int64_t a, size_t start) except -1:
+        """Append a tuple or call record whose children are ``pending[start:]`` (a reader
+        pushes each child's id there as it reads it; they are moved into ``x_child``
+        contiguously); returns its id."""
+        cdef int64_t x = self.add_expr(kind, a, -1, 0)
+        cdef size_t i
+        self.x_n[x] = <int64_t>(self.pending.size() - start)
+        for i in range(start, self.pending.size()):
+            self.x_child.push_back(self.pending[i])
+        self.pending.resize(start)
+        return x
+
+    cdef inline int64_t var_id(self, size_t key) except -1:
+        """The var id of the variable at address ``key`` in the function being read."""
+        cdef int64_t k = self.var_ids.add(key)
+        if k == <int64_t>self.var_x.size():
+            self.var_x.push_back(-1)
+            self.v_ty.push_back(-1)
+            self.v_dataflow.push_back(0)
+            self.v_ref.push_back(key)
+        return k
+
+    cdef inline int64_t var_expr(self, size_t key) except -1:
+        """The X_VAR expression of the variable at address ``key`` (one per variable)."""
+        cdef int64_t k = self.var_id(key)
+        cdef int64_t x = self.var_x[k]
+        if x < 0:
+            x = self.var_x[k] = self.add_expr(X_VAR, k, 0, 0)
+        return x
+
+    cdef inline int64_t add_item(self, int8_t kind, int64_t var, int64_t value, int64_t block, int64_t pos,
+                                 int64_t outer, size_t ref, int64_t scope) except -1:
+        """Append an item; returns its index."""
+        cdef int64_t i = <int64_t>self.i_kind.size()
+        self.i_kind.push_back(kind)
+        self.i_var.push_back(var)
+        self.i_value.push_back(value)
+        self.i_block.push_back(block)
+        self.i_pos.push_back(pos)
+        self.i_outer.push_back(outer)
+        self.i_ref.push_back(ref)
+        self.i_scope.push_back(scope)
+        self.i_same_type.push_back(0)
+        return i
 
 
 cdef inline void push_operands(BindingTable T, int64_t x, vector[int64_t]& stack) noexcept nogil:

@@ -31,7 +31,7 @@ of arrays of C integers:
 from libcpp.vector cimport vector
 
 from memcore_py.analysis._binding_table cimport (CF_ALLOCATES, CF_KILL, CF_NO_REGISTER, CF_SHARES, CF_STORAGE,
-                                                 CF_USES_ARGS, I_BINDING, I_RESULT, X_VAR)
+                                                 CF_USES_ARGS, I_BINDING, I_RESULT)
 
 
 cdef class PointerIds:
@@ -62,30 +62,6 @@ cdef class PointerIds:
             cap <<= 1
         self.resize(cap)
 
-    cdef size_t slot(self, size_t key) noexcept:
-        cdef size_t i = ((key >> 4) * <size_t>0x9E3779B97F4A7C15ULL) >> self.shift
-        while self.keys[i] != 0 and self.keys[i] != key:
-            i = (i + 1) & self.mask
-        return i
-
-    cdef int64_t get(self, size_t key) noexcept:
-        """The id of ``key``, or -1."""
-        cdef size_t i = self.slot(key)
-        return self.vals[i] if self.keys[i] == key else -1
-
-    cdef int64_t add(self, size_t key) except -1:
-        """The id of ``key``, a new one (``n`` before the call) if it had none."""
-        cdef size_t i = self.slot(key)
-        if self.keys[i] == key:
-            return self.vals[i]
-        if 2 * (<size_t>self.n + 1) > self.mask:
-            self.grow()
-            i = self.slot(key)
-        self.keys[i] = key
-        self.vals[i] = self.n
-        self.n += 1
-        return self.n - 1
-
     cdef void grow(self) noexcept:
         cdef vector[size_t] keys = self.keys
         cdef vector[int64_t] vals = self.vals
@@ -114,30 +90,6 @@ cdef class BindingTable:
         self.scope_anchor = []
         self.scope_blocks = []
         self.var_ids = PointerIds()
-
-    cdef int64_t add_expr(self, int8_t kind, int64_t a, int64_t b, int64_t c) except -1:
-        """Append an expression without children; returns its id."""
-        cdef int64_t x = <int64_t>self.x_kind.size()
-        self.x_kind.push_back(kind)
-        self.x_a.push_back(a)
-        self.x_b.push_back(b)
-        self.x_c.push_back(c)
-        self.x_first.push_back(<int64_t>self.x_child.size())
-        self.x_n.push_back(0)
-        return x
-
-    cdef int64_t add_parent(self, int8_t kind, int64_t a, size_t start) except -1:
-        """Append a tuple or call record whose children are ``pending[start:]`` (a reader
-        pushes each child's id there as it reads it; they are moved into ``x_child``
-        contiguously); returns its id."""
-        cdef int64_t x = self.add_expr(kind, a, -1, 0)
-        cdef size_t i
-        self.x_first[x] = <int64_t>self.x_child.size()
-        self.x_n[x] = <int64_t>(self.pending.size() - start)
-        for i in range(start, self.pending.size()):
-            self.x_child.push_back(self.pending[i])
-        self.pending.resize(start)
-        return x
 
     cdef int begin_function(self, str name, size_t expected_vars) except -1:
         """Start reading the next function (``expected_vars``: about how many variables)."""
@@ -190,24 +142,6 @@ cdef class BindingTable:
         self.errors.append(error)
         return 0
 
-    cdef int64_t var_id(self, size_t key) except -1:
-        """The var id of the variable at address ``key`` in the function being read."""
-        cdef int64_t k = self.var_ids.add(key)
-        if k == <int64_t>self.var_x.size():
-            self.var_x.push_back(-1)
-            self.v_ty.push_back(-1)
-            self.v_dataflow.push_back(0)
-            self.v_ref.push_back(key)
-        return k
-
-    cdef int64_t var_expr(self, size_t key) except -1:
-        """The X_VAR expression of the variable at address ``key`` (one per variable)."""
-        cdef int64_t k = self.var_id(key)
-        cdef int64_t x = self.var_x[k]
-        if x < 0:
-            x = self.var_x[k] = self.add_expr(X_VAR, k, 0, 0)
-        return x
-
     cdef Py_ssize_t new_scope(self, Py_ssize_t parent, anchor) except -1:
         """A new scope (a function body, or an If branch anchored at ``(block, If binding,
         position)``); returns its id."""
@@ -229,21 +163,6 @@ cdef class BindingTable:
         self.block_bindings.append(bindings)
         self.b_ref.push_back(ref)
         return bid
-
-    cdef int64_t add_item(self, int8_t kind, int64_t var, int64_t value, int64_t block, int64_t pos,
-                          int64_t outer, size_t ref, int64_t scope) except -1:
-        """Append an item; returns its index."""
-        cdef int64_t i = <int64_t>self.i_kind.size()
-        self.i_kind.push_back(kind)
-        self.i_var.push_back(var)
-        self.i_value.push_back(value)
-        self.i_block.push_back(block)
-        self.i_pos.push_back(pos)
-        self.i_outer.push_back(outer)
-        self.i_ref.push_back(ref)
-        self.i_scope.push_back(scope)
-        self.i_same_type.push_back(0)
-        return i
 
     @property
     def n_items(self):

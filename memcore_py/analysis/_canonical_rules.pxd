@@ -30,5 +30,6 @@ cdef class CanonicalPlan:
 
 
 
-cdef CanonicalPlan canonical_plan_of(BindingTable T, Py_ssize_t k)
-    # The plan of the k-th function of T (k checked by the caller).
+cdef CanonicalPlan canonical_plan_of(BindingTable T, Py_ssize_t k, bint facts=*)
+    # The plan of the k-th function of T (k checked by the caller); facts=False leaves out
+    # rule 4 (v_in_dataflow and v_outside left empty), for a caller that reads rules 1-3 only.

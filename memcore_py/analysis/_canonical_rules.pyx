@@ -139,7 +139,7 @@ cdef int64_t repack_source(BindingTable T, vector[int64_t]& known, int64_t x, in
     return earlier
 
 
-cdef CanonicalPlan canonical_plan_of(BindingTable T, Py_ssize_t k):
+cdef CanonicalPlan canonical_plan_of(BindingTable T, Py_ssize_t k, bint facts=True):
     cdef CanonicalPlan P = CanonicalPlan()
     cdef int64_t n_vars = T.f_n_vars[k]
     cdef int64_t i, j, v, x, t, val, blk
@@ -155,8 +155,9 @@ cdef CanonicalPlan canonical_plan_of(BindingTable T, Py_ssize_t k):
     P.v_trivial.assign(n_vars, -1)
     P.v_const.assign(n_vars, -1)
     P.v_repack.assign(n_vars, REPACK_NONE)
-    P.v_in_dataflow.assign(n_vars, 0)
-    P.v_outside.assign(n_vars, 0)
+    if facts:
+        P.v_in_dataflow.assign(n_vars, 0)
+        P.v_outside.assign(n_vars, 0)
     with nogil:
         # rules 1-3, in binding order (a known value is followed through earlier bindings only)
         for i in range(P.first, P.end):
@@ -184,23 +185,24 @@ cdef CanonicalPlan canonical_plan_of(BindingTable T, Py_ssize_t k):
             elif c == X_LEAF and T.x_a[val] == LEAF_CONST:
                 P.v_const[v] = val
             P.v_known[v] = val
-            if T.b_dataflow[T.i_block[i]]:
+            if facts and T.b_dataflow[T.i_block[i]]:
                 P.v_in_dataflow[v] = 1
-        # rule 4: every occurrence of a variable, by the block it is in
-        for i in range(P.first, P.end):
-            blk = T.i_block[i]
-            outside = T.i_kind[i] == I_RESULT or not T.b_dataflow[blk]
-            stack.push_back(T.i_value[i])
-            while stack.size():
-                x = stack.back()
-                stack.pop_back()
-                c = T.x_kind[x]
-                if c == X_VAR:
-                    v = T.x_a[x]
-                    if outside or (P.v_item[v] >= 0 and T.i_block[P.v_item[v]] != blk):
-                        P.v_outside[v] = 1
-                else:
-                    push_operands(T, x, stack)
+        # rule 4: every occurrence of a variable, by the block it is in (only when asked)
+        if facts:
+            for i in range(P.first, P.end):
+                blk = T.i_block[i]
+                outside = T.i_kind[i] == I_RESULT or not T.b_dataflow[blk]
+                stack.push_back(T.i_value[i])
+                while stack.size():
+                    x = stack.back()
+                    stack.pop_back()
+                    c = T.x_kind[x]
+                    if c == X_VAR:
+                        v = T.x_a[x]
+                        if outside or (P.v_item[v] >= 0 and T.i_block[P.v_item[v]] != blk):
+                            P.v_outside[v] = 1
+                    else:
+                        push_operands(T, x, stack)
     return P
 
 

@@ -45,8 +45,6 @@ one place each lives:
    again with ``rebind=False``.
 """
 from libc.stdint cimport int8_t, int64_t, uint8_t
-from libcpp.algorithm cimport sort
-from libcpp.pair cimport pair
 from libcpp.vector cimport vector
 
 from memcore_py.ir._names cimport numbered_name
@@ -261,17 +259,24 @@ def kill_rules(BindingTable T, Py_ssize_t k, bint tvm_scoping=False, bint rebind
     cdef vector[int8_t] cst = vector[int8_t](n_vars, 0)       # var -> bound to a constant (rule 6)
     cdef vector[int64_t] cut = vector[int64_t](n_scopes, -1)   # scope -> first item holding a scope
     cdef vector[int64_t] scope_end = vector[int64_t](n_scopes, -1)  # scope -> its result item
+    cdef vector[int64_t] var_end    # var -> the result item of its scope (end + 1: a variable bound nowhere)
     cdef vector[int64_t] subtree_end = vector[int64_t](end - first, 0)
     cdef vector[int64_t] block_last = vector[int64_t](n_blocks, -1)
     cdef vector[int64_t] stack
-    cdef vector[pair[int64_t, int64_t]] order
+    cdef vector[int64_t] o_at       # per kill to place: the item after whose subtree it goes
+    cdef vector[int64_t] o_key      # per kill to place: kind code * (end - first) + its binding's item - first
+    cdef vector[int64_t] order      # the o_key of the kills in emission order (rule 5)
+    cdef vector[int64_t] o_start
+    cdef int64_t q, key
     cdef vector[int64_t] target     # per item: where its variable's kill goes (item, or -2 - block)
-    cdef CanonicalPlan P = canonical_plan_of(T, k) if rebind else None  # rule 6's rebindings
+    cdef CanonicalPlan P = canonical_plan_of(T, k, False) if rebind else None  # rule 6's rebindings (rules 1-3)
 
-    # bindings: what defines each variable; the rebindings (rule 6)
+    # bindings: what defines each variable; the rebindings (rule 6); where each scope ends
     for i in range(first, end):
         v = T.i_var[i]
         if v < 0:
+            if T.i_kind[i] == I_RESULT:
+                scope_end[T.i_scope[i]] = i
             continue
         vdef[v] = i
         x = T.i_value[i]
@@ -312,9 +317,10 @@ def kill_rules(BindingTable T, Py_ssize_t k, bint tvm_scoping=False, bint rebind
     # uses (rules 2, 3): the last occurrence of every variable in its own scope, in visit order
     # (an occurrence after the end of that scope, as TVM's StaticPlanBlockMemory leaves a
     # storage bound in a branch and used after the If, is not a use there)
-    for i in range(first, end):
-        if T.i_kind[i] == I_RESULT:
-            scope_end[T.i_scope[i]] = i
+    var_end.assign(n_vars, end + 1)
+    for v in range(n_vars):
+        if vdef[v] >= 0:
+            var_end[v] = scope_end[T.i_scope[vdef[v]]]
     for i in range(first, end):
         if drop[i - first]:
             continue
@@ -353,16 +359,21 @@ def kill_rules(BindingTable T, Py_ssize_t k, bint tvm_scoping=False, bint rebind
                         E.needs_canonical = True  # a branch's result, and maybe its type, changes
                         return E
                     rewrite[i - first] = 1
-                if not cst[w] and (vdef[w] < 0 or i <= scope_end[T.i_scope[vdef[w]]]):
+                if not cst[w] and i <= var_end[w]:
                     last[w] = i
             else:
                 push_operands(T, y, stack)
 
-    # the end of each item's subtree (rule 5: a binding holding scopes emits after them)
+    # the end of each item's subtree (rule 5: a binding holding scopes emits after them); the
+    # number of bindings of each block
+    cdef vector[int64_t] block_size = vector[int64_t](n_blocks, -1)
     for i in range(first, end):
         subtree_end[i - first] = i
-        if T.i_kind[i] != I_RESULT and not drop[i - first]:
-            block_last[T.i_block[i]] = i
+        if T.i_kind[i] != I_RESULT:
+            if not drop[i - first]:
+                block_last[T.i_block[i]] = i
+            if block_size[T.i_block[i]] <= T.i_pos[i]:
+                block_size[T.i_block[i]] = T.i_pos[i] + 1
         d = T.i_scope[i]
         while T.s_anchor[d] >= 0:
             a = T.s_anchor[d]
@@ -401,39 +412,59 @@ def kill_rules(BindingTable T, Py_ssize_t k, bint tvm_scoping=False, bint rebind
             if T.v_dataflow[v]:
                 continue
             target[i - first] = -2 - T.i_block[a]
-            order.push_back(pair[int64_t, int64_t](subtree_end[block_last[T.i_block[a]] - first],
-                                                   ((4 + kind) * (end - first) + (i - first))))
+            o_at.push_back(subtree_end[block_last[T.i_block[a]] - first] - first)
+            o_key.push_back((4 + kind) * (end - first) + (i - first))
             continue
         target[i - first] = a
-        order.push_back(pair[int64_t, int64_t](subtree_end[a - first], kind * (end - first) + (i - first)))
+        o_at.push_back(subtree_end[a - first] - first)
+        o_key.push_back(kind * (end - first) + (i - first))
 
-    # order and names (rule 5); the slots of the function's blocks
-    sort(order.begin(), order.end())
+    # order and names (rule 5): by the item they follow, then by kind code, then by definition
+    # (o_key in that order); the kills were listed in definition order
+    o_start.assign(end - first + 1, 0)
+    for p in range(<int64_t>o_at.size()):
+        o_start[o_at[p] + 1] += 1
+    for q in range(end - first):
+        o_start[q + 1] += o_start[q]
+    order.resize(o_at.size())
+    for p in range(<int64_t>o_at.size()):
+        q = o_start[o_at[p]]
+        o_start[o_at[p]] = q + 1
+        order[q] = o_key[p]
+    # each item's run (o_start[q - 1] .. o_start[q] - 1 now) ordered by kind code (insertion)
+    q = 0
+    for a in range(end - first):
+        b = o_start[a]
+        for p in range(q + 1, b):
+            key = order[p]
+            j = p
+            while j > q and order[j - 1] > key:
+                order[j] = order[j - 1]
+                j -= 1
+            order[j] = key
+        q = b
+    # the slots of the function's blocks
     cdef int64_t n_slots = 0
     E.blk_first.assign(n_blocks, -1)
     E.d_kill.assign(n_blocks, -1)
     E.d_nkill.assign(n_blocks, 0)
-    cdef vector[int64_t] block_size = vector[int64_t](n_blocks, -1)
-    for i in range(first, end):
-        if T.i_kind[i] != I_RESULT and block_size[T.i_block[i]] <= T.i_pos[i]:
-            block_size[T.i_block[i]] = T.i_pos[i] + 1
     for b in range(n_blocks):  # the function's blocks that hold bindings, in id order
         if block_size[b] > 0:
             E.blk_first[b] = n_slots
             n_slots += block_size[b]
-    E.blk_n = block_size
+    E.blk_n.swap(block_size)
     E.s_action.assign(n_slots, EDIT_KEEP)
     E.s_item.assign(n_slots, -1)
-    E.v_sub = sub
-    E.v_const = cst
+    E.v_sub.swap(sub)
+    E.v_const.swap(cst)
     E.v_ref.assign(T.v_ref.begin(), T.v_ref.begin() + n_vars)
     E.s_kill.assign(n_slots, 0)
     E.s_nkill.assign(n_slots, 0)
     E.k_kind.resize(order.size())
     E.k_target.resize(order.size())
     for p in range(<int64_t>order.size()):
-        i = first + order[p].second % (end - first)
-        E.k_kind[p] = (order[p].second // (end - first)) % 4
+        i = first + order[p] % (end - first)
+        E.k_kind[p] = (order[p] // (end - first)) % 4
         E.k_target[p] = T.v_ref[T.i_var[i]]
         a = target[i - first]
         if a >= 0:
@@ -449,6 +480,8 @@ def kill_rules(BindingTable T, Py_ssize_t k, bint tvm_scoping=False, bint rebind
     E.n_kills = <Py_ssize_t>order.size()
     for i in range(first, end):
         if T.i_kind[i] == I_RESULT:
+            if rewrite[i - first]:
+                E.n_rewritten += 1
             continue
         w = E.blk_first[T.i_block[i]] + T.i_pos[i]
         E.s_item[w] = i
@@ -457,8 +490,5 @@ def kill_rules(BindingTable T, Py_ssize_t k, bint tvm_scoping=False, bint rebind
             E.n_dropped += 1
         elif rewrite[i - first]:
             E.s_action[w] = EDIT_REWRITE
-            E.n_rewritten += 1
-    for i in range(first, end):
-        if T.i_kind[i] == I_RESULT and rewrite[i - first]:
             E.n_rewritten += 1
     return E

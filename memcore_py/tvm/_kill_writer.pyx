@@ -29,7 +29,7 @@ cimport cython
 from libc.stdint cimport int8_t, int32_t, int64_t
 from libcpp.vector cimport vector
 
-from memcore_py.analysis._binding_table cimport X_IF, BindingTable
+from memcore_py.analysis._binding_table cimport X_CALL, X_IF, X_TUPLE, X_VAR, BindingTable
 from memcore_py.analysis._kill_rules cimport EDIT_DROP, EDIT_KEEP, EDIT_REWRITE, KillEdits, kill_name
 from memcore_py.tvm._ffi_abi cimport FFIAny, K_ARRAY, any_obj, any_type, array_data, array_size, obj_field, obj_type
 from memcore_py.tvm._ffi_reader cimport Layout
@@ -131,12 +131,15 @@ cdef class KillWriter:
         self.reads[k] = what
         self.any_read = True
 
-    cdef int resolve_items(self, const char* arr, vector[FFIAny]& out) except -1:
+    cdef int resolve_items(self, const char* arr, int64_t x, vector[FFIAny]& out) except -1:
         """The elements of the ``ffi.Array`` at ``arr`` with the substituted variables read as
         what they stand for, into ``out``; returns 1 when one changed, FAIL (0) when the
-        writer cannot build one, 2 when none changed."""
+        writer cannot build one, 2 when none changed. ``x``: the table's record of the tuple
+        or call that holds the array (its children are the elements, in order: a variable's
+        id is read there, not looked up by address), or -1 (none recorded)."""
         cdef Layout L = self.L
-        cdef int64_t n = array_size(arr), i
+        cdef BindingTable T = self.T
+        cdef int64_t n = array_size(arr), i, c = -1, k
         cdef const char* a
         cdef size_t r
         cdef int32_t t
@@ -144,20 +147,29 @@ cdef class KillWriter:
         cdef vector[FFIAny] inner
         cdef int got
         cdef void* h
+        if x >= 0 and T.x_n[x] != n:
+            x = -1  # the arguments were not recorded (an allocation's)
         out.resize(n)
         for i in range(n):
             out[i] = (<const FFIAny*>(array_data(arr) + 16 * i))[0]
             a = any_obj(array_data(arr) + 16 * i)
             if a == NULL:
                 continue
+            if x >= 0:
+                c = T.x_child[T.x_first[x] + i]
             t = any_type(array_data(arr) + 16 * i)  # the object's type index, kept in the Any
             if t == L.t_var or t == L.t_dfvar:
-                r = self.read_as(<size_t>a)
+                if c >= 0 and T.x_kind[c] == X_VAR:
+                    k = T.x_a[c]
+                    r = self.reads[k] if <size_t>k < self.reads.size() and self.reads[k] != 0 else <size_t>a
+                else:
+                    r = self.read_as(<size_t>a)
                 if r != <size_t>a:
                     set_obj(&out[i], <void*>r)
                     changed = True
             elif t == L.t_tuple:
-                got = self.resolve_items(obj_field(a, L.o_tuple_expr_fields), inner)
+                got = self.resolve_items(obj_field(a, L.o_tuple_expr_fields),
+                                         c if c >= 0 and T.x_kind[c] == X_TUPLE else -1, inner)
                 if got == FAIL:
                     return FAIL
                 if got == 1:
@@ -179,18 +191,20 @@ cdef class KillWriter:
             return NULL
         return h
 
-    cdef size_t rewritten(self, const char* value) except? 0:
+    cdef size_t rewritten(self, const char* value, int64_t x) except? 0:
         """The expression at ``value`` (a variable, call or tuple) with the substituted
         variables read as what they stand for (``value`` itself when none is); FAIL when the
-        writer cannot build it."""
+        writer cannot build it. ``x``: its record in the table, or -1."""
         cdef Layout L = self.L
         cdef int32_t t = obj_type(value)
         cdef int got
         cdef void* h
         if t == L.t_var or t == L.t_dfvar:
             return self.read_as(<size_t>value)
+        if x >= 0 and self.T.x_kind[x] != X_CALL and self.T.x_kind[x] != X_TUPLE:
+            x = -1
         if t == L.t_call:
-            got = self.resolve_items(obj_field(value, L.o_call_args), self.args)
+            got = self.resolve_items(obj_field(value, L.o_call_args), x, self.args)
             if got == FAIL:
                 return FAIL
             if got == 2:
@@ -199,7 +213,7 @@ cdef class KillWriter:
                                     self.args.data(), <int64_t>self.args.size(), <void*>obj_field(value, L.o_call_attrs),
                                     <void*>obj_field(value, L.o_call_ty_args))
         if t == L.t_tuple:
-            got = self.resolve_items(obj_field(value, L.o_tuple_expr_fields), self.args)
+            got = self.resolve_items(obj_field(value, L.o_tuple_expr_fields), x, self.args)
             if got == FAIL:
                 return FAIL
             if got == 2:
@@ -227,7 +241,7 @@ cdef class KillWriter:
         cdef const char* b
         cdef const char* var
         cdef const char* value
-        cdef int64_t base, slot, pos, n, k, v, w
+        cdef int64_t base, slot, pos, n, k, v, w, x
         cdef size_t r
         cdef int8_t action
         cdef bint is_if
@@ -245,7 +259,6 @@ cdef class KillWriter:
                 changed = True
                 continue
             base = E.blk_first[bid]
-            ifs = T.block_ifs.get(bid)
             for pos in range(n):
                 slot = base + pos
                 item = (<const FFIAny*>(array_data(arr) + 16 * pos))[0]
@@ -265,14 +278,14 @@ cdef class KillWriter:
                     if E.v_const[v]:
                         self.set_read(v, <size_t>value)
                 if is_if:
-                    branches = dict(ifs)[pos]
-                    then_out = self.scope(branches[0], <size_t>obj_field(value, L.o_if_then))
-                    else_out = self.scope(branches[1], <size_t>obj_field(value, L.o_if_else))
+                    x = T.i_value[E.s_item[slot]]  # the If's record: its branches' scopes
+                    then_out = self.scope(T.x_b[x], <size_t>obj_field(value, L.o_if_then))
+                    else_out = self.scope(T.x_c[x], <size_t>obj_field(value, L.o_if_else))
                     if then_out is None or else_out is None:
                         return None
                     r = <size_t>obj_field(value, L.o_if_cond)
                     if action == EDIT_REWRITE:
-                        r = self.rewritten(<const char*>r)
+                        r = self.rewritten(<const char*>r, T.x_a[T.i_value[E.s_item[slot]]])
                         if r == FAIL:
                             return None
                     if then_out.changed or else_out.changed or r != <size_t>obj_field(value, L.o_if_cond):
@@ -280,7 +293,7 @@ cdef class KillWriter:
                         set_obj(&item, new_binding(self.K, var, <void*>r))
                         changed = True
                 elif action == EDIT_REWRITE:
-                    r = self.rewritten(value)
+                    r = self.rewritten(value, T.i_value[E.s_item[slot]])
                     if r == FAIL:
                         return None
                     set_obj(&item, new_binding(self.K, var, <void*>r))
@@ -296,7 +309,7 @@ cdef class KillWriter:
         cdef const char* result = obj_field(<const char*>seq, L.o_seq_body)
         r = <size_t>result
         if self.any_read:
-            r = self.rewritten(result)
+            r = self.rewritten(result, -1)
             if r == FAIL:
                 return None
             changed = changed or r != <size_t>result

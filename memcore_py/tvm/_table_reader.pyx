@@ -40,6 +40,9 @@ from memcore_py.tvm._ffi_reader cimport Layout, read_string
 cdef enum:
     DECLINE = -2    # the reader declines (expr ids are >= 0)
 
+cdef extern from *:
+    void prefetch "__builtin_prefetch"(const void* p) nogil
+
 
 @cython.final
 cdef class FunctionRead:
@@ -224,6 +227,8 @@ cdef class TVMReader:
         data = array_data(arr)
         n = array_size(arr)
         for i in range(n):
+            if i + 1 < n:
+                self.prefetch_ahead(data, i, n)
             bt = any_type(data + 16 * i)
             b = any_obj(data + 16 * i)
             if bt == L.t_binding:
@@ -241,7 +246,7 @@ cdef class TVMReader:
             vt = obj_type(var)
             if vt != L.t_var and vt != L.t_dfvar:
                 return False
-            outer = len(T.block_scope) - 1
+            outer = <int64_t>T.b_scope.size() - 1
             if obj_type(value) == L.t_if:
                 if not self.read_if(value, b, bid, i, kind, self.bound_var(var, vt), outer, sid):
                     return False
@@ -251,6 +256,33 @@ cdef class TVMReader:
                 return False
             T.add_item(kind, self.bound_var(var, vt), x, bid, i, outer, <size_t>b, sid)
         return True
+
+    cdef void prefetch_ahead(self, const char* data, int64_t i, int64_t n) noexcept:
+        """Ask the CPU for the objects the next bindings of the array ``data`` (``n`` of them)
+        will read, a few steps ahead (each step's addresses are read from objects asked for by
+        the previous step): binding ``i + 3``; the variable and value of binding ``i + 2``; the
+        variable's type and a call's arguments of binding ``i + 1``."""
+        cdef Layout L = self.L
+        cdef const char* b
+        cdef const char* v
+        cdef int32_t bt
+        if i + 3 < n:
+            prefetch(any_obj(data + 16 * (i + 3)))
+        if i + 2 < n:
+            bt = any_type(data + 16 * (i + 2))
+            b = any_obj(data + 16 * (i + 2))
+            if b != NULL and (bt == L.t_binding or bt == L.t_match_cast):
+                prefetch(obj_field(b, L.o_b_var))
+                prefetch(obj_field(b, L.o_b_value if bt == L.t_binding else L.o_mc_value))
+        bt = any_type(data + 16 * (i + 1))
+        b = any_obj(data + 16 * (i + 1))
+        if b != NULL and (bt == L.t_binding or bt == L.t_match_cast):
+            v = obj_field(b, L.o_b_var)
+            if v != NULL and (obj_type(v) == L.t_var or obj_type(v) == L.t_dfvar):
+                prefetch(obj_field(v, L.o_expr_ty))
+            v = obj_field(b, L.o_b_value if bt == L.t_binding else L.o_mc_value)
+            if v != NULL and obj_type(v) == L.t_call:
+                prefetch(obj_field(v, L.o_call_args))
 
     cdef int64_t bound_var(self, const char* var, int32_t vt) except -1:
         """The var id of a binding's variable (its type code and kind recorded)."""
