@@ -76,19 +76,12 @@ def unused_bindings(BindingTable T, Py_ssize_t k, const uint8_t[::1] impure):
     TypeError
         The table was not read from memcore IR.
     """
-    cdef vector[int8_t] dead
-    cdef int64_t i, v
+    cdef int64_t i
     check_function(T, k, impure)
     for i in range(T.f_first[k], <int64_t>T.i_kind.size()):
         if T.i_kind[i] != I_RESULT and T.block_bindings[T.i_block[i]] is None:
             raise TypeError("unused_bindings: the table was not read from memcore IR")
-    dead_variables(T, k, impure, dead)
-    out = []
-    for i in range(T.f_first[k], <int64_t>T.i_kind.size()):
-        v = T.i_var[i]
-        if T.i_kind[i] == I_BINDING and v >= 0 and dead[v]:
-            out.append(<object><PyObject*>T.v_ref[v])
-    return out
+    return [<object><PyObject*>T.v_ref[T.i_var[i]] for i in removed_items(T, k, impure)]
 
 
 def unused_binding_sites(BindingTable T, Py_ssize_t k, const uint8_t[::1] impure):
@@ -116,15 +109,21 @@ def unused_binding_sites(BindingTable T, Py_ssize_t k, const uint8_t[::1] impure
     ValueError
         ``impure`` does not have one flag per callee.
     """
+    check_function(T, k, impure)
+    return [(T.i_block[i], T.i_pos[i]) for i in removed_items(T, k, impure)]
+
+
+cdef list removed_items(BindingTable T, Py_ssize_t k, const uint8_t[::1] impure):
+    """The items of the ``VarBinding`` s :func:`dead_variables` removes, in binding order
+    (arguments checked by :func:`check_function`)."""
     cdef vector[int8_t] dead
     cdef int64_t i, v
-    check_function(T, k, impure)
     dead_variables(T, k, impure, dead)
     out = []
     for i in range(T.f_first[k], <int64_t>T.i_kind.size()):
         v = T.i_var[i]
         if T.i_kind[i] == I_BINDING and v >= 0 and dead[v]:
-            out.append((T.i_block[i], T.i_pos[i]))
+            out.append(i)
     return out
 
 
