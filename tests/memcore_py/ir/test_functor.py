@@ -263,3 +263,15 @@ def test_visitor_and_mutator_do_not_recurse_per_binding():
         assert new is mod
     finally:
         sys.setrecursionlimit(old)
+
+
+def test_normal_groups_plans_tvms_normalize_blocks():
+    """Empty blocks go; adjacent blocks of one kind merge, also across an emptied block; normal
+    blocks are one group each; nothing in, nothing out."""
+    from memcore_py.ir.functor import normal_groups
+
+    assert normal_groups([]) == []
+    assert normal_groups([("df", 2), ("plain", 1), ("df", 3)]) == [[0], [1], [2]]
+    assert normal_groups([("df", 2), ("plain", 0), ("df", 3)]) == [[0, 2]]
+    assert normal_groups([("plain", 0), ("df", 1), ("df", 1), ("plain", 2)]) == [[1, 2], [3]]
+    assert normal_groups([("df", 0), ("plain", 0)]) == []

@@ -212,3 +212,27 @@ return x""")))
     with pytest.raises(ValueError, match="impurity flags"):
         rules.unused_bindings(table, 0, b"")
     assert [v.name for v in rules.unused_bindings(table, 0, bytes(len(reader.callees)))] == ["a"]
+
+
+def test_unused_binding_sites_kernel_refuses_bad_input_and_answers_block_and_position():
+    """The sites entry (any object model's table) checks what the variables entry checks, and
+    names the removed binding by its block and position."""
+    from memcore_py._compiled import load_compiled
+
+    rules = load_compiled("memcore_py.analysis._dce_rules")
+    table = load_compiled("memcore_py.analysis._binding_table").BindingTable()
+    with pytest.raises(IndexError, match="last function"):
+        rules.unused_binding_sites(table, 0, b"")
+    mod = module_from_text(mod_text(fn("main", """
+b = R.multiply(x, x)
+a = R.add(x, x)
+return b""")))
+    reader = load_compiled("memcore_py.analysis._ir_reader").IRReader(
+        table, lambda callee: 0, PassError, "test", nested_scopes=True)
+    reader.read_function("main", mod["main"].body)
+    with pytest.raises(IndexError, match="last function"):
+        rules.unused_binding_sites(table, 1, bytes(len(reader.callees)))
+    with pytest.raises(ValueError, match="impurity flags"):
+        rules.unused_binding_sites(table, 0, b"\x00" * (len(reader.callees) + 1))
+    assert rules.unused_binding_sites(table, 0, bytes(len(reader.callees))) == [(0, 1)]
+    assert rules.unused_binding_sites(table, 0, b"\x01" * len(reader.callees)) == []  # impure calls stay
