@@ -36,8 +36,10 @@ one place each lives:
    rules live) is applied here where the writers can apply it: a trivial binding of the function
    body (a VarBinding, or a match_cast of a variable) is dropped and its variable's uses read the
    variable it rebinds; the uses of a variable a VarBinding binds directly to a tensor constant
-   read the constant (the binding stays). What else the plan changes (a dataflow block, a
-   re-packed tuple, a rebinding or constant in a branch or nested function, a match_cast of a
+   read the constant (the binding stays). A dataflow block stays as it is when the plan
+   leaves it so: none of its bindings is a rebinding, binds a constant or has a variable as its
+   value, and each of its ``Var`` s (not ``DataflowVar`` s) is used outside it. What else the
+   plan changes (a dataflow block otherwise, a re-packed tuple, a rebinding or constant in a branch or nested function, a match_cast of a
    get-item or of a constant, a constant read through a tuple's field, the kill of a constant,
    a rebinding read by a branch's result other than a call) or may change (a match_cast of
    anything but a call or a variable) sets :attr:`KillEdits.needs_canonical`: the caller runs
@@ -269,7 +271,14 @@ def kill_rules(BindingTable T, Py_ssize_t k, bint tvm_scoping=False, bint rebind
     cdef vector[int64_t] o_start
     cdef int64_t q, key
     cdef vector[int64_t] target     # per item: where its variable's kill goes (item, or -2 - block)
-    cdef CanonicalPlan P = canonical_plan_of(T, k, False) if rebind else None  # rule 6's rebindings (rules 1-3)
+    cdef bint dataflow = False      # the function has a dataflow block (rule 6 then reads the dataflow facts)
+    cdef CanonicalPlan P = None
+    if rebind:
+        for i in range(first, end):
+            if T.i_kind[i] != I_RESULT and T.b_dataflow[T.i_block[i]]:
+                dataflow = True
+                break
+        P = canonical_plan_of(T, k, dataflow)  # rule 6's rebindings (rules 1-3; rule 4 in a dataflow block)
 
     # bindings: what defines each variable; the rebindings (rule 6); where each scope ends
     for i in range(first, end):
@@ -296,7 +305,10 @@ def kill_rules(BindingTable T, Py_ssize_t k, bint tvm_scoping=False, bint rebind
             E.has_match_cast = True
         if not rebind:
             continue
-        if T.b_dataflow[T.i_block[i]] or P.v_repack[v] != REPACK_NONE:
+        if T.b_dataflow[T.i_block[i]] and (c == X_VAR or P.v_trivial[v] >= 0 or P.v_const[v] >= 0 or (
+                not T.v_dataflow[v] and not P.v_outside[v])):
+            E.needs_canonical = True  # a Var/DataflowVar exchange, a fold into an output, a rebinding in the block
+        elif P.v_repack[v] != REPACK_NONE:
             E.needs_canonical = True
         elif P.v_trivial[v] >= 0:
             if T.s_anchor[T.i_scope[i]] >= 0 or (T.i_kind[i] == I_MATCH_CAST and c != X_VAR):

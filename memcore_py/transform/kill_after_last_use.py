@@ -53,13 +53,13 @@ Reader -> binding table -> rule kernel -> edits -> writer: the function is read 
 binding table (:mod:`memcore_py.analysis._ir_reader`), KillAfterLastUse's rule kernel
 (:func:`memcore_py.analysis._kill_rules.kill_rules`) says which rebindings go and what is
 killed after which binding, and :class:`~memcore_py.transform._kill_writer.EditWriter` applies
-that, keeping every other
-binding the object it was. Stages 1 and 2 are CanonicalizeBindings' and
-UnusedTrivialBindingRemover's own code, run first only when the function needs more of them
-than the kernel's rebinding rule (``y = x`` dropped, its uses reading ``x``): when it has a
-dataflow block, a match_cast of a variable, a constant bound to a variable, a get-item of a
-tuple literal or a tuple of get-items, or a rebinding inside a branch (the kernel reports it,
-``needs_canonical``). A function with a match_cast gets CanonicalizeBindings' symbolic stage
+that, keeping every other binding the object it was. Stages 1 and 2 are CanonicalizeBindings'
+and UnusedTrivialBindingRemover's own code, run first only when the function needs more of
+them than the kernel's rebinding rule (``y = x`` dropped, its uses reading ``x``): when it has
+a dataflow block the plan changes (a rebinding, constant or variable value in it, or a ``Var``
+of it read only inside it, which becomes a ``DataflowVar``), a match_cast of a variable, a
+constant bound to a variable, a get-item of a tuple literal or a tuple of get-items, or a
+rebinding inside a branch (the kernel reports it, ``needs_canonical``). A function with a match_cast gets CanonicalizeBindings' symbolic stage
 first. The native pass on TVM's objects (:mod:`memcore_py.tvm.kill_extract`) runs the same
 kernel. The cyclic garbage collector is paused during the pass.
 

@@ -898,12 +898,12 @@ def if_binding_with_blocks(Layout L not None, Keep K not None, size_t bindings, 
     return <size_t>new_binding(K, obj_field(b, L.o_b_var), h)
 
 
-def function_with_body(Layout L, Keep K, size_t func, size_t block, size_t result):
+def function_with_body(Layout L, Keep K, size_t func, list blocks not None, size_t result):
     """The address (owned by ``K``) of a new Relax ``Function``: the one at ``func`` (its
     parameters, return type, purity and attributes) whose body is a new ``SeqExpr`` of the
-    block at ``block`` (0: no block) and the result at ``result``, typed as the old body when
-    the result is the old one, else as the result. 0 when the old body has no type (not
-    normalized: the caller's portable path infers it).
+    blocks at the addresses ``blocks`` (in order) and the result at ``result``, typed as the
+    old body when the result is the old one, else as the result. 0 when the old body has no
+    type (not normalized: the caller's portable path infers it).
 
     Raises
     ------
@@ -920,8 +920,7 @@ def function_with_body(Layout L, Keep K, size_t func, size_t block, size_t resul
         return 0
     if <const char*>result != obj_field(seq, L.o_seq_body):
         ty = obj_field(<const char*>result, L.o_expr_ty)
-    cdef size_t blocks = array_of(K, [block] if block else [])
-    return function_of_seq(L, K, f, blocks, <const char*>result, ty)
+    return function_of_seq(L, K, f, array_of(K, blocks), <const char*>result, ty)
 
 
 def module_with_functions(Layout L, Keep K, size_t mod, list pairs):

@@ -8,12 +8,13 @@ The counterpart of :mod:`memcore_py.transform._kill_writer` for a function read 
 :class:`~memcore_py.tvm._table_reader.TVMReader`: it applies the rule kernel's
 :class:`~memcore_py.analysis._kill_rules.KillEdits` and decides nothing. :meth:`KillWriter.scope`
 rebuilds one scope (a function body or an ``If`` branch) as TVM's ``KillInserter`` leaves it:
-its blocks merged into one ``BindingBlock`` (the function has no dataflow block, else the kernel
-asked for CanonicalizeBindings and the pass declined), every kept binding the object it was,
+its blocks in TVM's normal form (adjacent blocks of one kind merged, empty ones dropped; a
+dataflow block stays one, the kills the kernel defers past it opening an ordinary block after
+it), every kept binding the object it was,
 the dropped rebindings gone, the bindings that read a substituted variable rebuilt (same op,
 attributes, type arguments and type; a tuple retyped by TVM's constructor), the kills after
 their bindings (``_k = R.memory.kill_tensor(v)`` ..., a fresh ``R.Tuple()`` variable named
-``kill_name(k)``). An ``If`` binding whose branches change is rebuilt by the caller's
+``kill_name(k)``; a ``DataflowVar`` in a dataflow block). An ``If`` binding whose branches change is rebuilt by the caller's
 ``rebuild_if`` (through TVM's Python API: a new ``SeqExpr`` per branch and a new ``If`` of
 the old type), then bound to the same variable.
 
@@ -21,7 +22,7 @@ Reads go through the checked :class:`~memcore_py.tvm._ffi_reader.Layout` (object
 already matched), writes through the compiled writer's constructors
 (:mod:`memcore_py.tvm._ffi_writer`); every object built is owned by the caller's ``Keep``.
 :meth:`KillWriter.scope` answers a :class:`ScopeRewrite` (whether the scope changed, its new
-block and result). What the writer cannot build (a get-item or another expression reading a
+blocks and result). What the writer cannot build (a get-item or another expression reading a
 substituted variable, a tuple TVM cannot type) makes it return None: the pass declines to the
 portable path.
 """
@@ -34,7 +35,7 @@ from memcore_py.analysis._kill_rules cimport EDIT_DROP, EDIT_KEEP, EDIT_REWRITE,
 from memcore_py.tvm._ffi_abi cimport FFIAny, K_ARRAY, any_obj, any_type, array_data, array_size, obj_field, obj_type
 from memcore_py.tvm._ffi_reader cimport Layout
 from memcore_py.tvm._ffi_writer cimport (
-    CTOR_BLOCK, CTOR_EMPTY_ARRAY, CTOR_TUPLE, Keep, handle, new_binding, new_call, new_var, new_with_array, set_obj,
+    CTOR_BLOCK, CTOR_DFBLOCK, CTOR_EMPTY_ARRAY, CTOR_TUPLE, Keep, handle, new_binding, new_call, new_var, new_with_array, set_obj,
 )
 
 cdef enum:
@@ -61,19 +62,19 @@ cdef const char* kill_name_chars(Py_ssize_t k) except NULL:
 @cython.final
 cdef class ScopeRewrite:
     """One scope as :meth:`KillWriter.scope` rebuilt it. Made only by the writer."""
-    cdef readonly bint changed      # the scope changed (else ``block`` is 0 and the old SeqExpr stays)
-    cdef readonly size_t block      # address of the scope's one new ``BindingBlock``; 0: no binding left
+    cdef readonly bint changed      # the scope changed (else ``blocks`` is empty and the old SeqExpr stays)
+    cdef readonly list blocks       # addresses of the scope's new blocks, in order (empty: no binding left)
     cdef readonly size_t result     # address of the scope's result (the old one unless a read of it was substituted)
 
     def __repr__(self):
-        return f"ScopeRewrite(changed={self.changed}, block={self.block:#x}, result={self.result:#x})"
+        return f"ScopeRewrite(changed={self.changed}, blocks={[hex(b) for b in self.blocks]}, result={self.result:#x})"
 
 
-cdef ScopeRewrite scope_rewrite(bint changed, size_t block, size_t result):
+cdef ScopeRewrite scope_rewrite(bint changed, list blocks, size_t result):
     """A :class:`ScopeRewrite` of the given fields."""
     cdef ScopeRewrite out = ScopeRewrite.__new__(ScopeRewrite)
     out.changed = changed
-    out.block = block
+    out.blocks = blocks
     out.result = result
     return out
 
@@ -224,6 +225,30 @@ cdef class KillWriter:
             return FAIL
         return <size_t>value  # a leaf
 
+    cdef int close_group(self, vector[FFIAny]& group, bint dataflow, list blocks) except -1:
+        """Append to ``blocks`` a new block (a ``DataflowBlock`` when ``dataflow``) of the
+        bindings in ``group``, then empty it; nothing when it is empty."""
+        if group.size() == 0:
+            return 0
+        blocks.append(<size_t>new_with_array(self.K, CTOR_DFBLOCK if dataflow else CTOR_BLOCK, NULL, NULL,
+                                             group.data(), <int64_t>group.size(), NULL, NULL, b"a block"))
+        group.clear()
+        return 0
+
+    cdef int push_kills(self, int64_t first, int64_t n, bint dataflow, vector[FFIAny]& group) except -1:
+        """Append the kills ``first .. first + n - 1`` to ``group`` (their variables
+        ``DataflowVar`` s when ``dataflow``)."""
+        cdef KillEdits E = self.E
+        cdef FFIAny arg, item
+        cdef int64_t k
+        for k in range(first, first + n):
+            set_obj(&arg, <void*>E.k_target[k])
+            set_obj(&item, new_binding(self.K, <const char*>new_var(self.K, kill_name_chars(k), <void*>self.unit, dataflow),
+                                       new_call(self.K, <void*>self.unit, <void*>self.kill_ops[E.k_kind[k]], &arg,
+                                                1, NULL, handle(CTOR_EMPTY_ARRAY))))
+            group.push_back(item)
+        return 0
+
     def scope(self, Py_ssize_t sid, size_t seq):
         """The scope ``sid`` of the table (the ``SeqExpr`` at ``seq``) with its edits applied.
 
@@ -235,29 +260,39 @@ cdef class KillWriter:
         cdef Layout L = self.L
         cdef BindingTable T = self.T
         cdef KillEdits E = self.E
-        cdef vector[FFIAny] final
-        cdef FFIAny item, arg
+        cdef vector[FFIAny] group      # the bindings of the block being built (of kind group_df)
+        cdef FFIAny item
         cdef const char* arr
         cdef const char* b
         cdef const char* var
         cdef const char* value
-        cdef int64_t base, slot, pos, n, k, v, w, x
+        cdef int64_t base, slot, pos, n, v, w, x
         cdef size_t r
         cdef int8_t action
-        cdef bint is_if
+        cdef bint is_if, df
+        cdef bint group_df = False
+        cdef int last_kind = -1         # the kind of the last non-empty old block (-1: none yet)
         cdef ScopeRewrite then_out, else_out
         cdef list blocks = T.scope_blocks[sid]
-        cdef bint changed = len(blocks) > 1
+        cdef list new_blocks = []
+        cdef bint changed = False
         cdef int64_t n_slots = 0
         for bid in blocks:
             n_slots += array_size(<const char*>T.b_ref[bid])
-        final.reserve(n_slots + E.n_kills)
+        group.reserve(n_slots + E.n_kills)
         for bid in blocks:
             arr = <const char*>T.b_ref[bid]
             n = array_size(arr)
             if n == 0:
-                changed = True
+                changed = True  # dropped
                 continue
+            df = T.b_dataflow[bid]
+            if last_kind == <int>df:
+                changed = True  # merged with the block before it
+            last_kind = df
+            if df != group_df:
+                self.close_group(group, group_df, new_blocks)
+                group_df = df
             base = E.blk_first[bid]
             for pos in range(n):
                 slot = base + pos
@@ -298,14 +333,17 @@ cdef class KillWriter:
                         return None
                     set_obj(&item, new_binding(self.K, var, <void*>r))
                     changed = True
-                final.push_back(item)
-                for k in range(E.s_kill[slot], E.s_kill[slot] + E.s_nkill[slot]):
-                    set_obj(&arg, <void*>E.k_target[k])
-                    set_obj(&item, new_binding(self.K, <const char*>new_var(self.K, kill_name_chars(k), <void*>self.unit),
-                                               new_call(self.K, <void*>self.unit, <void*>self.kill_ops[E.k_kind[k]], &arg,
-                                                        1, NULL, handle(CTOR_EMPTY_ARRAY))))
-                    final.push_back(item)
+                group.push_back(item)
+                if E.s_nkill[slot]:
+                    self.push_kills(E.s_kill[slot], E.s_nkill[slot], df, group)
                     changed = True
+            if E.d_nkill[bid]:
+                # the kills deferred past a dataflow block open an ordinary block after it
+                self.close_group(group, group_df, new_blocks)
+                group_df = False
+                last_kind = 0
+                self.push_kills(E.d_kill[bid], E.d_nkill[bid], False, group)
+                changed = True
         cdef const char* result = obj_field(<const char*>seq, L.o_seq_body)
         r = <size_t>result
         if self.any_read:
@@ -314,8 +352,6 @@ cdef class KillWriter:
                 return None
             changed = changed or r != <size_t>result
         if not changed:
-            return scope_rewrite(False, 0, r)
-        if final.size() == 0:
-            return scope_rewrite(True, 0, r)
-        return scope_rewrite(True, <size_t>new_with_array(self.K, CTOR_BLOCK, NULL, NULL, final.data(),
-                                                          <int64_t>final.size(), NULL, NULL, b"a block"), r)
+            return scope_rewrite(False, [], r)
+        self.close_group(group, group_df, new_blocks)
+        return scope_rewrite(True, new_blocks, r)

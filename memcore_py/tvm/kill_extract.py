@@ -10,7 +10,8 @@ object model. Here, for each Relax function:
    table's kill roles compiled into the callee flags, variable types into ``TY_*`` codes);
 2. :func:`~memcore_py.analysis._kill_rules.kill_rules`, the one statement of the pass's rules,
    says which rebindings go and what is killed after which binding, with its rebinding rule
-   (``rebind=True``: TVM runs CanonicalizeBindings first);
+   (``rebind=True``: TVM runs CanonicalizeBindings first), which keeps a dataflow block the plan
+   leaves as it is;
 3. :class:`~memcore_py.tvm._kill_writer.KillWriter` applies that to the function's scopes (the
    body and every ``If`` branch); where a branch changed, its new ``SeqExpr`` and ``If`` are
    made through TVM's Python API, and the function with its new body by the compiled writer
@@ -20,8 +21,9 @@ object model. Here, for each Relax function:
 The portable path (the full conversion, :func:`~memcore_py.tvm.passes.apply_memcore_pass`, which
 runs the same kernel on memcore's IR) runs instead (:func:`kill_after_last_use_extracted`
 returns None) when the reader declines a function (:mod:`._table_reader` lists when), when the
-function needs more of CanonicalizeBindings than the kernel's rebinding rule (a dataflow block,
-a match_cast: ``needs_canonical`` / ``has_match_cast``), when a variable that may be killed has
+function needs more of CanonicalizeBindings than the kernel's rebinding rule (``needs_canonical``:
+a dataflow block the plan changes, ...) or has a match_cast (``has_match_cast``: the symbolic
+stage is not read on TVM's objects), when a variable that may be killed has
 a type the reader does not know, when a kill call is malformed (the portable path reports it),
 when the writer cannot build a rewritten expression, or when a function body has no type.
 
@@ -91,7 +93,7 @@ def kill_after_last_use_extracted(api, tvm_mod, tvm_scoping: bool = False):
         if out is None:
             return None
         if out.changed:
-            new = _ffi_writer.function_with_body(layout, keep, f_addr, out.block, out.result)
+            new = _ffi_writer.function_with_body(layout, keep, f_addr, out.blocks, out.result)
             if not new:
                 return None  # the old body has no type: the portable path infers it
             new_funcs[f_addr] = new
@@ -104,7 +106,7 @@ def _rebuilt_if(api, keep, if_addr, cond, then, other):
     an unchanged branch is the old one), of the old If's type."""
     object_at = _ffi_writer.object_at
     old = object_at(if_addr)
-    branches = [seq_with(api, seq, [object_at(out.block)] if out.block else [], object_at(out.result))
+    branches = [seq_with(api, seq, [object_at(b) for b in out.blocks], object_at(out.result))
                 if out.changed else seq
                 for out, seq in ((then, old.true_branch), (other, old.false_branch))]
     return keep.hold(if_with_branches(api, old, object_at(cond), *branches))

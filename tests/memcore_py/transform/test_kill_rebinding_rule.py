@@ -165,20 +165,50 @@ def test_a_rebinding_in_a_branch_takes_canonicalize_bindings():
     assert "y" not in [b.var.name for blk in then.blocks for b in blk.bindings]  # the rebinding is gone
 
 
-def test_dataflow_block_takes_canonicalize_bindings():
+def test_a_dataflow_block_canonicalize_bindings_keeps_takes_the_rebinding_path():
+    """An importer's dataflow block (locals are DataflowVars, the output is read after the
+    block): the kill of the output is deferred past the block, as on CanonicalizeBindings' path."""
     text = """
     @I.ir_module
     class Module:
         @R.function
         def main(x: R.Tensor((2, 3), "float32")):
             with R.dataflow():
-                y = R.add(x, x)
+                lv = R.add(x, x)
+                y = R.multiply(lv, x)
                 R.output(y)
-            return y
+            z = R.add(y, x)
+            return z
+    """
+    func = module_from_text(text)["main"]
+    assert isinstance(func.body.blocks[0], DataflowBlock)
+    out = _compiled(func, "main")
+    assert_structural_equal(out, _canonicalized(func, "main"))
+    assert isinstance(out.body.blocks[0], DataflowBlock)
+    assert [b.var.name for b in out.body.blocks[0].bindings] == ["lv", "y"]  # no kill inside
+    y = func.body.blocks[0].bindings[1].var
+    assert any(is_kill(b) and b.value.args[0] is y for b in out.body.blocks[1].bindings)
+
+
+@pytest.mark.parametrize("body", [
+    # y is not read after its block: CanonicalizeBindings makes it a DataflowVar
+    "lv = R.add(x, x)\n                y = R.multiply(lv, x)\n                R.output(y)\n            return x",
+    # the output rebinds a DataflowVar: CanonicalizeBindings folds lv into y
+    "lv = R.add(x, x)\n                y = lv\n                R.output(y)\n            return y",
+])
+def test_a_dataflow_block_canonicalize_bindings_changes_takes_its_path(body):
+    text = f"""
+    @I.ir_module
+    class Module:
+        @R.function
+        def main(x: R.Tensor((2, 3), "float32")):
+            with R.dataflow():
+                {body}
     """
     func = module_from_text(text)["main"]
     assert isinstance(func.body.blocks[0], DataflowBlock)
     assert _kill_with_rebindings(func, "main", False) is None
+    assert_structural_equal(_kill_after_last_use(func, "main", False, allow_fast=True), _canonicalized(func, "main"))
 
 
 def test_nested_function_is_read_as_a_scope():
