@@ -1,11 +1,13 @@
 # See _canonical_rules.pyx for details. CanonicalizeBindings' planning rules (TVM
-# ``CanonicalizePlanner``), declared once: the kernel over the binding table and its result, which
-# CanonicalizeBindings (memcore IR) and KillAfterLastUse's rebinding rule both read.
+# ``CanonicalizePlanner``), declared once: what a trivial binding is and where a chain of them
+# ends (inline below, for every kernel), the kernel over the binding table and its result, which
+# CanonicalizeBindings (memcore IR), UnusedTrivialBindingRemover and KillAfterLastUse's rebinding
+# rule read.
 
 from libc.stdint cimport int8_t, int64_t
 from libcpp.vector cimport vector
 
-from memcore_py.analysis._binding_table cimport BindingTable
+from memcore_py.analysis._binding_table cimport BindingTable, I_BINDING, X_VAR
 
 cdef enum:
     # What the known value of a tuple binding is (CanonicalPlan.v_repack)
@@ -33,3 +35,20 @@ cdef class CanonicalPlan:
 cdef CanonicalPlan canonical_plan_of(BindingTable T, Py_ssize_t k, bint facts=*)
     # The plan of the k-th function of T (k checked by the caller); facts=False leaves out
     # rule 4 (v_in_dataflow and v_outside left empty), for a caller that reads rules 1-3 only.
+
+
+cdef inline bint rebinds_exactly(BindingTable T, int64_t i, int64_t x) noexcept nogil:
+    """Whether item ``i``, binding the expression ``x``, rebinds a variable exactly (rule 2, TVM's
+    trivial binding): ``x`` is a variable, and ``i`` is a VarBinding or a match_cast to exactly its
+    value's type (the reader's ``i_same_type``). The planner asks it of a binding's known value,
+    UnusedTrivialBindingRemover (``exact_rebindings``) of its value."""
+    return T.x_kind[x] == X_VAR and (T.i_kind[i] == I_BINDING or T.i_same_type[i] != 0)
+
+
+cdef inline int64_t chain_end(vector[int64_t]& rebinds, int64_t v) noexcept nogil:
+    """The variable ``v`` stands for (rule 5): ``v`` followed through ``rebinds`` (var id -> the
+    var id its trivial binding rebinds, -1: not rebound) to the first variable not rebound, so
+    that a chain of trivial bindings collapses to its first non-trivial variable."""
+    while rebinds[v] >= 0:
+        v = rebinds[v]
+    return v

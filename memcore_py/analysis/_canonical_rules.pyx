@@ -15,6 +15,10 @@ is read by the two passes that apply these rules:
   applies the plan's rebindings and constants itself where its writers can, on memcore IR and
   on TVM's objects alike, and otherwise asks for CanonicalizeBindings.
 
+KillAfterLastUse's UnusedTrivialBindingRemover
+(:func:`memcore_py.transform.kill_after_last_use.remove_unused_trivial_bindings`) asks rule 2 of
+each binding's own value (:func:`exact_rebindings`).
+
 The rules, in binding (visit) order, each in one place here:
 
 1. *Known value* of a bound variable (``v_known``, TVM ``UnwrapKnownValue``): its binding's
@@ -23,25 +27,30 @@ The rules, in binding (visit) order, each in one place here:
    ``(u[0], ..., u[n-1])`` whose fields are, through variables, get-items ``0 .. n-1`` of one
    ``u`` of arity ``n`` is ``u`` (``REPACK_EXACT``; ``REPACK_FIELDS`` when the table does not
    know ``u``'s arity). Known values are followed through variables bound earlier.
-2. *Trivial binding* (``v_trivial``): the known value is a variable and the binding is a
-   VarBinding or a match_cast to exactly its value's type (the reader's ``i_same_type``).
+2. *Trivial binding* (``v_trivial``; ``rebinds_exactly``, ``_canonical_rules.pxd``): the known
+   value is a variable other than the bound one and the binding is a VarBinding or a match_cast
+   to exactly its value's type (the reader's ``i_same_type``).
 3. *Constant binding* (``v_const``): the known value is a tensor constant.
 4. *Dataflow facts*: a variable bound in a dataflow block (``v_in_dataflow``); used outside its
    home block (``v_outside``: a use in a binding outside any dataflow block or in another block,
    or in a scope's result).
+5. *Chains* (``chain_end``, ``_canonical_rules.pxd``): a chain of trivial bindings
+   (``y = x; z = y``) collapses to its first non-trivial variable (``z`` stands for ``x``);
+   :meth:`CanonicalPlan.objects` gives each trivially rebound variable its chain's end, and
+   KillAfterLastUse's kernel follows its own rebindings with the same function.
 
-What the rewrite does with the plan (Var/DataflowVar exchange, chains of rebindings) is
-CanonicalizeBindings' (``memcore_py.transform.canonicalize_bindings._plan``).
+What the rewrite does with the plan (Var/DataflowVar exchange) is CanonicalizeBindings'
+(``memcore_py.transform.canonicalize_bindings._plan``).
 """
 from cpython.object cimport PyObject
 from libc.stdint cimport int8_t, int64_t
 from libcpp.vector cimport vector
 
 from memcore_py.analysis._binding_table cimport (
-    BindingTable, push_operands, I_BINDING, I_RESULT, LEAF_CONST, X_CALL, X_GET_ITEM, X_IF, X_LEAF, X_TUPLE, X_VAR,
+    BindingTable, push_operands, I_RESULT, LEAF_CONST, X_CALL, X_GET_ITEM, X_IF, X_LEAF, X_TUPLE,
 )
 
-__all__ = ["canonical_plan", "CanonicalPlan", "REPACKS"]
+__all__ = ["canonical_plan", "exact_rebindings", "CanonicalPlan", "REPACKS"]
 
 #: ``REPACK_*`` codes by name (``_canonical_rules.pxd``), as :meth:`CanonicalPlan.repack` gives them.
 REPACKS = {"none": REPACK_NONE, "fields": REPACK_FIELDS, "exact": REPACK_EXACT}
@@ -56,7 +65,8 @@ cdef class CanonicalPlan:
         Returns
         -------
         trivial : dict
-            Each trivially rebound variable -> the variable its binding rebinds, in binding order.
+            Each trivially rebound variable -> the first non-trivial variable of its chain of
+            trivial bindings (rule 5), in binding order.
         constants : dict
             Each variable bound to a constant -> that :class:`~memcore_py.ir.Constant`.
         in_dataflow : list
@@ -81,7 +91,7 @@ cdef class CanonicalPlan:
                 continue
             var = <object><PyObject*>T.v_ref[v]
             if self.v_trivial[v] >= 0:
-                trivial[var] = <object><PyObject*>T.v_ref[self.v_trivial[v]]
+                trivial[var] = <object><PyObject*>T.v_ref[chain_end(self.v_trivial, self.v_trivial[v])]
             elif self.v_const[v] >= 0:
                 if T.x_b[self.v_const[v]] == 0:
                     raise TypeError("CanonicalPlan.objects: the table did not record the constant's object")
@@ -101,6 +111,13 @@ cdef class CanonicalPlan:
         if v < 0 or v >= <Py_ssize_t>self.v_repack.size():
             raise IndexError(f"no variable {v} in the function")
         return <int>self.v_repack[v]
+
+    def rebinds(self, Py_ssize_t v):
+        """The var id variable ``v``'s trivial binding rebinds, -1 when it is not trivial (rule 2,
+        one link of a chain; for tests)."""
+        if v < 0 or v >= <Py_ssize_t>self.v_trivial.size():
+            raise IndexError(f"no variable {v} in the function")
+        return self.v_trivial[v]
 
 
 cdef inline int64_t unwrap_var(BindingTable T, vector[int64_t]& known, int64_t x) noexcept nogil:
@@ -178,11 +195,10 @@ cdef CanonicalPlan canonical_plan_of(BindingTable T, Py_ssize_t k, bint facts=Tr
                 P.v_repack[v] = repack
                 if t >= 0:
                     val = t
-            c = T.x_kind[val]
-            if c == X_VAR:
-                if (T.i_kind[i] == I_BINDING or T.i_same_type[i]) and T.x_a[val] != v:
+            if rebinds_exactly(T, i, val):
+                if T.x_a[val] != v:
                     P.v_trivial[v] = T.x_a[val]
-            elif c == X_LEAF and T.x_a[val] == LEAF_CONST:
+            elif T.x_kind[val] == X_LEAF and T.x_a[val] == LEAF_CONST:
                 P.v_const[v] = val
             P.v_known[v] = val
             if facts and T.b_dataflow[T.i_block[i]]:
@@ -228,3 +244,34 @@ def canonical_plan(BindingTable T, Py_ssize_t k):
     if k != <Py_ssize_t>T.f_first.size() - 1 or k < 0:
         raise IndexError(f"canonical_plan: function {k} is not the table's last function read")
     return canonical_plan_of(T, k)
+
+
+def exact_rebindings(BindingTable T, Py_ssize_t k):
+    """The bindings of the ``k``-th function of ``T`` whose own value rebinds a variable exactly
+    (rule 2's ``rebinds_exactly`` of the binding's value, not of its known value: TVM
+    ``UnusedTrivialBindingRemover``'s candidates), in every scope the table holds.
+
+    Parameters
+    ----------
+    T : BindingTable
+        The table, with ``i_same_type`` read (memcore IR).
+    k : int
+        The function (any the table holds).
+
+    Returns
+    -------
+    list of (int, int)
+        ``(block id, position)`` of each such binding, in item order.
+
+    Raises
+    ------
+    IndexError
+        ``T`` has no function ``k``.
+    """
+    if k < 0 or k >= <Py_ssize_t>T.f_first.size():
+        raise IndexError(f"exact_rebindings: no function {k} in the table")
+    cdef int64_t i
+    cdef int64_t first = T.f_first[k]
+    cdef int64_t end = T.f_first[k + 1] if k + 1 < <Py_ssize_t>T.f_first.size() else <int64_t>T.i_kind.size()
+    return [(T.i_block[i], T.i_pos[i]) for i in range(first, end)
+            if T.i_kind[i] != I_RESULT and rebinds_exactly(T, i, T.i_value[i])]

@@ -35,14 +35,15 @@ one place each lives:
    function's CanonicalizeBindings plan (:mod:`memcore_py.analysis._canonical_rules`, where its
    rules live) is applied here where the writers can apply it: a trivial binding of the function
    body (a VarBinding, or a match_cast of a variable) is dropped and its variable's uses read the
-   variable it rebinds; the uses of a variable a VarBinding binds directly to a tensor constant
+   end of its chain of rebindings (``chain_end``, ``_canonical_rules.pxd``, over the rebindings
+   dropped here); the uses of a variable a VarBinding binds directly to a tensor constant
    read the constant (the binding stays). A dataflow block stays as it is when the plan
    leaves it so: none of its bindings is a rebinding, binds a constant or has a variable as its
    value, and each of its ``Var`` s (not ``DataflowVar`` s) is used outside it. What else the
-   plan changes (a dataflow block otherwise, a re-packed tuple, a rebinding or constant in a branch or nested function, a match_cast of a
-   get-item or of a constant, a constant read through a tuple's field, the kill of a constant,
-   a rebinding read by a branch's result other than a call) or may change (a match_cast of
-   anything but a call or a variable) sets :attr:`KillEdits.needs_canonical`: the caller runs
+   plan changes (a dataflow block otherwise, a re-packed tuple, a rebinding or constant in a
+   branch or nested function, a match_cast of a get-item or of a constant, a constant read
+   through a tuple's field, the kill of a constant, a rebinding read by a branch's result
+   other than a call) or may change (a match_cast of anything but a call or a variable) sets :attr:`KillEdits.needs_canonical`: the caller runs
    CanonicalizeBindings (:mod:`memcore_py.transform.canonicalize_bindings`) first and calls
    again with ``rebind=False``.
 """
@@ -50,7 +51,7 @@ from libc.stdint cimport int8_t, int64_t, uint8_t
 from libcpp.vector cimport vector
 
 from memcore_py.ir._names cimport numbered_name
-from memcore_py.analysis._canonical_rules cimport REPACK_NONE, CanonicalPlan, canonical_plan_of
+from memcore_py.analysis._canonical_rules cimport REPACK_NONE, CanonicalPlan, canonical_plan_of, chain_end
 from memcore_py.analysis._binding_table cimport (
     BindingTable, push_operands, CF_KILL, CF_NO_REGISTER, CF_STORAGE, I_BINDING, I_MATCH_CAST, I_RESULT, LEAF_CONST, X_CALL,
     X_GET_ITEM, X_IF, X_LEAF, X_SCOPE, X_TUPLE, X_VAR,
@@ -213,12 +214,6 @@ cdef class KillEdits:
         return <int>self.s_action[self.slot(block, pos)]
 
 
-cdef inline int64_t resolve(vector[int64_t]& sub, int64_t v) noexcept nogil:
-    while sub[v] >= 0:
-        v = sub[v]
-    return v
-
-
 def kill_rules(BindingTable T, Py_ssize_t k, bint tvm_scoping=False, bint rebind=False, bint report=False):
     """KillAfterLastUse's rules (module docstring) on the ``k``-th function of ``T``.
 
@@ -314,7 +309,7 @@ def kill_rules(BindingTable T, Py_ssize_t k, bint tvm_scoping=False, bint rebind
             if T.s_anchor[T.i_scope[i]] >= 0 or (T.i_kind[i] == I_MATCH_CAST and c != X_VAR):
                 E.needs_canonical = True  # in a branch or nested function, or a match_cast of a get-item
             else:
-                sub[v] = resolve(sub, P.v_trivial[v])
+                sub[v] = chain_end(sub, P.v_trivial[v])
                 drop[i - first] = 1
         elif P.v_const[v] >= 0:
             if T.s_anchor[T.i_scope[i]] >= 0 or P.v_const[v] != x or T.i_kind[i] != I_BINDING:
@@ -349,7 +344,7 @@ def kill_rules(BindingTable T, Py_ssize_t k, bint tvm_scoping=False, bint rebind
                     E.error_n = T.x_n[x]
                     return E
                 v = T.x_a[T.x_child[T.x_first[x]]]
-                w = resolve(sub, v)
+                w = chain_end(sub, v)
                 if cst[w]:
                     E.needs_canonical = True  # the kill of a constant: CanonicalizeBindings' path reports it
                     return E
@@ -364,7 +359,7 @@ def kill_rules(BindingTable T, Py_ssize_t k, bint tvm_scoping=False, bint rebind
             c = T.x_kind[y]
             if c == X_VAR:
                 v = T.x_a[y]
-                w = resolve(sub, v)
+                w = chain_end(sub, v)
                 if w != v or cst[w]:
                     if (T.i_kind[i] == I_RESULT and T.s_anchor[T.i_scope[i]] >= 0
                             and T.x_kind[T.i_value[i]] != X_CALL):

@@ -24,7 +24,7 @@ Stage 2, bindings (TVM ``CanonicalizePlanner`` + ``BindingCanonicalizer``)
     Then the plan (:func:`_plan`): (a) a Var defined in a dataflow block and never used outside it becomes
     a DataflowVar; (b) uses of a constant-bound var become the constant (the binding stays,
     now unused); (c) each trivial binding ``y = x`` is removed and uses of ``y`` become
-    ``x`` (chains collapse to the earliest non-trivial var) — except ``gv = lv`` where
+    ``x`` (chains collapse to the earliest non-trivial var, the kernel's rule) — except ``gv = lv`` where
     ``gv`` is a Var used outside the block and ``lv`` a DataflowVar: then ``lv``'s binding
     defines ``gv`` instead and uses of ``lv`` become ``gv`` (a DataflowVar may never
     escape its block). Finally, in each dataflow block, a DataflowVar used only as the
@@ -45,6 +45,7 @@ Example::
 from __future__ import annotations
 
 from .._compiled import load_compiled
+from ..analysis.function_table import read_function_table
 from ..errors import PassError
 from ..ir.expr import (
     BindingBlock,
@@ -257,24 +258,16 @@ def _has_match_cast(func) -> bool:
 
 
 # ----------------------------------------------------------------- stage 2: planning
-def _no_callee_flags(callee) -> int:
-    """No callee property: the planner reads every call's arguments (an allocation's too)."""
-    return 0
-
-
 def _plan(func, name):
     """Stage 2's plan of ``func``: ``(replace_usage, replace_binding, to_remove, constants)``.
 
-    The planning rules (known values, trivial and constant bindings, dataflow facts) are the
-    compiled kernel's (:mod:`memcore_py.analysis._canonical_rules`), over the binding table of
-    ``func``; this function only turns them into the rewrite's maps (TVM
-    ``CanonicalizePlanner``'s last step)."""
-    table = load_compiled("memcore_py.analysis._binding_table").BindingTable()
-    load_compiled("memcore_py.analysis._ir_reader").IRReader(
-        table, _no_callee_flags, PassError, "CanonicalizeBindings", nested_scopes=True).read_function(name, func.body)
-    if table.errors[0] is not None:
-        raise table.errors[0]
-    trivial, constants, in_dataflow, outside = load_compiled("memcore_py.analysis._canonical_rules").canonical_plan(
+    The planning rules (known values, trivial and constant bindings, dataflow facts, where a
+    chain of trivial bindings ends) are the compiled kernel's
+    (:mod:`memcore_py.analysis._canonical_rules`), over the binding table of ``func``; this
+    function only turns them into the rewrite's maps (TVM ``CanonicalizePlanner``'s last step),
+    with the Var/DataflowVar exchange."""
+    table, _reader = read_function_table(func.body, name, "CanonicalizeBindings")
+    chain_ends, constants, in_dataflow, outside = load_compiled("memcore_py.analysis._canonical_rules").canonical_plan(
         table, 0).objects()
     replace_usage = {}
     replace_binding = {}
@@ -284,9 +277,7 @@ def _plan(func, name):
             new = DataflowVar(var.name, var.ty)
             replace_binding[var] = new
             replace_usage[var] = new
-    for bound_var, bound_to in trivial.items():
-        while bound_to in trivial:
-            bound_to = trivial[bound_to]
+    for bound_var, bound_to in chain_ends.items():
         while bound_to in replace_binding:
             bound_to = replace_binding[bound_to]
         if type(bound_var) is DataflowVar or type(bound_to) is not DataflowVar or bound_var not in outside:

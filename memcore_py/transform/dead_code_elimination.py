@@ -55,6 +55,7 @@ from __future__ import annotations
 import re
 
 from .._compiled import load_compiled
+from ..analysis.function_table import read_function_table
 from ..errors import PassError
 from ..ir.construct import function_with_body, new_block, new_if, new_seq
 from ..ir.expr import (
@@ -298,11 +299,6 @@ def module_function_is_impure(is_relax_function: bool, is_pure: bool) -> bool:
 
 
 # ------------------------------------------------------------------------ stage 2
-def _no_callee_flags(callee) -> int:
-    """No callee property: the reader reads every call's arguments."""
-    return 0
-
-
 def unused_variables(func: Function, mod: IRModule | None = None) -> set:
     """The variables of ``func``'s unused pure VarBindings (stage 2 of the module docstring).
 
@@ -314,12 +310,8 @@ def unused_variables(func: Function, mod: IRModule | None = None) -> set:
     PassError
         What the table's reader cannot read (naming the function).
     """
-    table = load_compiled("memcore_py.analysis._binding_table").BindingTable()
-    reader = load_compiled("memcore_py.analysis._ir_reader").IRReader(
-        table, _no_callee_flags, PassError, "DeadCodeElimination", nested_scopes=True)
-    reader.read_function(func.attrs.get("global_symbol", "?") if func.attrs else "?", func.body)
-    if table.errors[0] is not None:
-        raise table.errors[0]
+    table, reader = read_function_table(
+        func.body, func.attrs.get("global_symbol", "?") if func.attrs else "?", "DeadCodeElimination")
     impure = bytes([is_impure_callee(c, mod) for c in reader.callees])
     return set(load_compiled("memcore_py.analysis._dce_rules").unused_bindings(table, 0, impure))
 

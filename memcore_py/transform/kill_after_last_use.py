@@ -71,6 +71,10 @@ Rules and where each lives
 - Uses, last uses per scope, kill kinds (``kill_kind_of``), placement, kill order and names,
   and the rebinding rule: ``memcore_py/analysis/_kill_rules.pyx`` (its docstring lists them).
 - CanonicalizeBindings' other rules: :mod:`memcore_py.transform.canonicalize_bindings`.
+- What UnusedTrivialBindingRemover may drop (a binding that rebinds a variable exactly) and
+  where a chain of rebindings ends: the canonical kernel's ``rebinds_exactly`` and
+  ``chain_end`` (``memcore_py/analysis/_canonical_rules.pxd``), the rules CanonicalizeBindings
+  plans with.
 
 Preconditions: meant for non-dataflow, impure-allowed IR after StaticPlanBlockMemory and
 LowerAllocTensor. Postconditions: kill calls are placed as above; re-running the pass adds
@@ -79,22 +83,33 @@ single variable) raises :class:`~memcore_py.errors.PassError` naming function an
 """
 from __future__ import annotations
 
-from ..analysis.last_usage import function_edits, iter_bindings
+from .._compiled import load_compiled
+from ..analysis.function_table import read_function_table
+from ..analysis.last_usage import function_edits
 from ..ir.construct import function_with_body
-from ..ir.expr import DataflowVar, Function, If, SeqExpr, Var, VarBinding
+from ..ir.expr import Function
 from ..ir.functor import ExprMutator, map_functions, var_uses
 from ..ir.module import IRModule
-from ..ir.types import type_equal
 from ._kill_writer import EditWriter, NeedsCanonical
 from .canonicalize_bindings import canonicalize_bindings, canonicalize_tir_variables
 from .pass_infra import FunctionPass, PassContext
 
 __all__ = ["kill_after_last_use", "remove_unused_trivial_bindings", "KillAfterLastUse"]
 
-_VAR_CLASSES = (Var, DataflowVar)
-
 
 # ------------------------------------------------------------------------ stage 2
+def _bound_scope(table, scope) -> bool:
+    """Whether ``scope`` of ``table`` is the function body or nested only in scopes each bound
+    directly to a variable (an If branch, a nested function or SeqExpr that is a binding's
+    value), the scopes UnusedTrivialBindingRemover's walk visits."""
+    parents, anchors = table.scope_parent, table.scope_anchor
+    while parents[scope] >= 0:
+        if anchors[scope] is None:
+            return False
+        scope = parents[scope]
+    return True
+
+
 class _BindingDropper(ExprMutator):
     def __init__(self, to_remove):
         super().__init__()
@@ -105,14 +120,38 @@ class _BindingDropper(ExprMutator):
             super().visit_binding(b, out)
 
 
-def remove_unused_trivial_bindings(func: Function) -> Function:
+def remove_unused_trivial_bindings(func: Function, name: str = "?") -> Function:
     """Drop ``v = <var>`` (and ``v = R.match_cast(<var>, T)`` with ``T`` equal to the var's
-    type) when ``v`` is used nowhere (TVM ``UnusedTrivialBindingRemover``)."""
+    type) when ``v`` is used nowhere (TVM ``UnusedTrivialBindingRemover``).
+
+    Which bindings rebind a variable exactly is the canonical kernel's rule
+    (:func:`memcore_py.analysis._canonical_rules.exact_rebindings`), asked of the bindings of
+    ``func``'s body and of the scopes bound to its variables (If branches, nested functions and
+    SeqExprs, as :func:`~memcore_py.analysis.last_usage.iter_bindings` visits them); a use is an
+    occurrence :func:`~memcore_py.ir.functor.var_uses` reports.
+
+    Parameters
+    ----------
+    func : Function
+    name : str, default "?"
+        Function name for error messages.
+
+    Returns
+    -------
+    Function
+        ``func`` itself when nothing is dropped.
+
+    Raises
+    ------
+    PassError
+        The binding table cannot read ``func`` (as CanonicalizeBindings, which runs first).
+    """
+    table, _reader = read_function_table(func.body, name, "KillAfterLastUse")
+    block_bindings, block_scope = table.block_bindings, table.block_scope
     candidates = set()
-    for b in iter_bindings(func.body):
-        v = b.value
-        if type(v) in _VAR_CLASSES and (type(b) is VarBinding or type_equal(b.var.ty, v.ty)):
-            candidates.add(b.var)
+    for block, pos in load_compiled("memcore_py.analysis._canonical_rules").exact_rebindings(table, 0):
+        if _bound_scope(table, block_scope[block]):
+            candidates.add(block_bindings[block][pos].var)
     if not candidates:
         return func
     used = set(var_uses(func.body))
@@ -167,7 +206,7 @@ def _kill_after_last_use(func, name, tvm_scoping, allow_fast):
         if out is not None:
             return out
     func = canonicalize_bindings(func, name)
-    func = remove_unused_trivial_bindings(func)
+    func = remove_unused_trivial_bindings(func, name)
     edits, table = function_edits(func.body, name, tvm_scoping=tvm_scoping)
     return _apply(func, edits, table)
 

@@ -34,9 +34,43 @@ def _lines(*lines):
     return "\n".join("        " + line for line in lines)
 
 
-def test_a_chain_of_rebindings_is_trivial_link_by_link():
-    trivial, constants, *_ = _plan(_lines(f"a: {T4} = R.add(x, y)", "b = a", "c = b", "return c"))
-    assert trivial == {"b": "a", "c": "b"} and not constants
+def test_a_chain_of_rebindings_is_trivial_link_by_link_and_ends_at_its_first_variable():
+    trivial, constants, _, _, plan = _plan(_lines(
+        f"a: {T4} = R.add(x, y)", "b = a", "c = b", "d = c", "return d"))
+    assert trivial == {"b": "a", "c": "a", "d": "a"} and not constants
+    # each binding rebinds the one before it: three distinct links, one of them to ``a``
+    rebound = {v for v in range(plan.n_vars) if plan.rebinds(v) >= 0}
+    targets = {plan.rebinds(v) for v in rebound}
+    assert len(rebound) == 3 and len(targets) == 3 and len(targets - rebound) == 1
+
+
+def test_exact_rebindings_ask_the_trivial_rule_of_the_value_not_the_known_value():
+    """UnusedTrivialBindingRemover's candidates (``exact_rebindings``): a VarBinding of a variable
+    and a match_cast of one to its own type; not a get-item whose known value is a variable (the
+    planner's trivial binding), not a match_cast to another type."""
+    body = _lines(
+        "u = x",
+        f"a: {T4} = R.match_cast(y, {T4})",
+        'b: R.Tensor(dtype="float32", ndim=1) = R.match_cast(y, R.Tensor(dtype="float32", ndim=1))',
+        f"t: {PAIR} = (x, y)",
+        f"c: {T4} = t[1]",
+        "return (u, a, b, c)")
+    func = memcore_py.parse(f"""
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: {T4}, y: {T4}):
+{body}
+""")["main"]
+    table = load_compiled("memcore_py.analysis._binding_table").BindingTable()
+    load_compiled("memcore_py.analysis._ir_reader").IRReader(
+        table, lambda callee: 0, PassError, "test", nested_scopes=True).read_function("main", func.body)
+    bindings = table.block_bindings
+    assert [bindings[block][pos].var.name for block, pos in RULES.exact_rebindings(table, 0)] == ["u", "a"]
+    trivial, *_ = RULES.canonical_plan(table, 0).objects()
+    assert {v.name: w.name for v, w in trivial.items()} == {"u": "x", "a": "y", "c": "y"}
+    with pytest.raises(IndexError, match="no function 1"):
+        RULES.exact_rebindings(table, 1)
 
 
 def test_a_get_item_of_a_tuple_literal_known_through_a_variable_is_its_field():

@@ -10,6 +10,7 @@ differential test also checks that the rebinding path was really taken.
 import pytest
 
 import memcore_py
+from memcore_py.analysis.last_usage import function_edits
 from memcore_py.examples.models import list_models, model_text
 from memcore_py.ir.builder import NameTable
 from memcore_py.errors import PassError
@@ -18,6 +19,7 @@ from memcore_py.ir.structural import assert_structural_equal
 from memcore_py.testing import random_lowered_module
 from memcore_py.testing.lowering_programs import batch_modules, module_from_text, random_kill_module
 from memcore_py.transform import KillAfterLastUse, LowerAllocTensor, StaticPlanBlockMemory
+from memcore_py.transform.canonicalize_bindings import canonicalize_bindings
 from memcore_py.transform.kill_after_last_use import _kill_after_last_use, _kill_with_rebindings
 
 from _helpers import is_kill, tvm_from_source
@@ -127,6 +129,34 @@ HEAD = """
 
 def _main(body):
     return module_from_text(HEAD + body)["main"]
+
+
+def test_a_chain_of_rebindings_reads_its_first_variable_in_both_passes():
+    """``y = a; z = y; w = z``: the kill kernel's rebinding rule and CanonicalizeBindings end the
+    chain at ``a`` with one rule (``chain_end``, ``_canonical_rules.pxd``). The kernel maps every
+    link to ``a``, both outputs read ``a`` for ``w`` and ``z`` and are equal, and ``a`` is
+    killed after its last use through the chain."""
+    func = _main("""
+            a = R.add(x, x)
+            y = a
+            z = y
+            w = z
+            b = R.add(w, z)
+            return b
+""")
+    a, y, z, w = [binding.var for binding in func.body.blocks[0].bindings][:4]
+    edits, _ = function_edits(func.body, "main", rebind=True)
+    assert not edits.needs_canonical
+    assert edits.subst == {id(y): id(a), id(z): id(a), id(w): id(a)}
+    for out in (_compiled(func, "main"), _canonicalized(func, "main"), canonicalize_bindings(func, "main")):
+        add = [binding for binding in out.body.blocks[0].bindings if binding.var.name == "b"][0]
+        assert add.value.args[0] is a and add.value.args[1] is a
+        assert [binding.var.name for binding in out.body.blocks[0].bindings if not is_kill(binding)] == ["a", "b"]
+    out = _compiled(func, "main")
+    assert_structural_equal(out, _canonicalized(func, "main"))
+    kills = [(binding.value.op.name, binding.value.args[0].name) for binding in out.body.blocks[0].bindings
+             if is_kill(binding)]
+    assert kills == [("relax.memory.kill_tensor", "a")]
 
 
 def test_if_takes_the_rebinding_path():

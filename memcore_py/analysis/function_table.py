@@ -1,0 +1,53 @@
+"""One Relax function of memcore IR read into the binding table, for the passes whose rule
+kernels read no callee property (CanonicalizeBindings, UnusedTrivialBindingRemover,
+DeadCodeElimination's unused bindings).
+
+The reader (:class:`memcore_py.analysis._ir_reader.IRReader`) and the table
+(:class:`memcore_py.analysis._binding_table.BindingTable`) are the ones every pass uses; this
+module only fixes how these passes ask for them: every call's arguments read (no callee flags),
+nested scopes read, and what the reader cannot read raised as the pass's
+:class:`~memcore_py.errors.PassError`.
+"""
+from __future__ import annotations
+
+from .._compiled import load_compiled
+from ..errors import PassError
+
+__all__ = ["read_function_table"]
+
+
+def _no_callee_flags(callee) -> int:
+    """No callee property: the reader reads every call's arguments."""
+    return 0
+
+
+def read_function_table(body, name: str, pass_name: str):
+    """The binding table of the function whose body is ``body``, and its reader.
+
+    Parameters
+    ----------
+    body : SeqExpr
+        The function's body.
+    name : str
+        The function's name, for error messages.
+    pass_name : str
+        The pass asking, for error messages.
+
+    Returns
+    -------
+    (BindingTable, IRReader)
+        The table (the function is its function 0) and the reader that filled it (its
+        ``callees`` in id order).
+
+    Raises
+    ------
+    PassError
+        What the reader cannot read, naming the pass, function and binding.
+    """
+    table = load_compiled("memcore_py.analysis._binding_table").BindingTable()
+    reader = load_compiled("memcore_py.analysis._ir_reader").IRReader(
+        table, _no_callee_flags, PassError, pass_name, nested_scopes=True)
+    reader.read_function(name, body)
+    if table.errors[0] is not None:
+        raise table.errors[0]
+    return table, reader
