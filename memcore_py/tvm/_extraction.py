@@ -128,19 +128,25 @@ def rewrite_functions(api, tvm_mod, rewrite):
 function_with_blocks = _ffi_writer.function_with_blocks
 
 
-#: ``{op address: CALLEE_* flags}`` of every op memcore's op table gives a property, made once
-#: per process with the ops it holds (so that the addresses stay valid)
+#: the ops memcore's op table gives a property, with their ``CALLEE_*`` flags (held, so that
+#: their addresses stay valid), then ``{mask: {op address: flags & ~mask}}``, made once per
+#: process
 _OP_FLAGS: list = []
 
 
-def op_flags(api) -> dict:
+def op_flags(api, without: int = 0) -> dict:
     """TVM's ops with a callee property, by address: the properties memcore's op table gives
-    them (:func:`~memcore_py.analysis.storage_tokens.callee_flags`)."""
+    them (:func:`~memcore_py.analysis.storage_tokens.callee_flags`), less the flags ``without``
+    (a reader asked to read every call's arguments drops ``CALLEE_ALLOCATES``). The dict is
+    shared by every call: read it, do not change it."""
     if not _OP_FLAGS:
         flagged = [(name, callee_flags(frozenset(), get_op(name))) for name in list_ops()]
-        flagged = [(api.Op.get(name), flags) for name, flags in flagged if flags]
-        _OP_FLAGS.append(({op.__chandle__(): flags for op, flags in flagged}, flagged))
-    return _OP_FLAGS[0][0]
+        _OP_FLAGS.append([(api.Op.get(name), flags) for name, flags in flagged if flags])
+        _OP_FLAGS.append({})
+    by_mask = _OP_FLAGS[1]
+    if without not in by_mask:
+        by_mask[without] = {op.__chandle__(): flags & ~without for op, flags in _OP_FLAGS[0]}
+    return by_mask[without]
 
 
 def extern_flags(symbol: str) -> int:
@@ -148,15 +154,12 @@ def extern_flags(symbol: str) -> int:
     return callee_flags(frozenset(), ExternFunc(symbol))
 
 
-def module_callees(api, entries, prim_flags: int = 0) -> dict:
-    """The callee properties a table reader is given for a module whose functions are
-    ``entries`` (:func:`module_entries`' ``FunctionEntry`` records):
-    the ops' (:func:`op_flags`), ``prim_flags`` for a GlobalVar of a PrimFunc and none for a
-    Relax function's."""
-    known = dict(op_flags(api))
-    for e in entries:
-        known[e.gvar] = prim_flags if e.kind == 0 else 0
-    return known
+def module_callees(entries, prim_flags: int = 0) -> dict:
+    """The properties of the callees a module defines, as a table reader is given them beside
+    the ops' (:func:`op_flags`), for a module whose functions are ``entries``
+    (:func:`module_entries`' ``FunctionEntry`` records): ``prim_flags`` for a GlobalVar of a
+    PrimFunc and none for a Relax function's, by GlobalVar address."""
+    return {e.gvar: prim_flags if e.kind == 0 else 0 for e in entries}
 
 
 # ------------------------------------------------------------------ scopes rebuilt in Python

@@ -89,6 +89,7 @@ cdef void* f_update_type = NULL
 cdef void* f_module = NULL
 cdef void* f_type_is_base_of = NULL
 cdef void* f_if = NULL
+cdef void* f_make_object = NULL  # ffi.MakeObjectFromPackedArgs: an object from its fields, by reflection
 cdef void* h_empty_map = NULL
 cdef void* h_empty_array = NULL
 _FUNCS = []
@@ -133,7 +134,7 @@ def init(api):
     not export what is needed (the Python writer is then used alone)."""
     global c_call, c_incref, c_decref, c_err_move, c_err_set
     global f_array, f_var, f_dfvar, f_call, f_binding, f_block, f_dfblock, f_map, f_tuple, h_empty_array
-    global f_seq, f_function, f_update_type, f_module, h_empty_map, f_type_is_base_of, f_if
+    global f_seq, f_function, f_update_type, f_module, h_empty_map, f_type_is_base_of, f_if, f_make_object
     if c_call != NULL:
         return True
     import ctypes
@@ -153,7 +154,8 @@ def init(api):
                                                    "relax.VarBinding", "relax.BindingBlock",
                                                    "relax.DataflowBlock", "ffi.Map", "ir.Tuple",
                                                    "relax.SeqExpr", "relax.Function", "relax.UpdateType",
-                                                   "ir.IRModule", "relax.TypeIsBaseOf", "relax.If")]
+                                                   "ir.IRModule", "relax.TypeIsBaseOf", "relax.If",
+                                                   "ffi.MakeObjectFromPackedArgs")]
     empty = api.Array([])
     empty_map = api.Map({})
     c_incref = <ref_t><size_t>ptr["TVMFFIObjectIncRef"]
@@ -193,6 +195,7 @@ def init(api):
     f_module = <void*><size_t>hs[12]
     f_type_is_base_of = <void*><size_t>hs[13]
     f_if = <void*><size_t>hs[14]
+    f_make_object = <void*><size_t>hs[15]
     h_empty_array = <void*><size_t>empty.__chandle__()
     h_empty_map = <void*><size_t>empty_map.__chandle__()
     c_call = <call_t><size_t>ptr["TVMFFIFunctionCall"]  # set last: the "initialised" flag
@@ -775,10 +778,15 @@ cdef size_t function_of_seq(Layout L, Keep K, const char* f, size_t blocks, cons
     attributes) whose body is a new ``SeqExpr`` of the blocks ``Array`` at ``blocks`` and
     ``result``, typed ``ty``. Its return type is the old one when ``ty`` is a base of it,
     else none, so that TVM's constructor takes the body's (what TVM's mutator does to a
-    function it changed; :func:`memcore_py.ir.infer.rebuilt_ret_ty` on memcore IR)."""
+    function it changed; :func:`memcore_py.ir.infer.rebuilt_ret_ty` on memcore IR).
+
+    When the new body's type is the very object the old function returns, the new function
+    is the old one's fields with the new body (:func:`function_with_new_body`): what the
+    constructor would make of them, without its work per parameter."""
     cdef FFIAny cargs[6]
     cdef FFIAny res
     cdef const char* ret_ty = obj_field(f, L.o_func_ret_ty)
+    cdef bint same_types = ret_ty != NULL and <const char*>ty == ret_ty and obj_type(ret_ty) != L.t_type_missing
     if ret_ty != NULL and obj_type(ret_ty) != L.t_type_missing and ty != NULL and obj_type(ty) != L.t_type_missing \
             and not type_is_base_of(ty, ret_ty):
         ret_ty = NULL
@@ -787,6 +795,8 @@ cdef size_t function_of_seq(Layout L, Keep K, const char* f, size_t blocks, cons
     set_obj(&cargs[2], NULL)
     cdef void* hseq = owned(K, CTOR_SEQ, cargs, 3, b"a SeqExpr")
     update_type(hseq, ty, b"the type of a SeqExpr")
+    if same_types and obj_field(f, L.o_expr_ty) != NULL:
+        return function_with_new_body(L, K, f, hseq)
     set_obj(&cargs[0], <void*>obj_field(f, L.o_func_params))
     set_obj(&cargs[1], hseq)
     set_obj(&cargs[2], <void*>ret_ty)
@@ -796,6 +806,47 @@ cdef size_t function_of_seq(Layout L, Keep K, const char* f, size_t blocks, cons
     set_obj(&cargs[4], <void*>obj_field(f, L.o_func_attrs))
     set_obj(&cargs[5], NULL)
     return <size_t>owned(K, CTOR_FUNCTION, cargs, 6, b"a function")
+
+
+cdef inline void set_raw_str(FFIAny* a, const char* s) noexcept:
+    a.type_index = K_RAW_STR
+    a.small_len = 0
+    a.value = <int64_t><size_t>s
+
+
+cdef size_t function_with_new_body(Layout L, Keep K, const char* f, void* body) except 0:
+    """A new function (owned by ``K``) with the fields of the Relax function at ``f`` (its
+    type, attributes, parameters, return type and purity) and the typed ``SeqExpr`` ``body``,
+    made by reflection (``ffi.MakeObjectFromPackedArgs``).
+
+    Only for a body whose type is the object ``f`` returns: TVM's ``Function`` constructor
+    then takes that type as the return type (the body's type, which it may use, is the old
+    return type: ``EraseToWellDefined`` of a type the old function already returns keeps
+    it), and its type is the old ``FuncType`` (same parameter types, return type and
+    purity). The constructor would recompute both, at a cost per parameter."""
+    cdef FFIAny cargs[15]
+    cargs[0].type_index = K_INT
+    cargs[0].small_len = 0
+    cargs[0].value = obj_type(f)
+    set_raw_str(&cargs[1], b"span")
+    set_obj(&cargs[2], NULL)
+    set_raw_str(&cargs[3], b"ty")
+    set_obj(&cargs[4], <void*>obj_field(f, L.o_expr_ty))
+    set_raw_str(&cargs[5], b"attrs")
+    set_obj(&cargs[6], <void*>obj_field(f, L.o_func_attrs))
+    set_raw_str(&cargs[7], b"params")
+    set_obj(&cargs[8], <void*>obj_field(f, L.o_func_params))
+    set_raw_str(&cargs[9], b"body")
+    set_obj(&cargs[10], body)
+    set_raw_str(&cargs[11], b"ret_ty")
+    set_obj(&cargs[12], <void*>obj_field(f, L.o_func_ret_ty))
+    set_raw_str(&cargs[13], b"is_pure")
+    cargs[14].type_index = K_BOOL
+    cargs[14].small_len = 0
+    cargs[14].value = (<const unsigned char*>(f + L.o_func_is_pure))[0] != 0
+    cdef void* h = make(f_make_object, cargs, 15, b"a function")
+    K.own(h)
+    return <size_t>h
 
 
 cdef int update_type(void* h, const char* ty, const char* what) except -1:

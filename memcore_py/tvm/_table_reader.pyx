@@ -90,25 +90,29 @@ cdef class TVMReader:
     ----------
     table : BindingTable
     L : Layout
-    known : dict
-        Callee address -> its ``CALLEE_*`` flags: every ``Op`` with a property and every
-        GlobalVar of the module (an ``Op`` not in it has none; a GlobalVar not in it declines).
+    ops : dict
+        ``Op`` address -> its ``CALLEE_*`` flags, for every ``Op`` with a property (another
+        ``Op`` has none); read, never changed.
+    module : dict
+        GlobalVar address -> its flags, for every GlobalVar of the module (another declines).
     extern_flags : callable
         ``symbol -> flags`` of an ``ExternFunc`` (asked once per distinct object).
     """
 
     cdef BindingTable T
     cdef Layout L
-    cdef dict known
+    cdef dict ops
+    cdef dict module
     cdef object extern_flags
     cdef PointerIds callee_ids
     cdef int64_t leaf, const_leaf
     cdef bint has_match_cast
 
-    def __init__(self, BindingTable table, Layout L, dict known, extern_flags):
+    def __init__(self, BindingTable table, Layout L, dict ops not None, dict module not None, extern_flags):
         self.T = table
         self.L = L
-        self.known = known
+        self.ops = ops
+        self.module = module
         self.extern_flags = extern_flags
         self.callee_ids = PointerIds()
         self.leaf = table.add_expr(X_LEAF, LEAF_PLAIN, 0, 0)
@@ -384,7 +388,7 @@ cdef class TVMReader:
         if k >= 0:
             return k
         t = obj_type(op)
-        flags = self.known.get(<size_t>op)
+        flags = self.ops.get(<size_t>op) if t == L.t_op else self.module.get(<size_t>op)
         if flags is None:
             if t == L.t_op:
                 flags = 0

@@ -65,7 +65,7 @@ from ..transform.dead_code_elimination import (
     has_external_linkage, is_impure_callee, module_function_is_impure, reachable_names,
 )
 from . import _ffi_reader, _ffi_writer, _table_reader
-from ._extraction import extern_flags, module_callees, module_entries, type_global_var
+from ._extraction import extern_flags, module_callees, module_entries, op_flags, type_global_var
 from .from_tvm import _TIRBody, global_var_names, memcore_op
 from .values import dict_attrs_from_tvm, to_tvm_value
 
@@ -199,7 +199,8 @@ def attach_attr_extracted(api, tvm_mod, keep_tir_vars: bool = True):
     binding_table = load_compiled("memcore_py.analysis._binding_table")
     unused_binding_sites = load_compiled("memcore_py.analysis._dce_rules").unused_binding_sites
     # every call's arguments read (DeadCodeElimination's readers): no callee counts as allocating
-    known = {a: flags & ~binding_table.CALLEE_ALLOCATES for a, flags in module_callees(api, entries).items()}
+    ops = op_flags(api, binding_table.CALLEE_ALLOCATES)
+    module = module_callees(entries)
     purity = _ModulePurity(api, entries)
     gv_names = {e.gvar: e.name for e in entries}
     keep = _ffi_writer.Keep()
@@ -220,7 +221,7 @@ def attach_attr_extracted(api, tvm_mod, keep_tir_vars: bool = True):
             return None  # the full conversion reports it
         external[name] = has_external_linkage(False, attrs)
         table = binding_table.BindingTable()  # one per function: its questions are the function's
-        reader = _table_reader.TVMReader(table, layout, known, extern_flags)
+        reader = _table_reader.TVMReader(table, layout, ops, module, extern_flags)
         got = reader.read_function(f_addr, name)
         if got is None or not got.typed:
             return None  # not normalized: the portable path infers the types

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from .._compiled import load_compiled
 from . import _ffi_reader, _table_reader
-from ._extraction import UNCHANGED, extern_flags, module_callees, rewrite_functions
+from ._extraction import UNCHANGED, extern_flags, module_callees, op_flags, rewrite_functions
 
 __all__ = ["module_without_inplace_calls"]
 
@@ -33,9 +33,10 @@ def module_without_inplace_calls(api, tvm_mod):
 
     def unchanged(layout, _keep, name, f_addr):
         if not callees:
-            callees.append(module_callees(api, _ffi_reader.module_functions(layout, tvm_mod.__chandle__()) or ()))
+            callees.append(module_callees(_ffi_reader.module_functions(layout, tvm_mod.__chandle__()) or ()))
         table = binding_table.BindingTable()
-        if _table_reader.TVMReader(table, layout, callees[0], extern_flags).read_function(f_addr, name) is None:
+        if _table_reader.TVMReader(table, layout, op_flags(api), callees[0], extern_flags).read_function(
+                f_addr, name) is None:
             return None
         sites = table.binding_calls(binding_table.CALLEE_INPLACE)
         if sites is None:

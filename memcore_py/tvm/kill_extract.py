@@ -38,7 +38,9 @@ from __future__ import annotations
 from .._compiled import load_compiled
 from ..ir.op import kill_op
 from . import _ffi_writer, _kill_writer, _table_reader
-from ._extraction import extern_flags, if_with_branches, module_callees, module_entries, module_with, seq_with
+from ._extraction import (
+    extern_flags, if_with_branches, module_callees, module_entries, module_with, op_flags, seq_with,
+)
 
 __all__ = ["kill_after_last_use_extracted"]
 
@@ -65,9 +67,9 @@ def kill_after_last_use_extracted(api, tvm_mod, tvm_scoping: bool = False):
     layout, entries = found
     kill_ops, unit, _held = _kill_ops_and_unit(api)
     uses_args = load_compiled("memcore_py.analysis._binding_table").CALLEE_USES_ARGS
-    known = module_callees(api, entries, uses_args)  # a PrimFunc of the module uses its arguments
+    module = module_callees(entries, uses_args)  # a PrimFunc of the module uses its arguments
     table = load_compiled("memcore_py.analysis._binding_table").BindingTable()
-    reader = _table_reader.TVMReader(table, layout, known, extern_flags)
+    reader = _table_reader.TVMReader(table, layout, op_flags(api), module, extern_flags)
     kill_rules = load_compiled("memcore_py.analysis._kill_rules").kill_rules
     keep = _ffi_writer.Keep()
     keep.hold(tvm_mod)

@@ -62,7 +62,7 @@ from ..transform.lower_alloc_tensor import _AllocTensorLowerer
 from . import _ffi_reader, _ffi_writer, _lower_extract, _table_reader
 from ._node_map import AddrMap, NodeMap
 from ._extraction import UNCHANGED, any_type, dtype_const, function_with_blocks, int64_imm, rewrite_functions
-from ._extraction import NO_INFOS, extern_flags, module_callees, shape_of_bytes
+from ._extraction import NO_INFOS, extern_flags, module_callees, op_flags, shape_of_bytes
 from .from_tvm import _Reader
 from .to_tvm import _Writer
 
@@ -87,8 +87,8 @@ def lower_alloc_tensor_extracted(api, tvm_mod):
         found = _ffi_reader.flat_function_calls(layout, f_addr, op)
         if found is None:
             if not callees:
-                callees.append(module_callees(api, _ffi_reader.module_functions(layout, tvm_mod.__chandle__()) or ()))
-            found = _body_calls(layout, callees[0], name, f_addr)
+                callees.append(module_callees(_ffi_reader.module_functions(layout, tvm_mod.__chandle__()) or ()))
+            found = _body_calls(layout, op_flags(api), callees[0], name, f_addr)
             if found is None:
                 return None
         if not any(b.positions for b in found.block_calls):
@@ -99,7 +99,7 @@ def lower_alloc_tensor_extracted(api, tvm_mod):
     return rewrite_functions(api, tvm_mod, rewrite)
 
 
-def _body_calls(layout, known, name, f_addr):
+def _body_calls(layout, ops, module, name, f_addr):
     """:func:`~memcore_py.tvm._ffi_reader.flat_function_calls`' answer for a function that is
     not flat (an ``If``, a nested call), read into a binding table of its own: its body's blocks
     with the positions of their allocations, when every allocation is a binding of one of those
@@ -107,7 +107,7 @@ def _body_calls(layout, known, name, f_addr):
     other bindings stay the objects they are, ``If`` s included."""
     binding_table = load_compiled("memcore_py.analysis._binding_table")
     table = binding_table.BindingTable()
-    got = _table_reader.TVMReader(table, layout, known, extern_flags).read_function(f_addr, name)
+    got = _table_reader.TVMReader(table, layout, ops, module, extern_flags).read_function(f_addr, name)
     if got is None:
         return None
     sites = table.binding_calls(binding_table.CALLEE_ALLOCATES)

@@ -121,6 +121,7 @@ from ._extraction import (
     module_callees,
     module_entries,
     module_with,
+    op_flags,
     shape_of_bytes,
 )
 from ._node_map import AddrMap, NodeMap
@@ -400,8 +401,8 @@ def static_plan_block_memory_extracted(api, tvm_mod, mode: str = "tvm", alignmen
     recorder = rules.TokenRecorder()
     table = load_compiled("memcore_py.analysis._binding_table").BindingTable()
     prim = load_compiled("memcore_py.analysis._binding_table").CALLEE_USES_ARGS
-    known = module_callees(api, entries, prim)  # a PrimFunc of the module uses its arguments
-    reader = _table_reader.TVMReader(table, layout, known, extern_flags)
+    module = module_callees(entries, prim)  # a PrimFunc of the module uses its arguments
+    reader = _table_reader.TVMReader(table, layout, op_flags(api), module, extern_flags)
     kernel = rules.InitRules(table, recorder, PassError)
     sizer = _spbm_extract.TVMSizer(layout, recorder, TokenInfo)
     symbolic = sizer.symbolic = _Symbolic(api, layout, tvm_mod)

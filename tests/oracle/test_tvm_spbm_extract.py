@@ -688,17 +688,16 @@ def test_the_compiled_parts_reject_bad_arguments():
     m = _module(MODULE + _fn("main", CHAIN))
     layout, entries = module_entries(api, m)
     table = load_compiled("memcore_py.analysis._binding_table").BindingTable()
-    reader = _table_reader.TVMReader(table, layout, dict(op_flags(api)), extern_flags)
+    reader = _table_reader.TVMReader(table, layout, op_flags(api), {}, extern_flags)
     prim = next(e.func for e in entries if e.kind == 0)
     assert reader.read_function(prim, "k1") is None  # a PrimFunc: not a Relax function
     table = load_compiled("memcore_py.analysis._binding_table").BindingTable()
-    reader = _table_reader.TVMReader(table, layout, dict(op_flags(api)), extern_flags)
+    reader = _table_reader.TVMReader(table, layout, op_flags(api), {}, extern_flags)
     main = next(e.func for e in entries if e.kind == 1)
     assert reader.read_function(main, "main") is None  # a call of a GlobalVar it was not given
     table = load_compiled("memcore_py.analysis._binding_table").BindingTable()
     uses = load_compiled("memcore_py.analysis._binding_table").CALLEE_USES_ARGS
-    known = module_callees(api, entries, uses)
-    reader = _table_reader.TVMReader(table, layout, known, extern_flags)
+    reader = _table_reader.TVMReader(table, layout, op_flags(api), module_callees(entries, uses), extern_flags)
     first = reader.read_function(main, "main").first_block
     arrays = table.block_refs()
     keep = _ffi_writer.Keep()
