@@ -49,6 +49,10 @@ every run of the compiled function adds ``eps`` into the constant again (a Batch
 running variance after ``DecomposeOpsForInference``). ``tvm_constant_memory=True`` (the
 default of :func:`inplace_opportunities`) reproduces TVM.
 
+Which blocks the pass searches at all is :func:`inplace_candidate_blocks`' answer over a
+function's binding table (read from memcore IR or from TVM's objects): the dataflow blocks
+that bind a call of an op registered ``inplace``.
+
 The per-binding loops (collecting uses, the alias analyzer, the candidate search) are the
 compiled helper ``memcore_py/analysis/_inplace_walk.pyx``; this module validates the
 arguments, supplies TVM's special cases of "used vars" and shapes the results.
@@ -63,7 +67,7 @@ from ..ir.expr import Call, DataflowBlock, Function, Tuple, TupleGetItem, Var
 from ..ir.functor import var_uses
 from ..ir.prim import IntImm, Mul
 
-__all__ = ["dataflow_liveness", "dataflow_aliases", "inplace_opportunities"]
+__all__ = ["dataflow_liveness", "dataflow_aliases", "inplace_opportunities", "inplace_candidate_blocks"]
 
 def _check_block(block, what):
     if not isinstance(block, DataflowBlock):
@@ -236,3 +240,29 @@ def inplace_opportunities(block, inputs=(), *, tvm_tuple_capture: bool = True, t
     order, index, start, end = _intervals(block, not tvm_tuple_capture)
     alias, tuples = walk.AliasAnalyzer(not tvm_constant_memory).run(bindings, inputs)
     return walk.find_opportunities(bindings, order, index, start, end, alias, tuples, not tvm_tuple_capture)
+
+
+def inplace_candidate_blocks(table) -> set:
+    """The blocks of ``table`` in which DataflowUseInplaceCalls may rewrite a binding: the
+    dataflow blocks that bind a call of an op registered ``inplace`` (the callee property
+    ``CALLEE_INPLACE``, :func:`~memcore_py.analysis.storage_tokens.callee_flags`); every
+    dataflow block when the table cannot say where each such call is (one nested in another
+    expression or bound by a ``MatchCast``, ``BindingTable.binding_calls``). Calls outside
+    dataflow blocks are never rewritten.
+
+    Parameters
+    ----------
+    table : BindingTable
+        The functions to ask about, read with the callee properties (either reader).
+
+    Returns
+    -------
+    set of int
+        Block ids; empty when the pass has nothing to do in these functions.
+    """
+    binding_table = load_compiled("memcore_py.analysis._binding_table")
+    dataflow = table.block_is_dataflow
+    sites = table.binding_calls(binding_table.CALLEE_INPLACE)
+    if sites is None:
+        return {block for block, is_dataflow in enumerate(dataflow) if is_dataflow}
+    return {block for block, _pos in sites if dataflow[block]}

@@ -1,17 +1,21 @@
-"""One Relax function of memcore IR read into the binding table, for the passes whose rule
-kernels read no callee property (CanonicalizeBindings, UnusedTrivialBindingRemover,
-DeadCodeElimination's unused bindings).
+"""One Relax function of memcore IR read into the binding table, for the passes that read it
+whole (CanonicalizeBindings, UnusedTrivialBindingRemover, DeadCodeElimination's unused
+bindings, DataflowUseInplaceCalls' candidate blocks).
 
 The reader (:class:`memcore_py.analysis._ir_reader.IRReader`) and the table
 (:class:`memcore_py.analysis._binding_table.BindingTable`) are the ones every pass uses; this
-module only fixes how these passes ask for them: every call's arguments read (no callee flags),
-nested scopes read, and what the reader cannot read raised as the pass's
+module only fixes how these passes ask for them: nested scopes read, the callees' properties
+the op table's (:func:`~memcore_py.analysis.storage_tokens.callee_flags`) or none (every
+call's arguments read), and what the reader cannot read raised as the pass's
 :class:`~memcore_py.errors.PassError`.
 """
 from __future__ import annotations
 
+from functools import partial
+
 from .._compiled import load_compiled
 from ..errors import PassError
+from .storage_tokens import callee_flags
 
 __all__ = ["read_function_table"]
 
@@ -21,7 +25,7 @@ def _no_callee_flags(callee) -> int:
     return 0
 
 
-def read_function_table(body, name: str, pass_name: str):
+def read_function_table(body, name: str, pass_name: str, with_callee_flags: bool = False):
     """The binding table of the function whose body is ``body``, and its reader.
 
     Parameters
@@ -32,6 +36,8 @@ def read_function_table(body, name: str, pass_name: str):
         The function's name, for error messages.
     pass_name : str
         The pass asking, for error messages.
+    with_callee_flags : bool, default False
+        Give each callee the op table's properties (``CALLEE_*``); else none.
 
     Returns
     -------
@@ -46,7 +52,8 @@ def read_function_table(body, name: str, pass_name: str):
     """
     table = load_compiled("memcore_py.analysis._binding_table").BindingTable()
     reader = load_compiled("memcore_py.analysis._ir_reader").IRReader(
-        table, _no_callee_flags, PassError, pass_name, nested_scopes=True)
+        table, partial(callee_flags, frozenset()) if with_callee_flags else _no_callee_flags, PassError, pass_name,
+        nested_scopes=True)
     reader.read_function(name, body)
     if table.errors[0] is not None:
         raise table.errors[0]

@@ -5,7 +5,9 @@ Port of TVM 0.27's ``relax.transform.DataflowUseInplaceCalls`` (module pass
 
 Analysis -> rewrite
 -------------------
-For every DataflowBlock of every Relax function (nested ones included) the analyses of
+For every dataflow block of every Relax function (nested ones included) that binds a call of
+an op registered ``inplace`` (:func:`candidate_blocks`, the binding table's answer; the
+native pass's "nothing to do" asks the same) the analyses of
 :mod:`memcore_py.analysis.dataflow_inplace` run on the *input* block
 (:func:`~memcore_py.analysis.dataflow_inplace.inplace_opportunities`, no inputs assumed
 fresh, as in TVM). Each binding with an exact-shape opportunity (ops registered
@@ -55,7 +57,7 @@ from __future__ import annotations
 import dataclasses
 
 from ..errors import IRError, PassError
-from ..ir.expr import (Call, Constant, DataflowBlock, DataflowVar, Function, MatchCast, PrimFunc, PrimFuncParam,
+from ..ir.expr import (Call, Constant, DataflowVar, Function, MatchCast, PrimFunc, PrimFuncParam,
                        PrimValue, ShapeExpr, Tuple, TupleGetItem, Var, VarBinding)
 from ..ir.construct import new_binding, new_call, new_match_cast, new_tuple
 from ..ir.functor import ExprMutator
@@ -65,7 +67,8 @@ from ..ir.op import Op, get_op
 from ..ir.prim import IntImm, PrimVar, free_prim_vars
 from ..ir.text.prim_func_text import format_prim, str_literal
 from ..ir.types import TensorType, TupleType
-from ..analysis.dataflow_inplace import inplace_opportunities
+from ..analysis.dataflow_inplace import inplace_candidate_blocks, inplace_opportunities
+from ..analysis.function_table import read_function_table
 from .legalize_elementwise import (SUPPORTED, ElementwiseCall, KernelFacts, Operand, folded_operand, kernel_and_text,
                                    kernel_prim_func, legalization_params, prim_func, scalar_of, signature_prim_func,
                                    structure_key)
@@ -187,12 +190,13 @@ class _Rewriter(ExprMutator):
         self.legal_added: list = []
         self.named: dict = {}  # legalization key -> the call whose names its buffers carry
         self.chosen: dict = {}
+        self.candidates: set = set()  # id() of the bindings of the blocks searched (candidate_blocks)
         self.by_types: dict = {}  # (op, type ids, index) -> (legalization, in-place GlobalVar, types)
         self.facts = KernelFacts()  # what the kernels of this pass call ask repeatedly
 
     # -- blocks -------------------------------------------------------------------
     def visit_block(self, blk):
-        if type(blk) is not DataflowBlock:
+        if id(blk.bindings) not in self.candidates:
             return super().visit_block(blk)
         _size, exact = inplace_opportunities(blk, (), tvm_tuple_capture=self.tvm_compat,
                                              tvm_constant_memory=self.tvm_compat)
@@ -350,6 +354,9 @@ def dataflow_use_inplace_calls(mod: IRModule, *, tvm_compat: bool = False) -> IR
     updates = {}
     for gv, func in mod.functions.items():
         if isinstance(func, Function):
+            rw.candidates = candidate_blocks(func, gv.name)
+            if not rw.candidates:
+                continue
             rw.func_name = gv.name
             new = rw.visit_function(func)
             if new is not func:
@@ -357,6 +364,21 @@ def dataflow_use_inplace_calls(mod: IRModule, *, tvm_compat: bool = False) -> IR
     if not updates:
         return mod
     return rw.result(updates)
+
+
+def candidate_blocks(func: Function, name: str) -> set:
+    """The ``id()`` of the bindings tuple of each block of ``func`` (nested functions included)
+    the pass searches: :func:`~memcore_py.analysis.dataflow_inplace.inplace_candidate_blocks`
+    of its binding table.
+
+    Raises
+    ------
+    PassError
+        What the binding table's reader cannot read, naming the function.
+    """
+    table, _reader = read_function_table(func.body, name, "DataflowUseInplaceCalls", with_callee_flags=True)
+    bindings = table.block_bindings
+    return {id(bindings[block]) for block in inplace_candidate_blocks(table)}
 
 
 class DataflowUseInplaceCalls(ModulePass):

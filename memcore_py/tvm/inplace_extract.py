@@ -9,15 +9,17 @@ result. Each Relax function is read into a binding table by the compiled TVM rea
 (:class:`~memcore_py.tvm._table_reader.TVMReader`), its callees carrying the op table's
 ``CALLEE_INPLACE`` property (:func:`~memcore_py.analysis.storage_tokens.callee_flags`, the
 ``inplace`` registration the pass reads), and the table says where such calls are
-(``BindingTable.binding_calls``). When none is bound in a dataflow block, in any function,
-the module is returned as it is; otherwise, and whenever a reader declines (a call nested in
-another expression, a module the compatibility gate keeps from the compiled reader), the full
-conversion runs the pass. No pass rule is applied here: the answer is "nothing to do" or
-"ask the pass".
+and the pass's own question says which blocks it would search
+(:func:`~memcore_py.analysis.dataflow_inplace.inplace_candidate_blocks`, the one statement of
+"a call of an ``inplace`` op bound in a dataflow block"). When it names none, in any function,
+the module is returned as it is; otherwise, and whenever a reader declines (a module the
+compatibility gate keeps from the compiled reader, an expression it does not read), the full
+conversion runs the pass. The answer is "nothing to do" or "ask the pass".
 """
 from __future__ import annotations
 
 from .._compiled import load_compiled
+from ..analysis.dataflow_inplace import inplace_candidate_blocks
 from . import _ffi_reader, _table_reader
 from ._extraction import UNCHANGED, extern_flags, module_callees, op_flags, rewrite_functions
 
@@ -38,11 +40,7 @@ def module_without_inplace_calls(api, tvm_mod):
         if _table_reader.TVMReader(table, layout, op_flags(api), callees[0], extern_flags).read_function(
                 f_addr, name) is None:
             return None
-        sites = table.binding_calls(binding_table.CALLEE_INPLACE)
-        if sites is None:
-            return None
-        dataflow = table.block_is_dataflow
-        return None if any(dataflow[block] for block, _pos in sites) else UNCHANGED
+        return None if inplace_candidate_blocks(table) else UNCHANGED
 
     out = rewrite_functions(api, tvm_mod, unchanged)
     return out if out is tvm_mod else None
