@@ -605,3 +605,41 @@ def test_native_attach_attr_with_dead_bindings(benchmark, name):
     tvm_seconds = _best(lambda: run(theirs), rounds)
     benchmark.pedantic(run, args=(ours,), rounds=rounds, iterations=1, warmup_rounds=0)
     _record_speedup(benchmark, extra, tvm_seconds)
+
+
+# ------------------------------------------------------------------ KillAfterLastUse on dataflow blocks
+def _dataflow_kill_input(name: str):
+    """A shipped model after TVM's StaticPlanBlockMemory and LowerAllocTensor with its pure runs
+    put in dataflow blocks by TVM's ConvertToDataflow: KillAfterLastUse called on a module with
+    dataflow blocks, as a user may call it outside TVM's pipeline."""
+    from tvm import relax
+
+    rt = relax.transform
+    return rt.ConvertToDataflow(1)(rt.LowerAllocTensor()(rt.StaticPlanBlockMemory()(tvm_from_source(model_text(name)))))
+
+
+@pytest.mark.parametrize("name", list_models())
+def test_native_kill_on_dataflow_blocks(benchmark, name):
+    """memcore's native KillAfterLastUse (TVM's placement, ``tvm_scoping=True``) against TVM's on
+    a module with dataflow blocks, same run: ``speedup_vs_tvm``, ``equal_to_tvm``, ``path`` (on
+    TVM's objects, or the full conversion)."""
+    import memcore_py.tvm as mtvm
+    from memcore_py.transform import PassContext
+    from memcore_py.tvm._api import tvm_api
+    from memcore_py.tvm.kill_extract import kill_after_last_use_extracted
+    from tvm import relax
+
+    mod = _dataflow_kill_input(name)
+    ours, theirs = mtvm.KillAfterLastUse(tvm_scoping=True), relax.transform.KillAfterLastUse()
+    with PassContext(verify=False):  # TVM's placement puts kills in dataflow blocks
+        equal = _same_functions(ours(mod), theirs(mod))
+    assert equal, f"{name}: the native pass's output differs from TVM's"
+    native = kill_after_last_use_extracted(tvm_api(), mod, tvm_scoping=True) is not None
+    extra = dict(n_bindings=_unseen_bindings(mod), equal_to_tvm=equal,
+                 path="on TVM's objects" if native else "full conversion")
+    benchmark.group = f"tvm-bridge:kill-dataflow:{name}"
+    benchmark.extra_info.update(extra)
+    rounds = 1 if benchmark.disabled else 30
+    tvm_seconds = _best(lambda: theirs(mod), rounds)
+    benchmark.pedantic(ours, args=(mod,), rounds=rounds, iterations=1, warmup_rounds=0)
+    _record_speedup(benchmark, extra, tvm_seconds)
