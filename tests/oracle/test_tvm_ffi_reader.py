@@ -298,7 +298,7 @@ def test_call_arguments_and_params_decline_what_they_cannot_read():
     with pytest.raises(ValueError, match="binding_with_call_args"):
         _ffi_writer.binding_with_call_args(layout, keep, bindings[1].__chandle__(), [])
     with pytest.raises(ValueError, match="function_with_body"):
-        _ffi_writer.function_with_body(layout, keep, arr, 0, bindings[1].value.__chandle__())
+        _ffi_writer.function_with_body(layout, keep, arr, [], bindings[1].value.__chandle__())
 
 
 @pytest.mark.parametrize("name", list_models()[:2])
