@@ -43,9 +43,10 @@ one place each lives:
    plan changes (a dataflow block otherwise, a re-packed tuple, a rebinding or constant in a
    branch or nested function, a match_cast of a get-item or of a constant, a constant read
    through a tuple's field, the kill of a constant, a rebinding read by a branch's result
-   other than a call) or may change (a match_cast of anything but a call or a variable) sets :attr:`KillEdits.needs_canonical`: the caller runs
-   CanonicalizeBindings (:mod:`memcore_py.transform.canonicalize_bindings`) first and calls
-   again with ``rebind=False``.
+   other than a call) or may change (a match_cast of anything but a call or a variable) sets
+   :attr:`KillEdits.needs_canonical`: the caller runs CanonicalizeBindings
+   (:mod:`memcore_py.transform.canonicalize_bindings`) first and calls again with
+   ``rebind=False``.
 """
 from libc.stdint cimport int8_t, int64_t, uint8_t
 from libcpp.vector cimport vector

@@ -259,8 +259,15 @@ def inplace_candidate_blocks(table) -> set:
     -------
     set of int
         Block ids; empty when the pass has nothing to do in these functions.
+
+    Raises
+    ------
+    TypeError
+        ``table`` is not a ``BindingTable``.
     """
     binding_table = load_compiled("memcore_py.analysis._binding_table")
+    if not isinstance(table, binding_table.BindingTable):
+        raise TypeError(f"inplace_candidate_blocks: expected a BindingTable, got {type(table).__name__}")
     dataflow = table.block_is_dataflow
     sites = table.binding_calls(binding_table.CALLEE_INPLACE)
     if sites is None:

@@ -59,9 +59,9 @@ them than the kernel's rebinding rule (``y = x`` dropped, its uses reading ``x``
 a dataflow block the plan changes (a rebinding, constant or variable value in it, or a ``Var``
 of it read only inside it, which becomes a ``DataflowVar``), a match_cast of a variable, a
 constant bound to a variable, a get-item of a tuple literal or a tuple of get-items, or a
-rebinding inside a branch (the kernel reports it, ``needs_canonical``). A function with a match_cast gets CanonicalizeBindings' symbolic stage
-first. The native pass on TVM's objects (:mod:`memcore_py.tvm.kill_extract`) runs the same
-kernel. The cyclic garbage collector is paused during the pass.
+rebinding inside a branch (the kernel reports it, ``needs_canonical``). A function with a
+match_cast gets CanonicalizeBindings' symbolic stage first. The native pass on TVM's objects
+(:mod:`memcore_py.tvm.kill_extract`) runs the same kernel. The cyclic garbage collector is paused during the pass.
 
 Rules and where each lives
 --------------------------

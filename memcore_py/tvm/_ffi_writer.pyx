@@ -959,8 +959,14 @@ def function_with_body(Layout L, Keep K, size_t func, list blocks not None, size
     Raises
     ------
     ValueError
-        ``func`` is not a Relax function with a ``SeqExpr`` body, or ``result`` is null.
+        ``func`` is not a Relax function with a ``SeqExpr`` body, ``result`` is null, or a
+        block address is not positive.
+    TypeError
+        A block address is not an int.
     """
+    cdef Py_ssize_t k
+    for k in range(len(blocks)):
+        object_handle(blocks[k], "function_with_body", "blocks[{}]", k)
     cdef const char* f = <const char*>func
     cdef const char* seq = function_body(L, f, "function_with_body")
     cdef const char* ty

@@ -10,13 +10,13 @@ The counterpart of :mod:`memcore_py.transform._kill_writer` for a function read 
 rebuilds one scope (a function body or an ``If`` branch) as TVM's ``KillInserter`` leaves it:
 its blocks in TVM's normal form (adjacent blocks of one kind merged, empty ones dropped; a
 dataflow block stays one, the kills the kernel defers past it opening an ordinary block after
-it), every kept binding the object it was,
-the dropped rebindings gone, the bindings that read a substituted variable rebuilt (same op,
-attributes, type arguments and type; a tuple retyped by TVM's constructor), the kills after
-their bindings (``_k = R.memory.kill_tensor(v)`` ..., a fresh ``R.Tuple()`` variable named
-``kill_name(k)``; a ``DataflowVar`` in a dataflow block). An ``If`` binding whose branches change is rebuilt by the caller's
-``rebuild_if`` (through TVM's Python API: a new ``SeqExpr`` per branch and a new ``If`` of
-the old type), then bound to the same variable.
+it), every kept binding the object it was, the dropped rebindings gone, the bindings that read
+a substituted variable rebuilt (same op, attributes, type arguments and type; a tuple retyped
+by TVM's constructor), the kills after their bindings (``_k = R.memory.kill_tensor(v)`` ..., a
+fresh ``R.Tuple()`` variable named ``kill_name(k)``; a ``DataflowVar`` in a dataflow block).
+An ``If`` binding whose branches change is rebuilt by the caller's ``rebuild_if`` (through
+TVM's Python API: a new ``SeqExpr`` per branch and a new ``If`` of the old type), then bound
+to the same variable.
 
 Reads go through the checked :class:`~memcore_py.tvm._ffi_reader.Layout` (objects the reader
 already matched), writes through the compiled writer's constructors

@@ -299,6 +299,11 @@ def test_call_arguments_and_params_decline_what_they_cannot_read():
         _ffi_writer.binding_with_call_args(layout, keep, bindings[1].__chandle__(), [])
     with pytest.raises(ValueError, match="function_with_body"):
         _ffi_writer.function_with_body(layout, keep, arr, [], bindings[1].value.__chandle__())
+    body = f.body.body.__chandle__()
+    with pytest.raises(ValueError, match=r"function_with_body: blocks\[0\] is 0"):
+        _ffi_writer.function_with_body(layout, keep, f.__chandle__(), [0], body)
+    with pytest.raises(TypeError, match=r"function_with_body: blocks\[1\] must be an object address"):
+        _ffi_writer.function_with_body(layout, keep, f.__chandle__(), [f.body.blocks[0].__chandle__(), "b"], body)
 
 
 @pytest.mark.parametrize("name", list_models()[:2])

@@ -599,3 +599,30 @@ def test_symbolic_vars_no_buffer_dim_binds_become_scalar_params_passed_by_the_ca
     (inplace,) = [f for gv, f in out.functions.items() if gv.name.endswith("_inplace")]
     assert not inplace.params[-1].is_buffer
     assert well_formed(out)
+
+
+# ----------------------------------------------------------------------- the blocks searched
+def test_candidate_blocks_are_the_dataflow_blocks_binding_an_inplace_op():
+    from memcore_py.transform.dataflow_use_inplace_calls import candidate_blocks
+
+    with_add = module("z = R.add(x, y)\nR.output(z)")
+    func = with_add["main"]
+    assert candidate_blocks(func, "main") == {id(func.body.blocks[0].bindings)}
+    # a dataflow block of no in-place op: nothing to search, the module comes back as it is
+    no_inplace = module("z = R.exp(x)\nR.output(z)")
+    assert candidate_blocks(no_inplace["main"], "main") == set()
+    assert dataflow_use_inplace_calls(no_inplace) is no_inplace
+    # an in-place op outside any dataflow block is never rewritten
+    outside = memcore_py.parse(HEADER + '    @R.function\n    def main(x: R.Tensor((2, 3), dtype="float32")):\n'
+                               '        z = R.add(x, x)\n        return z\n')
+    assert candidate_blocks(outside["main"], "main") == set()
+    assert dataflow_use_inplace_calls(outside) is outside
+
+
+def test_inplace_candidate_blocks_rejects_what_is_not_a_table():
+    from memcore_py.analysis.dataflow_inplace import inplace_candidate_blocks
+
+    with pytest.raises(TypeError, match="BindingTable"):
+        inplace_candidate_blocks(None)
+    with pytest.raises(TypeError, match="BindingTable"):
+        inplace_candidate_blocks([1, 2])
