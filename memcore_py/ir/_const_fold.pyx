@@ -8,11 +8,12 @@ TVM builds a storage's byte count as ``nbytes = IntImm(bytes per element); for d
 nbytes *= d`` (LowerAllocTensor), and ``*`` folds by ``TryConstFold<Mul>``: two constants
 multiply, a constant 1 is dropped, a constant 0 absorbs the product, anything else becomes a
 ``Mul`` node. :func:`product_fold` (``cdef``, for the compiled writer over TVM's objects) and
-:func:`product_fold_plan` (its Python entry, for the writer over memcore's IR) state that rule
-once, as a plan over the factors' positions: the product is its *head* (a folded constant,
-or one factor) times the *tail* factors, multiplied left to right. Each writer builds the
-expression from the plan with its own constructors and its own factor objects, so the
-factors stay the objects they were.
+:func:`product_fold_plan` (its Python entry, for the writer over memcore's IR and for
+:func:`memcore_py.ir.prim_arith.fold_mul`, every product of two expressions memcore's IR
+builds) state that rule once, as a plan over the factors' positions: the product is its
+*head* (a folded constant, or one factor) times the *tail* factors, multiplied left to right.
+Each caller builds the expression from the plan with its own constructors and its own factor
+objects, so the factors stay the objects they were.
 
 The bytes of one element of a dtype, the constant a storage's product starts from (TVM
 ``DataType::StorageBytes``), are :func:`storage_bytes` (``cdef inline`` in the ``.pxd``, for the

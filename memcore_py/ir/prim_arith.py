@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .._compiled import load_compiled
+from ..errors import IRError
 from .prim import (
     EQ,
     GE,
@@ -120,18 +121,24 @@ def fold_sub(a: PrimExpr, b: PrimExpr) -> PrimExpr:
 
 
 def fold_mul(a: PrimExpr, b: PrimExpr) -> PrimExpr:
-    ca, cb = _c(a), _c(b)
-    if ca is not None and cb is not None:
-        return IntImm(ca * cb, a.dtype)
-    if ca == 1:
-        return b
-    if cb == 1:
-        return a
-    if ca == 0:
-        return a
-    if cb == 0:
-        return b
-    return Mul(a, b)
+    """``a * b`` as TIR builds it: folded by ``TryConstFold<Mul>``, whose one statement is
+    :func:`memcore_py.ir._const_fold.product_fold_plan` (two constants multiply, a constant
+    ``1`` is dropped, a constant ``0`` absorbs); a constant result has ``a``'s dtype.
+
+    Raises
+    ------
+    IRError
+        Two constants whose product, or a constant that, exceeds int64.
+    """
+    try:
+        head, tail = load_compiled("memcore_py.ir._const_fold").product_fold_plan(1, [_c(a), _c(b)])
+    except OverflowError as exc:
+        raise IRError(f"constant folding {a!r} * {b!r}: {exc}") from None
+    factors = (a, b)
+    out = factors[head[0]] if type(head) is tuple else IntImm(head, a.dtype)
+    for i in tail:
+        out = Mul(out, factors[i])
+    return out
 
 
 def fold_floordiv(a: PrimExpr, b: PrimExpr) -> PrimExpr:
