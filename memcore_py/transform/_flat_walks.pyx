@@ -8,7 +8,8 @@ top-level call, tuple or get-item: normal form) with one loop over its bindings;
 those loops were most of the pass's time on real models. The loops, with the rules
 unchanged, live here:
 
-- :func:`is_flat` — the flatness test (:func:`memcore_py.transform.dead_code_elimination.is_flat`).
+- :func:`is_flat` — the flatness test (:func:`memcore_py.transform.dead_code_elimination.is_flat`),
+  the walk of the rule in ``memcore_py/analysis/_flat_rule.pxd`` over memcore's nodes.
 - :func:`layout_free_positions` — AttachAttrLayoutFreeBuffers' positions rule (every path's).
 - :func:`call_tir_arguments` — the arguments of the call it rewrites (every path's).
 - :func:`attach_bindings` — AttachAttrLayoutFreeBuffers' rewrite of one block: a
@@ -20,6 +21,8 @@ unchanged, live here:
 Nodes are read through ``memcore_py/ir/_slots.pxd`` and built by ``memcore_py/ir/_nodes.pyx``
 (as ``construct.new_call`` / ``new_binding`` build them).
 """
+from memcore_py.analysis._flat_rule cimport (FLAT_CALL, FLAT_GET_ITEM, FLAT_LEAF, FLAT_SCOPE, FLAT_TUPLE, HOLD_BINDING,
+                                             HOLD_RESULT, STEP_FLAT, flat_step)
 from memcore_py.ir._nodes cimport binding_node, call_node
 from memcore_py.ir._slots cimport get_slot, slot_offset
 
@@ -36,36 +39,44 @@ cdef Py_ssize_t O_TY_ARGS = slot_offset(Call.ty_args)
 cdef Py_ssize_t O_FIELDS = slot_offset(Tuple.fields)
 cdef Py_ssize_t O_GV_NAME = slot_offset(GlobalVar.name)
 
-#: Expressions that open a scope or nest a call (not allowed inside a flat binding value).
-cdef frozenset NESTING = frozenset((Call, If, Function, SeqExpr))
-#: Expressions that hold no GlobalVar and no variable use.
-cdef frozenset LEAVES = frozenset((Constant, ShapeExpr, PrimValue, StringImm, DataTypeImm, ExternFunc))
-
-
 # ---------------------------------------------------------------------------- flatness
+cdef int node_class(v):
+    """The class of the memcore node ``v`` for the flatness rule (``_flat_rule.pxd``)."""
+    cls = type(v)
+    if cls is Call:
+        return FLAT_CALL
+    if cls is Tuple:
+        return FLAT_TUPLE
+    if cls is TupleGetItem:
+        return FLAT_GET_ITEM
+    if cls is If or cls is SeqExpr or cls is Function:
+        return FLAT_SCOPE
+    return FLAT_LEAF
+
+
+cdef bint flat_node(v, int holder) except -1:
+    """Whether the node ``v`` held as ``holder`` is flat: :func:`flat_step` asked of it and, as
+    it says, of its children (a call's arguments, a tuple's fields, a get-item's tuple)."""
+    cdef int step = flat_step(holder, node_class(v))
+    if step <= 0:
+        return step == STEP_FLAT
+    cls = type(v)
+    if cls is Call:
+        children = <tuple>get_slot(v, O_ARGS)
+    elif cls is Tuple:
+        children = <tuple>get_slot(v, O_FIELDS)
+    else:
+        children = (v.tuple_value,)
+    for c in children:
+        if not flat_node(c, step):
+            return False
+    return True
+
+
 cdef bint flat_bindings(tuple bindings) except -1:
-    """Whether no binding value of ``bindings`` opens a scope (If, SeqExpr, nested function) or
-    holds a call inside its top-level call, tuple or get-item."""
-    cdef tuple args
+    """Whether every binding value of ``bindings`` is flat (``_flat_rule.pxd``)."""
     for b in bindings:
-        v = <object>get_slot(b, O_VALUE)
-        cls = type(v)
-        if cls is Call:
-            args = <tuple>get_slot(v, O_ARGS)
-            for a in args:
-                ca = type(a)
-                if ca is Tuple:
-                    for f in <tuple>get_slot(a, O_FIELDS):
-                        tf = type(f)
-                        if tf in NESTING or tf is Tuple:
-                            return False
-                elif ca in NESTING:
-                    return False
-        elif cls is Tuple:
-            for f in <tuple>get_slot(v, O_FIELDS):
-                if type(f) in NESTING:
-                    return False
-        elif cls in NESTING or (cls is TupleGetItem and type(v.tuple_value) in NESTING):
+        if not flat_node(<object>get_slot(b, O_VALUE), HOLD_BINDING):
             return False
     return True
 
@@ -77,18 +88,13 @@ def is_flat_block(blk) -> bool:
 
 
 def is_flat(func) -> bool:
-    """Whether no binding value of ``func`` opens a scope (If, SeqExpr, nested function) or
-    holds a call inside its top-level call, tuple or get-item."""
+    """Whether ``func`` is flat (``memcore_py/analysis/_flat_rule.pxd``): no binding value and
+    not the result opens a scope (If, SeqExpr, nested function) or holds a call inside its
+    top-level call, tuple or get-item, and the result is not a call."""
     for blk in func.body.blocks:
         if not flat_bindings(<tuple>blk.bindings):
             return False
-    result = func.body.body
-    if type(result) is Tuple:
-        for f in <tuple>get_slot(result, O_FIELDS):
-            if type(f) in NESTING:
-                return False
-        return True
-    return type(result) not in NESTING
+    return flat_node(func.body.body, HOLD_RESULT)
 
 
 # ---------------------------------------------------------------------------- attach

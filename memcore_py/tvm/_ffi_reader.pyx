@@ -52,6 +52,8 @@ from libcpp.vector cimport vector
 from cpython.object cimport PyObject
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 
+from memcore_py.analysis._flat_rule cimport (FLAT_CALL, FLAT_GET_ITEM, FLAT_LEAF, FLAT_SCOPE, FLAT_TUPLE, HOLD_BINDING,
+                                             HOLD_RESULT, STEP_FLAT, flat_step)
 from memcore_py.ir._nodes cimport binding_node, call_node, shape_expr_node, var_node
 from memcore_py.tvm._node_map cimport AddrMap, map_put
 from memcore_py.tvm._ffi_abi cimport (
@@ -1009,63 +1011,46 @@ def read_binding_at(Layout L, reader, size_t bindings, Py_ssize_t i):
 
 
 # ------------------------------------------------------------------------ flat functions
-cdef inline bint nesting(Layout L, int32_t t) noexcept:
-    """A node type that opens a scope or is a call (is_flat's NESTING set)."""
-    return t == L.t_call or t == L.t_if or t == L.t_seq or t == L.t_function
+cdef inline int node_class(Layout L, int32_t t) noexcept:
+    """The class of a TVM node of type index ``t`` for the flatness rule (``_flat_rule.pxd``)."""
+    if t == L.t_call:
+        return FLAT_CALL
+    if t == L.t_tuple:
+        return FLAT_TUPLE
+    if t == L.t_tuple_get_item:
+        return FLAT_GET_ITEM
+    if t == L.t_if or t == L.t_seq or t == L.t_function:
+        return FLAT_SCOPE
+    return FLAT_LEAF
 
 
-cdef bint flat_fields(Layout L, const char* tup, bint no_tuples) noexcept:
-    """Whether no field of the relax ``Tuple`` at ``tup`` is nesting (nor a tuple, with
-    ``no_tuples``)."""
-    cdef const char* arr = obj_field(tup, L.o_tuple_expr_fields)
+cdef bint flat_node(Layout L, const char* v, int32_t t, int holder) noexcept:
+    """Whether the TVM expression at ``v`` (of type index ``t``) held as ``holder`` is flat:
+    :func:`flat_step` asked of it and, as it says, of its children (a call's arguments, a
+    tuple's fields, a get-item's tuple). What is not read here is not flat."""
+    cdef int step = flat_step(holder, node_class(L, t))
+    cdef const char* arr
     cdef const char* data
-    cdef int32_t t
     cdef int64_t i
+    if step <= 0:
+        return step == STEP_FLAT
+    if t == L.t_tuple_get_item:
+        arr = obj_field(v, L.o_tgi_tuple)
+        return arr != NULL and flat_node(L, arr, obj_type(arr), step)
+    arr = obj_field(v, L.o_call_args if t == L.t_call else L.o_tuple_expr_fields)
     if arr == NULL or obj_type(arr) != K_ARRAY:
         return False
     data = array_data(arr)
     for i in range(array_size(arr)):
-        t = any_type(data + 16 * i)
-        if nesting(L, t) or (no_tuples and t == L.t_tuple):
+        if not flat_node(L, any_obj(data + 16 * i), any_type(data + 16 * i), step):
             return False
     return True
 
 
-cdef bint flat_value(Layout L, const char* v) noexcept:
-    """is_flat's rule for one binding value or a function's result, on a TVM expression."""
-    cdef int32_t t = obj_type(v)
-    cdef const char* arr
-    cdef const char* data
-    cdef const char* a
-    cdef int32_t at
-    cdef int64_t i
-    if t == L.t_call:
-        arr = obj_field(v, L.o_call_args)
-        if arr == NULL or obj_type(arr) != K_ARRAY:
-            return False
-        data = array_data(arr)
-        for i in range(array_size(arr)):
-            at = any_type(data + 16 * i)
-            if at == L.t_tuple:
-                if not flat_fields(L, any_obj(data + 16 * i), True):
-                    return False
-            elif nesting(L, at):
-                return False
-        return True
-    if t == L.t_tuple:
-        return flat_fields(L, v, False)
-    if t == L.t_tuple_get_item:
-        a = obj_field(v, L.o_tgi_tuple)
-        return a != NULL and not nesting(L, obj_type(a))
-    return not nesting(L, t)
-
-
 cdef object call_positions(Layout L, const char* arr, size_t op):
     """The positions of the bindings of the ``Array[Binding]`` at ``arr`` whose value is a
-    call of the ``Op`` at ``op``, when every binding value is flat (the rule of
-    :func:`memcore_py.transform.dead_code_elimination.is_flat`, read on TVM's objects: no
-    If, SeqExpr or Function, no call or nested tuple inside a call, tuple or get-item).
-    None when one is not, or when an element is not a ``VarBinding`` / ``MatchCast``."""
+    call of the ``Op`` at ``op``, when every binding value is flat (:func:`flat_node`, the
+    rule of ``memcore_py/analysis/_flat_rule.pxd``). None when one is not, or when an element is not a ``VarBinding`` / ``MatchCast``."""
     cdef const char* data
     cdef const char* b
     cdef const char* v
@@ -1084,7 +1069,7 @@ cdef object call_positions(Layout L, const char* arr, size_t op):
             v = obj_field(b, L.o_mc_value)
         else:
             return None
-        if v == NULL or not flat_value(L, v):
+        if v == NULL or not flat_node(L, v, obj_type(v), HOLD_BINDING):
             return None
         if obj_type(v) == L.t_call and addr(obj_field(v, L.o_call_op)) == op:
             out.append(i)
@@ -1131,12 +1116,12 @@ def flat_function_calls(Layout L, size_t func, size_t op):
 
 
 cdef bint flat_result(Layout L, const char* s) noexcept:
-    """Whether the result of the ``SeqExpr`` at ``s`` is flat (is_flat's rule)."""
+    """Whether the result of the ``SeqExpr`` at ``s`` is flat (:func:`flat_node`)."""
     cdef const char* body
     if s == NULL or obj_type(s) != L.t_seq:
         return False
     body = obj_field(s, L.o_seq_body)
-    return body != NULL and flat_value(L, body) and obj_type(body) != L.t_call
+    return body != NULL and flat_node(L, body, obj_type(body), HOLD_RESULT)
 
 
 cdef object dtype_name(int64_t packed):

@@ -450,3 +450,86 @@ def test_the_compiled_lowering_rejects_bad_arguments():
         with pytest.raises(ValueError, match="lower_block"):
             _lower_extract.lower_block(layout, keep, lowering, arr, positions, [1, 1], False)
     assert lowering.n_storages == 0  # nothing was built
+
+
+# ---------------------------------------------------------------------------- flatness, both walks
+# (binding value or None, result, flat?) written as nested lists: ("f", *args) a call of
+# relax.add, ["t", *fields] a tuple, ("get", x) a get-item of field 0, ("seq", x) a SeqExpr
+# of no block, "x"/"y" the parameters. The expected answers are the rule as written in
+# memcore_py/analysis/_flat_rule.pxd's docstring.
+FLAT_CASES = [
+    (("f", "x", "y"), "x", True),
+    (("f", ("f", "x", "y"), "y"), "x", False),            # a call inside a call
+    (("f", ["t", "x", "y"], "y"), "x", True),              # a tuple argument of leaves
+    (("f", ["t", "x", ["t", "y"]], "y"), "x", False),      # a tuple inside a call's tuple argument
+    (("f", ["t", "x", ("f", "x", "y")], "y"), "x", False),  # a call inside a call's tuple argument
+    (("f", ("get", ["t", "x"]), "y"), "x", True),          # a get-item argument (of a tuple)
+    (["t", "x", ("f", "x", "y")], "x", False),             # a call inside a tuple
+    (["t", "x", ["t", "y"]], "x", True),                   # a tuple inside a tuple value
+    (("get", ("f", "x", "y")), "x", False),                # a get-item of a call
+    (("get", ["t", "x", "y"]), "x", True),
+    (("seq", "x"), "x", False),                            # a value that opens a scope
+    (None, ("f", "x", "y"), False),                        # the result is a call
+    (None, ["t", "x", "y"], True),
+    (None, ["t", "x", ("f", "x", "y")], False),
+    (None, ("get", ("f", "x", "y")), False),               # a get-item of a call as the result
+    (None, ("get", ["t", "x", "y"]), True),
+    (None, ("seq", "x"), False),
+]
+
+
+def _flat_case_tvm(value, result):
+    ty = relax.TensorType((4,), "float32")
+    x, y = relax.Var("x", ty), relax.Var("y", ty)
+    add = tvm.ir.Op.get("relax.add")
+
+    def build(e):
+        if e == "x" or e == "y":
+            return {"x": x, "y": y}[e]
+        if isinstance(e, list):
+            return relax.Tuple([build(f) for f in e[1:]])
+        if e[0] == "f":
+            return relax.Call(add, [build(a) for a in e[1:]])
+        if e[0] == "get":
+            return relax.TupleGetItem(build(e[1]), 0)
+        return relax.SeqExpr([], build(e[1]))
+
+    blocks = [] if value is None else [relax.BindingBlock([relax.VarBinding(relax.Var("v", ty), build(value))])]
+    return relax.Function([x, y], relax.SeqExpr(blocks, build(result)), ty)
+
+
+def _flat_case_memcore(value, result):
+    from memcore_py.ir import (BindingBlock, Call, Function, SeqExpr, TensorType, Tuple, TupleGetItem, Var,
+                               VarBinding, get_op)
+
+    ty = TensorType((4,), "float32")
+    x, y = Var("x", ty), Var("y", ty)
+    add = get_op("relax.add")
+
+    def build(e):
+        if e == "x" or e == "y":
+            return {"x": x, "y": y}[e]
+        if isinstance(e, list):
+            return Tuple([build(f) for f in e[1:]])
+        if e[0] == "f":
+            return Call(add, [build(a) for a in e[1:]])
+        if e[0] == "get":
+            return TupleGetItem(build(e[1]), 0)
+        return SeqExpr([], build(e[1]))
+
+    blocks = [] if value is None else [BindingBlock([VarBinding(Var("v", ty), build(value))])]
+    return Function([x, y], SeqExpr(blocks, build(result)), ty)
+
+
+@pytest.mark.parametrize(("value", "result", "flat"), FLAT_CASES)
+def test_flatness_is_one_rule_on_both_object_models(value, result, flat):
+    from memcore_py.transform.dead_code_elimination import is_flat
+    from memcore_py.tvm import _ffi_reader
+    from memcore_py.tvm.from_tvm import _layout
+    from memcore_py.tvm.lower_alloc_extract import _alloc_op_address
+
+    api = tvm_api()
+    f = _flat_case_tvm(value, result)
+    found = _ffi_reader.flat_function_calls(_layout(api), f.__chandle__(), _alloc_op_address(api))
+    assert (found is not None) == flat
+    assert is_flat(_flat_case_memcore(value, result)) == flat
