@@ -31,7 +31,7 @@ of arrays of C integers:
 from libcpp.vector cimport vector
 
 from memcore_py.analysis._binding_table cimport (CF_ALLOCATES, CF_KILL, CF_NO_REGISTER, CF_SHARES, CF_STORAGE,
-                                                 CF_USES_ARGS, I_BINDING, I_RESULT)
+                                                 CF_USES_ARGS, I_BINDING, I_MATCH_CAST, I_RESULT)
 
 
 cdef class PointerIds:
@@ -221,6 +221,28 @@ cdef class BindingTable:
                 if 0 <= v < <int64_t>self.var_x.size() and self.var_x[v] < 0:
                     n += 1
         return n
+
+    def match_cast_refs(self):
+        """``(item, binding address)`` of every ``MatchCast`` of the function read last, in item
+        order (the address is ``i_ref``: the object of the reader's object model)."""
+        if self.f_first.size() == 0:
+            return []
+        cdef int64_t i
+        return [(i, self.i_ref[i]) for i in range(self.f_first[self.f_first.size() - 1], <int64_t>self.i_kind.size())
+                if self.i_kind[i] == I_MATCH_CAST]
+
+    def set_same_type(self, int64_t item, bint same):
+        """Record whether the ``MatchCast`` item ``item`` casts to exactly its value's type
+        (``i_same_type``), a fact a reader of TVM's objects reads with TVM's own equality.
+
+        Raises
+        ------
+        ValueError
+            ``item`` is not a ``MatchCast`` item of the table.
+        """
+        if not 0 <= item < <int64_t>self.i_kind.size() or self.i_kind[item] != I_MATCH_CAST:
+            raise ValueError(f"set_same_type: item {item} is not a MatchCast of the table")
+        self.i_same_type[item] = same
 
     def block_sizes(self):
         """The number of bindings (``VarBinding`` s and ``MatchCast`` s) of every block, by

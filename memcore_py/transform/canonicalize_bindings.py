@@ -76,7 +76,7 @@ from ..ir.prim import substitute
 from ..ir.types import substitute_type, type_equal
 from .pass_infra import FunctionPass, PassContext
 
-__all__ = ["canonicalize_bindings", "CanonicalizeBindings"]
+__all__ = ["canonicalize_bindings", "CanonicalizeBindings", "match_cast_substitutes"]
 
 _VAR_CLASSES = (Var, DataflowVar)
 _SCOPE_CLASSES = (If, Function, SeqExpr)
@@ -115,6 +115,23 @@ def _infer_symbolic_map(pattern, value_ty, out):
             _infer_symbolic_map(p, v, out)
 
 
+def _is_itself(name: str, value) -> bool:
+    """Whether the value ``value`` the symbolic stage infers for the variable ``name`` is that
+    variable (no substitution)."""
+    return type(value) is PrimVar and value.name == name
+
+
+def match_cast_substitutes(pattern, value_ty) -> bool:
+    """Whether ``R.match_cast(<a value of type value_ty>, pattern)`` can make the symbolic stage
+    substitute a variable: a bare symbolic variable of ``pattern`` matches a part of
+    ``value_ty`` that is not that variable (:func:`_infer_symbolic_map`). When no match_cast of
+    a function can, the stage substitutes nothing there. Asked of match_casts read from TVM's
+    objects, whose function the stage does not walk."""
+    found: dict = {}
+    _infer_symbolic_map(pattern, value_ty, found)
+    return any(not _is_itself(name, value) for name, (_pvar, value) in found.items())
+
+
 def _provably_different(a, b) -> bool:
     """True when ``a - b`` folds to a nonzero constant."""
     try:
@@ -140,7 +157,7 @@ class _SymbolicVarCanonicalizer(ExprMutator):
     def _set_known(self, known):
         self.known = known
         self._values = {
-            k: v[0] for k, v in known.items() if not (type(v[0]) is PrimVar and v[0].name == k)
+            k: v[0] for k, v in known.items() if not _is_itself(k, v[0])
         }
 
     def visit_function(self, func):
@@ -214,7 +231,7 @@ class _SymbolicVarCanonicalizer(ExprMutator):
                         )
                 else:
                     self.known[name] = (value, b)
-                    if not (type(value) is PrimVar and value.name == name):
+                    if not _is_itself(name, value):
                         self._values[name] = value
             value = self.visit_expr(b.value)
             new_ty = substitute_type(b.ty, self._values)

@@ -16,7 +16,8 @@ by TVM's constructor), the kills after their bindings (``_k = R.memory.kill_tens
 fresh ``R.Tuple()`` variable named ``kill_name(k)``; a ``DataflowVar`` in a dataflow block).
 An ``If`` binding whose branches change is rebuilt by the caller's ``rebuild_if`` (through
 TVM's Python API: a new ``SeqExpr`` per branch and a new ``If`` of the old type), then bound
-to the same variable.
+to the same variable; a ``MatchCast`` whose value changes, by the caller's ``rebuild_cast``
+(same variable and type).
 
 Reads go through the checked :class:`~memcore_py.tvm._ffi_reader.Layout` (objects the reader
 already matched), writes through the compiled writer's constructors
@@ -30,7 +31,7 @@ cimport cython
 from libc.stdint cimport int8_t, int32_t, int64_t
 from libcpp.vector cimport vector
 
-from memcore_py.analysis._binding_table cimport X_CALL, X_IF, X_TUPLE, X_VAR, BindingTable
+from memcore_py.analysis._binding_table cimport I_MATCH_CAST, X_CALL, X_IF, X_TUPLE, X_VAR, BindingTable
 from memcore_py.analysis._kill_rules cimport EDIT_DROP, EDIT_KEEP, EDIT_REWRITE, KillEdits, kill_name
 from memcore_py.tvm._ffi_abi cimport FFIAny, K_ARRAY, any_obj, any_type, array_data, array_size, obj_field, obj_type
 from memcore_py.tvm._ffi_reader cimport Layout
@@ -98,6 +99,9 @@ cdef class KillWriter:
     rebuild_if : callable
         ``(If address, condition address, then, else) -> address of the new If``, each branch
         the :class:`ScopeRewrite` :meth:`scope` returned for it.
+    rebuild_cast : callable
+        ``(MatchCast address, value address) -> address of a new MatchCast`` of the same
+        variable and type to the new value.
     """
 
     cdef Layout L
@@ -107,16 +111,19 @@ cdef class KillWriter:
     cdef size_t kill_ops[3]
     cdef size_t unit
     cdef object rebuild_if
+    cdef object rebuild_cast
     cdef vector[size_t] reads   # var id -> address of what its uses read (a variable or a constant; 0: itself)
     cdef bint any_read
     cdef vector[FFIAny] args    # the arguments of the expression being rewritten (reused: no allocation per binding)
 
-    def __init__(self, Layout L, Keep K, BindingTable T, KillEdits E, tuple kill_ops, size_t unit, rebuild_if):
+    def __init__(self, Layout L, Keep K, BindingTable T, KillEdits E, tuple kill_ops, size_t unit, rebuild_if,
+                 rebuild_cast):
         self.L, self.K, self.T, self.E = L, K, T, E
         for i in range(3):
             self.kill_ops[i] = kill_ops[i]
         self.unit = unit
         self.rebuild_if = rebuild_if
+        self.rebuild_cast = rebuild_cast
         self.reads.assign(E.v_sub.size(), 0)
         self.any_read = False
 
@@ -249,6 +256,15 @@ cdef class KillWriter:
             group.push_back(item)
         return 0
 
+    cdef int set_bound(self, FFIAny* item, const char* b, const char* var, size_t value, bint is_cast) except -1:
+        """Set ``item`` to the binding ``b`` (of the variable ``var``; a ``MatchCast`` when
+        ``is_cast``) rebuilt with the value at ``value``."""
+        if is_cast:
+            set_obj(item, <void*><size_t>self.rebuild_cast(<size_t>b, value))
+        else:
+            set_obj(item, new_binding(self.K, var, <void*>value))
+        return 0
+
     def scope(self, Py_ssize_t sid, size_t seq):
         """The scope ``sid`` of the table (the ``SeqExpr`` at ``seq``) with its edits applied.
 
@@ -269,7 +285,7 @@ cdef class KillWriter:
         cdef int64_t base, slot, pos, n, v, w, x
         cdef size_t r
         cdef int8_t action
-        cdef bint is_if, df
+        cdef bint is_if, is_cast, df
         cdef bint group_df = False
         cdef int last_kind = -1         # the kind of the last non-empty old block (-1: none yet)
         cdef ScopeRewrite then_out, else_out
@@ -305,11 +321,12 @@ cdef class KillWriter:
                     changed = True
                     continue
                 is_if = T.x_kind[T.i_value[E.s_item[slot]]] == X_IF
+                is_cast = T.i_kind[E.s_item[slot]] == I_MATCH_CAST
                 if action != EDIT_KEEP or is_if or E.v_const[v]:
                     # the binding's objects are read only when it changes or names them
                     b = any_obj(array_data(arr) + 16 * pos)
                     var = obj_field(b, L.o_b_var)
-                    value = obj_field(b, L.o_b_value)
+                    value = obj_field(b, L.o_mc_value if is_cast else L.o_b_value)
                     if E.v_const[v]:
                         self.set_read(v, <size_t>value)
                 if is_if:
@@ -325,13 +342,13 @@ cdef class KillWriter:
                             return None
                     if then_out.changed or else_out.changed or r != <size_t>obj_field(value, L.o_if_cond):
                         r = self.rebuild_if(<size_t>value, r, then_out, else_out)
-                        set_obj(&item, new_binding(self.K, var, <void*>r))
+                        self.set_bound(&item, b, var, r, is_cast)
                         changed = True
                 elif action == EDIT_REWRITE:
                     r = self.rewritten(value, T.i_value[E.s_item[slot]])
                     if r == FAIL:
                         return None
-                    set_obj(&item, new_binding(self.K, var, <void*>r))
+                    self.set_bound(&item, b, var, r, is_cast)
                     changed = True
                 group.push_back(item)
                 if E.s_nkill[slot]:
