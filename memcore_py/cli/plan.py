@@ -296,7 +296,7 @@ def _inputs(path: str | None, dynamic=None, symbols: dict | None = None, bounds:
 def plan_and_report(mod, name: str = "module", reference: dict | None = None, time_limit=ARENA_TIME_LIMIT,
                     runs: int = TIMING_RUNS, bind: dict | None = None):
     """Plan ``mod`` with StaticPlanBlockMemory in both modes, timing each (the fastest of
-    ``runs`` runs), and report per function (:func:`memcore_py.cli.report.build_report`).
+    ``runs`` runs), and report per function (:func:`memcore_py.planning.report.build_report`).
 
     Parameters
     ----------
@@ -325,7 +325,7 @@ def plan_and_report(mod, name: str = "module", reference: dict | None = None, ti
         If StaticPlanBlockMemory rejects the module.
     """
     from ..transform.static_plan_block_memory import plan_block_memory
-    from .report import build_report
+    from ..planning.report import build_report
 
     if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
         raise ValueError(f"runs must be an int >= 1; got {runs!r}")

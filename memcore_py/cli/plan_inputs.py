@@ -8,7 +8,7 @@ Design
 ``*.json[.gz]``    graph-executor JSON (:mod:`memcore_py.cli.plan_graph`)
 ``*.csv``          flat MiniMalloc problem ``id,lower,upper,size`` (:mod:`memcore_py.cli.plan_flat`)
 ``*.pt2``          ``torch.export.save`` archive (:func:`load_exported_program`)
-``*.onnx``         ONNX model (:func:`import_onnx`; needs the ``onnx`` extra)
+``*.onnx``         ONNX model (:func:`~memcore_py.frontend.files.import_onnx_file`; the ``onnx`` extra)
 ``pkg.mod:func``   no such file, and the colon form of an importable callable returning
                    ``(nn.Module, example_inputs)`` (:func:`export_callable`)
 anything else      TVMScript text (``-`` = stdin, ``*.gz`` decompressed)
@@ -44,33 +44,26 @@ Every failure of the input is a typed :class:`~memcore_py.errors.MemcoreError`
 (:class:`~memcore_py.errors.FrontendError` and its subclasses) naming the file or callable and
 what is wrong, and a bad ``--dynamic`` a :class:`~._common.UsageError`. A torch error message
 is cut to its first line (torch's messages run to dozens of lines of hints), and what torch
-logs or prints to stderr while it fails is dropped (:func:`_quiet`); torch is imported only
+logs or prints to stderr while it fails is dropped (:func:`~memcore_py.frontend.files.quiet`); torch is imported only
 for these two kinds.
 """
 from __future__ import annotations
 
-import contextlib
 import importlib
-import io
-import logging
 import os
 import re
 import sys
 import time
-import warnings
 
-from ..errors import FrontendDependencyError, FrontendError, InputNotImplementedError, UnsupportedOperatorError
+from ..errors import FrontendError, InputNotImplementedError
+from ..frontend.files import (STAGES, DimBoundsError, import_decomposed, import_onnx_file, import_pt2,
+                              load_exported_program, quiet, reason, require_torch_for)
 from ._common import UsageError
 
 __all__ = ["input_kind", "InputNotImplementedError", "DynamicDim", "parse_dynamic", "parse_bound", "apply_bounds",
-           "load_exported_program", "export_callable", "import_model", "import_onnx", "STAGES"]
-
-#: Stages of :func:`import_model`, in order, as recorded in its ``timings``.
-STAGES = ("torch.export.load", "torch.export.export", "onnx.load", "run_decompositions", "import")
+           "load_exported_program", "export_callable", "import_model", "STAGES"]
 
 _CALLABLE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
-#: Longest torch message kept in an error (its first line, cut here).
-_MAX_REASON = 300
 
 
 def input_kind(path) -> str:
@@ -257,68 +250,6 @@ def apply_bounds(mod, bounds: dict, label: str):
     return mod.with_functions(updates)
 
 
-def _bound_error(source: str, exc: FrontendError) -> UsageError:
-    """An importer's ``dim_bounds`` refusal (its message starts with ``dim_bounds``) as a
-    ``--bound`` usage error naming ``source``."""
-    return UsageError(f"--bound: {source}: {exc}")
-
-
-def _torch(source: str):
-    """torch, or the importer's :class:`~memcore_py.errors.FrontendDependencyError` naming
-    ``source``."""
-    from ..frontend.exported_program import require_torch as frontend_torch
-
-    try:
-        return frontend_torch()
-    except FrontendDependencyError as exc:
-        raise FrontendDependencyError(f"{source}: {exc}") from exc
-
-
-@contextlib.contextmanager
-def _quiet():
-    """No Python warnings, log records or stderr output while torch works: torch logs and
-    prints its failures (tracebacks, graph dumps) before raising them, and the command line
-    reports every error as one line."""
-    previous = logging.root.manager.disable
-    logging.disable(logging.CRITICAL)
-    try:
-        with warnings.catch_warnings(), contextlib.redirect_stderr(io.StringIO()):
-            warnings.simplefilter("ignore")
-            yield
-    finally:
-        logging.disable(previous)
-
-
-def _reason(exc: BaseException) -> str:
-    """``Type: first line of the message``, at most :data:`_MAX_REASON` characters."""
-    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
-    text = f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
-    return text if len(text) <= _MAX_REASON else text[:_MAX_REASON - 3] + "..."
-
-
-def load_exported_program(path: str):
-    """``torch.export.load(path)``, its failures as a :class:`FrontendError` naming ``path``.
-
-    Raises
-    ------
-    FrontendDependencyError
-        torch is not installed.
-    FrontendError
-        The file is missing, unreadable, truncated or not a ``torch.export.save`` archive.
-    """
-    if not os.path.isfile(path):
-        raise FrontendError(f"cannot read {path!r}: no such file")
-    torch = _torch(path)
-    try:
-        with _quiet():
-            ep = torch.export.load(path)
-    except Exception as exc:  # noqa: BLE001 - torch raises many kinds (zip, pickle, schema)
-        raise FrontendError(f"{path}: not a readable torch.export archive (.pt2): {_reason(exc)}") from exc
-    if not isinstance(ep, torch.export.ExportedProgram):
-        raise FrontendError(f"{path}: torch.export.load returned a {type(ep).__name__}, not an ExportedProgram")
-    return ep
-
-
 def _resolve_callable(spec: str):
     module_name, _, attr = spec.partition(":")
     added = os.getcwd() not in sys.path  # as `python -m`: the current directory is importable
@@ -327,7 +258,7 @@ def _resolve_callable(spec: str):
     try:
         module = importlib.import_module(module_name)
     except Exception as exc:  # noqa: BLE001 - the user's module may raise anything on import
-        raise FrontendError(f"{spec}: cannot import module {module_name!r}: {_reason(exc)}") from exc
+        raise FrontendError(f"{spec}: cannot import module {module_name!r}: {reason(exc)}") from exc
     finally:
         if added:
             sys.path.remove(os.getcwd())
@@ -346,7 +277,7 @@ def _model_and_inputs(torch, spec: str):
     try:
         result = fn()
     except Exception as exc:  # noqa: BLE001 - the user's function
-        raise FrontendError(f"{spec}: calling it raised {_reason(exc)}") from exc
+        raise FrontendError(f"{spec}: calling it raised {reason(exc)}") from exc
     if not (isinstance(result, tuple) and len(result) == 2 and isinstance(result[0], torch.nn.Module)):
         got = type(result).__name__ if not isinstance(result, tuple) else f"a tuple of {len(result)}"
         raise FrontendError(f"{spec}: must return (torch.nn.Module, example_inputs); got {got}")
@@ -438,14 +369,14 @@ def export_callable(spec: str, dynamic=None, symbols: dict | None = None):
     UsageError
         A ``--dynamic`` item naming an input or dimension the example inputs do not have.
     """
-    torch = _torch(spec)
+    torch = require_torch_for(spec)
     model, args = _model_and_inputs(torch, spec)
     shapes, where = _dynamic_shapes(torch, spec, model, args, dynamic)
     try:
-        with _quiet():
+        with quiet():
             ep = torch.export.export(model.eval(), args, dynamic_shapes=shapes)
     except Exception as exc:  # noqa: BLE001 - torch.export raises many kinds (UserError, Unsupported, ...)
-        raise FrontendError(f"{spec}: torch.export.export cannot export the model: {_reason(exc)}") from exc
+        raise FrontendError(f"{spec}: torch.export.export cannot export the model: {reason(exc)}") from exc
     if symbols is not None:
         symbols.update(_dynamic_symbols(ep, where))
     return ep
@@ -459,7 +390,7 @@ def import_model(source: str, *, dynamic=None, timings: dict | None = None, symb
     ----------
     source : str
         A ``torch.export.save`` file (``*.pt2``), an ONNX file (``*.onnx``, read by
-        :func:`import_onnx`) or ``module:function`` (:func:`input_kind`).
+        :func:`~memcore_py.frontend.files.import_onnx_file`) or ``module:function`` (:func:`input_kind`).
     dynamic : list of DynamicDim, optional
         Only for ``module:function`` (a saved program's dimensions are fixed at export).
     timings : dict, optional
@@ -489,34 +420,18 @@ def import_model(source: str, *, dynamic=None, timings: dict | None = None, symb
         ``dynamic`` given for a ``.pt2`` or ``.onnx`` file, or naming inputs the model does not have;
         ``bounds`` naming a dimension the model does not have, or outside a recorded range.
     """
-    from ..frontend.exported_program import from_exported_program
-
     timings = {} if timings is None else timings
     kind = input_kind(source)
-    t0 = time.perf_counter()
-    if kind == "onnx":
-        if dynamic:
-            raise UsageError("--dynamic applies to module:function inputs; an ONNX file's symbolic dimensions are "
-                             "its dim_param names (evaluate them with --bind NAME=N)")
-        return import_onnx(source, timings, dim_bounds=bounds)
-    if kind == "pt2":
-        if dynamic:
-            raise UsageError("--dynamic applies to module:function inputs; a .pt2 file's dimensions were fixed "
-                             "when it was exported")
-        ep = load_exported_program(source)
-        timings["torch.export.load"] = time.perf_counter() - t0
-    elif kind == "callable":
+    if kind != "callable" and dynamic:
+        raise UsageError(f"--dynamic applies to module:function inputs; {source}'s dimensions "
+                         + ("are its dim_param names (evaluate them with --bind NAME=N)" if kind == "onnx"
+                            else "were fixed when it was exported"))
+    if kind not in ("onnx", "pt2", "callable"):
+        raise FrontendError(f"{source}: not a .pt2 file or a module:function callable")
+    if kind == "callable":
+        t0 = time.perf_counter()
         ep = export_callable(source, dynamic, symbols)
         timings["torch.export.export"] = time.perf_counter() - t0
-    else:
-        raise FrontendError(f"{source}: not a .pt2 file or a module:function callable")
-    t0 = time.perf_counter()
-    try:
-        with _quiet():
-            ep = ep.run_decompositions()
-    except Exception as exc:  # noqa: BLE001 - torch's decomposition of a user program
-        raise FrontendError(f"{source}: torch's run_decompositions() failed: {_reason(exc)}") from exc
-    timings["run_decompositions"] = time.perf_counter() - t0
     if bounds and symbols:  # a --dynamic name stands for torch's symbol
         renamed: dict = {}
         given: dict = {}
@@ -526,51 +441,11 @@ def import_model(source: str, *, dynamic=None, timings: dict | None = None, symb
                 raise UsageError(f"--bound: {given[key]!r} and {name!r} are the same dimension {key!r}, given twice")
             renamed[key], given[key] = bound, name
         bounds = renamed
-    t0 = time.perf_counter()
     try:
-        mod = from_exported_program(ep, keep_params_as_input=True, run_ep_decomposition=False, dim_bounds=bounds)
-    except UnsupportedOperatorError as exc:
-        raise UnsupportedOperatorError(f"{source}: {exc}", exc.ops) from exc
-    except FrontendError as exc:
-        if bounds and str(exc).startswith("dim_bounds"):
-            raise _bound_error(source, exc) from exc
-        raise FrontendError(f"{source}: {exc}") from exc
-    timings["import"] = time.perf_counter() - t0
-    return mod
-
-
-def import_onnx(path: str, timings: dict | None = None, dim_bounds: dict | None = None):
-    """The high-level Relax module of the ONNX file ``path`` (initializers as parameters;
-    ``dim_bounds`` as :func:`~memcore_py.frontend.onnx_model.from_onnx` takes it).
-
-    Raises
-    ------
-    FrontendDependencyError
-        onnx is not installed (the message names ``path`` and the ``onnx`` extra).
-    FrontendError
-        The file is missing, truncated or not an ONNX model, or the import fails (an
-        :class:`~memcore_py.errors.UnsupportedOperatorError` lists every operator without a
-        converter, a value without a shape is named); the message names ``path``.
-    UsageError
-        ``dim_bounds`` names a dimension no graph input has.
-    """
-    from ..frontend.onnx_model import from_onnx, load_onnx
-
-    timings = {} if timings is None else timings
-    t0 = time.perf_counter()
-    try:
-        model = load_onnx(path)
-        timings["onnx.load"] = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        mod = from_onnx(model, keep_params_as_input=True, dim_bounds=dim_bounds)
-    except FrontendDependencyError as exc:
-        raise FrontendDependencyError(f"{path}: {exc}") from exc
-    except UnsupportedOperatorError as exc:
-        raise UnsupportedOperatorError(f"{path}: {exc}", exc.ops) from exc
-    except FrontendError as exc:
-        text = str(exc)
-        if dim_bounds and text.startswith("dim_bounds"):
-            raise _bound_error(path, exc) from exc
-        raise FrontendError(text if text.startswith((path, f"cannot read {path!r}")) else f"{path}: {text}") from exc
-    timings["import"] = time.perf_counter() - t0
-    return mod
+        if kind == "onnx":
+            return import_onnx_file(source, timings, dim_bounds=bounds)
+        if kind == "pt2":
+            return import_pt2(source, timings, dim_bounds=bounds)
+        return import_decomposed(ep, source, timings, dim_bounds=bounds)
+    except DimBoundsError as exc:
+        raise UsageError(f"--bound: {exc}") from None
