@@ -49,10 +49,11 @@ LAYERS = {
     "memcore_py.executorch": (6, "executorch"),
     "memcore_py.testing": (7, "testing"),
     "memcore_py.examples": (7, "examples"),
-    "memcore_py.cli": (8, "cli"),
-    "memcore_py.__main__": (8, "cli"),
+    "memcore_py.sweep": (8, "sweep"),
+    "memcore_py.cli": (9, "cli"),
+    "memcore_py.__main__": (9, "cli"),
 }
-ORDER = "cli -> (frontend, tvm, executorch) -> (testing, examples: anything but cli) -> transform -> planning -> analysis -> ir -> errors -> memcore"
+ORDER = "cli -> sweep -> (frontend, tvm, executorch) -> (testing, examples: anything but cli) -> transform -> planning -> analysis -> ir -> errors -> memcore"
 
 #: What memcore_py/__init__.py may import: target -> whether only lazily.
 ROOT_IMPORTS = {"memcore_py.errors": False, "memcore_py.ir.text.parser": True}

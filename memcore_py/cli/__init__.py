@@ -34,9 +34,11 @@ __all__ = ["SUBCOMMANDS", "main", "build_parser"]
 #: Subcommand name -> module implementing it (``add_arguments`` / ``run``).
 SUBCOMMANDS = {
     "check": "memcore_py.cli.check",
+    "diff": "memcore_py.cli.diff",
     "fmt": "memcore_py.cli.fmt",
     "plan": "memcore_py.cli.plan",
     "show": "memcore_py.cli.show",
+    "sweep": "memcore_py.cli.sweep",
 }
 
 

@@ -1,0 +1,148 @@
+"""Sweeps (``memcore_py.sweep.plan_many``): many variants in one call, serial and on a process
+pool, against the loop a user writes by hand, and with the result cache.
+
+Workload: the shipped real models (static: their modes only) and the dynamic-sequence texts of
+BERT-base, GPT-2 and the Llama decoder (``bench_small_and_dynamic.dynamic_text``, unbounded
+``n``) at sequence lengths 1, 2, 3, ..., each in TVM mode and arena mode: :data:`N_VARIANTS`
+variants with ``--benchmark-only`` (10,000), :data:`SMOKE_VARIANTS` under
+``--benchmark-disable``.
+
+- ``test_sweep_serial`` / ``test_sweep_process``: ``plan_many`` with ``executor="serial"`` and
+  ``"process"`` (``jobs=2``, the machine's cores); the pooled results are checked identical to
+  the serial ones of the same run. ``extra_info``: variants per second, the pool's speed-up,
+  the pool's fixed cost (a one-variant sweep on the pool) and, from those, the scaling
+  efficiency estimated for N cores: ``T_N = fixed + work / N`` with ``work`` the pool's time
+  above its fixed cost times 2, efficiency ``T_serial / (N * T_N)``.
+- ``test_hand_written_loop``: the baseline, what a sweep replaces: per variant, parse the model,
+  lower it, plan it in its mode and read the report at ``bind`` (``memcore plan``'s path), on
+  :data:`LOOP_VARIANTS` variants; ``extra_info`` gives its time per variant.
+- ``test_sweep_cache``: the same sweep twice with a cache: cold (plans and stores) and warm
+  (every variant a hit); ``extra_info["warm_speedup"]`` = cold / warm.
+
+Run: ``python -m pytest bench/bench_sweep.py --benchmark-only`` (table in bench/README.md,
+"Sweeps").
+"""
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from bench_small_and_dynamic import dynamic_text
+from memcore_py.examples.models import list_models
+from memcore_py.sweep import Variant, plan_many
+
+#: Variants of a full run, and of the smoke run (``--benchmark-disable``).
+N_VARIANTS = 10_000
+SMOKE_VARIANTS = 300
+#: Variants of the hand-written loop (its time per variant is what is compared).
+LOOP_VARIANTS = 60
+DYNAMIC = ("bert_base", "gpt2_small", "llama_small")
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    """``(static model names, dynamic model paths)``."""
+    root = tmp_path_factory.mktemp("sweep_models")
+    paths = []
+    for name in DYNAMIC:
+        path = root / f"{name}_dyn.py"
+        path.write_text(dynamic_text(name))
+        paths.append(str(path))
+    return list_models(), paths
+
+
+def _variants(models, n: int) -> list:
+    static, dynamic = models
+    out = [Variant(m, mode=mode) for m in static for mode in ("tvm", "arena")]
+    seq = 1
+    while len(out) < n:
+        for path in dynamic:
+            for mode in ("tvm", "arena"):
+                out.append(Variant(path, bind={"n": seq}, mode=mode))
+        seq += 1
+    return out[:n]
+
+
+def _count(request) -> int:
+    return SMOKE_VARIANTS if request.config.getoption("benchmark_disable") else N_VARIANTS
+
+
+def _timed(fn):
+    t0 = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - t0
+
+
+_SERIAL: dict = {}
+
+
+def _serial(variants):
+    key = len(variants)
+    if key not in _SERIAL:
+        _SERIAL[key] = _timed(lambda: plan_many(variants, executor="serial"))
+    return _SERIAL[key]
+
+
+def test_sweep_serial(benchmark, request, models):
+    variants = _variants(models, _count(request))
+    results, seconds = _serial(variants)
+    assert not [r.error for r in results if r.error]
+    benchmark.extra_info.update(n_variants=len(variants), serial_seconds=seconds,
+                                variants_per_second=len(variants) / seconds)
+    benchmark.pedantic(lambda: plan_many(variants[:200], executor="serial"), rounds=1, iterations=1)
+
+
+def test_sweep_process(benchmark, request, models):
+    variants = _variants(models, _count(request))
+    serial, serial_s = _serial(variants)
+    pooled, pooled_s = _timed(lambda: plan_many(variants, executor="process", jobs=2))
+    assert all(a.same_plan(b) for a, b in zip(serial, pooled)) and len(pooled) == len(serial)
+    _, fixed = _timed(lambda: plan_many(variants[:1], executor="process", jobs=1))
+    work = 2 * max(pooled_s - fixed, 0.0)
+    benchmark.extra_info.update(
+        n_variants=len(variants), serial_seconds=serial_s, pool_seconds=pooled_s, pool_speedup=serial_s / pooled_s,
+        pool_fixed_seconds=fixed, identical_to_serial=True,
+        efficiency_estimate={n: serial_s / (n * (fixed + work / n)) for n in (2, 4, 8, 16)})
+    benchmark.pedantic(lambda: None, rounds=1, iterations=1)
+
+
+def test_hand_written_loop(benchmark, models):
+    """The baseline: one full read-lower-plan-report per variant (``memcore plan``'s path)."""
+    from memcore_py.ir.text.parser import parse
+    from memcore_py.planning.report import build_report
+    from memcore_py.transform import CallTIRRewrite, LowerForPlanning, RemovePurityChecking, Sequential, ToNonDataflow
+    from memcore_py.transform.lower_for_planning import has_high_level_calls
+    from memcore_py.transform.static_plan_block_memory import plan_block_memory
+
+    variants = [v for v in _variants(models, 10 + LOOP_VARIANTS) if v.bind][:LOOP_VARIANTS]
+
+    def loop():
+        out = []
+        for v in variants:
+            with open(v.model, encoding="utf-8") as fh:
+                mod = parse(fh.read())
+            if has_high_level_calls(mod):
+                mod = Sequential([LowerForPlanning(), ToNonDataflow(), RemovePurityChecking(), CallTIRRewrite()])(mod)
+            plan = (plan_block_memory(mod, "tvm", lower_bound=True) if v.mode == "tvm"
+                    else plan_block_memory(mod, "arena", time_limit=None))
+            out.append(build_report(mod, plan, plan, bind=v.bind))
+        return out
+
+    _, seconds = _timed(loop)
+    swept, swept_s = _timed(lambda: plan_many(variants, executor="serial"))
+    assert not [r.error for r in swept if r.error]
+    benchmark.extra_info.update(n_variants=len(variants), loop_seconds_per_variant=seconds / len(variants),
+                                sweep_seconds_per_variant=swept_s / len(variants), sweep_speedup=seconds / swept_s)
+    benchmark.pedantic(lambda: None, rounds=1, iterations=1)
+
+
+def test_sweep_cache(benchmark, request, models, tmp_path):
+    variants = _variants(models, _count(request))
+    cache = tmp_path / "sweep.sqlite"
+    cold, cold_s = _timed(lambda: plan_many(variants, executor="serial", cache=cache))
+    warm, warm_s = _timed(lambda: plan_many(variants, executor="serial", cache=cache))
+    assert all(r.cached for r in warm) and all(a.same_plan(b) for a, b in zip(cold, warm))
+    benchmark.extra_info.update(n_variants=len(variants), cold_seconds=cold_s, warm_seconds=warm_s,
+                                warm_speedup=cold_s / warm_s, warm_ms_per_variant=warm_s / len(variants) * 1e3)
+    benchmark.pedantic(lambda: plan_many(variants, executor="serial", cache=cache), rounds=3, iterations=1)
