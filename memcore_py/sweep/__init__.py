@@ -8,7 +8,8 @@ A sweep plans a list of :class:`Variant` s (a model and the options of one plan)
 - :mod:`.variant`: what is planned and answered; a variant's model is resolved once, in the
   calling process, into plain data with a digest of its content (its identity);
 - :mod:`.worker`: planning a batch in one process, each model read and lowered once;
-- :mod:`.executors`: where the batches run (``"serial"``, a local ``"process"`` pool);
+- :mod:`.executors`: where the batches run (``"serial"``, a local ``"process"`` pool, ``"ray"``:
+  a Ray cluster, or a local Ray);
 - :mod:`.cache`: results on disk by identity, so that re-running a sweep plans only what
   changed.
 
@@ -68,10 +69,10 @@ def plan_many(variants, *, executor: str = "process", jobs: int | None = None, c
     ----------
     variants : iterable of Variant
     executor : {"process", "serial", "ray"}
-        Where the batches run (:mod:`memcore_py.sweep.executors`); ``"ray"`` is not
-        implemented (:class:`NotImplementedError`).
+        Where the batches run (:mod:`memcore_py.sweep.executors`).
     jobs : int, optional
-        Workers of the process pool (default: the machine's cores).
+        Workers of the process pool, or CPUs of a local Ray started for the call (default: the
+        machine's cores).
     cache : path, optional
         A result cache (:class:`~memcore_py.sweep.cache.ResultCache`, an SQLite file):
         variants found there are not planned (``cached=True``); new results are stored.
@@ -86,7 +87,8 @@ def plan_many(variants, *, executor: str = "process", jobs: int | None = None, c
     ------
     SweepError
         An argument is not of the accepted kind (not a :class:`Variant`, an unknown executor,
-        ``jobs`` not a positive int, a cache file that is not one).
+        ``jobs`` not a positive int, a cache file that is not one), or ``executor="ray"``
+        without Ray installed.
 
     Notes
     -----

@@ -14,8 +14,13 @@ dicts (:func:`~.worker.plan_batch`), so any executor can carry it.
   default. The workers ignore Ctrl-C; in the calling process it cancels the batches not
   started and ends the workers before the ``KeyboardInterrupt`` reaches the caller.
 
-A Ray executor (issue 30) is not implemented: ``executor="ray"`` raises
-:class:`NotImplementedError` naming it.
+- ``"ray"`` (the ``ray`` extra): each batch a Ray task (``ray.remote`` of the same
+  :func:`~.worker.plan_batch`). When ``ray.init(address=...)`` was called the batches run on
+  that cluster; otherwise a local Ray is started with ``jobs`` CPUs for the call and shut down
+  after it. No scheduler or transport of memcore's own: Ray places the tasks and carries the
+  batches (plain data) and their answers. On a cluster every node needs memcore installed, and a
+  ``.pt2`` / ``.onnx`` model is read by the worker at its path (a TVMScript model travels in
+  the batch). Ctrl-C cancels the tasks not finished.
 """
 from __future__ import annotations
 
@@ -54,8 +59,8 @@ def run_batches(batch_list, executor: str, jobs: int | None, progress=None) -> l
 
     if executor not in EXECUTORS:
         raise SweepError(f"executor must be one of {', '.join(EXECUTORS)}; got {executor!r}")
-    if executor == "ray":
-        raise NotImplementedError("plan_many(executor='ray') is not implemented; use 'process' or 'serial'")
+    if executor == "ray" and batch_list:
+        return _run_on_ray(batch_list, jobs, progress)
     if executor == "serial" or not batch_list:
         from .worker import Worker
 
@@ -105,3 +110,40 @@ def _stop(pool) -> None:
     for process in list(getattr(pool, "_processes", {}).values()):
         process.terminate()
     pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _run_on_ray(batch_list, jobs: int | None, progress) -> list:
+    """The batches as Ray tasks (module docstring)."""
+    from .worker import plan_batch
+
+    try:
+        import ray
+    except ImportError:
+        raise SweepError("executor='ray' needs Ray: pip install \"memcore[ray]\" (or use executor='process')") from None
+    started = not ray.is_initialized()
+    if started:
+        ray.init(num_cpus=jobs or os.cpu_count() or 1, include_dashboard=False, log_to_driver=False,
+                 configure_logging=False)
+    out: list = []
+    pending: list = []
+    try:
+        task = ray.remote(plan_batch)
+        sizes = {}
+        for batch in batch_list:
+            ref = task.remote(batch)
+            sizes[ref] = len(batch)
+            pending.append(ref)
+        while pending:
+            done, pending = ray.wait(pending, num_returns=1)
+            for ref in done:
+                out.extend(ray.get(ref))
+                if progress is not None:
+                    progress(sizes[ref])
+    except BaseException:
+        for ref in pending:
+            ray.cancel(ref, force=True)
+        raise
+    finally:
+        if started:
+            ray.shutdown()
+    return out

@@ -178,8 +178,27 @@ def test_bad_arguments_are_sweep_errors(call, message):
         call()
 
 
-def test_ray_is_not_implemented_and_says_so():
-    with pytest.raises(NotImplementedError, match=r"plan_many\(executor='ray'\) is not implemented"):
+def test_a_local_ray_gives_the_serial_results(symbolic_file):
+    pytest.importorskip("ray", reason="the ray extra (installed by the README's test command)")
+    variants = [Variant(m, mode=mode) for m in ("resnet50", "llama_small") for mode in ("tvm", "arena")]
+    variants += [Variant(symbolic_file, bind={"n": n}, mode="both") for n in (4, 8, 64)] + [Variant("no_such_model")]
+    serial = plan_many(variants, executor="serial")
+    done = []
+    on_ray = plan_many(variants, executor="ray", jobs=2, progress=done.append)
+    assert len(on_ray) == len(variants) and sum(done) == len(variants) - 1  # the bad model never reaches Ray
+    for a, b in zip(serial, on_ray):
+        assert a.same_plan(b), (a, b)
+    assert on_ray[-1].error and "not a shipped model" in on_ray[-1].error
+    import ray
+
+    assert not ray.is_initialized()  # the local Ray started for the call is shut down
+
+
+def test_ray_missing_is_a_sweep_error(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray raises ImportError
+    with pytest.raises(SweepError, match=r"executor='ray' needs Ray: pip install"):
         plan_many([Variant("resnet50")], executor="ray")
 
 
