@@ -34,6 +34,7 @@ EXTENSIONS = {
     "memcore._verify": {"sources": ["memcore/_verify.pyx"], "language": "c++"},
     # compiled helpers of the Python layer, in the package whose job they do; no fallback
     "memcore_py.ir._nodes": {"sources": ["memcore_py/ir/_nodes.pyx"], "language": "c"},
+    "memcore_py.ir._block_emit": {"sources": ["memcore_py/ir/_block_emit.pyx"], "language": "c"},
     "memcore_py.ir._names": {"sources": ["memcore_py/ir/_names.pyx"], "language": "c"},
     "memcore_py.ir._const_fold": {"sources": ["memcore_py/ir/_const_fold.pyx"], "language": "c++"},
     "memcore_py.ir._int_bound": {"sources": ["memcore_py/ir/_int_bound.pyx"], "language": "c++"},
@@ -48,6 +49,7 @@ EXTENSIONS = {
     "memcore_py.transform._flat_walks": {"sources": ["memcore_py/transform/_flat_walks.pyx"], "language": "c"},
     "memcore_py.transform._kill_writer": {"sources": ["memcore_py/transform/_kill_writer.pyx"], "language": "c++"},
     "memcore_py.planning._graph_plan": {"sources": ["memcore_py/planning/_graph_plan.pyx"], "language": "c++"},
+    "memcore_py.frontend._aten_calls": {"sources": ["memcore_py/frontend/_aten_calls.pyx"], "language": "c"},
     "memcore_py.tvm._ffi_reader": {"sources": ["memcore_py/tvm/_ffi_reader.pyx"], "language": "c++"},
     "memcore_py.tvm._ffi_writer": {"sources": ["memcore_py/tvm/_ffi_writer.pyx"], "language": "c++"},
     "memcore_py.tvm._node_map": {"sources": ["memcore_py/tvm/_node_map.pyx"], "language": "c"},

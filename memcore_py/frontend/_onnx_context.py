@@ -3,7 +3,7 @@
 Design
 ------
 :class:`OnnxContext` extends the torch importer's :class:`~._aten_context.AtenContext`, so
-calls are built exactly as there (:meth:`~._aten_context.AtenContext.call`: arguments in
+calls are built exactly as there (``call``, :meth:`~._aten_calls.CallBuilder.call`: arguments in
 schema order, attributes completed and converted by memcore's op table, the type inferred,
 a reshape's ``-1`` resolved; :meth:`~._aten_context.AtenContext.const` for constants). What
 is ONNX-specific:

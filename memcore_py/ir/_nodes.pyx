@@ -1,8 +1,10 @@
-"""Compiled builders of IR nodes: ``Call``, ``VarBinding``, ``Var`` / ``DataflowVar`` and
-``ShapeExpr``, made as :mod:`memcore_py.ir.construct` makes them (every slot set before the
+"""Compiled builders of IR nodes: ``Call``, ``VarBinding``, ``Var`` / ``DataflowVar``,
+``ShapeExpr``, ``Tuple`` and ``PrimValue``, and of the types ``ShapeType``, ``TupleType`` and
+``PrimType``, made as :mod:`memcore_py.ir.construct` makes them (every slot set before the
 node is visible, no checks), for the compiled helpers that build many of them
 (``memcore_py/tvm/_ffi_reader.pyx``, ``memcore_py/transform/_flat_walks.pyx``,
-``memcore_py/transform/_kill_writer.pyx``).
+``memcore_py/transform/_kill_writer.pyx``, ``memcore_py/ir/_block_emit.pyx``,
+``memcore_py/frontend/_aten_calls.pyx``).
 
 Design
 ------
@@ -18,7 +20,8 @@ from cpython.ref cimport Py_DECREF
 
 from memcore_py.ir._slots cimport alloc_node, put_slot, slot_offset
 
-from memcore_py.ir.expr import Call, DataflowVar, ShapeExpr, Var, VarBinding
+from memcore_py.ir.expr import Call, DataflowVar, PrimValue, ShapeExpr, Tuple, Var, VarBinding
+from memcore_py.ir.types import PrimType, ShapeType, TupleType
 
 cdef extern from "Python.h":
     void PyObject_GC_UnTrack(void*)
@@ -35,13 +38,26 @@ cdef Py_ssize_t S_VAR = slot_offset(VarBinding.var)
 cdef Py_ssize_t S_VALUE = slot_offset(VarBinding.value)
 cdef Py_ssize_t S_NAME = slot_offset(Var.name)
 cdef Py_ssize_t S_VALUES = slot_offset(ShapeExpr.values)
-if slot_offset(Var.ty) != S_TY or slot_offset(ShapeExpr.ty) != S_TY or slot_offset(DataflowVar.name) != S_NAME:
+cdef Py_ssize_t S_FIELDS = slot_offset(Tuple.fields)
+cdef Py_ssize_t S_PRIM_VALUE = slot_offset(PrimValue.value)
+cdef Py_ssize_t S_SHAPE_TYPE_VALUES = slot_offset(ShapeType.values)
+cdef Py_ssize_t S_SHAPE_TYPE_NDIM = slot_offset(ShapeType.ndim)
+cdef Py_ssize_t S_TUPLE_TYPE_FIELDS = slot_offset(TupleType.fields)
+cdef Py_ssize_t S_PRIM_TYPE_DTYPE = slot_offset(PrimType.dtype)
+cdef Py_ssize_t S_PRIM_TYPE_VALUE = slot_offset(PrimType.value)
+if (slot_offset(Var.ty) != S_TY or slot_offset(ShapeExpr.ty) != S_TY or slot_offset(Tuple.ty) != S_TY
+        or slot_offset(PrimValue.ty) != S_TY or slot_offset(DataflowVar.name) != S_NAME):
     raise ImportError("memcore_py.ir._nodes: unexpected slot layout of the IR nodes")
 cdef PyTypeObject* T_CALL = <PyTypeObject*>Call
 cdef PyTypeObject* T_BINDING = <PyTypeObject*>VarBinding
 cdef PyTypeObject* T_VAR = <PyTypeObject*>Var
 cdef PyTypeObject* T_DFVAR = <PyTypeObject*>DataflowVar
 cdef PyTypeObject* T_SHAPE_EXPR = <PyTypeObject*>ShapeExpr
+cdef PyTypeObject* T_TUPLE = <PyTypeObject*>Tuple
+cdef PyTypeObject* T_PRIM_VALUE = <PyTypeObject*>PrimValue
+cdef PyTypeObject* T_SHAPE_TYPE = <PyTypeObject*>ShapeType
+cdef PyTypeObject* T_TUPLE_TYPE = <PyTypeObject*>TupleType
+cdef PyTypeObject* T_PRIM_TYPE = <PyTypeObject*>PrimType
 
 
 cdef inline object finish(PyObject* node):
@@ -86,3 +102,44 @@ cdef object shape_expr_node(tuple values, ty):
     put_slot(e, S_VALUES, values)
     put_slot(e, S_TY, ty)
     return finish(e)
+
+
+cdef object tuple_node(tuple fields, ty):
+    """``Tuple(fields, ty)``; ``fields`` is untracked too."""
+    PyObject_GC_UnTrack(<PyObject*>fields)
+    cdef PyObject* t = alloc_node(T_TUPLE)
+    put_slot(t, S_FIELDS, fields)
+    put_slot(t, S_TY, ty)
+    return finish(t)
+
+
+cdef object prim_value_node(value, ty):
+    """``PrimValue(value)`` of type ``ty`` (its ``PrimType`` of ``value``'s dtype)."""
+    cdef PyObject* p = alloc_node(T_PRIM_VALUE)
+    put_slot(p, S_PRIM_VALUE, value)
+    put_slot(p, S_TY, ty)
+    return finish(p)
+
+
+cdef object shape_type_node(tuple values):
+    """``ShapeType(values)`` for a tuple of PrimExprs."""
+    cdef PyObject* st = alloc_node(T_SHAPE_TYPE)
+    put_slot(st, S_SHAPE_TYPE_VALUES, values)
+    put_slot(st, S_SHAPE_TYPE_NDIM, len(values))
+    return finish(st)
+
+
+cdef object tuple_type_node(tuple fields):
+    """``TupleType(fields)`` for a tuple of Types; ``fields`` is untracked too."""
+    PyObject_GC_UnTrack(<PyObject*>fields)
+    cdef PyObject* tt = alloc_node(T_TUPLE_TYPE)
+    put_slot(tt, S_TUPLE_TYPE_FIELDS, fields)
+    return finish(tt)
+
+
+cdef object prim_type_node(str dtype):
+    """``PrimType(dtype)`` (no value)."""
+    cdef PyObject* pt = alloc_node(T_PRIM_TYPE)
+    put_slot(pt, S_PRIM_TYPE_DTYPE, dtype)
+    put_slot(pt, S_PRIM_TYPE_VALUE, None)
+    return finish(pt)

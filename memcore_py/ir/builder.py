@@ -88,7 +88,7 @@ from .expr import (
     Var,
     VarBinding,
 )
-from .construct import new_binding, new_var
+from .._compiled import load_compiled
 from .module import IRModule
 from .infer import erase_to_well_defined, signature_prim_names
 from .text.prim_func_text import normalized_text
@@ -97,9 +97,8 @@ from .types import Type
 __all__ = ["NameTable", "BlockBuilder", "IfBuilder", "is_leaf"]
 
 _LEAF_TYPES = (Var, GlobalVar, ExternFunc, Constant, ShapeExpr, PrimValue, StringImm, DataTypeImm)
-#: The exact classes of the leaves (``_LEAF_TYPES`` and the subclass ``DataflowVar``): a call
-#: whose arguments are all of these is in A-normal form already.
-_LEAF_CLASSES = frozenset(_LEAF_TYPES + (DataflowVar,))
+#: The compiled steps of :meth:`BlockBuilder.emit` and :meth:`NameTable.fresh` (``_block_emit.pyx``).
+_BLOCK_EMIT = "memcore_py.ir._block_emit"
 
 
 def is_leaf(expr) -> bool:
@@ -128,37 +127,21 @@ class NameTable:
     ('_', '_1')
     """
 
-    __slots__ = ("_counter",)
+    __slots__ = ("_counter", "_fresh_name")
 
     def __init__(self):
         self._counter: dict[str, int] = {}
         """Every name handed out -> the last suffix number tried for it as a hint."""
-
-    @staticmethod
-    def _sanitize(hint: str) -> str:
-        if not isinstance(hint, str):
-            raise IRError(f"name hint must be a str; got {type(hint).__name__} {hint!r}")
-        return hint.replace(".", "_")
+        self._fresh_name = load_compiled(_BLOCK_EMIT).fresh_name
+        """The compiled step of :meth:`fresh` (:func:`memcore_py.ir._block_emit.fresh_name`)."""
 
     def fresh(self, hint: str = "") -> str:
         """A name not handed out before: ``hint`` itself, else ``hint`` + the next free counter."""
-        name = (hint if type(hint) is str else self._sanitize(hint)).replace(".", "_") or "v"
-        counter = self._counter
-        if name not in counter:
-            counter[name] = 0
-            return name
-        k = counter[name]
-        while True:
-            k += 1
-            candidate = f"{name}{k}"
-            if candidate not in counter:
-                counter[name] = k
-                counter[candidate] = 0
-                return candidate
+        return self._fresh_name(self._counter, hint)
 
     def reserve(self, name: str) -> bool:
         """Mark ``name`` as taken. Returns False if it was taken already."""
-        name = self._sanitize(name)
+        name = load_compiled(_BLOCK_EMIT).sanitized_hint(name)
         if name in self._counter:
             return False
         self._counter[name] = 0
@@ -239,6 +222,7 @@ class BlockBuilder:
         self._func: _FunctionFrame | None = None
         self._bound: dict[Var, Expr] = {}
         self._fingerprints = None  # fingerprint -> [GlobalVar], built on first add_func
+        self._block_emit = load_compiled(_BLOCK_EMIT)
 
     # ------------------------------------------------------------------ module level
     def get(self) -> IRModule:
@@ -478,20 +462,9 @@ class BlockBuilder:
 
         The variable is a :class:`DataflowVar` inside a dataflow block, else a :class:`Var`;
         its type is the (inferred) type of ``value``. Empty ``name_hint`` means ``lv``
-        (dataflow) or ``gv``.
+        (dataflow) or ``gv``. The step is compiled: :func:`memcore_py.ir._block_emit.emit`.
         """
-        scope = self._scopes[-1] if self._scopes else self._scope("emit")
-        if type(value) is not Call:  # a Call is an expression and no function
-            value = self._check_value(value, "emitted value")
-        value = self.normalize_anf(value)
-        dataflow = scope.is_dataflow
-        name = self.name_table.fresh(name_hint or ("lv" if dataflow else "gv"))
-        # the name is a str and the normalized value an Expr with its type: the checks of the
-        # Var and VarBinding constructors hold
-        var = new_var(DataflowVar if dataflow else Var, name, value.ty)
-        scope.bindings.append(new_binding(var, value))
-        self._bound[var] = value
-        return var
+        return self._block_emit.emit(self, value, name_hint)
 
     def match_cast(self, value: Expr, ty: Type, name_hint: str = "") -> Var:
         """Emit ``var = R.match_cast(value, ty)``; the new var has type ``ty``."""
@@ -561,14 +534,8 @@ class BlockBuilder:
 
     def normalize_anf(self, expr: Expr) -> Expr:
         """Emit non-leaf call arguments / tuple fields as their own bindings, fill types."""
-        if type(expr) is Call and expr.ty is not None:
-            leaves = _LEAF_CLASSES
-            for a in expr.args:
-                if type(a) not in leaves and not (type(a) is Tuple and a.ty is not None
-                                                  and all(type(f) in leaves for f in a.fields)):
-                    break
-            else:  # a typed call of leaves (and typed tuples of leaves) is normal already
-                return expr
+        if self._block_emit.is_normal_call(expr):  # a typed call of leaves (and typed tuples of leaves)
+            return expr
         if isinstance(expr, Call):
             args = expr.args
             new_args = [self._as_leaf(a) for a in args]
