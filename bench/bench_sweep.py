@@ -17,8 +17,9 @@ variants with ``--benchmark-only`` (10,000), :data:`SMOKE_VARIANTS` under
 - ``test_hand_written_loop``: the baseline, what a sweep replaces: per variant, parse the model,
   lower it, plan it in its mode and read the report at ``bind`` (``memcore plan``'s path), on
   :data:`LOOP_VARIANTS` variants; ``extra_info`` gives its time per variant.
-- ``test_sweep_cache``: the same sweep twice with a cache: cold (plans and stores) and warm
-  (every variant a hit); ``extra_info["warm_speedup"]`` = cold / warm.
+- ``test_sweep_cache``: the same sweep with a cache: cold (plans and stores; best of two, each
+  on a new file) and warm (every variant a hit; best of three);
+  ``extra_info["warm_speedup"]`` = cold / warm.
 
 Run: ``python -m pytest bench/bench_sweep.py --benchmark-only`` (table in bench/README.md,
 "Sweeps").
@@ -172,9 +173,14 @@ def test_hand_written_loop(benchmark, models):
 
 def test_sweep_cache(benchmark, request, models, tmp_path):
     variants = _variants(models, _count(request))
-    cache = tmp_path / "sweep.sqlite"
-    cold, cold_s = _timed(lambda: plan_many(variants, executor="serial", cache=cache))
-    warm, warm_s = _timed(lambda: plan_many(variants, executor="serial", cache=cache))
+    cold_s = warm_s = float("inf")
+    for k in range(2):  # best of two cold runs (each on a new cache file), three warm ones
+        cache = tmp_path / f"sweep{k}.sqlite"
+        cold, seconds = _timed(lambda: plan_many(variants, executor="serial", cache=cache))
+        cold_s = min(cold_s, seconds)
+    for _ in range(3):
+        warm, seconds = _timed(lambda: plan_many(variants, executor="serial", cache=cache))
+        warm_s = min(warm_s, seconds)
     assert all(r.cached for r in warm) and all(a.same_plan(b) for a, b in zip(cold, warm))
     benchmark.extra_info.update(n_variants=len(variants), cold_seconds=cold_s, warm_seconds=warm_s,
                                 warm_speedup=cold_s / warm_s, warm_ms_per_variant=warm_s / len(variants) * 1e3)

@@ -95,7 +95,7 @@ def plan_many(variants, *, executor: str = "process", jobs: int | None = None, c
     What fails for one variant, including a model file that cannot be read, is its ``error``.
     """
     from ..errors import MemcoreError
-    from .cache import FIGURES, ResultCache
+    from .cache import ResultCache
 
     variants = list(variants)
     for k, v in enumerate(variants):
@@ -131,9 +131,9 @@ def plan_many(variants, *, executor: str = "process", jobs: int | None = None, c
                 if hit is None:
                     rest.append(item)
                 else:
-                    k, source, options = item
+                    k, source, options = item  # the figures are the fields after fuse (cache.FIGURES)
                     results[k] = SweepResult(k, source.label, options["bind"], options["mode"], options["fuse"],
-                                             **dict(zip(FIGURES, hit)), cached=True)
+                                             *hit, None, True)
             if progress is not None:
                 progress(len(todo) - len(rest))
             todo = rest

@@ -14,15 +14,21 @@ it, never overwritten.
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import fields
 from pathlib import Path
 
-from .variant import SweepError
+from .variant import SweepError, SweepResult
 
 __all__ = ["ResultCache"]
 
 _TABLE = "memcore_sweep_figures"
-#: The figures of a result the cache stores, in column order.
+#: The figures of a result the cache stores, in column order: the fields of a
+#: :class:`~.variant.SweepResult` from ``tvm_bytes`` to ``seconds``, in its order (a hit is
+#: rebuilt positionally).
 FIGURES = ("tvm_bytes", "arena_bytes", "lower_bound", "tvm_expr", "arena_expr", "seconds")
+_FIELDS = [f.name for f in fields(SweepResult)]
+if _FIELDS[_FIELDS.index(FIGURES[0]):][:len(FIGURES) + 2] != [*FIGURES, "error", "cached"]:
+    raise ImportError("memcore_py.sweep.cache: FIGURES is not SweepResult's field order")
 
 
 class ResultCache:
