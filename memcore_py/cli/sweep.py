@@ -3,7 +3,8 @@
 ``memcore sweep MODEL... [--bind NAME=VALUES]... [--mode tvm,arena] [--fused] [--jobs N]
 [--executor serial|process|ray] [--cache FILE] [--out results.json|results.csv] [--plot OUT.png]``
 plans every combination of a ``MODEL`` (a shipped model name, a TVMScript file, a ``.pt2`` or an
-``.onnx`` file), a value of each ``--bind`` dimension (their product) and a ``--mode`` with
+``.onnx`` file; a graph-executor ``.json`` planned by Relay's GraphPlanMemory, its TVM-mode bytes
+Relay's; a MiniMalloc ``.csv`` problem, arena mode only), a value of each ``--bind`` dimension (their product) and a ``--mode`` with
 :func:`memcore_py.sweep.plan_many`, and prints one row per variant: TVM-mode bytes, arena bytes
 and the max-live lower bound (summed over the module's Relax functions; a figure still symbolic
 at the bound values is printed as its expression). ``--bind`` evaluates the plan at the values,
@@ -36,7 +37,7 @@ MAX_VALUES = 100_000
 def add_arguments(parser) -> None:
     """Add ``sweep``'s arguments to an :class:`argparse.ArgumentParser`."""
     parser.add_argument("models", nargs="+", metavar="MODEL",
-                        help="shipped model names or files (TVMScript, .pt2, .onnx)")
+                        help="shipped model names or files (TVMScript, .pt2, .onnx, graph-executor .json, .csv)")
     parser.add_argument("--bind", action="append", default=[], metavar="NAME=VALUES",
                         help="a symbolic dimension and its values: 128, 1,2,4, 128:4096:x2 or 128:1024:128 "
                              "(repeatable: the product of all)")

@@ -38,7 +38,11 @@ class Variant:
     model : str, path or IRModule
         A shipped model name (:func:`memcore_py.examples.models.list_models`), a path (a
         TVMScript module, ``*.gz`` decompressed; a ``torch.export.save`` ``.pt2``; an ``.onnx``
-        file) or a memcore :class:`~memcore_py.ir.IRModule`.
+        file; a graph-executor ``.json`` / ``.json.gz``, planned by Relay's GraphPlanMemory,
+        ``tvm_bytes`` being Relay's; a MiniMalloc ``.csv`` problem, packed by
+        :func:`memcore.plan_offsets`, with no TVM mode) or a memcore
+        :class:`~memcore_py.ir.IRModule`. The last two have no symbolic dimensions and no
+        lowering (``bind`` must be empty, ``fuse`` changes nothing).
     bind : dict, optional
         Symbolic dimension name -> int: the plan's figures evaluated at these values (what one
         compiled dynamic model allocates at that shape, as ``memcore plan --bind``; a dimension
@@ -83,9 +87,9 @@ class Variant:
 
 @dataclass(frozen=True)
 class ModelSource:
-    """A variant's model as a worker reads it: ``kind`` (``"text"``, ``"pt2"``, ``"onnx"``),
-    ``label`` (the name shown), ``text`` (a TVMScript module) or ``path`` (a file read by the
-    worker), and ``digest`` (SHA-256 of the content)."""
+    """A variant's model as a worker reads it: ``kind`` (``"text"``, ``"pt2"``, ``"onnx"``,
+    ``"graph-json"``, ``"csv"``), ``label`` (the name shown), ``text`` (a TVMScript module) or
+    ``path`` (a file read by the worker), and ``digest`` (SHA-256 of the content)."""
 
     kind: str
     label: str
@@ -166,15 +170,13 @@ def model_source(model) -> ModelSource:
         raise FrontendError(f"{name}: no such file, and not a shipped model "
                             f"(shipped: {', '.join(list_models())})")
     lower = name.lower()
-    if lower.endswith((".json", ".json.gz", ".csv")):
-        raise SweepError(f"{name}: graph-executor JSON and flat CSV problems are planned by `memcore plan`; "
-                         "a sweep plans Relax modules (TVMScript, .pt2, .onnx, IRModule)")
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise FrontendError(f"{name}: cannot read: {exc.strerror or exc}") from None
-    if lower.endswith(".pt2"):
-        return ModelSource("pt2", name, _digest(data), path=str(path.resolve()))
+    for suffixes, kind in (((".pt2",), "pt2"), ((".json", ".json.gz"), "graph-json"), ((".csv",), "csv")):
+        if lower.endswith(suffixes):
+            return ModelSource(kind, name, _digest(data), path=str(path.resolve()))
     if lower.endswith(".onnx"):
         return ModelSource("onnx", name, _digest(data), path=str(path.resolve()))
     if lower.endswith(".gz"):

@@ -60,6 +60,8 @@ class Worker:
         common = {"index": index, "model": source.label, "bind": options["bind"], "mode": options["mode"],
                   "fuse": options["fuse"]}
         t0 = time.perf_counter()
+        if source.kind in FLAT_KINDS:
+            return self._plan_flat(source, options, common)
         try:
             mod = self.lowered(source, options["fuse"])
             _check_bind(mod, options["bind"])
@@ -75,6 +77,68 @@ class Worker:
             return SweepResult(**common, seconds=time.perf_counter() - t0,
                                error=f"internal error: {type(exc).__name__}: {exc} (a bug in memcore; please report it)")
         return SweepResult(**common, **figures, seconds=time.perf_counter() - t0)
+
+
+    def _plan_flat(self, source: ModelSource, options: dict, common: dict) -> SweepResult:
+        """A graph-executor JSON (Relay's GraphPlanMemory: ``tvm_bytes`` is Relay's plan) or a
+        MiniMalloc CSV problem (:func:`memcore.plan_offsets`; no TVM mode): planned per variant
+        (each takes milliseconds), the file read once per worker."""
+        t0 = time.perf_counter()
+        try:
+            if options["bind"]:
+                from ..errors import PlanningError
+
+                raise PlanningError(f"bind names {', '.join(options['bind'])}, but a "
+                                    f"{'graph-executor JSON' if source.kind == 'graph-json' else 'flat CSV problem'} "
+                                    "has no symbolic dimensions")
+            problem = self._modules.get((source.digest, None))
+            if problem is None:
+                problem = self._modules[(source.digest, None)] = _read_flat(source)
+            t0 = time.perf_counter()
+            figures = _flat_figures(source.kind, problem, options)
+        except MemcoreError as exc:
+            return SweepResult(**common, seconds=time.perf_counter() - t0, error=f"{type(exc).__name__}: {exc}")
+        except OSError as exc:
+            return SweepResult(**common, seconds=time.perf_counter() - t0,
+                               error=f"OSError: cannot read {source.path}: {exc.strerror or exc}")
+        return SweepResult(**common, **figures, seconds=time.perf_counter() - t0)
+
+
+#: Model kinds planned without a Relax module (:meth:`Worker._plan_flat`).
+FLAT_KINDS = ("graph-json", "csv")
+
+
+def _read_flat(source: ModelSource):
+    if source.kind == "graph-json":
+        from ..frontend import read_graph_json
+
+        return read_graph_json(source.path)
+    import memcore
+
+    return memcore.read_minimalloc_csv(source.path)
+
+
+def _flat_figures(kind: str, problem, options: dict) -> dict:
+    mode = options["mode"]
+    if kind == "graph-json":
+        from ..planning import graph_plan_memory
+
+        out = {}
+        if mode != "arena":
+            relay = graph_plan_memory(problem, mode="relay")
+            out.update(tvm_bytes=int(relay.relay_bytes), lower_bound=int(relay.lower_bound))
+        if mode != "tvm":
+            arena = graph_plan_memory(problem, mode="arena", time_limit=options["time_limit"])
+            out.update(arena_bytes=int(sum(arena.arena_bytes)), lower_bound=int(arena.lower_bound))
+        return out
+    import memcore
+
+    if mode == "tvm":
+        from ..errors import PlanningError
+
+        raise PlanningError("a flat CSV problem has no TVM mode: sweep it with mode='arena'")
+    plan = memcore.plan_offsets(problem.start, problem.end, problem.size, time_limit=options["time_limit"])
+    return {"lower_bound": int(plan.lower_bound), "arena_bytes": int(plan.arena_bytes)}
 
 
 def _read(source: ModelSource):

@@ -210,3 +210,30 @@ def test_results_print_as_a_table_and_json():
     assert table[0].split()[:3] == ["index", "model", "bind"] and "resnet50" in table[1]
     doc = json.loads(results.to_json())
     assert SweepResult(**doc["results"][0]).same_plan(results[0])
+
+
+def test_graph_json_and_flat_csv_problems(tmp_path):
+    """Relay's plan and arena mode of a graph-executor JSON, and a packed CSV problem, equal to
+    what memcore plan's readers give for the same files."""
+    import gzip
+    import json
+    from pathlib import Path
+
+    from memcore_py.cli.plan_flat import plan_flat_file
+    from memcore_py.cli.plan_graph import plan_graph_file
+
+    with gzip.open(Path(__file__).resolve().parents[2] / "data" / "relay" / "mobilenet_O3.json.gz", "rt") as fh:
+        graph = tmp_path / "mobilenet.json"
+        graph.write_text(json.dumps(json.load(fh)["graph_json"]))
+    csv = tmp_path / "p.csv"
+    csv.write_text("id,lower,upper,size\n0,0,2,32\n1,1,3,16\n2,2,4,64\n3,3,5,8\n")
+    results = plan_many([Variant(graph, mode="both"), Variant(csv), Variant(csv, mode="tvm"),
+                         Variant(graph, bind={"n": 2})], executor="serial")
+    _g, relay, arena = plan_graph_file(str(graph))
+    assert (results[0].tvm_bytes, results[0].arena_bytes) == (relay.relay_bytes, sum(arena.arena_bytes))
+    assert results[0].lower_bound == relay.lower_bound
+    flat = plan_flat_file(str(csv))
+    assert (results[1].arena_bytes, results[1].lower_bound) == (flat.plan.arena_bytes, flat.plan.lower_bound)
+    assert results[1].tvm_bytes is None and results[1].error is None
+    assert "no TVM mode" in results[2].error
+    assert "has no symbolic dimensions" in results[3].error
