@@ -51,12 +51,26 @@ class ResultCache:
             raise SweepError(f"cache {self.path}: cannot be used as a sweep cache: {exc}") from None
 
     def get_many(self, keys) -> dict:
-        """key -> the figures (a tuple in :data:`FIGURES` order), for the keys found."""
-        keys = list(dict.fromkeys(keys))
-        out = {}
+        """key -> the figures (a tuple in :data:`FIGURES` order), for the keys found. Keys
+        that share their model (the part before the first ``|``,
+        :func:`~.variant.variant_key`) are read with one range query over that model's rows,
+        the few others by name."""
+        wanted = set(keys)
+        by_model: dict = {}
+        for key in wanted:
+            by_model.setdefault(key.partition("|")[0], []).append(key)
         columns = ", ".join(FIGURES)
-        for start in range(0, len(keys), 500):  # SQLite's limit on bound parameters
-            chunk = keys[start:start + 500]
+        out = {}
+        few = []
+        for model, group in by_model.items():
+            if len(group) < 64:
+                few.extend(group)
+                continue
+            rows = self._db.execute(f"SELECT key, {columns} FROM {_TABLE} WHERE key >= ? AND key < ?",
+                                    (model + "|", model + "}")).fetchall()  # "}" follows "|"
+            out.update((row[0], row[1:]) for row in rows if row[0] in wanted)
+        for start in range(0, len(few), 500):  # SQLite's limit on bound parameters
+            chunk = few[start:start + 500]
             rows = self._db.execute(f"SELECT key, {columns} FROM {_TABLE} WHERE key IN ({','.join('?' * len(chunk))})",
                                     chunk).fetchall()
             out.update((row[0], row[1:]) for row in rows)

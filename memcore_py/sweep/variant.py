@@ -98,7 +98,7 @@ class ModelSource:
     path: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SweepResult:
     """The answer for one variant (bytes summed over the module's Relax functions).
 
