@@ -42,7 +42,10 @@ EXTENSIONS = {
     "memcore_py.analysis._ir_reader": {"sources": ["memcore_py/analysis/_ir_reader.pyx"], "language": "c++"},
     "memcore_py.analysis._storage_walk": {"sources": ["memcore_py/analysis/_storage_walk.pyx"], "language": "c++"},
     "memcore_py.analysis._inplace_walk": {"sources": ["memcore_py/analysis/_inplace_walk.pyx"], "language": "c"},
-    "memcore_py.analysis._canonical_rules": {"sources": ["memcore_py/analysis/_canonical_rules.pyx"], "language": "c++"},
+    "memcore_py.analysis._canonical_rules": {
+        "sources": ["memcore_py/analysis/_canonical_rules.pyx"],
+        "language": "c++",
+    },
     "memcore_py.analysis._dce_rules": {"sources": ["memcore_py/analysis/_dce_rules.pyx"], "language": "c++"},
     "memcore_py.analysis._kill_rules": {"sources": ["memcore_py/analysis/_kill_rules.pyx"], "language": "c++"},
     "memcore_py.transform._alloc_rewrite": {"sources": ["memcore_py/transform/_alloc_rewrite.pyx"], "language": "c"},

@@ -117,7 +117,7 @@ def _inputs(cache, key, tvm_needed):
             cache[key] = [synthetic_chain(key), None, None]
     entry = cache[key]
     if tvm_needed and entry[1] is None:
-        tvm = _tvm()
+        _tvm()
         entry[1] = tvm_from_source(entry[2]) if isinstance(key, str) else tvm_synthetic_chain(key)
     return entry
 

@@ -159,7 +159,7 @@ def tvm_pair(n):
 @pytest.mark.benchmark(group="ir-structural-equal")
 @pytest.mark.parametrize("n", SIZES, ids=lambda n: f"{n // 1000}k")
 def test_tvm_structural_equal(benchmark, n):
-    tvm = pytest.importorskip("tvm", reason="apache-tvm not installed (the baseline needs it)")
+    pytest.importorskip("tvm", reason="apache-tvm not installed (the baseline needs it)")
     import tvm_ffi
 
     ta, tb = tvm_pair(n)

@@ -46,7 +46,9 @@ from _helpers import tvm_from_source
 SIZES = [1_000, 10_000, 100_000]
 TVM_SIZES = [1_000]
 _VOID = TupleType(())
-_TYPES = [TensorType(s, d) for s, d in (((2, 3), "float32"), ((4, 8), "float32"), ((16,), "int32"), ((2, 3), "float16"))]
+_TYPES = [
+    TensorType(s, d) for s, d in (((2, 3), "float32"), ((4, 8), "float32"), ((16,), "int32"), ((2, 3), "float16"))
+]
 
 
 def lowered_chain(n_bindings: int) -> IRModule:
@@ -68,7 +70,12 @@ def lowered_chain(n_bindings: int) -> IRModule:
         k = i % len(_TYPES)
         ty = _TYPES[k]
         alloc = Var("alloc" if i == 0 else f"alloc{i}", ty)
-        args = [ShapeExpr([d.value for d in ty.shape]), DataTypeImm(ty.dtype), PrimValue(IntImm(0)), StringImm("global")]
+        args = [
+            ShapeExpr([d.value for d in ty.shape]),
+            DataTypeImm(ty.dtype),
+            PrimValue(IntImm(0)),
+            StringImm("global"),
+        ]
         bindings.append(VarBinding(alloc, Call(alloc_op, args, ty_args=(ty,))))
         a, b = prev[k]
         bindings.append(VarBinding(Var("_", _VOID), Call(gvs[k][i % 2], [a, b, alloc])))

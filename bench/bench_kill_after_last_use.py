@@ -94,10 +94,16 @@ def _alternating(mod, tmod, rounds):
 def test_kill_after_last_use_ours(benchmark, request, kill_inputs, tvm_kill_inputs, n):
     mod = _input(kill_inputs, n)
     out = benchmark(KillAfterLastUse(), mod)
-    benchmark.extra_info.update(n_ops=n, n_bindings=_count_bindings(mod["main"]),
-                                n_kills=_count_kills_ours(out["main"]),
-                                kill_path=("rebinding rule" if _kill_with_rebindings(mod["main"], "main", False) is not None
-                                           else "CanonicalizeBindings"))
+    benchmark.extra_info.update(
+        n_ops=n,
+        n_bindings=_count_bindings(mod["main"]),
+        n_kills=_count_kills_ours(out["main"]),
+        kill_path=(
+            "rebinding rule"
+            if _kill_with_rebindings(mod["main"], "main", False) is not None
+            else "CanonicalizeBindings"
+        ),
+    )
     if tvm_kill_inputs is not None and not request.config.getoption("benchmark_disable"):
         if n not in tvm_kill_inputs:
             tvm_kill_inputs[n] = _tvm_chain(n)

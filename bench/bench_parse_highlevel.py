@@ -48,7 +48,7 @@ def _repeated_bert(copies: int) -> str:
     out = [head, "        with R.dataflow():\n"]
     for k in range(copies):
         suffix = "" if k == copies - 1 else f"_{k}"
-        out.append(pattern.sub(lambda m: m.group(1) + suffix, body))
+        out.append(pattern.sub(lambda m, suffix=suffix: m.group(1) + suffix, body))
     out.append("            R.output(gv)\n")
     out.append(tail)
     return "".join(out)

@@ -21,11 +21,16 @@ RUN = 1_000_000
 HEAD = "# from tvm.script import relax as R\n\n"
 BODY = '@R.function\ndef main(x: R.Tensor((4,), "float32")):\n    return x\n'
 CASES = {
-    "nbsp-after-run": HEAD + '@R.function\ndef main(x: R.Tensor((4,), "float32")):\n    return' + " " * RUN + "\u00a0x\n",
+    "nbsp-after-run": HEAD
+    + '@R.function\ndef main(x: R.Tensor((4,), "float32")):\n    return'
+    + " " * RUN
+    + "\u00a0x\n",
     "token-after-run": HEAD + '@R.function\ndef main(x: R.Tensor((4,), "float32")):\n    return' + " " * RUN + "x\n",
     "run-at-line-end": HEAD + '@R.function\ndef main(x: R.Tensor((4,), "float32")):\n    return x' + " " * RUN + "\n",
     "decorator-line": HEAD + "@R.function" + " " * RUN + "\u3000\n" + BODY.split("\n", 1)[1],
-    "annotation-run": HEAD + '@R.function\ndef main(x: R.Tensor((4,), "float32")):\n    y:' + " " * RUN
+    "annotation-run": HEAD
+    + '@R.function\ndef main(x: R.Tensor((4,), "float32")):\n    y:'
+    + " " * RUN
     + 'R.Tensor((4,), "float32") = x\n    return y\n',
 }
 

@@ -34,7 +34,8 @@ interleaved with memcore's (best of ``ROUNDS`` each), and records in ``extra_inf
 ``tvm_seconds`` and ``speedup_vs_tvm`` (interleaved: each call finds the other system's
 data in the CPU caches, as in a real pipeline), and the same measured back to back
 (``memcore_warm_seconds``, ``tvm_warm_seconds``, ``speedup_vs_tvm_warm``; memcore's walk
-over Python IR objects is 1.5-3x faster with warm caches, TVM's C++ much less). TVM modules are parsed lazily, once per session
+over Python IR objects is 1.5-3x faster with warm caches, TVM's C++ much less). TVM modules are
+parsed lazily, once per session
 (TVM's parser needs seconds per real model).
 
 Run: ``python -m pytest bench/bench_small_and_dynamic.py --benchmark-only`` (smoke:

@@ -112,7 +112,7 @@ def _batch_seconds(variants, jobs: int) -> list:
     assert __version__
     out = []
     for batch in batches(items, jobs):
-        out.append(_timed(lambda: plan_batch(batch))[1])
+        out.append(_timed(lambda batch=batch: plan_batch(batch))[1])
     return out
 
 
@@ -176,7 +176,7 @@ def test_sweep_cache(benchmark, request, models, tmp_path):
     cold_s = warm_s = float("inf")
     for k in range(2):  # best of two cold runs (each on a new cache file), three warm ones
         cache = tmp_path / f"sweep{k}.sqlite"
-        cold, seconds = _timed(lambda: plan_many(variants, executor="serial", cache=cache))
+        cold, seconds = _timed(lambda cache=cache: plan_many(variants, executor="serial", cache=cache))
         cold_s = min(cold_s, seconds)
     for _ in range(3):
         warm, seconds = _timed(lambda: plan_many(variants, executor="serial", cache=cache))

@@ -80,7 +80,7 @@ def verify_offsets(start, end, size, offset, arena_bytes):
     Traceback (most recent call last):
     ...
     memcore._errors.PlanError: buffer 0 (live [0, 1], bytes [0, 8)) and buffer 1 (live [1, 2], bytes [4, 12)) are live at the same time and overlap in bytes
-    """
+    """  # noqa: E501 - a doctest's output is one line
     start, end, size = as_aligned_interval_arrays(start, end, size, 1)
     offset = as_int64_array("offset", offset)
     check_length("offset", offset, start.shape[0], "len(start)")

@@ -142,7 +142,7 @@ def _cdef_problem(path: str):
 
 def _path_problems(text: str) -> list:
     problems = []
-    for heading, header, rows in _tables(text):
+    for heading, _header, rows in _tables(text):
         for n, cells in rows:
             for cell in cells:
                 for m in PATH.finditer(cell):

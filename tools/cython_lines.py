@@ -33,8 +33,11 @@ def _count(text: str) -> int:
 
 def table() -> str:
     """The table as Markdown lines."""
-    before = {p: _count(_git("show", f"{BEFORE}:{p}"))
-              for p in _git("ls-tree", "-r", "--name-only", BEFORE, "memcore_py").split() if p.endswith((".pyx", ".pxd"))}
+    before = {
+        p: _count(_git("show", f"{BEFORE}:{p}"))
+        for p in _git("ls-tree", "-r", "--name-only", BEFORE, "memcore_py").split()
+        if p.endswith((".pyx", ".pxd"))
+    }
     now = {p.relative_to(ROOT).as_posix(): _count(p.read_text(encoding="utf-8"))
            for p in sorted((ROOT / "memcore_py").rglob("*")) if p.suffix in (".pyx", ".pxd") and p.is_file()}
     lines = [f"| File | Lines at {BEFORE} | Lines now | Change | Status |", "|---|---:|---:|---:|---|"]

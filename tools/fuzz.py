@@ -422,8 +422,13 @@ def minimise_failures(args, summary: dict, out: Path, limit: int = 10) -> None:
             from memcore_py.testing import fuzz_files
 
             data, suffix, extra = file_input(args.target, corpus, seed)
-            small = minimise_bytes(data, lambda d: fuzz_files.check_file(args.target, d, suffix, extra, cli_main=_cli_main()),
-                                   key=_signature_of)
+            small = minimise_bytes(
+                data,
+                lambda d, suffix=suffix, extra=extra: fuzz_files.check_file(
+                    args.target, d, suffix, extra, cli_main=_cli_main()
+                ),
+                key=_signature_of,
+            )
             (fdir / f"seed{seed}.input{suffix}").write_bytes(data)
             (fdir / f"seed{seed}{suffix}").write_bytes(small)
             f["minimised"] = str(fdir / f"seed{seed}{suffix}")

@@ -112,7 +112,9 @@ class Bottleneck(nn.Module):
         self.bn3 = FrozenBatchNorm2d(out_ch)
         self.downsample = None
         if stride != 1 or in_ch != out_ch:
-            self.downsample = nn.Sequential(nn.Conv2d(in_ch, out_ch, 1, stride=stride, bias=False), FrozenBatchNorm2d(out_ch))
+            self.downsample = nn.Sequential(
+                nn.Conv2d(in_ch, out_ch, 1, stride=stride, bias=False), FrozenBatchNorm2d(out_ch)
+            )
 
     def forward(self, x):
         identity = x if self.downsample is None else self.downsample(x)

@@ -736,7 +736,7 @@ def _factor_vars(f, out):
         out.add(f[1])
         return
     for side in f[1:]:
-        for mono, _c in side:
+        for mono, _coeff in side:
             for g in mono:
                 _factor_vars(g, out)
 

@@ -23,7 +23,8 @@ A *use* of a variable is any occurrence in a binding's value, with three excepti
    variable: anything else raises :class:`~memcore_py.errors.PassError`);
 3. ``v = <Constant>`` is a *constant* (no VM register; not visited).
 
-A variable bound by ``v = R.null_value()`` (kill role ``"no_register"``) has no VM register either. Neither is a variable
+A variable bound by ``v = R.null_value()`` (kill role ``"no_register"``) has no VM register either.
+Neither is a variable
 of type ``R.Tuple()`` (a DPS call's result) ever killed: TVM's normalizer replaces every
 use of such a variable by an empty tuple literal, so in TVM it never has a use. The *last use* of a
 variable of scope S is the binding of S whose value (including anything nested in it, such

@@ -78,11 +78,20 @@ def table_cells(reports):
         return "-" if n is None else format_bytes(n)
 
     totals = (
-        "total", f"{len(funcs)} functions", str(sum(f.n_bindings for f in funcs)),
-        str(sum(f.n_allocs for f in funcs)), str(sum(f.n_planned for f in funcs)),
-        str(sum(f.tvm_storages for f in funcs)), total_bytes(tvm), total_bytes(arena), total_bytes(lb),
-        excess(tvm), excess(arena), "-" if ref is None or not funcs else format_bytes(ref),
-        f"{sum(rep.tvm_seconds for rep in reports) * 1e3:.1f}", f"{sum(rep.arena_seconds for rep in reports) * 1e3:.1f}",
+        "total",
+        f"{len(funcs)} functions",
+        str(sum(f.n_bindings for f in funcs)),
+        str(sum(f.n_allocs for f in funcs)),
+        str(sum(f.n_planned for f in funcs)),
+        str(sum(f.tvm_storages for f in funcs)),
+        total_bytes(tvm),
+        total_bytes(arena),
+        total_bytes(lb),
+        excess(tvm),
+        excess(arena),
+        "-" if ref is None or not funcs else format_bytes(ref),
+        f"{sum(rep.tvm_seconds for rep in reports) * 1e3:.1f}",
+        f"{sum(rep.arena_seconds for rep in reports) * 1e3:.1f}",
     )
     return columns, rows, totals
 
@@ -103,7 +112,9 @@ def format_table(reports) -> str:
     left = {0, 1}
 
     def fmt(cells):
-        return "  ".join(c.ljust(w) if i in left else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+        return "  ".join(
+            c.ljust(w) if i in left else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths))
+        ).rstrip()
 
     rule = fmt(tuple("-" * w for w in widths))
     lines = [fmt(columns), rule]

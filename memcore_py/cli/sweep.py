@@ -4,7 +4,8 @@
 [--executor serial|process|ray] [--cache FILE] [--out results.json|results.csv] [--plot OUT.png]``
 plans every combination of a ``MODEL`` (a shipped model name, a TVMScript file, a ``.pt2`` or an
 ``.onnx`` file; a graph-executor ``.json`` planned by Relay's GraphPlanMemory, its TVM-mode bytes
-Relay's; a MiniMalloc ``.csv`` problem, arena mode only), a value of each ``--bind`` dimension (their product) and a ``--mode`` with
+Relay's; a MiniMalloc ``.csv`` problem, arena mode only), a value of each ``--bind`` dimension
+(their product) and a ``--mode`` with
 :func:`memcore_py.sweep.plan_many`, and prints one row per variant: TVM-mode bytes, arena bytes
 and the max-live lower bound (summed over the module's Relax functions; a figure still symbolic
 at the bound values is printed as its expression). ``--bind`` evaluates the plan at the values,
@@ -52,7 +53,9 @@ def add_arguments(parser) -> None:
                         help="where batches run (default: process)")
     parser.add_argument("--cache", default=None, metavar="FILE", help="result cache (SQLite file, created if missing)")
     parser.add_argument("--out", default=None, metavar="FILE", help="write the results as .json or .csv")
-    parser.add_argument("--plot", default=None, metavar="OUT", help="bytes against the swept dimension (.png/.svg/.pdf)")
+    parser.add_argument(
+        "--plot", default=None, metavar="OUT", help="bytes against the swept dimension (.png/.svg/.pdf)"
+    )
 
 
 def parse_values(text: str, name: str) -> list:

@@ -324,7 +324,9 @@ class BlockBuilder:
             Declared return type; default the type of the output.
         """
         if self._func is not None:
-            raise IRError(f"cannot open function {name!r} inside function {self._func.name!r}; nested functions are not supported")
+            raise IRError(
+                f"cannot open function {name!r} inside function {self._func.name!r}; nested functions are not supported"
+            )
         params = list(params)
         seen = set()
         for i, p in enumerate(params):
@@ -368,7 +370,8 @@ class BlockBuilder:
             raise IRError(f"emit_func_output in function {frame.name!r} while an If branch is open")
         scope = self._scopes[0]
         if scope.is_dataflow:
-            raise IRError(f"emit_func_output in function {frame.name!r} inside a dataflow block; leave the `with bb.dataflow()` first")
+            raise IRError(f"emit_func_output in function {frame.name!r} inside a dataflow block; "
+                          "leave the `with bb.dataflow()` first")
         if isinstance(output, (list, tuple)):
             output = Tuple([self._as_leaf(o, "gv") for o in output])
         output = self._check_value(output, "function output")

@@ -242,7 +242,9 @@ class Call(Expr):
         args = tuple(args)
         for i, a in enumerate(args):
             if not isinstance(a, Expr):
-                raise IRError(f"argument {i} of a call to {_callee_name(op)} must be a Relax Expr; got {type(a).__name__}")
+                raise IRError(
+                    f"argument {i} of a call to {_callee_name(op)} must be a Relax Expr; got {type(a).__name__}"
+                )
         _set(self, "op", op)
         _set(self, "args", args)
         _set(self, "attrs", attrs if attrs else _EMPTY)

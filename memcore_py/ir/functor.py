@@ -525,7 +525,9 @@ def map_functions(mod, fn):
                 new = fn(func, gv.name)
                 if new is not func:
                     if type(new) is not Function:
-                        raise IRError(f"a function pass returned {type(new).__name__} for {gv.name!r}; expected a Function")
+                        raise IRError(
+                            f"a function pass returned {type(new).__name__} for {gv.name!r}; expected a Function"
+                        )
                     updates[gv] = new
     return module_with_functions(mod, updates) if updates else mod
 

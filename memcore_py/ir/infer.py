@@ -44,7 +44,7 @@ from .expr import (
     Var,
 )
 from .op import Op
-from .prim import BinaryOp, IntImm, PrimExpr, PrimVar, free_prim_vars, prove_equal, simplify_const
+from .prim import PrimVar, free_prim_vars, prove_equal
 from .types import (
     VOID,
     FuncType,

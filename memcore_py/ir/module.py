@@ -34,7 +34,9 @@ class IRModule:
             if not isinstance(gv, GlobalVar):
                 raise IRError(f"IRModule keys must be GlobalVar or str; got {type(gv).__name__}")
             if not isinstance(func, BaseFunc):
-                raise IRError(f"IRModule value for {gv.name!r} must be a Function or PrimFunc; got {type(func).__name__}")
+                raise IRError(
+                    f"IRModule value for {gv.name!r} must be a Function or PrimFunc; got {type(func).__name__}"
+                )
             if gv.name in by_name:
                 raise IRError(f"IRModule has two functions named {gv.name!r}")
             funcs[gv] = func

@@ -60,8 +60,21 @@ from ..errors import IRError
 from .expr import ExternFunc
 from .op_schema import ABSENT, REQUIRED, Schema, complete_attrs, convert_attr
 
-__all__ = ["Op", "opaque_op", "is_opaque", "register_op", "get_op", "is_registered", "list_ops", "shares_storage", "RESHAPE_PACKED", "KILL_ROLES",
-           "KILL_KINDS", "kill_op", "ops_with_kill_role"]
+__all__ = [
+    "Op",
+    "opaque_op",
+    "is_opaque",
+    "register_op",
+    "get_op",
+    "is_registered",
+    "list_ops",
+    "shares_storage",
+    "RESHAPE_PACKED",
+    "KILL_ROLES",
+    "KILL_KINDS",
+    "kill_op",
+    "ops_with_kill_role",
+]
 
 _set = object.__setattr__
 

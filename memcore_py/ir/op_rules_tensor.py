@@ -401,7 +401,9 @@ def reduce_index(call, ts):
     axis = _attr(call, "axis")
     keep = bool(_attr(call, "keepdims"))
     if t.shape is None:
-        return TensorType(None, "int64", -1 if t.ndim == -1 else (t.ndim if keep else (0 if axis is None else t.ndim - 1)))
+        return TensorType(
+            None, "int64", -1 if t.ndim == -1 else (t.ndim if keep else (0 if axis is None else t.ndim - 1))
+        )
     if axis is None:
         return TensorType(tuple(IntImm(1) for _ in t.shape) if keep else (), "int64", vdevice=t.vdevice)
     i = norm_axis(axis, t.ndim, name)

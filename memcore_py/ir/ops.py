@@ -559,7 +559,8 @@ def _pool_schema(nd, count_include_pad):
         Attr("ceil_mode", "bool", False), Attr("count_include_pad", "bool", count_include_pad),
         Attr("layout", "str", layout), Attr("out_layout", "str", _same_layout("layout")),
     )
-    sig = ("data", "pool_size", "strides", "padding", "dilation", "ceil_mode", "count_include_pad", "layout", "out_layout")
+    sig = ("data", "pool_size", "strides", "padding", "dilation", "ceil_mode", "count_include_pad", "layout",
+           "out_layout")
     return _sig(("data",), attrs, sig)
 
 
@@ -673,7 +674,8 @@ register_op("relax.collapse_sum_like", type_rule=rt.collapse_sum_like, schema=_s
 # --- indexing -------------------------------------------------------------------------------------
 register_op("relax.gather_elements", type_rule=rt.gather_elements,
             schema=_sig(("data", "indices"), (Attr("axis", "int", 0),)))
-register_op("relax.gather_nd", type_rule=rt.gather_nd, schema=_sig(("data", "indices"), (Attr("batch_dims", "int", 0),)))
+register_op("relax.gather_nd", type_rule=rt.gather_nd,
+            schema=_sig(("data", "indices"), (Attr("batch_dims", "int", 0),)))
 register_op("relax.scatter_elements", type_rule=rt.scatter_like, schema=_sig(
     ("data", "indices", "updates"), (Attr("axis", "int", 0), Attr("reduction", "str", "update"))))
 register_op("relax.scatter_nd", type_rule=rt.scatter_like,
@@ -711,7 +713,8 @@ register_op("relax.zeros", type_rule=_full_like_shape, schema=_sig((("shape", "s
 register_op("relax.ones", type_rule=_full_like_shape, schema=_sig((("shape", "shape"),), (Attr("dtype", "dtype"),)))
 register_op("relax.full", type_rule=rt.full,
             schema=_sig((("shape", "shape"), "fill_value"), (Attr("dtype", "dtype?", None),)))
-register_op("relax.full_like", type_rule=rt.full_like, schema=_sig(("x", "fill_value"), (Attr("dtype", "dtype?", None),)))
+register_op("relax.full_like", type_rule=rt.full_like,
+            schema=_sig(("x", "fill_value"), (Attr("dtype", "dtype?", None),)))
 register_op("relax.zeros_like", type_rule=rt.init_like, schema=_LIKE)
 register_op("relax.ones_like", type_rule=rt.init_like, schema=_LIKE)
 register_op("relax.eye_like", type_rule=rt.init_like,
@@ -742,7 +745,8 @@ register_op("relax.nn.batch_norm", type_rule=rn.batch_norm, schema=_sig(
 register_op("relax.nn.layer_norm", type_rule=rn.normalize,
             schema=_sig(("data", "gamma", "beta"), (Attr("axes", "ints"),) + _NORM_TAIL))
 register_op("relax.nn.group_norm", type_rule=rn.normalize, schema=_sig(
-    ("data", "gamma", "beta"), (Attr("num_groups", "int"), Attr("channel_axis", "int"), Attr("axes", "ints")) + _NORM_TAIL))
+    ("data", "gamma", "beta"),
+    (Attr("num_groups", "int"), Attr("channel_axis", "int"), Attr("axes", "ints")) + _NORM_TAIL))
 register_op("relax.nn.instance_norm", type_rule=rn.normalize, schema=_sig(
     ("data", "gamma", "beta"), (Attr("channel_axis", "int"), Attr("axes", "ints")) + _NORM_TAIL))
 register_op("relax.nn.rms_norm", type_rule=rn.normalize,
@@ -757,7 +761,8 @@ register_op("relax.nn.dropout", type_rule=rt.dropout, schema=_sig(("data",), (At
 register_op("relax.nn.pad", type_rule=rn.pad, schema=_sig(
     ("data",), (Attr("pad_width", "ints"), Attr("pad_value", "float", 0.0), Attr("pad_mode", "str", "constant")),
     ("data", "pad_width", "pad_mode", "pad_value")))
-register_op("relax.nn.pixel_shuffle", type_rule=rn.pixel_shuffle, schema=_sig(("data",), (Attr("upscale_factor", "int"),)))
+register_op("relax.nn.pixel_shuffle", type_rule=rn.pixel_shuffle,
+            schema=_sig(("data",), (Attr("upscale_factor", "int"),)))
 register_op("relax.nn.attention", type_rule=rn.attention, schema=_sig(
     ("query", "key", "value"),
     (Attr("scale", "fimm?", None), Attr("causal_mask", "str?", None), Attr("window_size", "int?", None))))
@@ -778,10 +783,12 @@ register_op("relax.image.grid_sample", type_rule=rn.grid_sample, schema=_sig(("d
     Attr("method", "str", "bilinear"), Attr("layout", "str", "NCHW"), Attr("padding_mode", "str", "zeros"),
     Attr("align_corners", "bool", False))))
 register_op("relax.image.affine_grid", type_rule=rn.affine_grid,
-            schema=_sig(("data", ("size", "shape")), (Attr("align_corners", "bool", True),), prepare=_square_size_prepare))
+            schema=_sig(("data", ("size", "shape")), (Attr("align_corners", "bool", True),),
+                        prepare=_square_size_prepare))
 register_op("relax.vision.roi_align", type_rule=rn.roi_align, schema=_sig(("data", "rois"), (
-    Attr("pooled_size", "ints", REQUIRED, ("repeat", 2)), Attr("spatial_scale", "float"), Attr("sample_ratio", "int", -1),
-    Attr("aligned", "bool", False), Attr("layout", "str", "NCHW"), Attr("mode", "str", "avg"))))
+    Attr("pooled_size", "ints", REQUIRED, ("repeat", 2)), Attr("spatial_scale", "float"),
+    Attr("sample_ratio", "int", -1), Attr("aligned", "bool", False), Attr("layout", "str", "NCHW"),
+    Attr("mode", "str", "avg"))))
 register_op("relax.vision.roi_pool", type_rule=rn.roi_align, schema=_sig(("data", "rois"), (
     Attr("pooled_size", "ints", REQUIRED, ("repeat", 2)), Attr("spatial_scale", "float"),
     Attr("layout", "str", "NCHW"))))

@@ -31,8 +31,6 @@ from .prim import (
     Mul,
     Or,
     PrimExpr,
-    PrimVar,
-    Select,
     Sub,
     eval_atom,
     int_range,

@@ -583,7 +583,9 @@ class _Comparer:
         elif isinstance(a, Expr) and isinstance(b, Expr):
             self.expr(a, b)
         elif isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
-            if not (isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.dtype == b.dtype and np.array_equal(a, b)):
+            if not (
+                isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.dtype == b.dtype and np.array_equal(a, b)
+            ):
                 raise _Mismatch("array attribute differs", a, b)
         elif type(a) is not type(b) or a != b:
             raise _Mismatch(f"{a!r} vs {b!r}", a, b)

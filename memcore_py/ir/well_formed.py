@@ -320,7 +320,12 @@ class _Checker:
         if site is not None:
             cur_block, cur_binding = (pos if len(pos) == 2 else (None, None))
             site_ctx = site[:-2]
-            if len(site) == 2 and cur_block is not None and (site[0], site[1]) > (cur_block, cur_binding) and not self._in_branch():
+            if (
+                len(site) == 2
+                and cur_block is not None
+                and (site[0], site[1]) > (cur_block, cur_binding)
+                and not self._in_branch()
+            ):
                 if site[0] == cur_block:
                     self.report(
                         f"Var {v.name!r} is used at binding {cur_binding} before its definition at binding "
@@ -340,8 +345,8 @@ class _Checker:
                 return
             if site_ctx:
                 self.report(
-                    f"Var {v.name!r} is bound inside an If branch ({_context_text(('function',) + site_ctx).strip(' ,')}) "
-                    f"and used outside it {self._at()}"
+                    f"Var {v.name!r} is bound inside an If branch "
+                    f"({_context_text(('function',) + site_ctx).strip(' ,')}) and used outside it {self._at()}"
                 )
                 return
             self.report(f"Var {v.name!r} is used before its definition {self._at()}")

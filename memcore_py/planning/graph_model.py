@@ -311,7 +311,9 @@ class GraphModel:
             )
         nbytes = np.ascontiguousarray(entry_bytes, dtype=np.int64)
         if nbytes.shape != (n_entries,):
-            raise GraphError(f"{nbytes.shape[0] if nbytes.ndim == 1 else nbytes.shape} entry sizes for {n_entries} entries")
+            raise GraphError(
+                f"{nbytes.shape[0] if nbytes.ndim == 1 else nbytes.shape} entry sizes for {n_entries} entries"
+            )
         bad = np.flatnonzero(nbytes < 0)
         if bad.size:
             raise GraphError(f"entry {int(bad[0])}: negative size {int(nbytes[bad[0]])}")

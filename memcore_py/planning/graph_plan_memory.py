@@ -148,8 +148,10 @@ def _kernel_error(g: GraphModel, kernel, code: int, bad: int) -> GraphError:
     if what == "ERR_BYTES_TOTAL":
         return GraphError(f"entry {bad}: the entry sizes add up past 2**63 - 1 bytes")
     ptr = "node_row_ptr" if what == "ERR_ROW_PTR" else "input_ptr"
-    return GraphError(f"{ptr} is not a CSR pointer over the graph's {'entries' if ptr == 'node_row_ptr' else 'input slots'} "
-                      f"(at node {bad})")
+    return GraphError(
+        f"{ptr} is not a CSR pointer over the graph's {'entries' if ptr == 'node_row_ptr' else 'input slots'} "
+        f"(at node {bad})"
+    )
 
 
 def _walk(g: GraphModel, scope_tex: np.ndarray, match_range: int, record: bool) -> tuple:

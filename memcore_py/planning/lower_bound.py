@@ -119,6 +119,8 @@ def function_lower_bounds_at(program: TokenProgram, values: dict) -> dict:
         sizes[t] = v
     group, keys = program.group_ids(_POOL_KEY)
     totals: dict = {f: 0 for f in range(len(program.function_names))}
-    for key, b in max_live_by_pool(program.tok_start, program.tok_end, sizes, [keys[g] for g in group.tolist()]).items():
+    for key, b in max_live_by_pool(
+        program.tok_start, program.tok_end, sizes, [keys[g] for g in group.tolist()]
+    ).items():
         totals[key[0]] += b
     return {program.function_names[f]: (None if f in unresolved else b) for f, b in totals.items()}

@@ -328,7 +328,8 @@ def graph_timeline(*plans) -> FunctionTimeline:
     Tensors are the flat (non-texture) tokens, lifetimes are the planner's node intervals
     shifted by one (step 0 = before the first node: inputs and parameters are live from
     there; step ``n_nodes + 1`` = after the graph). Names are the producing node's name, or
-    ``name:k`` for its k-th output; ``bindings`` are ``node N`` (its position in the graph). In relay mode the storages are
+    ``name:k`` for its k-th output; ``bindings`` are ``node N`` (its position in the graph). In
+    relay mode the storages are
     Relay's flat storage ids, in arena mode the arenas.
 
     Raises
@@ -570,7 +571,9 @@ def _table(header, rows) -> list:
     right = {i for i, h in enumerate(header) if h in ("bytes", "share", "offset", "storage")}
 
     def fmt(cells):
-        return "  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+        return "  ".join(
+            c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths))
+        ).rstrip()
 
     return [fmt(header), fmt(["-" * w for w in widths]), *(fmt(r) for r in rows)]
 

@@ -4,7 +4,8 @@ Design
 ------
 One SQLite file (the standard library's ``sqlite3``) maps a variant's identity
 (:func:`~.variant.variant_key`: the model content's digest, the options, memcore's version) to
-its figures (:data:`FIGURES`, one column each; the rest of a result is the variant's own). Only the calling process opens it (workers never do), so there is no
+its figures (:data:`FIGURES`, one column each; the rest of a result is the variant's own). Only the
+calling process opens it (workers never do), so there is no
 locking between processes; a sweep reads every key it needs in one query before planning and
 writes the new results in one transaction after. A result with an ``error`` is not stored: a
 model that failed is tried again next time (the failure may have been an environment's, such

@@ -5,7 +5,8 @@ Design
 Planning one variant takes milliseconds, so one task per variant would cost more in
 scheduling than in planning: the variants are cut into *batches* (:func:`batches`), each the
 variants of one plan (a model and options; they differ in ``bind``), so that a worker reads,
-lowers and plans that model once per batch (:class:`~.worker.Worker`). A batch is a list of plain-data triples and its answer a list of
+lowers and plans that model once per batch (:class:`~.worker.Worker`). A batch is a list of
+plain-data triples and its answer a list of
 dicts (:func:`~.worker.plan_batch`), so any executor can carry it.
 
 - ``"serial"``: every batch in this process, one :class:`~.worker.Worker` for all of them.

@@ -68,8 +68,11 @@ class Variant:
             raise SweepError(f"Variant.mode must be one of {', '.join(MODES)}; got {self.mode!r}")
         if not isinstance(self.fuse, bool):
             raise SweepError(f"Variant.fuse must be a bool; got {self.fuse!r}")
-        if self.time_limit is not None and (isinstance(self.time_limit, bool) or not isinstance(self.time_limit, (int, float))
-                                            or not self.time_limit > 0):
+        if self.time_limit is not None and (
+            isinstance(self.time_limit, bool)
+            or not isinstance(self.time_limit, (int, float))
+            or not self.time_limit > 0
+        ):
             raise SweepError(f"Variant.time_limit must be None or a number > 0; got {self.time_limit!r}")
         bind = self.bind
         if bind is not None:

@@ -74,8 +74,11 @@ class Worker:
         except MemcoreError as exc:
             return SweepResult(**common, seconds=time.perf_counter() - t0, error=f"{type(exc).__name__}: {exc}")
         except Exception as exc:  # noqa: BLE001 - a bug in memcore fails its variant, not the sweep
-            return SweepResult(**common, seconds=time.perf_counter() - t0,
-                               error=f"internal error: {type(exc).__name__}: {exc} (a bug in memcore; please report it)")
+            return SweepResult(
+                **common,
+                seconds=time.perf_counter() - t0,
+                error=f"internal error: {type(exc).__name__}: {exc} (a bug in memcore; please report it)",
+            )
         return SweepResult(**common, **figures, seconds=time.perf_counter() - t0)
 
 

@@ -17,7 +17,8 @@ Inputs (:func:`bridge_input`; ``seed % 7`` picks the generator, ``(seed // 7) % 
       (:func:`memcore_py.tvm.to_tvm`: TVM's parser costs ten times more); every
       :data:`PARSER_EVERY`-th of them (``(seed // 7) % PARSER_EVERY == 1``) is read by TVM's
       parser (``tvm.script.from_source``) instead, and the two constructions must be
-      structurally equal (the constructors build what the parser builds). A generator that writes text is read by memcore's parser
+      structurally equal (the constructors build what the parser builds). A generator that writes
+      text is read by memcore's parser
       (its printed form: every type written) and built the same way;
     - 8-9: the generator's text mutated by :func:`memcore_py.testing.fuzzing.mutate_text`
       and read by TVM's parser; up to :data:`MUTATION_TRIES` mutations are tried, the first
@@ -569,8 +570,6 @@ def _without_own_name(toks: list) -> list:
 
 def _native_vs_tvm(name, m, ours, our_err, theirs, their_err, diffs, info) -> str | None:
     """The native pass equals TVM's, or the difference is listed (recognised by name)."""
-    import tvm
-
     if ours is None and theirs is None:
         return None
     if ours is not None and theirs is not None:

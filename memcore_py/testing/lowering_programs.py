@@ -249,7 +249,9 @@ def _highlevel_step(bb, rng, pool, t, symbolic):
         other = "float16" if t.dtype != "float16" else "float32"
         c = bb.emit(Call(_op("relax.astype"), [a], {"dtype": other}), "c")
         return bb.emit(Call(_op("relax.astype"), [c], {"dtype": t.dtype}), "lv")
-    return bb.emit(Call(_op("relax.call_pure_packed"), [ExternFunc("test.kernel", ObjectType()), a], ty_args=(t,)), "lv")
+    return bb.emit(
+        Call(_op("relax.call_pure_packed"), [ExternFunc("test.kernel", ObjectType()), a], ty_args=(t,)), "lv"
+    )
 
 
 # ------------------------------------------------------------------------ post-planning
@@ -389,7 +391,13 @@ class _KillGen:
             self.kills_ok = False
             for which in (br.then_branch, br.else_branch):
                 with which():
-                    saved = (list(self.tensors), list(self.storages), list(self.objects), list(self.tuples), set(self.dead))
+                    saved = (
+                        list(self.tensors),
+                        list(self.storages),
+                        list(self.objects),
+                        list(self.tuples),
+                        set(self.dead),
+                    )
                     for _ in range(rng.randint(0, 3)):
                         self.step(allow_if=False)
                     res = self.pick() if rng.random() < 0.8 else outer
@@ -424,11 +432,11 @@ def batch_modules(mods) -> IRModule:
             else:
                 rename[gv] = GlobalVar(f"{gv.name}_{k}", gv.ty)
 
-        class _Renamer(ExprMutator):
+        class _Renamer(ExprMutator):  # used in this iteration only: ``rename`` is this iteration's
             def visit_call(self, call):
                 call = self.visit_call_default(call)
-                op = rename.get(call.op, call.op) if isinstance(call.op, GlobalVar) else call.op
-                args = tuple(rename.get(a, a) if isinstance(a, GlobalVar) else a for a in call.args)
+                op = rename.get(call.op, call.op) if isinstance(call.op, GlobalVar) else call.op  # noqa: B023
+                args = tuple(rename.get(a, a) if isinstance(a, GlobalVar) else a for a in call.args)  # noqa: B023
                 if op is call.op and all(x is y for x, y in zip(args, call.args)):
                     return call
                 return Call(op, args, call.attrs, call.ty_args, call.ty)

@@ -182,7 +182,7 @@ class _Gen:
         steps = self.n_steps
         # Block kinds alternate: TVM's normalizer merges adjacent blocks of the same kind.
         dataflow = rng.random() < self.opt.get("p_dataflow", 0.3)
-        for bi in range(n_blocks):
+        for _ in range(n_blocks):
             self.block(fn, dataflow, max(2, steps // n_blocks))
             dataflow = not dataflow
         body = self.result(fn)
@@ -309,7 +309,9 @@ class _Gen:
                 if kind < 0.35:
                     v = Call(get_op("relax.reshape"), [a, ShapeExpr([_c(numel)])], ty=new_ty)
                 elif kind < 0.6 and not fn.in_dataflow:
-                    v = Call(ExternFunc("vm.builtin.reshape"), [a, ShapeExpr([_c(numel)])], ty_args=(new_ty,), ty=new_ty)
+                    v = Call(
+                        ExternFunc("vm.builtin.reshape"), [a, ShapeExpr([_c(numel)])], ty_args=(new_ty,), ty=new_ty
+                    )
                 elif kind < 0.85:
                     v = Call(get_op("relax.memory.view"), [a, ShapeExpr([_c(numel)]), DataTypeImm(a.ty.dtype),
                                                            PrimValue(_c(0))], ty=new_ty)
@@ -380,7 +382,7 @@ class _Gen:
         res_ty = None
         branches = []
         result_outer = self.pick(fn, lambda v: isinstance(v.ty, TensorType))
-        for which in range(2):
+        for _ in range(2):
             fn.bindings = []
             fn.pool = list(outer_pool)
             for _ in range(rng.choice((1, 2, 3))):

@@ -51,7 +51,7 @@ from ..ir.expr import (
 )
 from ..ir.module import IRModule
 from ..ir.op import get_op
-from ..ir.prim import IntImm, PrimVar, simplify_const
+from ..ir.prim import IntImm, PrimVar
 from ..ir.types import ObjectType, TensorType, TupleType
 
 __all__ = ["random_module", "random_lowered_module", "count_bindings", "FEATURES", "module_features"]
@@ -688,7 +688,7 @@ def _random_lowered_module(seed, n_bindings):
                 out = TensorType(t.shape, dtype)
                 o = bb.emit(_alloc_tensor(out, scope), "alloc")
                 if static(t) and rng.random() < 0.8:
-                    b = pick(lambda u: u.dtype == t.dtype and static(u) and _same_tensor_type(u, t))
+                    b = pick(lambda u, t=t: u.dtype == t.dtype and static(u) and _same_tensor_type(u, t))
                     ins = [a] if b is None or rng.random() < 0.5 else [a, b]
                     gv = _lowered_prim(bb, rng.choice(("exp", "add", "multiply", "relu")) if len(ins) == 1
                                        else rng.choice(("add", "multiply", "subtract")), [v.ty for v in ins], [out])
@@ -743,7 +743,7 @@ def _lowered_prim(bb, name, in_types, out_types):
 # ---------------------------------------------------------------------------- coverage
 def module_features(mod: IRModule) -> set:
     """Which of :data:`FEATURES` occur in ``mod`` (for coverage tests)."""
-    from ..ir.expr import DataflowBlock, If, MatchCast
+    from ..ir.expr import DataflowBlock
     from ..ir.functor import ExprVisitor
 
     found = set()

@@ -189,7 +189,11 @@ def _blocks():
     class PostNorm(nn.Module):
         def __init__(self, dim, heads, ffn):
             super().__init__()
-            self.attn, self.ln1, self.ln2 = Attention(dim, heads), nn.LayerNorm(dim, eps=1e-12), nn.LayerNorm(dim, eps=1e-12)
+            self.attn, self.ln1, self.ln2 = (
+                Attention(dim, heads),
+                nn.LayerNorm(dim, eps=1e-12),
+                nn.LayerNorm(dim, eps=1e-12),
+            )
             self.fc1, self.fc2 = nn.Linear(dim, ffn), nn.Linear(ffn, dim)
 
         def forward(self, x):

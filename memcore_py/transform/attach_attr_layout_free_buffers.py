@@ -21,7 +21,8 @@ Stage 1 (module pass ``_AttachAttrLayoutFreeBuffers``), per top-level Relax func
   added with :meth:`~memcore_py.transform._prim_func_registry.PrimFuncRegistry.add` (TVM
   ``BlockBuilder::AddFunction``), which returns the GlobalVar of an equal function already
   in the module (so call sites with the same set share one copy) or adds it under a fresh
-  name from TVM's name-supply rule, which skips names in use (``matmul`` -> ``matmul1``, then ``matmul2``; the old ``matmul`` is still in
+  name from TVM's name-supply rule, which skips names in use (``matmul`` -> ``matmul1``, then
+  ``matmul2``; the old ``matmul`` is still in
   the module). The call keeps its attrs, ``ty_args`` and type; its callee becomes the new
   GlobalVar.
 - The copy of a *public* PrimFunc keeps the original's ``global_symbol`` (``matmul``), so

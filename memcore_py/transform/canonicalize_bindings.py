@@ -63,15 +63,21 @@ from ..ir.expr import (
     SeqExpr,
     ShapeExpr,
     StringImm,
-    Tuple,
-    TupleGetItem,
     Var,
     VarBinding,
 )
 from ..ir.module import IRModule
-from ..ir.prim import BinaryOp, IntImm, PrimVar, simplify_const
-from ..ir.types import FuncType, PrimType, ShapeType, TensorType, TupleType
-from ..ir.functor import OPAQUE_NON_PRIM_LEAVES, ExprMutator, map_functions, normalize_blocks, normalize_function_blocks, value_type, var_uses
+from ..ir.prim import PrimVar, simplify_const
+from ..ir.types import PrimType, ShapeType, TensorType, TupleType
+from ..ir.functor import (
+    OPAQUE_NON_PRIM_LEAVES,
+    ExprMutator,
+    map_functions,
+    normalize_blocks,
+    normalize_function_blocks,
+    value_type,
+    var_uses,
+)
 from ..ir.prim import substitute
 from ..ir.types import substitute_type, type_equal
 from .pass_infra import FunctionPass, PassContext
@@ -81,7 +87,9 @@ __all__ = ["canonicalize_bindings", "CanonicalizeBindings", "match_cast_substitu
 _VAR_CLASSES = (Var, DataflowVar)
 _SCOPE_CLASSES = (If, Function, SeqExpr)
 _VAR_CLASS_SET = frozenset(_VAR_CLASSES)
-_SIMPLE_ARG = frozenset((Var, DataflowVar, Constant, ShapeExpr, PrimValue, StringImm, DataTypeImm, ExternFunc, GlobalVar))
+_SIMPLE_ARG = frozenset(
+    (Var, DataflowVar, Constant, ShapeExpr, PrimValue, StringImm, DataTypeImm, ExternFunc, GlobalVar)
+)
 
 
 # ------------------------------------------------------------------------------- helpers
@@ -219,7 +227,7 @@ class _SymbolicVarCanonicalizer(ExprMutator):
         if type(b) is MatchCast:
             found = {}
             _infer_symbolic_map(b.ty, _expr_type(b.value), found)
-            for name, (pvar, value) in found.items():
+            for name, (_pvar, value) in found.items():
                 prev = self.known.get(name)
                 if prev is not None:
                     if _provably_different(prev[0], value):

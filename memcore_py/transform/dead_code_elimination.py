@@ -78,7 +78,7 @@ from ..ir.expr import (
     Var,
     VarBinding,
 )
-from ..ir.functor import normalize_blocks, var_uses
+from ..ir.functor import normalize_blocks
 from ..ir.module import IRModule
 from ..ir.op import Op
 from ..ir._util import gc_paused
@@ -167,7 +167,9 @@ def entry_function_names(mod: IRModule, entry_functions=None) -> list:
     names = []
     for name in entry_functions or ():
         if not isinstance(name, str):
-            raise PassError(f"DeadCodeElimination: entry function names must be str; got {type(name).__name__} {name!r}")
+            raise PassError(
+                f"DeadCodeElimination: entry function names must be str; got {type(name).__name__} {name!r}"
+            )
         if name not in mod:
             raise PassError(f"DeadCodeElimination: entry function {name!r} is not in the module; "
                             f"it has {sorted(gv.name for gv in mod.functions)}")

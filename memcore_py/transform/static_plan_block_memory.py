@@ -418,7 +418,13 @@ class _StorageAllocationRewriter:
         storage = self.storage_var[k]
         if storage is None:  # pragma: no cover - internal invariant
             raise AssertionError(f"internal error: storage {k} used before its emission site")
-        return (storage, self._offset(offset) if offset else _ZERO, self._shape_expr(call, ty), self._dtype(ty.dtype), dev)
+        return (
+            storage,
+            self._offset(offset) if offset else _ZERO,
+            self._shape_expr(call, ty),
+            self._dtype(ty.dtype),
+            dev,
+        )
 
     def _dynamic_output(self, b, in_dataflow):
         """Case 2: an unplanned allocation with a symbolic shape gets its own storage of the

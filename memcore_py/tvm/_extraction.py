@@ -13,9 +13,24 @@ from ..ir.module import IRModule
 from ..ir.op import get_op, list_ops
 from . import _ffi_reader, _ffi_writer, compat
 
-__all__ = ["UNCHANGED", "NO_INFOS", "rewrite_functions", "module_entries", "module_with", "function_with_blocks", "shape_of_bytes",
-           "int64_imm", "dtype_const", "any_type", "op_flags", "extern_flags", "module_callees", "seq_with",
-           "if_with_branches", "type_global_var"]
+__all__ = [
+    "UNCHANGED",
+    "NO_INFOS",
+    "rewrite_functions",
+    "module_entries",
+    "module_with",
+    "function_with_blocks",
+    "shape_of_bytes",
+    "int64_imm",
+    "dtype_const",
+    "any_type",
+    "op_flags",
+    "extern_flags",
+    "module_callees",
+    "seq_with",
+    "if_with_branches",
+    "type_global_var",
+]
 
 #: what a function rewrite returns for a function the pass leaves as it is
 UNCHANGED = 0
@@ -70,7 +85,8 @@ def module_entries(api, tvm_mod):
     """``(layout, entries)`` of ``tvm_mod``: the compiled reader's layout and
     :func:`~._ffi_reader.module_functions`' entries (``_ffi_reader.FunctionEntry``: kind,
     name, GlobalVar and function addresses), in the map's order. None (the full conversion must run) when the
-    compatibility gate turns the compiled reader off (:func:`~.compat.fast_layout`), the module has global infos (a tensor's vdevice indexes
+    compatibility gate turns the compiled reader off (:func:`~.compat.fast_layout`), the module has
+    global infos (a tensor's vdevice indexes
     them) or an entry is neither a Relax function nor a PrimFunc."""
     layout = compat.fast_layout(api)
     if layout is None:

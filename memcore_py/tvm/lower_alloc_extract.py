@@ -41,7 +41,8 @@ Measured against TVM's pass by bench ``test_native_lower_alloc_tensor`` and
 A module with no allocation left is returned as it is. The full conversion runs instead
 (:func:`lower_alloc_tensor_extracted` returns None) when an allocation of a function is
 not a binding of its body's own blocks (it is in an ``If`` branch, nested in an expression or
-matched) or the table reader declines the function, a lowering would give its variable a new type (later uses would change: TVM's
+matched) or the table reader declines the function, a lowering would give its variable a new type
+(later uses would change: TVM's
 ``ReEmitBinding``), a function body has no type (not normalized), the module has global
 infos (a tensor's vdevice indexes them), a function entry is neither a Relax function nor
 a PrimFunc, or the compiled reader is unavailable.

@@ -318,8 +318,10 @@ def _default_build_passes(api):
         if make is None:
             from ..errors import PassError
 
-            raise PassError(f"TVM's default pipeline runs a pass {name!r} that memcore cannot make by its name; "
-                            f"this is TVM {compat.tvm_version(api)}, memcore supports {', '.join(compat.SUPPORTED_TVM)}")
+            raise PassError(
+                f"TVM's default pipeline runs a pass {name!r} that memcore cannot make by its name; "
+                f"this is TVM {compat.tvm_version(api)}, memcore supports {', '.join(compat.SUPPORTED_TVM)}"
+            )
         passes.append(make())
     return passes
 

@@ -32,7 +32,8 @@ of callee, and changes only the planned allocations. Here:
    binding the object it was); the ``If`` s, branches, bodies, functions and the module on the
    way to a change are made new (:mod:`._extraction`).
 4. "Case 2": in a function whose attribute ``relax.memory_plan_dynamic_func_output`` is true
-   (:func:`~memcore_py.transform.static_plan_block_memory.plans_dynamic_output`), each allocation whose token was discarded (left unplanned:
+   (:func:`~memcore_py.transform.static_plan_block_memory.plans_dynamic_output`), each allocation
+   whose token was discarded (left unplanned:
    returned, escaping), in program order, whose type has a symbolic shape, gets a storage of
    its own, sized by the full pass's rule (:meth:`_Symbolic.dynamic_output_bytes`:
    :func:`~memcore_py.analysis.arith.upper_bound_shape` then

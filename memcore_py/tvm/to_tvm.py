@@ -609,7 +609,11 @@ class _Writer(_PrimWriter):
             return edited
         from ..ir.text.prim_func_text import renamed_text, signature_only_text, signature_typevars, synced_text
 
-        text = signature_only_text(name, f) if f.text is None else synced_text(renamed_text(f.text, name), f.attrs, f.private)
+        text = (
+            signature_only_text(name, f)
+            if f.text is None
+            else synced_text(renamed_text(f.text, name), f.attrs, f.private)
+        )
         typevars = "".join(f'{n} = TypeVar("{n}")\n' for n in signature_typevars(text))
         header = "# from typing import TypeVar\n# from tvm.script import tirx as T\n\n" + typevars
         try:
@@ -707,7 +711,9 @@ class _Writer(_PrimWriter):
         self.where = "the module"
         attrs = None
         if mod.attrs:
-            attrs = self.api.ir.make_node("ir.DictAttrs", **{k: to_tvm_value(v, "module attrs") for k, v in mod.attrs.items()})
+            attrs = self.api.ir.make_node(
+                "ir.DictAttrs", **{k: to_tvm_value(v, "module attrs") for k, v in mod.attrs.items()}
+            )
         infos = {}
         for key in mod.global_infos:
             if key != "vdevice":

@@ -58,7 +58,7 @@ def test_check_counts_dataflow_blocks_and_branches(capsys, tmp_path):
 
     c = module_counts(mod)
     assert c["bindings"] == 120
-    assert f"bindings: 120" in out
+    assert "bindings: 120" in out
     assert f"blocks: {c['blocks']} ({c['dataflow_blocks']} dataflow)" in out
     assert c["dataflow_blocks"] > 0
 

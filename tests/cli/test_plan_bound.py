@@ -188,7 +188,7 @@ def test_bound_on_inputs_without_symbolic_dims(capsys, tmp_path):
 # ---------------------------------------------------------------------------------- ONNX
 @pytest.fixture()
 def dynamic_onnx(tmp_path):
-    onnx = pytest.importorskip("onnx")
+    pytest.importorskip("onnx")
     from onnx import TensorProto, helper, numpy_helper
 
     rng = np.random.default_rng(0)

@@ -14,7 +14,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-import memcore
 from memcore_py.cli.contract import check_cli
 from memcore_py.testing.fuzzing import check_kernel, check_text, default_corpus, kernel_call, mutate_text
 

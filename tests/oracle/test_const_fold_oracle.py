@@ -56,7 +56,7 @@ def test_storage_bytes_expr_is_tvms_folding():
 
 def test_native_lower_alloc_tensor_sizes_as_tvm():
     """The native pass on modules of one allocation per random shape: TVM's own output."""
-    for k, (dims, dtype) in enumerate(_shapes(1, 120)):
+    for dims, dtype in _shapes(1, 120):
         shape = ", ".join(str(d) for d in dims)
         text = f"""
 @I.ir_module

@@ -160,7 +160,7 @@ def test_legalized_tir_equals_tvm_legalize_ops(call):
     _SYM.setdefault("m", tvm.tirx.Var("m", "int64"))
     bb = relax.BlockBuilder()
     params, args = [], []
-    for k, o in enumerate(call.operands):
+    for o in call.operands:
         if o.is_buffer:
             v = relax.Var(o.name, _relax_type(o.shape, call.dtype))
             params.append(v)

@@ -62,7 +62,7 @@ def test_type_rules_reproduce_every_annotation(model):
     inferred = parse(bare)
     assert inferred.script().rstrip("\n") == text.rstrip("\n")
     n_calls = 0
-    for gv, func in mod.functions.items():
+    for _gv, func in mod.functions.items():
         if not isinstance(func, Function):
             continue
         for block in func.body.blocks:

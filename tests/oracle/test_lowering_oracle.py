@@ -69,7 +69,7 @@ def _tvm_names(mod):
         if isinstance(f, relax.Function):
             names = []
 
-            def seq(s):
+            def seq(s, names=names):
                 for blk in s.blocks:
                     for b in blk.bindings:
                         if isinstance(b.value, relax.If):
@@ -88,7 +88,7 @@ def _our_names(mod):
         if isinstance(f, Function):
             names = []
 
-            def seq(s):
+            def seq(s, names=names):
                 for blk in s.blocks:
                     for b in blk.bindings:
                         if isinstance(b.value, If):

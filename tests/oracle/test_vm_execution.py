@@ -120,7 +120,7 @@ class Dynamic:
 
     @R.function
     def main(x: R.Tensor(("n", 8), "float32"), w: R.Tensor((8, 8), "float32")) -> R.Tensor(("n", 8), "float32"):
-        n = T.int64()
+        n = T.int64()  # noqa: F841 - TVMScript declares the shape variable
         R.func_attr({"tir_var_upper_bound": {"n": 16}})
         with R.dataflow():
             y = R.matmul(x, w)

@@ -84,8 +84,9 @@ _ESCAPES = {
     "\\": "\\", "'": "'", '"': '"', "\n": "",
 }
 #: A run of ``\xhh`` escapes (group 1), or any other escape (group 2).
-_ESCAPE_RE = re.compile(r"((?:\\x[0-9a-fA-F]{2})+)|\\(u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|[0-7]{1,3}|N\{[A-Za-z0-9 \-]+\}|.)",
-                        re.S)
+_ESCAPE_RE = re.compile(
+    r"((?:\\x[0-9a-fA-F]{2})+)|\\(u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|[0-7]{1,3}|N\{[A-Za-z0-9 \-]+\}|.)", re.S
+)
 
 
 def _bytes_escapes(run: str) -> str:

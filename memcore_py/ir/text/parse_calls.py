@@ -96,8 +96,12 @@ class _Calls:
         sig = schema.signature
         if len(args) > len(sig):
             n_attr = len(schema.attrs)
-            raise _Err(f"{tok} takes at most {len(schema.args)} arguments" + (f" and {n_attr} attributes" if n_attr else "")
-                       + f"; got {len(args)} ({', '.join(sig)})", pos)
+            raise _Err(
+                f"{tok} takes at most {len(schema.args)} arguments"
+                + (f" and {n_attr} attributes" if n_attr else "")
+                + f"; got {len(args)} ({', '.join(sig)})",
+                pos,
+            )
         bound = dict(zip(sig, args))
         ty_args = ()
         for k, v in kwargs.items():
@@ -308,7 +312,11 @@ def _const_data(v, dtype, pos):
             dtype = "float32"
         else:
             dtype = "float32"
-    if dtype not in DTYPE_NAMES or dtype == "handle" or dtype in ("int4", "uint4", "bfloat16", "float8_e4m3fn", "float8_e5m2"):
+    if (
+        dtype not in DTYPE_NAMES
+        or dtype == "handle"
+        or dtype in ("int4", "uint4", "bfloat16", "float8_e4m3fn", "float8_e5m2")
+    ):
         raise _Err(f"R.const: unsupported dtype {dtype!r}", pos)
 
     def fix(x):
@@ -432,7 +440,11 @@ def _make_dps_handler(opname, tok, attr_names, callee_is_symbol):
         call_args_expr = _dps_args(p, call_args, pos, tok)
         exprs = [callee, call_args_expr]
         if tir_vars is not None:
-            exprs.append(p.as_expr(tir_vars, pos) if not isinstance(tir_vars, (list, tuple)) else ShapeExpr([p.as_prim(d, pos) for d in tir_vars]))
+            exprs.append(
+                p.as_expr(tir_vars, pos)
+                if not isinstance(tir_vars, (list, tuple))
+                else ShapeExpr([p.as_prim(d, pos) for d in tir_vars])
+            )
         return Call(get_op(opname), exprs, attrs, (_out_type(p, out, pos, tok),))
 
     return handler
@@ -576,7 +588,9 @@ _HANDLERS = {
     "R.match_cast": _h_match_cast,
     "R.call_packed": _h_call_packed,
     "R.call_tir": _make_dps_handler("relax.call_tir", "R.call_tir", (), False),
-    "R.call_tir_inplace": _make_dps_handler("relax.call_tir_inplace", "R.call_tir_inplace", ("inplace_indices",), False),
+    "R.call_tir_inplace": _make_dps_handler(
+        "relax.call_tir_inplace", "R.call_tir_inplace", ("inplace_indices",), False
+    ),
     "R.call_tir_with_grad": _make_dps_handler(
         "relax.call_tir_with_grad", "R.call_tir_with_grad", ("te_grad_name", "te_grad_kwargs"), False
     ),

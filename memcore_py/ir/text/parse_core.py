@@ -41,7 +41,9 @@ def _tok(tok: str) -> str:
     """A token for an error message: quoted, or ``U+00A0 (NO-BREAK SPACE)`` for a character
     that is not printable ASCII (Python source refuses those outside strings, and so do we)."""
     if len(tok) == 1 and not (" " < tok <= "~"):
-        name = unicodedata.name(tok, None) or ("a control character" if unicodedata.category(tok) == "Cc" else "unnamed")
+        name = unicodedata.name(tok, None) or (
+            "a control character" if unicodedata.category(tok) == "Cc" else "unnamed"
+        )
         return f"character U+{ord(tok):04X} ({name})"
     return repr(tok)
 

@@ -354,7 +354,7 @@ class _Expressions:
             self.at_end()
             return v
         except Exception as e:  # noqa: BLE001
-            raise self._located(e)
+            raise self._located(e)  # noqa: B904 - _located sets the chain itself (the internal cause, or none)
 
 
 def _as_array(x):

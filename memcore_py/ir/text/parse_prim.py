@@ -104,7 +104,7 @@ class _PrimExprs:
             pos = self.pos
             self.pos += 1
             b = self.arith_expr()
-            c = compare_value(toks[pos], a, b, lambda x, other: self.as_prim(x, pos, other))
+            c = compare_value(toks[pos], a, b, lambda x, other, pos=pos: self.as_prim(x, pos, other))
             result = c if result is None else self.bool_op("and", result, c, pos)
             a = b
         return a if result is None else result
@@ -137,7 +137,7 @@ class _PrimExprs:
 
     def arith(self, op, a, b, pos):
         try:
-            return binary_value(op, a, b, lambda x, other: self.as_prim(x, pos, other))
+            return binary_value(op, a, b, lambda x, other, pos=pos: self.as_prim(x, pos, other))
         except ZeroDivisionError:
             raise _Err("division by zero", pos) from None
 

@@ -32,7 +32,9 @@ from .prim_func_text import DTYPE_NAMES, RESERVED_NAMES
 # name [: annotation] = value   (the annotation is validated afterwards). Linear on long
 # whitespace runs: the annotation must end in a non-blank, so "[ \t]+=" is tried only where a
 # run starts (``(.+?)[ \t]+=`` would rescan a run from each of its positions).
-_ASSIGN_RE = re.compile(r"([A-Za-z_][A-Za-z_0-9]*)[ \t]*(?::[ \t]*(.*?[^ \t])[ \t]+=(?!=)[ \t]*|=(?!=)[ \t]*)(.*)\Z", re.S)
+_ASSIGN_RE = re.compile(
+    r"([A-Za-z_][A-Za-z_0-9]*)[ \t]*(?::[ \t]*(.*?[^ \t])[ \t]+=(?!=)[ \t]*|=(?!=)[ \t]*)(.*)\Z", re.S
+)
 _SIMPLE_CALL_RE = re.compile(r"([A-Za-z_][A-Za-z_0-9]*(?:\.[A-Za-z_][A-Za-z_0-9]*)+)\(([A-Za-z_0-9 ,]*)\)\Z")
 _DECL_RE = re.compile(r"T\.([a-z][a-z0-9_]*)\(\)\Z")
 
@@ -76,7 +78,7 @@ class _Statements:
                     self.at_end()
                     body = self.as_binding_value(v, 0) if type(v) is tuple else self.as_expr(v, 0)
                 except Exception as e:  # noqa: BLE001 - converted to ParseError
-                    raise self._located(e)
+                    raise self._located(e)  # noqa: B904 - _located sets the chain itself (the internal cause, or none)
                 i += 1
                 continue
             if c == "w" and text.startswith("with "):
@@ -99,7 +101,9 @@ class _Statements:
                 while j < b and lines[j].indent > indent:
                     j += 1
                 if j >= b or lines[j].text != "else:" or lines[j].indent != indent:
-                    raise self.error("an 'if' needs an 'else:' branch at the same indentation", lines[j] if j < b else ln)
+                    raise self.error(
+                        "an 'if' needs an 'else:' branch at the same indentation", lines[j] if j < b else ln
+                    )
                 k = j + 1
                 while k < b and lines[k].indent > indent:
                     k += 1
@@ -142,7 +146,9 @@ class _Statements:
         if cur:
             blocks.append(BindingBlock(cur))
         if result_name is not None:
-            raise self.error(f"an if branch must end with an assignment to {result_name!r}", lines[b - 1] if b > a else self.cur)
+            raise self.error(
+                f"an if branch must end with an assignment to {result_name!r}", lines[b - 1] if b > a else self.cur
+            )
         if body is None:
             raise self.error("the function has no 'return' statement", lines[b - 1] if b > a else self.cur)
         return blocks, body
@@ -216,7 +222,7 @@ class _Statements:
 
     def assignment_parts(self, ln, m):
         """(annotation type or None, value) of an assignment matched by _ASSIGN_RE."""
-        name, ann_text, value_text = m.group(1), m.group(2), m.group(3)
+        ann_text, value_text = m.group(2), m.group(3)
         try:
             ann = None
             if ann_text is not None:
@@ -259,7 +265,7 @@ class _Statements:
                     self.templates[tkey] = (value, new_vars)
             return ann, value
         except Exception as e:  # noqa: BLE001
-            raise self._located(e)
+            raise self._located(e)  # noqa: B904 - _located sets the chain itself (the internal cause, or none)
 
     def annotation(self, ln, m):
         text = m.group(2)
@@ -306,7 +312,7 @@ class _Statements:
                     self.at_end()
                     value = self.as_expr(v, 0)
             except Exception as e:  # noqa: BLE001
-                raise self._located(e)
+                raise self._located(e)  # noqa: B904 - _located sets the chain itself (the internal cause, or none)
             try:
                 ty = value.ty if type(value) is Call and value.ty is not None else self.derive_type(value)
             except IRError as e:
@@ -334,7 +340,7 @@ class _Statements:
             try:
                 return MatchCast(var, self.as_expr(value.value, 0), value.ty)
             except Exception as e:  # noqa: BLE001
-                raise self._located(e)
+                raise self._located(e)  # noqa: B904 - _located sets the chain itself (the internal cause, or none)
         try:
             derived = self.derive_type(value)
         except IRError as e:
@@ -495,7 +501,7 @@ class _Statements:
             self.at_end()
             cond = self.as_expr(v, 0)
         except Exception as e:  # noqa: BLE001
-            raise self._located(e)
+            raise self._located(e)  # noqa: B904 - _located sets the chain itself (the internal cause, or none)
         if i + 1 >= j:
             raise self.error("empty 'if' branch", ln)
         if j + 1 >= k:
@@ -532,7 +538,7 @@ class _Statements:
         try:
             value = If(cond, branches[0], branches[1], ty)
         except IRError as e:
-            raise self._located(e)
+            raise self._located(e)  # noqa: B904 - _located sets the chain itself (the internal cause, or none)
         var = self.new_var(result, ty, ln)
         return VarBinding(var, value)
 

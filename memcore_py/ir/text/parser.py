@@ -174,7 +174,9 @@ __all__ = ["parse", "MAX_DEPTH"]
 
 
 _END_RES = {}
-_TYPEVAR_RE = re.compile(r"""([A-Za-z_][A-Za-z_0-9]*)[ \t]*=[ \t]*TypeVar\([ \t]*(["'])([A-Za-z_][A-Za-z_0-9]*)\2[ \t]*\)\Z""")
+_TYPEVAR_RE = re.compile(
+    r"""([A-Za-z_][A-Za-z_0-9]*)[ \t]*=[ \t]*TypeVar\([ \t]*(["'])([A-Za-z_][A-Za-z_0-9]*)\2[ \t]*\)\Z"""
+)
 _CLASS_RE = re.compile(r"class[ \t]+([A-Za-z_][A-Za-z_0-9]*)[ \t]*(?:\([ \t]*\)[ \t]*)?:\Z")  # no two adjacent [ \t]*
 
 
@@ -258,7 +260,9 @@ class _Parser(_Statements, _Calls, _Annotations, _Expressions, _PrimExprs, _Sour
                     result = IRModule({gname: func})
                     i = end
                     continue
-                raise self.error(f"unsupported decorator {here.text!r}; expected @I.ir_module, @R.function or @T.prim_func")
+                raise self.error(
+                    f"unsupported decorator {here.text!r}; expected @I.ir_module, @R.function or @T.prim_func"
+                )
             if here.text.startswith("import ") or here.text.startswith("from "):
                 raise self.error("import statements are not supported; the printed header is a comment")
             raise self.error("expected @I.ir_module, @R.function or @T.prim_func")
@@ -288,7 +292,7 @@ class _Parser(_Statements, _Calls, _Annotations, _Expressions, _PrimExprs, _Sour
             args, kwargs = self.call_args()
             self.at_end()
         except _Err as e:
-            raise self._located(e)
+            raise self._located(e)  # noqa: B904 - _located sets the chain itself (the internal cause, or none)
         if args:
             raise self.error("decorator arguments must be keywords", line)
         for k, v in kwargs.items():
@@ -417,7 +421,9 @@ class _Parser(_Statements, _Calls, _Annotations, _Expressions, _PrimExprs, _Sour
         for k in range(len(decls)):
             gname, func = parsed[k]
             functions[self.gvars[gname]] = func
-        mod = IRModule(functions, attrs if isinstance(attrs, dict) else {}, global_infos if isinstance(global_infos, dict) else {})
+        mod = IRModule(
+            functions, attrs if isinstance(attrs, dict) else {}, global_infos if isinstance(global_infos, dict) else {}
+        )
         return end, mod
 
     def _decl_name(self, decl):
@@ -513,7 +519,9 @@ class _Parser(_Statements, _Calls, _Annotations, _Expressions, _PrimExprs, _Sour
         rest = toks[close + 1: -1]
         if rest:
             if rest[0] != "->" or len(rest) < 2:
-                raise self.error(f"unexpected {_tok(rest[0])} after the parameter list", here, self._token_col(close + 1))
+                raise self.error(
+                    f"unexpected {_tok(rest[0])} after the parameter list", here, self._token_col(close + 1)
+                )
             ret = (close + 2, len(toks) - 1)
         return name, params, ret
 
@@ -562,9 +570,9 @@ class _Parser(_Statements, _Calls, _Annotations, _Expressions, _PrimExprs, _Sour
             if ret is not None:
                 ret_ty = self.as_type(self.eval_tokens(toks, ret[0], ret[1]), ret[0])
         except _Err as e:
-            raise self._located(e)
+            raise self._located(e)  # noqa: B904 - _located sets the chain itself (the internal cause, or none)
         except (IRError, ValueError, TypeError) as e:
-            raise self._located(e)
+            raise self._located(e)  # noqa: B904 - _located sets the chain itself (the internal cause, or none)
         finally:
             self.sig_mode = False
         if not body_lines:

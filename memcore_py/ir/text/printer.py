@@ -555,8 +555,12 @@ class _FunctionPrinter:
         """A call of an op with a schema: arguments positionally, then every attribute in
         TVM's order (defaults filled), ``double`` attributes with TVM's 17 digits; a bool
         scalar argument bare (``True``), as TVM prints an op's arguments."""
-        parts = [str(bool(a.value.value)) if type(a) is PrimValue and type(a.value) is IntImm and a.value.dtype == "bool"
-                 else p for a, p in zip(call.args, self._args(call.args))]
+        parts = [
+            str(bool(a.value.value))
+            if type(a) is PrimValue and type(a.value) is IntImm and a.value.dtype == "bool"
+            else p
+            for a, p in zip(call.args, self._args(call.args))
+        ]
         attrs = op.complete_attrs(call.attrs, call.args)
         hook = self._attr_text
         for a in op.schema.attrs:
@@ -661,7 +665,12 @@ class _FunctionPrinter:
                 continue
             if tv is Tuple:
                 text = self._tuple_bare(value)
-            elif tv is PrimValue and type(vt) is PrimType and type(value.value) is IntImm and value.value.dtype == vt.dtype:
+            elif (
+                tv is PrimValue
+                and type(vt) is PrimType
+                and type(value.value) is IntImm
+                and value.value.dtype == vt.dtype
+            ):
                 text = str(value.value.value) if vt.dtype != "bool" else str(bool(value.value.value))
             elif tv is PrimValue and vt is None and type(value.value) in (IntImm, FloatImm):
                 text = f"R.prim_value({self._prim(value.value)})"
@@ -828,7 +837,7 @@ class _ModulePrinter:
         if sort_functions:
             items.sort(key=_sort_key)
         typevars = {}
-        for gv, func in items:
+        for _gv, func in items:
             for n in sorted(self._signature_prims(func)):  # TVM's order
                 typevars.setdefault(n, None)
         body = [f"class {self.module_name}:"]

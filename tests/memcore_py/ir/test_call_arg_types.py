@@ -54,5 +54,5 @@ def test_tvm_agrees(dims, arg, dtype, args, ok):
     if ok:
         tvm_from_source(text)
     else:
-        with pytest.raises(Exception):
+        with pytest.raises(Exception):  # noqa: B017 - TVM's parser raises errors of its own kinds
             tvm_from_source(text)

@@ -55,7 +55,7 @@ def fn(name, body, *, private=False, pure=True, params=None):
 
 def test_unused_pure_bindings_removed_in_dataflow_block():
     """Unused dataflow vars and unused dataflow *outputs* go; what feeds the result stays."""
-    before = mod_text(fn("main", f"""
+    before = mod_text(fn("main", """
 with R.dataflow():
     a = R.add(x, x)
     dead = R.multiply(a, a)

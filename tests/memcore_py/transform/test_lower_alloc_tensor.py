@@ -225,7 +225,7 @@ def test_if_branch_and_names_per_function():
     assert_pass_output(LowerAllocTensor(), before, expected)
 
 
-def _func_with_alloc(args, ty=TensorType((2, 3), "float32"), params=()):
+def _func_with_alloc(args, ty=TensorType((2, 3), "float32"), params=()):  # noqa: B008 - types are immutable
     a = Var("a", ty)
     call = Call(get_op("relax.builtin.alloc_tensor"), args)
     return Function(list(params), SeqExpr([BindingBlock([VarBinding(a, call)])], a), ty, is_pure=False)

@@ -80,7 +80,7 @@ def test_allocation_positions_must_increase():
 
 def _storage_shapes(mod):
     out = []
-    for gv, func in mod.functions.items():
+    for _gv, func in mod.functions.items():
         for block in getattr(getattr(func, "body", None), "blocks", ()):
             for b in block.bindings:
                 if getattr(getattr(b.value, "op", None), "name", "") == "relax.memory.alloc_storage":
