@@ -19,6 +19,7 @@ import importlib
 
 from ._errors import InvalidArrayError, MemcoreError, PlanError
 
+#: The version of memcore and memcore_py: the one place it is written (pyproject.toml reads it).
 __version__ = "0.1.0"
 
 #: public name -> submodule that defines it

@@ -4,9 +4,9 @@ A Relax-like IR with TVMScript text in and out, Apache TVM's memory passes, Rela
 planning, importers, reports and the ``memcore`` command line. The heavy lifting is done by
 the :mod:`memcore` engine kernels.
 """
-from .errors import IRError, MemcoreError, ParseError, PassError, PlanningError, WellFormedError  # noqa: F401
+from memcore import __version__  # noqa: F401 - one version for both packages (memcore/__init__.py)
 
-__version__ = "0.1.0"
+from .errors import IRError, MemcoreError, ParseError, PassError, PlanningError, WellFormedError  # noqa: F401
 
 
 def parse(text: str, metadata=None):

@@ -170,3 +170,11 @@ def test_python_dash_m_runs_without_traceback(tmp_path):
     usage = subprocess.run([sys.executable, "-m", "memcore_py", "check", "a", "b"], capture_output=True, text=True,
                            env=env)
     assert usage.returncode == 2 and "Traceback" not in usage.stderr
+
+
+def test_one_version_for_both_packages_and_the_distribution():
+    from importlib.metadata import version
+
+    import memcore
+
+    assert memcore_py.__version__ == memcore.__version__ == version("memcore")
