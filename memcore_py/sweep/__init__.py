@@ -19,6 +19,7 @@ mode deterministic); per-variant failures are values (``error``), never a failed
 from __future__ import annotations
 
 import json
+import os
 
 from .. import __version__
 from .executors import EXECUTORS, batches, run_batches
@@ -109,15 +110,19 @@ def plan_many(variants, *, executor: str = "process", jobs: int | None = None, c
     sources: dict = {}
     todo, keys = [], {}
     for k, v in enumerate(variants):
-        ident = id(v.model) if not isinstance(v.model, str) else v.model
+        model = v.model
+        ident = model if isinstance(model, str) else os.fspath(model) if isinstance(model, os.PathLike) else id(model)
         options = v.options()
-        try:
-            source = sources.get(ident)
-            if source is None:
-                source = sources[ident] = model_source(v.model)
-        except MemcoreError as exc:
-            results[k] = SweepResult(k, str(v.model) if isinstance(v.model, str) else type(v.model).__name__,
-                                     options["bind"], v.mode, v.fuse, error=f"{type(exc).__name__}: {exc}")
+        source = sources.get(ident)
+        if source is None:  # each model resolved once (its failure too)
+            try:
+                source = model_source(model)
+            except MemcoreError as exc:
+                source = f"{type(exc).__name__}: {exc}"
+            sources[ident] = source
+        if type(source) is str:
+            label = os.fspath(model) if isinstance(model, (str, os.PathLike)) else type(model).__name__
+            results[k] = SweepResult(k, label, options["bind"], v.mode, v.fuse, error=source)
             continue
         keys[k] = variant_key(source, options, __version__)
         todo.append((k, source, options))

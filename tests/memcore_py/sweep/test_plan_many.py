@@ -237,3 +237,17 @@ def test_graph_json_and_flat_csv_problems(tmp_path):
     assert results[1].tvm_bytes is None and results[1].error is None
     assert "no TVM mode" in results[2].error
     assert "has no symbolic dimensions" in results[3].error
+
+
+def test_each_model_is_resolved_once_given_as_a_path_or_a_name(monkeypatch, symbolic_file, tmp_path):
+    import memcore_py.sweep as sweep
+
+    calls = []
+    real = sweep.model_source
+    monkeypatch.setattr(sweep, "model_source", lambda m: calls.append(m) or real(m))
+    missing = tmp_path / "missing.py"
+    variants = [Variant(symbolic_file, bind={"n": n}) for n in range(1, 30)]  # the same Path, new objects
+    variants += [Variant(str(symbolic_file), bind={"n": 2}), Variant(missing), Variant(missing)]
+    results = plan_many(variants, executor="serial")
+    assert len(calls) == 2  # the file (as Path and as str), and the missing file once
+    assert all(r.error is None for r in results[:-2]) and results[-1].error == results[-2].error
