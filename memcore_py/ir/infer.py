@@ -282,7 +282,7 @@ def _infer_call(call: Call, mod) -> Type:
         problem = op.n_args_error(len(call.args))
         if problem is not None:
             raise IRError(problem)
-        arg_types = [_arg_ty(a, mod) for a in call.args]
+        arg_types = [a.ty if a.ty is not None else _arg_ty(a, mod) for a in call.args]  # _arg_ty of a typed one
         try:
             return rule(call, arg_types)
         except IRError:

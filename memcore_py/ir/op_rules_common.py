@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from ..errors import IRError
 from .expr import Expr, PrimValue, ShapeExpr
-from .prim import Add, BinaryOp, FloorDiv, IntImm, Mul, Sub, prim_equal, prove_equal, simplify_const
+from .prim import (
+    INT64_MAX, INT64_MIN, Add, BinaryOp, FloorDiv, IntImm, Mul, Sub, prim_equal, prove_equal, simplify_const,
+)
 from .types import ShapeType, TensorType, Type
 
 __all__ = [
@@ -52,7 +54,9 @@ def _dims_equal(a, b) -> bool:
 
 
 def _static(d):
-    return d.value if isinstance(d, IntImm) else simplify_const(d)
+    """The int value of the dim ``d`` if it is constant, else None (:func:`simplify_const`,
+    its literal case read here: most dims are literals)."""
+    return d.value if type(d) is IntImm else simplify_const(d)
 
 
 def _broadcast(opname, a: TensorType, b: TensorType):
@@ -61,14 +65,18 @@ def _broadcast(opname, a: TensorType, b: TensorType):
     if a.shape is None or b.shape is None:
         return None, max(a.ndim, b.ndim)
     out = []
-    ra, rb = list(reversed(a.shape)), list(reversed(b.shape))
-    for i in range(max(len(ra), len(rb))):
-        x = ra[i] if i < len(ra) else None
-        y = rb[i] if i < len(rb) else None
-        if x is None:
-            out.append(y)
+    sa, sb = a.shape, b.shape
+    na, nb = len(sa), len(sb)
+    for i in range(1, max(na, nb) + 1):  # from the last dim
+        if i > na:
+            out.append(sb[-i])
             continue
-        if y is None:
+        x = sa[-i]
+        if i > nb:
+            out.append(x)
+            continue
+        y = sb[-i]
+        if x is y:  # every case below keeps it
             out.append(x)
             continue
         sx, sy = _static(x), _static(y)
@@ -117,6 +125,28 @@ def _product(dims):
         return IntImm(const)
     return sym if const == 1 else Mul(sym, IntImm(const))
 
+
+
+def _static_product(dims):
+    """``_static(_product(dims))`` without building the product: the constant element count
+    of ``dims``, or None.
+
+    The canonical forms are polynomials with integer coefficients over the atoms, where a
+    product of non-constant polynomials is never constant (degrees add), so the product is
+    constant exactly when every dim is, or when a constant dim is 0 (then it is 0). A
+    constant part outside int64 raises the :class:`IRError` of the ``IntImm`` that
+    :func:`_product` would make of it."""
+    const = 1
+    symbolic = False
+    for d in dims:
+        s = _static(d)
+        if s is None:
+            symbolic = True
+        else:
+            const *= s
+    if not INT64_MIN <= const <= INT64_MAX:
+        IntImm(const)  # raises
+    return None if symbolic and const != 0 else const
 
 
 def dim_add(a, b):

@@ -28,7 +28,7 @@ from .op_rules_common import (
 )
 from .op_rules_slice import slice_extent
 from .prim import FloatImm, IntImm
-from .types import PrimType, ShapeType, TensorType, TupleType
+from .types import PrimType, ShapeType, TensorType, TupleType, tensor_type_of
 
 __all__ = [
     "same_as_arg0", "unary_dtype", "binary_like", "where", "broadcast_to", "strided_slice", "take", "stack",
@@ -87,7 +87,9 @@ def binary_like(call, ts):
     name = call.op.name
     a, b = tensor_arg(ts[0], name, 0), tensor_arg(ts[1], name, 1)
     shape, ndim = broadcast(name, a, b)
-    return TensorType(shape, a.dtype or b.dtype, ndim, a.vdevice or b.vdevice)
+    if shape is None:
+        return TensorType(None, a.dtype or b.dtype, ndim, a.vdevice or b.vdevice)
+    return tensor_type_of(shape, a.dtype or b.dtype, a.vdevice or b.vdevice)  # the operands' dims and dtypes
 
 
 def where(call, ts):
@@ -96,9 +98,12 @@ def where(call, ts):
     if a.dtype and b.dtype and a.dtype != b.dtype:
         raise IRError(f"{name}: the two branches must have the same dtype; got {a.dtype} and {b.dtype}")
     shape, ndim = broadcast(name, a, b)
-    ab = TensorType(shape, a.dtype or b.dtype, ndim)
+    # the operands' dims and dtypes
+    ab = TensorType(None, a.dtype or b.dtype, ndim) if shape is None else tensor_type_of(shape, a.dtype or b.dtype)
     shape, ndim = broadcast(name, c, ab)
-    return TensorType(shape, a.dtype or b.dtype, ndim, a.vdevice or b.vdevice)
+    if shape is None:
+        return TensorType(None, a.dtype or b.dtype, ndim, a.vdevice or b.vdevice)
+    return tensor_type_of(shape, a.dtype or b.dtype, a.vdevice or b.vdevice)
 
 
 def dropout(call, ts):
@@ -120,7 +125,8 @@ def broadcast_to(call, ts):
             sd, sv = static(d), static(v)
             if sd is not None and sv is not None and sd != 1 and sd != sv:
                 raise IRError(f"{name}: dim {sd} cannot be broadcast to {sv}")
-    return TensorType(tuple(values), t.dtype, vdevice=t.vdevice)
+    # a shape's values are PrimExprs (ShapeExpr and ShapeType keep them so), the dtype the input's
+    return tensor_type_of(tuple(values), t.dtype, t.vdevice)
 
 
 def _int_values(e, opname, what):

@@ -33,7 +33,7 @@ from .op_schema import ABSENT, REQUIRED, Attr, make_schema
 from .prim import Add, FloatImm, FloorDiv, IntImm, Max, Min, Mul, Sub
 from .prim_arith import fold_floordiv, fold_mul
 from .simplify import UnsupportedSimplify, simplify
-from .types import VOID, ObjectType, ShapeType, TensorType, TupleType, type_contradiction
+from .types import VOID, ObjectType, ShapeType, TensorType, TupleType, check_dtype, tensor_type_of, type_contradiction
 from .op_rules_common import (
     _broadcast,
     _fmt_shape,
@@ -44,6 +44,7 @@ from .op_rules_common import (
     _product,
     _shape_values,
     _static,
+    _static_product,
     _tensor,
 )
 
@@ -61,7 +62,9 @@ def _binary(result_dtype=None):
         shape, ndim = _broadcast(name, a, b)
         dtype = result_dtype or (a.dtype if a.dtype else b.dtype)
         vdevice = a.vdevice or b.vdevice
-        return TensorType(shape, dtype, ndim, vdevice)
+        if shape is None:
+            return TensorType(None, dtype, ndim, vdevice)
+        return tensor_type_of(shape, dtype, vdevice)  # dims and dtypes of valid types
 
     return rule
 
@@ -138,6 +141,9 @@ def _matmul(call, ts):
         if a.dtype and b.dtype and a.dtype != b.dtype:
             raise IRError(f"{name}: operands must have the same dtype; got {a.dtype} and {b.dtype}")
         out_dtype = a.dtype or b.dtype
+        written = False
+    else:
+        written = True
     if a.shape is None or b.shape is None:
         if a.ndim == -1 or b.ndim == -1:
             return TensorType(None, out_dtype)
@@ -155,8 +161,11 @@ def _matmul(call, ts):
     s1, s2 = _static(k1), _static(k2)
     if s1 is not None and s2 is not None and s1 != s2:
         raise IRError(f"{name}: reduction dims differ: {_fmt_shape(a.shape)} @ {_fmt_shape(b.shape)}")
-    batch_a = TensorType(tuple(sa[:-2]), out_dtype)
-    batch_b = TensorType(tuple(sb[:-2]), out_dtype)
+    if written:
+        check_dtype(out_dtype)
+    # a checked or the operands' dtype, the operands' dims
+    batch_a = tensor_type_of(tuple(sa[:-2]), out_dtype)
+    batch_b = tensor_type_of(tuple(sb[:-2]), out_dtype)
     batch, nd = _broadcast(name, batch_a, batch_b)
     tail = []
     if not a_vec:
@@ -165,7 +174,7 @@ def _matmul(call, ts):
         tail.append(sb[-1])
     if batch is None:
         return TensorType(None, out_dtype, nd + len(tail))
-    return TensorType(tuple(batch) + tuple(tail), out_dtype, vdevice=a.vdevice)
+    return tensor_type_of(tuple(batch) + tuple(tail), out_dtype, a.vdevice)
 
 
 # -- shape ops --------------------------------------------------------------------------------
@@ -175,19 +184,24 @@ def _reshape(call, ts):
     values = _shape_values(call.args[1], ts[1], name)
     if values is None:
         return TensorType(None, t.dtype, ts[1].ndim, t.vdevice)
-    if any(_static(v) == -1 for v in values):
-        if sum(_static(v) == -1 for v in values) > 1:
+    n_missing = 0
+    for v in values:
+        if _static(v) == -1:
+            n_missing += 1
+    if n_missing:
+        if n_missing > 1:
             raise IRError(f"{name}: at most one -1 in the new shape; got {_fmt_shape(values)}")
         if t.shape is None:
             return TensorType(None, t.dtype, len(values), t.vdevice)
         values = _resolve_new_shape(name, t.shape, values)
     elif t.shape is not None:
-        st, sn = _static(_product(t.shape)), _static(_product(values))
+        st, sn = _static_product(t.shape), _static_product(values)
         if st is not None and sn is not None and st != sn:
             raise IRError(
                 f"{name}: cannot reshape {_fmt_shape(t.shape)} ({st} elements) to {_fmt_shape(values)} ({sn} elements)"
             )
-    return TensorType(values, t.dtype, vdevice=t.vdevice)
+    # a shape's values are PrimExprs (ShapeExpr and ShapeType keep them so), the dtype the input's
+    return tensor_type_of(tuple(values), t.dtype, t.vdevice)
 
 
 def _resolve_new_shape(name, shape, values):
@@ -344,7 +358,7 @@ def _permute_dims(call, ts):
     axes = [_norm_axis(a, t.ndim, name) for a in axes]
     if sorted(axes) != list(range(t.ndim)):
         raise IRError(f"{name}: axes must be a permutation of range({t.ndim}); got {axes}")
-    return TensorType(tuple(t.shape[a] for a in axes), t.dtype, vdevice=t.vdevice)
+    return tensor_type_of(tuple([t.shape[a] for a in axes]), t.dtype, t.vdevice)  # the input's dims
 
 
 def _reduce(call, ts):
@@ -379,7 +393,7 @@ def _expand_dims(call, ts):
     axes = sorted(_norm_axis(a, nd, name) for a in axis)
     rest = iter(t.shape)
     shape = [IntImm(1) if i in axes else next(rest) for i in range(nd)]
-    return TensorType(tuple(shape), t.dtype, vdevice=t.vdevice)
+    return tensor_type_of(tuple(shape), t.dtype, t.vdevice)  # the input's dims and 1s
 
 
 def _squeeze(call, ts):

@@ -684,7 +684,16 @@ def prove_equal(a, b) -> bool:
 
 
 def simplify_const(expr: PrimExpr):
-    """The int value of ``expr`` if it is constant after canonicalisation, else None."""
+    """The int value of ``expr`` if it is constant after canonicalisation, else None.
+
+    A literal is its value and a variable is never constant (their canonical forms are
+    ``{(): value}`` and ``{var: 1}``), so these two leaves, the commonest dims, are answered
+    without building the form."""
+    t = type(expr)
+    if t is IntImm:
+        return expr.value
+    if t is PrimVar:
+        return None
     return _const_of(_poly(as_prim(expr), {}))
 
 

@@ -24,6 +24,7 @@ __all__ = [
     "Type",
     "ObjectType",
     "TensorType",
+    "tensor_type_of",
     "TupleType",
     "ShapeType",
     "PrimType",
@@ -43,6 +44,7 @@ __all__ = [
 ]
 
 _set = object.__setattr__
+_new_type = object.__new__
 
 #: Bits per element of the named scalar dtypes (lanes are written ``float32x4``); besides
 #: these, ``int<bits>``, ``uint<bits>`` and ``float<bits>`` for 1 <= bits <= 255 (TVM's
@@ -109,6 +111,8 @@ def check_dtype(dtype: str) -> str:
     """Return ``dtype`` if TVM's ``DataType`` grammar reads it, else raise :class:`IRError`:
     a name of :data:`DTYPE_BITS` or ``int|uint|float<bits>`` (1 <= bits <= 255), optionally
     with ``x<lanes>`` (1 <= lanes <= 65535; not for ``void``)."""
+    if type(dtype) is str and dtype in DTYPE_BITS:  # a named scalar dtype: the grammar's first case
+        return dtype
     if type(dtype) is not str or _bits_lanes(dtype) is None:
         raise IRError(
             f"dtype must be one of {sorted(DTYPE_BITS)} or int/uint/float<bits> (1..255 bits), optionally "
@@ -190,7 +194,11 @@ class TensorType(Type):
 
     def __init__(self, shape=None, dtype: str = "", ndim: int = -1, vdevice: str | None = None):
         if shape is not None:
-            shape = tuple(as_prim(d) for d in shape)
+            shape = tuple(shape)
+            for d in shape:
+                if not isinstance(d, PrimExpr):
+                    shape = tuple(as_prim(d) for d in shape)
+                    break
             if ndim not in (-1, len(shape)):
                 raise IRError(f"TensorType ndim must match the shape; got ndim={ndim}, shape of rank {len(shape)}")
             ndim = len(shape)
@@ -198,13 +206,47 @@ class TensorType(Type):
             raise IRError(f"TensorType ndim must be an int >= -1; got {ndim!r}")
         if dtype:
             check_dtype(dtype)
-        _set(self, "shape", shape)
-        _set(self, "dtype", dtype)
-        _set(self, "ndim", ndim)
-        _set(self, "vdevice", vdevice)
+        _SET_TENSOR_SHAPE(self, shape)
+        _SET_TENSOR_DTYPE(self, dtype)
+        _SET_TENSOR_NDIM(self, ndim)
+        _SET_TENSOR_VDEVICE(self, vdevice)
 
     def __repr__(self):
         return f"TensorType({self.shape!r}, {self.dtype!r})"
+
+
+_SET_TENSOR_SHAPE = TensorType.shape.__set__
+_SET_TENSOR_DTYPE = TensorType.dtype.__set__
+_SET_TENSOR_NDIM = TensorType.ndim.__set__
+_SET_TENSOR_VDEVICE = TensorType.vdevice.__set__
+
+
+def tensor_type_of(shape: tuple, dtype: str, vdevice: str | None = None) -> TensorType:
+    """``TensorType(shape, dtype, vdevice=vdevice)`` without its checks, for the type rules
+    that build a result from parts of valid types.
+
+    Parameters
+    ----------
+    shape : tuple
+        A tuple of :class:`PrimExpr` (dims of existing types, ``IntImm`` literals, or
+        expressions built from those), stored as it is; the rank is its length.
+    dtype : str
+        A dtype an existing type holds or a literal the grammar reads (``"bool"``), or ``""``.
+    vdevice : str, optional
+        An existing type's ``vdevice``.
+
+    Returns
+    -------
+    TensorType
+        Equal to what the checked constructor makes of the same values; input the caller has
+        not already validated must go through :class:`TensorType` instead.
+    """
+    t = _new_type(TensorType)
+    _SET_TENSOR_SHAPE(t, shape)
+    _SET_TENSOR_DTYPE(t, dtype)
+    _SET_TENSOR_NDIM(t, len(shape))
+    _SET_TENSOR_VDEVICE(t, vdevice)
+    return t
 
 
 class TupleType(Type):
