@@ -23,7 +23,7 @@ import os
 
 from .. import __version__
 from .executors import EXECUTORS, batches, run_batches
-from .variant import MODES, SweepError, SweepResult, Variant, model_source, variant_key
+from .variant import MODES, SweepError, SweepResult, Variant, bind_text, key_prefix, model_source
 
 __all__ = ["plan_many", "Variant", "SweepResult", "SweepResults", "SweepError", "MODES", "EXECUTORS"]
 
@@ -108,7 +108,7 @@ def plan_many(variants, *, executor: str = "process", jobs: int | None = None, c
         raise SweepError(f"jobs must be an int >= 1; got {jobs!r}")
     results: list = [None] * len(variants)
     sources: dict = {}
-    todo, keys = [], {}
+    todo, keys, prefixes = [], {}, {}
     for k, v in enumerate(variants):
         model = v.model
         ident = model if isinstance(model, str) else os.fspath(model) if isinstance(model, os.PathLike) else id(model)
@@ -124,7 +124,11 @@ def plan_many(variants, *, executor: str = "process", jobs: int | None = None, c
             label = os.fspath(model) if isinstance(model, (str, os.PathLike)) else type(model).__name__
             results[k] = SweepResult(k, label, options["bind"], v.mode, v.fuse, error=source)
             continue
-        keys[k] = variant_key(source, options, __version__)
+        plan_key = (ident, v.mode, v.fuse, v.time_limit)
+        prefix = prefixes.get(plan_key)
+        if prefix is None:
+            prefix = prefixes[plan_key] = key_prefix(source, options, __version__)
+        keys[k] = prefix + bind_text(options["bind"])
         todo.append((k, source, options))
     store = ResultCache(cache) if cache is not None else None
     try:

@@ -3,14 +3,14 @@
 Design
 ------
 One SQLite file (the standard library's ``sqlite3``) maps a variant's identity
-(:func:`~.variant.variant_key`: the model content's digest, the options, memcore's version) to
-its figures (:data:`FIGURES`, one column each; the rest of a result is the variant's own). Only the
-calling process opens it (workers never do), so there is no
-locking between processes; a sweep reads every key it needs in one query before planning and
-writes the new results in one transaction after. A result with an ``error`` is not stored: a
-model that failed is tried again next time (the failure may have been an environment's, such
-as a missing optional package). A file that is not a cache of this layout is an error naming
-it, never overwritten.
+(:func:`~.variant.key_prefix` and :func:`~.variant.bind_text`: the model content's digest, the
+options, memcore's version) to its figures (:data:`FIGURES`, one column each; the rest of a
+result is the variant's own). Only the calling process opens it (workers never do), so there is
+no locking between processes; a sweep reads every key it needs before planning (one range query
+per model) and writes the new results in one transaction after. A result with an ``error`` is
+not stored: a model that failed is tried again next time (the failure may have been an
+environment's, such as a missing optional package). A file that is not a cache of this layout
+is an error naming it, never overwritten.
 """
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ class ResultCache:
     def get_many(self, keys) -> dict:
         """key -> the figures (a tuple in :data:`FIGURES` order), for the keys found. Keys
         that share their model (the part before the first ``|``,
-        :func:`~.variant.variant_key`) are read with one range query over that model's rows,
+        :func:`~.variant.key_prefix`) are read with one range query over that model's rows,
         the few others by name."""
         wanted = set(keys)
         by_model: dict = {}

@@ -5,10 +5,10 @@ Design
 A :class:`Variant` names a model and the options of one plan. Its model is resolved once, in the
 calling process, into a :class:`ModelSource` (:func:`model_source`): the input's kind and its
 content (the text of a TVMScript module, the bytes' path of a ``.pt2`` / ``.onnx`` file) with a
-digest of that content. The digest and the options are the variant's identity: two variants with
-equal identities have equal results, which the cache (:mod:`.cache`) and the batching of the
-executors (:mod:`.executors`) rely on. Everything a worker receives is plain data (strings, ints,
-dicts), so any executor can ship it.
+digest of that content. The digest and the options are the variant's identity
+(:func:`key_prefix` + :func:`bind_text`): two variants with equal identities have equal results,
+which the cache (:mod:`.cache`) and the batching of the executors (:mod:`.executors`) rely on.
+Everything a worker receives is plain data (strings, ints, dicts), so any executor can ship it.
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ..errors import MemcoreError
 
-__all__ = ["Variant", "SweepResult", "ModelSource", "SweepError", "model_source", "MODES"]
+__all__ = ["Variant", "SweepResult", "ModelSource", "SweepError", "model_source", "key_prefix", "bind_text", "MODES"]
 
 #: What a variant plans: StaticPlanBlockMemory in TVM's mode, memcore's arena mode, or both.
 MODES = ("tvm", "arena", "both")
@@ -196,9 +196,16 @@ def model_source(model) -> ModelSource:
     return ModelSource("text", name, _digest(data), text=text)
 
 
-def variant_key(source: ModelSource, options: dict, version: str) -> str:
-    """The identity of a variant's result (the cache's key): the model's kind and content digest,
-    the options (:meth:`Variant.options`) and the memcore version, as one string."""
-    bind = ",".join(f"{k}={v}" for k, v in options["bind"].items())
+def key_prefix(source: ModelSource, options: dict, version: str) -> str:
+    """A variant's identity (the cache's key) is this prefix followed by :func:`bind_text` of its
+    ``bind``: the model's kind and content digest (up to the first ``|``), the options
+    (:meth:`Variant.options`) but ``bind``, and the memcore version. The variants of one plan
+    share it."""
     return (f"{source.kind}:{source.digest}|{options['mode']}|fuse={options['fuse']}|"
-            f"time_limit={options['time_limit']!r}|bind={bind}|memcore={version}")
+            f"time_limit={options['time_limit']!r}|memcore={version}|bind=")
+
+
+def bind_text(bind: dict) -> str:
+    """The end of a variant's identity (:func:`key_prefix`): ``n=128,m=4`` (``bind`` sorted,
+    as :meth:`Variant.options` gives it)."""
+    return ",".join(f"{name}={value}" for name, value in bind.items())
