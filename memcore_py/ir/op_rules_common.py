@@ -112,19 +112,28 @@ def _shape_values(e: Expr, t: Type, opname: str):
     raise IRError(f"{opname} expects a shape (R.shape([...]) or a Shape value); got {t!r}")
 
 
-def _product(dims):
+def _product_parts(dims):
+    """``(constant, symbolic dims)`` of a product of ``dims``: the product of the dims that are
+    constant (:func:`_static`), and the others in order."""
     const = 1
-    sym = None
+    syms = []
     for d in dims:
         s = _static(d)
         if s is not None:
             const *= s
         else:
-            sym = d if sym is None else Mul(sym, d)
-    if sym is None:
-        return IntImm(const)
-    return sym if const == 1 else Mul(sym, IntImm(const))
+            syms.append(d)
+    return const, syms
 
+
+def _product(dims):
+    const, syms = _product_parts(dims)
+    if not syms:
+        return IntImm(const)
+    sym = syms[0]
+    for d in syms[1:]:
+        sym = Mul(sym, d)
+    return sym if const == 1 else Mul(sym, IntImm(const))
 
 
 def _static_product(dims):
@@ -136,17 +145,10 @@ def _static_product(dims):
     constant exactly when every dim is, or when a constant dim is 0 (then it is 0). A
     constant part outside int64 raises the :class:`IRError` of the ``IntImm`` that
     :func:`_product` would make of it."""
-    const = 1
-    symbolic = False
-    for d in dims:
-        s = _static(d)
-        if s is None:
-            symbolic = True
-        else:
-            const *= s
+    const, syms = _product_parts(dims)
     if not INT64_MIN <= const <= INT64_MAX:
         IntImm(const)  # raises
-    return None if symbolic and const != 0 else const
+    return None if syms and const != 0 else const
 
 
 def dim_add(a, b):
