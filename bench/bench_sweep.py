@@ -98,7 +98,6 @@ def test_sweep_serial(benchmark, request, models):
 def _batch_seconds(variants, jobs: int) -> list:
     """The wall time of each batch ``plan_many`` cuts for ``jobs`` workers, each planned alone
     by a fresh worker (what one pool worker does with it)."""
-    from memcore_py import __version__
     from memcore_py.sweep.executors import batches
     from memcore_py.sweep.variant import model_source
     from memcore_py.sweep.worker import plan_batch
@@ -109,7 +108,6 @@ def _batch_seconds(variants, jobs: int) -> list:
         key = v.model if isinstance(v.model, str) else id(v.model)
         source = sources.get(key) or sources.setdefault(key, model_source(v.model))
         items.append((k, source, v.options()))
-    assert __version__
     out = []
     for batch in batches(items, jobs):
         out.append(_timed(lambda batch=batch: plan_batch(batch))[1])

@@ -3,41 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from cli.test_plan_symbolic import SYMBOLIC  # a hand-worked module: TVM mode 32n + 32 bytes, lower bound 32n
 
 from memcore_py.cli.plan import plan_and_report
 from memcore_py.examples.models import model_text
 from memcore_py.ir.text.parser import parse
 from memcore_py.sweep import SweepError, SweepResult, Variant, plan_many
-
-# One symbolic function, worked by hand (float32, sizes in bytes): a = b = (n, 4) live together
-# at k2(a, b), c = (8,) after both; r is returned. TVM mode: a, b, c in three storages,
-# 16n + 16n + 32 = 32n + 32; the max-live lower bound max(16n + 16n, 16n + 32, ...) = 32n
-# (n >= 2: a and b together outweigh b and c).
-SYMBOLIC = '''# from tvm.script import ir as I
-# from tvm.script import tirx as T
-# from tvm.script import relax as R
-
-@I.ir_module
-class Module:
-    @T.prim_func(private=True)
-    def k2(A0: T.handle, A1: T.handle):
-        T.evaluate(0)
-
-    @R.function(pure=False)
-    def main(x: R.Tensor(("n", 4), dtype="float32")) -> R.Tensor((8,), dtype="float32"):
-        n = T.int64()
-        cls = Module
-        a: R.Tensor((n, 4), dtype="float32") = R.builtin.alloc_tensor(R.shape([n, 4]), R.dtype("float32"), R.prim_value(0), R.str("global"))
-        cls.k2(x, a)
-        b: R.Tensor((n, 4), dtype="float32") = R.builtin.alloc_tensor(R.shape([n, 4]), R.dtype("float32"), R.prim_value(0), R.str("global"))
-        cls.k2(a, b)
-        c: R.Tensor((8,), dtype="float32") = R.builtin.alloc_tensor(R.shape([8]), R.dtype("float32"), R.prim_value(0), R.str("global"))
-        cls.k2(b, c)
-        r: R.Tensor((8,), dtype="float32") = R.builtin.alloc_tensor(R.shape([8]), R.dtype("float32"), R.prim_value(0), R.str("global"))
-        cls.k2(c, r)
-        return r
-'''
-
 
 @pytest.fixture()
 def symbolic_file(tmp_path):
@@ -251,3 +222,21 @@ def test_each_model_is_resolved_once_given_as_a_path_or_a_name(monkeypatch, symb
     results = plan_many(variants, executor="serial")
     assert len(calls) == 2  # the file (as Path and as str), and the missing file once
     assert all(r.error is None for r in results[:-2]) and results[-1].error == results[-2].error
+
+
+def test_plot_sweep_draws_the_swept_dimension_and_refuses_what_it_cannot(tmp_path, symbolic_file):
+    pytest.importorskip("matplotlib")
+    from memcore_py.errors import PlanningError
+    from memcore_py.sweep.plot import plot_sweep
+
+    results = plan_many([Variant(symbolic_file, bind={"n": n}, mode="both") for n in (2, 4, 8)], executor="serial")
+    fig = plot_sweep(results, "n", out=tmp_path / "p.png")
+    assert (tmp_path / "p.png").stat().st_size > 0
+    labels = sorted(line.get_label() for line in fig.axes[0].get_lines())
+    assert labels == [f"{symbolic_file} arena", f"{symbolic_file} lower bound", f"{symbolic_file} tvm"]
+    tvm_line = next(line for line in fig.axes[0].get_lines() if line.get_label().endswith(" tvm"))
+    assert list(tvm_line.get_ydata()) == [32 * n + 32 for n in (2, 4, 8)]
+    with pytest.raises(PlanningError, match="no planned result binds 'm'"):
+        plot_sweep(results, "m")
+    with pytest.raises(PlanningError, match="must end in one of"):
+        plot_sweep(results, "n", out=tmp_path / "p.gif")

@@ -384,3 +384,47 @@ def test_nothing_to_do_returns_the_function():
     """)
     assert canonicalize_bindings(mod["main"]) is mod["main"]
     assert CanonicalizeBindings.name == "canonicalize-bindings"
+
+
+# ---------------------------------------------------------------- match_cast_substitutes
+def _t(*dims):
+    from memcore_py.ir.prim import PrimVar
+    from memcore_py.ir.types import TensorType
+
+    return TensorType(tuple(PrimVar(d, "int64") if isinstance(d, str) else d for d in dims), "float32")
+
+
+@pytest.mark.parametrize(("pattern", "value", "substitutes"), [
+    (_t("m"), _t("n"), True),            # m becomes n: the symbolic stage substitutes
+    (_t("n"), _t("n"), False),           # n is n
+    (_t("m", 4), _t(8, 4), True),        # m becomes 8
+    (_t(4, 4), _t("n", 4), False),       # no bare variable in the pattern
+    (_t("m"), _t("n", 4), False),        # ranks differ: nothing is matched
+    (_t("m"), None, False),              # the value's type is unknown
+])
+def test_match_cast_substitutes_is_the_symbolic_stage_s_question(pattern, value, substitutes):
+    from memcore_py.transform.canonicalize_bindings import match_cast_substitutes
+
+    assert match_cast_substitutes(pattern, value) is substitutes
+
+
+def test_match_cast_substitutes_agrees_with_the_stage_on_a_function():
+    """Where match_cast_substitutes says no, the stage leaves the function as it is; where it
+    says yes, the stage rewrites the variable's type."""
+    from memcore_py.transform.canonicalize_bindings import canonicalize_tir_variables
+
+    def func(pattern):
+        return module_from_text(f'''
+@R.function
+def main(x: R.Tensor(("n",), dtype="float32")) -> R.Tensor(("n",), dtype="float32"):
+    n = T.int64()
+    m = T.int64()
+    y = R.match_cast(x, R.Tensor(({pattern},), dtype="float32"))
+    z = R.add(x, x)
+    return z
+''')["main"]
+
+    same = func("n")
+    assert canonicalize_tir_variables(same, "main") is same
+    other = func("m")
+    assert canonicalize_tir_variables(other, "main") is not other
